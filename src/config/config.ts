@@ -1,0 +1,330 @@
+import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { parse as parseToml } from 'smol-toml';
+import { ConfigError, Fields, type Table } from './fields.js';
+import { readSecretFile, SecretFileError } from './secret-file.js';
+
+export { ConfigError } from './fields.js';
+
+export type WebhookAuth = 'bearer' | 'standard-webhooks' | 'both';
+
+export interface WebhookConfig {
+  url: URL;
+  auth: WebhookAuth;
+  /** Sent as `Authorization: Bearer <token>` when auth is bearer or both. */
+  bearer?: string;
+  /** `whsec_…` Standard Webhooks secret when auth is standard-webhooks or both. */
+  signingSecret?: string;
+  /** Per-attempt timeout for connect, headers and body, in ms. */
+  timeoutMs: number;
+  /** Attempts per dispatch before the task fails with `dispatch exhausted`. */
+  maxAttempts: number;
+  /** Age of a dispatch after which no further attempt is made, in ms. */
+  maxAgeMs: number;
+}
+
+export interface SkillConfig {
+  id: string;
+  name: string;
+  description: string;
+  tags: string[];
+}
+
+export interface AgentConfig {
+  /** URL path segment: the agent lives at `/agents/<name>`. */
+  name: string;
+  description: string;
+  /** Subject tag: replies carry `[<tag>:<task id>]`. */
+  tag: string;
+  /** The agent's From address, lower-cased. */
+  address: string;
+  /** The DKIM `d=` a reply must be signed with, lower-cased, exact (no relaxed subdomains). */
+  dkimDomain: string;
+  /** Default deadline of a turn, in ms from dispatch. */
+  deadlineMs: number;
+  /** First line of every artifact built from this agent's mail. */
+  untrustedLabel: string;
+  skills: SkillConfig[];
+  webhook: WebhookConfig;
+}
+
+export interface ImapConfig {
+  host: string;
+  port: number;
+  tls: boolean;
+  user: string;
+  password: string;
+  /** Connection, greeting and socket timeout, in ms. */
+  timeoutMs: number;
+}
+
+export interface MailboxConfig {
+  kind: 'imap' | 'maildir';
+  /** The address replies go to (the envelope's `reply_to`), lower-cased. */
+  address: string;
+  /** IMAP folder name (kind imap). */
+  folder: string;
+  imap?: ImapConfig;
+  /** Maildir folder holding cur/ and new/ (kind maildir). */
+  maildirPath?: string;
+  /** A request-driven check runs when the last one is older than this, in ms. */
+  checkIntervalMs: number;
+  /** The longest an A2A call waits for a running check before it answers anyway, in ms. */
+  checkWaitMs: number;
+  /** Messages fetched per check at most; the rest wait for the next check. */
+  maxFetchPerCheck: number;
+  /** Messages over this size, in bytes, are refused with the verdict `too-large`. */
+  maxMessageBytes: number;
+  /** authserv-ids whose Authentication-Results are trusted (anchored, case-insensitive). */
+  authservId: RegExp;
+  /** Hosts of the provider's MX: the border is the topmost Received `by` such a host `from` an outside host. */
+  borderHost: RegExp;
+  /** Verify DKIM signatures locally with mailauth in addition to trusting the provider's results. */
+  verifyDkim: boolean;
+}
+
+export interface ServerConfig {
+  /** Shown to the agent as the envelope's `from`. */
+  name: string;
+  host: string;
+  port: number;
+  /** The facade's bearer token; callers send `Authorization: Bearer <token>`. */
+  bearer: string;
+  maxBodyBytes: number;
+  /** Whole-text messages (trimmed, case-insensitive) that are polls, never new work. */
+  pollWords: string[];
+}
+
+export interface Config {
+  /** Absolute path of the file this was read from (empty for configs built in code). */
+  file: string;
+  server: ServerConfig;
+  store: { path: string };
+  mailbox: MailboxConfig;
+  /** DNS servers for local DKIM key lookups (`ip` or `ip:port`); empty means the system resolver. */
+  dnsServers: string[];
+  agents: AgentConfig[];
+}
+
+/** Fastmail: per-host MX names such as mx1.messagingengine.com or phl-mx-04.messagingengine.com (FACTS.md). */
+export const FASTMAIL_HOST_PATTERN = '[a-z0-9-]+\\.messagingengine\\.com';
+
+const NAME_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+const TAG_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/;
+const ADDRESS_RE = /^[^\s@<>"]+@[a-z0-9.-]+\.[a-z0-9-]+$/i;
+const DOMAIN_RE = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/;
+
+/** True for 127.0.0.0/8 and ::1 written as IP literals; host names (even `localhost`) are refused. */
+export function isLoopbackLiteral(host: string): boolean {
+  if (isIP(host) === 4) return host.startsWith('127.');
+  if (isIP(host) === 6) return host === '::1' || host === '0:0:0:0:0:0:0:1';
+  return false;
+}
+
+function parseListen(f: Fields): { host: string; port: number } {
+  const key = f.key('listen');
+  const v = f.string('listen', '127.0.0.1:8765');
+  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(v);
+  const host = m?.[1] ?? m?.[2];
+  const port = Number(m?.[3]);
+  if (!m || !host || !Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new ConfigError(key, `must be "<loopback ip>:<port>", e.g. "127.0.0.1:8765", got ${JSON.stringify(v)}`);
+  }
+  if (!isLoopbackLiteral(host)) {
+    throw new ConfigError(
+      key,
+      `${JSON.stringify(host)} is not a loopback address; a2a-mailbridge listens on loopback only. Use "127.0.0.1:${port}"`,
+    );
+  }
+  return { host, port };
+}
+
+function secret(f: Fields, name: string, baseDir: string): string {
+  const p = resolve(baseDir, f.string(name));
+  try {
+    return readSecretFile(p, f.key(name));
+  } catch (err) {
+    if (err instanceof SecretFileError) throw new ConfigError(f.key(name), err.message.replace(/^[^:]+: /, ''), { cause: err });
+    throw err;
+  }
+}
+
+function parseWebhook(f: Fields, baseDir: string): WebhookConfig {
+  const urlText = f.string('url');
+  let url: URL;
+  try {
+    url = new URL(urlText);
+  } catch {
+    throw new ConfigError(f.key('url'), `must be an absolute http(s) URL, got ${JSON.stringify(urlText)}`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw new ConfigError(f.key('url'), 'must use https (http only for loopback tests)');
+  }
+  if (url.protocol === 'http:' && !isLoopbackLiteral(url.hostname.replace(/^\[|\]$/g, ''))) {
+    throw new ConfigError(f.key('url'), 'plain http is allowed only to a loopback address; use https');
+  }
+  if (url.username || url.password) throw new ConfigError(f.key('url'), 'must not carry credentials; use bearer_file');
+  const auth = f.oneOf<WebhookAuth>('auth', ['bearer', 'standard-webhooks', 'both'], 'standard-webhooks');
+  const needBearer = auth !== 'standard-webhooks';
+  const needSecret = auth !== 'bearer';
+  if (needBearer && !f.has('bearer_file')) throw new ConfigError(f.key('bearer_file'), `is required when auth = "${auth}"`);
+  if (needSecret && !f.has('secret_file')) throw new ConfigError(f.key('secret_file'), `is required when auth = "${auth}"`);
+  const out: WebhookConfig = {
+    url,
+    auth,
+    timeoutMs: f.integer('timeout_s', 10, 1, 300) * 1000,
+    maxAttempts: f.integer('max_attempts', 8, 1, 100),
+    maxAgeMs: f.integer('max_age_s', 3600, 1, 7 * 86400) * 1000,
+  };
+  if (needBearer) out.bearer = secret(f, 'bearer_file', baseDir);
+  else f.optionalString('bearer_file');
+  if (needSecret) {
+    out.signingSecret = secret(f, 'secret_file', baseDir);
+    if (!/^whsec_[A-Za-z0-9+/=]{16,}$/.test(out.signingSecret)) {
+      throw new ConfigError(f.key('secret_file'), 'must hold a Standard Webhooks secret: "whsec_" followed by base64');
+    }
+  } else f.optionalString('secret_file');
+  f.rejectUnknown();
+  return out;
+}
+
+function parseAgent(f: Fields, baseDir: string): AgentConfig {
+  const name = f.string('name');
+  if (!NAME_RE.test(name)) throw new ConfigError(f.key('name'), 'must be lower-case letters, digits, "-" or "_" (it is a URL path segment)');
+  const tag = f.string('tag', name.toUpperCase());
+  if (!TAG_RE.test(tag)) throw new ConfigError(f.key('tag'), 'must be letters, digits, "-" or "_", at most 32');
+  const address = f.string('address').toLowerCase();
+  if (!ADDRESS_RE.test(address)) throw new ConfigError(f.key('address'), `must be a plain address like agent@example.com`);
+  const dkimDomain = f.string('dkim_domain', address.slice(address.indexOf('@') + 1)).toLowerCase();
+  if (!DOMAIN_RE.test(dkimDomain)) throw new ConfigError(f.key('dkim_domain'), 'must be a domain name such as example.com (no trailing dot)');
+  const skills = f.tableArray('skills').map((s) => {
+    const skill = {
+      id: s.string('id'),
+      name: s.string('name'),
+      description: s.string('description', ''),
+      tags: s.stringArray('tags', []),
+    };
+    s.rejectUnknown();
+    return skill;
+  });
+  const agent: AgentConfig = {
+    name,
+    description: f.string('description', `Cloud agent ${name}, reached by webhook and answering by email`),
+    tag,
+    address,
+    dkimDomain,
+    deadlineMs: f.integer('deadline_s', 3600, 10, 30 * 86400) * 1000,
+    untrustedLabel: f.string('untrusted_label', `[UNTRUSTED — ${name} reply, verify before acting]`),
+    skills,
+    webhook: parseWebhook(f.table_('webhook', true), baseDir),
+  };
+  f.rejectUnknown();
+  return agent;
+}
+
+function parseMailbox(f: Fields, baseDir: string): MailboxConfig {
+  const kind = f.oneOf('kind', ['imap', 'maildir'] as const, 'imap');
+  const hostPattern = f.string('provider_host', FASTMAIL_HOST_PATTERN);
+  const address = f.string('address').toLowerCase();
+  if (!ADDRESS_RE.test(address)) throw new ConfigError(f.key('address'), 'must be a plain address like me@example.com');
+  const out: MailboxConfig = {
+    kind,
+    address,
+    folder: f.string('folder', 'INBOX'),
+    checkIntervalMs: f.integer('check_interval_s', 15, 0, 3600) * 1000,
+    checkWaitMs: f.integer('check_wait_ms', 5000, 100, 60_000),
+    maxFetchPerCheck: f.integer('max_fetch_per_check', 50, 1, 10_000),
+    maxMessageBytes: f.integer('max_message_bytes', 25 * 1024 * 1024, 1024, 200 * 1024 * 1024),
+    authservId: f.pattern('authserv_id', hostPattern),
+    borderHost: f.pattern('border_host', hostPattern),
+    verifyDkim: f.boolean('verify_dkim', true),
+  };
+  if (kind === 'imap') {
+    const t = f.table_('imap', true);
+    out.imap = {
+      host: t.string('host'),
+      port: t.integer('port', 993, 1, 65535),
+      tls: t.boolean('tls', true),
+      user: t.string('user'),
+      password: secret(t, 'password_file', baseDir),
+      timeoutMs: t.integer('timeout_s', 20, 1, 300) * 1000,
+    };
+    if (!out.imap.tls && !isLoopbackLiteral(out.imap.host)) {
+      throw new ConfigError(t.key('tls'), 'may be false only for a loopback IMAP server; use tls = true');
+    }
+    t.rejectUnknown();
+  } else {
+    const t = f.table_('maildir', true);
+    out.maildirPath = resolve(baseDir, t.string('path'));
+    t.rejectUnknown();
+  }
+  f.rejectUnknown();
+  return out;
+}
+
+/**
+ * Validates a parsed TOML document. Relative paths (store, secret files, maildir) are resolved
+ * against `baseDir`, normally the config file's folder. Secret files are read here, so an
+ * unsafe secret stops start-up.
+ *
+ * @throws ConfigError naming the first bad key and the fix.
+ */
+export function parseConfig(doc: Table, baseDir: string, file = ''): Config {
+  const root = new Fields('', doc);
+  const server = root.table_('server');
+  const { host, port } = parseListen(server);
+  const serverConfig: ServerConfig = {
+    name: server.string('name', 'a2a-mailbridge'),
+    host,
+    port,
+    bearer: secret(server, 'bearer_file', baseDir),
+    maxBodyBytes: server.integer('max_body_bytes', 1024 * 1024, 1024, 16 * 1024 * 1024),
+    pollWords: server.stringArray('poll_words', ['status', 'poll', 'check', '?', '']).map((w) => w.trim().toLowerCase()),
+  };
+  if (serverConfig.bearer.length < 16) throw new ConfigError(server.key('bearer_file'), 'the bearer must be at least 16 characters');
+  server.rejectUnknown();
+
+  const store = root.table_('store');
+  const storePath = resolve(baseDir, store.string('path', 'mailbridge.sqlite'));
+  store.rejectUnknown();
+
+  const mailbox = parseMailbox(root.table_('mailbox', true), baseDir);
+  const dns = root.table_('dns');
+  const dnsServers = dns.stringArray('servers', []);
+  dns.rejectUnknown();
+
+  const agents = root.tableArray('agents').map((a) => parseAgent(a, baseDir));
+  if (agents.length === 0) throw new ConfigError('agents', 'at least one [[agents]] table is required');
+  const seen = new Map<string, string>();
+  for (const [i, a] of agents.entries()) {
+    for (const [what, value] of [['name', a.name], ['tag', a.tag.toLowerCase()]] as const) {
+      const k = `${what}:${value}`;
+      if (seen.has(k)) throw new ConfigError(`agents[${i}].${what}`, `${JSON.stringify(value)} is already used by ${seen.get(k)}`);
+      seen.set(k, `agents[${i}]`);
+    }
+  }
+  root.rejectUnknown();
+  return { file, server: serverConfig, store: { path: storePath }, mailbox, dnsServers, agents };
+}
+
+/**
+ * Reads and validates a TOML config file.
+ * @throws ConfigError for a missing file, a TOML syntax error (with line) or an invalid key.
+ */
+export function loadConfig(path: string): Config {
+  const file = isAbsolute(path) ? path : resolve(path);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError('(file)', `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? err}; create one with \`a2a-mailbridge init\``, { cause: err });
+  }
+  let doc: Table;
+  try {
+    doc = parseToml(text) as Table;
+  } catch (err) {
+    throw new ConfigError('(syntax)', `${file} is not valid TOML: ${(err as Error).message}`, { cause: err });
+  }
+  return parseConfig(doc, dirname(file), file);
+}

@@ -1,0 +1,92 @@
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+
+/** Thrown when a secret file is missing, unsafe or unreadable. The message names the file and the fix. */
+export class SecretFileError extends Error {
+  override readonly name = 'SecretFileError';
+  constructor(
+    message: string,
+    readonly path: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** Largest secret file we read, in bytes. Secrets are tokens and passwords, never documents. */
+const MAX_SECRET_BYTES = 64 * 1024;
+
+/**
+ * Reads a secret from a file the way ssh and libpq treat private files (FACTS.md, "Service"):
+ * opened with O_NOFOLLOW, checked on the open handle with fstat (so a swap between check and read
+ * is impossible), and refused unless it is a regular file owned by the current user with no
+ * group or other permission bits (`mode & 0o077 == 0`). One trailing newline (LF or CRLF) is
+ * trimmed; any other whitespace is kept, because it may be part of the secret.
+ *
+ * @param path absolute path of the file
+ * @param key the config key that named the file, used in error messages (e.g. `server.bearer_file`)
+ * @returns the secret as a UTF-8 string
+ * @throws SecretFileError when the file is a symlink, not a regular file, owned by another user,
+ *   group/other-accessible, empty, or larger than 64 KiB; the message says what to run.
+ */
+export function readSecretFile(path: string, key: string): string {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') {
+      throw new SecretFileError(
+        `${key}: secret file ${path} is a symbolic link; point ${key} at the real file`,
+        path,
+        { cause: err },
+      );
+    }
+    if (code === 'ENOENT') {
+      throw new SecretFileError(
+        `${key}: secret file ${path} does not exist; create it with mode 0600 (e.g. \`a2a-mailbridge init\`, or: umask 077 && printf '%s' '<secret>' > ${path})`,
+        path,
+        { cause: err },
+      );
+    }
+    throw new SecretFileError(`${key}: cannot open secret file ${path}: ${code ?? String(err)}`, path, {
+      cause: err,
+    });
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) {
+      throw new SecretFileError(`${key}: secret file ${path} is not a regular file`, path);
+    }
+    const uid = process.getuid?.();
+    if (uid !== undefined && st.uid !== uid) {
+      throw new SecretFileError(
+        `${key}: secret file ${path} is owned by uid ${st.uid}, not by this user (uid ${uid}); run: chown ${uid} ${path}`,
+        path,
+      );
+    }
+    if ((st.mode & 0o077) !== 0) {
+      const mode = (st.mode & 0o777).toString(8).padStart(4, '0');
+      throw new SecretFileError(
+        `${key}: secret file ${path} has mode ${mode}, readable by others; run: chmod 600 ${path}`,
+        path,
+      );
+    }
+    if (st.size > MAX_SECRET_BYTES) {
+      throw new SecretFileError(`${key}: secret file ${path} is larger than 64 KiB; it should hold one secret`, path);
+    }
+    const buf = Buffer.alloc(st.size);
+    let off = 0;
+    while (off < buf.length) {
+      const n = readSync(fd, buf, off, buf.length - off, off);
+      if (n === 0) break;
+      off += n;
+    }
+    const text = buf.subarray(0, off).toString('utf8').replace(/\r?\n$/, '');
+    if (text.length === 0) {
+      throw new SecretFileError(`${key}: secret file ${path} is empty; write the secret into it`, path);
+    }
+    return text;
+  } finally {
+    closeSync(fd);
+  }
+}

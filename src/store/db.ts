@@ -1,0 +1,82 @@
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { MIGRATIONS } from './migrations.js';
+
+export type Db = Database.Database;
+
+/** Thrown when the database file cannot be used: damaged, from a newer version, or unopenable. */
+export class StoreError extends Error {
+  override readonly name = 'StoreError';
+}
+
+export interface OpenOptions {
+  /** Open without write access (CLI read commands, FACTS.md "SQLite"). Skips migrations. */
+  readOnly?: boolean;
+  /** How long a writer waits for a lock before SQLITE_BUSY, in ms. */
+  busyTimeoutMs?: number;
+}
+
+/**
+ * Opens (creating when needed) the SQLite store: WAL journal, a busy timeout, foreign keys on,
+ * `PRAGMA quick_check` at start-up, then the pending migrations.
+ *
+ * @param path file path, or `:memory:` for unit tests
+ * @throws StoreError when quick_check reports damage, or the file was written by a newer schema.
+ */
+export function openDb(path: string, options: OpenOptions = {}): Db {
+  if (path !== ':memory:' && !options.readOnly) mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  let db: Db;
+  try {
+    db = new Database(path, { readonly: options.readOnly ?? false, fileMustExist: options.readOnly ?? false });
+  } catch (err) {
+    throw new StoreError(`cannot open the store ${path}: ${(err as Error).message}`, { cause: err });
+  }
+  try {
+    db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+    if (!options.readOnly) {
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = NORMAL');
+    }
+    db.pragma('foreign_keys = ON');
+    const check = db.pragma('quick_check', { simple: true });
+    if (check !== 'ok') {
+      throw new StoreError(
+        `the store ${path} is damaged (quick_check: ${String(check)}); restore it from a backup (a2a-mailbridge backup) or move it aside to start empty`,
+      );
+    }
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version > MIGRATIONS.length) {
+      throw new StoreError(
+        `the store ${path} has schema version ${version}, newer than this a2a-mailbridge understands (${MIGRATIONS.length}); upgrade a2a-mailbridge`,
+      );
+    }
+    if (!options.readOnly) migrate(db, version);
+    else if (version < MIGRATIONS.length) {
+      throw new StoreError(`the store ${path} needs migrations; run a2a-mailbridge serve once to upgrade it`);
+    }
+    return db;
+  } catch (err) {
+    db.close();
+    if (err instanceof StoreError) throw err;
+    throw new StoreError(`the store ${path} cannot be used: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+function migrate(db: Db, from: number): void {
+  for (let v = from; v < MIGRATIONS.length; v++) {
+    immediate(db, () => {
+      db.exec(MIGRATIONS[v]!);
+      db.pragma(`user_version = ${v + 1}`);
+    });
+  }
+}
+
+/**
+ * Runs `fn` in a `BEGIN IMMEDIATE` transaction (FACTS.md: a deferred transaction that reads then
+ * writes gets SQLITE_BUSY at once under concurrency). `fn` must be synchronous and must not
+ * hold a statement iterator across a write.
+ */
+export function immediate<T>(db: Db, fn: () => T): T {
+  return db.transaction(fn).immediate();
+}

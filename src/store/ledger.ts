@@ -1,0 +1,94 @@
+import type { Verdict } from '../uplink/verdicts.js';
+import type { Db } from './db.js';
+
+/** One fetched message and the verdict the gate stack gave it (BRIEF §5). Recorded once per source. */
+export interface LedgerEntry {
+  /** Where the message was read: `imap:<folder>:<uidvalidity>:<uid>` or `maildir:<folder>:<unique name>`. Unique. */
+  source: string;
+  seenAt: number;
+  messageId: string | null;
+  fromHeader: string | null;
+  subject: string | null;
+  dateHeader: string | null;
+  /** Size of the raw message in bytes. */
+  size: number;
+  rawSha256: string;
+  /** The raw bytes, kept for tagged mail only (evidence); null otherwise. */
+  raw: Buffer | null;
+  agent: string | null;
+  taskId: string | null;
+  verdict: Verdict;
+  /** Which gate refused it and on what (header, value), or what was applied. */
+  reason: string;
+}
+
+export interface LedgerRow extends LedgerEntry {
+  id: number;
+}
+
+const COLUMNS = `id, source, seen_at AS seenAt, message_id AS messageId, from_header AS fromHeader, subject,
+  date_header AS dateHeader, size, raw_sha256 AS rawSha256, agent, task_id AS taskId, verdict, reason`;
+
+/** Inserts the entry; returns its id, or null when the source was already recorded (a rescan). */
+export function recordVerdict(db: Db, e: LedgerEntry): number | null {
+  const info = db
+    .prepare(
+      `INSERT INTO ledger (source, seen_at, message_id, from_header, subject, date_header, size, raw_sha256, raw, agent, task_id, verdict, reason)
+       VALUES (@source, @seenAt, @messageId, @fromHeader, @subject, @dateHeader, @size, @rawSha256, @raw, @agent, @taskId, @verdict, @reason)
+       ON CONFLICT(source) DO NOTHING`,
+    )
+    .run(e);
+  return info.changes === 0 ? null : Number(info.lastInsertRowid);
+}
+
+export function isSourceRecorded(db: Db, source: string): boolean {
+  return db.prepare(`SELECT 1 FROM ledger WHERE source = ?`).get(source) !== undefined;
+}
+
+/** Gate 1: the same raw bytes were recorded before (a re-upload or a rescan). */
+export function hasRawDigest(db: Db, rawSha256: string): boolean {
+  return db.prepare(`SELECT 1 FROM ledger WHERE raw_sha256 = ? LIMIT 1`).get(rawSha256) !== undefined;
+}
+
+/** Gate 8a: a message with this Message-ID was already promoted (or kept late) for this task. */
+export function isMessageIdApplied(db: Db, taskId: string, messageId: string): boolean {
+  return (
+    db
+      .prepare(
+        `SELECT 1 FROM ledger WHERE task_id = ? AND message_id = ? AND (verdict LIKE 'applied:%' OR verdict = 'late:recorded') LIMIT 1`,
+      )
+      .get(taskId, messageId) !== undefined
+  );
+}
+
+export interface LedgerQuery {
+  verdict?: string;
+  taskId?: string;
+  since?: number;
+  until?: number;
+  limit: number;
+}
+
+/** Ledger rows newest first, without raw bytes. `verdict` matches exactly, or as a prefix when it ends in `:` or `*`. */
+export function queryLedger(db: Db, q: LedgerQuery): LedgerRow[] {
+  const where: string[] = [];
+  const p: Record<string, unknown> = { limit: q.limit };
+  if (q.verdict) {
+    if (/[:*]$/.test(q.verdict)) (where.push(`verdict LIKE @v`), (p.v = `${q.verdict.replace(/\*$/, '')}%`));
+    else (where.push('verdict = @v'), (p.v = q.verdict));
+  }
+  if (q.taskId) (where.push('task_id = @t'), (p.t = q.taskId));
+  if (q.since !== undefined) (where.push('seen_at >= @since'), (p.since = q.since));
+  if (q.until !== undefined) (where.push('seen_at <= @until'), (p.until = q.until));
+  const sql = `SELECT ${COLUMNS} FROM ledger ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT @limit`;
+  return db.prepare(sql).all(p) as LedgerRow[];
+}
+
+export function ledgerOfTask(db: Db, taskId: string): LedgerRow[] {
+  return db.prepare(`SELECT ${COLUMNS} FROM ledger WHERE task_id = ? ORDER BY id`).all(taskId) as LedgerRow[];
+}
+
+export function rawOf(db: Db, id: number): Buffer | null {
+  const r = db.prepare(`SELECT raw FROM ledger WHERE id = ?`).get(id) as { raw: Buffer | null } | undefined;
+  return r?.raw ?? null;
+}

@@ -1,0 +1,70 @@
+import type { Db } from './db.js';
+
+/**
+ * The mailbox watermark and the last check's outcome, per folder. `uidValidity` is kept as a
+ * decimal string because IMAP UIDVALIDITY is a 32-bit unsigned value that imapflow hands out as a
+ * bigint (FACTS.md "IMAP"); for a Maildir the "UID" is a delivery-time ordinal (see maildir-mailbox).
+ */
+export interface MailboxState {
+  folder: string;
+  uidValidity: string | null;
+  lastUid: number;
+  lastCheckAt: number | null;
+  /** One line: what the last check did (`3 new, 1 applied`) or why it failed. */
+  lastResult: string | null;
+  lastError: string | null;
+  /** When the current run of failures began; null while checks succeed. */
+  errorSince: number | null;
+  lastSuccessAt: number | null;
+}
+
+const SELECT = `SELECT folder, uid_validity AS uidValidity, last_uid AS lastUid, last_check_at AS lastCheckAt,
+  last_result AS lastResult, last_error AS lastError, error_since AS errorSince, last_success_at AS lastSuccessAt
+  FROM mailbox_state`;
+
+export function getMailboxState(db: Db, folder: string): MailboxState {
+  const r = db.prepare(`${SELECT} WHERE folder = ?`).get(folder) as MailboxState | undefined;
+  return (
+    r ?? {
+      folder,
+      uidValidity: null,
+      lastUid: 0,
+      lastCheckAt: null,
+      lastResult: null,
+      lastError: null,
+      errorSince: null,
+      lastSuccessAt: null,
+    }
+  );
+}
+
+/** Moves the watermark; called in the same transaction as the ledger row of the message at `uid`. */
+export function advanceWatermark(db: Db, folder: string, uidValidity: string, uid: number): void {
+  db.prepare(
+    `INSERT INTO mailbox_state (folder, uid_validity, last_uid) VALUES (?, ?, ?)
+     ON CONFLICT(folder) DO UPDATE SET
+       last_uid = CASE WHEN uid_validity IS excluded.uid_validity THEN max(last_uid, excluded.last_uid) ELSE excluded.last_uid END,
+       uid_validity = excluded.uid_validity`,
+  ).run(folder, uidValidity, uid);
+}
+
+/** Resets the watermark when UIDVALIDITY changed: the next check rescans the folder (ledger dedupes). */
+export function resetWatermark(db: Db, folder: string, uidValidity: string): void {
+  db.prepare(
+    `INSERT INTO mailbox_state (folder, uid_validity, last_uid) VALUES (?, ?, 0)
+     ON CONFLICT(folder) DO UPDATE SET uid_validity = excluded.uid_validity, last_uid = 0`,
+  ).run(folder, uidValidity);
+}
+
+export function recordCheck(db: Db, folder: string, r: { at: number; ok: boolean; result: string; error?: string }): void {
+  db.prepare(`INSERT INTO mailbox_state (folder) VALUES (?) ON CONFLICT(folder) DO NOTHING`).run(folder);
+  if (r.ok) {
+    db.prepare(
+      `UPDATE mailbox_state SET last_check_at = ?, last_result = ?, last_error = NULL, error_since = NULL, last_success_at = ? WHERE folder = ?`,
+    ).run(r.at, r.result, r.at, folder);
+  } else {
+    db.prepare(
+      `UPDATE mailbox_state SET last_check_at = ?, last_result = ?, last_error = ?, error_since = COALESCE(error_since, ?) WHERE folder = ?`,
+    ).run(r.at, r.result, r.error ?? r.result, r.at, folder);
+  }
+}

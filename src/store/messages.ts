@@ -1,0 +1,37 @@
+import type { Db } from './db.js';
+
+/** A message in a task's history: the caller's asks (`user`) and the agent's labelled replies (`agent`). */
+export interface MessageRow {
+  seq: number;
+  agent: string;
+  messageId: string;
+  taskId: string;
+  contextId: string;
+  role: 'user' | 'agent';
+  text: string;
+  /** SHA-256 (hex) of the caller's parts, to tell a replay from a reused `messageId` (issue 4). */
+  contentSha256: string;
+  createdAt: number;
+}
+
+const SELECT = `SELECT seq, agent, message_id AS messageId, task_id AS taskId, context_id AS contextId, role, text,
+  content_sha256 AS contentSha256, created_at AS createdAt FROM messages`;
+
+export function insertMessage(db: Db, m: Omit<MessageRow, 'seq'>): void {
+  db.prepare(
+    `INSERT INTO messages (agent, message_id, task_id, context_id, role, text, content_sha256, created_at)
+     VALUES (@agent, @messageId, @taskId, @contextId, @role, @text, @contentSha256, @createdAt)`,
+  ).run(m);
+}
+
+/** The message stored under a caller's `messageId`, scoped per agent. Durable, so dedupe survives restarts. */
+export function messageById(db: Db, agent: string, messageId: string): MessageRow | undefined {
+  return db.prepare(`${SELECT} WHERE agent = ? AND message_id = ?`).get(agent, messageId) as MessageRow | undefined;
+}
+
+/** The task's history, oldest first; with `last`, only the newest `last` messages. */
+export function historyOf(db: Db, taskId: string, last?: number): MessageRow[] {
+  if (last === undefined) return db.prepare(`${SELECT} WHERE task_id = ? ORDER BY seq`).all(taskId) as MessageRow[];
+  const rows = db.prepare(`${SELECT} WHERE task_id = ? ORDER BY seq DESC LIMIT ?`).all(taskId, last) as MessageRow[];
+  return rows.reverse();
+}

@@ -1,0 +1,134 @@
+/**
+ * Versioned schema migrations. Each entry runs once, in order, inside one transaction, and
+ * bumps `PRAGMA user_version` to its index + 1. Never edit a shipped entry; append a new one.
+ *
+ * Times are integers in ms since the Unix epoch (UTC). States are the A2A v1.0 TaskState names
+ * without the `TASK_STATE_` prefix.
+ */
+export const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE tasks (
+    id            TEXT PRIMARY KEY,
+    agent         TEXT NOT NULL,
+    context_id    TEXT NOT NULL,
+    state         TEXT NOT NULL,
+    state_reason  TEXT,
+    failed_by     TEXT,
+    turn          INTEGER NOT NULL,
+    caller        TEXT,
+    created_at    INTEGER NOT NULL,
+    updated_at    INTEGER NOT NULL,
+    deadline_at   INTEGER
+  ) STRICT;
+  CREATE INDEX tasks_by_context ON tasks(agent, context_id, created_at);
+  CREATE INDEX tasks_by_state ON tasks(state, deadline_at);
+  CREATE INDEX tasks_by_updated ON tasks(agent, updated_at);
+
+  CREATE TABLE turns (
+    task_id         TEXT NOT NULL REFERENCES tasks(id),
+    turn            INTEGER NOT NULL,
+    ask             TEXT NOT NULL,
+    reply_token     TEXT,
+    deadline_at     INTEGER NOT NULL,
+    dispatch_id     TEXT NOT NULL UNIQUE,
+    envelope        BLOB NOT NULL,
+    dispatch_state  TEXT NOT NULL,
+    next_attempt_at INTEGER,
+    accepted_at     INTEGER,
+    reply_status    TEXT,
+    reply_text      TEXT,
+    reply_ledger_id INTEGER,
+    replied_at      INTEGER,
+    created_at      INTEGER NOT NULL,
+    PRIMARY KEY (task_id, turn)
+  ) STRICT;
+  CREATE INDEX turns_pending ON turns(dispatch_state, next_attempt_at);
+
+  CREATE TABLE dispatch_attempts (
+    id           INTEGER PRIMARY KEY,
+    dispatch_id  TEXT NOT NULL,
+    task_id      TEXT NOT NULL,
+    turn         INTEGER NOT NULL,
+    attempt      INTEGER NOT NULL,
+    started_at   INTEGER NOT NULL,
+    finished_at  INTEGER,
+    outcome      TEXT,
+    http_status  INTEGER,
+    error        TEXT,
+    UNIQUE (dispatch_id, attempt)
+  ) STRICT;
+
+  CREATE TABLE messages (
+    seq            INTEGER PRIMARY KEY,
+    agent          TEXT NOT NULL,
+    message_id     TEXT NOT NULL,
+    task_id        TEXT NOT NULL,
+    context_id     TEXT NOT NULL,
+    role           TEXT NOT NULL,
+    text           TEXT NOT NULL,
+    content_sha256 TEXT NOT NULL,
+    created_at     INTEGER NOT NULL,
+    UNIQUE (agent, message_id)
+  ) STRICT;
+  CREATE INDEX messages_by_task ON messages(task_id, seq);
+
+  CREATE TABLE artifacts (
+    artifact_id  TEXT PRIMARY KEY,
+    task_id      TEXT NOT NULL,
+    turn         INTEGER NOT NULL,
+    name         TEXT NOT NULL,
+    text         TEXT NOT NULL,
+    ledger_id    INTEGER,
+    created_at   INTEGER NOT NULL
+  ) STRICT;
+  CREATE INDEX artifacts_by_task ON artifacts(task_id, created_at);
+
+  CREATE TABLE ledger (
+    id           INTEGER PRIMARY KEY,
+    source       TEXT NOT NULL UNIQUE,
+    seen_at      INTEGER NOT NULL,
+    message_id   TEXT,
+    from_header  TEXT,
+    subject      TEXT,
+    date_header  TEXT,
+    size         INTEGER NOT NULL,
+    raw_sha256   TEXT NOT NULL,
+    raw          BLOB,
+    agent        TEXT,
+    task_id      TEXT,
+    verdict      TEXT NOT NULL,
+    reason       TEXT NOT NULL
+  ) STRICT;
+  CREATE INDEX ledger_by_sha ON ledger(raw_sha256);
+  CREATE INDEX ledger_by_task ON ledger(task_id, message_id);
+  CREATE INDEX ledger_by_verdict ON ledger(verdict, seen_at);
+
+  CREATE TABLE mailbox_state (
+    folder          TEXT PRIMARY KEY,
+    uid_validity    TEXT,
+    last_uid        INTEGER NOT NULL DEFAULT 0,
+    last_check_at   INTEGER,
+    last_result     TEXT,
+    last_error      TEXT,
+    error_since     INTEGER,
+    last_success_at INTEGER
+  ) STRICT;
+
+  CREATE TABLE task_events (
+    id          INTEGER PRIMARY KEY,
+    task_id     TEXT NOT NULL,
+    at          INTEGER NOT NULL,
+    from_state  TEXT,
+    to_state    TEXT NOT NULL,
+    cause       TEXT NOT NULL
+  ) STRICT;
+  CREATE INDEX task_events_by_task ON task_events(task_id, id);
+
+  CREATE TABLE audit (
+    task_id     TEXT PRIMARY KEY,
+    state       TEXT NOT NULL,
+    written_at  INTEGER NOT NULL,
+    entry       TEXT NOT NULL
+  ) STRICT;
+  `,
+];

@@ -1,0 +1,92 @@
+import type { Db } from './db.js';
+
+/**
+ * Dispatch state of a turn: `pending` (to be sent, at `nextAttemptAt`), `accepted` (a 2xx came
+ * back), `failed` (attempts exhausted, 3xx/4xx, or 410), `canceled` (the task was canceled first).
+ */
+export type DispatchState = 'pending' | 'accepted' | 'failed' | 'canceled';
+
+/** The reply statuses of the reply format (BRIEF §5). */
+export type ReplyStatus = 'done' | 'input-required' | 'failed' | 'working';
+
+/** One turn of a task: what the caller asked, the webhook that carried it, and the agent's reply. */
+export interface TurnRow {
+  taskId: string;
+  turn: number;
+  ask: string;
+  /** The live reply token (32 lowercase hex), or null once used or revoked. Never logged. */
+  replyToken: string | null;
+  deadlineAt: number;
+  /** The Standard Webhooks `webhook-id`, stable across every attempt of this dispatch. */
+  dispatchId: string;
+  /** The exact JSON bytes of the webhook body, signed and sent identically on every attempt. */
+  envelope: Buffer;
+  dispatchState: DispatchState;
+  nextAttemptAt: number | null;
+  acceptedAt: number | null;
+  replyStatus: ReplyStatus | null;
+  replyText: string | null;
+  replyLedgerId: number | null;
+  repliedAt: number | null;
+  createdAt: number;
+}
+
+const SELECT = `SELECT task_id AS taskId, turn, ask, reply_token AS replyToken, deadline_at AS deadlineAt,
+  dispatch_id AS dispatchId, envelope, dispatch_state AS dispatchState, next_attempt_at AS nextAttemptAt,
+  accepted_at AS acceptedAt, reply_status AS replyStatus, reply_text AS replyText,
+  reply_ledger_id AS replyLedgerId, replied_at AS repliedAt, created_at AS createdAt FROM turns`;
+
+export function insertTurn(db: Db, t: TurnRow): void {
+  db.prepare(
+    `INSERT INTO turns (task_id, turn, ask, reply_token, deadline_at, dispatch_id, envelope, dispatch_state,
+       next_attempt_at, accepted_at, reply_status, reply_text, reply_ledger_id, replied_at, created_at)
+     VALUES (@taskId, @turn, @ask, @replyToken, @deadlineAt, @dispatchId, @envelope, @dispatchState,
+       @nextAttemptAt, @acceptedAt, @replyStatus, @replyText, @replyLedgerId, @repliedAt, @createdAt)`,
+  ).run(t);
+}
+
+export function getTurn(db: Db, taskId: string, turn: number): TurnRow | undefined {
+  return db.prepare(`${SELECT} WHERE task_id = ? AND turn = ?`).get(taskId, turn) as TurnRow | undefined;
+}
+
+export function turnsOfTask(db: Db, taskId: string): TurnRow[] {
+  return db.prepare(`${SELECT} WHERE task_id = ? ORDER BY turn`).all(taskId) as TurnRow[];
+}
+
+export function turnByDispatchId(db: Db, dispatchId: string): TurnRow | undefined {
+  return db.prepare(`${SELECT} WHERE dispatch_id = ?`).get(dispatchId) as TurnRow | undefined;
+}
+
+/** Revokes every live token of a task (a canceled task, a new turn, an applied reply). */
+export function revokeTokens(db: Db, taskId: string): void {
+  db.prepare(`UPDATE turns SET reply_token = NULL WHERE task_id = ? AND reply_token IS NOT NULL`).run(taskId);
+}
+
+export function recordReply(
+  db: Db,
+  taskId: string,
+  turn: number,
+  r: { status: ReplyStatus; text: string; ledgerId: number; at: number; revokeToken: boolean },
+): void {
+  db.prepare(
+    `UPDATE turns SET reply_status = ?, reply_text = ?, reply_ledger_id = ?, replied_at = ?
+       ${r.revokeToken ? ', reply_token = NULL' : ''} WHERE task_id = ? AND turn = ?`,
+  ).run(r.status, r.text, r.ledgerId, r.at, taskId, turn);
+}
+
+export function setDispatchState(
+  db: Db,
+  dispatchId: string,
+  s: { state: DispatchState; nextAttemptAt: number | null; acceptedAt?: number },
+): void {
+  db.prepare(
+    `UPDATE turns SET dispatch_state = ?, next_attempt_at = ?, accepted_at = COALESCE(?, accepted_at) WHERE dispatch_id = ?`,
+  ).run(s.state, s.nextAttemptAt, s.acceptedAt ?? null, dispatchId);
+}
+
+/** Pending dispatches whose next attempt is due at `now`, oldest first. */
+export function dueDispatches(db: Db, now: number, limit = 20): TurnRow[] {
+  return db
+    .prepare(`${SELECT} WHERE dispatch_state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?`)
+    .all(now, limit) as TurnRow[];
+}

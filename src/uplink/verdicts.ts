@@ -1,0 +1,32 @@
+/**
+ * Every verdict the gate stack can record, in gate order (BRIEF §5). One table: the ledger, the
+ * CLI filters, `/health` and the metrics all read these names.
+ */
+export const VERDICTS = {
+  duplicate: 'gate 1 / 8a: the same raw bytes, or a Message-ID already applied to this task',
+  'too-large': 'the message is larger than mailbox.max_message_bytes; refused whole, never cut',
+  'no-task-id': 'gate 2: not exactly one subject tag naming a task id; untagged mail is never instructions',
+  'auth:duplicate-header': 'gate 3: From, Subject, Date and Message-ID must each appear exactly once',
+  'auth:from-mismatch': "gate 4: From is not the agent's configured address",
+  'auth:no-border': 'gate 5: no Received by the provider from an outside host; nothing can be trusted',
+  'auth:no-trusted-results': "gate 5: no Authentication-Results above the border stamped by the provider's authserv-id",
+  'auth:dmarc-fail': 'gate 6: trusted dmarc is fail, temperror or permerror (or the trusted results conflict)',
+  'auth:dkim-unaligned': 'gate 7: no trusted dkim=pass whose header.d is exactly the agent domain and matches a signature',
+  'auth:dkim-unverified': 'gate 7: local DKIM verification did not pass the aligned signature',
+  'unknown-task': 'gate 8: the tagged task does not exist for this agent',
+  'no-token': 'gate 9: no single reply_token line in the reply block',
+  'bad-token': "gate 9: the token is not the task's live token",
+  'task-closed': 'gate 10: the task is not awaiting the agent',
+  'late:recorded': 'gate 10: authenticated reply after a deadline failure; kept and shown, state stays FAILED',
+  'bad-status': 'gate 11: the status line is not done, input-required, failed or working',
+  'applied:done': 'promoted: the task is COMPLETED',
+  'applied:input-required': 'promoted: the task is INPUT_REQUIRED',
+  'applied:failed': 'promoted: the agent reported failure; the task is FAILED',
+  'applied:working': 'promoted: a progress note; the task stays WORKING',
+} as const;
+
+export type Verdict = keyof typeof VERDICTS;
+
+export function isApplied(v: Verdict): boolean {
+  return v.startsWith('applied:');
+}

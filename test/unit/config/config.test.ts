@@ -1,0 +1,78 @@
+import { chmodSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../../src/config/config.js';
+import { makeConfigDir, minimalToml, TEST_BEARER, TEST_WEBHOOK_SECRET } from '../../helpers/config-dir.js';
+
+describe('loadConfig', () => {
+  it('reads a minimal config with defaults and resolves paths against the config folder', () => {
+    const c = makeConfigDir(minimalToml({ listen: '127.0.0.1:8765' }));
+    const cfg = loadConfig(c.configPath);
+    expect(cfg.server).toMatchObject({ host: '127.0.0.1', port: 8765, bearer: TEST_BEARER, maxBodyBytes: 1048576 });
+    expect(cfg.store.path).toBe(join(c.dir, 'state/bridge.sqlite'));
+    expect(cfg.mailbox.maildirPath).toBe(join(c.dir, 'Maildir'));
+    const [agent] = cfg.agents;
+    expect(agent).toMatchObject({ name: 'grok', tag: 'GROK', address: 'agent@agent.example', dkimDomain: 'agent.example' });
+    expect(agent!.webhook.signingSecret).toBe(TEST_WEBHOOK_SECRET);
+    expect(agent!.untrustedLabel).toBe('[UNTRUSTED — grok reply, verify before acting]');
+    // Fastmail's per-host authserv-ids match, anchored: a suffix trick does not.
+    expect(cfg.mailbox.authservId.test('phl-mx-04.messagingengine.com')).toBe(true);
+    expect(cfg.mailbox.authservId.test('evilmessagingengine.com')).toBe(false);
+    expect(cfg.mailbox.authservId.test('mx1.messagingengine.com.evil.test')).toBe(false);
+  });
+
+  it.each([
+    ['0.0.0.0:8765', /not a loopback address.*Use "127\.0\.0\.1:8765"/],
+    ['192.168.1.5:80', /not a loopback address/],
+    ['localhost:8765', /not a loopback address/],
+    ['[::]:8765', /not a loopback address/],
+    ['127.0.0.1', /must be "<loopback ip>:<port>"/],
+  ])('refuses listen = %s and says what to change', (listen, msg) => {
+    const c = makeConfigDir(minimalToml({ listen }));
+    expect(() => loadConfig(c.configPath)).toThrow(ConfigError);
+    expect(() => loadConfig(c.configPath)).toThrow(msg);
+    expect(() => loadConfig(c.configPath)).toThrow(/^config key server\.listen: /);
+  });
+
+  it('accepts IPv6 loopback', () => {
+    const c = makeConfigDir(minimalToml({ listen: '[::1]:9000' }));
+    expect(loadConfig(c.configPath).server).toMatchObject({ host: '::1', port: 9000 });
+  });
+
+  it('refuses a world-readable secret naming the key, the file and the fix', () => {
+    const c = makeConfigDir(minimalToml());
+    chmodSync(join(c.dir, 'bearer'), 0o644);
+    expect(() => loadConfig(c.configPath)).toThrow(`config key server.bearer_file: secret file ${join(c.dir, 'bearer')} has mode 0644, readable by others; run: chmod 600 ${join(c.dir, 'bearer')}`);
+  });
+
+  it('names unknown keys, wrong types and bad values', () => {
+    const typo = makeConfigDir(minimalToml().replace('[mailbox]', '[mailbox]\ncheck_intervall_s = 3'));
+    expect(() => loadConfig(typo.configPath)).toThrow('config key mailbox.check_intervall_s: is not a known key');
+    const type = makeConfigDir(minimalToml().replace('[mailbox]', '[mailbox]\ncheck_interval_s = "3"'));
+    expect(() => loadConfig(type.configPath)).toThrow(/config key mailbox\.check_interval_s: must be an integer/);
+    const url = makeConfigDir(minimalToml({ webhookUrl: 'http://agent.example/hook' }));
+    expect(() => loadConfig(url.configPath)).toThrow(/config key agents\[0\]\.webhook\.url: plain http is allowed only to a loopback/);
+    const syntax = makeConfigDir('[server\n');
+    expect(() => loadConfig(syntax.configPath)).toThrow(/not valid TOML/);
+  });
+
+  it('requires the secret the chosen webhook auth needs', () => {
+    const c = makeConfigDir(minimalToml().replace('bearer_file = "webhook-bearer"\n', ''));
+    expect(() => loadConfig(c.configPath)).toThrow('config key agents[0].webhook.bearer_file: is required when auth = "both"');
+  });
+
+  it('refuses two agents with the same name or tag', () => {
+    const second = `
+[[agents]]
+name = "other"
+tag = "grok"
+address = "b@agent.example"
+[agents.webhook]
+url = "http://127.0.0.1:9/b"
+auth = "bearer"
+bearer_file = "webhook-bearer"
+`;
+    const c = makeConfigDir(minimalToml({ extraAgent: second }));
+    expect(() => loadConfig(c.configPath)).toThrow(/config key agents\[1\]\.tag: "grok" is already used by agents\[0\]/);
+  });
+});

@@ -1,0 +1,47 @@
+import { chmodSync, mkdtempSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { readSecretFile, SecretFileError } from '../../../src/config/secret-file.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'mb-secret-'));
+
+function file(name: string, content: string, mode: number): string {
+  const p = join(dir, name);
+  writeFileSync(p, content);
+  chmodSync(p, mode);
+  return p;
+}
+
+describe('readSecretFile', () => {
+  it('reads a 0600 file and trims exactly one trailing newline', () => {
+    expect(readSecretFile(file('a', 'tok en\n', 0o600), 'k')).toBe('tok en');
+    expect(readSecretFile(file('b', 'x\r\n', 0o600), 'k')).toBe('x');
+    expect(readSecretFile(file('c', 'x\n\n', 0o600), 'k')).toBe('x\n');
+    expect(readSecretFile(file('d', 'x', 0o400), 'k')).toBe('x');
+  });
+
+  it('refuses group or world bits with the chmod fix in the message', () => {
+    const p = file('e', 'secret', 0o644);
+    expect(() => readSecretFile(p, 'server.bearer_file')).toThrow(SecretFileError);
+    expect(() => readSecretFile(p, 'server.bearer_file')).toThrow(`run: chmod 600 ${p}`);
+    expect(() => readSecretFile(file('f', 'secret', 0o640), 'k')).toThrow(/mode 0640/);
+    expect(() => readSecretFile(file('g', 'secret', 0o604), 'k')).toThrow(/mode 0604/);
+  });
+
+  it('refuses a symlink even to a safe file, a directory, a missing file and an empty file', () => {
+    const target = file('h', 'secret', 0o600);
+    const link = join(dir, 'link');
+    symlinkSync(target, link);
+    expect(() => readSecretFile(link, 'k')).toThrow(/symbolic link/);
+    const sub = join(dir, 'sub');
+    mkdirSync(sub, { mode: 0o700 });
+    expect(() => readSecretFile(sub, 'k')).toThrow(/not a regular file/);
+    expect(() => readSecretFile(join(dir, 'missing'), 'k')).toThrow(/does not exist/);
+    expect(() => readSecretFile(file('i', '\n', 0o600), 'k')).toThrow(/is empty/);
+  });
+
+  it('names the config key in every error', () => {
+    expect(() => readSecretFile(join(dir, 'nope'), 'agents[0].webhook.secret_file')).toThrow(/^agents\[0\]\.webhook\.secret_file: /);
+  });
+});
