@@ -1,0 +1,63 @@
+/**
+ * The webhook envelope (BRIEF §4): the JSON body that wakes the cloud agent. It is serialised
+ * once, stored with the turn, and the same bytes are signed and sent on every attempt (FACTS.md:
+ * sign the exact bytes you send; never re-serialise).
+ */
+
+/** One earlier turn of the task, oldest first: what the caller asked and what the agent answered. */
+export interface ThreadEntry {
+  turn: number;
+  role: 'user' | 'agent';
+  text: string;
+}
+
+export interface Envelope {
+  /** Envelope format version. */
+  v: 1;
+  task_id: string;
+  /** 1-based turn of the task this dispatch carries. */
+  turn: number;
+  /** 32 lowercase hex characters; the reply must carry it on a `reply_token:` line. */
+  reply_token: string;
+  /** Who is asking: the bridge's configured name. */
+  from: string;
+  /** This turn's text from the caller. */
+  ask: string;
+  /** The earlier turns of the task. */
+  thread: ThreadEntry[];
+  /** Reply-format instructions for the agent, in plain text (section 5 of the brief). */
+  constraints: string;
+  /** ISO-8601 UTC deadline of this turn. */
+  deadline: string;
+  /** The mailbox address the reply must be sent to. */
+  reply_to: string;
+  /** The subject tag the reply's Subject must contain, e.g. `[GROK:<task_id>]`. */
+  subject_tag: string;
+  /** Present and true on a cancel notice: stop work on `task_id`; no reply is expected. */
+  cancel?: true;
+}
+
+/** The subject tag of a task: `[<TAG>:<task id>]` (BRIEF §5). */
+export function subjectTag(tag: string, taskId: string): string {
+  return `[${tag}:${taskId}]`;
+}
+
+/** The reply-format instructions carried in `constraints` (BRIEF §5). */
+export function replyInstructions(o: { replyTo: string; subjectTag: string; token: string; deadline: string }): string {
+  return [
+    `Reply by email to ${o.replyTo}, from your configured address, before ${o.deadline}.`,
+    `The Subject must contain ${o.subjectTag} exactly once.`,
+    'The body (text/plain preferred) must start with these lines, before any quoted text:',
+    `reply_token: ${o.token}`,
+    'status: done | input-required | failed | working',
+    '---',
+    'Then your whole answer after the "---" line. Use "input-required" to ask the caller a question,',
+    '"working" for a progress note (send the final reply later), "failed" if you cannot do the job.',
+    'Do not quote this request in the reply.',
+  ].join('\n');
+}
+
+/** Serialises an envelope to the exact bytes that are stored, signed and sent. */
+export function encodeEnvelope(e: Envelope): Buffer {
+  return Buffer.from(JSON.stringify(e), 'utf8');
+}
