@@ -9,7 +9,11 @@
 /** Where the last check left off. `uidValidity` null means "never checked". */
 export interface Watermark {
   uidValidity: string | null;
-  /** Highest UID already handed out and recorded; only messages with a greater UID are returned. */
+  /**
+   * Highest UID already handed out and recorded. IMAP returns only messages with a greater UID;
+   * a Maildir, which has no UIDs, re-reads a short window below it and skips what `isRecorded`
+   * says was recorded (see maildir-mailbox.ts).
+   */
   lastUid: number;
 }
 
@@ -33,7 +37,7 @@ export interface CheckRequest {
 }
 
 export interface FetchedMessage {
-  /** IMAP UID, or the Maildir ordinal; strictly greater than the watermark's lastUid. */
+  /** IMAP UID (strictly greater than the watermark's lastUid), or the Maildir file's mtime in ms. */
   uid: number;
   /** Unique, stable key of this copy for the ledger (`imap:<folder>:<uidvalidity>:<uid>`, `maildir:<dir>:<name>`). */
   source: string;

@@ -1,0 +1,235 @@
+/**
+ * The IMAP mailbox (BRIEF §5): one read-only pass per `check()`, over imapflow.
+ *
+ * Per check: a new ImapFlow (an instance cannot reconnect, FACTS.md "IMAP") with an `error`
+ * listener (imapflow #302: an unhandled socket timeout kills the process) → connect and log in →
+ * `EXAMINE <folder>` (never SELECT) → compare UIDVALIDITY with the watermark → one narrowed
+ * `UID SEARCH UID <after+1>:* (OR FROM … SUBJECT …)` → `UID FETCH (RFC822.SIZE)` of the chosen
+ * UIDs → `UID FETCH BODY.PEEK[]` for those within the size cap and `BODY.PEEK[HEADER]<0.256K>` for
+ * larger ones → LOGOUT; the socket is closed in `finally`. Nothing else is sent: no STORE, COPY,
+ * MOVE, EXPUNGE, and no flag changes (`\Seen` stays as it was because every body fetch is PEEK).
+ * Every FETCH is collected whole (`fetchAll`) before the next command (imapflow #159: a command
+ * issued inside `for await` over `fetch()` deadlocks).
+ */
+import { AuthenticationFailure, ImapFlow, type ImapFlowError, type Logger, type SearchObject } from 'imapflow';
+import type { ImapConfig } from '../config/config.js';
+import { MailboxError, type CheckRequest, type CheckResult, type FetchedMessage, type Mailbox } from './mailbox.js';
+
+/** `ImapConfig` plus the folder to read (`mailbox.folder` in the config file). */
+export interface ImapMailboxConfig extends ImapConfig {
+  /** Folder name as the server spells it, e.g. `INBOX` or `INBOX.agents`. */
+  folder: string;
+}
+
+/** Bytes of the header block fetched for a message over `maxMessageBytes` (a longer header block is cut). */
+export const HEADER_BLOCK_CAP_BYTES = 256 * 1024;
+/** Room on top of the largest literal we ask for, before imapflow refuses a literal (bytes). */
+const LITERAL_MARGIN_BYTES = 64 * 1024;
+/** Longest response line accepted, in bytes; a SEARCH answer of many UIDs is one line. */
+const MAX_LINE_BYTES = 16 * 1024 * 1024;
+const MAX_UID = 4294967295; // RFC 3501 §2.3.1.1: UIDs are 32-bit unsigned
+
+/** Node/socket error codes that mean the server could not be reached. */
+const CONNECT_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EADDRNOTAVAIL', 'EPIPE',
+  'NoConnection', 'EConnectionClosed', 'ClosedAfterConnectText', 'ProxyError', 'EPROXY',
+]);
+const TIMEOUT_CODES = new Set(['CONNECT_TIMEOUT', 'GREETING_TIMEOUT', 'UPGRADE_TIMEOUT', 'ETIMEOUT', 'ETIMEDOUT']);
+
+type Phase = 'connect' | 'login' | 'examine' | 'search' | 'fetch';
+
+/**
+ * Reads one IMAP folder, read-only. Holds no connection between checks.
+ *
+ * `tls: true` is implicit TLS (port 993). `tls: false` (allowed by the config for loopback only)
+ * is plain text and never tries STARTTLS: local IMAP bridges offer STARTTLS with self-signed
+ * certificates that would fail verification.
+ */
+export class ImapMailbox implements Mailbox {
+  readonly kind = 'imap' as const;
+  readonly folder: string;
+  readonly #config: ImapMailboxConfig;
+  readonly #logger: Logger | false;
+  readonly #active = new Set<ImapFlow>();
+  /** Connections that `close()` cut: their check fails with "aborted", not a network error. */
+  readonly #aborted = new WeakSet<ImapFlow>();
+
+  /**
+   * @param config server, credentials, folder and `timeoutMs` (used for connecting, for the
+   *   greeting, and as the socket inactivity limit of every command).
+   * @param logger an imapflow logger (pino-like: `debug`, `info`, `warn`, `error`); it sees every
+   *   command sent (entries with `src: 'c'`, credentials masked). Default: no logging.
+   */
+  constructor(config: ImapMailboxConfig, logger?: Logger) {
+    this.#config = config;
+    this.folder = config.folder;
+    this.#logger = logger ?? false;
+  }
+
+  /**
+   * One read-only pass (see the file comment). Messages are returned oldest first, at most
+   * `req.maxFetch`; only UIDs above the watermark (above 0 when UIDVALIDITY changed).
+   * @throws MailboxError `connect`, `auth`, `tls`, `timeout` or `protocol`; the message never holds the password.
+   */
+  async check(req: CheckRequest): Promise<CheckResult> {
+    const cfg = this.#config;
+    const literalCap = Math.max(req.maxMessageBytes, HEADER_BLOCK_CAP_BYTES) + LITERAL_MARGIN_BYTES;
+    const client = new ImapFlow({
+      host: cfg.host,
+      port: cfg.port,
+      secure: cfg.tls,
+      doSTARTTLS: cfg.tls ? undefined : false,
+      auth: { user: cfg.user, pass: cfg.password },
+      logger: this.#logger,
+      // Our name only: imapflow would otherwise fill in its own version and vendor under our name.
+      clientInfo: { name: 'a2a-mailbridge', version: false, vendor: false, 'support-url': false },
+      disableAutoIdle: true,
+      disableAutoEnable: true,
+      connectionTimeout: cfg.timeoutMs,
+      greetingTimeout: cfg.timeoutMs,
+      socketTimeout: cfg.timeoutMs,
+      maxLiteralSize: literalCap,
+      maxResponseSize: literalCap + MAX_LINE_BYTES,
+      maxLineLength: MAX_LINE_BYTES,
+    });
+    // imapflow #302: without a listener a socket error or timeout is an uncaught 'error' event.
+    // The first one is kept: a command then rejects with a vaguer NoConnection.
+    let eventError: ImapFlowError | undefined;
+    client.on('error', (err: ImapFlowError) => {
+      eventError ??= err;
+    });
+    this.#active.add(client);
+    let phase: Phase = 'connect';
+    try {
+      await client.connect();
+      phase = 'examine';
+      const box = await client.mailboxOpen(this.folder, { readOnly: true });
+      const uidValidity = box.uidValidity.toString(10);
+      const wm = req.watermark;
+      const uidValidityChanged = wm.uidValidity !== null && wm.uidValidity !== uidValidity;
+      // Never checked, or the folder was recreated: everything is new (the ledger dedupes).
+      const after = wm.uidValidity === uidValidity ? wm.lastUid : 0;
+      const result: CheckResult = { uidValidity, uidValidityChanged, messages: [], more: false, bytesFetched: 0 };
+      const terms: SearchObject[] = [
+        ...req.fromAddresses.map((from) => ({ from })),
+        ...req.subjectContains.map((subject) => ({ subject })),
+      ];
+      // Nothing to narrow on means nothing may be read (the person's other mail is never fetched).
+      if (box.exists === 0 || terms.length === 0 || after >= MAX_UID) return await done(client, result);
+
+      phase = 'search';
+      const found = await client.search({ uid: `${after + 1}:*`, or: terms }, { uid: true });
+      // imapflow answers false when the server refused the SEARCH (NO/BAD): not "nothing matched".
+      if (!Array.isArray(found)) throw new MailboxError(`IMAP SEARCH in ${this.folder} was refused by the server`, 'protocol');
+      // `UID n:*` matches the highest UID even when it is below n (RFC 3501 §6.4.8; ushahidi #1509).
+      const fresh = [...new Set(found)].filter((u) => Number.isInteger(u) && u > after).sort((a, b) => a - b);
+      const chosen = fresh.slice(0, Math.max(0, req.maxFetch));
+      result.more = fresh.length > chosen.length;
+      if (chosen.length === 0) return await done(client, result);
+
+      phase = 'fetch';
+      const sizes = new Map<number, number>();
+      for (const m of await client.fetchAll(chosen.join(','), { uid: true, size: true }, { uid: true })) {
+        if (m.size !== undefined) sizes.set(m.uid, m.size);
+      }
+      // A UID without a size was expunged meanwhile (or not asked for): skipped.
+      const present = chosen.filter((u) => sizes.has(u));
+      const small = present.filter((u) => sizes.get(u)! <= req.maxMessageBytes);
+      const large = present.filter((u) => sizes.get(u)! > req.maxMessageBytes);
+      // Keyed by UID and kept only when the data asked for is there: an unsolicited FETCH (a flag
+      // change by another session) for the same UID must not replace it.
+      const bodies = new Map<number, Buffer>();
+      if (small.length) {
+        for (const m of await client.fetchAll(small.join(','), { uid: true, source: true }, { uid: true })) if (m.source) bodies.set(m.uid, m.source);
+      }
+      if (large.length) {
+        const query = { uid: true, bodyParts: [{ key: 'HEADER', maxLength: HEADER_BLOCK_CAP_BYTES }] };
+        for (const m of await client.fetchAll(large.join(','), query, { uid: true })) if (m.headers) bodies.set(m.uid, m.headers);
+      }
+
+      for (const uid of present) {
+        const size = sizes.get(uid)!;
+        let raw = bodies.get(uid);
+        if (!raw) continue; // expunged between the two FETCHes
+        let tooLarge = size > req.maxMessageBytes;
+        if (!tooLarge && raw.length > req.maxMessageBytes) {
+          // The server under-reported RFC822.SIZE: keep the promise of "header block only".
+          tooLarge = true;
+          raw = headerBlock(raw);
+        }
+        result.bytesFetched += raw.length;
+        const msg: FetchedMessage = { uid, source: `imap:${this.folder}:${uidValidity}:${uid}`, raw, size, tooLarge };
+        result.messages.push(msg);
+      }
+      return await done(client, result);
+    } catch (err) {
+      if (err instanceof MailboxError) throw err;
+      throw this.#toMailboxError(err as ImapFlowError, eventError, phase, this.#aborted.has(client));
+    } finally {
+      client.close();
+      this.#active.delete(client);
+    }
+  }
+
+  /**
+   * Cuts the connection of any running check (that check then fails with kind `connect`); idempotent.
+   * The mailbox stays usable: a later `check()` opens a new connection.
+   */
+  async close(): Promise<void> {
+    for (const c of this.#active) {
+      this.#aborted.add(c);
+      c.close();
+    }
+    this.#active.clear();
+  }
+
+  /** Maps an imapflow failure to a short, password-free MailboxError. */
+  #toMailboxError(err: ImapFlowError, eventError: ImapFlowError | undefined, phase: Phase, aborted: boolean): MailboxError {
+    const { host, port, user, timeoutMs } = this.#config;
+    const where = `${host}:${port}`;
+    const code = err?.code ?? '';
+    const eventCode = eventError?.code ?? '';
+    const make = (message: string, kind: MailboxError['kind']): MailboxError =>
+      new MailboxError(this.#redact(message), kind, { cause: err });
+
+    if (err instanceof AuthenticationFailure || err?.authenticationFailed) {
+      return make(`IMAP login failed for ${user}`, 'auth');
+    }
+    if (TIMEOUT_CODES.has(code) || TIMEOUT_CODES.has(eventCode)) {
+      return make(`IMAP server ${where} did not answer within ${timeoutMs} ms (${phase})`, 'timeout');
+    }
+    if (err?.tlsFailed || eventError?.tlsFailed || /^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|ClosedAfterConnectTLS)/.test(code)) {
+      return make(`IMAP TLS with ${where} failed: ${err?.message ?? code}`, 'tls');
+    }
+    if (aborted) return make('IMAP check aborted: the mailbox was closed', 'connect');
+    if (CONNECT_CODES.has(code) || (phase === 'connect' && CONNECT_CODES.has(eventCode))) {
+      const cause = CONNECT_CODES.has(eventCode) && !CONNECT_CODES.has(code) ? eventCode : code;
+      const during = phase === 'connect' ? '' : ` during ${phase}`;
+      return make(`IMAP connection to ${where} failed${during}: ${cause}`, 'connect');
+    }
+    if (err?.mailboxMissing) return make(`IMAP folder ${this.folder} does not exist on ${where}`, 'protocol');
+    const text = err?.responseText || err?.message || String(err);
+    return make(`IMAP ${phase} failed: ${code ? `${code}: ` : ''}${text}`, 'protocol');
+  }
+
+  /** Belt and braces: a server could echo the password into a response text. */
+  #redact(message: string): string {
+    const pw = this.#config.password;
+    return pw.length >= 4 ? message.split(pw).join('***') : message;
+  }
+}
+
+/** LOGOUT politely; a failing LOGOUT does not spoil a finished check (the socket is closed anyway). */
+async function done(client: ImapFlow, result: CheckResult): Promise<CheckResult> {
+  await client.logout().catch(() => undefined);
+  return result;
+}
+
+/** The header block of a message: up to and including the first empty line, at most HEADER_BLOCK_CAP_BYTES. */
+function headerBlock(raw: Buffer): Buffer {
+  const crlf = raw.indexOf('\r\n\r\n');
+  const lf = raw.indexOf('\n\n');
+  const ends = [crlf >= 0 ? crlf + 4 : -1, lf >= 0 ? lf + 2 : -1].filter((i) => i >= 0);
+  const end = ends.length ? Math.min(...ends) : raw.length;
+  return raw.subarray(0, Math.min(end, HEADER_BLOCK_CAP_BYTES));
+}

@@ -1,0 +1,371 @@
+import { createServer, type Server, type Socket } from 'node:net';
+import type { Logger } from 'imapflow';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ImapMailbox, type ImapMailboxConfig } from '../../../src/uplink/imap-mailbox.js';
+import { MailboxError, type CheckRequest } from '../../../src/uplink/mailbox.js';
+import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
+
+const AGENT = 'agent@agent.example';
+const TAG = '[GROK:';
+
+let dovecot: DovecotHandle;
+let folderCount = 0;
+
+beforeAll(async () => {
+  dovecot = await startDovecot();
+});
+afterAll(async () => {
+  await dovecot?.stop();
+});
+
+let seq = 0;
+/** A CRLF message (what IMAP hands back, so bytes compare exactly). */
+function mail(o: { from?: string; subject?: string; body?: string } = {}): Buffer {
+  seq++;
+  return Buffer.from(
+    `From: ${o.from ?? `Agent <${AGENT}>`}\r\nTo: me@bridge.test\r\nSubject: ${o.subject ?? `reply ${seq}`}\r\n` +
+      `Date: Tue, 1 Jan 2030 12:00:00 +0000\r\nMessage-ID: <m${seq}.${Date.now()}@agent.example>\r\n\r\n${o.body ?? `body ${seq}\r\n`}`,
+  );
+}
+
+/** A fresh folder per test, so UIDs and UIDVALIDITY are the test's own. */
+async function freshFolder(): Promise<string> {
+  const name = `T${++folderCount}`;
+  await dovecot.createFolder(name);
+  return name;
+}
+
+/** An imapflow logger that keeps every entry; `commands` are the lines the client sent. */
+function recorder() {
+  const entries: Record<string, unknown>[] = [];
+  const keep = (o: unknown): void => {
+    entries.push(typeof o === 'object' && o ? { ...(o as Record<string, unknown>) } : { msg: String(o) });
+  };
+  const logger: Logger = { debug: keep, info: keep, warn: keep, error: keep, trace: keep, fatal: keep };
+  return {
+    logger,
+    entries,
+    /** Client commands without their tag, e.g. `UID FETCH 3,4 (UID RFC822.SIZE)`. */
+    commands: () => entries.filter((e) => e.src === 'c').map((e) => String(e.msg).replace(/^\S+ /, '')),
+    /** Untagged server lines, e.g. `* SEARCH 3`. */
+    serverLines: () => entries.filter((e) => e.src === 's').map((e) => String(e.msg)),
+  };
+}
+
+/** The verb of a command: `UID FETCH`, `EXAMINE`, … */
+function verb(command: string): string {
+  const [a = '', b = ''] = command.split(' ');
+  return a.toUpperCase() === 'UID' ? `UID ${b.toUpperCase()}` : a.toUpperCase();
+}
+
+/** The UIDs a `UID FETCH <set> …` command touches. */
+function fetchedUids(command: string): number[] {
+  const set = command.split(' ')[2] ?? '';
+  return set.split(',').flatMap((part) => {
+    const [lo, hi] = part.split(':').map(Number);
+    if (hi === undefined) return [lo!];
+    return Array.from({ length: hi - lo! + 1 }, (_, i) => lo! + i);
+  });
+}
+
+function config(folder: string, over: Partial<ImapMailboxConfig> = {}): ImapMailboxConfig {
+  return {
+    host: dovecot.host, port: dovecot.port, tls: false, user: dovecot.user, password: dovecot.password, folder, timeoutMs: 5000,
+    ...over,
+  };
+}
+
+function req(over: Partial<CheckRequest> = {}): CheckRequest {
+  return {
+    watermark: { uidValidity: null, lastUid: 0 },
+    fromAddresses: [AGENT],
+    subjectContains: [TAG],
+    maxFetch: 50,
+    maxMessageBytes: 1024 * 1024,
+    ...over,
+  };
+}
+
+describe('ImapMailbox against Dovecot', () => {
+  it('fetches only the agent mail and tagged mail: no FETCH ever names another message', async () => {
+    const folder = await freshFolder();
+    const friend = await dovecot.append(mail({ from: 'friend@else.example', subject: 'dinner?' }), { folder });
+    const agentRaw = mail();
+    const agent = await dovecot.append(agentRaw, { folder });
+    const bank = await dovecot.append(mail({ from: 'bank@else.example', subject: 'statement' }), { folder });
+    const taggedRaw = mail({ from: 'forwarder@else.example', subject: `Re: ${TAG}t-1] result` });
+    const tagged = await dovecot.append(taggedRaw, { folder });
+    const news = await dovecot.append(mail({ from: 'news@else.example', subject: 'grok news (no tag)' }), { folder });
+
+    const log = recorder();
+    const r = await new ImapMailbox(config(folder), log.logger).check(req());
+    const uidValidity = (await dovecot.uidValidity(folder)).toString();
+    expect(r).toMatchObject({ uidValidity, uidValidityChanged: false, more: false });
+    expect(r.messages.map((m) => m.uid)).toEqual([agent, tagged]);
+    expect(r.messages.map((m) => m.raw)).toEqual([agentRaw, taggedRaw]);
+    expect(r.messages.map((m) => m.size)).toEqual([agentRaw.length, taggedRaw.length]);
+    expect(r.messages.map((m) => m.source)).toEqual([`imap:${folder}:${uidValidity}:${agent}`, `imap:${folder}:${uidValidity}:${tagged}`]);
+    expect(r.bytesFetched).toBe(agentRaw.length + taggedRaw.length);
+
+    const search = log.commands().filter((c) => verb(c) === 'UID SEARCH');
+    // (imapflow logs atoms unquoted; `[GROK:` is a valid IMAP atom)
+    expect(search).toEqual([`UID SEARCH UID 1:* OR FROM ${AGENT} SUBJECT ${TAG}`]);
+    const touched = log.commands().filter((c) => verb(c) === 'UID FETCH').flatMap(fetchedUids);
+    expect(touched.length).toBeGreaterThan(0);
+    for (const other of [friend, bank, news]) expect(touched).not.toContain(other);
+  });
+
+  it('is read-only: EXAMINE, UID SEARCH and UID FETCH with BODY.PEEK only, and no flag changes', async () => {
+    const folder = await freshFolder();
+    const plain = await dovecot.append(mail(), { folder });
+    const flagged = await dovecot.append(mail(), { folder, flags: ['\\Flagged'] });
+    const big = await dovecot.append(mail({ body: `${'y'.repeat(20_000)}\r\n` }), { folder });
+    const before = await Promise.all([plain, flagged, big].map((u) => dovecot.flagsOf(u, folder)));
+    expect(before).toEqual([[], ['\\Flagged'], []]);
+
+    const log = recorder();
+    const r = await new ImapMailbox(config(folder), log.logger).check(req({ maxMessageBytes: 10_000 }));
+    expect(r.messages.map((m) => [m.uid, m.tooLarge])).toEqual([[plain, false], [flagged, false], [big, true]]);
+
+    const commands = log.commands();
+    const verbs = commands.map(verb);
+    const allowed = new Set(['ID', 'CAPABILITY', 'AUTHENTICATE', 'LOGIN', 'NAMESPACE', 'LIST', 'LSUB', 'EXAMINE', 'UID SEARCH', 'UID FETCH', 'LOGOUT']);
+    expect(verbs.filter((v) => !allowed.has(v) && !/^[A-Za-z0-9+/=]+$/.test(v))).toEqual([]); // the base64 line is the SASL answer
+    for (const banned of ['SELECT', 'STORE', 'UID STORE', 'EXPUNGE', 'UID EXPUNGE', 'MOVE', 'UID MOVE', 'COPY', 'UID COPY', 'CLOSE', 'APPEND']) {
+      expect(verbs).not.toContain(banned);
+    }
+    expect(verbs).toContain('EXAMINE');
+    const fetches = commands.filter((c) => verb(c) === 'UID FETCH');
+    for (const f of fetches) expect(f).not.toMatch(/BODY\[|RFC822(?!\.SIZE)|BINARY\[/i); // only the PEEK forms
+    expect(fetches.some((f) => f.includes('BODY.PEEK[]'))).toBe(true);
+    expect(fetches.some((f) => f.includes('BODY.PEEK[HEADER]'))).toBe(true);
+
+    const after = await Promise.all([plain, flagged, big].map((u) => dovecot.flagsOf(u, folder)));
+    expect(after).toEqual(before); // in particular no \Seen
+  });
+
+  it('returns only UIDs above the watermark, even when `UID n:*` answers the highest existing UID', async () => {
+    const folder = await freshFolder();
+    const first = await dovecot.append(mail(), { folder });
+    const second = await dovecot.append(mail(), { folder });
+    const box = new ImapMailbox(config(folder));
+    const { uidValidity } = await box.check(req());
+
+    const log = recorder();
+    const none = await new ImapMailbox(config(folder), log.logger).check(req({ watermark: { uidValidity, lastUid: second } }));
+    expect(none.messages).toEqual([]);
+    expect(none.more).toBe(false);
+    // The pitfall is real on this server: it answered the highest UID for `UID <second+1>:*` …
+    expect(log.commands()).toContain(`UID SEARCH UID ${second + 1}:* OR FROM ${AGENT} SUBJECT ${TAG}`);
+    expect(log.serverLines()).toContain(`* SEARCH ${second}`);
+    // … and nothing was fetched for it.
+    expect(log.commands().filter((c) => verb(c) === 'UID FETCH')).toEqual([]);
+
+    const one = await box.check(req({ watermark: { uidValidity, lastUid: first } }));
+    expect(one.messages.map((m) => m.uid)).toEqual([second]);
+  });
+
+  it('rescans from UID 1 and reports uidValidityChanged when the folder was recreated', async () => {
+    const folder = await freshFolder();
+    const uid = await dovecot.append(mail(), { folder });
+    const box = new ImapMailbox(config(folder));
+    const first = await box.check(req());
+    const watermark = { uidValidity: first.uidValidity, lastUid: uid };
+    expect((await box.check(req({ watermark }))).messages).toEqual([]);
+
+    // Delete and create again: Dovecot gives the new folder a new UIDVALIDITY and restarts UIDs at 1.
+    await dovecot.deleteFolder(folder);
+    await dovecot.createFolder(folder);
+    const rawA = mail();
+    const rawB = mail();
+    const a = await dovecot.append(rawA, { folder });
+    const b = await dovecot.append(rawB, { folder });
+    expect(a).toBe(1);
+    const r = await box.check(req({ watermark: { uidValidity: first.uidValidity, lastUid: 999 } }));
+    const uidValidity = (await dovecot.uidValidity(folder)).toString();
+    expect(uidValidity).not.toBe(first.uidValidity);
+    expect(r).toMatchObject({ uidValidity, uidValidityChanged: true });
+    expect(r.messages.map((m) => [m.uid, m.source, m.raw])).toEqual([
+      [a, `imap:${folder}:${uidValidity}:${a}`, rawA],
+      [b, `imap:${folder}:${uidValidity}:${b}`, rawB],
+    ]);
+  });
+
+  it('fetches a re-uploaded copy again under its new UID (the ledger, not the reader, dedupes)', async () => {
+    const folder = await freshFolder();
+    const raw = mail();
+    const uid1 = await dovecot.append(raw, { folder });
+    const box = new ImapMailbox(config(folder));
+    const first = await box.check(req());
+    expect(first.messages.map((m) => m.uid)).toEqual([uid1]);
+    const uid2 = await dovecot.append(raw, { folder });
+    expect(uid2).toBeGreaterThan(uid1);
+    const again = await box.check(req({ watermark: { uidValidity: first.uidValidity, lastUid: uid1 } }));
+    expect(again.messages.map((m) => [m.uid, m.raw])).toEqual([[uid2, raw]]);
+    expect(again.messages[0]!.source).not.toBe(first.messages[0]!.source);
+  });
+
+  it('hands over only the header block of a message above maxMessageBytes, flagged tooLarge', async () => {
+    const folder = await freshFolder();
+    const bigRaw = mail({ body: `${'z'.repeat(60_000)}\r\n` });
+    const big = await dovecot.append(bigRaw, { folder });
+    const smallRaw = mail();
+    const small = await dovecot.append(smallRaw, { folder });
+    const log = recorder();
+    const r = await new ImapMailbox(config(folder), log.logger).check(req({ maxMessageBytes: 10_000 }));
+    const header = bigRaw.subarray(0, bigRaw.indexOf('\r\n\r\n') + 4);
+    expect(r.messages.map((m) => [m.uid, m.tooLarge, m.size])).toEqual([[big, true, bigRaw.length], [small, false, smallRaw.length]]);
+    expect(r.messages[0]!.raw.toString()).toBe(header.toString());
+    expect(r.messages[1]!.raw).toEqual(smallRaw);
+    expect(r.bytesFetched).toBe(header.length + smallRaw.length);
+    const bodyFetches = log.commands().filter((c) => c.includes('BODY.PEEK[]'));
+    expect(bodyFetches.flatMap(fetchedUids)).toEqual([small]); // the big body never crossed the wire
+  });
+
+  it('keeps the oldest maxFetch matches and says more are waiting', async () => {
+    const folder = await freshFolder();
+    const uids: number[] = [];
+    for (let i = 0; i < 5; i++) uids.push(await dovecot.append(mail(), { folder }));
+    const box = new ImapMailbox(config(folder));
+    const page1 = await box.check(req({ maxFetch: 2 }));
+    expect(page1.messages.map((m) => m.uid)).toEqual(uids.slice(0, 2));
+    expect(page1.more).toBe(true);
+    const page2 = await box.check(req({ maxFetch: 2, watermark: { uidValidity: page1.uidValidity, lastUid: uids[1]! } }));
+    expect(page2.messages.map((m) => m.uid)).toEqual(uids.slice(2, 4));
+    expect(page2.more).toBe(true);
+    const page3 = await box.check(req({ maxFetch: 2, watermark: { uidValidity: page1.uidValidity, lastUid: uids[3]! } }));
+    expect(page3.messages.map((m) => m.uid)).toEqual(uids.slice(4));
+    expect(page3.more).toBe(false);
+  });
+
+  it('reads nothing when there is nothing to narrow on', async () => {
+    const folder = await freshFolder();
+    await dovecot.append(mail(), { folder });
+    const log = recorder();
+    const r = await new ImapMailbox(config(folder), log.logger).check(req({ fromAddresses: [], subjectContains: [] }));
+    expect(r.messages).toEqual([]);
+    expect(log.commands().map(verb).filter((v) => v === 'UID SEARCH' || v === 'UID FETCH')).toEqual([]);
+  });
+
+  it('a wrong password is MailboxError auth, and neither the error nor the log holds the password', async () => {
+    const folder = await freshFolder();
+    const secret = 'Wrong-Secret-4711';
+    const log = recorder();
+    const err = await new ImapMailbox(config(folder, { password: secret }), log.logger).check(req()).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(MailboxError);
+    expect(err).toMatchObject({ kind: 'auth', message: `IMAP login failed for ${dovecot.user}` });
+    expect(JSON.stringify(err, Object.getOwnPropertyNames(err))).not.toContain(secret);
+    expect(JSON.stringify(log.entries)).not.toContain(secret);
+    expect(JSON.stringify(log.entries)).not.toContain(Buffer.from(secret).toString('base64').slice(0, 12));
+  });
+
+  it('a missing folder is MailboxError protocol naming the folder', async () => {
+    const err = await new ImapMailbox(config('NoSuchFolder')).check(req()).catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'MailboxError', kind: 'protocol' });
+    expect((err as Error).message).toContain('NoSuchFolder');
+  });
+});
+
+describe('ImapMailbox failures without Dovecot', () => {
+  const servers: Server[] = [];
+  const sockets = new Set<Socket>();
+  afterAll(async () => {
+    for (const s of sockets) s.destroy();
+    await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  });
+
+  /** A TCP server on 127.0.0.1 that runs `onConnection` for each client. */
+  async function listen(onConnection: (s: Socket) => void): Promise<number> {
+    const srv = createServer((s) => {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => {});
+      onConnection(s);
+    });
+    servers.push(srv);
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    return (srv.address() as { port: number }).port;
+  }
+
+  function box(port: number, timeoutMs: number): ImapMailbox {
+    return new ImapMailbox({ host: '127.0.0.1', port, tls: false, user: 'u', password: 'p4ssw0rd-x', folder: 'INBOX', timeoutMs });
+  }
+
+  it('connection refused is MailboxError connect', async () => {
+    const port = await listen(() => {});
+    const srv = servers.pop()!;
+    await new Promise((r) => srv.close(r)); // nothing listens there any more
+    const err = await box(port, 2000).check(req()).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(MailboxError);
+    expect(err).toMatchObject({ kind: 'connect' });
+    expect((err as Error).message).toContain('ECONNREFUSED');
+  });
+
+  it('a server that accepts and never greets is MailboxError timeout within timeoutMs', async () => {
+    const port = await listen(() => {}); // silent
+    const started = Date.now();
+    const err = await box(port, 400).check(req()).catch((e: unknown) => e);
+    const elapsed = Date.now() - started;
+    expect(err).toMatchObject({ name: 'MailboxError', kind: 'timeout' });
+    expect(elapsed).toBeGreaterThanOrEqual(350);
+    expect(elapsed).toBeLessThan(1500);
+  });
+
+  it('a server that stalls in the middle of a FETCH is MailboxError timeout', async () => {
+    const port = await listen((s) => fakeImap(s, { stallBody: true }));
+    const started = Date.now();
+    const err = await box(port, 500).check(req()).catch((e: unknown) => e);
+    const elapsed = Date.now() - started;
+    expect(err).toMatchObject({ name: 'MailboxError', kind: 'timeout' });
+    expect((err as Error).message).toContain('fetch');
+    expect(elapsed).toBeLessThan(2500);
+  });
+
+  it('close() aborts a running check and is idempotent', async () => {
+    const port = await listen(() => {}); // silent: the check waits for the greeting
+    const b = box(port, 10_000);
+    const pending = b.check(req()).catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 100));
+    const started = Date.now();
+    await b.close();
+    await b.close();
+    const err = await pending;
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(err).toMatchObject({ name: 'MailboxError', kind: 'connect' });
+  });
+});
+
+/**
+ * A scripted IMAP server just good enough for imapflow's check: one message (UID 1, 100 bytes)
+ * that matches; with `stallBody` it sends 20 bytes of the 100-byte literal and then nothing.
+ */
+function fakeImap(s: Socket, o: { stallBody: boolean }): void {
+  const body = Buffer.from(`From: ${AGENT}\r\nSubject: x\r\n\r\n`.padEnd(100, 'b'));
+  s.write('* OK [CAPABILITY IMAP4rev1] fake ready\r\n');
+  let buf = '';
+  s.on('data', (d) => {
+    buf += d.toString('latin1');
+    for (let i = buf.indexOf('\r\n'); i >= 0; i = buf.indexOf('\r\n')) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      const [tag, ...rest] = line.split(' ');
+      const cmd = rest.join(' ').toUpperCase();
+      const ok = (text = 'done'): boolean => s.write(`${tag} OK ${text}\r\n`);
+      if (cmd.startsWith('LOGIN')) ok('[CAPABILITY IMAP4rev1] logged in');
+      else if (cmd.startsWith('CAPABILITY')) s.write('* CAPABILITY IMAP4rev1\r\n') && ok();
+      else if (cmd.startsWith('NAMESPACE')) s.write('* NAMESPACE (("" ".")) NIL NIL\r\n') && ok();
+      else if (cmd.startsWith('LIST')) s.write('* LIST () "." INBOX\r\n') && ok();
+      else if (cmd.startsWith('LSUB')) ok();
+      else if (cmd.startsWith('EXAMINE')) {
+        s.write('* 1 EXISTS\r\n* OK [UIDVALIDITY 7] ok\r\n* OK [UIDNEXT 2] ok\r\n');
+        ok('[READ-ONLY] examined');
+      } else if (cmd.startsWith('UID SEARCH')) s.write('* SEARCH 1\r\n') && ok();
+      else if (cmd.startsWith('UID FETCH') && cmd.includes('RFC822.SIZE')) s.write(`* 1 FETCH (UID 1 RFC822.SIZE ${body.length})\r\n`) && ok();
+      else if (cmd.startsWith('UID FETCH') && cmd.includes('BODY.PEEK[]')) {
+        if (o.stallBody) s.write(Buffer.concat([Buffer.from(`* 1 FETCH (UID 1 BODY[] {${body.length}}\r\n`), body.subarray(0, 20)]));
+        else s.write(Buffer.concat([Buffer.from(`* 1 FETCH (UID 1 BODY[] {${body.length}}\r\n`), body, Buffer.from(')\r\n')])) && ok();
+      } else if (cmd.startsWith('LOGOUT')) s.write('* BYE bye\r\n') && ok() && s.end();
+      else s.write(`${tag} BAD unknown\r\n`);
+    }
+  });
+}

@@ -1,0 +1,234 @@
+import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { CheckRequest } from '../../../src/uplink/mailbox.js';
+import { MailboxError } from '../../../src/uplink/mailbox.js';
+import { deliverToMaildir, MAILDIR_HEADER_CAP_BYTES, MaildirMailbox, uniqueName } from '../../../src/uplink/maildir-mailbox.js';
+
+const AGENT = 'agent@agent.example';
+const T0 = Date.UTC(2030, 0, 1, 12, 0, 0); // a round mtime base, in ms
+
+function mail(o: { from?: string; subject?: string; body?: string }): Buffer {
+  return Buffer.from(
+    `From: ${o.from ?? `Agent <${AGENT}>`}\r\nTo: me@bridge.test\r\nSubject: ${o.subject ?? 'hello'}\r\n` +
+      `Date: Tue, 1 Jan 2030 12:00:00 +0000\r\nMessage-ID: <${Math.random().toString(36).slice(2)}@agent.example>\r\n\r\n${o.body ?? 'body\r\n'}`,
+  );
+}
+
+let dir: string;
+
+/** Writes `new/<name>` (or `cur/`) with an exact mtime in ms. */
+function put(name: string, raw: Buffer, mtimeMs: number, sub: 'new' | 'cur' = 'new'): string {
+  const p = join(dir, sub, name);
+  writeFileSync(p, raw);
+  utimesSync(p, new Date(mtimeMs), new Date(mtimeMs));
+  return p;
+}
+
+function req(over: Partial<CheckRequest> = {}): CheckRequest {
+  return {
+    watermark: { uidValidity: null, lastUid: 0 },
+    fromAddresses: [AGENT],
+    subjectContains: ['[GROK:'],
+    maxFetch: 50,
+    maxMessageBytes: 1024 * 1024,
+    ...over,
+  };
+}
+
+/** Every file under the Maildir with its mtime: what "changed nothing" compares. */
+function snapshot(): string[] {
+  return ['new', 'cur', 'tmp'].flatMap((sub) =>
+    readdirSync(join(dir, sub)).map((n) => `${sub}/${n}@${statSync(join(dir, sub, n)).mtimeMs}`),
+  ).sort();
+}
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'mb-maildir-'));
+  for (const sub of ['new', 'cur', 'tmp']) mkdirSync(join(dir, sub));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('MaildirMailbox', () => {
+  it('returns matching mail oldest first by (mtime, unique name), with uid = mtime and a stable source key', async () => {
+    const a = mail({ subject: 'first' });
+    const b = mail({ subject: 'second' });
+    const c = mail({ subject: 'third' });
+    put('300.M1P1Q1.host', c, T0 + 3000);
+    put('200.M1P1Q2.host', b, T0 + 1000, 'cur'); // same mtime as a: the unique name decides
+    renameSync(join(dir, 'cur', '200.M1P1Q2.host'), join(dir, 'cur', '200.M1P1Q2.host:2,S'));
+    put('100.M1P1Q3.host', a, T0 + 1000);
+    const r = await new MaildirMailbox(dir).check(req());
+    expect(r.messages.map((m) => m.source)).toEqual([
+      `maildir:${dir}:100.M1P1Q3.host`,
+      `maildir:${dir}:200.M1P1Q2.host`,
+      `maildir:${dir}:300.M1P1Q1.host`,
+    ]);
+    expect(r.messages.map((m) => m.uid)).toEqual([T0 + 1000, T0 + 1000, T0 + 3000]);
+    expect(r.messages.map((m) => m.raw)).toEqual([a, b, c]);
+    expect(r.messages.map((m) => m.size)).toEqual([a.length, b.length, c.length]);
+    expect(r.messages.every((m) => !m.tooLarge)).toBe(true);
+    expect(r.bytesFetched).toBe(a.length + b.length + c.length);
+    expect(r).toMatchObject({ uidValidityChanged: false, more: false });
+  });
+
+  it('narrows on From (any case, display-name form) or a Subject substring, RFC 2047 decoded; other mail is skipped', async () => {
+    const encoded = `=?UTF-8?B?${Buffer.from('Réponse [GROK:t-1] prête').toString('base64')}?=`;
+    put('1.a', mail({ from: 'The Agent <AGENT@Agent.Example>' }), T0 + 1);
+    put('2.b', mail({ from: 'someone@else.example', subject: encoded }), T0 + 2);
+    put('3.c', mail({ from: 'someone@else.example', subject: 're: [grok:t-2] lower case tag' }), T0 + 3);
+    put('4.d', mail({ from: 'friend@else.example', subject: 'dinner on friday?' }), T0 + 4);
+    put('5.e', mail({ from: 'bank@else.example', subject: 'GROK without the bracket' }), T0 + 5);
+    const box = new MaildirMailbox(dir);
+    const r = await box.check(req());
+    expect(r.messages.map((m) => uniqueOf(m.source))).toEqual(['1.a', '2.b', '3.c']);
+    // With nothing to narrow on, nothing is read at all.
+    const none = await box.check(req({ fromAddresses: [], subjectContains: [] }));
+    expect(none.messages).toEqual([]);
+    // Files skipped once are judged again when the narrowing changes (the skip cache is per narrowing).
+    const other = await box.check(req({ fromAddresses: ['friend@else.example'], subjectContains: [] }));
+    expect(other.messages.map((m) => uniqueOf(m.source))).toEqual(['4.d']);
+  });
+
+  it('never renames a file, moves it out of new/ or changes a flag or an mtime', async () => {
+    put('1.a', mail({}), T0 + 1);
+    put('2.b:2,', mail({}), T0 + 2, 'cur');
+    put('3.c:2,FS', mail({ from: 'x@y.example' }), T0 + 3, 'cur');
+    const before = snapshot();
+    const r = await new MaildirMailbox(dir).check(req());
+    expect(r.messages).toHaveLength(2);
+    expect(snapshot()).toEqual(before);
+    expect(readdirSync(join(dir, 'new'))).toEqual(['1.a']);
+  });
+
+  it('keeps the source key and uid of a message a MUA moves from new/ to cur/ and flags', async () => {
+    const raw = mail({});
+    put('42.M7P7Q7.host,S=99', raw, T0 + 5);
+    const box = new MaildirMailbox(dir);
+    const first = await box.check(req());
+    expect(first.messages).toHaveLength(1);
+    const { source, uid } = first.messages[0]!;
+    renameSync(join(dir, 'new', '42.M7P7Q7.host,S=99'), join(dir, 'cur', '42.M7P7Q7.host,S=99:2,S'));
+    const wm = { uidValidity: first.uidValidity, lastUid: uid };
+    const again = await box.check(req({ watermark: wm }));
+    expect(again.messages.map((m) => [m.source, m.uid, m.raw])).toEqual([[source, uid, raw]]);
+    // …so the caller's isRecorded recognises it and it is not handed out twice.
+    const recorded = await box.check(req({ watermark: wm, isRecorded: (s) => s === source }));
+    expect(recorded.messages).toEqual([]);
+  });
+
+  it('looks back 2000 ms below the watermark, skips what isRecorded knows, and ignores older files', async () => {
+    put('old', mail({ subject: 'old' }), T0 - 2001);
+    put('edge', mail({ subject: 'edge' }), T0 - 2000);
+    put('same', mail({ subject: 'same' }), T0);
+    put('newer', mail({ subject: 'newer' }), T0 + 10);
+    const box = new MaildirMailbox(dir);
+    const { uidValidity } = await box.check(req());
+    const recorded = new Set([`maildir:${dir}:same`]);
+    const asked: string[] = [];
+    const r = await box.check(req({
+      watermark: { uidValidity, lastUid: T0 },
+      isRecorded: (s) => (asked.push(s), recorded.has(s)),
+    }));
+    expect(r.messages.map((m) => uniqueOf(m.source))).toEqual(['edge', 'newer']);
+    expect(asked).not.toContain(`maildir:${dir}:old`);
+  });
+
+  it('skips files that vanish between the listing and the read, and follows one that moved to cur/', async () => {
+    put('1.first', mail({}), T0 + 1);
+    put('2.gone', mail({}), T0 + 2);
+    const moved = mail({ subject: 'moved [GROK:t]' });
+    put('3.moved', moved, T0 + 3);
+    // isRecorded runs after the listing and before any read: a MUA acting right then.
+    let acted = false;
+    const r = await new MaildirMailbox(dir).check(req({
+      isRecorded: () => {
+        if (!acted) {
+          acted = true;
+          unlinkSync(join(dir, 'new', '2.gone'));
+          renameSync(join(dir, 'new', '3.moved'), join(dir, 'cur', '3.moved:2,S'));
+        }
+        return false;
+      },
+    }));
+    expect(r.messages.map((m) => uniqueOf(m.source))).toEqual(['1.first', '3.moved']);
+    expect(r.messages[1]!.raw).toEqual(moved);
+  });
+
+  it('returns the header block only, flagged tooLarge, for a message over maxMessageBytes', async () => {
+    const big = mail({ body: 'x'.repeat(5000) + '\r\n' });
+    put('1.big', big, T0 + 1);
+    put('2.small', mail({}), T0 + 2);
+    const r = await new MaildirMailbox(dir).check(req({ maxMessageBytes: 2000 }));
+    const [m1, m2] = r.messages;
+    expect(m1).toMatchObject({ tooLarge: true, size: big.length });
+    expect(m1!.raw.toString()).toBe(big.subarray(0, big.indexOf('\r\n\r\n') + 4).toString());
+    expect(m2!.tooLarge).toBe(false);
+    expect(r.bytesFetched).toBe(m1!.raw.length + m2!.raw.length);
+    expect(MAILDIR_HEADER_CAP_BYTES).toBeGreaterThanOrEqual(64 * 1024);
+  });
+
+  it('keeps the first maxFetch matches and says more are waiting', async () => {
+    for (let i = 1; i <= 5; i++) put(`${i}.m`, mail({}), T0 + i);
+    put('0.other', mail({ from: 'x@y.example' }), T0);
+    const box = new MaildirMailbox(dir);
+    const r = await box.check(req({ maxFetch: 2 }));
+    expect(r.messages.map((m) => uniqueOf(m.source))).toEqual(['1.m', '2.m']);
+    expect(r.more).toBe(true);
+    const all = await box.check(req({ maxFetch: 5 }));
+    expect(all.messages).toHaveLength(5);
+    expect(all.more).toBe(false);
+  });
+
+  it('keeps UIDVALIDITY while the folder lives and changes it when the folder is replaced (rescan)', async () => {
+    put('1.a', mail({}), T0 + 1);
+    const box = new MaildirMailbox(dir);
+    const first = await box.check(req());
+    const second = await box.check(req({ watermark: { uidValidity: first.uidValidity, lastUid: T0 + 1 } }));
+    expect(second.uidValidity).toBe(first.uidValidity);
+    expect(second.uidValidityChanged).toBe(false);
+    rmSync(dir, { recursive: true });
+    for (const sub of ['new', 'cur', 'tmp']) mkdirSync(join(dir, sub), { recursive: true });
+    put('0.restored', mail({}), T0 - 60_000); // older than the watermark: found only by the rescan
+    const third = await box.check(req({ watermark: { uidValidity: first.uidValidity, lastUid: T0 + 1 } }));
+    expect(third.uidValidity).not.toBe(first.uidValidity);
+    expect(third.uidValidityChanged).toBe(true);
+    expect(third.messages.map((m) => uniqueOf(m.source))).toEqual(['0.restored']);
+  });
+
+  it('throws MailboxError io for a missing folder or one that is not a Maildir', async () => {
+    await expect(new MaildirMailbox(join(dir, 'nope')).check(req())).rejects.toMatchObject({ name: 'MailboxError', kind: 'io' });
+    const empty = mkdtempSync(join(tmpdir(), 'mb-notmaildir-'));
+    try {
+      const err = await new MaildirMailbox(empty).check(req()).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(MailboxError);
+      expect((err as MailboxError).message).toMatch(/not a Maildir/);
+    } finally {
+      rmSync(empty, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('deliverToMaildir', () => {
+  it('writes through tmp/ into new/ with a Maildir name, exact bytes and mode 0600', async () => {
+    const raw = mail({ subject: 'delivered' });
+    const target = join(dir, 'fresh'); // created with tmp/, new/ and cur/
+    const p1 = await deliverToMaildir(target, raw);
+    const p2 = await deliverToMaildir(target, raw);
+    const name = p1.slice(join(target, 'new').length + 1);
+    expect(name).toMatch(new RegExp(`^\\d+\\.M\\d{6}P${process.pid}Q\\d+\\.[^/:]+,S=${raw.length}$`));
+    expect(p2).not.toBe(p1);
+    expect(readdirSync(join(target, 'tmp'))).toEqual([]);
+    expect(readdirSync(join(target, 'cur'))).toEqual([]);
+    expect(statSync(p1).mode & 0o777).toBe(0o600);
+    expect(uniqueName(`${name}:2,S`)).toBe(name);
+    const r = await new MaildirMailbox(target).check(req({ fromAddresses: [AGENT] }));
+    expect(r.messages.map((m) => m.raw)).toEqual([raw, raw]);
+    expect(r.messages.map((m) => m.source)).toEqual([p1, p2].map((p) => `maildir:${target}:${p.slice(p.lastIndexOf('/') + 1)}`));
+  });
+});
+
+function uniqueOf(source: string): string {
+  return source.slice(`maildir:${dir}:`.length);
+}
