@@ -98,10 +98,14 @@ export class Fields {
     return v as string[];
   }
 
-  /** An anchored, case-insensitive regular expression. `^` and `$` are added when missing. */
+  /**
+   * A whole-string, case-insensitive regular expression: the source is wrapped as `^(?:…)$`, so
+   * an alternation such as `a|b` cannot match a mere prefix or suffix (`endsWith` accepts
+   * `evilmessagingengine.com`: FACTS.md). Leading `^` and trailing `$` in the source are dropped.
+   */
   pattern(name: string, fallback?: string): RegExp {
-    const source = this.string(name, fallback);
-    const anchored = `${source.startsWith('^') ? '' : '^'}${source}${source.endsWith('$') ? '' : '$'}`;
+    const source = this.string(name, fallback).replace(/^\^/, '').replace(/(?<!\\)\$$/, '');
+    const anchored = `^(?:${source})$`;
     try {
       return new RegExp(anchored, 'i');
     } catch (err) {

@@ -76,3 +76,16 @@ bearer_file = "webhook-bearer"
     expect(() => loadConfig(c.configPath)).toThrow(/config key agents\[1\]\.tag: "grok" is already used by agents\[0\]/);
   });
 });
+
+describe('provider patterns', () => {
+  it('anchor the whole pattern, alternations included', () => {
+    const patterns = `[mailbox]\nauthserv_id = 'mx1\\.a\\.test|mx2\\.a\\.test'\nborder_host = '^mx\\d\\.a\\.test$'`;
+    const c = makeConfigDir(minimalToml().replace('[mailbox]', () => patterns));
+    const cfg = loadConfig(c.configPath);
+    expect(cfg.mailbox.authservId.test('mx2.a.test')).toBe(true);
+    expect(cfg.mailbox.authservId.test('mx1.a.test.evil.test')).toBe(false);
+    expect(cfg.mailbox.authservId.test('evil.mx2.a.test')).toBe(false);
+    expect(cfg.mailbox.borderHost.test('mx7.a.test')).toBe(true);
+    expect(cfg.mailbox.borderHost.test('xmx7.a.test')).toBe(false);
+  });
+});

@@ -1,0 +1,97 @@
+/**
+ * The Subject of a reply: RFC 2047 decoding and the task tags `[<TAG>:<task id>]` (BRIEF §5).
+ */
+import libmime from 'libmime';
+
+/** RFC 2047 §2 encoded-word: `=?charset?B|Q?text?=`, no whitespace or `?` inside the text. */
+const ENCODED_WORD = /=\?([^?\s]+)\?([BbQq])\?([^?\s]*)\?=/g;
+
+/** RFC 2047 §4.2 "Q" encoding: `_` is a space, `=XX` a byte; a stray `=` is kept as is. */
+function decodeQ(text: string): Buffer {
+  const bytes: number[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i] ?? '';
+    const hex = text.slice(i + 1, i + 3);
+    if (c === '=' && /^[0-9A-Fa-f]{2}$/.test(hex)) {
+      bytes.push(parseInt(hex, 16));
+      i += 2;
+    } else if (c === '_') {
+      bytes.push(0x20);
+    } else {
+      bytes.push(...Buffer.from(c, 'utf8'));
+    }
+  }
+  return Buffer.from(bytes);
+}
+
+/**
+ * Decodes a Subject value (RFC 2047). Adjacent encoded-words are joined: the whitespace between
+ * them is dropped (RFC 2047 §6.2), and when they share a charset their *bytes* are joined before
+ * the charset is decoded, so a character split across two words, `B` or `Q` or one of each,
+ * comes out whole (FACTS.md: mailparser PR #89; libmime alone joins only B+B and Q+Q runs). The
+ * charset conversion is libmime's; an unknown charset reads as UTF-8. Folding is removed.
+ *
+ * @returns the decoded text; on any failure the input as it was. Never throws.
+ */
+export function decodeSubject(raw: string): string {
+  const s = String(raw ?? '').replace(/\r?\n(?=[ \t])/g, '');
+  try {
+    let out = '';
+    let last = 0;
+    // The run of adjacent encoded-words in one charset, not yet decoded.
+    const run = { charset: '', norm: '', bytes: [] as Buffer[], open: false };
+    const flush = (): void => {
+      if (run.open) out += libmime.decodeWord(run.charset, 'B', Buffer.concat(run.bytes).toString('base64'));
+      run.open = false;
+      run.bytes = [];
+    };
+    for (const m of s.matchAll(ENCODED_WORD)) {
+      const at = m.index ?? 0;
+      const gap = s.slice(last, at);
+      const charset = (m[1] ?? '').replace(/\*.*$/, ''); // RFC 2231 §5 language suffix
+      const norm = libmime.normalizeCharset(charset);
+      const bytes = (m[2] ?? '').toUpperCase() === 'B' ? Buffer.from(m[3] ?? '', 'base64') : decodeQ(m[3] ?? '');
+      const adjacent = run.open && /^[ \t]*$/.test(gap);
+      if (!adjacent || run.norm !== norm) {
+        flush();
+        if (!adjacent) out += gap;
+        Object.assign(run, { charset, norm, open: true });
+      }
+      run.bytes.push(bytes);
+      last = at + m[0].length;
+    }
+    flush();
+    return out + s.slice(last);
+  } catch {
+    return s;
+  }
+}
+
+export interface TaskTag {
+  /** The tag, upper-cased. */
+  tag: string;
+  /** The task id, lower-cased. */
+  taskId: string;
+}
+
+/** `[<TAG>:<uuid>]`; the tag as in the config (`[A-Za-z0-9][A-Za-z0-9_-]{0,31}`), any-case hex. */
+const TASK_TAG = /\[([A-Za-z0-9][A-Za-z0-9_-]{0,31}):([0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})\]/g;
+
+/**
+ * The distinct task tags in a (decoded) Subject, in order of first appearance. Prefixes such as
+ * `Re:`, `Fwd:`, `AW:` are just text around them; the same tag and id written twice (in any case)
+ * count once. Gate 2 wants exactly one.
+ */
+export function findTaskTags(subject: string): TaskTag[] {
+  const out: TaskTag[] = [];
+  const seen = new Set<string>();
+  for (const m of String(subject ?? '').matchAll(TASK_TAG)) {
+    const tag = (m[1] ?? '').toUpperCase();
+    const taskId = (m[2] ?? '').toLowerCase();
+    const key = `${tag}:${taskId}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push({ tag, taskId });
+  }
+  return out;
+}

@@ -1,0 +1,222 @@
+import MailComposer from 'nodemailer/lib/mail-composer/index.js';
+import { describe, expect, it } from 'vitest';
+import { parseReply, parseReplyText, type ParsedReply } from '../../../src/uplink/reply-format.js';
+
+const TOKEN = '0123456789abcdef0123456789abcdef';
+const OLD = 'ffffffffffffffffffffffffffffffff';
+const HEAD = 'From: Agent <agent@agent.example>\r\nTo: me@example.com\r\nSubject: Re: [GROK:0b7c2f7e-3f8e-4b8a-9a51-0d6b2a8f1c11]\r\nMIME-Version: 1.0\r\n';
+
+type MailInput = ConstructorParameters<typeof MailComposer>[0];
+function compose(o: Partial<MailInput>): Promise<Buffer> {
+  const options = { from: 'Agent <agent@agent.example>', to: 'me@example.com', subject: 'Re: x', ...o } as MailInput;
+  return new Promise((resolve, reject) => new MailComposer(options).compile().build((err, msg) => (err ? reject(err) : resolve(msg))));
+}
+
+/** A hand-built single-part message; `body` line ends become CRLF unless `lf`. */
+function raw(contentHeaders: string, body: string | Buffer, lf = false): Buffer {
+  const head = Buffer.from(`${HEAD}${contentHeaders}\r\n\r\n`.replace(/\r\n/g, lf ? '\n' : '\r\n'), 'latin1');
+  const text = typeof body === 'string' ? Buffer.from(lf ? body.replace(/\r\n/g, '\n') : body.replace(/\r?\n/g, '\r\n'), 'utf8') : body;
+  return Buffer.concat([head, text]);
+}
+
+const block = (answer: string, token = TOKEN, status = 'done'): string => `reply_token: ${token}\nstatus: ${status}\n---\n${answer}`;
+
+const good = (answer: string, bodyKind: ParsedReply['bodyKind'] = 'text'): ParsedReply => ({
+  token: TOKEN,
+  tokenProblem: null,
+  status: 'done',
+  statusProblem: null,
+  answer,
+  bodyKind,
+});
+
+describe('parseReply: body encodings', () => {
+  it('reads a plain text/plain reply', async () => {
+    expect(await parseReply(raw('Content-Type: text/plain; charset=utf-8', block('The answer.\nSecond line.\n')))).toEqual(good('The answer.\nSecond line.'));
+  });
+
+  it('reads quoted-printable with soft line breaks and UTF-8', async () => {
+    const answer = `Grüße, ${'long line '.repeat(30).trim()}`;
+    const mail = await compose({ text: block(answer), textEncoding: 'quoted-printable' });
+    expect(mail.toString()).toContain('Content-Transfer-Encoding: quoted-printable');
+    expect(await parseReply(mail)).toEqual(good(answer));
+  });
+
+  it('reads base64', async () => {
+    const body = Buffer.from(block('Über base64.\n'), 'utf8').toString('base64').replace(/.{76}/g, '$&\r\n');
+    expect(await parseReply(raw('Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: base64', body))).toEqual(good('Über base64.'));
+  });
+
+  it('reads ISO-8859-1, 8bit and quoted-printable', async () => {
+    const latin = Buffer.from(block('Café crème, naïve\r\n').replace(/\r?\n/g, '\r\n'), 'latin1');
+    expect(await parseReply(raw('Content-Type: text/plain; charset=ISO-8859-1\r\nContent-Transfer-Encoding: 8bit', latin))).toEqual(good('Café crème, naïve'));
+    const qp = raw('Content-Type: text/plain; charset=iso-8859-1\r\nContent-Transfer-Encoding: quoted-printable', block('Caf=E9 cr=E8me\n'));
+    expect((await parseReply(qp)).answer).toBe('Café crème');
+  });
+
+  it('joins format=flowed soft breaks (RFC 3676) and keeps hard ones', async () => {
+    const body = `reply_token: ${TOKEN}\nstatus: done\n---\nThis is one \nflowed paragraph.\nHard break.\n`;
+    expect(await parseReply(raw('Content-Type: text/plain; charset=utf-8; format=flowed', body))).toEqual(good('This is one flowed paragraph.\nHard break.'));
+  });
+
+  it('converts an HTML-only reply (mcp-email-server #113) and drops its quoted part', async () => {
+    const html = `<div>reply_token: ${TOKEN}</div><div>status: done</div><div>---</div><p>The <b>answer</b>.</p><p>Line two.</p><div class="gmail_quote">On Mon, 1 Jan 2030 at 10:00, Bridge &lt;me@example.com&gt; wrote:<blockquote>reply_token: ${OLD}<br>old</blockquote></div>`;
+    const r = await parseReply(await compose({ html }));
+    expect(r).toEqual(good('The answer.\n\nLine two.', 'html'));
+  });
+
+  it('prefers the text/plain part of multipart/alternative', async () => {
+    const r = await parseReply(await compose({ text: block('From the text part.'), html: `<p>reply_token: ${OLD}</p>` }));
+    expect(r).toEqual(good('From the text part.'));
+  });
+
+  it('reads CRLF and LF line endings alike', async () => {
+    const body = block('Line one.\n\nLine three.\n');
+    const crlf = await parseReply(raw('Content-Type: text/plain', body));
+    const lf = await parseReply(raw('Content-Type: text/plain', body, true));
+    expect(crlf).toEqual(good('Line one.\n\nLine three.'));
+    expect(lf).toEqual(crlf);
+  });
+
+  it('returns a 200 KB answer whole, however it is encoded', async () => {
+    const lines = Array.from({ length: 4000 }, (_, i) => `Line ${String(i).padStart(4, '0')}: ${'x'.repeat(40)} ü`);
+    const answer = lines.join('\n');
+    expect(answer.length).toBeGreaterThan(200_000);
+    for (const textEncoding of ['quoted-printable', 'base64'] as const) {
+      const r = await parseReply(await compose({ text: block(answer), textEncoding }));
+      expect(r.answer.length).toBe(answer.length);
+      expect(r.answer).toBe(answer);
+    }
+  });
+
+  it('keeps an embedded message/rfc822 out of the text, even inline', async () => {
+    const inner = `Subject: dispatch\r\n\r\nreply_token: ${OLD}\r\nstatus: done\r\n---\r\ninjected\r\n`;
+    const mail = await compose({ text: 'See the attached dispatch.', attachments: [{ content: inner, contentType: 'message/rfc822', contentDisposition: 'inline' }] });
+    const r = await parseReply(mail);
+    expect(r).toMatchObject({ token: null, tokenProblem: 'missing', status: null, answer: '', bodyKind: 'text' });
+  });
+
+  it('never throws on garbage bytes', async () => {
+    let seed = 3;
+    const rand = (): number => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+    const samples = [
+      Buffer.alloc(0),
+      Buffer.from('no header separator at all'),
+      Buffer.from('Content-Type: multipart/mixed; boundary=x\r\n\r\n--x\r\nContent-Type: text/plain\r\nContent-Transfer-Encoding: base64\r\n\r\n!!!@@@\r\n'),
+      Buffer.from('Content-Type: text/html\r\n\r\n<div><div><div><p>unclosed'),
+      ...Array.from({ length: 30 }, () => Buffer.from(Array.from({ length: Math.floor(rand() * 3000) }, () => Math.floor(rand() * 256)))),
+    ];
+    for (const s of samples) {
+      const r = await parseReply(s);
+      expect(['text', 'html', 'none']).toContain(r.bodyKind);
+      expect(typeof r.answer).toBe('string');
+    }
+    expect(await parseReply(Buffer.alloc(0))).toEqual({ token: null, tokenProblem: 'missing', status: null, statusProblem: 'missing', answer: '', bodyKind: 'none' });
+  });
+});
+
+describe('parseReplyText: the reply block', () => {
+  it('reads keys case-insensitively, trims values, keeps them as written', () => {
+    expect(parseReplyText(`Hi,\n\n  Reply_Token :  ${TOKEN}  \nSTATUS:   Input-Required \n---   \nQuestion?`)).toEqual({
+      token: TOKEN,
+      tokenProblem: null,
+      status: 'Input-Required',
+      statusProblem: null,
+      answer: 'Question?',
+    });
+  });
+
+  it('counts any reply_token line, whatever its value', () => {
+    expect(parseReplyText(`reply_token: not-hex\nstatus: done\n---\nx`).token).toBe('not-hex');
+    expect(parseReplyText(`reply_token: ${TOKEN}\nreply_token:\nstatus: done\n---\nx`)).toMatchObject({ token: null, tokenProblem: 'several' });
+  });
+
+  it('flags a token or status written twice', () => {
+    expect(parseReplyText(`reply_token: ${TOKEN}\nreply_token: ${TOKEN}\nstatus: done\nstatus: failed\n---\nx`)).toMatchObject({
+      token: null,
+      tokenProblem: 'several',
+      status: null,
+      statusProblem: 'several',
+      answer: 'x',
+    });
+  });
+
+  it('flags missing lines, and ignores key lines after the separator', () => {
+    expect(parseReplyText(`---\nreply_token: ${TOKEN}\nstatus: done`)).toMatchObject({ token: null, tokenProblem: 'missing', status: null, statusProblem: 'missing', answer: `reply_token: ${TOKEN}\nstatus: done` });
+  });
+
+  it('reports a token found only in quoted text', () => {
+    const text = `Done, see below.\n\nOn Mon, 1 Jan 2030 at 10:00, Bridge <me@example.com> wrote:\n> reply_token: ${OLD}\n> status: done | input-required | failed | working\n> ---\n`;
+    expect(parseReplyText(text)).toMatchObject({ token: null, tokenProblem: 'only-in-quote', status: null, statusProblem: 'missing', answer: '' });
+  });
+
+  it('reports a forwarded dispatch whose token is only inside the forward', () => {
+    const text = `FYI\n\n---------- Forwarded message ---------\nFrom: Bridge <me@example.com>\nDate: Mon, 1 Jan 2030\nSubject: task\n\nreply_token: ${OLD}\nstatus: done | input-required | failed | working\n---\nThe job.`;
+    expect(parseReplyText(text)).toMatchObject({ token: null, tokenProblem: 'only-in-quote', answer: '' });
+    expect(parseReplyText(text.replace('---------- Forwarded message ---------', 'Begin forwarded message:'))).toMatchObject({ tokenProblem: 'only-in-quote' });
+  });
+
+  it('stops the answer at Outlook-style quoted headers (email_reply_parser #69)', () => {
+    const text = `${block('The answer.\n')}\n________________________________\nFrom: Bridge <me@example.com>\nSent: Monday, January 1, 2030 10:00 AM\nTo: Agent <agent@agent.example>\nSubject: task\n\nreply_token: ${OLD}\nstatus: working\n`;
+    const { bodyKind: _kind, ...expected } = good('The answer.');
+    expect(parseReplyText(text)).toEqual(expected);
+    expect(parseReplyText(text.replace(/_{32}\n/, '')).answer).toBe('The answer.');
+    const only = `Sure.\n\n*From:* Bridge <me@example.com>\n*Sent:* Monday\n*To:* Agent\n*Subject:* task\n\nreply_token: ${OLD}`;
+    expect(parseReplyText(only)).toMatchObject({ token: null, tokenProblem: 'only-in-quote' });
+  });
+
+  it('stops at -----Original Message-----', () => {
+    expect(parseReplyText(`${block('A.')}\n-----Original Message-----\nFrom: x\nreply_token: ${OLD}`)).toMatchObject({ token: TOKEN, answer: 'A.' });
+  });
+
+  it('stops at an `On … wrote:` line, also wrapped over two lines', () => {
+    const one = `${block('A.\n')}\nOn Mon, Jan 1, 2030 at 10:00 AM Bridge <me@example.com> wrote:\n> old\n`;
+    expect(parseReplyText(one)).toMatchObject({ token: TOKEN, answer: 'A.' });
+    const two = `${block('A.\n')}\nOn Mon, Jan 1, 2030 at 10:00 AM Bridge <me@example.com>\nwrote:\n\nold text without quote marks\n`;
+    expect(parseReplyText(two)).toMatchObject({ token: TOKEN, answer: 'A.' });
+  });
+
+  it('does not stop at a sentence that merely starts with "On" and ends with "wrote:"', () => {
+    expect(parseReplyText(block('On the other hand, the function wrote:\nx = 1')).answer).toBe('On the other hand, the function wrote:\nx = 1');
+  });
+
+  it('stops the answer at a `-- ` signature', () => {
+    expect(parseReplyText(`${block('A.\nB.\n')}\n-- \nAgent\nhttps://agent.example`)).toMatchObject({ answer: 'A.\nB.' });
+    expect(parseReplyText(`${block('A.\n')}--\nAgent`)).toMatchObject({ answer: 'A.' });
+  });
+
+  it('drops the trailing quote but keeps a Markdown block quote inside the answer', () => {
+    const text = `${block('Intro.\n\n> A quoted spec line.\n\nMy reading of it.\n')}\n> old line 1\n>\n> old line 2\n`;
+    expect(parseReplyText(text)).toMatchObject({ token: TOKEN, answer: 'Intro.\n\n> A quoted spec line.\n\nMy reading of it.' });
+  });
+
+  it('takes the first `---` line as the separator; later ones belong to the answer', () => {
+    expect(parseReplyText(block('Part 1\n---\nPart 2')).answer).toBe('Part 1\n---\nPart 2');
+  });
+
+  it.each([
+    ['----', `reply_token: ${TOKEN}\nstatus: done\n----\nx`],
+    [' ---', `reply_token: ${TOKEN}\nstatus: done\n ---\nx`],
+    ['--- x', `reply_token: ${TOKEN}\nstatus: done\n--- x\nx`],
+  ])('does not take %j for the separator: the answer is empty', (_sep, text) => {
+    expect(parseReplyText(text)).toMatchObject({ token: TOKEN, status: 'done', answer: '' });
+  });
+
+  it('ignores keys below a quote marker that comes before the separator', () => {
+    expect(parseReplyText(`> quoted first\nreply_token: ${TOKEN}\nstatus: done\n---\nx`)).toMatchObject({ token: null, tokenProblem: 'only-in-quote', answer: '' });
+  });
+
+  it('ignores a byte-order mark and reads bare CR line ends', () => {
+    expect(parseReplyText(`\uFEFFreply_token: ${TOKEN}\rstatus: done\r---\rA.`)).toEqual({ token: TOKEN, tokenProblem: null, status: 'done', statusProblem: null, answer: 'A.' });
+  });
+});
+
+describe('parseReplyText on hostile sizes', () => {
+  it('stays fast on a long line that looks like the start of a quote header', () => {
+    const line = `On 1 ${'a 1 '.repeat(50_000)}`;
+    const started = performance.now();
+    const r = parseReplyText(`${block(`${line}\n${line}`)}\nend`);
+    expect(performance.now() - started).toBeLessThan(1000);
+    expect(r.answer.endsWith('end')).toBe(true);
+  });
+});
