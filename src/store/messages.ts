@@ -8,19 +8,26 @@ export interface MessageRow {
   taskId: string;
   contextId: string;
   role: 'user' | 'agent';
+  /**
+   * `ask` (new work or an answer to INPUT_REQUIRED), `poll` (a follow-up that only asked for the
+   * state; kept for messageId dedupe, left out of the history), `reply` (an agent reply).
+   */
+  kind: 'ask' | 'poll' | 'reply';
+  /** The turn the message belongs to. */
+  turn: number;
   text: string;
   /** SHA-256 (hex) of the caller's parts, to tell a replay from a reused `messageId` (issue 4). */
   contentSha256: string;
   createdAt: number;
 }
 
-const SELECT = `SELECT seq, agent, message_id AS messageId, task_id AS taskId, context_id AS contextId, role, text,
+const SELECT = `SELECT seq, agent, message_id AS messageId, task_id AS taskId, context_id AS contextId, role, kind, turn, text,
   content_sha256 AS contentSha256, created_at AS createdAt FROM messages`;
 
 export function insertMessage(db: Db, m: Omit<MessageRow, 'seq'>): void {
   db.prepare(
-    `INSERT INTO messages (agent, message_id, task_id, context_id, role, text, content_sha256, created_at)
-     VALUES (@agent, @messageId, @taskId, @contextId, @role, @text, @contentSha256, @createdAt)`,
+    `INSERT INTO messages (agent, message_id, task_id, context_id, role, kind, turn, text, content_sha256, created_at)
+     VALUES (@agent, @messageId, @taskId, @contextId, @role, @kind, @turn, @text, @contentSha256, @createdAt)`,
   ).run(m);
 }
 
@@ -29,9 +36,10 @@ export function messageById(db: Db, agent: string, messageId: string): MessageRo
   return db.prepare(`${SELECT} WHERE agent = ? AND message_id = ?`).get(agent, messageId) as MessageRow | undefined;
 }
 
-/** The task's history, oldest first; with `last`, only the newest `last` messages. */
+/** The task's history (asks and replies, no polls), oldest first; with `last`, only the newest `last` messages. */
 export function historyOf(db: Db, taskId: string, last?: number): MessageRow[] {
-  if (last === undefined) return db.prepare(`${SELECT} WHERE task_id = ? ORDER BY seq`).all(taskId) as MessageRow[];
-  const rows = db.prepare(`${SELECT} WHERE task_id = ? ORDER BY seq DESC LIMIT ?`).all(taskId, last) as MessageRow[];
+  const rows = db
+    .prepare(`${SELECT} WHERE task_id = ? AND kind != 'poll' ORDER BY seq DESC LIMIT ?`)
+    .all(taskId, last ?? -1) as MessageRow[];
   return rows.reverse();
 }

@@ -65,6 +65,8 @@ export const MIGRATIONS: readonly string[] = [
     task_id        TEXT NOT NULL,
     context_id     TEXT NOT NULL,
     role           TEXT NOT NULL,
+    kind           TEXT NOT NULL,
+    turn           INTEGER NOT NULL,
     text           TEXT NOT NULL,
     content_sha256 TEXT NOT NULL,
     created_at     INTEGER NOT NULL,

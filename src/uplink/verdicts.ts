@@ -23,6 +23,7 @@ export const VERDICTS = {
   'applied:input-required': 'promoted: the task is INPUT_REQUIRED',
   'applied:failed': 'promoted: the agent reported failure; the task is FAILED',
   'applied:working': 'promoted: a progress note; the task stays WORKING',
+  unreadable: 'the message could not be processed (a defect of ours); recorded so it is never retried silently',
 } as const;
 
 export type Verdict = keyof typeof VERDICTS;

@@ -1,0 +1,58 @@
+/**
+ * The JSON-RPC and A2A error table (A2A v1.0 §5.4 "Error handling", JSON-RPC 2.0 §5.1). One
+ * place maps each error kind to its code and `google.rpc.ErrorInfo` reason. JSON-RPC errors
+ * travel with HTTP 200.
+ */
+export const ERRORS = {
+  parseError: { code: -32700, reason: 'PARSE_ERROR', message: 'Parse error' },
+  invalidRequest: { code: -32600, reason: 'INVALID_REQUEST', message: 'Invalid request' },
+  methodNotFound: { code: -32601, reason: 'METHOD_NOT_FOUND', message: 'Method not found' },
+  invalidParams: { code: -32602, reason: 'INVALID_PARAMS', message: 'Invalid params' },
+  internalError: { code: -32603, reason: 'INTERNAL_ERROR', message: 'Internal error' },
+  taskNotFound: { code: -32001, reason: 'TASK_NOT_FOUND', message: 'Task not found' },
+  taskNotCancelable: { code: -32002, reason: 'TASK_NOT_CANCELABLE', message: 'Task cannot be canceled' },
+  pushNotificationNotSupported: { code: -32003, reason: 'PUSH_NOTIFICATION_NOT_SUPPORTED', message: 'Push notifications are not supported' },
+  unsupportedOperation: { code: -32004, reason: 'UNSUPPORTED_OPERATION', message: 'This operation is not supported' },
+  contentTypeNotSupported: { code: -32005, reason: 'CONTENT_TYPE_NOT_SUPPORTED', message: 'Incompatible content types' },
+  extendedAgentCardNotConfigured: { code: -32007, reason: 'EXTENDED_AGENT_CARD_NOT_CONFIGURED', message: 'Extended Agent Card not configured' },
+  versionNotSupported: { code: -32009, reason: 'VERSION_NOT_SUPPORTED', message: 'Version not supported' },
+} as const;
+
+export type ErrorKind = keyof typeof ERRORS;
+
+/** The `google.rpc.ErrorInfo` type URL and domain that v1.0 puts in `error.data` (FACTS.md "A2A"). */
+export const ERROR_INFO_TYPE = 'type.googleapis.com/google.rpc.ErrorInfo';
+export const ERROR_DOMAIN = 'a2a-protocol.org';
+
+/** An error answered to the caller as a JSON-RPC error object. The message is shown to the calling model. */
+export class A2AError extends Error {
+  override readonly name = 'A2AError';
+  constructor(
+    readonly kind: ErrorKind,
+    message?: string,
+    readonly metadata?: Record<string, string>,
+  ) {
+    super(message ?? ERRORS[kind].message);
+  }
+}
+
+export interface JsonRpcErrorObject {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+
+/**
+ * Renders an error for the wire. v1.0 carries an array holding one ErrorInfo in `data`; v0.3
+ * has no ErrorInfo, so `data` is omitted there.
+ */
+export function toJsonRpcError(err: A2AError, dialect: '1.0' | '0.3'): JsonRpcErrorObject {
+  const spec = ERRORS[err.kind];
+  const out: JsonRpcErrorObject = { code: spec.code, message: err.message };
+  if (dialect === '1.0') {
+    out.data = [
+      { '@type': ERROR_INFO_TYPE, reason: spec.reason, domain: ERROR_DOMAIN, ...(err.metadata ? { metadata: err.metadata } : {}) },
+    ];
+  }
+  return out;
+}

@@ -1,0 +1,62 @@
+import { A2AError, toJsonRpcError, type JsonRpcErrorObject } from './errors.js';
+
+/**
+ * The JSON-RPC 2.0 envelope (JSON-RPC 2.0 §4–5). Batches and notifications are refused with
+ * -32600: A2A defines neither, and a notification would dispatch work whose outcome nobody hears.
+ */
+
+export type JsonRpcId = string | number | null;
+
+export interface JsonRpcRequest {
+  id: JsonRpcId;
+  method: string;
+  params: unknown;
+}
+
+export type JsonRpcResponse =
+  | { jsonrpc: '2.0'; id: JsonRpcId; result: unknown }
+  | { jsonrpc: '2.0'; id: JsonRpcId; error: JsonRpcErrorObject };
+
+/**
+ * Parses a request body.
+ * @returns the request, or an error response ready to send (-32700 bad JSON, -32600 bad envelope)
+ */
+export function parseRequest(body: Buffer, dialect: '1.0' | '0.3'): JsonRpcRequest | JsonRpcResponse {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(body.toString('utf8'));
+  } catch {
+    return errorResponse(null, new A2AError('parseError', 'Parse error: the body is not valid JSON'), dialect);
+  }
+  if (Array.isArray(doc)) return errorResponse(null, new A2AError('invalidRequest', 'batch requests are not supported'), dialect);
+  if (typeof doc !== 'object' || doc === null) {
+    return errorResponse(null, new A2AError('invalidRequest', 'the request must be a JSON-RPC 2.0 object'), dialect);
+  }
+  const r = doc as Record<string, unknown>;
+  const id = r.id;
+  const idOk = typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) || id === null;
+  const safeId: JsonRpcId = idOk ? (id as JsonRpcId) : null;
+  if (r.jsonrpc !== '2.0') return errorResponse(safeId, new A2AError('invalidRequest', 'jsonrpc must be "2.0"'), dialect);
+  if (!('id' in r) || !idOk) {
+    return errorResponse(null, new A2AError('invalidRequest', 'id must be a string, a number or null (notifications are not supported)'), dialect);
+  }
+  if (typeof r.method !== 'string' || r.method.length === 0) {
+    return errorResponse(safeId, new A2AError('invalidRequest', 'method must be a non-empty string'), dialect);
+  }
+  if (r.params !== undefined && (typeof r.params !== 'object' || r.params === null)) {
+    return errorResponse(safeId, new A2AError('invalidParams', 'params must be an object'), dialect);
+  }
+  return { id: safeId, method: r.method, params: r.params };
+}
+
+export function isResponse(x: JsonRpcRequest | JsonRpcResponse): x is JsonRpcResponse {
+  return 'jsonrpc' in x;
+}
+
+export function resultResponse(id: JsonRpcId, result: unknown): JsonRpcResponse {
+  return { jsonrpc: '2.0', id, result };
+}
+
+export function errorResponse(id: JsonRpcId, err: A2AError, dialect: '1.0' | '0.3'): JsonRpcResponse {
+  return { jsonrpc: '2.0', id, error: toJsonRpcError(err, dialect) };
+}

@@ -1,0 +1,73 @@
+import { randomUUID } from 'node:crypto';
+import type { AgentConfig } from '../config/config.js';
+import type { Bridge } from '../core/bridge.js';
+import { A2AError } from './errors.js';
+import { parseListParams, parseSendParams, parseTaskIdParams } from './params.js';
+import { v1AgentText, v1Task } from './wire.js';
+
+/** Who is calling and in which dialect; the dialect follows the method name (BRIEF §3). */
+export interface CallContext {
+  agent: AgentConfig;
+  /** A short description of the caller for the audit entry (e.g. its User-Agent). */
+  caller: string;
+}
+
+type Handler = (bridge: Bridge, params: unknown, c: CallContext) => Promise<unknown>;
+
+const unsupported = (what: string): Handler => async () => {
+  throw new A2AError('unsupportedOperation', `${what} is not supported by this agent (capabilities.streaming is false); poll with SendMessage on the same contextId or GetTask`);
+};
+const noPush: Handler = async () => {
+  throw new A2AError('pushNotificationNotSupported', 'push notifications are not supported (capabilities.pushNotifications is false)');
+};
+
+/** The A2A v1.0 JSON-RPC methods (A2A v1.0 §9.4). */
+export const V1_METHODS: Readonly<Record<string, Handler>> = {
+  SendMessage: async (bridge, params, c) => {
+    const p = parseSendParams(params, ['ROLE_USER']);
+    const r = await bridge.send(
+      c.agent,
+      { messageId: p.messageId, contextId: p.contextId, taskId: p.taskId, text: p.text, contentSha256: p.contentSha256, deadlineMs: p.deadlineMs, caller: c.caller },
+      { returnImmediately: p.returnImmediately, historyLength: p.historyLength },
+    );
+    if ('message' in r) return { message: v1AgentText(r.message.contextId, r.message.text, randomUUID()) };
+    return { task: v1Task(r.task) };
+  },
+  GetTask: async (bridge, params, c) => {
+    const p = parseTaskIdParams(params);
+    return v1Task(await bridge.get(c.agent, p.id, p.historyLength));
+  },
+  ListTasks: async (bridge, params, c) => {
+    const p = parseListParams(params);
+    const r = await bridge.list(c.agent, {
+      contextId: p.contextId,
+      state: p.state,
+      updatedAfter: p.updatedAfter,
+      pageSize: p.pageSize,
+      pageToken: p.pageToken,
+      historyLength: p.historyLength,
+    });
+    return {
+      tasks: r.tasks.map((t) => v1Task(t, { includeArtifacts: p.includeArtifacts })),
+      nextPageToken: r.nextPageToken,
+      pageSize: p.pageSize,
+      totalSize: r.totalSize,
+    };
+  },
+  CancelTask: async (bridge, params, c) => v1Task(await bridge.cancel(c.agent, parseTaskIdParams(params).id)),
+  SendStreamingMessage: unsupported('SendStreamingMessage'),
+  SubscribeToTask: unsupported('SubscribeToTask'),
+  CreateTaskPushNotificationConfig: noPush,
+  GetTaskPushNotificationConfig: noPush,
+  ListTaskPushNotificationConfigs: noPush,
+  DeleteTaskPushNotificationConfig: noPush,
+  GetExtendedAgentCard: async () => {
+    throw new A2AError('extendedAgentCardNotConfigured', 'this agent has no extended card');
+  },
+};
+
+/** Resolves a method name to its handler and dialect; undefined for an unknown method. */
+export function findMethod(method: string): { handler: Handler; dialect: '1.0' | '0.3' } | undefined {
+  const v1 = Object.hasOwn(V1_METHODS, method) ? V1_METHODS[method] : undefined;
+  return v1 ? { handler: v1, dialect: '1.0' } : undefined;
+}

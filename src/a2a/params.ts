@@ -1,0 +1,186 @@
+import { createHash } from 'node:crypto';
+import { TASK_STATES, type TaskState } from '../store/task-state.js';
+import { A2AError } from './errors.js';
+
+/**
+ * Validation of method params. Every failure is an `A2AError` with a message that names the
+ * field, so the calling model can correct itself. ProtoJSON accepts both lowerCamelCase and the
+ * original snake_case field names (the conformance kit sends `history_length`, `context_id`;
+ * FACTS.md "A2A"), so every field is looked up under both.
+ */
+
+type Obj = Record<string, unknown>;
+
+const MAX_ID_LENGTH = 256;
+/** Deadlines a caller may ask for, in seconds (metadata `deadline_s`). */
+const DEADLINE_RANGE_S = [10, 30 * 86400] as const;
+
+function snake(name: string): string {
+  return name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+}
+
+/** The value of `name` in camelCase or snake_case. */
+export function field(o: Obj, name: string): unknown {
+  return o[name] !== undefined ? o[name] : o[snake(name)];
+}
+
+export function asObject(v: unknown, what: string): Obj {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new A2AError('invalidParams', `${what} must be an object`);
+  return v as Obj;
+}
+
+function optionalId(o: Obj, name: string, what: string): string | undefined {
+  const v = field(o, name);
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string' || v.length === 0 || v.length > MAX_ID_LENGTH) {
+    throw new A2AError('invalidParams', `${what}.${name} must be a non-empty string of at most ${MAX_ID_LENGTH} characters`);
+  }
+  return v;
+}
+
+function requiredId(o: Obj, name: string, what: string): string {
+  const v = optionalId(o, name, what);
+  if (v === undefined) throw new A2AError('invalidParams', `${what}.${name} is required`);
+  return v;
+}
+
+function optionalInt(o: Obj, name: string, what: string, min: number, max: number): number | undefined {
+  const v = field(o, name);
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+    throw new A2AError('invalidParams', `${what}.${name} must be an integer from ${min} to ${max}`);
+  }
+  return v;
+}
+
+function optionalBool(o: Obj, name: string, what: string): boolean | undefined {
+  const v = field(o, name);
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'boolean') throw new A2AError('invalidParams', `${what}.${name} must be true or false`);
+  return v;
+}
+
+/** The validated content of a SendMessage (v1.0) / message/send (v0.3). */
+export interface SendParams {
+  messageId: string;
+  contextId?: string;
+  taskId?: string;
+  text: string;
+  contentSha256: string;
+  deadlineMs?: number;
+  historyLength?: number;
+  /** v1.0 `configuration.returnImmediately`, or v0.3 `configuration.blocking: false`. */
+  returnImmediately: boolean;
+}
+
+function partText(p: Obj, i: number): string {
+  const kinds = ['text', 'raw', 'url', 'data', 'file'].filter((k) => p[k] !== undefined);
+  const kind = kinds.length === 1 ? kinds[0] : typeof p.kind === 'string' ? p.kind : undefined;
+  if (kind === 'text' && typeof p.text === 'string') return p.text;
+  if (kind === 'data' && p.data !== undefined) return JSON.stringify(p.data, null, 2);
+  if (kind === 'raw' || kind === 'url' || kind === 'file') {
+    throw new A2AError('contentTypeNotSupported', `message.parts[${i}]: file parts cannot be carried to the agent; send text or data parts`);
+  }
+  throw new A2AError('invalidParams', `message.parts[${i}] must hold exactly one of text, raw, url or data`);
+}
+
+function deadlineOf(meta: unknown): number | undefined {
+  if (meta === undefined || meta === null) return undefined;
+  const m = asObject(meta, 'metadata');
+  const v = m.deadline_s ?? m.deadlineS;
+  if (v === undefined) return undefined;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < DEADLINE_RANGE_S[0] || v > DEADLINE_RANGE_S[1]) {
+    throw new A2AError('invalidParams', `metadata.deadline_s must be an integer number of seconds from ${DEADLINE_RANGE_S[0]} to ${DEADLINE_RANGE_S[1]}`);
+  }
+  return v * 1000;
+}
+
+/**
+ * SendMessage params (A2A v1.0 §3.1.1; v0.3 `message/send` has the same shape with `kind` tags).
+ * @param roles accepted `message.role` values (`ROLE_USER` in v1.0, `user` in v0.3)
+ * @throws A2AError invalidParams, contentTypeNotSupported, pushNotificationNotSupported
+ */
+export function parseSendParams(params: unknown, roles: readonly string[]): SendParams {
+  const p = asObject(params, 'params');
+  const message = asObject(field(p, 'message'), 'params.message');
+  const messageId = requiredId(message, 'messageId', 'message');
+  const contextId = optionalId(message, 'contextId', 'message');
+  const taskId = optionalId(message, 'taskId', 'message');
+  if (!roles.includes(message.role as string)) {
+    throw new A2AError('invalidParams', `message.role must be ${roles.join(' or ')}`);
+  }
+  const parts = message.parts;
+  if (!Array.isArray(parts) || parts.length === 0) throw new A2AError('invalidParams', 'message.parts must be a non-empty array');
+  const texts = parts.map((part, i) => partText(asObject(part, `message.parts[${i}]`), i));
+  const config = field(p, 'configuration') === undefined ? {} : asObject(field(p, 'configuration'), 'params.configuration');
+  if (field(config, 'taskPushNotificationConfig') ?? field(config, 'pushNotificationConfig')) {
+    throw new A2AError('pushNotificationNotSupported', 'push notifications are not supported; poll with the same contextId');
+  }
+  const historyLength = optionalInt(config, 'historyLength', 'configuration', 0, 1000);
+  const returnImmediately = optionalBool(config, 'returnImmediately', 'configuration');
+  const blocking = optionalBool(config, 'blocking', 'configuration');
+  const deadlineMs = deadlineOf(field(message, 'metadata')) ?? deadlineOf(field(p, 'metadata'));
+  const text = texts.join('\n');
+  const contentSha256 = createHash('sha256')
+    .update(JSON.stringify([contextId ?? null, taskId ?? null, texts]))
+    .digest('hex');
+  return {
+    messageId,
+    contextId,
+    taskId,
+    text,
+    contentSha256,
+    deadlineMs,
+    historyLength,
+    returnImmediately: returnImmediately === true || blocking === false,
+  };
+}
+
+export function parseTaskIdParams(params: unknown): { id: string; historyLength?: number } {
+  const p = asObject(params, 'params');
+  return { id: requiredId(p, 'id', 'params'), historyLength: optionalInt(p, 'historyLength', 'params', 0, 1000) };
+}
+
+/** A v1.0 `TaskState` name (`TASK_STATE_WORKING`), or undefined for TASK_STATE_UNSPECIFIED / absent. */
+export function parseV1State(v: unknown, what: string): TaskState | undefined {
+  if (v === undefined || v === null || v === 'TASK_STATE_UNSPECIFIED') return undefined;
+  const s = typeof v === 'string' ? v.replace(/^TASK_STATE_/, '') : '';
+  if (!(TASK_STATES as readonly string[]).includes(s) || !String(v).startsWith('TASK_STATE_')) {
+    throw new A2AError('invalidParams', `${what} must be a TaskState such as TASK_STATE_WORKING`);
+  }
+  return s as TaskState;
+}
+
+export interface ListParams {
+  contextId?: string;
+  state?: TaskState;
+  pageSize: number;
+  pageToken?: string;
+  historyLength?: number;
+  updatedAfter?: number;
+  includeArtifacts: boolean;
+}
+
+/** ListTasks params (A2A v1.0 §3.1.4). */
+export function parseListParams(params: unknown): ListParams {
+  const p = params === undefined || params === null ? {} : asObject(params, 'params');
+  const after = field(p, 'statusTimestampAfter');
+  let updatedAfter: number | undefined;
+  if (after !== undefined && after !== null) {
+    updatedAfter = typeof after === 'string' ? Date.parse(after) : Number.NaN;
+    if (Number.isNaN(updatedAfter)) throw new A2AError('invalidParams', 'params.statusTimestampAfter must be an ISO-8601 timestamp');
+  }
+  const pageToken = field(p, 'pageToken');
+  if (pageToken !== undefined && pageToken !== null && typeof pageToken !== 'string') {
+    throw new A2AError('invalidParams', 'params.pageToken must be a string');
+  }
+  return {
+    contextId: optionalId(p, 'contextId', 'params'),
+    state: parseV1State(field(p, 'status'), 'params.status'),
+    pageSize: optionalInt(p, 'pageSize', 'params', 1, 100) ?? 50,
+    pageToken: pageToken ? (pageToken as string) : undefined,
+    historyLength: optionalInt(p, 'historyLength', 'params', 0, 1000),
+    updatedAfter,
+    includeArtifacts: optionalBool(p, 'includeArtifacts', 'params') ?? false,
+  };
+}

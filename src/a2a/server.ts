@@ -1,0 +1,205 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { isLoopbackLiteral, type AgentConfig, type Config } from '../config/config.js';
+import type { Bridge } from '../core/bridge.js';
+import { agentCard, legacyAgentCard } from './agent-card.js';
+import { A2AError } from './errors.js';
+import { health } from './health.js';
+import { errorResponse, isResponse, parseRequest, resultResponse, type JsonRpcResponse } from './jsonrpc.js';
+import { findMethod } from './methods.js';
+
+/** Thrown at start-up when the listen address is not a loopback literal (defence in depth beside config validation). */
+export class ListenError extends Error {
+  override readonly name = 'ListenError';
+}
+
+export interface RunningServer {
+  server: Server;
+  /** `http://127.0.0.1:<port>` (IPv6: `http://[::1]:<port>`). */
+  baseUrl: string;
+  port: number;
+  /** The JSON-RPC URL of an agent, exactly as its card names it. */
+  endpoint(agent: AgentConfig): string;
+  close(): Promise<void>;
+}
+
+const CARD_PATHS = new Set(['/.well-known/agent-card.json', '/.well-known/agent.json']);
+const SUPPORTED_VERSIONS = new Map([
+  ['0.3', '0.3'],
+  ['0.3.0', '0.3'],
+  ['1', '1.0'],
+  ['1.0', '1.0'],
+  ['1.0.0', '1.0'],
+]);
+
+function digest(s: string): Buffer {
+  return createHash('sha256').update(s, 'utf8').digest();
+}
+
+/**
+ * Starts the A2A HTTP server (BRIEF §3): loopback only, enforced here again; the `Host` header
+ * must name a loopback host (DNS rebinding: FACTS.md "Service"); JSON-RPC bodies are capped; the
+ * bearer is compared in constant time (SHA-256 of both, then `timingSafeEqual`, so the length
+ * leaks nothing). Cards and /health need no auth (Hermes' discover sends none).
+ *
+ * @throws ListenError for a non-loopback address; the listen error (EADDRINUSE…) otherwise
+ */
+export async function startServer(config: Config, bridge: Bridge, log: Logger): Promise<RunningServer> {
+  const { host, port } = config.server;
+  if (!isLoopbackLiteral(host)) {
+    throw new ListenError(`refusing to listen on ${host}: a2a-mailbridge listens on loopback only; set server.listen = "127.0.0.1:${port}"`);
+  }
+  const bearer = digest(config.server.bearer);
+  const agents = new Map(config.agents.map((a) => [a.name, a]));
+  let baseUrl = '';
+  let actualPort = port;
+  const endpoint = (a: AgentConfig): string => `${baseUrl}/agents/${a.name}`;
+
+  const hostAllowed = (header: string | undefined): boolean => {
+    if (!header) return false;
+    const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(header.trim().toLowerCase());
+    if (!m) return false;
+    const name = m[1]!.replace(/^\[|\]$/g, '');
+    if (m[2] !== undefined && Number(m[2]) !== actualPort) return false;
+    return name === 'localhost' || isLoopbackLiteral(name);
+  };
+
+  const send = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void => {
+    const text = JSON.stringify(body);
+    res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers });
+    res.end(text);
+  };
+
+  const readBody = (req: IncomingMessage, limit: number): Promise<Buffer | null> =>
+    new Promise((resolve, reject) => {
+      const declared = Number(req.headers['content-length'] ?? 0);
+      if (declared > limit) return resolve(null);
+      const chunks: Buffer[] = [];
+      let size = 0;
+      req.on('data', (c: Buffer) => {
+        size += c.length;
+        if (size > limit) {
+          req.removeAllListeners('data');
+          resolve(null);
+          req.resume();
+        } else chunks.push(c);
+      });
+      req.on('end', () => resolve(Buffer.concat(chunks)));
+      req.on('error', reject);
+    });
+
+  const rpc = async (req: IncomingMessage, res: ServerResponse, agent: AgentConfig): Promise<void> => {
+    const auth = req.headers.authorization ?? '';
+    const m = /^Bearer[ ]+(\S+)\s*$/i.exec(auth);
+    if (!m || !timingSafeEqual(digest(m[1]!), bearer)) {
+      send(res, 401, { error: 'missing or wrong bearer token' }, { 'www-authenticate': 'Bearer realm="a2a-mailbridge"' });
+      return;
+    }
+    const type = req.headers['content-type'];
+    if (type !== undefined && !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
+      send(res, 415, { error: 'content-type must be application/json' });
+      return;
+    }
+    const body = await readBody(req, config.server.maxBodyBytes);
+    if (body === null) {
+      send(res, 413, { error: `request body over ${config.server.maxBodyBytes} bytes` }, { connection: 'close' });
+      return;
+    }
+    const versionHeader = String(req.headers['a2a-version'] ?? '').trim();
+    const parsed = parseRequest(body, versionHeader.startsWith('1') ? '1.0' : '0.3');
+    let response: JsonRpcResponse;
+    if (isResponse(parsed)) response = parsed;
+    else {
+      const found = findMethod(parsed.method);
+      const dialect = found?.dialect ?? (versionHeader.startsWith('0') || versionHeader === '' ? '0.3' : '1.0');
+      if (versionHeader !== '' && !SUPPORTED_VERSIONS.has(versionHeader)) {
+        response = errorResponse(parsed.id, new A2AError('versionNotSupported', `A2A-Version ${versionHeader} is not supported; use 1.0 or 0.3`), dialect);
+      } else if (!found) {
+        response = errorResponse(parsed.id, new A2AError('methodNotFound', `Method not found: ${parsed.method}`), dialect);
+      } else {
+        try {
+          const caller = `a2a:${String(req.headers['user-agent'] ?? 'unknown').slice(0, 120)}`;
+          response = resultResponse(parsed.id, await found.handler(bridge, parsed.params ?? {}, { agent, caller }));
+        } catch (err) {
+          if (err instanceof A2AError) response = errorResponse(parsed.id, err, dialect);
+          else {
+            log.error({ err: (err as Error).message, stack: (err as Error).stack, method: parsed.method }, 'internal error');
+            response = errorResponse(parsed.id, new A2AError('internalError', 'Internal error; see the bridge log'), dialect);
+          }
+        }
+      }
+    }
+    send(res, 200, response);
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (!hostAllowed(req.headers.host)) {
+      send(res, 403, { error: 'Host header must name a loopback host (127.0.0.1, [::1] or localhost)' });
+      return;
+    }
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const path = url.pathname;
+    const get = req.method === 'GET' || req.method === 'HEAD';
+    if (path === '/health') {
+      if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });
+      return send(res, 200, health(bridge));
+    }
+    if (CARD_PATHS.has(path)) {
+      if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });
+      if (agents.size !== 1) {
+        return send(res, 404, { error: 'several agents: fetch /agents/<name>/.well-known/agent-card.json', agents: [...agents.keys()] });
+      }
+      const only = [...agents.values()][0]!;
+      return send(res, 200, path.endsWith('agent.json') ? legacyAgentCard(only, endpoint(only)) : agentCard(only, endpoint(only)));
+    }
+    const m = /^\/agents\/([^/]+)(\/.*)?$/.exec(path);
+    const agent = m ? agents.get(decodeURIComponent(m[1]!)) : undefined;
+    if (!m || !agent) return send(res, 404, { error: 'not found' });
+    const rest = m[2] ?? '';
+    if (CARD_PATHS.has(rest)) {
+      if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });
+      return send(res, 200, rest.endsWith('agent.json') ? legacyAgentCard(agent, endpoint(agent)) : agentCard(agent, endpoint(agent)));
+    }
+    if (rest === '' || rest === '/') {
+      if (req.method !== 'POST') return send(res, 405, { error: 'JSON-RPC: use POST' }, { allow: 'POST' });
+      return rpc(req, res, agent);
+    }
+    send(res, 404, { error: 'not found' });
+  };
+
+  const server = createServer({ requestTimeout: 120_000, headersTimeout: 30_000 }, (req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      log.error({ err: (err as Error).message }, 'request failed');
+      if (!res.headersSent) send(res, 500, { error: 'internal error' });
+      else res.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ host, port, exclusive: true }, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address() as AddressInfo;
+  if (!isLoopbackLiteral(addr.address)) {
+    server.close();
+    throw new ListenError(`bound to ${addr.address}, which is not loopback; refusing to serve`);
+  }
+  actualPort = addr.port;
+  baseUrl = addr.family === 'IPv6' ? `http://[${addr.address}]:${addr.port}` : `http://${addr.address}:${addr.port}`;
+  log.info({ url: baseUrl, agents: config.agents.map((a) => endpoint(a)) }, 'a2a-mailbridge listening');
+  return {
+    server,
+    baseUrl,
+    port: actualPort,
+    endpoint,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,74 @@
+import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
+import { startServer, type RunningServer } from './a2a/server.js';
+import type { Config } from './config/config.js';
+import { Bridge } from './core/bridge.js';
+import { webhookDispatcher } from './downlink/deliver.js';
+import { openDb } from './store/db.js';
+import { makeResolver, type DnsResolver } from './uplink/dkim.js';
+import { ImapMailbox } from './uplink/imap-mailbox.js';
+import type { Mailbox } from './uplink/mailbox.js';
+import { MaildirMailbox } from './uplink/maildir-mailbox.js';
+
+/** The mailbox of the configured kind. */
+export function openMailbox(config: Config): Mailbox {
+  const m = config.mailbox;
+  if (m.kind === 'imap') {
+    return new ImapMailbox({ ...m.imap!, folder: m.folder });
+  }
+  return new MaildirMailbox(m.maildirPath!);
+}
+
+export interface AppOptions {
+  log: Logger;
+  /** Replace parts for tests: the clock, the mailbox, the DKIM resolver, the webhook dispatcher. */
+  now?: () => number;
+  mailbox?: Mailbox;
+  dkimResolver?: DnsResolver;
+  dispatcher?: Dispatcher;
+}
+
+export interface App {
+  bridge: Bridge;
+  server: RunningServer;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the store (quick_check, migrations), builds the bridge and starts the loopback server.
+ * The store is ready before the socket listens, so no call can reach a half-built bridge.
+ *
+ * @throws StoreError, ListenError, or the listen error (EADDRINUSE…)
+ */
+export async function startApp(config: Config, o: AppOptions): Promise<App> {
+  const db = openDb(config.store.path);
+  const maxTimeout = Math.max(...config.agents.map((a) => a.webhook.timeoutMs));
+  const dispatcher = o.dispatcher ?? webhookDispatcher(maxTimeout);
+  const bridge = new Bridge({
+    config,
+    db,
+    mailbox: o.mailbox ?? openMailbox(config),
+    log: o.log,
+    now: o.now ?? Date.now,
+    random: Math.random,
+    dispatcher,
+    dkimResolver: o.dkimResolver ?? makeResolver(config.dnsServers),
+  });
+  let server: RunningServer;
+  try {
+    server = await startServer(config, bridge, o.log);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  return {
+    bridge,
+    server,
+    async close() {
+      await server.close();
+      await bridge.close();
+      if (!o.dispatcher) await dispatcher.close();
+      db.close();
+    },
+  };
+}

@@ -1,0 +1,25 @@
+import { startApp } from '../app.js';
+import { loadConfig } from '../config/config.js';
+import { createLogger } from '../log.js';
+
+/**
+ * `a2a-mailbridge serve`: runs the bridge until SIGINT/SIGTERM, then closes the socket, waits for
+ * work under way (a mailbox check, webhook attempts) and closes the store.
+ */
+export async function serve(configFile: string, o: { logLevel: string }): Promise<void> {
+  const config = loadConfig(configFile);
+  const log = createLogger(o.logLevel);
+  const app = await startApp(config, { log });
+  const stop = (signal: string): void => {
+    log.info({ signal }, 'stopping');
+    app.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error({ err: (err as Error).message }, 'error while stopping');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.once('SIGTERM', () => stop('SIGTERM'));
+}

@@ -1,0 +1,172 @@
+import { A2AError } from '../a2a/errors.js';
+import type { AgentConfig } from '../config/config.js';
+import { getMailboxState } from '../store/mailbox-state.js';
+import type { TaskState } from '../store/task-state.js';
+import { getTask, listTasks, type TaskRow } from '../store/tasks.js';
+import { dueDispatches } from '../store/turns.js';
+import { cancelTask } from './cancel.js';
+import type { BridgeContext } from './context.js';
+import { attemptDispatch } from './dispatch.js';
+import { checkMailbox, type CheckSummary } from './mail-check.js';
+import { submit, type SendInput } from './submit.js';
+import { sweepDeadlines } from './sweep.js';
+import { viewTask, type TaskView } from './task-view.js';
+
+/** The answer to a SendMessage: a task, or (a poll word on a context with no task) a plain message. */
+export type SendResult = { task: TaskView } | { message: { contextId: string; text: string } };
+
+export interface ListQuery {
+  contextId?: string;
+  state?: TaskState;
+  updatedAfter?: number;
+  pageSize: number;
+  pageToken?: string;
+  historyLength?: number;
+}
+
+/** Resolves after `ms` (unref'd: it never holds the process open). */
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+/**
+ * The use cases (BRIEF §2 "src/bridge.ts"): submit, poll, apply replies, sweep deadlines,
+ * cancel. In the default request-driven mode every A2A call first runs {@link refresh}: due
+ * webhook attempts, at most one mailbox check when one is due (concurrent calls share it), then
+ * the deadline sweep — each bounded in time, so every call answers well inside the caller's
+ * timeout (BRIEF §1, failure 1).
+ */
+export class Bridge {
+  private check: Promise<CheckSummary> | null = null;
+  private moreWaiting = false;
+  private readonly dispatching = new Map<string, Promise<unknown>>();
+
+  constructor(readonly ctx: BridgeContext) {}
+
+  /**
+   * SendMessage: the context rules, then the first dispatch attempt (new work) or a refresh (a
+   * poll). With `returnImmediately` (v1.0) / `blocking: false` (v0.3) it answers as soon as the
+   * task is stored and lets the attempt run on (a2a-python #253: the caller must learn the id).
+   */
+  async send(
+    agent: AgentConfig,
+    input: SendInput,
+    o: { returnImmediately?: boolean; historyLength?: number } = {},
+  ): Promise<SendResult> {
+    const outcome = submit(this.ctx, agent, input);
+    if (outcome.kind === 'no-task') {
+      return {
+        message: {
+          contextId: outcome.contextId,
+          text: `There is no task on context_id ${outcome.contextId} yet. Send the job's text to start one.`,
+        },
+      };
+    }
+    if (outcome.kind === 'new' || outcome.kind === 'answer') {
+      // Answer once the first attempt has an outcome (the webhook timeout bounds it).
+      const attempt = this.dispatch(outcome.dispatchId);
+      if (!o.returnImmediately) await attempt;
+      sweepDeadlines(this.ctx);
+    } else if (o.returnImmediately) {
+      void this.refresh();
+    } else {
+      await this.refresh();
+    }
+    return { task: this.view(agent, outcome.task.id, o.historyLength) };
+  }
+
+  /** GetTask. @throws A2AError taskNotFound for an unknown id or another agent's task. */
+  async get(agent: AgentConfig, taskId: string, historyLength?: number): Promise<TaskView> {
+    await this.refresh();
+    return this.view(agent, taskId, historyLength);
+  }
+
+  /** ListTasks, newest status first; `pageToken` is an opaque keyset cursor. */
+  async list(agent: AgentConfig, q: ListQuery): Promise<{ tasks: TaskView[]; nextPageToken: string; totalSize: number }> {
+    await this.refresh();
+    let before: { updatedAt: number; id: string } | undefined;
+    if (q.pageToken) {
+      const m = /^(\d+):([0-9a-f-]{36})$/.exec(Buffer.from(q.pageToken, 'base64url').toString('utf8'));
+      if (!m) throw new A2AError('invalidParams', 'pageToken is not a token this server issued');
+      before = { updatedAt: Number(m[1]), id: m[2]! };
+    }
+    const { rows, total } = listTasks(this.ctx.db, {
+      agent: agent.name,
+      contextId: q.contextId,
+      state: q.state,
+      updatedAfter: q.updatedAfter,
+      before,
+      limit: q.pageSize + 1,
+    });
+    const page = rows.slice(0, q.pageSize);
+    const last = page.at(-1);
+    const nextPageToken =
+      rows.length > q.pageSize && last ? Buffer.from(`${last.updatedAt}:${last.id}`, 'utf8').toString('base64url') : '';
+    return { tasks: page.map((t) => viewTask(this.ctx, agent, t, q.historyLength)), nextPageToken, totalSize: total };
+  }
+
+  /** CancelTask. @throws A2AError taskNotFound, taskNotCancelable */
+  async cancel(agent: AgentConfig, taskId: string): Promise<TaskView> {
+    const task = cancelTask(this.ctx, agent, taskId);
+    return viewTask(this.ctx, agent, task);
+  }
+
+  private view(agent: AgentConfig, taskId: string, historyLength?: number): TaskView {
+    const task: TaskRow | undefined = getTask(this.ctx.db, taskId);
+    if (!task || task.agent !== agent.name) throw new A2AError('taskNotFound', `Task ${taskId} not found`);
+    return viewTask(this.ctx, agent, task, historyLength);
+  }
+
+  /**
+   * The request-driven step: due dispatches and a due mailbox check run concurrently, each
+   * awaited for at most `mailbox.check_wait_ms` (they go on in the background beyond that),
+   * then the deadline sweep.
+   */
+  async refresh(): Promise<void> {
+    const budget = this.ctx.config.mailbox.checkWaitMs;
+    const work: Promise<unknown>[] = dueDispatches(this.ctx.db, this.ctx.now()).map((t) => this.dispatch(t.dispatchId));
+    if (this.checkDue()) work.push(this.checkNow());
+    if (work.length) await Promise.race([Promise.allSettled(work), sleep(budget)]);
+    sweepDeadlines(this.ctx);
+  }
+
+  /** True when the last check is older than `mailbox.check_interval_s`, or messages are waiting. */
+  checkDue(): boolean {
+    if (this.moreWaiting) return true;
+    const last = getMailboxState(this.ctx.db, this.ctx.mailbox.folder).lastCheckAt;
+    return last === null || this.ctx.now() - last >= this.ctx.config.mailbox.checkIntervalMs;
+  }
+
+  /** Runs a mailbox check now, or joins the one already running (single flight). */
+  checkNow(): Promise<CheckSummary> {
+    if (!this.check) {
+      this.check = checkMailbox(this.ctx)
+        .then((s) => {
+          this.moreWaiting = s.more;
+          return s;
+        })
+        .finally(() => {
+          this.check = null;
+        });
+    }
+    return this.check;
+  }
+
+  /** One attempt of a dispatch, or the attempt already under way for it (single flight per webhook-id). */
+  dispatch(dispatchId: string): Promise<unknown> {
+    let p = this.dispatching.get(dispatchId);
+    if (!p) {
+      p = attemptDispatch(this.ctx, dispatchId)
+        .catch((err: unknown) => this.ctx.log.error({ err: (err as Error).message, dispatchId }, 'dispatch attempt failed'))
+        .finally(() => this.dispatching.delete(dispatchId));
+      this.dispatching.set(dispatchId, p);
+    }
+    return p;
+  }
+
+  /** Waits for work under way (a mailbox check, webhook attempts), then closes the mailbox. */
+  async close(): Promise<void> {
+    await Promise.allSettled([this.check, ...this.dispatching.values()]);
+    await this.ctx.mailbox.close();
+  }
+}

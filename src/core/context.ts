@@ -1,0 +1,26 @@
+import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
+import type { AgentConfig, Config } from '../config/config.js';
+import type { Db } from '../store/db.js';
+import type { DnsResolver } from '../uplink/dkim.js';
+import type { Mailbox } from '../uplink/mailbox.js';
+
+/** Everything the use cases need, injected so tests can pin the clock and the network. */
+export interface BridgeContext {
+  config: Config;
+  db: Db;
+  mailbox: Mailbox;
+  log: Logger;
+  /** The clock, ms since the epoch. */
+  now: () => number;
+  /** Uniform [0, 1) for backoff jitter. */
+  random: () => number;
+  /** undici dispatcher for webhook POSTs (connect timeout set). */
+  dispatcher?: Dispatcher;
+  /** DNS for local DKIM verification (mailauth resolver shape). */
+  dkimResolver: DnsResolver;
+}
+
+export function agentByName(config: Config, name: string): AgentConfig | undefined {
+  return config.agents.find((a) => a.name === name);
+}

@@ -1,0 +1,108 @@
+import { postWebhook, backoffMs, type DeliveryResult } from '../downlink/deliver.js';
+import { webhookHeaders } from '../downlink/sign.js';
+import { attemptsOf, finishAttempt, startAttempt } from '../store/attempts.js';
+import { immediate } from '../store/db.js';
+import { getTask, transition } from '../store/tasks.js';
+import { setDispatchState, turnByDispatchId } from '../store/turns.js';
+import { agentByName, type BridgeContext } from './context.js';
+
+/** Extra time, in ms, beyond the webhook timeout before an in-flight attempt counts as lost (a crash) and is retried. */
+const LEASE_MARGIN_MS = 30_000;
+
+/**
+ * One delivery attempt of a pending dispatch (BRIEF §4, issue 5). The attempt row and a lease
+ * (`next_attempt_at` pushed past the timeout) are committed before the network call, so a crash
+ * mid-flight leads to a resend with the same `webhook-id` after the lease, and a second caller
+ * does not send concurrently. The outcome and any state change are committed in one transaction.
+ *
+ * @returns the delivery result, or null when nothing was due (already accepted, failed, canceled, leased)
+ */
+export async function attemptDispatch(ctx: BridgeContext, dispatchId: string): Promise<DeliveryResult | null> {
+  const { db } = ctx;
+  const claim = immediate(db, () => {
+    const turn = turnByDispatchId(db, dispatchId);
+    if (!turn || turn.dispatchState !== 'pending') return null;
+    const now = ctx.now();
+    if (turn.nextAttemptAt !== null && turn.nextAttemptAt > now) return null;
+    const task = getTask(db, turn.taskId);
+    if (!task) return null;
+    const agent = agentByName(ctx.config, task.agent);
+    if (!agent) {
+      setDispatchState(db, dispatchId, { state: 'failed', nextAttemptAt: null });
+      return null;
+    }
+    if (task.state !== 'SUBMITTED' || task.turn !== turn.turn) {
+      // The task moved on without this dispatch (canceled, swept, or a reply arrived first).
+      setDispatchState(db, dispatchId, { state: task.state === 'CANCELED' ? 'canceled' : 'failed', nextAttemptAt: null });
+      return null;
+    }
+    const attempts = attemptsOf(db, dispatchId);
+    const last = attempts.at(-1);
+    if (attempts.length >= agent.webhook.maxAttempts || now - turn.createdAt > agent.webhook.maxAgeMs) {
+      const why = `dispatch exhausted after ${attempts.length} attempt(s): ${last?.error ?? 'no answer'}`;
+      setDispatchState(db, dispatchId, { state: 'failed', nextAttemptAt: null });
+      transition(db, task, 'FAILED', { at: now, cause: why, failedBy: 'dispatch', deadlineAt: null });
+      return null;
+    }
+    const attempt = startAttempt(db, { dispatchId, taskId: task.id, turn: turn.turn, at: now });
+    setDispatchState(db, dispatchId, { state: 'pending', nextAttemptAt: now + agent.webhook.timeoutMs + LEASE_MARGIN_MS });
+    return { attempt, agent, envelope: turn.envelope };
+  });
+  if (!claim) return null;
+
+  const { attempt, agent, envelope } = claim;
+  const headers = webhookHeaders(agent.webhook, dispatchId, envelope, new Date(ctx.now()));
+  ctx.log.info({ dispatchId, task: attempt.taskId, turn: attempt.turn, attempt: attempt.attempt }, 'webhook attempt');
+  const result = await postWebhook(agent.webhook.url, headers, envelope, agent.webhook.timeoutMs, ctx.dispatcher, ctx.now);
+  ctx.log.info({ dispatchId, outcome: result.outcome, status: result.httpStatus, error: result.error }, 'webhook result');
+
+  immediate(db, () => {
+    const at = ctx.now();
+    finishAttempt(db, attempt.id, { at, outcome: result.outcome, httpStatus: result.httpStatus, error: result.error });
+    const turn = turnByDispatchId(db, dispatchId);
+    const task = getTask(db, attempt.taskId);
+    if (!turn || !task || turn.dispatchState !== 'pending') return;
+    const current = task.state === 'SUBMITTED' && task.turn === turn.turn;
+    switch (result.outcome) {
+      case 'accepted':
+        setDispatchState(db, dispatchId, { state: 'accepted', nextAttemptAt: null, acceptedAt: at });
+        if (current) {
+          transition(db, task, 'WORKING', {
+            at,
+            cause: `webhook accepted (HTTP ${result.httpStatus}) on attempt ${attempt.attempt}`,
+          });
+        }
+        return;
+      case 'retry': {
+        const exhausted = attempt.attempt >= agent.webhook.maxAttempts || at - turn.createdAt > agent.webhook.maxAgeMs;
+        if (!exhausted) {
+          const delay = backoffMs(attempt.attempt, result.retryAfterMs, ctx.random);
+          setDispatchState(db, dispatchId, { state: 'pending', nextAttemptAt: at + delay });
+          return;
+        }
+        setDispatchState(db, dispatchId, { state: 'failed', nextAttemptAt: null });
+        if (current) {
+          transition(db, task, 'FAILED', {
+            at,
+            cause: `dispatch exhausted after ${attempt.attempt} attempt(s): ${result.error}`,
+            failedBy: 'dispatch',
+            deadlineAt: null,
+          });
+        }
+        return;
+      }
+      case 'failed':
+      case 'gone':
+        setDispatchState(db, dispatchId, { state: 'failed', nextAttemptAt: null });
+        if (current) {
+          const why =
+            result.outcome === 'gone'
+              ? `the webhook answered HTTP 410 Gone; dispatch stopped`
+              : `the webhook refused the job (${result.error}); check agents.webhook.url and its auth`;
+          transition(db, task, 'FAILED', { at, cause: why, failedBy: 'dispatch', deadlineAt: null });
+        }
+        return;
+    }
+  });
+  return result;
+}

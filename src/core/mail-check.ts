@@ -1,0 +1,133 @@
+import { immediate } from '../store/db.js';
+import { hasRawDigest, isSourceRecorded, recordVerdict, type LedgerEntry } from '../store/ledger.js';
+import { advanceWatermark, getMailboxState, recordCheck, resetWatermark } from '../store/mailbox-state.js';
+import { authenticate, identify, messageFacts, parseReply, type Refusal } from '../uplink/gates.js';
+import { MailboxError, type FetchedMessage } from '../uplink/mailbox.js';
+import type { Verdict } from '../uplink/verdicts.js';
+import { judgeAndApply } from './apply-reply.js';
+import type { BridgeContext } from './context.js';
+
+/** What one mailbox check did. */
+export interface CheckSummary {
+  ok: boolean;
+  fetched: number;
+  /** Count per verdict recorded by this check. */
+  verdicts: Partial<Record<Verdict, number>>;
+  /** More matching messages wait beyond this check's fetch cap. */
+  more: boolean;
+  error?: string;
+  durationMs: number;
+}
+
+/**
+ * Runs one read-only mailbox check (BRIEF §5): fetch what is new after the watermark, pass each
+ * message through the gate stack, and commit each verdict — with any promotion and the
+ * watermark move — in one transaction per message. A mailbox failure is recorded (for the
+ * callers' status text and /health) and returned, never thrown: it must not fail an A2A call.
+ */
+export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
+  const { db, config, mailbox } = ctx;
+  const started = ctx.now();
+  const state = getMailboxState(db, mailbox.folder);
+  const summary: CheckSummary = { ok: true, fetched: 0, verdicts: {}, more: false, durationMs: 0 };
+  try {
+    const result = await mailbox.check({
+      watermark: { uidValidity: state.uidValidity, lastUid: state.lastUid },
+      fromAddresses: config.agents.map((a) => a.address),
+      subjectContains: config.agents.map((a) => `[${a.tag}:`),
+      maxFetch: config.mailbox.maxFetchPerCheck,
+      maxMessageBytes: config.mailbox.maxMessageBytes,
+      isRecorded: (source) => isSourceRecorded(db, source),
+    });
+    if (result.uidValidityChanged) {
+      ctx.log.warn({ folder: mailbox.folder, was: state.uidValidity, now: result.uidValidity }, 'UIDVALIDITY changed; rescanning');
+      immediate(db, () => resetWatermark(db, mailbox.folder, result.uidValidity));
+    }
+    summary.fetched = result.messages.length;
+    summary.more = result.more;
+    for (const msg of result.messages) {
+      const verdict = await processMessage(ctx, msg, result.uidValidity);
+      if (verdict) summary.verdicts[verdict] = (summary.verdicts[verdict] ?? 0) + 1;
+    }
+    const applied = Object.entries(summary.verdicts)
+      .filter(([v]) => v.startsWith('applied:') || v === 'late:recorded')
+      .reduce((n, [, c]) => n + (c ?? 0), 0);
+    const line = `ok, ${summary.fetched} new message(s), ${applied} applied${result.more ? ', more waiting' : ''}`;
+    immediate(db, () => recordCheck(db, mailbox.folder, { at: ctx.now(), ok: true, result: line }));
+  } catch (err) {
+    const message = err instanceof MailboxError ? err.message : `unexpected error: ${(err as Error).message}`;
+    summary.ok = false;
+    summary.error = message;
+    ctx.log.warn({ err: message, folder: mailbox.folder }, 'mailbox check failed');
+    immediate(db, () => recordCheck(db, mailbox.folder, { at: ctx.now(), ok: false, result: 'failed', error: message }));
+  }
+  summary.durationMs = ctx.now() - started;
+  return summary;
+}
+
+/** Passes one message through the gates and commits its verdict. Returns the verdict, or null if already recorded. */
+async function processMessage(ctx: BridgeContext, msg: FetchedMessage, uidValidity: string): Promise<Verdict | null> {
+  const { db, config, mailbox } = ctx;
+  if (isSourceRecorded(db, msg.source)) {
+    immediate(db, () => advanceWatermark(db, mailbox.folder, uidValidity, msg.uid));
+    return null;
+  }
+  const facts = messageFacts(msg.raw, msg.size);
+  const entry = (taskId: string | null, agent: string | null, keepRaw: boolean): Omit<LedgerEntry, 'verdict' | 'reason'> => ({
+    source: msg.source,
+    seenAt: ctx.now(),
+    messageId: facts.messageId,
+    fromHeader: facts.from,
+    subject: facts.subject,
+    dateHeader: facts.date,
+    size: msg.size,
+    rawSha256: facts.rawSha256,
+    raw: keepRaw ? msg.raw : null,
+    agent,
+    taskId,
+  });
+  const record = (refusal: Refusal, taskId: string | null, agent: string | null): Verdict | null =>
+    immediate(db, () => {
+      const id = recordVerdict(db, { ...entry(taskId, agent, taskId !== null), ...refusal });
+      advanceWatermark(db, mailbox.folder, uidValidity, msg.uid);
+      return id === null ? null : refusal.verdict;
+    });
+
+  try {
+    const identified = identify(facts, config.agents, (sha) => hasRawDigest(db, sha));
+    const taskId = identified.taskId ?? null;
+    const agentName = identified.agent?.name ?? null;
+    if (msg.tooLarge && !('verdict' in identified && identified.verdict === 'duplicate')) {
+      const why = `${msg.size} bytes, over mailbox.max_message_bytes (${config.mailbox.maxMessageBytes}); refused whole`;
+      return record({ verdict: 'too-large', reason: why }, taskId, agentName);
+    }
+    if ('verdict' in identified) return record({ verdict: identified.verdict, reason: identified.reason }, taskId, agentName);
+
+    const refusal = await authenticate(msg.raw, identified, {
+      profile: { authservId: config.mailbox.authservId, borderHost: config.mailbox.borderHost },
+      verifyDkim: config.mailbox.verifyDkim,
+      resolver: ctx.dkimResolver,
+    });
+    if (refusal) return record(refusal, identified.taskId, identified.agent.name);
+
+    const reply = await parseReply(msg.raw);
+    return immediate(db, () => {
+      let verdict: Verdict | null;
+      if (hasRawDigest(db, facts.rawSha256)) {
+        // Recorded by a concurrent check of another process while this one authenticated.
+        const id = recordVerdict(db, { ...entry(identified.taskId, identified.agent.name, true), verdict: 'duplicate', reason: 'gate 1: the same raw bytes are already in the ledger' });
+        verdict = id === null ? null : 'duplicate';
+      } else {
+        const { judgement, ledgerId } = judgeAndApply(db, identified, reply, entry(identified.taskId, identified.agent.name, true), ctx.now());
+        verdict = ledgerId === null ? null : judgement.verdict;
+        ctx.log.info({ task: identified.taskId, verdict: judgement.verdict, ledgerId }, 'reply judged');
+      }
+      advanceWatermark(db, mailbox.folder, uidValidity, msg.uid);
+      return verdict;
+    });
+  } catch (err) {
+    // The parsers never throw on hostile bytes; if something else does, the message is still recorded.
+    ctx.log.error({ err: (err as Error).message, source: msg.source }, 'message could not be processed');
+    return record({ verdict: 'unreadable', reason: `processing failed: ${(err as Error).message}` }, null, null);
+  }
+}

@@ -1,0 +1,180 @@
+import { randomUUID } from 'node:crypto';
+import { A2AError } from '../a2a/errors.js';
+import type { AgentConfig } from '../config/config.js';
+import { encodeEnvelope, replyInstructions, subjectTag, type Envelope, type ThreadEntry } from '../downlink/envelope.js';
+import { immediate } from '../store/db.js';
+import { insertMessage, messageById } from '../store/messages.js';
+import { isTerminal } from '../store/task-state.js';
+import { getTask, insertTask, latestTaskOfContext, transition, type TaskRow } from '../store/tasks.js';
+import { insertTurn, revokeTokens, turnsOfTask } from '../store/turns.js';
+import type { BridgeContext } from './context.js';
+import { mintToken } from './token.js';
+import { iso } from './time.js';
+
+/** A caller's message, already validated by the A2A layer. */
+export interface SendInput {
+  messageId: string;
+  contextId?: string;
+  taskId?: string;
+  /** The text of the message's parts, joined with newlines. */
+  text: string;
+  /** SHA-256 (hex) over the message content, to tell a replay from a reused `messageId`. */
+  contentSha256: string;
+  /** Per-call deadline of the turn, in ms from now (message metadata); the agent's default otherwise. */
+  deadlineMs?: number;
+  /** Who asked, for the audit entry. */
+  caller: string;
+}
+
+/**
+ * What a SendMessage came to (BRIEF §3 "Context rules"):
+ * - `new`: a task was created and its first turn awaits dispatch;
+ * - `answer`: the caller answered INPUT_REQUIRED; the next turn awaits dispatch;
+ * - `poll`: a follow-up on an open task (or a poll word on a finished one): no dispatch;
+ * - `replay`: a `messageId` seen before: the same task, no dispatch;
+ * - `no-task`: a poll word on a context that has no task.
+ */
+export type SendOutcome =
+  | { kind: 'new' | 'answer'; task: TaskRow; dispatchId: string }
+  | { kind: 'poll' | 'replay'; task: TaskRow }
+  | { kind: 'no-task'; contextId: string };
+
+function isPollWord(ctx: BridgeContext, text: string): boolean {
+  return ctx.config.server.pollWords.includes(text.trim().toLowerCase());
+}
+
+/** Builds the envelope of a turn and inserts the turn with a fresh token (the previous tokens are revoked). */
+function openTurn(ctx: BridgeContext, agent: AgentConfig, task: TaskRow, turn: number, ask: string, deadlineAt: number, now: number): string {
+  const { db } = ctx;
+  const thread: ThreadEntry[] = [];
+  for (const t of turnsOfTask(db, task.id)) {
+    thread.push({ turn: t.turn, role: 'user', text: t.ask });
+    if (t.replyText !== null && t.replyStatus !== 'working') thread.push({ turn: t.turn, role: 'agent', text: t.replyText });
+  }
+  revokeTokens(db, task.id);
+  const token = mintToken();
+  const dispatchId = `msg_${randomUUID().replaceAll('-', '')}`;
+  const tag = subjectTag(agent.tag, task.id);
+  const deadline = iso(deadlineAt);
+  const envelope: Envelope = {
+    v: 1,
+    task_id: task.id,
+    turn,
+    reply_token: token,
+    from: ctx.config.server.name,
+    ask,
+    thread,
+    constraints: replyInstructions({ replyTo: ctx.config.mailbox.address, subjectTag: tag, token, deadline }),
+    deadline,
+    reply_to: ctx.config.mailbox.address,
+    subject_tag: tag,
+  };
+  insertTurn(db, {
+    taskId: task.id,
+    turn,
+    ask,
+    replyToken: token,
+    deadlineAt,
+    dispatchId,
+    envelope: encodeEnvelope(envelope),
+    dispatchState: 'pending',
+    nextAttemptAt: now,
+    acceptedAt: null,
+    replyStatus: null,
+    replyText: null,
+    replyLedgerId: null,
+    repliedAt: null,
+    createdAt: now,
+  });
+  return dispatchId;
+}
+
+/**
+ * Applies the context rules to one SendMessage, in one `BEGIN IMMEDIATE` transaction, so the
+ * task and its turn are committed before any network call and two concurrent calls cannot both
+ * create or dispatch (a2a-js PR #632; A2A #928). The caller's message is stored under its
+ * `messageId`, durably, for dedupe across restarts.
+ *
+ * @throws A2AError invalidParams (a reused `messageId` with other content, an empty new task,
+ *   a `taskId` of another context), taskNotFound (an unknown `taskId`), unsupportedOperation (new
+ *   work addressed by `taskId` to a terminal task).
+ */
+export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput): SendOutcome {
+  const { db } = ctx;
+  return immediate(db, (): SendOutcome => {
+    const now = ctx.now();
+    const seen = messageById(db, agent.name, input.messageId);
+    if (seen) {
+      if (seen.contentSha256 !== input.contentSha256) {
+        throw new A2AError('invalidParams', `messageId ${input.messageId} was already used for a different message; use a new messageId`);
+      }
+      return { kind: 'replay', task: getTask(db, seen.taskId)! };
+    }
+
+    let target: TaskRow | undefined;
+    if (input.taskId !== undefined) {
+      target = getTask(db, input.taskId);
+      if (!target || target.agent !== agent.name) throw new A2AError('taskNotFound', `Task ${input.taskId} not found`);
+      if (input.contextId !== undefined && input.contextId !== target.contextId) {
+        throw new A2AError('invalidParams', `task ${target.id} belongs to another contextId`);
+      }
+    } else if (input.contextId !== undefined) {
+      target = latestTaskOfContext(db, agent.name, input.contextId);
+    }
+    const contextId = input.contextId ?? target?.contextId ?? randomUUID();
+    const poll = isPollWord(ctx, input.text);
+    const message = (task: TaskRow, kind: 'ask' | 'poll', turn: number): void =>
+      insertMessage(db, {
+        agent: agent.name,
+        messageId: input.messageId,
+        taskId: task.id,
+        contextId,
+        role: 'user',
+        kind,
+        turn,
+        text: input.text,
+        contentSha256: input.contentSha256,
+        createdAt: now,
+      });
+
+    if (target && (poll || (!isTerminal(target.state) && target.state !== 'INPUT_REQUIRED'))) {
+      message(target, 'poll', target.turn);
+      return { kind: 'poll', task: target };
+    }
+    if (target?.state === 'INPUT_REQUIRED') {
+      const turn = target.turn + 1;
+      const deadlineAt = now + (input.deadlineMs ?? agent.deadlineMs);
+      const dispatchId = openTurn(ctx, agent, target, turn, input.text, deadlineAt, now);
+      const task = transition(db, target, 'SUBMITTED', { at: now, cause: `the caller answered (turn ${turn})`, turn, deadlineAt });
+      message(task, 'ask', turn);
+      return { kind: 'answer', task, dispatchId };
+    }
+    if (target && input.taskId !== undefined) {
+      throw new A2AError(
+        'unsupportedOperation',
+        `Task ${target.id} is ${target.state.toLowerCase()}; it accepts no new work. Send without taskId to start a new task on this context.`,
+      );
+    }
+    if (poll) return { kind: 'no-task', contextId };
+    if (input.text.trim() === '') throw new A2AError('invalidParams', 'the message has no text to send to the agent');
+
+    const deadlineAt = now + (input.deadlineMs ?? agent.deadlineMs);
+    const task: TaskRow = {
+      id: randomUUID(),
+      agent: agent.name,
+      contextId,
+      state: 'SUBMITTED',
+      stateReason: 'task stored; dispatch pending',
+      failedBy: null,
+      turn: 1,
+      caller: input.caller,
+      createdAt: now,
+      updatedAt: now,
+      deadlineAt,
+    };
+    insertTask(db, task);
+    const dispatchId = openTurn(ctx, agent, task, 1, input.text, deadlineAt, now);
+    message(task, 'ask', 1);
+    return { kind: 'new', task, dispatchId };
+  });
+}

@@ -1,0 +1,51 @@
+import type { AgentConfig } from '../config/config.js';
+import { artifactsOf, type ArtifactRow } from '../store/artifacts.js';
+import { attemptsOf } from '../store/attempts.js';
+import { getMailboxState } from '../store/mailbox-state.js';
+import { historyOf, type MessageRow } from '../store/messages.js';
+import type { TaskRow } from '../store/tasks.js';
+import { getTurn } from '../store/turns.js';
+import type { BridgeContext } from './context.js';
+import { statusText } from './status-text.js';
+
+/** A task as callers see it, independent of the wire dialect (src/a2a/wire.ts renders it). */
+export interface TaskView {
+  task: TaskRow;
+  agent: AgentConfig;
+  /** `status.message` text, or null when the artifact carries the answer. */
+  statusText: string | null;
+  artifacts: ArtifactRow[];
+  /** Oldest first, bounded by the requested history length. */
+  history: MessageRow[];
+}
+
+/**
+ * Builds the view of a task from the store.
+ * @param historyLength newest messages to include; undefined means all, 0 means none
+ */
+export function viewTask(ctx: BridgeContext, agent: AgentConfig, task: TaskRow, historyLength?: number): TaskView {
+  const turn = getTurn(ctx.db, task.id, task.turn);
+  const attempts = turn ? attemptsOf(ctx.db, turn.dispatchId) : [];
+  const artifacts = artifactsOf(ctx.db, task.id);
+  const late = artifacts.find((a) => a.name === 'late-reply');
+  const progress =
+    task.state === 'WORKING' && turn?.replyStatus === 'working' && turn.replyText !== null
+      ? `${agent.untrustedLabel}\n${turn.replyText}`
+      : null;
+  return {
+    task,
+    agent,
+    statusText: statusText({
+      task,
+      agent,
+      turn,
+      lastAttempt: attempts.at(-1),
+      mailbox: getMailboxState(ctx.db, ctx.mailbox.folder),
+      progressNote: progress,
+      lateReplyAt: late ? late.createdAt : null,
+      now: ctx.now(),
+    }),
+    artifacts,
+    history: historyLength === 0 ? [] : historyOf(ctx.db, task.id, historyLength),
+  };
+}

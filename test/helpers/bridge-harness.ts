@@ -1,0 +1,185 @@
+import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
+import { randomBytes } from 'node:crypto';
+import { startApp, type App } from '../../src/app.js';
+import { loadConfig, type Config } from '../../src/config/config.js';
+import type { Envelope } from '../../src/downlink/envelope.js';
+import { startDnsZone, type DnsZone } from '../../src/demo/dns-zone.js';
+import { buildReplyMail, dkimTxtName, generateDkimKey, type ReplyMailOptions } from '../../src/demo/reply-mail.js';
+import { createLogger } from '../../src/log.js';
+import { ImapMailbox } from '../../src/uplink/imap-mailbox.js';
+import { makeConfigDir, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET, type ConfigDir } from './config-dir.js';
+import type { DovecotHandle } from './dovecot.js';
+import { startWebhookReceiver, type PlannedResponse, type RecordedRequest, type WebhookReceiver } from './webhook-receiver.js';
+
+export const AGENT_ADDRESS = 'agent@agent.example';
+export const AGENT_DOMAIN = 'agent.example';
+export const SELECTOR = 'test2026';
+export const PROVIDER = { mxHost: 'mx1.messagingengine.com', authservId: 'mx1.messagingengine.com', fromHost: 'mail.agent.example', fromIp: '192.0.2.25' };
+
+/** One IMAP command the bridge's client sent, as imapflow logged it. */
+export interface ImapCommand {
+  text: string;
+}
+
+export interface Harness {
+  app: App;
+  config: Config;
+  configDir: ConfigDir;
+  receiver: WebhookReceiver;
+  zone: DnsZone;
+  client: Client;
+  /** The agent's JSON-RPC URL, exactly as its card names it. */
+  endpoint: string;
+  /** Every IMAP command line the bridge sent (imapflow `src: 'c'` entries). */
+  imapCommands: string[];
+  /** Shifts the bridge's clock forward, in ms. */
+  advance(ms: number): void;
+  /** A reply to `envelope`, DKIM-signed by the agent's key and stamped by the provider, unless overridden. */
+  reply(envelope: Envelope, o?: Partial<ReplyMailOptions>): Promise<Buffer>;
+  /** The envelope of the n-th webhook request (1-based). */
+  envelope(n: number): Envelope;
+  /** A raw JSON-RPC POST to the agent endpoint. */
+  rpc(body: unknown, headers?: Record<string, string>): Promise<{ status: number; json: any }>;
+  close(): Promise<void>;
+}
+
+export interface HarnessOptions {
+  dovecot: DovecotHandle;
+  /** Extra TOML appended to [mailbox] (e.g. `check_interval_s = 0`). */
+  mailboxToml?: string;
+  agentToml?: string;
+  respond?: (req: RecordedRequest, n: number) => PlannedResponse;
+}
+
+export function hex(bytes: number): string {
+  return randomBytes(bytes).toString('hex');
+}
+
+/** The body Hermes sends (FACTS.md "Hermes"), as an object. */
+export function hermesBody(text: string, contextId: string, messageId = hex(16)) {
+  return {
+    jsonrpc: '2.0',
+    id: `task-${hex(8)}`,
+    method: 'SendMessage',
+    params: { message: { role: 'ROLE_USER', parts: [{ text, mediaType: 'text/plain' }], messageId, contextId } },
+  };
+}
+
+/**
+ * Starts the bridge on loopback against a running Dovecot, a loopback webhook receiver that
+ * verifies with the official standardwebhooks library, and a DNS zone serving the agent's DKIM
+ * key; plus an official @a2a-js/sdk client. Real parts only.
+ */
+export async function startHarness(o: HarnessOptions): Promise<Harness> {
+  const key = generateDkimKey();
+  const zone = await startDnsZone([{ name: dkimTxtName(SELECTOR, AGENT_DOMAIN), type: 'TXT', data: key.publicKeyTxt }]);
+  const receiver = await startWebhookReceiver({ secret: TEST_WEBHOOK_SECRET, bearer: TEST_WEBHOOK_BEARER, respond: o.respond });
+  const configDir = makeConfigDir(`
+[server]
+listen = "127.0.0.1:0"
+bearer_file = "bearer"
+
+[store]
+path = "state/bridge.sqlite"
+
+[mailbox]
+kind = "imap"
+address = "me@bridge.test"
+check_interval_s = 0
+${o.mailboxToml ?? ''}
+[mailbox.imap]
+host = "127.0.0.1"
+port = ${o.dovecot.port}
+tls = false
+user = "${o.dovecot.user}"
+password_file = "imap-password"
+
+[dns]
+servers = ["${zone.address}"]
+
+[[agents]]
+name = "grok"
+address = "${AGENT_ADDRESS}"
+dkim_domain = "${AGENT_DOMAIN}"
+${o.agentToml ?? ''}
+[agents.webhook]
+url = "${receiver.url}"
+auth = "both"
+bearer_file = "webhook-bearer"
+secret_file = "webhook-secret"
+timeout_s = 5
+`);
+  // The harness's Dovecot has its own password: write it over the default one.
+  const { writeSecret } = await import('./config-dir.js');
+  writeSecret(configDir.dir, 'imap-password', o.dovecot.password);
+  const config = loadConfig(configDir.configPath);
+  const imapCommands: string[] = [];
+  const capture = (entry: { src?: string; msg?: string }) => {
+    if (entry?.src === 'c' && typeof entry.msg === 'string') imapCommands.push(entry.msg);
+  };
+  const imapLogger = { debug: capture, info: capture, warn: () => {}, error: () => {}, trace: () => {}, fatal: () => {} };
+  let offset = 0;
+  const app = await startApp(config, {
+    log: createLogger('silent'),
+    now: () => Date.now() + offset,
+    mailbox: new ImapMailbox({ ...config.mailbox.imap!, folder: config.mailbox.folder }, imapLogger as never),
+  });
+  const endpoint = app.server.endpoint(config.agents[0]!);
+  const authedFetch: typeof fetch = (input, init) => {
+    const headers = new Headers(init?.headers);
+    headers.set('authorization', `Bearer ${TEST_BEARER}`);
+    return fetch(input, { ...init, headers });
+  };
+  const client = await new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl: authedFetch })] }),
+  ).createFromUrl(`${endpoint}/`);
+
+  return {
+    app,
+    config,
+    configDir,
+    receiver,
+    zone,
+    client,
+    endpoint,
+    imapCommands,
+    advance: (ms) => void (offset += ms),
+    envelope: (n) => {
+      const r = receiver.requests[n - 1];
+      if (!r?.envelope) throw new Error(`no webhook request #${n}`);
+      return r.envelope;
+    },
+    reply: (envelope, over = {}) =>
+      buildReplyMail({
+        from: `Grok Agent <${AGENT_ADDRESS}>`,
+        to: envelope.reply_to,
+        subject: `Re: your job ${envelope.subject_tag}`,
+        token: envelope.reply_token,
+        status: 'done',
+        answer: 'Here is the result.',
+        dkim: { domain: AGENT_DOMAIN, selector: SELECTOR, privateKeyPem: key.privateKeyPem },
+        provider: PROVIDER,
+        ...over,
+      }),
+    rpc: async (body, headers = {}) => {
+      const res = await fetch(endpoint, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_BEARER}`, 'a2a-version': '1.0', ...headers },
+        body: typeof body === 'string' ? body : JSON.stringify(body),
+      });
+      const text = await res.text();
+      let json: unknown = null;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        json = text;
+      }
+      return { status: res.status, json };
+    },
+    async close() {
+      await app.close();
+      await receiver.close();
+      await zone.close();
+    },
+  };
+}

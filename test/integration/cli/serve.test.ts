@@ -1,0 +1,31 @@
+import { spawnSync } from 'node:child_process';
+import { chmodSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { makeConfigDir, minimalToml } from '../../helpers/config-dir.js';
+
+/** Runs the CLI from source (tsx), as a child process, and returns its exit code and stderr. */
+function cli(args: string[]): { status: number | null; stderr: string } {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { encoding: 'utf8', timeout: 30_000 });
+  return { status: r.status, stderr: r.stderr };
+}
+
+describe('a2a-mailbridge serve refuses unsafe settings (issue 2, acceptance 7)', () => {
+  it('a non-loopback listen address fails with the fix', () => {
+    const c = makeConfigDir(minimalToml({ listen: '0.0.0.0:8765' }));
+    const r = cli(['--config', c.configPath, 'serve']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toBe(
+      'a2a-mailbridge: config key server.listen: "0.0.0.0" is not a loopback address; a2a-mailbridge listens on loopback only. Use "127.0.0.1:8765"\n',
+    );
+  });
+
+  it('a secret file of mode 0644 fails with the chmod to run', () => {
+    const c = makeConfigDir(minimalToml());
+    const secret = join(c.dir, 'webhook-secret');
+    chmodSync(secret, 0o644);
+    const r = cli(['--config', c.configPath, 'serve']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(`secret file ${secret} has mode 0644, readable by others; run: chmod 600 ${secret}`);
+  });
+});

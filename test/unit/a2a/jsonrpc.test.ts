@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest';
+import { isResponse, parseRequest } from '../../../src/a2a/jsonrpc.js';
+import { parseListParams, parseSendParams } from '../../../src/a2a/params.js';
+import { A2AError } from '../../../src/a2a/errors.js';
+
+const parse = (s: string) => parseRequest(Buffer.from(s), '1.0');
+
+describe('parseRequest (JSON-RPC 2.0 envelope)', () => {
+  it.each([
+    ['{', -32700],
+    ['[]', -32600],
+    ['"x"', -32600],
+    ['{"jsonrpc":"1.0","id":1,"method":"GetTask"}', -32600],
+    ['{"jsonrpc":"2.0","method":"GetTask"}', -32600],
+    ['{"jsonrpc":"2.0","id":{},"method":"GetTask"}', -32600],
+    ['{"jsonrpc":"2.0","id":1,"method":""}', -32600],
+    ['{"jsonrpc":"2.0","id":1,"method":"GetTask","params":3}', -32602],
+  ])('%s → %i', (body, code) => {
+    const r = parse(body);
+    expect(isResponse(r)).toBe(true);
+    expect((r as { error: { code: number } }).error.code).toBe(code);
+  });
+
+  it('v1.0 errors carry google.rpc.ErrorInfo in data', () => {
+    const r = parse('{') as { error: { data: unknown } };
+    expect(r.error.data).toEqual([{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'PARSE_ERROR', domain: 'a2a-protocol.org' }]);
+  });
+
+  it('keeps a valid id for errors after the id was read', () => {
+    expect(parse('{"jsonrpc":"2.0","id":"task-1","method":"GetTask","params":3}')).toMatchObject({ id: 'task-1' });
+    expect(parse('{"jsonrpc":"2.0","id":7,"method":"X"}')).toEqual({ id: 7, method: 'X', params: undefined });
+  });
+});
+
+describe('parseSendParams', () => {
+  const hermes = {
+    message: { role: 'ROLE_USER', parts: [{ text: 'do it', mediaType: 'text/plain' }], messageId: 'a'.repeat(32), contextId: 'ctx-0123456789abcdef' },
+  };
+  it('reads the body Hermes sends', () => {
+    expect(parseSendParams(hermes, ['ROLE_USER'])).toMatchObject({ messageId: 'a'.repeat(32), contextId: 'ctx-0123456789abcdef', text: 'do it', returnImmediately: false });
+  });
+  it('accepts snake_case and v0.3 blocking:false', () => {
+    const p = parseSendParams({ message: { role: 'user', parts: [{ kind: 'text', text: 'x' }], message_id: 'm', context_id: 'c' }, configuration: { blocking: false, history_length: 2 } }, ['user']);
+    expect(p).toMatchObject({ messageId: 'm', contextId: 'c', historyLength: 2, returnImmediately: true });
+  });
+  it('the same content hashes the same, other content differently', () => {
+    const a = parseSendParams(hermes, ['ROLE_USER']).contentSha256;
+    expect(parseSendParams(structuredClone(hermes), ['ROLE_USER']).contentSha256).toBe(a);
+    const other = structuredClone(hermes);
+    other.message.parts[0]!.text = 'do that';
+    expect(parseSendParams(other, ['ROLE_USER']).contentSha256).not.toBe(a);
+  });
+  it.each([
+    [{}, 'invalidParams', /params.message must be an object/],
+    [{ message: { role: 'ROLE_AGENT', parts: [{ text: 'x' }], messageId: 'm' } }, 'invalidParams', /role must be ROLE_USER/],
+    [{ message: { role: 'ROLE_USER', parts: [], messageId: 'm' } }, 'invalidParams', /parts must be a non-empty array/],
+    [{ message: { role: 'ROLE_USER', parts: [{ text: 'x' }] } }, 'invalidParams', /messageId is required/],
+    [{ message: { role: 'ROLE_USER', parts: [{ url: 'https://x/y' }], messageId: 'm' } }, 'contentTypeNotSupported', /file parts/],
+    [{ message: { role: 'ROLE_USER', parts: [{ text: 'x', data: {} }], messageId: 'm' } }, 'invalidParams', /exactly one of/],
+    [{ message: { role: 'ROLE_USER', parts: [{ text: 'x' }], messageId: 'm', metadata: { deadline_s: 1 } } }, 'invalidParams', /deadline_s/],
+    [{ message: { role: 'ROLE_USER', parts: [{ text: 'x' }], messageId: 'm' }, configuration: { taskPushNotificationConfig: { url: 'x' } } }, 'pushNotificationNotSupported', /push/],
+  ])('refuses %j', (params, kind, msg) => {
+    try {
+      parseSendParams(params, ['ROLE_USER']);
+      expect.unreachable();
+    } catch (err) {
+      expect(err).toBeInstanceOf(A2AError);
+      expect((err as A2AError).kind).toBe(kind);
+      expect((err as Error).message).toMatch(msg);
+    }
+  });
+});
+
+describe('parseListParams', () => {
+  it('applies defaults and bounds', () => {
+    expect(parseListParams({})).toMatchObject({ pageSize: 50, includeArtifacts: false });
+    expect(parseListParams({ page_size: 5, status: 'TASK_STATE_WORKING', include_artifacts: true })).toMatchObject({ pageSize: 5, state: 'WORKING', includeArtifacts: true });
+    expect(() => parseListParams({ pageSize: 0 })).toThrow(/pageSize/);
+    expect(() => parseListParams({ pageSize: 101 })).toThrow(/pageSize/);
+    expect(() => parseListParams({ status: 'working' })).toThrow(/TaskState/);
+    expect(() => parseListParams({ statusTimestampAfter: 'yesterday' })).toThrow(/ISO-8601/);
+  });
+});
