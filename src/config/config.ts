@@ -82,6 +82,8 @@ export interface MailboxConfig {
   borderHost: RegExp;
   /** Verify DKIM signatures locally with mailauth in addition to trusting the provider's results. */
   verifyDkim: boolean;
+  /** A reply's Date may be this much before its turn's dispatch or after now, in ms (clock skew). */
+  dateSkewMs: number;
 }
 
 export interface ServerConfig {
@@ -239,6 +241,7 @@ function parseMailbox(f: Fields, baseDir: string): MailboxConfig {
     authservId: f.pattern('authserv_id', hostPattern),
     borderHost: f.pattern('border_host', hostPattern),
     verifyDkim: f.boolean('verify_dkim', true),
+    dateSkewMs: f.integer('date_skew_s', 900, 0, 7 * 86400) * 1000,
   };
   if (kind === 'imap') {
     const t = f.table_('imap', true);

@@ -23,6 +23,7 @@ export function judgeAndApply(
   reply: ParsedReply,
   entry: Omit<LedgerEntry, 'verdict' | 'reason'>,
   at: number,
+  dateSkewMs: number,
 ): { judgement: Judgement; ledgerId: number | null } {
   const task = getTask(db, m.taskId);
   const exists = task !== undefined && task.agent === m.agent.name;
@@ -33,6 +34,7 @@ export function judgeAndApply(
     failedBy: task?.failedBy ?? null,
     messageIdApplied: exists && m.messageId !== null && isMessageIdApplied(db, task.id, m.messageId),
     tokenMatches: (presented) => tokensEqual(presented, turn?.replyToken ?? null),
+    ...(turn ? { dateWindow: { dispatchedAt: turn.createdAt, now: at, skewMs: dateSkewMs } } : {}),
   });
   const ledgerId = recordVerdict(db, { ...entry, verdict: judgement.verdict, reason: judgement.reason });
   if (ledgerId === null || !task || !turn) return { judgement, ledgerId };

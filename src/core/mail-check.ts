@@ -95,8 +95,9 @@ async function processMessage(ctx: BridgeContext, msg: FetchedMessage, uidValidi
 
   try {
     const identified = identify(facts, config.agents, (sha) => hasRawDigest(db, sha));
-    const taskId = identified.taskId ?? null;
-    const agentName = identified.agent?.name ?? null;
+    const tagged = 'taskId' in identified ? identified : identified.tagged;
+    const taskId = tagged?.taskId ?? null;
+    const agentName = tagged?.agent.name ?? null;
     if (msg.tooLarge && !('verdict' in identified && identified.verdict === 'duplicate')) {
       const why = `${msg.size} bytes, over mailbox.max_message_bytes (${config.mailbox.maxMessageBytes}); refused whole`;
       return record({ verdict: 'too-large', reason: why }, taskId, agentName);
@@ -118,7 +119,7 @@ async function processMessage(ctx: BridgeContext, msg: FetchedMessage, uidValidi
         const id = recordVerdict(db, { ...entry(identified.taskId, identified.agent.name, true), verdict: 'duplicate', reason: 'gate 1: the same raw bytes are already in the ledger' });
         verdict = id === null ? null : 'duplicate';
       } else {
-        const { judgement, ledgerId } = judgeAndApply(db, identified, reply, entry(identified.taskId, identified.agent.name, true), ctx.now());
+        const { judgement, ledgerId } = judgeAndApply(db, identified, reply, entry(identified.taskId, identified.agent.name, true), ctx.now(), config.mailbox.dateSkewMs);
         verdict = ledgerId === null ? null : judgement.verdict;
         ctx.log.info({ task: identified.taskId, verdict: judgement.verdict, ledgerId }, 'reply judged');
       }

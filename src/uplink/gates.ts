@@ -68,7 +68,7 @@ export function identify(
   facts: MessageFacts,
   agents: readonly AgentConfig[],
   seenDigest: (sha256: string) => boolean,
-): Identified | (Refusal & { taskId?: string; agent?: AgentConfig }) {
+): Identified | (Refusal & { tagged?: { taskId: string; agent: AgentConfig } }) {
   const subjects = fieldsNamed(facts.fields, 'subject');
   const tags = subjects.flatMap((f) => findTaskTags(decodeSubject(f.value)));
   const known = tags.filter((t) => agents.some((a) => a.tag.toUpperCase() === t.tag));
@@ -77,7 +77,7 @@ export function identify(
   const agent = tag && agents.find((a) => a.tag.toUpperCase() === tag.tag)!;
   if (seenDigest(facts.rawSha256)) {
     // The tag is kept on the refusal only so the ledger row can name the task.
-    return { verdict: 'duplicate', reason: 'gate 1: the same raw bytes are already in the ledger', ...(tag && agent ? { taskId: tag.taskId, agent } : {}) };
+    return { verdict: 'duplicate', reason: 'gate 1: the same raw bytes are already in the ledger', ...(tag && agent ? { tagged: { taskId: tag.taskId, agent } } : {}) };
   }
   if (!tag || !agent) {
     const reason =
@@ -172,6 +172,11 @@ export interface TaskFacts {
   messageIdApplied: boolean;
   /** Constant-time comparison of a presented token with the live one (src/core/token.ts). */
   tokenMatches: (presented: string) => boolean;
+  /**
+   * The Date window (issue 3): the reply's Date must lie within `skewMs` before the current
+   * turn's dispatch and `skewMs` after now (ms since the epoch). Omitted, no Date check is made.
+   */
+  dateWindow?: { dispatchedAt: number; now: number; skewMs: number };
 }
 
 export type ReplyStatusWord = 'done' | 'input-required' | 'failed' | 'working';
@@ -186,6 +191,15 @@ export type Judgement =
 /** Gates 8–11 (BRIEF §5). Pure: the caller reads `TaskFacts` and applies the judgement in one transaction. */
 export function judgeReply(m: Identified, reply: ParsedReply, t: TaskFacts): Judgement {
   if (!t.exists || !t.state) return { verdict: 'unknown-task', reason: `gate 8: no task ${m.taskId} for agent ${m.agent.name}` };
+  if (t.dateWindow) {
+    const w = t.dateWindow;
+    const date = m.date === null ? Number.NaN : Date.parse(m.date);
+    if (Number.isNaN(date)) return { verdict: 'auth:date-window', reason: `gate 8: the Date header ${JSON.stringify(m.date)} cannot be parsed` };
+    if (date < w.dispatchedAt - w.skewMs) {
+      return { verdict: 'auth:date-window', reason: `gate 8: Date ${new Date(date).toISOString()} is before the dispatch of this turn (${new Date(w.dispatchedAt).toISOString()})` };
+    }
+    if (date > w.now + w.skewMs) return { verdict: 'auth:date-window', reason: `gate 8: Date ${new Date(date).toISOString()} is in the future` };
+  }
   // Gate 8a comes after authentication, so a forged mail cannot pre-empt a genuine reply by claiming its Message-ID.
   if (m.messageId !== null && t.messageIdApplied) {
     return { verdict: 'duplicate', reason: `gate 8a: Message-ID ${m.messageId} was already applied to this task` };

@@ -14,6 +14,7 @@ export const VERDICTS = {
   'auth:dkim-unaligned': 'gate 7: no trusted dkim=pass whose header.d is exactly the agent domain and matches a signature',
   'auth:dkim-unverified': 'gate 7: local DKIM verification did not pass the aligned signature',
   'unknown-task': 'gate 8: the tagged task does not exist for this agent',
+  'auth:date-window': "gate 8: the Date header is unparsable, before the turn's dispatch or in the future (beyond mailbox.date_skew_s)",
   'no-token': 'gate 9: no single reply_token line in the reply block',
   'bad-token': "gate 9: the token is not the task's live token",
   'task-closed': 'gate 10: the task is not awaiting the agent',

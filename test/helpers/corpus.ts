@@ -1,0 +1,208 @@
+/**
+ * The attack-mail corpus of issue 3 as the tests read it: the manifest and zone written by
+ * `test/fixtures/generate-corpus.ts`, a DNS resolver serving the static zone, the one agent the
+ * corpus is addressed to, and the pure gate stack (gates 1–11) run on raw bytes against a small
+ * in-memory model of the task store.
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { AgentConfig } from '../../src/config/config.js';
+import { tokensEqual } from '../../src/core/token.js';
+import type { ProviderProfile } from '../../src/uplink/border.js';
+import type { DnsResolver } from '../../src/uplink/dkim.js';
+import { authenticate, identify, judgeReply, messageFacts, parseReply, type Identified } from '../../src/uplink/gates.js';
+import type { ParsedReply } from '../../src/uplink/reply-format.js';
+import type { Verdict } from '../../src/uplink/verdicts.js';
+import type { FailedBy, TaskState } from '../../src/store/task-state.js';
+
+export const FIXTURES_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures');
+export const CORPUS_DIR = join(FIXTURES_DIR, 'corpus');
+
+/** One task of the store model; the corpus has one live task and one completed one. */
+export interface CorpusTask {
+  id: string;
+  /** The agent (by name) the task belongs to. */
+  agent: string;
+  state: TaskState;
+  failedBy: FailedBy | null;
+  /** The live reply token, or null once used or revoked. */
+  token: string | null;
+  /** Message-IDs already applied (or kept late) for this task. */
+  appliedMessageIds: string[];
+}
+
+export interface CorpusMessage {
+  /** `<nn>-<slug>.eml`, relative to the corpus folder. */
+  file: string;
+  description: string;
+  /** The public bug or attack this message models. */
+  models: string;
+  expect: { verdict: Verdict; reason?: string };
+  /** Fields of the live task that differ for this message (e.g. a deadline failure). */
+  task?: Partial<Omit<CorpusTask, 'id' | 'agent'>>;
+  /** Files run through the stack first, in order, against the same store model (a sequence). */
+  precededBy?: string[];
+  /** Substrings the parsed answer must contain (a long reply comes through whole). */
+  answerIncludes?: string[];
+  /** Local DKIM verification of the final bytes as the generator saw it: `<d>=<result>`, in field order. */
+  dkim: string[];
+}
+
+export interface CorpusManifest {
+  generator: string;
+  agent: { name: string; tag: string; address: string; dkimDomain: string; untrustedLabel: string };
+  mailbox: string;
+  /** Anchored, case-insensitive patterns, as the config builds them. */
+  profile: { authservId: string; borderHost: string };
+  liveTaskId: string;
+  tasks: CorpusTask[];
+  messages: CorpusMessage[];
+}
+
+/** A TXT record of the static zone; the shape `startDnsZone` serves, so integration tests can reuse it. */
+export interface ZoneRecordJson {
+  name: string;
+  type: 'TXT';
+  data: string;
+  note?: string;
+}
+
+export interface ZoneFile {
+  description: string;
+  records: ZoneRecordJson[];
+}
+
+export function loadManifest(): CorpusManifest {
+  return JSON.parse(readFileSync(join(CORPUS_DIR, 'manifest.json'), 'utf8')) as CorpusManifest;
+}
+
+export function loadZone(): ZoneFile {
+  return JSON.parse(readFileSync(join(CORPUS_DIR, 'zone.json'), 'utf8')) as ZoneFile;
+}
+
+export function readMessage(file: string): Buffer {
+  return readFileSync(join(CORPUS_DIR, file));
+}
+
+function dnsError(code: 'ENOTFOUND' | 'ENODATA', name: string): Error {
+  return Object.assign(new Error(`queryTxt ${code} ${name}`), { code });
+}
+
+/**
+ * A resolver as mailauth calls it, serving the static zone: names compared case-insensitively and
+ * without a trailing dot (DNS semantics), TXT values as arrays of ≤255-byte chunks; a name with
+ * no record is ENOTFOUND, another type at a known name ENODATA.
+ */
+export function zoneResolver(records: readonly ZoneRecordJson[]): DnsResolver {
+  const byName = new Map<string, string[]>();
+  for (const r of records) {
+    const key = r.name.toLowerCase().replace(/\.$/, '');
+    byName.set(key, [...(byName.get(key) ?? []), r.data]);
+  }
+  return async (name, rrtype) => {
+    const key = String(name).toLowerCase().replace(/\.$/, '');
+    const values = byName.get(key);
+    if (!values) throw dnsError('ENOTFOUND', name);
+    if (rrtype !== 'TXT') throw dnsError('ENODATA', name);
+    return values.map((v) => {
+      const chunks: string[] = [];
+      for (let i = 0; i < v.length; i += 255) chunks.push(v.slice(i, i + 255));
+      return chunks;
+    });
+  };
+}
+
+export function profileOf(m: CorpusManifest): ProviderProfile {
+  const anchored = (p: string): RegExp => new RegExp(`^(?:${p})$`, 'i');
+  return { authservId: anchored(m.profile.authservId), borderHost: anchored(m.profile.borderHost) };
+}
+
+/** The corpus agent as `loadConfig` would build it (the webhook is never used by the gates). */
+export function corpusAgent(m: CorpusManifest): AgentConfig {
+  return {
+    name: m.agent.name,
+    description: 'The corpus agent (test only).',
+    tag: m.agent.tag,
+    address: m.agent.address,
+    dkimDomain: m.agent.dkimDomain,
+    deadlineMs: 3_600_000,
+    untrustedLabel: m.agent.untrustedLabel,
+    skills: [],
+    webhook: {
+      url: new URL('https://hooks.agent.example/grok'),
+      auth: 'bearer',
+      bearer: 'test-only',
+      timeoutMs: 10_000,
+      maxAttempts: 3,
+      maxAgeMs: 3_600_000,
+    },
+  };
+}
+
+/** The task store model: tasks by id, plus the raw digests the ledger holds. */
+export interface StoreModel {
+  tasks: Map<string, CorpusTask>;
+  seenDigests: Set<string>;
+}
+
+export function storeModel(m: CorpusManifest, liveOverride: CorpusMessage['task'] = {}): StoreModel {
+  const tasks = new Map<string, CorpusTask>();
+  for (const t of m.tasks) {
+    const copy = { ...t, appliedMessageIds: [...t.appliedMessageIds] };
+    tasks.set(t.id, t.id === m.liveTaskId ? { ...copy, ...liveOverride } : copy);
+  }
+  return { tasks, seenDigests: new Set() };
+}
+
+export interface StackContext {
+  agents: readonly AgentConfig[];
+  profile: ProviderProfile;
+  resolver: DnsResolver;
+  /** Local DKIM verification (issue 3: on by default). */
+  verifyDkim?: boolean;
+}
+
+export interface StackOutcome {
+  verdict: Verdict;
+  reason: string;
+  identified?: Identified;
+  reply?: ParsedReply;
+}
+
+/**
+ * The pure gate stack on one message, as `checkMailbox` runs it: `messageFacts` → `identify`
+ * (gates 1–2) → `authenticate` (3–7) → `parseReply` → `judgeReply` (8–11) with `TaskFacts` read
+ * from the store model. Records the digest and, for an applied or late reply, the state change
+ * the bridge would commit (`src/core/apply-reply.ts`), so sequences can be replayed.
+ */
+export async function runStack(raw: Buffer, ctx: StackContext, store: StoreModel): Promise<StackOutcome> {
+  const facts = messageFacts(raw);
+  const identified = identify(facts, ctx.agents, (sha) => store.seenDigests.has(sha));
+  store.seenDigests.add(facts.rawSha256);
+  if (!('taskId' in identified)) return { verdict: identified.verdict, reason: identified.reason };
+  const refusal = await authenticate(raw, identified, { profile: ctx.profile, verifyDkim: ctx.verifyDkim ?? true, resolver: ctx.resolver });
+  if (refusal) return { verdict: refusal.verdict, reason: refusal.reason, identified };
+  const reply = await parseReply(raw);
+  const task = store.tasks.get(identified.taskId);
+  const exists = task !== undefined && task.agent === identified.agent.name;
+  const judgement = judgeReply(identified, reply, {
+    exists,
+    state: exists ? task.state : undefined,
+    failedBy: exists ? task.failedBy : null,
+    messageIdApplied: exists && identified.messageId !== null && task.appliedMessageIds.includes(identified.messageId),
+    tokenMatches: (presented) => tokensEqual(presented, exists ? task.token : null),
+  });
+  if (exists && (judgement.verdict === 'late:recorded' || 'status' in judgement)) {
+    if (identified.messageId !== null) task.appliedMessageIds.push(identified.messageId);
+    if (judgement.verdict === 'late:recorded') task.token = null;
+    else if ('status' in judgement) {
+      if (judgement.status !== 'working') task.token = null;
+      if (judgement.status === 'done') task.state = 'COMPLETED';
+      if (judgement.status === 'input-required') task.state = 'INPUT_REQUIRED';
+      if (judgement.status === 'failed') Object.assign(task, { state: 'FAILED', failedBy: 'agent' });
+      if (judgement.status === 'working') task.state = 'WORKING';
+    }
+  }
+  return { verdict: judgement.verdict, reason: judgement.reason, identified, reply };
+}
