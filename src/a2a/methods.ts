@@ -4,6 +4,7 @@ import type { Bridge } from '../core/bridge.js';
 import { A2AError } from './errors.js';
 import { parseListParams, parseSendParams, parseTaskIdParams } from './params.js';
 import { v1AgentText, v1Task } from './wire.js';
+import { v03AgentText, v03Task } from './wire-v03.js';
 
 /** Who is calling and in which dialect; the dialect follows the method name (BRIEF §3). */
 export interface CallContext {
@@ -61,13 +62,43 @@ export const V1_METHODS: Readonly<Record<string, Handler>> = {
   GetTaskPushNotificationConfig: noPush,
   ListTaskPushNotificationConfigs: noPush,
   DeleteTaskPushNotificationConfig: noPush,
+  // A2A v1.0 §3.3.4 (CORE-CAP-003): capabilities.extendedAgentCard is false ⇒ UnsupportedOperationError.
   GetExtendedAgentCard: async () => {
-    throw new A2AError('extendedAgentCardNotConfigured', 'this agent has no extended card');
+    throw new A2AError('unsupportedOperation', 'this agent has no extended card (capabilities.extendedAgentCard is false)');
+  },
+};
+
+/** The A2A v0.3 JSON-RPC methods: bare results in v0.3 shapes. The grammars never overlap (BRIEF §3). */
+export const V03_METHODS: Readonly<Record<string, Handler>> = {
+  'message/send': async (bridge, params, c) => {
+    const p = parseSendParams(params, ['user']);
+    const r = await bridge.send(
+      c.agent,
+      { messageId: p.messageId, contextId: p.contextId, taskId: p.taskId, text: p.text, contentSha256: p.contentSha256, deadlineMs: p.deadlineMs, caller: c.caller },
+      { returnImmediately: p.returnImmediately, historyLength: p.historyLength },
+    );
+    if ('message' in r) return v03AgentText(r.message.contextId, r.message.text, randomUUID());
+    return v03Task(r.task);
+  },
+  'tasks/get': async (bridge, params, c) => {
+    const p = parseTaskIdParams(params);
+    return v03Task(await bridge.get(c.agent, p.id, p.historyLength));
+  },
+  'tasks/cancel': async (bridge, params, c) => v03Task(await bridge.cancel(c.agent, parseTaskIdParams(params).id)),
+  'message/stream': unsupported('message/stream'),
+  'tasks/resubscribe': unsupported('tasks/resubscribe'),
+  'tasks/pushNotificationConfig/set': noPush,
+  'tasks/pushNotificationConfig/get': noPush,
+  'tasks/pushNotificationConfig/list': noPush,
+  'tasks/pushNotificationConfig/delete': noPush,
+  'agent/getAuthenticatedExtendedCard': async () => {
+    throw new A2AError('unsupportedOperation', 'this agent has no extended card (supportsAuthenticatedExtendedCard is false)');
   },
 };
 
 /** Resolves a method name to its handler and dialect; undefined for an unknown method. */
 export function findMethod(method: string): { handler: Handler; dialect: '1.0' | '0.3' } | undefined {
-  const v1 = Object.hasOwn(V1_METHODS, method) ? V1_METHODS[method] : undefined;
-  return v1 ? { handler: v1, dialect: '1.0' } : undefined;
+  if (Object.hasOwn(V1_METHODS, method)) return { handler: V1_METHODS[method]!, dialect: '1.0' };
+  if (Object.hasOwn(V03_METHODS, method)) return { handler: V03_METHODS[method]!, dialect: '0.3' };
+  return undefined;
 }

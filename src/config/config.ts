@@ -22,6 +22,8 @@ export interface WebhookConfig {
   maxAttempts: number;
   /** Age of a dispatch after which no further attempt is made, in ms. */
   maxAgeMs: number;
+  /** Send the agent a best-effort notice (the envelope with `cancel: true`) when a task is canceled. */
+  notifyCancel: boolean;
 }
 
 export interface SkillConfig {
@@ -96,6 +98,14 @@ export interface ServerConfig {
   maxBodyBytes: number;
   /** Whole-text messages (trimmed, case-insensitive) that are polls, never new work. */
   pollWords: string[];
+  /** The shortest read timeout among the callers, in ms: every answer must come well inside it. */
+  callerTimeoutMs: number;
+  /**
+   * How long a blocking SendMessage (no `returnImmediately`) waits for the task to finish or ask
+   * for input, watching the mailbox, before it answers with the current state, in ms. 0 = answer
+   * once the first dispatch attempt has an outcome.
+   */
+  waitBudgetMs: number;
 }
 
 export interface Config {
@@ -178,6 +188,7 @@ function parseWebhook(f: Fields, baseDir: string): WebhookConfig {
     timeoutMs: f.integer('timeout_s', 10, 1, 300) * 1000,
     maxAttempts: f.integer('max_attempts', 8, 1, 100),
     maxAgeMs: f.integer('max_age_s', 3600, 1, 7 * 86400) * 1000,
+    notifyCancel: f.boolean('notify_cancel', false),
   };
   if (needBearer) out.bearer = secret(f, 'bearer_file', baseDir);
   else f.optionalString('bearer_file');
@@ -284,6 +295,8 @@ export function parseConfig(doc: Table, baseDir: string, file = ''): Config {
     bearer: secret(server, 'bearer_file', baseDir),
     maxBodyBytes: server.integer('max_body_bytes', 1024 * 1024, 1024, 16 * 1024 * 1024),
     pollWords: server.stringArray('poll_words', ['status', 'poll', 'check', '?', '']).map((w) => w.trim().toLowerCase()),
+    callerTimeoutMs: server.integer('caller_timeout_s', 30, 5, 3600) * 1000,
+    waitBudgetMs: server.integer('wait_budget_s', 0, 0, 3600) * 1000,
   };
   if (serverConfig.bearer.length < 16) throw new ConfigError(server.key('bearer_file'), 'the bearer must be at least 16 characters');
   server.rejectUnknown();
@@ -308,6 +321,16 @@ export function parseConfig(doc: Table, baseDir: string, file = ''): Config {
     }
   }
   root.rejectUnknown();
+  // Every answer must come well inside the caller's timeout (BRIEF §1, "the two-minute curse"):
+  // the worst case is one webhook attempt, then the blocking wait, then one mailbox check wait.
+  const slowestHook = Math.max(...agents.map((a) => a.webhook.timeoutMs));
+  const worst = slowestHook + serverConfig.waitBudgetMs + mailbox.checkWaitMs;
+  if (worst >= serverConfig.callerTimeoutMs) {
+    throw new ConfigError(
+      'server.wait_budget_s',
+      `the slowest answer (webhook timeout ${slowestHook / 1000} s + wait_budget_s ${serverConfig.waitBudgetMs / 1000} s + mailbox.check_wait_ms ${mailbox.checkWaitMs} ms) is not below server.caller_timeout_s (${serverConfig.callerTimeoutMs / 1000} s); lower wait_budget_s or the webhook timeout_s`,
+    );
+  }
   return { file, server: serverConfig, store: { path: storePath }, mailbox, dnsServers, agents };
 }
 

@@ -4,7 +4,7 @@ import { getMailboxState } from '../store/mailbox-state.js';
 import type { TaskState } from '../store/task-state.js';
 import { getTask, listTasks, type TaskRow } from '../store/tasks.js';
 import { dueDispatches } from '../store/turns.js';
-import { cancelTask } from './cancel.js';
+import { cancelTask, sendCancelNotice } from './cancel.js';
 import type { BridgeContext } from './context.js';
 import { attemptDispatch } from './dispatch.js';
 import { checkMailbox, type CheckSummary } from './mail-check.js';
@@ -24,6 +24,9 @@ export interface ListQuery {
   historyLength?: number;
 }
 
+/** How often a blocking SendMessage checks the mailbox while it waits, in ms. */
+const WAIT_CHECK_EVERY_MS = 2000;
+
 /** Resolves after `ms` (unref'd: it never holds the process open). */
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
@@ -40,6 +43,7 @@ export class Bridge {
   private check: Promise<CheckSummary> | null = null;
   private moreWaiting = false;
   private readonly dispatching = new Map<string, Promise<unknown>>();
+  private readonly background = new Set<Promise<unknown>>();
 
   constructor(readonly ctx: BridgeContext) {}
 
@@ -68,10 +72,11 @@ export class Bridge {
       if (!o.returnImmediately) await attempt;
       sweepDeadlines(this.ctx);
     } else if (o.returnImmediately) {
-      void this.refresh();
+      this.track(this.refresh());
     } else {
       await this.refresh();
     }
+    if (!o.returnImmediately) await this.waitWhileAwaitingAgent(outcome.task.id);
     return { task: this.view(agent, outcome.task.id, o.historyLength) };
   }
 
@@ -105,10 +110,35 @@ export class Bridge {
     return { tasks: page.map((t) => viewTask(this.ctx, agent, t, q.historyLength)), nextPageToken, totalSize: total };
   }
 
-  /** CancelTask. @throws A2AError taskNotFound, taskNotCancelable */
-  async cancel(agent: AgentConfig, taskId: string): Promise<TaskView> {
-    const task = cancelTask(this.ctx, agent, taskId);
-    return viewTask(this.ctx, agent, task);
+  /** CancelTask; the optional cancel notice goes out in the background. @throws A2AError taskNotFound, taskNotCancelable */
+  async cancel(agent: AgentConfig, taskId: string, historyLength?: number): Promise<TaskView> {
+    const { task, changed } = cancelTask(this.ctx, agent, taskId);
+    if (changed && agent.webhook.notifyCancel) this.track(sendCancelNotice(this.ctx, agent, task));
+    return viewTask(this.ctx, agent, task, historyLength);
+  }
+
+  /**
+   * The blocking wait (issue 4): while the task awaits the agent, check the mailbox every
+   * {@link WAIT_CHECK_EVERY_MS} until `server.wait_budget_s` is spent. The config guarantees the
+   * budget, plus one webhook attempt and one check wait, stays below `server.caller_timeout_s`.
+   */
+  private async waitWhileAwaitingAgent(taskId: string): Promise<void> {
+    const budget = this.ctx.config.server.waitBudgetMs;
+    const until = performance.now() + budget;
+    while (budget > 0) {
+      const state = getTask(this.ctx.db, taskId)?.state;
+      const left = until - performance.now();
+      if ((state !== 'SUBMITTED' && state !== 'WORKING') || left <= 0) return;
+      await Promise.race([Promise.allSettled([this.checkNow()]), sleep(left)]);
+      sweepDeadlines(this.ctx);
+      await sleep(Math.min(WAIT_CHECK_EVERY_MS, Math.max(0, until - performance.now())));
+    }
+  }
+
+  /** Keeps background work (a non-blocking refresh, a cancel notice) until close() waits for it. */
+  private track(p: Promise<unknown>): void {
+    const q = p.catch((err: unknown) => this.ctx.log.error({ err: (err as Error).message }, 'background work failed')).finally(() => this.background.delete(q));
+    this.background.add(q);
   }
 
   private view(agent: AgentConfig, taskId: string, historyLength?: number): TaskView {
@@ -164,9 +194,14 @@ export class Bridge {
     return p;
   }
 
-  /** Waits for work under way (a mailbox check, webhook attempts), then closes the mailbox. */
+  /** Resolves when the work under way (a mailbox check, webhook attempts, cancel notices) has settled. */
+  async idle(): Promise<void> {
+    await Promise.allSettled([this.check, ...this.dispatching.values(), ...this.background]);
+  }
+
+  /** Waits for the work under way, then closes the mailbox. */
   async close(): Promise<void> {
-    await Promise.allSettled([this.check, ...this.dispatching.values()]);
+    await this.idle();
     await this.ctx.mailbox.close();
   }
 }

@@ -30,24 +30,38 @@ export interface Harness {
   client: Client;
   /** The agent's JSON-RPC URL, exactly as its card names it. */
   endpoint: string;
+  /** The JSON-RPC URL of any configured agent by name. */
+  endpointOf(name: string): string;
   /** Every IMAP command line the bridge sent (imapflow `src: 'c'` entries). */
   imapCommands: string[];
+  /** Stops the bridge (socket, store) and starts it again on the same store and config; `app`, `endpoint` and `client` change. */
+  restart(): Promise<void>;
   /** Shifts the bridge's clock forward, in ms. */
   advance(ms: number): void;
   /** A reply to `envelope`, DKIM-signed by the agent's key and stamped by the provider, unless overridden. */
   reply(envelope: Envelope, o?: Partial<ReplyMailOptions>): Promise<Buffer>;
   /** The envelope of the n-th webhook request (1-based). */
   envelope(n: number): Envelope;
-  /** A raw JSON-RPC POST to the agent endpoint. */
-  rpc(body: unknown, headers?: Record<string, string>): Promise<{ status: number; json: any }>;
+  /** A raw JSON-RPC POST to the agent endpoint (or `url`), with the bearer and `A2A-Version: 1.0` unless overridden. */
+  rpc(body: unknown, headers?: Record<string, string>, url?: string): Promise<{ status: number; json: any; headers: Headers }>;
   close(): Promise<void>;
 }
 
 export interface HarnessOptions {
   dovecot: DovecotHandle;
-  /** Extra TOML appended to [mailbox] (e.g. `check_interval_s = 0`). */
+  /** Extra TOML lines in [server] (e.g. `wait_budget_s = 3`). */
+  serverToml?: string;
+  /** Extra TOML lines in [mailbox] (e.g. `check_interval_s = 60`). */
   mailboxToml?: string;
+  /** Extra TOML lines in the first agent's table (`grok`). */
   agentToml?: string;
+  /** Extra TOML lines in the first agent's [agents.webhook] table (e.g. `notify_cancel = true`). */
+  webhookToml?: string;
+  /**
+   * Adds a second agent `claude` (tag CLAUDE, address claude@agent.example, same DKIM domain and
+   * key, same webhook receiver) at /agents/claude.
+   */
+  secondAgent?: boolean;
   respond?: (req: RecordedRequest, n: number) => PlannedResponse;
 }
 
@@ -78,6 +92,7 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
 [server]
 listen = "127.0.0.1:0"
 bearer_file = "bearer"
+${o.serverToml ?? ''}
 
 [store]
 path = "state/bridge.sqlite"
@@ -108,7 +123,23 @@ auth = "both"
 bearer_file = "webhook-bearer"
 secret_file = "webhook-secret"
 timeout_s = 5
-`);
+${o.webhookToml ?? ''}
+${
+  o.secondAgent
+    ? `
+[[agents]]
+name = "claude"
+address = "claude@agent.example"
+dkim_domain = "${AGENT_DOMAIN}"
+[agents.webhook]
+url = "${receiver.url}"
+auth = "both"
+bearer_file = "webhook-bearer"
+secret_file = "webhook-secret"
+timeout_s = 5
+`
+    : ''
+}`);
   // The harness's Dovecot has its own password: write it over the default one.
   const { writeSecret } = await import('./config-dir.js');
   writeSecret(configDir.dir, 'imap-password', o.dovecot.password);
@@ -119,29 +150,40 @@ timeout_s = 5
   };
   const imapLogger = { debug: capture, info: capture, warn: () => {}, error: () => {}, trace: () => {}, fatal: () => {} };
   let offset = 0;
-  const app = await startApp(config, {
-    log: createLogger('silent'),
-    now: () => Date.now() + offset,
-    mailbox: new ImapMailbox({ ...config.mailbox.imap!, folder: config.mailbox.folder }, imapLogger as never),
-  });
-  const endpoint = app.server.endpoint(config.agents[0]!);
   const authedFetch: typeof fetch = (input, init) => {
     const headers = new Headers(init?.headers);
     headers.set('authorization', `Bearer ${TEST_BEARER}`);
     return fetch(input, { ...init, headers });
   };
-  const client = await new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl: authedFetch })] }),
-  ).createFromUrl(`${endpoint}/`);
+  const boot = async () => {
+    const app = await startApp(config, {
+      log: createLogger('silent'),
+      now: () => Date.now() + offset,
+      mailbox: new ImapMailbox({ ...config.mailbox.imap!, folder: config.mailbox.folder }, imapLogger as never),
+    });
+    const endpoint = app.server.endpoint(config.agents[0]!);
+    const client = await new ClientFactory(
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl: authedFetch })] }),
+    ).createFromUrl(`${endpoint}/`);
+    return { app, endpoint, client };
+  };
+  const first = await boot();
 
-  return {
-    app,
+  const h: Harness = {
+    ...first,
     config,
     configDir,
     receiver,
     zone,
-    client,
-    endpoint,
+    endpointOf: (name) => {
+      const a = config.agents.find((x) => x.name === name);
+      if (!a) throw new Error(`no agent ${name}`);
+      return h.app.server.endpoint(a);
+    },
+    async restart() {
+      await h.app.close();
+      Object.assign(h, await boot());
+    },
     imapCommands,
     advance: (ms) => void (offset += ms),
     envelope: (n) => {
@@ -151,7 +193,7 @@ timeout_s = 5
     },
     reply: (envelope, over = {}) =>
       buildReplyMail({
-        from: `Grok Agent <${AGENT_ADDRESS}>`,
+        from: envelope.subject_tag.startsWith('[CLAUDE:') ? 'Claude <claude@agent.example>' : `Grok Agent <${AGENT_ADDRESS}>`,
         to: envelope.reply_to,
         subject: `Re: your job ${envelope.subject_tag}`,
         token: envelope.reply_token,
@@ -161,8 +203,8 @@ timeout_s = 5
         provider: PROVIDER,
         ...over,
       }),
-    rpc: async (body, headers = {}) => {
-      const res = await fetch(endpoint, {
+    rpc: async (body, headers = {}, url = h.endpoint) => {
+      const res = await fetch(url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_BEARER}`, 'a2a-version': '1.0', ...headers },
         body: typeof body === 'string' ? body : JSON.stringify(body),
@@ -174,12 +216,13 @@ timeout_s = 5
       } catch {
         json = text;
       }
-      return { status: res.status, json };
+      return { status: res.status, json, headers: res.headers };
     },
     async close() {
-      await app.close();
+      await h.app.close();
       await receiver.close();
       await zone.close();
     },
   };
+  return h;
 }

@@ -89,3 +89,14 @@ describe('provider patterns', () => {
     expect(cfg.mailbox.borderHost.test('xmx7.a.test')).toBe(false);
   });
 });
+
+describe('answer time budget', () => {
+  it('refuses a blocking wait that would not answer inside the caller timeout, naming the parts', () => {
+    const c = makeConfigDir(minimalToml().replace('[store]', '[store]').replace('bearer_file = "bearer"', 'bearer_file = "bearer"\ncaller_timeout_s = 30\nwait_budget_s = 20'));
+    expect(() => loadConfig(c.configPath)).toThrow(
+      'config key server.wait_budget_s: the slowest answer (webhook timeout 10 s + wait_budget_s 20 s + mailbox.check_wait_ms 5000 ms) is not below server.caller_timeout_s (30 s); lower wait_budget_s or the webhook timeout_s',
+    );
+    const ok = makeConfigDir(minimalToml().replace('bearer_file = "bearer"', 'bearer_file = "bearer"\ncaller_timeout_s = 120\nwait_budget_s = 20'));
+    expect(loadConfig(ok.configPath).server).toMatchObject({ callerTimeoutMs: 120_000, waitBudgetMs: 20_000 });
+  });
+});

@@ -13,6 +13,7 @@ const hook: WebhookConfig = {
   timeoutMs: 1000,
   maxAttempts: 3,
   maxAgeMs: 60_000,
+  notifyCancel: false,
 };
 
 describe('webhookHeaders', () => {
