@@ -3,6 +3,7 @@ import type { Dispatcher } from 'undici';
 import { startServer, type RunningServer } from './a2a/server.js';
 import type { Config } from './config/config.js';
 import { Bridge } from './core/bridge.js';
+import { recoverAtStart } from './core/recover.js';
 import { webhookDispatcher } from './downlink/deliver.js';
 import { openDb } from './store/db.js';
 import { makeResolver, type DnsResolver } from './uplink/dkim.js';
@@ -54,6 +55,7 @@ export async function startApp(config: Config, o: AppOptions): Promise<App> {
     dispatcher,
     dkimResolver: o.dkimResolver ?? makeResolver(config.dnsServers),
   });
+  recoverAtStart(bridge.ctx);
   let server: RunningServer;
   try {
     server = await startServer(config, bridge, o.log);
@@ -61,6 +63,7 @@ export async function startApp(config: Config, o: AppOptions): Promise<App> {
     db.close();
     throw err;
   }
+  bridge.resume();
   return {
     bridge,
     server,

@@ -6,6 +6,7 @@ import { getTask, noteEvent, transition } from '../store/tasks.js';
 import { getTurn, recordReply, setDispatchState } from '../store/turns.js';
 import { judgeReply, type Identified, type Judgement } from '../uplink/gates.js';
 import type { ParsedReply } from '../uplink/reply-format.js';
+import { failpoint } from './failpoints.js';
 import { tokensEqual } from './token.js';
 import { iso } from './time.js';
 
@@ -38,6 +39,7 @@ export function judgeAndApply(
   });
   const ledgerId = recordVerdict(db, { ...entry, verdict: judgement.verdict, reason: judgement.reason });
   if (ledgerId === null || !task || !turn) return { judgement, ledgerId };
+  failpoint('while-applying-reply');
   if (judgement.verdict !== 'late:recorded' && !('status' in judgement)) return { judgement, ledgerId };
 
   const label = m.agent.untrustedLabel;

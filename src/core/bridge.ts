@@ -7,6 +7,7 @@ import { dueDispatches } from '../store/turns.js';
 import { cancelTask, sendCancelNotice } from './cancel.js';
 import type { BridgeContext } from './context.js';
 import { attemptDispatch } from './dispatch.js';
+import { failpoint } from './failpoints.js';
 import { checkMailbox, type CheckSummary } from './mail-check.js';
 import { submit, type SendInput } from './submit.js';
 import { sweepDeadlines } from './sweep.js';
@@ -67,6 +68,7 @@ export class Bridge {
       };
     }
     if (outcome.kind === 'new' || outcome.kind === 'answer') {
+      failpoint('after-task-stored');
       // Answer once the first attempt has an outcome (the webhook timeout bounds it).
       const attempt = this.dispatch(outcome.dispatchId);
       if (!o.returnImmediately) await attempt;
@@ -192,6 +194,11 @@ export class Bridge {
       this.dispatching.set(dispatchId, p);
     }
     return p;
+  }
+
+  /** Starts a refresh in the background (at start-up: resume due dispatches, read mail that came while stopped). */
+  resume(): void {
+    this.track(this.refresh());
   }
 
   /** Resolves when the work under way (a mailbox check, webhook attempts, cancel notices) has settled. */

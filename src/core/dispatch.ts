@@ -5,6 +5,7 @@ import { immediate } from '../store/db.js';
 import { getTask, transition } from '../store/tasks.js';
 import { setDispatchState, turnByDispatchId } from '../store/turns.js';
 import { agentByName, type BridgeContext } from './context.js';
+import { failpoint } from './failpoints.js';
 
 /** Extra time, in ms, beyond the webhook timeout before an in-flight attempt counts as lost (a crash) and is retried. */
 const LEASE_MARGIN_MS = 30_000;
@@ -54,6 +55,7 @@ export async function attemptDispatch(ctx: BridgeContext, dispatchId: string): P
   const headers = webhookHeaders(agent.webhook, dispatchId, envelope, new Date(ctx.now()));
   ctx.log.info({ dispatchId, task: attempt.taskId, turn: attempt.turn, attempt: attempt.attempt }, 'webhook attempt');
   const result = await postWebhook(agent.webhook.url, headers, envelope, agent.webhook.timeoutMs, ctx.dispatcher, ctx.now);
+  if (result.outcome === 'accepted') failpoint('after-webhook-2xx');
   ctx.log.info({ dispatchId, outcome: result.outcome, status: result.httpStatus, error: result.error }, 'webhook result');
 
   immediate(db, () => {

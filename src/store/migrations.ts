@@ -133,4 +133,19 @@ export const MIGRATIONS: readonly string[] = [
     entry       TEXT NOT NULL
   ) STRICT;
   `,
+  // 2: an operator's `retry` may reopen a task that failed by dispatch, so a task can reach a
+  // terminal state more than once; each arrival writes one audit entry, numbered by `seq`.
+  `
+  CREATE TABLE audit_v2 (
+    task_id     TEXT NOT NULL,
+    seq         INTEGER NOT NULL,
+    state       TEXT NOT NULL,
+    written_at  INTEGER NOT NULL,
+    entry       TEXT NOT NULL,
+    PRIMARY KEY (task_id, seq)
+  ) STRICT;
+  INSERT INTO audit_v2 (task_id, seq, state, written_at, entry) SELECT task_id, 1, state, written_at, entry FROM audit;
+  DROP TABLE audit;
+  ALTER TABLE audit_v2 RENAME TO audit;
+  `,
 ];

@@ -1,5 +1,5 @@
 import type { Db } from './db.js';
-import { assertTransition, isTerminal, type FailedBy, type TaskState } from './task-state.js';
+import { assertTransition, IllegalTransitionError, isTerminal, type FailedBy, type TaskState } from './task-state.js';
 
 /** One task row. Times in ms since the epoch. */
 export interface TaskRow {
@@ -208,15 +208,83 @@ function writeAudit(db: Db, task: TaskRow, at: number): void {
     turns,
     verdicts,
   };
-  db.prepare(`INSERT OR IGNORE INTO audit (task_id, state, written_at, entry) VALUES (?, ?, ?, ?)`).run(
-    task.id,
-    task.state,
-    at,
-    JSON.stringify(entry),
-  );
+  db.prepare(
+    `INSERT INTO audit (task_id, seq, state, written_at, entry)
+     VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM audit WHERE task_id = ?), ?, ?, ?)`,
+  ).run(task.id, task.id, task.state, at, JSON.stringify(entry));
 }
 
+/** The newest audit entry of a task (there is one per arrival at a terminal state). */
 export function getAudit(db: Db, taskId: string): Record<string, unknown> | undefined {
-  const r = db.prepare(`SELECT entry FROM audit WHERE task_id = ?`).get(taskId) as { entry: string } | undefined;
+  const r = db.prepare(`SELECT entry FROM audit WHERE task_id = ? ORDER BY seq DESC LIMIT 1`).get(taskId) as { entry: string } | undefined;
   return r && (JSON.parse(r.entry) as Record<string, unknown>);
+}
+
+/**
+ * The one exception to sticky terminal states: an operator's `retry` (issue 5) reopens a task
+ * that FAILED because its webhook was never accepted — the agent never had the job, so nothing
+ * it said can be overridden. Any other FAILED task, and every other terminal state, is refused.
+ *
+ * @throws IllegalTransitionError for a task that did not fail by dispatch
+ */
+export function reopenAfterDispatchFailure(db: Db, task: TaskRow, o: { at: number; cause: string; deadlineAt: number }): TaskRow {
+  if (task.state !== 'FAILED' || task.failedBy !== 'dispatch') throw new IllegalTransitionError(task.id, task.state, 'SUBMITTED');
+  const next: TaskRow = { ...task, state: 'SUBMITTED', stateReason: o.cause, failedBy: null, updatedAt: Math.max(o.at, task.updatedAt + 1), deadlineAt: o.deadlineAt };
+  db.prepare(
+    `UPDATE tasks SET state = @state, state_reason = @stateReason, failed_by = NULL, updated_at = @updatedAt, deadline_at = @deadlineAt WHERE id = @id`,
+  ).run(next);
+  db.prepare(`INSERT INTO task_events (task_id, at, from_state, to_state, cause) VALUES (?, ?, 'FAILED', 'SUBMITTED', ?)`).run(task.id, o.at, o.cause);
+  return next;
+}
+
+/** Filters of {@link listTaskRows}; every field narrows, none is required. */
+export interface TaskRowQuery {
+  agent?: string;
+  /** Any of these states (an empty list matches nothing). */
+  states?: readonly TaskState[];
+  contextId?: string;
+  /** Only tasks whose status timestamp (`updatedAt`) is at or after this, in ms. */
+  updatedSince?: number;
+  /** At most this many rows. */
+  limit: number;
+}
+
+/**
+ * Tasks of every agent (the CLI's `tasks`), newest status first (`updatedAt` descending, then
+ * `id` descending), unlike {@link listTasks}, which is scoped to one agent for the A2A surface.
+ */
+export function listTaskRows(db: Db, q: TaskRowQuery): TaskRow[] {
+  const where: string[] = [];
+  const params: Record<string, unknown> = { limit: q.limit };
+  if (q.agent !== undefined) (where.push('agent = @agent'), (params.agent = q.agent));
+  if (q.states !== undefined) {
+    const names = q.states.map((s, i) => ((params[`s${i}`] = s), `@s${i}`));
+    where.push(names.length ? `state IN (${names.join(', ')})` : '0');
+  }
+  if (q.contextId !== undefined) (where.push('context_id = @contextId'), (params.contextId = q.contextId));
+  if (q.updatedSince !== undefined) (where.push('updated_at >= @since'), (params.since = q.updatedSince));
+  const sql = `SELECT * FROM tasks ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY updated_at DESC, id DESC LIMIT @limit`;
+  return (db.prepare(sql).all(params) as RawTask[]).map(toRow);
+}
+
+/** Ids of the tasks whose id starts with `prefix` (exact characters, no wildcards), at most `limit`, sorted. */
+export function taskIdsWithPrefix(db: Db, prefix: string, limit: number): string[] {
+  return (
+    db.prepare(`SELECT id FROM tasks WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT ?`).all(prefix.length, prefix, limit) as { id: string }[]
+  ).map((r) => r.id);
+}
+
+/** Number of tasks per state (states with no task are absent). */
+export function taskCountsByState(db: Db): Partial<Record<TaskState, number>> {
+  const out: Partial<Record<TaskState, number>> = {};
+  for (const r of db.prepare(`SELECT state, count(*) AS n FROM tasks GROUP BY state`).all() as { state: TaskState; n: number }[]) out[r.state] = r.n;
+  return out;
+}
+
+/** The audit entry's row: when it was written (ms) and for which terminal state; undefined when none. */
+export function auditRow(db: Db, taskId: string): { state: TaskState; writtenAt: number; entry: Record<string, unknown> } | undefined {
+  const r = db.prepare(`SELECT state, written_at AS writtenAt, entry FROM audit WHERE task_id = ?`).get(taskId) as
+    | { state: TaskState; writtenAt: number; entry: string }
+    | undefined;
+  return r && { state: r.state, writtenAt: r.writtenAt, entry: JSON.parse(r.entry) as Record<string, unknown> };
 }

@@ -90,3 +90,35 @@ export function dueDispatches(db: Db, now: number, limit = 20): TurnRow[] {
     .prepare(`${SELECT} WHERE dispatch_state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?`)
     .all(now, limit) as TurnRow[];
 }
+
+/**
+ * Gives a turn a new dispatch (operator `retry`): a new `webhook-id`, envelope and live token,
+ * pending from `at`. Earlier attempts stay recorded under the old `webhook-id`.
+ */
+export function replaceDispatch(
+  db: Db,
+  taskId: string,
+  turn: number,
+  d: { dispatchId: string; envelope: Buffer; replyToken: string; deadlineAt: number; at: number },
+): void {
+  db.prepare(
+    `UPDATE turns SET dispatch_id = ?, envelope = ?, reply_token = ?, deadline_at = ?, dispatch_state = 'pending',
+       next_attempt_at = ?, accepted_at = NULL WHERE task_id = ? AND turn = ?`,
+  ).run(d.dispatchId, d.envelope, d.replyToken, d.deadlineAt, d.at, taskId, turn);
+}
+
+/**
+ * Start-up recovery: attempts left unfinished by a process that died are closed as interrupted,
+ * and their dispatches are due at once (at least once, same `webhook-id`: issue 5).
+ * @returns the number of interrupted attempts
+ */
+export function recoverInterruptedAttempts(db: Db, at: number): number {
+  const open = db.prepare(`SELECT id, dispatch_id AS dispatchId FROM dispatch_attempts WHERE finished_at IS NULL`).all() as { id: number; dispatchId: string }[];
+  for (const a of open) {
+    db.prepare(
+      `UPDATE dispatch_attempts SET finished_at = ?, outcome = 'retry', error = 'interrupted: the process stopped during the attempt' WHERE id = ?`,
+    ).run(at, a.id);
+    db.prepare(`UPDATE turns SET next_attempt_at = ? WHERE dispatch_id = ? AND dispatch_state = 'pending'`).run(at, a.dispatchId);
+  }
+  return open.length;
+}

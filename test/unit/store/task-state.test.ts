@@ -36,3 +36,22 @@ describe('task state machine', () => {
     expect(t.updatedAt).toBe(1001);
   });
 });
+
+describe('reopenAfterDispatchFailure (operator retry)', () => {
+  it('reopens only a task that failed by dispatch, and a second terminal arrival writes a second audit entry', async () => {
+    const { reopenAfterDispatchFailure } = await import('../../../src/store/tasks.js');
+    const db = openDb(':memory:');
+    insertTask(db, task());
+    let t = transition(db, getTask(db, 't1')!, 'FAILED', { at: 2000, cause: 'dispatch exhausted', failedBy: 'dispatch' });
+    t = reopenAfterDispatchFailure(db, t, { at: 3000, cause: 'retried', deadlineAt: 9000 });
+    expect(t).toMatchObject({ state: 'SUBMITTED', failedBy: null, deadlineAt: 9000 });
+    t = transition(db, t, 'WORKING', { at: 3500, cause: 'accepted' });
+    t = transition(db, t, 'COMPLETED', { at: 4000, cause: 'done' });
+    expect(db.prepare('SELECT seq, state FROM audit ORDER BY seq').all()).toEqual([{ seq: 1, state: 'FAILED' }, { seq: 2, state: 'COMPLETED' }]);
+    expect(getAudit(db, 't1')).toMatchObject({ state: 'COMPLETED' });
+    expect(() => reopenAfterDispatchFailure(db, t, { at: 5000, cause: 'x', deadlineAt: 1 })).toThrow(IllegalTransitionError);
+    insertTask(db, task({ id: 't2' }));
+    const byDeadline = transition(db, getTask(db, 't2')!, 'FAILED', { at: 2000, cause: 'deadline', failedBy: 'deadline' });
+    expect(() => reopenAfterDispatchFailure(db, byDeadline, { at: 3000, cause: 'x', deadlineAt: 1 })).toThrow(IllegalTransitionError);
+  });
+});
