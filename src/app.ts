@@ -3,6 +3,9 @@ import type { Dispatcher } from 'undici';
 import { startServer, type RunningServer } from './a2a/server.js';
 import type { Config } from './config/config.js';
 import { Bridge } from './core/bridge.js';
+import { BridgeMetrics } from './core/metrics.js';
+import { startWatcher, type Watcher } from './core/watcher.js';
+import { imapIdleFeed, maildirFeed, type ChangeFeed } from './uplink/change-feed.js';
 import { recoverAtStart } from './core/recover.js';
 import { webhookDispatcher } from './downlink/deliver.js';
 import { openDb } from './store/db.js';
@@ -27,6 +30,8 @@ export interface AppOptions {
   mailbox?: Mailbox;
   dkimResolver?: DnsResolver;
   dispatcher?: Dispatcher;
+  /** With `mailbox.watch`: replaces the change feed (null: the timer only). */
+  changeFeed?: ChangeFeed | null;
 }
 
 export interface App {
@@ -54,6 +59,7 @@ export async function startApp(config: Config, o: AppOptions): Promise<App> {
     random: Math.random,
     dispatcher,
     dkimResolver: o.dkimResolver ?? makeResolver(config.dnsServers),
+    metrics: new BridgeMetrics(db),
   });
   recoverAtStart(bridge.ctx);
   let server: RunningServer;
@@ -64,10 +70,21 @@ export async function startApp(config: Config, o: AppOptions): Promise<App> {
     throw err;
   }
   bridge.resume();
+  let watcher: Watcher | undefined;
+  if (config.mailbox.watch) {
+    const feed: ChangeFeed | null =
+      o.changeFeed !== undefined
+        ? o.changeFeed
+        : config.mailbox.kind === 'imap'
+          ? imapIdleFeed({ ...config.mailbox.imap!, folder: config.mailbox.folder }, o.log)
+          : maildirFeed(config.mailbox.maildirPath!, o.log);
+    watcher = startWatcher(bridge, feed, config.mailbox.watchTickMs);
+  }
   return {
     bridge,
     server,
     async close() {
+      await watcher?.stop();
       await server.close();
       await bridge.close();
       if (!o.dispatcher) await dispatcher.close();

@@ -23,6 +23,37 @@ export const REDACT_PATHS = [
   'headers["webhook-signature"]',
 ];
 
+/** Where service logs go (issue 6): a rotating file, or stdout when systemd (journald) runs us. */
+export interface LogConfig {
+  level: string;
+  /** Absolute path of the log file (rotated copies are numbered beside it); unset: stderr. */
+  file?: string;
+  /** Size at which the file is rotated, in bytes. */
+  maxBytes: number;
+  /** Rotated files kept. */
+  maxFiles: number;
+}
+
+/** True when systemd started us with journald on stdout (it sets JOURNAL_STREAM and INVOCATION_ID). */
+export function underSystemd(env: NodeJS.ProcessEnv = process.env): boolean {
+  return Boolean(env.JOURNAL_STREAM && env.INVOCATION_ID);
+}
+
+/**
+ * The `serve` logger: JSON lines with secrets redacted, to stdout under systemd (journald keeps
+ * and rotates them), else to `log.file` rotated by size with pino-roll (launchd never rotates its
+ * StandardOutPath: FACTS.md "Service"), else — a foreground run without `log.file` — to stderr.
+ */
+export function createServiceLogger(c: LogConfig): Logger {
+  if (underSystemd()) return createLogger(c.level, pino.destination(1));
+  if (!c.file) return createLogger(c.level);
+  const transport = pino.transport({
+    target: 'pino-roll',
+    options: { file: c.file, size: `${Math.max(1, Math.round(c.maxBytes / 1024))}k`, limit: { count: c.maxFiles }, mkdir: true },
+  });
+  return createLogger(c.level, transport);
+}
+
 /**
  * JSON-lines logger.
  * @param level pino level name (`info`, `warn`, `silent`…)

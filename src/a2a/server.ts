@@ -146,6 +146,13 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });
       return send(res, 200, health(bridge));
     }
+    if (path === '/metrics' && bridge.ctx.metrics) {
+      if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });
+      const m = await bridge.ctx.metrics.render();
+      res.writeHead(200, { 'content-type': m.contentType, 'cache-control': 'no-store' });
+      res.end(m.body);
+      return;
+    }
     if (CARD_PATHS.has(path)) {
       if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });
       if (agents.size !== 1) {

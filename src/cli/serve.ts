@@ -1,14 +1,14 @@
 import { startApp } from '../app.js';
 import { loadConfig } from '../config/config.js';
-import { createLogger } from '../log.js';
+import { createServiceLogger } from '../log.js';
 
 /**
  * `a2a-mailbridge serve`: runs the bridge until SIGINT/SIGTERM, then closes the socket, waits for
  * work under way (a mailbox check, webhook attempts) and closes the store.
  */
-export async function serve(configFile: string, o: { logLevel: string }): Promise<void> {
+export async function serve(configFile: string, o: { logLevel?: string }): Promise<void> {
   const config = loadConfig(configFile);
-  const log = createLogger(o.logLevel);
+  const log = createServiceLogger({ ...config.log, level: o.logLevel ?? config.log.level });
   const app = await startApp(config, { log });
   const stop = (signal: string): void => {
     log.info({ signal }, 'stopping');

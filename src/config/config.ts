@@ -4,6 +4,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { ConfigError, Fields, type Table } from './fields.js';
 import { readSecretFile, SecretFileError } from './secret-file.js';
+import type { LogConfig } from '../log.js';
 
 export { ConfigError } from './fields.js';
 
@@ -86,6 +87,10 @@ export interface MailboxConfig {
   verifyDkim: boolean;
   /** A reply's Date may be this much before its turn's dispatch or after now, in ms (clock skew). */
   dateSkewMs: number;
+  /** Watch the folder (IMAP IDLE, or fs.watch for a Maildir) and apply replies as they land. */
+  watch: boolean;
+  /** With `watch`: how often due webhook attempts, a due check and the sweep run without a call, in ms. */
+  watchTickMs: number;
 }
 
 export interface ServerConfig {
@@ -111,6 +116,7 @@ export interface ServerConfig {
 export interface Config {
   /** Absolute path of the file this was read from (empty for configs built in code). */
   file: string;
+  log: LogConfig;
   server: ServerConfig;
   store: { path: string };
   mailbox: MailboxConfig;
@@ -253,6 +259,8 @@ function parseMailbox(f: Fields, baseDir: string): MailboxConfig {
     borderHost: f.pattern('border_host', hostPattern),
     verifyDkim: f.boolean('verify_dkim', true),
     dateSkewMs: f.integer('date_skew_s', 900, 0, 7 * 86400) * 1000,
+    watch: f.boolean('watch', false),
+    watchTickMs: f.integer('watch_tick_s', 5, 1, 3600) * 1000,
   };
   if (kind === 'imap') {
     const t = f.table_('imap', true);
@@ -306,6 +314,15 @@ export function parseConfig(doc: Table, baseDir: string, file = ''): Config {
   store.rejectUnknown();
 
   const mailbox = parseMailbox(root.table_('mailbox', true), baseDir);
+  const logTable = root.table_('log');
+  const log: LogConfig = {
+    level: logTable.oneOf('level', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
+    ...(logTable.has('file') ? { file: resolve(baseDir, logTable.string('file')) } : {}),
+    maxBytes: logTable.integer('max_size_mb', 10, 1, 1024) * 1024 * 1024,
+    maxFiles: logTable.integer('max_files', 5, 1, 100),
+  };
+  logTable.rejectUnknown();
+
   const dns = root.table_('dns');
   const dnsServers = dns.stringArray('servers', []);
   dns.rejectUnknown();
@@ -331,7 +348,7 @@ export function parseConfig(doc: Table, baseDir: string, file = ''): Config {
       `the slowest answer (webhook timeout ${slowestHook / 1000} s + wait_budget_s ${serverConfig.waitBudgetMs / 1000} s + mailbox.check_wait_ms ${mailbox.checkWaitMs} ms) is not below server.caller_timeout_s (${serverConfig.callerTimeoutMs / 1000} s); lower wait_budget_s or the webhook timeout_s`,
     );
   }
-  return { file, server: serverConfig, store: { path: storePath }, mailbox, dnsServers, agents };
+  return { file, log, server: serverConfig, store: { path: storePath }, mailbox, dnsServers, agents };
 }
 
 /**

@@ -57,6 +57,7 @@ export async function sendCancelNotice(ctx: BridgeContext, agent: AgentConfig, t
   const attempt = immediate(ctx.db, () => startAttempt(ctx.db, { dispatchId, taskId: task.id, turn: turn.turn, at: ctx.now() }));
   const headers = webhookHeaders(agent.webhook, dispatchId, body, new Date(ctx.now()));
   const r = await postWebhook(agent.webhook.url, headers, body, agent.webhook.timeoutMs, ctx.dispatcher, ctx.now);
+  ctx.metrics?.attempts.inc({ outcome: r.outcome, kind: 'cancel' });
   immediate(ctx.db, () => finishAttempt(ctx.db, attempt.id, { at: ctx.now(), outcome: r.outcome, httpStatus: r.httpStatus, error: r.error }));
   ctx.log.info({ task: task.id, dispatchId, outcome: r.outcome, status: r.httpStatus }, 'cancel notice');
 }

@@ -4,6 +4,7 @@ import type { AgentConfig, Config } from '../config/config.js';
 import type { Db } from '../store/db.js';
 import type { DnsResolver } from '../uplink/dkim.js';
 import type { Mailbox } from '../uplink/mailbox.js';
+import type { BridgeMetrics } from './metrics.js';
 
 /** Everything the use cases need, injected so tests can pin the clock and the network. */
 export interface BridgeContext {
@@ -19,6 +20,8 @@ export interface BridgeContext {
   dispatcher?: Dispatcher;
   /** DNS for local DKIM verification (mailauth resolver shape). */
   dkimResolver: DnsResolver;
+  /** Prometheus instruments; absent in unit tests. */
+  metrics?: BridgeMetrics;
 }
 
 export function agentByName(config: Config, name: string): AgentConfig | undefined {

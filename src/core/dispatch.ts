@@ -56,6 +56,7 @@ export async function attemptDispatch(ctx: BridgeContext, dispatchId: string): P
   ctx.log.info({ dispatchId, task: attempt.taskId, turn: attempt.turn, attempt: attempt.attempt }, 'webhook attempt');
   const result = await postWebhook(agent.webhook.url, headers, envelope, agent.webhook.timeoutMs, ctx.dispatcher, ctx.now);
   if (result.outcome === 'accepted') failpoint('after-webhook-2xx');
+  ctx.metrics?.attempts.inc({ outcome: result.outcome, kind: 'dispatch' });
   ctx.log.info({ dispatchId, outcome: result.outcome, status: result.httpStatus, error: result.error }, 'webhook result');
 
   immediate(db, () => {

@@ -47,7 +47,12 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
     summary.more = result.more;
     for (const msg of result.messages) {
       const verdict = await processMessage(ctx, msg, result.uidValidity);
-      if (verdict) summary.verdicts[verdict] = (summary.verdicts[verdict] ?? 0) + 1;
+      if (!verdict) continue;
+      summary.verdicts[verdict] = (summary.verdicts[verdict] ?? 0) + 1;
+      ctx.metrics?.verdicts.inc({ verdict });
+      if ((verdict.startsWith('applied:') || verdict === 'late:recorded') && msg.receivedAt !== null) {
+        ctx.metrics?.promotionSeconds.observe(Math.max(0, ctx.now() - msg.receivedAt) / 1000);
+      }
     }
     const applied = Object.entries(summary.verdicts)
       .filter(([v]) => v.startsWith('applied:') || v === 'late:recorded')
@@ -62,6 +67,8 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
     immediate(db, () => recordCheck(db, mailbox.folder, { at: ctx.now(), ok: false, result: 'failed', error: message }));
   }
   summary.durationMs = ctx.now() - started;
+  ctx.metrics?.checks.inc({ result: summary.ok ? 'ok' : 'error' });
+  ctx.metrics?.checkSeconds.observe(summary.durationMs / 1000);
   return summary;
 }
 

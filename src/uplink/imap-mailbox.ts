@@ -129,8 +129,11 @@ export class ImapMailbox implements Mailbox {
 
       phase = 'fetch';
       const sizes = new Map<number, number>();
-      for (const m of await client.fetchAll(chosen.join(','), { uid: true, size: true }, { uid: true })) {
+      const arrived = new Map<number, number>();
+      for (const m of await client.fetchAll(chosen.join(','), { uid: true, size: true, internalDate: true }, { uid: true })) {
         if (m.size !== undefined) sizes.set(m.uid, m.size);
+        const at = m.internalDate instanceof Date ? m.internalDate.getTime() : Number.NaN;
+        if (!Number.isNaN(at)) arrived.set(m.uid, at);
       }
       // A UID without a size was expunged meanwhile (or not asked for): skipped.
       const present = chosen.filter((u) => sizes.has(u));
@@ -158,7 +161,7 @@ export class ImapMailbox implements Mailbox {
           raw = headerBlock(raw);
         }
         result.bytesFetched += raw.length;
-        const msg: FetchedMessage = { uid, source: `imap:${this.folder}:${uidValidity}:${uid}`, raw, size, tooLarge };
+        const msg: FetchedMessage = { uid, source: `imap:${this.folder}:${uidValidity}:${uid}`, raw, size, tooLarge, receivedAt: arrived.get(uid) ?? null };
         result.messages.push(msg);
       }
       return await done(client, result);

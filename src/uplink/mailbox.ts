@@ -46,6 +46,8 @@ export interface FetchedMessage {
   /** Size of the whole message in bytes, as the server reports it. */
   size: number;
   tooLarge: boolean;
+  /** When the mailbox received it, ms since the epoch (IMAP INTERNALDATE, Maildir mtime); null if unknown. */
+  receivedAt: number | null;
 }
 
 export interface CheckResult {

@@ -116,7 +116,7 @@ export class MaildirMailbox implements Mailbox {
         raw = whole.raw;
       }
       result.bytesFetched += raw.length;
-      const msg: FetchedMessage = { uid: entry.mtimeMs, source: this.#source(entry.unique), raw, size: entry.size, tooLarge };
+      const msg: FetchedMessage = { uid: entry.mtimeMs, source: this.#source(entry.unique), raw, size: entry.size, tooLarge, receivedAt: entry.mtimeMs };
       result.messages.push(msg);
     }
     return result;

@@ -51,18 +51,41 @@ export interface HarnessOptions {
   dovecot: DovecotHandle;
   /** Extra TOML lines in [server] (e.g. `wait_budget_s = 3`). */
   serverToml?: string;
-  /** Extra TOML lines in [mailbox] (e.g. `check_interval_s = 60`). */
+  /** Extra TOML lines in [mailbox] (e.g. `check_interval_s = 60`, which replaces the harness's `check_interval_s = 0`). */
   mailboxToml?: string;
   /** Extra TOML lines in the first agent's table (`grok`). */
   agentToml?: string;
-  /** Extra TOML lines in the first agent's [agents.webhook] table (e.g. `notify_cancel = true`). */
+  /**
+   * Extra TOML lines in the first agent's [agents.webhook] table (e.g. `notify_cancel = true`). A key
+   * set here replaces the harness's line for it (`url`, `auth`, `timeout_s`…) instead of clashing.
+   */
   webhookToml?: string;
+  /**
+   * Extra TOML lines in [mailbox.imap] (e.g. `timeout_s = 1`, `tls = true`). A key set here replaces
+   * the harness's line for it (`host`, `port`, `tls`, `user`, `password_file`).
+   */
+  imapToml?: string;
   /**
    * Adds a second agent `claude` (tag CLAUDE, address claude@agent.example, same DKIM domain and
    * key, same webhook receiver) at /agents/claude.
    */
   secondAgent?: boolean;
   respond?: (req: RecordedRequest, n: number) => PlannedResponse;
+}
+
+/**
+ * `defaults` (one `key = value` per line) followed by `extra`, leaving out each default line whose
+ * key `extra` sets (a TOML table may not set a key twice). Without `extra`, `defaults` unchanged.
+ */
+function tomlLines(defaults: string, extra: string | undefined): string {
+  if (!extra) return `${defaults}\n${extra ?? ''}`;
+  const keyOf = (line: string): string | null => /^\s*([A-Za-z0-9_-]+)\s*=/.exec(line)?.[1] ?? null;
+  const overridden = new Set(extra.split('\n').map(keyOf).filter((k): k is string => k !== null));
+  const kept = defaults.split('\n').filter((line) => {
+    const k = keyOf(line);
+    return k === null || !overridden.has(k);
+  });
+  return `${kept.join('\n')}\n${extra}`;
 }
 
 export function hex(bytes: number): string {
@@ -100,14 +123,13 @@ path = "state/bridge.sqlite"
 [mailbox]
 kind = "imap"
 address = "me@bridge.test"
-check_interval_s = 0
-${o.mailboxToml ?? ''}
+${tomlLines('check_interval_s = 0', o.mailboxToml)}
 [mailbox.imap]
-host = "127.0.0.1"
+${tomlLines(`host = "127.0.0.1"
 port = ${o.dovecot.port}
 tls = false
 user = "${o.dovecot.user}"
-password_file = "imap-password"
+password_file = "imap-password"`, o.imapToml)}
 
 [dns]
 servers = ["${zone.address}"]
@@ -118,12 +140,11 @@ address = "${AGENT_ADDRESS}"
 dkim_domain = "${AGENT_DOMAIN}"
 ${o.agentToml ?? ''}
 [agents.webhook]
-url = "${receiver.url}"
+${tomlLines(`url = "${receiver.url}"
 auth = "both"
 bearer_file = "webhook-bearer"
 secret_file = "webhook-secret"
-timeout_s = 5
-${o.webhookToml ?? ''}
+timeout_s = 5`, o.webhookToml)}
 ${
   o.secondAgent
     ? `
@@ -161,6 +182,7 @@ timeout_s = 5
       now: () => Date.now() + offset,
       mailbox: new ImapMailbox({ ...config.mailbox.imap!, folder: config.mailbox.folder }, imapLogger as never),
     });
+    await app.bridge.idle(); // the start-up refresh: tests start from a settled bridge
     const endpoint = app.server.endpoint(config.agents[0]!);
     const client = await new ClientFactory(
       ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl: authedFetch })] }),

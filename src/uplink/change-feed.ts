@@ -1,0 +1,113 @@
+import { watch, type FSWatcher } from 'node:fs';
+import { join } from 'node:path';
+import { ImapFlow } from 'imapflow';
+import type { Logger } from 'pino';
+import type { ImapMailboxConfig } from './imap-mailbox.js';
+
+/**
+ * A feed of "new mail may have arrived" signals for the watcher (issue 6, `mailbox.watch`). It
+ * never reads a message: the watcher answers each signal with an ordinary read-only check.
+ */
+export interface ChangeFeed {
+  /**
+   * Runs until `signal` aborts, calling `onChange` when the folder may hold new mail;
+   * reconnects on its own with backoff. Never rejects.
+   */
+  run(onChange: () => void, signal: AbortSignal): Promise<void>;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+  });
+}
+
+/** Reconnect delay after `failures` consecutive failures, in ms: 1 s doubling to 60 s. */
+export function reconnectDelayMs(failures: number): number {
+  return Math.min(60_000, 1000 * 2 ** Math.max(0, failures - 1));
+}
+
+/**
+ * IMAP IDLE (RFC 2177) on one long-lived connection: EXAMINE the folder (read-only), let imapflow
+ * keep IDLE running (restarted every 5 min so NATs keep the connection), and signal on `exists`
+ * (FACTS.md: the event fires on a read-only mailbox). A dropped connection is replaced after a
+ * backoff; an ImapFlow instance cannot reconnect, so each connection is a new one.
+ */
+export function imapIdleFeed(cfg: ImapMailboxConfig, log: Logger): ChangeFeed {
+  return {
+    async run(onChange, signal) {
+      let failures = 0;
+      while (!signal.aborted) {
+        const client = new ImapFlow({
+          host: cfg.host,
+          port: cfg.port,
+          secure: cfg.tls,
+          doSTARTTLS: cfg.tls ? undefined : false,
+          auth: { user: cfg.user, pass: cfg.password },
+          logger: false,
+          clientInfo: { name: 'a2a-mailbridge', version: false, vendor: false, 'support-url': false },
+          disableAutoEnable: true,
+          maxIdleTime: 5 * 60_000,
+          connectionTimeout: cfg.timeoutMs,
+          greetingTimeout: cfg.timeoutMs,
+          socketTimeout: 10 * 60_000,
+        });
+        client.on('error', (err: Error) => log.warn({ err: err.message }, 'IMAP IDLE connection error'));
+        const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
+        const abort = (): void => void client.logout().catch(() => client.close());
+        signal.addEventListener('abort', abort, { once: true });
+        const started = Date.now();
+        try {
+          await client.connect();
+          await client.mailboxOpen(cfg.folder, { readOnly: true });
+          client.on('exists', () => onChange());
+          log.info({ folder: cfg.folder }, 'watching the mailbox with IMAP IDLE');
+          onChange(); // mail that arrived while we were not connected
+          await closed;
+        } catch (err) {
+          log.warn({ err: (err as Error).message }, 'IMAP IDLE could not start');
+          client.close();
+        } finally {
+          signal.removeEventListener('abort', abort);
+        }
+        if (signal.aborted) break;
+        failures = Date.now() - started > 60_000 ? 1 : failures + 1;
+        const delay = reconnectDelayMs(failures);
+        log.info({ delayMs: delay }, 'IMAP IDLE connection closed; reconnecting');
+        await sleep(delay, signal);
+      }
+    },
+  };
+}
+
+/** A Maildir folder watched with fs.watch on `new/` and `cur/`; a failed watch is retried with backoff. */
+export function maildirFeed(dir: string, log: Logger): ChangeFeed {
+  return {
+    async run(onChange, signal) {
+      let failures = 0;
+      while (!signal.aborted) {
+        const watchers: FSWatcher[] = [];
+        try {
+          const failed = new Promise<void>((resolve) => {
+            for (const sub of ['new', 'cur']) {
+              const w = watch(join(dir, sub), () => onChange());
+              w.on('error', (err) => (log.warn({ err: err.message }, 'Maildir watch failed'), resolve()));
+              watchers.push(w);
+            }
+            signal.addEventListener('abort', () => resolve(), { once: true });
+          });
+          onChange();
+          failures = 0;
+          await failed;
+        } catch (err) {
+          log.warn({ err: (err as Error).message }, 'Maildir watch could not start');
+        } finally {
+          for (const w of watchers) w.close();
+        }
+        if (signal.aborted) break;
+        await sleep(reconnectDelayMs(++failures), signal);
+      }
+    },
+  };
+}
