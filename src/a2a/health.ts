@@ -1,5 +1,5 @@
 import type { Bridge } from '../core/bridge.js';
-import { iso } from '../core/time.js';
+import { timestamp } from '../core/time.js';
 import { failedDispatchCount } from '../store/attempts.js';
 import { getMailboxState } from '../store/mailbox-state.js';
 import { VERSION } from './agent-card.js';
@@ -23,7 +23,7 @@ export function health(bridge: Bridge): Record<string, unknown> {
     storeOk = false;
   }
   const m = storeOk ? getMailboxState(db, mailbox.folder) : null;
-  const at = (t: number | null | undefined): string | null => (t === null || t === undefined ? null : iso(t));
+  const at = (t: number | null | undefined): string | null => (t === null || t === undefined ? null : timestamp(t));
   const open = (byState.SUBMITTED ?? 0) + (byState.WORKING ?? 0) + (byState.INPUT_REQUIRED ?? 0);
   return {
     status: storeOk && !m?.lastError ? 'ok' : 'degraded',

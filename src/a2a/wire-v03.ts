@@ -1,5 +1,5 @@
 import type { TaskView } from '../core/task-view.js';
-import { iso } from '../core/time.js';
+import { timestamp } from '../core/time.js';
 import type { MessageRow } from '../store/messages.js';
 import type { TaskState } from '../store/task-state.js';
 import type { JsonObject } from './wire.js';
@@ -34,7 +34,7 @@ function v03Message(m: MessageRow): JsonObject {
 /** A v0.3 Task (`kind: "task"`). */
 export function v03Task(v: TaskView): JsonObject {
   const { task } = v;
-  const status: JsonObject = { state: v03State(task.state), timestamp: iso(task.updatedAt) };
+  const status: JsonObject = { state: v03State(task.state), timestamp: timestamp(task.updatedAt) };
   if (v.statusText !== null) {
     status.message = {
       kind: 'message',

@@ -1,5 +1,5 @@
 import type { TaskView } from '../core/task-view.js';
-import { iso } from '../core/time.js';
+import { timestamp } from '../core/time.js';
 import type { ArtifactRow } from '../store/artifacts.js';
 import type { MessageRow } from '../store/messages.js';
 import type { TaskState } from '../store/task-state.js';
@@ -44,7 +44,7 @@ function v1Artifact(a: ArtifactRow): JsonObject {
  */
 export function v1Task(v: TaskView, o: { includeArtifacts?: boolean } = {}): JsonObject {
   const { task } = v;
-  const status: JsonObject = { state: v1State(task.state), timestamp: iso(task.updatedAt) };
+  const status: JsonObject = { state: v1State(task.state), timestamp: timestamp(task.updatedAt) };
   if (v.statusText !== null) {
     status.message = {
       messageId: `status-${task.id}-${task.updatedAt}`,
@@ -57,7 +57,7 @@ export function v1Task(v: TaskView, o: { includeArtifacts?: boolean } = {}): Jso
   const out: JsonObject = { id: task.id, contextId: task.contextId, status };
   if (o.includeArtifacts !== false) out.artifacts = v.artifacts.map(v1Artifact);
   out.history = v.history.map(v1Message);
-  out.metadata = { agent: task.agent, turn: task.turn, createdAt: iso(task.createdAt), ...(task.deadlineAt !== null ? { deadline: iso(task.deadlineAt) } : {}) };
+  out.metadata = { agent: task.agent, turn: task.turn, createdAt: timestamp(task.createdAt), ...(task.deadlineAt !== null ? { deadline: timestamp(task.deadlineAt) } : {}) };
   return out;
 }
 

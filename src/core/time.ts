@@ -1,4 +1,13 @@
-/** ISO-8601 UTC with a `Z`, to the second (A2A ProtoJSON timestamps; FACTS.md "A2A"). */
+/**
+ * An A2A ProtoJSON timestamp: ISO-8601 UTC with a `Z`, to the millisecond, so a timestamp a
+ * caller reads and sends back (ListTasks `statusTimestampAfter`) compares exactly with the
+ * stored one (DM-SERIAL-003).
+ */
+export function timestamp(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+/** ISO-8601 UTC with a `Z`, to the second: for text people read. */
 export function iso(ms: number): string {
   return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 }
