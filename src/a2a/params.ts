@@ -12,6 +12,11 @@ import { A2AError } from './errors.js';
 type Obj = Record<string, unknown>;
 
 const MAX_ID_LENGTH = 256;
+/** Nesting depth and serialised size a `data` part may have (its text goes into the webhook). */
+const MAX_DATA_DEPTH = 32;
+const MAX_DATA_TEXT_BYTES = 1024 * 1024;
+/** A UTF-16 surrogate without its pair: such a string cannot round-trip through UTF-8. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 /** Deadlines a caller may ask for, in seconds (metadata `deadline_s`). */
 const DEADLINE_RANGE_S = [10, 30 * 86400] as const;
 
@@ -32,8 +37,8 @@ export function asObject(v: unknown, what: string): Obj {
 function optionalId(o: Obj, name: string, what: string): string | undefined {
   const v = field(o, name);
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'string' || v.length === 0 || v.length > MAX_ID_LENGTH) {
-    throw new A2AError('invalidParams', `${what}.${name} must be a non-empty string of at most ${MAX_ID_LENGTH} characters`);
+  if (typeof v !== 'string' || v.length === 0 || v.length > MAX_ID_LENGTH || LONE_SURROGATE.test(v)) {
+    throw new A2AError('invalidParams', `${what}.${name} must be a non-empty, well-formed string of at most ${MAX_ID_LENGTH} characters`);
   }
   return v;
 }
@@ -73,11 +78,37 @@ export interface SendParams {
   returnImmediately: boolean;
 }
 
+/** Depth of a parsed JSON value, walked without recursion (a hostile body may nest thousands deep). */
+function depthOf(value: unknown, limit: number): number {
+  let max = 0;
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length) {
+    const [v, d] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    max = Math.max(max, d);
+    if (max > limit) return max;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, d + 1]);
+  }
+  return max;
+}
+
+/** The text a `data` part contributes: indented JSON, bounded in depth and size. */
+function dataText(data: unknown, i: number): string {
+  if (depthOf(data, MAX_DATA_DEPTH) > MAX_DATA_DEPTH) {
+    throw new A2AError('invalidParams', `message.parts[${i}].data nests deeper than ${MAX_DATA_DEPTH} levels`);
+  }
+  const text = JSON.stringify(data, null, 2);
+  if (Buffer.byteLength(text) > MAX_DATA_TEXT_BYTES) {
+    throw new A2AError('invalidParams', `message.parts[${i}].data is larger than ${MAX_DATA_TEXT_BYTES} bytes as text`);
+  }
+  return text;
+}
+
 function partText(p: Obj, i: number): string {
   const kinds = ['text', 'raw', 'url', 'data', 'file'].filter((k) => p[k] !== undefined);
   const kind = kinds.length === 1 ? kinds[0] : typeof p.kind === 'string' ? p.kind : undefined;
-  if (kind === 'text' && typeof p.text === 'string') return p.text;
-  if (kind === 'data' && p.data !== undefined) return JSON.stringify(p.data, null, 2);
+  if (kind === 'text' && typeof p.text === 'string') return p.text.replace(new RegExp(LONE_SURROGATE, 'g'), '\uFFFD');
+  if (kind === 'data' && p.data !== undefined) return dataText(p.data, i);
   if (kind === 'raw' || kind === 'url' || kind === 'file') {
     throw new A2AError('contentTypeNotSupported', `message.parts[${i}]: file parts cannot be carried to the agent; send text or data parts`);
   }
@@ -121,6 +152,9 @@ export function parseSendParams(params: unknown, roles: readonly string[]): Send
   const blocking = optionalBool(config, 'blocking', 'configuration');
   const deadlineMs = deadlineOf(field(message, 'metadata')) ?? deadlineOf(field(p, 'metadata'));
   const text = texts.join('\n');
+  if (Buffer.byteLength(text) > MAX_DATA_TEXT_BYTES * 2) {
+    throw new A2AError('invalidParams', `the message's parts come to more than ${MAX_DATA_TEXT_BYTES * 2} bytes of text`);
+  }
   const contentSha256 = createHash('sha256')
     .update(JSON.stringify([contextId ?? null, taskId ?? null, texts]))
     .digest('hex');

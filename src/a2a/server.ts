@@ -162,7 +162,13 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       return send(res, 200, path.endsWith('agent.json') ? legacyAgentCard(only, endpoint(only)) : agentCard(only, endpoint(only)));
     }
     const m = /^\/agents\/([^/]+)(\/.*)?$/.exec(path);
-    const agent = m ? agents.get(decodeURIComponent(m[1]!)) : undefined;
+    let name: string | undefined;
+    try {
+      name = m ? decodeURIComponent(m[1]!) : undefined;
+    } catch {
+      name = undefined; // malformed percent-encoding names no agent
+    }
+    const agent = name !== undefined ? agents.get(name) : undefined;
     if (!m || !agent) return send(res, 404, { error: 'not found' });
     const rest = m[2] ?? '';
     if (CARD_PATHS.has(rest)) {

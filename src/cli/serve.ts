@@ -20,6 +20,11 @@ export async function serve(configFile: string, o: { logLevel?: string }): Promi
       },
     );
   };
+  // A safety net: every state change is one transaction, so an unexpected rejection leaves the
+  // store consistent; log it and keep serving rather than dropping every caller.
+  process.on('unhandledRejection', (reason) => {
+    log.error({ err: reason instanceof Error ? reason.message : String(reason), stack: reason instanceof Error ? reason.stack : undefined }, 'unhandled rejection');
+  });
   process.once('SIGINT', () => stop('SIGINT'));
   process.once('SIGTERM', () => stop('SIGTERM'));
 }

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
+import { Webhook } from 'standardwebhooks';
 import { ConfigError, Fields, type Table } from './fields.js';
 import { readSecretFile, SecretFileError } from './secret-file.js';
 import type { LogConfig } from '../log.js';
@@ -158,13 +159,34 @@ function parseListen(f: Fields): { host: string; port: number } {
   return { host, port };
 }
 
-function secret(f: Fields, name: string, baseDir: string): string {
+function secret(f: Fields, name: string, baseDir: string, o: { token?: boolean } = {}): string {
   const p = resolve(baseDir, f.string(name));
+  let value: string;
   try {
-    return readSecretFile(p, f.key(name));
+    value = readSecretFile(p, f.key(name));
   } catch (err) {
     if (err instanceof SecretFileError) throw new ConfigError(f.key(name), err.message.replace(/^[^:]+: /, ''), { cause: err });
     throw err;
+  }
+  // A token goes into an HTTP header: whitespace in it (a second trailing newline, a pasted
+  // space) would make every request fail later with 401, so refuse it now.
+  if (o.token && /\s/.test(value)) {
+    throw new ConfigError(f.key(name), `secret file ${p} contains whitespace (a second trailing newline?); a token is one line without spaces`);
+  }
+  return value;
+}
+
+/** Standard Webhooks secrets: `whsec_` + base64 of at least 16 bytes, checked by signing once. */
+function checkSigningSecret(f: Fields, name: string, value: string): void {
+  const why = 'must hold a Standard Webhooks secret: "whsec_" followed by the base64 of at least 16 random bytes';
+  const b64 = value.slice('whsec_'.length);
+  if (!value.startsWith('whsec_') || !/^[A-Za-z0-9+/]+={0,2}$/.test(b64) || b64.length % 4 !== 0 || Buffer.from(b64, 'base64').length < 16) {
+    throw new ConfigError(f.key(name), why);
+  }
+  try {
+    new Webhook(value).sign('msg_check', new Date(0), '{}');
+  } catch (err) {
+    throw new ConfigError(f.key(name), `${why} (${(err as Error).message})`, { cause: err });
   }
 }
 
@@ -196,13 +218,11 @@ function parseWebhook(f: Fields, baseDir: string): WebhookConfig {
     maxAgeMs: f.integer('max_age_s', 3600, 1, 7 * 86400) * 1000,
     notifyCancel: f.boolean('notify_cancel', false),
   };
-  if (needBearer) out.bearer = secret(f, 'bearer_file', baseDir);
+  if (needBearer) out.bearer = secret(f, 'bearer_file', baseDir, { token: true });
   else f.optionalString('bearer_file');
   if (needSecret) {
-    out.signingSecret = secret(f, 'secret_file', baseDir);
-    if (!/^whsec_[A-Za-z0-9+/=]{16,}$/.test(out.signingSecret)) {
-      throw new ConfigError(f.key('secret_file'), 'must hold a Standard Webhooks secret: "whsec_" followed by base64');
-    }
+    out.signingSecret = secret(f, 'secret_file', baseDir, { token: true });
+    checkSigningSecret(f, 'secret_file', out.signingSecret);
   } else f.optionalString('secret_file');
   f.rejectUnknown();
   return out;
@@ -254,7 +274,7 @@ function parseMailbox(f: Fields, baseDir: string): MailboxConfig {
     checkIntervalMs: f.integer('check_interval_s', 15, 0, 3600) * 1000,
     checkWaitMs: f.integer('check_wait_ms', 5000, 100, 60_000),
     maxFetchPerCheck: f.integer('max_fetch_per_check', 50, 1, 10_000),
-    maxMessageBytes: f.integer('max_message_bytes', 25 * 1024 * 1024, 1024, 200 * 1024 * 1024),
+    maxMessageBytes: f.integer('max_message_bytes', 10 * 1024 * 1024, 1024, 200 * 1024 * 1024),
     authservId: f.pattern('authserv_id', hostPattern),
     borderHost: f.pattern('border_host', hostPattern),
     verifyDkim: f.boolean('verify_dkim', true),
@@ -262,6 +282,10 @@ function parseMailbox(f: Fields, baseDir: string): MailboxConfig {
     watch: f.boolean('watch', false),
     watchTickMs: f.integer('watch_tick_s', 5, 1, 3600) * 1000,
   };
+  const other = kind === 'imap' ? 'maildir' : 'imap';
+  if (f.has(other)) {
+    throw new ConfigError(f.key(other), `applies only when mailbox.kind = "${other}" (it is "${kind}"); remove the [mailbox.${other}] table or change kind`);
+  }
   if (kind === 'imap') {
     const t = f.table_('imap', true);
     out.imap = {
@@ -300,7 +324,7 @@ export function parseConfig(doc: Table, baseDir: string, file = ''): Config {
     name: server.string('name', 'a2a-mailbridge'),
     host,
     port,
-    bearer: secret(server, 'bearer_file', baseDir),
+    bearer: secret(server, 'bearer_file', baseDir, { token: true }),
     maxBodyBytes: server.integer('max_body_bytes', 1024 * 1024, 1024, 16 * 1024 * 1024),
     pollWords: server.stringArray('poll_words', ['status', 'poll', 'check', '?', '']).map((w) => w.trim().toLowerCase()),
     callerTimeoutMs: server.integer('caller_timeout_s', 30, 5, 3600) * 1000,
@@ -325,6 +349,14 @@ export function parseConfig(doc: Table, baseDir: string, file = ''): Config {
 
   const dns = root.table_('dns');
   const dnsServers = dns.stringArray('servers', []);
+  for (const [i, server] of dnsServers.entries()) {
+    const m = /^(?:\[([^\]]+)\]|([^:]+)|([0-9a-fA-F:]+))(?::(\d{1,5}))?$/.exec(server);
+    const ip = m?.[1] ?? m?.[2] ?? m?.[3];
+    const port = m?.[4] === undefined ? 53 : Number(m[4]);
+    if (!m || !ip || !isIP(ip) || port < 1 || port > 65535) {
+      throw new ConfigError(`dns.servers[${i}]`, `must be an IP address with an optional port ("9.9.9.9", "127.0.0.1:5353", "[::1]:53"), got ${JSON.stringify(server)}`);
+    }
+  }
   dns.rejectUnknown();
 
   const agents = root.tableArray('agents').map((a) => parseAgent(a, baseDir));

@@ -20,7 +20,8 @@ const MAX_SECRET_BYTES = 64 * 1024;
  * opened with O_NOFOLLOW, checked on the open handle with fstat (so a swap between check and read
  * is impossible), and refused unless it is a regular file owned by the current user with no
  * group or other permission bits (`mode & 0o077 == 0`). One trailing newline (LF or CRLF) is
- * trimmed; any other whitespace is kept, because it may be part of the secret.
+ * trimmed; any other whitespace is kept, because it may be part of the secret (a password). A
+ * value still holding a `replace-with-` placeholder from secrets.example is refused.
  *
  * @param path absolute path of the file
  * @param key the config key that named the file, used in error messages (e.g. `server.bearer_file`)
@@ -31,7 +32,8 @@ const MAX_SECRET_BYTES = 64 * 1024;
 export function readSecretFile(path: string, key: string): string {
   let fd: number;
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    // O_NONBLOCK: opening a FIFO must not hang start-up; the fstat below refuses it.
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ELOOP') {
@@ -84,6 +86,9 @@ export function readSecretFile(path: string, key: string): string {
     const text = buf.subarray(0, off).toString('utf8').replace(/\r?\n$/, '');
     if (text.length === 0) {
       throw new SecretFileError(`${key}: secret file ${path} is empty; write the secret into it`, path);
+    }
+    if (/replace-with-/i.test(text)) {
+      throw new SecretFileError(`${key}: secret file ${path} still holds the placeholder from secrets.example; write the real secret into it`, path);
     }
     return text;
   } finally {

@@ -8,6 +8,7 @@ import { judgeReply, type Identified, type Judgement } from '../uplink/gates.js'
 import type { ParsedReply } from '../uplink/reply-format.js';
 import { failpoint } from './failpoints.js';
 import { tokensEqual } from './token.js';
+import { safeText } from './untrusted-text.js';
 import { iso } from './time.js';
 
 /**
@@ -43,7 +44,8 @@ export function judgeAndApply(
   if (judgement.verdict !== 'late:recorded' && !('status' in judgement)) return { judgement, ledgerId };
 
   const label = m.agent.untrustedLabel;
-  const body = `${label}\n${reply.answer}`;
+  const answer = safeText(reply.answer);
+  const body = `${label}\n${answer}`;
   const agentMessage = (text: string): void =>
     insertMessage(db, {
       agent: m.agent.name,
@@ -65,8 +67,8 @@ export function judgeAndApply(
 
   if (judgement.verdict === 'late:recorded') {
     const note = `(This reply arrived ${iso(at)}, after the task failed: ${task.stateReason ?? 'deadline'}. It was not applied; the task stays FAILED.)`;
-    recordReply(db, task.id, turn.turn, { status: reply.status === 'working' ? 'working' : 'done', text: reply.answer, ledgerId, at, revokeToken: true });
-    artifact('late-reply', `${label}\n${note}\n${reply.answer}`);
+    recordReply(db, task.id, turn.turn, { status: reply.status === 'working' ? 'working' : 'done', text: answer, ledgerId, at, revokeToken: true });
+    artifact('late-reply', `${label}\n${note}\n${answer}`);
     agentMessage(body);
     noteEvent(db, task, at, `late reply kept: ${via}`);
     return { judgement, ledgerId };
@@ -74,7 +76,7 @@ export function judgeAndApply(
 
   if (!('status' in judgement)) return { judgement, ledgerId };
   const status = judgement.status;
-  recordReply(db, task.id, turn.turn, { status, text: reply.answer, ledgerId, at, revokeToken: status !== 'working' });
+  recordReply(db, task.id, turn.turn, { status, text: answer, ledgerId, at, revokeToken: status !== 'working' });
   agentMessage(body);
   switch (status) {
     case 'done':

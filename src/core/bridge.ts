@@ -72,14 +72,20 @@ export class Bridge {
       // Answer once the first attempt has an outcome (the webhook timeout bounds it).
       const attempt = this.dispatch(outcome.dispatchId);
       if (!o.returnImmediately) await attempt;
-      sweepDeadlines(this.ctx);
+      this.sweep();
     } else if (o.returnImmediately) {
       this.track(this.refresh());
     } else {
       await this.refresh();
     }
     if (!o.returnImmediately) await this.waitWhileAwaitingAgent(outcome.task.id);
-    return { task: this.view(agent, outcome.task.id, o.historyLength) };
+    const view = this.view(agent, outcome.task.id, o.historyLength);
+    if (outcome.kind === 'poll' && outcome.ignoredText && view.statusText !== null) {
+      view.statusText =
+        `Your message was not sent to ${agent.name}: the task is still with it, and a task takes new input only when it asks for it (input-required). This call was a status check.\n` +
+        view.statusText;
+    }
+    return { task: view };
   }
 
   /** GetTask. @throws A2AError taskNotFound for an unknown id or another agent's task. */
@@ -132,8 +138,20 @@ export class Bridge {
       const left = until - performance.now();
       if ((state !== 'SUBMITTED' && state !== 'WORKING') || left <= 0) return;
       await Promise.race([Promise.allSettled([this.checkNow()]), sleep(left)]);
-      sweepDeadlines(this.ctx);
+      this.sweep();
       await sleep(Math.min(WAIT_CHECK_EVERY_MS, Math.max(0, until - performance.now())));
+    }
+  }
+
+  /**
+   * The deadline sweep, never failing the call it runs in: a store that stays locked past the
+   * busy timeout (another process holding a write lock) postpones the sweep to the next call.
+   */
+  private sweep(): void {
+    try {
+      sweepDeadlines(this.ctx);
+    } catch (err) {
+      this.ctx.log.warn({ err: (err as Error).message }, 'deadline sweep postponed');
     }
   }
 
@@ -159,7 +177,7 @@ export class Bridge {
     const work: Promise<unknown>[] = dueDispatches(this.ctx.db, this.ctx.now()).map((t) => this.dispatch(t.dispatchId));
     if (this.checkDue()) work.push(this.checkNow());
     if (work.length) await Promise.race([Promise.allSettled(work), sleep(budget)]);
-    sweepDeadlines(this.ctx);
+    this.sweep();
   }
 
   /** True when the last check is older than `mailbox.check_interval_s`, or messages are waiting. */

@@ -7,6 +7,9 @@ import type { Verdict } from '../uplink/verdicts.js';
 import { judgeAndApply } from './apply-reply.js';
 import type { BridgeContext } from './context.js';
 
+/** Raw bytes kept for tagged mail refused before it authenticated, in bytes. */
+const REFUSED_RAW_KEEP_BYTES = 64 * 1024;
+
 /** What one mailbox check did. */
 export interface CheckSummary {
   ok: boolean;
@@ -80,7 +83,10 @@ async function processMessage(ctx: BridgeContext, msg: FetchedMessage, uidValidi
     return null;
   }
   const facts = messageFacts(msg.raw, msg.size);
-  const entry = (taskId: string | null, agent: string | null, keepRaw: boolean): Omit<LedgerEntry, 'verdict' | 'reason'> => ({
+  // Raw bytes are evidence: kept whole for authenticated mail, and only the first 64 KiB (the
+  // header block and the start of the body) for tagged mail refused before authentication
+  // passed — anyone can send that, and it must not fill the disk.
+  const entry = (taskId: string | null, agent: string | null, keepRaw: boolean, authenticated = false): Omit<LedgerEntry, 'verdict' | 'reason'> => ({
     source: msg.source,
     seenAt: ctx.now(),
     messageId: facts.messageId,
@@ -89,7 +95,7 @@ async function processMessage(ctx: BridgeContext, msg: FetchedMessage, uidValidi
     dateHeader: facts.date,
     size: msg.size,
     rawSha256: facts.rawSha256,
-    raw: keepRaw ? msg.raw : null,
+    raw: !keepRaw ? null : authenticated ? msg.raw : msg.raw.subarray(0, REFUSED_RAW_KEEP_BYTES),
     agent,
     taskId,
   });
@@ -123,10 +129,10 @@ async function processMessage(ctx: BridgeContext, msg: FetchedMessage, uidValidi
       let verdict: Verdict | null;
       if (hasRawDigest(db, facts.rawSha256)) {
         // Recorded by a concurrent check of another process while this one authenticated.
-        const id = recordVerdict(db, { ...entry(identified.taskId, identified.agent.name, true), verdict: 'duplicate', reason: 'gate 1: the same raw bytes are already in the ledger' });
+        const id = recordVerdict(db, { ...entry(identified.taskId, identified.agent.name, true, true), verdict: 'duplicate', reason: 'gate 1: the same raw bytes are already in the ledger' });
         verdict = id === null ? null : 'duplicate';
       } else {
-        const { judgement, ledgerId } = judgeAndApply(db, identified, reply, entry(identified.taskId, identified.agent.name, true), ctx.now(), config.mailbox.dateSkewMs);
+        const { judgement, ledgerId } = judgeAndApply(db, identified, reply, entry(identified.taskId, identified.agent.name, true, true), ctx.now(), config.mailbox.dateSkewMs);
         verdict = ledgerId === null ? null : judgement.verdict;
         ctx.log.info({ task: identified.taskId, verdict: judgement.verdict, ledgerId }, 'reply judged');
       }

@@ -36,7 +36,9 @@ export interface SendInput {
  */
 export type SendOutcome =
   | { kind: 'new' | 'answer'; task: TaskRow; dispatchId: string }
-  | { kind: 'poll' | 'replay'; task: TaskRow }
+  | { kind: 'replay'; task: TaskRow }
+  /** `ignoredText`: the message held new text the open task could not take (it is not forwarded). */
+  | { kind: 'poll'; task: TaskRow; ignoredText: boolean }
   | { kind: 'no-task'; contextId: string };
 
 function isPollWord(ctx: BridgeContext, text: string): boolean {
@@ -139,7 +141,7 @@ export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput)
 
     if (target && (poll || (!isTerminal(target.state) && target.state !== 'INPUT_REQUIRED'))) {
       message(target, 'poll', target.turn);
-      return { kind: 'poll', task: target };
+      return { kind: 'poll', task: target, ignoredText: !poll };
     }
     if (target?.state === 'INPUT_REQUIRED') {
       const turn = target.turn + 1;
@@ -155,8 +157,11 @@ export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput)
         `Task ${target.id} is ${target.state.toLowerCase()}; it accepts no new work. Send without taskId to start a new task on this context.`,
       );
     }
-    if (poll) return { kind: 'no-task', contextId };
     if (input.text.trim() === '') throw new A2AError('invalidParams', 'the message has no text to send to the agent');
+    if (poll) {
+      if (input.contextId === undefined) throw new A2AError('invalidParams', `"${input.text.trim()}" asks for a status, but no contextId names the task to check`);
+      return { kind: 'no-task', contextId };
+    }
 
     const deadlineAt = now + (input.deadlineMs ?? agent.deadlineMs);
     const task: TaskRow = {

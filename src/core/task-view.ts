@@ -7,6 +7,10 @@ import type { TaskRow } from '../store/tasks.js';
 import { getTurn } from '../store/turns.js';
 import type { BridgeContext } from './context.js';
 import { statusText } from './status-text.js';
+import { capText } from './untrusted-text.js';
+
+/** Longest progress note shown inline in a WORKING task's status message, in characters. */
+const PROGRESS_NOTE_MAX_CHARS = 4000;
 
 /** A task as callers see it, independent of the wire dialect (src/a2a/wire.ts renders it). */
 export interface TaskView {
@@ -30,7 +34,7 @@ export function viewTask(ctx: BridgeContext, agent: AgentConfig, task: TaskRow, 
   const late = artifacts.find((a) => a.name === 'late-reply');
   const progress =
     task.state === 'WORKING' && turn?.replyStatus === 'working' && turn.replyText !== null
-      ? `${agent.untrustedLabel}\n${turn.replyText}`
+      ? `${agent.untrustedLabel}\n${capText(turn.replyText, PROGRESS_NOTE_MAX_CHARS, 'the task history')}`
       : null;
   return {
     task,

@@ -116,7 +116,10 @@ export class MaildirMailbox implements Mailbox {
         raw = whole.raw;
       }
       result.bytesFetched += raw.length;
-      const msg: FetchedMessage = { uid: entry.mtimeMs, source: this.#source(entry.unique), raw, size: entry.size, tooLarge, receivedAt: entry.mtimeMs };
+      // A file with an mtime in the future (clock skew, a sync tool that copies the Date header)
+      // must not carry the watermark past every later delivery: its uid is clamped to now.
+      const uid = Math.min(entry.mtimeMs, Date.now());
+      const msg: FetchedMessage = { uid, source: this.#source(entry.unique), raw, size: entry.size, tooLarge, receivedAt: uid };
       result.messages.push(msg);
     }
     return result;

@@ -125,6 +125,34 @@ describe('round trip (issue 2)', () => {
     expect(verdicts.slice(1)).toEqual(['applied:done', 'duplicate']);
   });
 
+  it('new text on an open task is not forwarded, and the caller is told so', async () => {
+    const ctx = `ctx-${hex(8)}`;
+    await h.rpc(hermesBody('First job', ctx));
+    const sent = h.receiver.requests.length;
+    const r = await h.rpc(hermesBody('Actually, also delete my repo', ctx));
+    expect(r.json.result.task.status.state).toBe('TASK_STATE_WORKING');
+    expect(r.json.result.task.status.message.parts[0].text).toMatch(/^Your message was not sent to grok: the task is still with it, and a task takes new input only when it asks for it \(input-required\)\. This call was a status check\.\n/);
+    expect(h.receiver.requests.length).toBe(sent);
+    const poll = await h.rpc(hermesBody('status', ctx));
+    expect(poll.json.result.task.status.message.parts[0].text).not.toMatch(/was not sent/);
+  });
+
+  it('keeps only 64 KiB of a refused tagged mail; malformed paths are 404, not 500', async () => {
+    const ctx = `ctx-${hex(8)}`;
+    const taskId = (await h.rpc(hermesBody('Job three', ctx))).json.result.task.id as string;
+    const env = h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === taskId)!;
+    const big = await h.reply(env, { from: 'Mallory <mallory@evil.test>', answer: 'x'.repeat(300_000), dkim: undefined });
+    await dovecot.append(big);
+    await h.rpc(hermesBody('status', ctx));
+    const row = h.app.bridge.ctx.db.prepare('SELECT verdict, size, length(raw) AS kept FROM ledger WHERE task_id = ?').get(taskId) as { verdict: string; size: number; kept: number };
+    expect(row.verdict).toBe('auth:from-mismatch');
+    expect(row.size).toBeGreaterThan(300_000);
+    expect(row.kept).toBe(64 * 1024);
+    for (const path of ['/agents/%', '/agents/%E0%A4%A', '/agents/%C0%AF']) {
+      expect((await fetch(`${new URL(h.endpoint).origin}${path}`)).status).toBe(404);
+    }
+  });
+
   it('a task whose deadline passes with no reply is FAILED with the reason on the next call', async () => {
     const ctx = `ctx-${hex(8)}`;
     const sent = await h.rpc(hermesBody('Slow job', ctx));

@@ -81,3 +81,19 @@ describe('parseListParams', () => {
     expect(() => parseListParams({ statusTimestampAfter: 'yesterday' })).toThrow(/ISO-8601/);
   });
 });
+
+describe('hostile message parts', () => {
+  const msg = (parts: unknown[], extra: Record<string, unknown> = {}) => ({ message: { role: 'ROLE_USER', parts, messageId: 'm', ...extra } });
+  it('refuses deeply nested data instead of amplifying it', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 6000; i++) deep = [deep];
+    expect(() => parseSendParams(msg([{ data: deep }]), ['ROLE_USER'])).toThrow(/nests deeper than 32 levels/);
+    let ok: unknown = 1;
+    for (let i = 0; i < 10; i++) ok = [ok];
+    expect(parseSendParams(msg([{ data: ok }]), ['ROLE_USER']).text).toContain('1');
+  });
+  it('refuses ids that are not well-formed UTF-16 and repairs lone surrogates in text', () => {
+    expect(() => parseSendParams(msg([{ text: 'x' }], { contextId: 'ctx\ud800' }), ['ROLE_USER'])).toThrow(/well-formed/);
+    expect(parseSendParams(msg([{ text: 'a\udc00b' }]), ['ROLE_USER']).text).toBe('a\ufffdb');
+  });
+});

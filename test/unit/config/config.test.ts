@@ -2,7 +2,7 @@ import { chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../src/config/config.js';
-import { makeConfigDir, minimalToml, TEST_BEARER, TEST_WEBHOOK_SECRET } from '../../helpers/config-dir.js';
+import { makeConfigDir, minimalToml, TEST_BEARER, TEST_WEBHOOK_SECRET, writeSecret } from '../../helpers/config-dir.js';
 
 describe('loadConfig', () => {
   it('reads a minimal config with defaults and resolves paths against the config folder', () => {
@@ -98,5 +98,32 @@ describe('answer time budget', () => {
     );
     const ok = makeConfigDir(minimalToml().replace('bearer_file = "bearer"', 'bearer_file = "bearer"\ncaller_timeout_s = 120\nwait_budget_s = 20'));
     expect(loadConfig(ok.configPath).server).toMatchObject({ callerTimeoutMs: 120_000, waitBudgetMs: 20_000 });
+  });
+});
+
+describe('secrets and values that would fail later', () => {
+  const withSecret = (name: string, value: string) => {
+    const c = makeConfigDir(minimalToml());
+    writeSecret(c.dir, name, value);
+    return c.configPath;
+  };
+  it('refuses a bearer with whitespace, naming the likely cause', () => {
+    expect(() => loadConfig(withSecret('bearer', 'a-long-enough-token\n'))).toThrow(/config key server\.bearer_file: .* contains whitespace \(a second trailing newline\?\)/);
+    expect(() => loadConfig(withSecret('webhook-bearer', 'two words-long-enough'))).toThrow(/agents\[0\]\.webhook\.bearer_file: .* contains whitespace/);
+  });
+  it('refuses a malformed whsec_ secret at start, not at the first dispatch', () => {
+    expect(() => loadConfig(withSecret('webhook-secret', 'whsec_AAAAAAAAAAAAAAAA===AAAA'))).toThrow(/agents\[0\]\.webhook\.secret_file: must hold a Standard Webhooks secret/);
+    expect(() => loadConfig(withSecret('webhook-secret', 'whsec_c2hvcnQ='))).toThrow(/at least 16 random bytes/);
+  });
+  it('refuses the placeholders shipped in secrets.example', () => {
+    expect(() => loadConfig(withSecret('bearer', 'replace-with-a-long-random-token'))).toThrow(/still holds the placeholder from secrets.example/);
+  });
+  it('refuses a DNS server that is not an IP with an optional port', () => {
+    const c = makeConfigDir(`${minimalToml()}\n[dns]\nservers = ["127.0.0.1:5353", "[::1]:53", "not-an-ip"]\n`);
+    expect(() => loadConfig(c.configPath)).toThrow('config key dns.servers[2]: must be an IP address with an optional port');
+  });
+  it('says a mailbox table belongs to the other kind instead of calling it a typo', () => {
+    const c = makeConfigDir(minimalToml().replace('[mailbox.maildir]', '[mailbox.imap]\nhost = "x"\n[mailbox.maildir]'));
+    expect(() => loadConfig(c.configPath)).toThrow('config key mailbox.imap: applies only when mailbox.kind = "imap" (it is "maildir"); remove the [mailbox.imap] table or change kind');
   });
 });

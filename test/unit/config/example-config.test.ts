@@ -12,7 +12,7 @@ describe('mailbridge.example.toml', () => {
     mkdirSync(join(dir, 'secrets'), { mode: 0o700 });
     writeSecret(join(dir, 'secrets'), 'bearer', 'a-long-enough-bearer-token');
     writeSecret(join(dir, 'secrets'), 'imap-password', 'app-password');
-    writeSecret(join(dir, 'secrets'), 'webhook-secret', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw');
+    writeSecret(join(dir, 'secrets'), 'webhook-secret', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw+AAAAAAAAAA=');
     const cfg = loadConfig(join(dir, 'mailbridge.toml'));
     expect(cfg.server).toMatchObject({ host: '127.0.0.1', port: 8765 });
     expect(cfg.mailbox.imap).toMatchObject({ host: 'imap.fastmail.com', port: 993, tls: true });
