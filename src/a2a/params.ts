@@ -107,8 +107,20 @@ function dataText(data: unknown, i: number): string {
 function partText(p: Obj, i: number): string {
   const kinds = ['text', 'raw', 'url', 'data', 'file'].filter((k) => p[k] !== undefined);
   const kind = kinds.length === 1 ? kinds[0] : typeof p.kind === 'string' ? p.kind : undefined;
-  if (kind === 'text' && typeof p.text === 'string') return p.text.replace(new RegExp(LONE_SURROGATE, 'g'), '\uFFFD');
-  if (kind === 'data' && p.data !== undefined) return dataText(p.data, i);
+  const mediaType = typeof p.mediaType === 'string' ? p.mediaType.toLowerCase() : undefined;
+  if (kind === 'text' && typeof p.text === 'string') {
+    // The agent receives text: a text part that says it is something else cannot be carried.
+    if (mediaType !== undefined && mediaType !== '' && !mediaType.startsWith('text/')) {
+      throw new A2AError('contentTypeNotSupported', `message.parts[${i}]: a text part with mediaType ${p.mediaType} cannot be carried; send text/plain`);
+    }
+    return p.text.replace(new RegExp(LONE_SURROGATE, 'g'), '\uFFFD');
+  }
+  if (kind === 'data' && p.data !== undefined) {
+    if (mediaType !== undefined && mediaType !== '' && !/^application\/([\w.+-]+\+)?json$/.test(mediaType)) {
+      throw new A2AError('contentTypeNotSupported', `message.parts[${i}]: a data part with mediaType ${p.mediaType} cannot be carried; send application/json`);
+    }
+    return dataText(p.data, i);
+  }
   if (kind === 'raw' || kind === 'url' || kind === 'file') {
     throw new A2AError('contentTypeNotSupported', `message.parts[${i}]: file parts cannot be carried to the agent; send text or data parts`);
   }

@@ -26,13 +26,19 @@ export interface RunningServer {
 }
 
 const CARD_PATHS = new Set(['/.well-known/agent-card.json', '/.well-known/agent.json']);
-const SUPPORTED_VERSIONS = new Map([
-  ['0.3', '0.3'],
-  ['0.3.0', '0.3'],
-  ['1', '1.0'],
-  ['1.0', '1.0'],
-  ['1.0.0', '1.0'],
-]);
+/**
+ * `A2A-Version` values we serve, by Major.Minor: patch numbers never count in negotiation
+ * (A2A v1.0 §3.6), and a bare major means its latest minor.
+ */
+function supportedVersion(header: string): '1.0' | '0.3' | null {
+  const m = /^(\d+)(?:\.(\d+)(?:\.\d+)?)?$/.exec(header);
+  if (!m) return null;
+  const major = Number(m[1]);
+  const minor = m[2] === undefined ? undefined : Number(m[2]);
+  if (major === 1 && (minor === undefined || minor === 0)) return '1.0';
+  if (major === 0 && minor === 3) return '0.3';
+  return null;
+}
 
 function digest(s: string): Buffer {
   return createHash('sha256').update(s, 'utf8').digest();
@@ -114,7 +120,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     else {
       const found = findMethod(parsed.method);
       const dialect = found?.dialect ?? (versionHeader.startsWith('0') || versionHeader === '' ? '0.3' : '1.0');
-      if (versionHeader !== '' && !SUPPORTED_VERSIONS.has(versionHeader)) {
+      if (versionHeader !== '' && supportedVersion(versionHeader) === null) {
         response = errorResponse(parsed.id, new A2AError('versionNotSupported', `A2A-Version ${versionHeader} is not supported; use 1.0 or 0.3`), dialect);
       } else if (!found) {
         response = errorResponse(parsed.id, new A2AError('methodNotFound', `Method not found: ${parsed.method}`), dialect);

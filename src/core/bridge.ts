@@ -139,6 +139,8 @@ export class Bridge {
       if ((state !== 'SUBMITTED' && state !== 'WORKING') || left <= 0) return;
       await Promise.race([Promise.allSettled([this.checkNow()]), sleep(left)]);
       this.sweep();
+      const now = getTask(this.ctx.db, taskId)?.state;
+      if (now !== 'SUBMITTED' && now !== 'WORKING') return; // the check just applied a reply
       await sleep(Math.min(WAIT_CHECK_EVERY_MS, Math.max(0, until - performance.now())));
     }
   }

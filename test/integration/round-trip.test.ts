@@ -88,6 +88,10 @@ describe('round trip (issue 2)', () => {
     expect(json.result.task.contextId).toBe(ctx);
     expect(json.result.task.status.state).toBe('TASK_STATE_WORKING');
 
+    // Patch numbers never count in version negotiation (A2A v1.0 §3.6).
+    expect((await h.rpc(hermesBody('status', ctx), { 'a2a-version': '1.0.1' })).json.result.task.contextId).toBe(ctx);
+    expect((await h.rpc(hermesBody('status', ctx), { 'a2a-version': '1.1' })).json.error.code).toBe(-32009);
+
     const wrong = await h.rpc(hermesBody('x', ctx), { authorization: 'Bearer not-the-bearer' });
     expect(wrong.status).toBe(401);
     const none = await fetch(h.endpoint, { method: 'POST', headers: { 'content-type': 'application/json' }, body });

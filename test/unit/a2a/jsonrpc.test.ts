@@ -97,3 +97,13 @@ describe('hostile message parts', () => {
     expect(parseSendParams(msg([{ text: 'a\udc00b' }]), ['ROLE_USER']).text).toBe('a\ufffdb');
   });
 });
+
+describe('part media types', () => {
+  const msg = (part: Record<string, unknown>) => ({ message: { role: 'ROLE_USER', parts: [part], messageId: 'm' } });
+  it('refuses a text or data part whose mediaType the agent cannot receive (CORE-SEND-003)', () => {
+    expect(() => parseSendParams(msg({ text: 'x', mediaType: 'image/png' }), ['ROLE_USER'])).toThrow(expect.objectContaining({ kind: 'contentTypeNotSupported' }));
+    expect(() => parseSendParams(msg({ data: { a: 1 }, mediaType: 'application/pdf' }), ['ROLE_USER'])).toThrow(expect.objectContaining({ kind: 'contentTypeNotSupported' }));
+    expect(parseSendParams(msg({ text: 'x', mediaType: 'text/markdown' }), ['ROLE_USER']).text).toBe('x');
+    expect(parseSendParams(msg({ data: { a: 1 }, mediaType: 'application/vnd.x+json' }), ['ROLE_USER']).text).toContain('"a": 1');
+  });
+});
