@@ -121,6 +121,7 @@ async function processMessage(ctx: BridgeContext, msg: FetchedMessage, uidValidi
       profile: { authservId: config.mailbox.authservId, borderHost: config.mailbox.borderHost },
       verifyDkim: config.mailbox.verifyDkim,
       resolver: ctx.dkimResolver,
+      receivedAt: msg.receivedAt,
     });
     if (refusal) return record(refusal, identified.taskId, identified.agent.name);
 

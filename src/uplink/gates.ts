@@ -45,6 +45,17 @@ function first(fields: HeaderField[], name: string): string | null {
   return fieldsNamed(fields, name)[0]?.value ?? null;
 }
 
+/**
+ * The msg-id of a Message-ID field (RFC 5322 §3.6.4): the `<…>` part, without the comments and
+ * whitespace relaxed DKIM canonicalization lets anyone add without breaking the signature — so a
+ * padded replay of an applied reply still matches it at gate 8a.
+ */
+export function normalizeMessageId(value: string | null): string | null {
+  if (value === null) return null;
+  const m = /<[^<>\s]+>/.exec(value);
+  return m ? m[0] : value.replace(/\s+/g, '') || null;
+}
+
 /** Header facts of a message; never throws. */
 export function messageFacts(raw: Buffer, size = raw.length): MessageFacts {
   const fields = parseHeaders(splitMessage(raw).header);
@@ -53,7 +64,7 @@ export function messageFacts(raw: Buffer, size = raw.length): MessageFacts {
     fields,
     rawSha256: createHash('sha256').update(raw).digest('hex'),
     size,
-    messageId: first(fields, 'message-id'),
+    messageId: normalizeMessageId(first(fields, 'message-id')),
     from: first(fields, 'from'),
     subject: subject === null ? null : decodeSubject(subject),
     date: first(fields, 'date'),
@@ -94,9 +105,13 @@ export interface AuthOptions {
   /** Verify the aligned signature locally with mailauth (issue 3: on by default). */
   verifyDkim: boolean;
   resolver: DnsResolver;
+  /** When the mailbox received the message (ms since the epoch), for key and `x=` expiry; now when unknown. */
+  receivedAt?: number | null;
 }
 
 const DMARC_FATAL = new Set(['fail', 'temperror', 'permerror']);
+/** Header fields the aligned signature must cover (its h= tag, lower-cased). */
+const SIGNED_HEADERS = ['from', 'subject', 'date', 'message-id'] as const;
 
 /**
  * Gates 3–7 on an identified message (BRIEF §5; FACTS.md "Mail authentication").
@@ -127,36 +142,44 @@ export async function authenticate(raw: Buffer, m: Identified, o: AuthOptions): 
   if (badDmarc) return { verdict: 'auth:dmarc-fail', reason: `gate 6: trusted dmarc=${badDmarc.result}` };
   // Gate 7: a trusted dkim=pass for exactly the agent domain, naming a signature present in the message.
   if (r.conflicts.length) return { verdict: 'auth:dkim-unaligned', reason: `gate 7: trusted results conflict: ${r.conflicts.join('; ')}` };
+  // Every DKIM-Signature of the agent domain that a trusted dkim=pass names (by header.b prefix,
+  // at least 8 characters: RFC 6008 §3). A message may carry several (a key rotation signs with
+  // the old and the new key); one of them must also stand on its own below.
   const signatures = parseDkimSignatures(m.fields).filter((s) => s.d === m.agent.dkimDomain);
-  const aligned = r.dkim.find(
-    (d) =>
-      d.result === 'pass' &&
-      d.headerD !== null &&
-      d.headerD.toLowerCase() === m.agent.dkimDomain &&
-      d.headerB !== null &&
-      d.headerB.length >= 8 &&
-      signatures.some((s) => s.b.startsWith(d.headerB!)),
+  const passes = r.dkim.filter(
+    (d) => d.result === 'pass' && d.headerD !== null && d.headerD.toLowerCase() === m.agent.dkimDomain && d.headerB !== null && d.headerB.length >= 8,
   );
-  if (!aligned) {
+  const aligned = signatures.filter((s) => passes.some((d) => s.b.startsWith(d.headerB!)));
+  if (aligned.length === 0) {
     const seen = r.dkim.map((d) => `dkim=${d.result} header.d=${d.headerD ?? '?'}`).join(', ') || 'no dkim result';
     return {
       verdict: 'auth:dkim-unaligned',
       reason: `gate 7: no trusted dkim=pass with header.d=${m.agent.dkimDomain} matching a DKIM-Signature (${seen})`,
     };
   }
-  const signature = signatures.find((s) => s.b.startsWith(aligned.headerB!))!;
-  // mailauth 4.x passes an l= signature with appended text (FACTS.md): refuse l= outright.
-  if (signature.bodyLengthLimited) {
-    return { verdict: 'auth:dkim-unverified', reason: 'gate 7: the aligned DKIM-Signature has an l= body length limit' };
-  }
+  // A signature counts only if it covers what the later gates rely on (the tag, the Date window,
+  // the Message-ID replay check), and has no l= limit: mailauth 4.x passes an l= signature with
+  // appended text (FACTS.md).
+  const problems: string[] = [];
+  const candidates = aligned.filter((s) => {
+    const missing = SIGNED_HEADERS.filter((h) => !s.signedHeaders.includes(h));
+    if (s.bodyLengthLimited) problems.push(`s=${s.s} has an l= body length limit`);
+    else if (missing.length) problems.push(`s=${s.s} does not sign ${missing.join(', ')}`);
+    return !s.bodyLengthLimited && missing.length === 0;
+  });
+  if (candidates.length === 0) return { verdict: 'auth:dkim-unverified', reason: `gate 7: no usable aligned DKIM-Signature (${problems.join('; ')})` };
   if (o.verifyDkim) {
-    const local = await verifyDkimLocally(raw, o.resolver);
-    const mine = local.find((l) => l.b === signature.b);
-    if (!mine || mine.status !== 'pass') {
-      return {
-        verdict: 'auth:dkim-unverified',
-        reason: `gate 7: local DKIM verification of d=${signature.d} s=${signature.s}: ${mine ? `${mine.status} (${mine.info})` : 'no result'}`,
-      };
+    // Keys and x= expiry are judged as of when the mailbox received the message, not when we read it.
+    const local = await verifyDkimLocally(raw, o.resolver, o.receivedAt ? { now: new Date(o.receivedAt) } : {});
+    const verified = candidates.find((s) => local.some((l) => l.b === s.b && l.status === 'pass'));
+    if (!verified) {
+      const seen = candidates
+        .map((s) => {
+          const l = local.find((x) => x.b === s.b);
+          return `s=${s.s}: ${l ? `${l.status} (${l.info})` : 'no result'}`;
+        })
+        .join('; ');
+      return { verdict: 'auth:dkim-unverified', reason: `gate 7: local DKIM verification of d=${m.agent.dkimDomain} did not pass (${seen})` };
     }
   }
   return null;

@@ -27,6 +27,8 @@ export interface CorpusTask {
   token: string | null;
   /** Message-IDs already applied (or kept late) for this task. */
   appliedMessageIds: string[];
+  /** When the current turn was dispatched (ISO-8601): the start of the Date window. */
+  dispatchedAt: string;
 }
 
 export interface CorpusMessage {
@@ -53,6 +55,10 @@ export interface CorpusManifest {
   /** Anchored, case-insensitive patterns, as the config builds them. */
   profile: { authservId: string; borderHost: string };
   liveTaskId: string;
+  /** When the corpus is judged (ISO-8601): the end of the Date window. */
+  judgedAt: string;
+  /** `mailbox.date_skew_s` in ms (the config default). */
+  dateSkewMs: number;
   tasks: CorpusTask[];
   messages: CorpusMessage[];
 }

@@ -7,7 +7,7 @@ import { MailboxError } from '../../../src/uplink/mailbox.js';
 import { deliverToMaildir, MAILDIR_HEADER_CAP_BYTES, MaildirMailbox, uniqueName } from '../../../src/uplink/maildir-mailbox.js';
 
 const AGENT = 'agent@agent.example';
-const T0 = Date.UTC(2030, 0, 1, 12, 0, 0); // a round mtime base, in ms
+const T0 = Date.UTC(2025, 0, 1, 12, 0, 0); // a round mtime base in the past (future mtimes are clamped to now), in ms
 
 function mail(o: { from?: string; subject?: string; body?: string }): Buffer {
   return Buffer.from(
