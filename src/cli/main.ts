@@ -1,36 +1,142 @@
 #!/usr/bin/env node
-import { Command } from 'commander';
+import { Command, type CommanderError } from 'commander';
 import { VERSION } from '../a2a/agent-card.js';
-import { ConfigError } from '../config/config.js';
-import { StoreError } from '../store/db.js';
-import { ListenError } from '../a2a/server.js';
 import { configPath } from './config-path.js';
-import { serve } from './serve.js';
-import { demo } from '../demo/round-trip.js';
+import { CliFailure } from './errors.js';
+import type { LedgerOptions } from './ledger.js';
+import type { StoreLocation } from './open-store.js';
+import type { PruneOptions } from './prune.js';
+import type { ServiceInstallOptions } from './service.js';
+import type { TasksOptions } from './tasks.js';
 
-/** Errors a person can fix from the message alone: printed without a stack, exit code 2. */
+/**
+ * Exit codes: 0 ok; 1 a check or an operation failed (CliFailure, doctor); 2 the command line or
+ * the config is wrong (UsageError, ConfigError, StoreError, commander's usage errors).
+ *
+ * Each command's module is imported when that command runs, so `tasks` or `--version` does not
+ * load the IMAP client, the HTTP server and the mail parsers.
+ */
+
+/** Errors a person can fix from the message alone: printed without a stack, exit code 2. Matched by name, so their modules need not load. */
+const USER_ERRORS = new Set(['UsageError', 'ConfigError', 'StoreError', 'ListenError']);
 function isUserError(err: unknown): err is Error {
-  return err instanceof ConfigError || err instanceof StoreError || err instanceof ListenError || (err as NodeJS.ErrnoException)?.code === 'EADDRINUSE';
+  return (err instanceof Error && USER_ERRORS.has(err.name)) || (err as NodeJS.ErrnoException)?.code === 'EADDRINUSE';
 }
+
+// `a2a-mailbridge tasks | head` closes the pipe early: that is not an error.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
 
 const program = new Command();
 program
   .name('a2a-mailbridge')
   .description('A loopback A2A peer for cloud agents that are woken by webhook and answer by email.')
   .version(VERSION)
-  .option('-c, --config <file>', 'config file (default: $A2A_MAILBRIDGE_CONFIG or ~/.config/a2a-mailbridge/config.toml)');
+  .option('-c, --config <file>', 'config file (default: $A2A_MAILBRIDGE_CONFIG or ~/.config/a2a-mailbridge/config.toml)')
+  // Usage errors exit 2 (help and --version exit 0); set before the commands so they inherit it.
+  .exitOverride((err: CommanderError) => process.exit(err.exitCode === 0 ? 0 : 2));
+
+const config = (): string => configPath(program.opts<{ config?: string }>().config);
+const where = (o: { db?: string }): StoreLocation => ({ configFile: config(), ...(o.db !== undefined ? { db: o.db } : {}) });
+const dbOption = ['--db <file>', 'read this store file (a backup, say) instead of store.path of the config'] as const;
+const run = (code: number): void => {
+  process.exitCode = code;
+};
 
 program
   .command('serve')
   .description('run the bridge on loopback')
-  .option('--log-level <level>', 'pino log level', 'info')
-  .action(async (o: { logLevel: string }) => serve(configPath(program.opts().config), o));
+  .option('--log-level <level>', 'pino log level (default: log.level of the config, else info)')
+  .action(async (o: { logLevel?: string }) => (await import('./serve.js')).serve(config(), o));
+
+program
+  .command('init')
+  .description('write a commented config and the secret files (mode 0600) into a private folder; never overwrites')
+  .option('--dir <dir>', 'the folder (default: the folder of --config, or ~/.config/a2a-mailbridge)')
+  .action(async (o: { dir?: string }) => {
+    const flag = program.opts<{ config?: string }>().config;
+    run((await import('./init.js')).runInit({ ...(o.dir !== undefined ? { dir: o.dir } : {}), ...(flag !== undefined ? { configFlag: flag } : {}) }));
+  });
+
+program
+  .command('doctor')
+  .description('check the config, secret files, store, mailbox, webhooks and DNS servers; print the Hermes snippet')
+  .option('--json', 'machine-readable report')
+  .action(async (o: { json?: boolean }) => run(await (await import('./doctor.js')).runDoctor(config(), o)));
+
+program
+  .command('tasks')
+  .description('list tasks, newest status first')
+  .option('--agent <name>', 'only this agent')
+  .option('--state <states>', 'comma-separated states (working, input-required, completed…) or open / finished')
+  .option('--context <id>', 'only this context id')
+  .option('--since <time>', 'status changed since: ISO time or age (30m, 2h, 7d)')
+  .option('--limit <n>', 'at most n tasks (default 50)')
+  .option(...dbOption)
+  .option('--json', 'JSON array')
+  .action(async (o: TasksOptions & { db?: string }) => run((await import('./tasks.js')).runTasks(where(o), o)));
+
+program
+  .command('show')
+  .description("one task's timeline (turns, webhook attempts, mail verdicts, state changes, audit) and its measured gaps")
+  .argument('<task>', 'task id, or a unique prefix of at least 4 characters')
+  .option(...dbOption)
+  .option('--json', 'JSON object')
+  .action(async (task: string, o: { json?: boolean; db?: string }) => run((await import('./show.js')).runShow(where(o), task, o)));
+
+program
+  .command('ledger')
+  .description('the mail ledger: every fetched message and its verdict, newest first')
+  .option('--verdict <verdict>', 'an exact verdict (bad-token) or a prefix ending in ":" (auth:)')
+  .option('--task <id>', 'only mail tagged with this task')
+  .option('--since <time>', 'seen since: ISO time or age (30m, 2h, 7d)')
+  .option('--until <time>', 'seen until: ISO time or age')
+  .option('--limit <n>', 'at most n rows (default 50)')
+  .option('--raw <id>', "write that row's raw message bytes to stdout (redirect to a file)")
+  .option(...dbOption)
+  .option('--json', 'JSON array (never the raw bytes)')
+  .action(async (o: LedgerOptions & { db?: string }) => run((await import('./ledger.js')).runLedger(where(o), o)));
+
+program
+  .command('prune')
+  .description('delete finished tasks and old ledger rows; open tasks are never touched')
+  .option('--older-than <days>', 'tasks finished, and mail seen, more than this many days ago')
+  .option('--dry-run', 'count only; delete nothing')
+  .option(...dbOption)
+  .option('--json', 'counts as JSON')
+  .action(async (o: PruneOptions & { db?: string }) => run((await import('./prune.js')).runPrune(where(o), o)));
+
+program
+  .command('retry')
+  .description('re-dispatch a task whose webhook was never accepted (same job, fresh token and webhook-id)')
+  .argument('<task>', 'task id, or a unique prefix of at least 4 characters')
+  .action(async (task: string) => run(await (await import('./retry.js')).runRetry(config(), task)));
+
+program
+  .command('backup')
+  .description('online copy of the store into a new file (mode 0600), checked with quick_check')
+  .argument('<file>', 'the new file; never overwritten')
+  .option(...dbOption)
+  .action(async (file: string, o: { db?: string }) => run(await (await import('./backup.js')).runBackup(where(o), file)));
+
+const service = program.command('service').description('the launchd or systemd service');
+service
+  .command('install')
+  .description('write the LaunchAgent plist or the systemd user unit with absolute paths; print the command that loads it')
+  .option('--launchd', 'a LaunchAgent (default on macOS)')
+  .option('--systemd', 'a systemd user unit (default elsewhere)')
+  .option('--dry-run', 'print the file instead of writing it')
+  .option('--force', 'replace an existing file')
+  .action(async (o: ServiceInstallOptions) => run((await import('./service.js')).runServiceInstall(config(), o)));
 
 program
   .command('demo')
   .description('a full round trip on loopback: bridge, simulated cloud agent, signed mail; exits 0 on success')
   .option('--verbose', 'print the bridge log')
   .action(async (o: { verbose?: boolean }) => {
+    const { demo } = await import('../demo/round-trip.js');
     process.exitCode = (await demo({ verbose: o.verbose === true })) ? 0 : 1;
   });
 
@@ -38,6 +144,10 @@ program.parseAsync().catch((err: unknown) => {
   if (isUserError(err)) {
     process.stderr.write(`a2a-mailbridge: ${err.message}\n`);
     process.exit(2);
+  }
+  if (err instanceof CliFailure) {
+    process.stderr.write(`a2a-mailbridge: ${err.message}\n`);
+    process.exit(1);
   }
   process.stderr.write(`a2a-mailbridge: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`);
   process.exit(1);

@@ -98,6 +98,7 @@ async function processMessage(ctx: BridgeContext, msg: FetchedMessage, uidValidi
     raw: !keepRaw ? null : authenticated ? msg.raw : msg.raw.subarray(0, REFUSED_RAW_KEEP_BYTES),
     agent,
     taskId,
+    receivedAt: msg.receivedAt,
   });
   const record = (refusal: Refusal, taskId: string | null, agent: string | null): Verdict | null =>
     immediate(db, () => {

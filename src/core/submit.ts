@@ -110,7 +110,10 @@ export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput)
       if (seen.contentSha256 !== input.contentSha256) {
         throw new A2AError('invalidParams', `messageId ${input.messageId} was already used for a different message; use a new messageId`);
       }
-      return { kind: 'replay', task: getTask(db, seen.taskId)! };
+      const replayed = getTask(db, seen.taskId);
+      // `prune` removes a task with its messages; a row left behind must not crash the call.
+      if (!replayed) throw new A2AError('invalidParams', `messageId ${input.messageId} belonged to a task that no longer exists; use a new messageId`);
+      return { kind: 'replay', task: replayed };
     }
 
     let target: TaskRow | undefined;

@@ -20,6 +20,8 @@ export interface LedgerEntry {
   verdict: Verdict;
   /** Which gate refused it and on what (header, value), or what was applied. */
   reason: string;
+  /** When the mailbox received it (IMAP INTERNALDATE, Maildir mtime), ms since the epoch; null if unknown. */
+  receivedAt?: number | null;
 }
 
 export interface LedgerRow extends LedgerEntry {
@@ -27,17 +29,17 @@ export interface LedgerRow extends LedgerEntry {
 }
 
 const COLUMNS = `id, source, seen_at AS seenAt, message_id AS messageId, from_header AS fromHeader, subject,
-  date_header AS dateHeader, size, raw_sha256 AS rawSha256, agent, task_id AS taskId, verdict, reason`;
+  date_header AS dateHeader, size, raw_sha256 AS rawSha256, agent, task_id AS taskId, verdict, reason, received_at AS receivedAt`;
 
 /** Inserts the entry; returns its id, or null when the source was already recorded (a rescan). */
 export function recordVerdict(db: Db, e: LedgerEntry): number | null {
   const info = db
     .prepare(
-      `INSERT INTO ledger (source, seen_at, message_id, from_header, subject, date_header, size, raw_sha256, raw, agent, task_id, verdict, reason)
-       VALUES (@source, @seenAt, @messageId, @fromHeader, @subject, @dateHeader, @size, @rawSha256, @raw, @agent, @taskId, @verdict, @reason)
+      `INSERT INTO ledger (source, seen_at, message_id, from_header, subject, date_header, size, raw_sha256, raw, agent, task_id, verdict, reason, received_at)
+       VALUES (@source, @seenAt, @messageId, @fromHeader, @subject, @dateHeader, @size, @rawSha256, @raw, @agent, @taskId, @verdict, @reason, @receivedAt)
        ON CONFLICT(source) DO NOTHING`,
     )
-    .run(e);
+    .run({ ...e, receivedAt: e.receivedAt ?? null });
   return info.changes === 0 ? null : Number(info.lastInsertRowid);
 }
 
@@ -91,4 +93,12 @@ export function ledgerOfTask(db: Db, taskId: string): LedgerRow[] {
 export function rawOf(db: Db, id: number): Buffer | null {
   const r = db.prepare(`SELECT raw FROM ledger WHERE id = ?`).get(id) as { raw: Buffer | null } | undefined;
   return r?.raw ?? null;
+}
+
+/** One ledger row without its raw bytes, and whether raw bytes were kept (tagged mail only); undefined when no row has this id. */
+export function getLedgerRow(db: Db, id: number): (LedgerRow & { hasRaw: boolean }) | undefined {
+  const r = db.prepare(`SELECT ${COLUMNS}, raw IS NOT NULL AS hasRaw FROM ledger WHERE id = ?`).get(id) as
+    | (LedgerRow & { hasRaw: number })
+    | undefined;
+  return r && { ...r, hasRaw: r.hasRaw === 1 };
 }

@@ -148,4 +148,9 @@ export const MIGRATIONS: readonly string[] = [
   DROP TABLE audit;
   ALTER TABLE audit_v2 RENAME TO audit;
   `,
+  // 3: when the mailbox received each message (IMAP INTERNALDATE, Maildir mtime), so `show`
+  // can tell mail delivery from polling latency.
+  `
+  ALTER TABLE ledger ADD COLUMN received_at INTEGER;
+  `,
 ];

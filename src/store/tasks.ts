@@ -281,10 +281,17 @@ export function taskCountsByState(db: Db): Partial<Record<TaskState, number>> {
   return out;
 }
 
-/** The audit entry's row: when it was written (ms) and for which terminal state; undefined when none. */
-export function auditRow(db: Db, taskId: string): { state: TaskState; writtenAt: number; entry: Record<string, unknown> } | undefined {
-  const r = db.prepare(`SELECT state, written_at AS writtenAt, entry FROM audit WHERE task_id = ?`).get(taskId) as
-    | { state: TaskState; writtenAt: number; entry: string }
-    | undefined;
-  return r && { state: r.state, writtenAt: r.writtenAt, entry: JSON.parse(r.entry) as Record<string, unknown> };
+/** One audit entry as stored: which terminal state it records, when it was written (ms), and the entry. */
+export interface AuditRow {
+  seq: number;
+  state: TaskState;
+  writtenAt: number;
+  entry: Record<string, unknown>;
+}
+
+/** Every audit entry of a task, oldest first (one per arrival at a terminal state); empty when none. */
+export function auditRows(db: Db, taskId: string): AuditRow[] {
+  const rows = db.prepare(`SELECT seq, state, written_at AS writtenAt, entry FROM audit WHERE task_id = ? ORDER BY seq`).all(taskId) as
+    (Omit<AuditRow, 'entry'> & { entry: string })[];
+  return rows.map((r) => ({ ...r, entry: JSON.parse(r.entry) as Record<string, unknown> }));
 }

@@ -1,0 +1,311 @@
+import { readFileSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { parse as parseToml } from 'smol-toml';
+import { ConfigError, loadConfig, type Config } from '../config/config.js';
+import { readSecretFile, SecretFileError } from '../config/secret-file.js';
+import { openDb, StoreError } from '../store/db.js';
+import { taskCountsByState } from '../store/tasks.js';
+import { TERMINAL_STATES, type TaskState } from '../store/task-state.js';
+import { ImapMailbox } from '../uplink/imap-mailbox.js';
+import { MailboxError } from '../uplink/mailbox.js';
+import { clean, cleanLines, printJson } from './format.js';
+import { probeDnsServer, probeWebhook } from './probes.js';
+
+export type CheckStatus = 'ok' | 'fail' | 'skip';
+
+/** One line of the report. `fix` is one line, present on `fail` (and on `skip`, naming what to fix first). */
+export interface Check {
+  name: string;
+  status: CheckStatus;
+  detail: string;
+  fix?: string;
+}
+
+/** The Hermes `a2a_agents` entry to paste, with a placeholder where the facade's bearer goes. */
+export interface HermesSnippet {
+  yaml: string;
+  agents: { name: string; url: string }[];
+  /** The file holding the bearer (its content is never printed). */
+  tokenFile: string;
+}
+
+export interface DoctorReport {
+  ok: boolean;
+  config: string;
+  checks: Check[];
+  /** Null when the config does not load. */
+  hermes: HermesSnippet | null;
+}
+
+/** A `*_file` key the loader reads, from the raw TOML (so each file is checked even when the loader stops at the first). */
+interface SecretRef {
+  key: string;
+  path: string;
+  what: string;
+}
+
+type Doc = Record<string, unknown>;
+const table = (v: unknown): Doc => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Doc) : {});
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+
+/** The secret files the loader would read for this document, with what each should hold. */
+export function secretRefs(doc: Doc, baseDir: string): SecretRef[] {
+  const out: SecretRef[] = [];
+  const add = (key: string, value: unknown, what: string): void => {
+    const p = str(value);
+    if (p !== undefined) out.push({ key, path: resolve(baseDir, p), what });
+  };
+  add('server.bearer_file', table(doc.server).bearer_file, "the facade's bearer (e.g. openssl rand -hex 32)");
+  const mailbox = table(doc.mailbox);
+  if ((str(mailbox.kind) ?? 'imap') === 'imap') add('mailbox.imap.password_file', table(mailbox.imap).password_file, 'your IMAP app password');
+  const agents = Array.isArray(doc.agents) ? doc.agents : [];
+  agents.forEach((a, i) => {
+    const hook = table(table(a).webhook);
+    const auth = str(hook.auth) ?? 'standard-webhooks';
+    if (auth === 'bearer' || auth === 'both') add(`agents[${i}].webhook.bearer_file`, hook.bearer_file, "the token the agent's webhook expects");
+    if (auth === 'standard-webhooks' || auth === 'both') add(`agents[${i}].webhook.secret_file`, hook.secret_file, 'the whsec_ signing secret shared with the webhook');
+  });
+  return out;
+}
+
+/**
+ * Splits a message of the form `<problem>; <fix>` (the loader's and the secret reader's style).
+ * A leading `run: ` of the fix is dropped; without `; ` there is no fix.
+ */
+export function splitFix(message: string): { problem: string; fix?: string } {
+  const i = message.indexOf('; ');
+  if (i < 0) return { problem: message };
+  return { problem: message.slice(0, i), fix: message.slice(i + 2).replace(/^run: /, '') };
+}
+
+function checkSecret(ref: SecretRef): Check {
+  const name = `secret ${ref.key}`;
+  try {
+    readSecretFile(ref.path, ref.key);
+    const mode = (statSync(ref.path).mode & 0o777).toString(8).padStart(4, '0');
+    return { name, status: 'ok', detail: `${ref.path} (mode ${mode}, yours)` };
+  } catch (err) {
+    if (!(err instanceof SecretFileError)) throw err;
+    if (/placeholder/.test(err.message)) {
+      return { name, status: 'fail', detail: `${ref.path} still holds a placeholder`, fix: `write ${ref.what} into ${ref.path} (the file stays mode 0600)` };
+    }
+    const { problem, fix } = splitFix(err.message.replace(`${ref.key}: `, ''));
+    return { name, status: 'fail', detail: problem, fix: fix ?? `point ${ref.key} at a regular file of yours with mode 0600` };
+  }
+}
+
+function checkConfigFile(file: string): { check: Check; doc?: Doc } {
+  const name = 'config file';
+  let doc: Doc;
+  try {
+    doc = parseToml(readFileSync(file, 'utf8')) as Doc;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code) return { check: { name, status: 'fail', detail: `cannot read ${file}: ${code}`, fix: 'create it with: a2a-mailbridge init (or pass --config <file>)' } };
+    return { check: { name, status: 'fail', detail: `${file} is not valid TOML: ${(err as Error).message.split('\n')[0]}`, fix: 'correct the TOML syntax at the line shown' } };
+  }
+  for (const p of [file, dirname(file)]) {
+    const st = statSync(p);
+    const mode = st.mode & 0o777;
+    // A sticky folder (like /tmp) lets others add files but not replace ours.
+    if (mode & 0o022 && !(p !== file && st.mode & 0o1000)) {
+      return { check: { name, status: 'fail', detail: `${p} is writable by others (mode ${mode.toString(8).padStart(4, '0')}); they could redirect the bridge`, fix: `chmod go-w ${p}` }, doc };
+    }
+  }
+  return { check: { name, status: 'ok', detail: `${file} (TOML ok)` }, doc };
+}
+
+function checkConfig(file: string): { check: Check; config?: Config } {
+  try {
+    const config = loadConfig(file);
+    const m = config.mailbox;
+    const where = m.kind === 'imap' ? `imap ${m.imap!.host}:${m.imap!.port} ${m.folder}` : `maildir ${m.maildirPath}`;
+    const agents = config.agents.map((a) => a.name).join(', ');
+    return { check: { name: 'config', status: 'ok', detail: `listen ${config.server.host}:${config.server.port}, mailbox ${where}, agents: ${agents}` }, config };
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    if (err.cause instanceof SecretFileError) {
+      return { check: { name: 'config', status: 'skip', detail: `not validated past ${err.key}`, fix: `fix the secret file of ${err.key} first` } };
+    }
+    const { problem, fix } = splitFix(err.message);
+    return { check: { name: 'config', status: 'fail', detail: problem, fix: fix ?? `edit ${err.key} in ${file}` } };
+  }
+}
+
+function checkStore(path: string): Check {
+  const name = 'store';
+  let st;
+  try {
+    st = statSync(path);
+  } catch {
+    return { name, status: 'ok', detail: `${path} does not exist yet; serve creates it on its first start` };
+  }
+  const dirMode = statSync(dirname(path)).mode & 0o777;
+  if (st.mode & 0o077 && dirMode & 0o077) {
+    return { name, status: 'fail', detail: `${path} and its folder are open to others; the store holds mail and reply tokens`, fix: `chmod 700 ${dirname(path)}` };
+  }
+  try {
+    const db = openDb(path, { readOnly: true });
+    const version = db.pragma('user_version', { simple: true }) as number;
+    const counts = taskCountsByState(db);
+    db.close();
+    const total = Object.values(counts).reduce((a, b) => a + (b ?? 0), 0);
+    const open = Object.entries(counts).filter(([s]) => !TERMINAL_STATES.has(s as TaskState)).reduce((a, [, n]) => a + (n ?? 0), 0);
+    return { name, status: 'ok', detail: `${path}: quick_check ok, schema version ${version}, ${total} task(s), ${open} open` };
+  } catch (err) {
+    if (!(err instanceof StoreError)) throw err;
+    const { problem, fix } = splitFix(err.message);
+    return { name, status: 'fail', detail: problem, fix: fix ?? 'move the file aside; serve starts an empty store' };
+  }
+}
+
+const IMAP_FIX: Record<MailboxError['kind'], string> = {
+  auth: 'check mailbox.imap.user and the password in mailbox.imap.password_file (most providers want an app password)',
+  connect: 'check mailbox.imap.host and port, and that this machine can reach the server',
+  tls: 'check mailbox.imap.port and tls (port 993 with tls = true is implicit TLS)',
+  timeout: 'check mailbox.imap.host, port and tls; the server did not answer in mailbox.imap.timeout_s',
+  protocol: 'check mailbox.folder: it must name an existing folder, spelled as the server does',
+  io: 'check the mailbox settings',
+};
+
+async function checkMailbox(config: Config, passwordOk: boolean): Promise<Check> {
+  const m = config.mailbox;
+  if (m.kind === 'maildir') {
+    const dir = m.maildirPath!;
+    for (const sub of ['', 'cur', 'new']) {
+      const p = join(dir, sub);
+      let isDir = false;
+      try {
+        isDir = statSync(p).isDirectory();
+      } catch {
+        /* missing */
+      }
+      if (!isDir) return { name: 'mailbox', status: 'fail', detail: `${p} is not a folder`, fix: `set mailbox.maildir.path to a Maildir (holding cur/ and new/), or create one: mkdir -p ${dir}/cur ${dir}/new ${dir}/tmp` };
+    }
+    return { name: 'mailbox', status: 'ok', detail: `maildir ${dir}: cur/ and new/ present` };
+  }
+  const imap = m.imap!;
+  const target = `${imap.user} at ${imap.host}:${imap.port}${imap.tls ? ' (TLS)' : ''}`;
+  if (!passwordOk) return { name: 'mailbox', status: 'skip', detail: `IMAP login as ${target} not tried`, fix: 'fix mailbox.imap.password_file first' };
+  const mailbox = new ImapMailbox({ ...imap, folder: m.folder });
+  try {
+    // No narrowing terms: the check logs in, EXAMINEs the folder and logs out; nothing is searched or fetched.
+    const r = await mailbox.check({ watermark: { uidValidity: null, lastUid: 0 }, fromAddresses: [], subjectContains: [], maxFetch: 0, maxMessageBytes: 1024 });
+    return { name: 'mailbox', status: 'ok', detail: `IMAP login as ${target} ok, EXAMINE ${m.folder} ok (UIDVALIDITY ${r.uidValidity}); read-only, nothing fetched` };
+  } catch (err) {
+    if (!(err instanceof MailboxError)) throw err;
+    return { name: 'mailbox', status: 'fail', detail: err.message, fix: IMAP_FIX[err.kind] };
+  } finally {
+    await mailbox.close();
+  }
+}
+
+async function checkWebhook(config: Config, i: number): Promise<Check> {
+  const agent = config.agents[i]!;
+  const url = agent.webhook.url;
+  const key = `agents[${i}].webhook.url`;
+  const name = `webhook ${agent.name}`;
+  // The path of a webhook URL may be a capability: only the origin is printed.
+  const r = await probeWebhook(url, agent.webhook.timeoutMs);
+  if (r.ok) return { name, status: 'ok', detail: `${url.origin}: ${r.detail}` };
+  const fix =
+    r.stage === 'dns'
+      ? `check the host name in ${key}, or this machine's DNS`
+      : r.stage === 'tls'
+        ? `the certificate does not verify (${r.code}); webhook deliveries would fail the same way: check ${key}`
+        : r.code === 'ETIMEDOUT'
+          ? `check ${key}; a firewall or proxy may drop the connection`
+          : `check ${key}: nothing accepted the connection (${r.code})`;
+  return { name, status: 'fail', detail: `${url.origin}: ${r.message}`, fix };
+}
+
+async function checkDns(config: Config, server: string): Promise<Check> {
+  const domains = [...new Set(config.agents.map((a) => a.dkimDomain))];
+  const details: string[] = [];
+  for (const d of domains) {
+    const r = await probeDnsServer(server, d, 3000);
+    if (!r.ok) {
+      return { name: `dns ${server}`, status: 'fail', detail: r.message, fix: `[dns] servers: use a server that answers for ${d}, or remove the list to use the system resolver` };
+    }
+    details.push(r.detail);
+  }
+  return { name: `dns ${server}`, status: 'ok', detail: details.join('; ') };
+}
+
+/**
+ * The `a2a_agents` entries for Hermes' config.yaml: the exact loopback URL of each agent, a
+ * placeholder for the bearer, and a timeout of Hermes' default 120 s, or `server.caller_timeout_s`
+ * when that is longer (the bridge answers within the shortest caller timeout it is told of).
+ */
+export function hermesSnippet(config: Config, tokenFile: string): HermesSnippet {
+  const { host, port } = config.server;
+  const timeoutS = Math.max(120, Math.ceil((config.server.callerTimeoutMs ?? 0) / 1000));
+  const base = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const agents = config.agents.map((a) => ({ name: a.name, url: `${base}/agents/${a.name}` }));
+  const token = `<token from ${tokenFile}>`.replaceAll('\\', '\\\\').replaceAll('"', '\\"');
+  const lines = ['a2a_agents:'];
+  for (const a of agents) lines.push(`  ${a.name}:`, `    url: ${a.url}`, `    auth: {type: bearer, token: "${token}"}`, `    timeout: ${timeoutS}`);
+  if (port === 0) lines.unshift('# server.listen has port 0 (a new free port at each start): set a fixed port so these URLs stay right');
+  return { yaml: lines.join('\n'), agents, tokenFile };
+}
+
+/**
+ * Runs every check in order; a check that depends on an earlier failure is `skip`ped. Network
+ * checks are read-only: IMAP logs in and EXAMINEs, the webhook probe sends no HTTP request.
+ */
+export async function doctor(configFile: string): Promise<DoctorReport> {
+  const file = isAbsolute(configFile) ? configFile : resolve(configFile);
+  const checks: Check[] = [];
+  const report: DoctorReport = { ok: false, config: file, checks, hermes: null };
+  const first = checkConfigFile(file);
+  checks.push(first.check);
+  if (!first.doc) return report;
+  const refs = secretRefs(first.doc, dirname(file));
+  const secretChecks = refs.map(checkSecret);
+  checks.push(...secretChecks);
+  const { check, config } = checkConfig(file);
+  checks.push(check);
+  if (!config) {
+    checks.push({ name: 'store, mailbox, webhook', status: 'skip', detail: 'not checked without a valid config', fix: 'fix the config first' });
+  } else {
+    checks.push(checkStore(config.store.path));
+    const passwordOk = secretChecks.find((c) => c.name === 'secret mailbox.imap.password_file')?.status !== 'fail';
+    checks.push(await checkMailbox(config, passwordOk));
+    for (let i = 0; i < config.agents.length; i++) checks.push(await checkWebhook(config, i));
+    for (const server of config.dnsServers) checks.push(await checkDns(config, server));
+    const tokenFile = refs.find((r) => r.key === 'server.bearer_file')?.path ?? 'your bearer file';
+    report.hermes = hermesSnippet(config, tokenFile);
+  }
+  report.ok = checks.every((c) => c.status === 'ok');
+  return report;
+}
+
+/** The human report: one line per check (status, name, detail), an indented `fix:` line under each failure, then the Hermes snippet. */
+export function formatDoctor(r: DoctorReport): string {
+  const width = Math.max(...r.checks.map((c) => c.name.length));
+  const lines = [`a2a-mailbridge doctor: ${r.config}`];
+  for (const c of r.checks) {
+    lines.push(clean(`${c.status.padEnd(4)}  ${c.name.padEnd(width)}  ${c.detail}`));
+    if (c.fix && c.status !== 'ok') lines.push(clean(`      fix: ${c.fix}`));
+  }
+  if (r.hermes) {
+    lines.push('', `Hermes: add this to its config.yaml; the token is the content of ${r.hermes.tokenFile} (not printed here):`, '', cleanLines(r.hermes.yaml));
+  }
+  const failed = r.checks.filter((c) => c.status === 'fail').length;
+  const skipped = r.checks.filter((c) => c.status === 'skip').length;
+  lines.push('', r.ok ? 'all checks passed' : `${failed} check(s) failed${skipped ? `, ${skipped} skipped` : ''}`);
+  return lines.join('\n');
+}
+
+/**
+ * `a2a-mailbridge doctor [--json]`: checks the config, each secret file, the store (read-only),
+ * the mailbox (IMAP login and EXAMINE, or the Maildir folders), each webhook's DNS and TCP/TLS
+ * reachability without waking the agent, and the configured DNS servers; prints the Hermes snippet.
+ * @returns 0 when every check passed, else 1
+ */
+export async function runDoctor(configFile: string, o: { json?: boolean }): Promise<number> {
+  const report = await doctor(configFile);
+  if (o.json) printJson(report);
+  else process.stdout.write(`${formatDoctor(report)}\n`);
+  return report.ok ? 0 : 1;
+}

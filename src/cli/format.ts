@@ -1,0 +1,70 @@
+/**
+ * Human output of the CLI: plain aligned text, times in ISO UTC, and every string that came from
+ * outside (mail headers, reasons quoting them, callers' text) made inert for a terminal.
+ */
+import { iso } from '../core/time.js';
+
+/**
+ * Replaces what could drive a terminal or reorder a line — C0 and C1 control characters, DEL,
+ * and the Unicode bidirectional overrides and isolates — with a visible `\u{…}` escape. Mail is
+ * hostile input: a Subject may carry an escape sequence that rewrites the screen.
+ */
+export function clean(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
+}
+
+/** {@link clean} applied to each line of `text`, keeping the line breaks. */
+export function cleanLines(text: string): string {
+  return text.split('\n').map(clean).join('\n');
+}
+
+/** `text` cut to at most `max` characters (code points), the last one an ellipsis when cut. */
+export function truncate(text: string, max: number): string {
+  const chars = [...text];
+  return chars.length <= max ? text : `${chars.slice(0, Math.max(0, max - 1)).join('')}…`;
+}
+
+/** A time as ISO-8601 UTC to the second (`2026-05-01T10:00:03Z`), or `-` for none. */
+export function isoUtc(ms: number | null | undefined): string {
+  return ms === null || ms === undefined ? '-' : iso(ms);
+}
+
+/** A time as full ISO-8601 UTC with milliseconds, for JSON output; null stays null. */
+export function isoJson(ms: number | null | undefined): string | null {
+  return ms === null || ms === undefined ? null : new Date(ms).toISOString();
+}
+
+/** A measured gap: `850 ms`, `4.2 s`, `3 min 5 s`, `2 h 4 min`, `3 d 2 h`; negative gaps keep their sign. */
+export function gap(ms: number): string {
+  const sign = ms < 0 ? '-' : '';
+  const a = Math.abs(ms);
+  if (a < 1000) return `${sign}${Math.round(a)} ms`;
+  if (a < 10_000) return `${sign}${(a / 1000).toFixed(1)} s`;
+  const s = Math.round(a / 1000);
+  if (s < 60) return `${sign}${s} s`;
+  if (s < 3600) return `${sign}${Math.floor(s / 60)} min ${s % 60} s`;
+  if (s < 86_400) return `${sign}${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+  return `${sign}${Math.floor(s / 86_400)} d ${Math.floor((s % 86_400) / 3600)} h`;
+}
+
+/**
+ * Rows as aligned columns separated by two spaces, with a header line; every cell is passed
+ * through {@link clean}; the last column is not padded. Widths count code points.
+ */
+export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const cells = [header, ...rows].map((r) => r.map((c) => clean(c)));
+  const widths = header.map((_, i) => Math.max(...cells.map((r) => [...(r[i] ?? '')].length)));
+  return cells
+    .map((r) =>
+      r
+        .map((c, i) => (i === r.length - 1 ? c : c + ' '.repeat(widths[i]! - [...c].length)))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+/** Writes `value` as indented JSON and a newline to stdout. */
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}

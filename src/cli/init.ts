@@ -1,0 +1,131 @@
+import { randomBytes } from 'node:crypto';
+import { chmodSync, closeSync, constants, existsSync, fchmodSync, lstatSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { iso } from '../core/time.js';
+import { configPath } from './config-path.js';
+import { CliFailure } from './errors.js';
+import { packageFile } from './install-dir.js';
+
+/**
+ * The start of the placeholder `init` writes into the secret files a person must fill in. The
+ * loader refuses any secret holding `replace-with-` (any case), so a forgotten one stops `serve`
+ * and `doctor` names it.
+ */
+export const PLACEHOLDER_PREFIX = 'REPLACE-WITH-';
+
+/** The facade's bearer: 32 random bytes from the CSPRNG, as 64 lowercase hex characters. */
+export function generateBearer(): string {
+  return randomBytes(32).toString('hex');
+}
+
+/** A Standard Webhooks signing secret: `whsec_` and 32 random bytes in base64. */
+export function generateSigningSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
+/** One file `init` writes: where (relative to the folder), what goes in, and the line printed about it. */
+export interface InitFile {
+  path: string;
+  content: string;
+  note: string;
+}
+
+/** The header put above the example config: when it was written and what to do next. */
+export function configHeader(at: number): string {
+  return [
+    `# Written by \`a2a-mailbridge init\` at ${iso(at)}, from mailbridge.example.toml. Next:`,
+    '#   1. [mailbox]: your address, folder and IMAP server (or a Maildir); write your IMAP app',
+    '#      password into secrets/imap-password (it holds a placeholder).',
+    '#   2. [[agents]]: the agent\'s From address, DKIM domain and webhook URL. Give the agent the',
+    '#      signing secret in secrets/webhook-secret (or, for auth = "bearer", write its trigger',
+    '#      token into secrets/webhook-bearer and uncomment bearer_file).',
+    '#   3. Run `a2a-mailbridge doctor`: it checks all of this and prints the Hermes snippet.',
+    '',
+    '',
+  ].join('\n');
+}
+
+/**
+ * What `init` writes into the folder: the config (the example with a header) and the four secret
+ * files — the facade's bearer and the signing secret generated here, the IMAP password and the
+ * webhook trigger token as placeholders.
+ */
+export function initFiles(exampleConfig: string, at: number): InitFile[] {
+  return [
+    { path: 'config.toml', content: configHeader(at) + exampleConfig, note: 'the config: edit [mailbox] and [[agents]]' },
+    { path: 'secrets/bearer', content: `${generateBearer()}\n`, note: "the facade's bearer (generated); local callers such as Hermes send it" },
+    {
+      path: 'secrets/webhook-secret',
+      content: `${generateSigningSecret()}\n`,
+      note: "the Standard Webhooks signing secret (generated); configure the same secret at the agent's webhook",
+    },
+    {
+      path: 'secrets/imap-password',
+      content: `${PLACEHOLDER_PREFIX}YOUR-IMAP-APP-PASSWORD\n`,
+      note: 'placeholder: replace its content with your IMAP app password (the file stays mode 0600)',
+    },
+    {
+      path: 'secrets/webhook-bearer',
+      content: `${PLACEHOLDER_PREFIX}THE-WEBHOOK-TRIGGER-TOKEN\n`,
+      note: 'placeholder: for auth = "bearer" or "both" only, replace it with the token the agent\'s webhook expects',
+    },
+  ];
+}
+
+/** Creates `dir` with mode 0700 when missing; returns a warning line when it exists and others may enter it. */
+function privateDir(dir: string): string | null {
+  if (!existsSync(dir)) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    chmodSync(dir, 0o700);
+    return null;
+  }
+  const st = statSync(dir);
+  if (!st.isDirectory()) throw new CliFailure(`${dir} exists and is not a folder; choose another --dir`);
+  const mode = st.mode & 0o777;
+  return mode & 0o077 ? `note: ${dir} has mode ${mode.toString(8).padStart(4, '0')}; consider: chmod 700 ${dir}` : null;
+}
+
+/** Writes a new file with mode 0600; fails if anything (a file, a symlink) is at `path`. */
+function writeNew(path: string, content: string): void {
+  const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  try {
+    fchmodSync(fd, 0o600);
+    writeSync(fd, content);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * `a2a-mailbridge init [--dir <d>]`: writes a commented config and the secret files (mode 0600) in
+ * a private folder (0700), with `secrets/`, `state/` and `logs/` (0700) inside. The folder is `--dir`, else
+ * the folder of the config path (`--config`, `$A2A_MAILBRIDGE_CONFIG`, or
+ * `~/.config/a2a-mailbridge`); the config is `<dir>/config.toml`, or the `--config` path itself.
+ * Nothing is written when any of the files exists.
+ *
+ * @returns the exit code (0)
+ * @throws CliFailure naming the first file that exists
+ */
+export function runInit(o: { dir?: string; configFlag?: string }, now = Date.now()): number {
+  const configFile = o.dir !== undefined ? join(resolve(o.dir), 'config.toml') : resolve(configPath(o.configFlag));
+  const dir = dirname(configFile);
+  const example = readFileSync(packageFile('mailbridge.example.toml'), 'utf8');
+  const files = initFiles(example, now).map((f) => ({ ...f, abs: f.path === 'config.toml' ? configFile : join(dir, f.path) }));
+  for (const f of files) {
+    let exists = true;
+    try {
+      lstatSync(f.abs);
+    } catch {
+      exists = false;
+    }
+    if (exists) throw new CliFailure(`refusing to overwrite ${f.abs}; move it away, or run init with another --dir`);
+  }
+  const warnings = [dir, join(dir, 'secrets'), join(dir, 'state'), join(dir, 'logs')].map(privateDir).filter((w): w is string => w !== null);
+  for (const f of files) writeNew(f.abs, f.content);
+  const width = Math.max(...files.map((f) => f.abs.length));
+  const lines = files.map((f) => `wrote ${f.abs.padEnd(width)}  ${f.note}`);
+  const flag = o.dir !== undefined || o.configFlag !== undefined ? ` --config ${configFile}` : '';
+  lines.push(...warnings, `next: edit ${configFile}, fill in the placeholders, then run: a2a-mailbridge${flag} doctor`);
+  process.stdout.write(`${lines.join('\n')}\n`);
+  return 0;
+}

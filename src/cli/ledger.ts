@@ -1,0 +1,94 @@
+import { getLedgerRow, queryLedger, rawOf, type LedgerRow } from '../store/ledger.js';
+import { parseCount, parseTime, parseVerdict } from './args.js';
+import { CliFailure, UsageError } from './errors.js';
+import { clean, isoJson, isoUtc, printJson, table, truncate } from './format.js';
+import { openReadOnly, type StoreLocation } from './open-store.js';
+
+/** Options of `a2a-mailbridge ledger`, as commander hands them over. */
+export interface LedgerOptions {
+  /** An exact verdict, or a prefix ending in `:` or `*` (`auth:`). */
+  verdict?: string;
+  task?: string;
+  /** ISO time or age (`2h`, `7d`), on the time the message was seen. */
+  since?: string;
+  until?: string;
+  limit?: string;
+  json?: boolean;
+  /** A ledger id: write that message's raw bytes to stdout instead of listing. */
+  raw?: string;
+}
+
+/** A ledger row as `ledger --json` prints it: never the raw bytes, only their size and digest. */
+export interface LedgerJson extends Omit<LedgerRow, 'seenAt' | 'raw'> {
+  seenAt: string | null;
+}
+
+export function ledgerJson(r: LedgerRow): LedgerJson {
+  const { raw: _raw, seenAt, ...rest } = r as LedgerRow & { raw?: unknown };
+  return { ...rest, seenAt: isoJson(seenAt) };
+}
+
+/**
+ * The human table of `ledger`, newest first: id (for `--raw`), time seen, verdict, task id (first
+ * 8 characters), From, Subject and the reason. Header text from mail is made inert (`clean`).
+ */
+export function formatLedger(rows: readonly LedgerRow[]): string {
+  if (rows.length === 0) return 'no ledger rows match';
+  return table(
+    ['ID', 'SEEN (UTC)', 'VERDICT', 'TASK', 'FROM', 'SUBJECT', 'REASON'],
+    rows.map((r) => [
+      String(r.id),
+      isoUtc(r.seenAt),
+      r.verdict,
+      r.taskId ? r.taskId.slice(0, 8) : '-',
+      truncate(clean(r.fromHeader ?? '-'), 36),
+      truncate(clean(r.subject ?? '-'), 48),
+      truncate(clean(r.reason), 120),
+    ]),
+  );
+}
+
+/**
+ * `a2a-mailbridge ledger`: the mail ledger from the store, opened read-only, newest first
+ * (`--limit` defaults to 50). With `--raw <id>` it writes that message's exact bytes to stdout
+ * and nothing else; it refuses when stdout is a terminal, since raw mail may carry escape sequences.
+ *
+ * @returns the exit code: 0, or 1 when `--raw` names a row that does not exist or kept no bytes
+ * @throws UsageError for bad filters (or `--raw` with filters), ConfigError/StoreError
+ */
+export function runLedger(where: StoreLocation, o: LedgerOptions, now = Date.now()): number {
+  if (o.raw !== undefined) {
+    if (o.verdict ?? o.task ?? o.since ?? o.until ?? o.limit ?? o.json) throw new UsageError('--raw <id> takes no other option');
+    const id = parseCount(o.raw, '--raw', 1, Number.MAX_SAFE_INTEGER);
+    if (process.stdout.isTTY) {
+      throw new UsageError(`--raw writes the message's raw bytes, which may hold terminal escape sequences; redirect it: a2a-mailbridge ledger --raw ${id} > message-${id}.eml`);
+    }
+    const db = openReadOnly(where);
+    try {
+      const row = getLedgerRow(db, id);
+      if (!row) throw new CliFailure(`no ledger row #${id}; list them with: a2a-mailbridge ledger`);
+      const raw = row.hasRaw ? rawOf(db, id) : null;
+      if (!raw) throw new CliFailure(`ledger row #${id} (${row.verdict}) kept no raw bytes: only tagged mail is kept`);
+      process.stdout.write(raw);
+      return 0;
+    } finally {
+      db.close();
+    }
+  }
+  const q = {
+    limit: o.limit === undefined ? 50 : parseCount(o.limit, '--limit'),
+    ...(o.verdict !== undefined ? { verdict: parseVerdict(o.verdict, '--verdict') } : {}),
+    ...(o.task !== undefined ? { taskId: o.task } : {}),
+    ...(o.since !== undefined ? { since: parseTime(o.since, now, '--since') } : {}),
+    ...(o.until !== undefined ? { until: parseTime(o.until, now, '--until') } : {}),
+  };
+  const db = openReadOnly(where);
+  try {
+    const rows = queryLedger(db, q);
+    if (o.json) printJson(rows.map(ledgerJson));
+    else process.stdout.write(`${formatLedger(rows)}\n`);
+    return 0;
+  } finally {
+    db.close();
+  }
+}

@@ -1,0 +1,33 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { loadConfig } from '../config/config.js';
+import { openDb, StoreError, type Db } from '../store/db.js';
+
+/** Where a command finds the store: `--db`, else `store.path` of the config file. */
+export interface StoreLocation {
+  /** `--db <file>`: a store file (a backup, say), no config needed. */
+  db?: string;
+  /** The config file, as `configPath()` resolved it. */
+  configFile: string;
+}
+
+/**
+ * The store file's absolute path.
+ * @throws ConfigError when the config is needed and does not load
+ */
+export function storeFile(where: StoreLocation): string {
+  return where.db !== undefined ? resolve(where.db) : loadConfig(where.configFile).store.path;
+}
+
+/**
+ * Opens the store read-only (FACTS.md "SQLite": inspection tools open read-only), after
+ * `quick_check` and the schema version check of `openDb`.
+ * @throws ConfigError, StoreError (no such file, damaged, another schema version)
+ */
+export function openReadOnly(where: StoreLocation): Db {
+  const file = storeFile(where);
+  if (!existsSync(file)) {
+    throw new StoreError(`no store at ${file}; \`a2a-mailbridge serve\` creates it on its first start${where.db === undefined ? ' (config key store.path)' : ''}`);
+  }
+  return openDb(file, { readOnly: true });
+}

@@ -1,0 +1,67 @@
+import { existsSync } from 'node:fs';
+import { openDb, StoreError } from '../store/db.js';
+import { countPrunable, pruneFinished, type PruneCounts } from '../store/prune.js';
+import { parseDays } from './args.js';
+import { UsageError } from './errors.js';
+import { isoJson, isoUtc, printJson } from './format.js';
+import { openReadOnly, storeFile, type StoreLocation } from './open-store.js';
+
+/** Options of `a2a-mailbridge prune`. */
+export interface PruneOptions {
+  /** Days (fractions allowed): tasks finished, and ledger rows seen, longer ago than this go. Required. */
+  olderThan?: string;
+  dryRun?: boolean;
+  json?: boolean;
+}
+
+const LABELS: [keyof PruneCounts, string][] = [
+  ['tasks', 'tasks'],
+  ['turns', 'turns'],
+  ['attempts', 'dispatch attempts'],
+  ['messages', 'messages'],
+  ['artifacts', 'artifacts'],
+  ['events', 'task events'],
+  ['ledger', 'ledger rows'],
+];
+
+/** One line: `deleted 3 tasks, 4 turns, … (finished, or seen, before <cut>)`; `would delete` for a dry run. */
+export function formatPrune(counts: PruneCounts, cut: number, dryRun: boolean): string {
+  const parts = LABELS.map(([k, label]) => `${counts[k]} ${label}`).join(', ');
+  return `${dryRun ? 'would delete' : 'deleted'} ${parts} (tasks finished and mail seen before ${isoUtc(cut)}; open tasks and audit entries are kept)`;
+}
+
+/**
+ * `a2a-mailbridge prune --older-than <days>`: deletes tasks finished before the cut with no event
+ * since (terminal states only, never an open task), with their turns, attempts, messages,
+ * artifacts and events, and the ledger rows
+ * seen before the cut that belong to no task that stays (see src/store/prune.ts). One
+ * transaction; safe while the bridge runs. `--dry-run` only counts, on a read-only connection.
+ *
+ * @returns the exit code (0)
+ * @throws UsageError without `--older-than`; ConfigError/StoreError when the store cannot be opened
+ */
+export function runPrune(where: StoreLocation, o: PruneOptions, now = Date.now()): number {
+  if (o.olderThan === undefined) throw new UsageError('prune needs --older-than <days>, e.g. --older-than 30');
+  const cut = now - parseDays(o.olderThan, '--older-than');
+  let counts: PruneCounts;
+  if (o.dryRun) {
+    const db = openReadOnly(where);
+    try {
+      counts = countPrunable(db, cut);
+    } finally {
+      db.close();
+    }
+  } else {
+    const file = storeFile(where);
+    if (!existsSync(file)) throw new StoreError(`no store at ${file}; nothing to prune`);
+    const db = openDb(file);
+    try {
+      counts = pruneFinished(db, cut);
+    } finally {
+      db.close();
+    }
+  }
+  if (o.json) printJson({ dryRun: o.dryRun === true, cut: isoJson(cut), ...counts });
+  else process.stdout.write(`${formatPrune(counts, cut, o.dryRun === true)}\n`);
+  return 0;
+}

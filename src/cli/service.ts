@@ -1,0 +1,140 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { loadConfig } from '../config/config.js';
+import { iso } from '../core/time.js';
+import { CliFailure, UsageError } from './errors.js';
+import { installDir, packageFile } from './install-dir.js';
+
+export type ServiceKind = 'launchd' | 'systemd';
+
+/** The absolute paths a service file needs (launchd accepts no `~` and no `$HOME`). */
+export interface ServicePaths {
+  /** The Node binary (`process.execPath`). */
+  node: string;
+  /** The package root; the entry point is `<installDir>/dist/cli/main.js`. */
+  installDir: string;
+  config: string;
+  /** The folder of `store.path`: the working directory, and the only folder the systemd unit may write. */
+  stateDir: string;
+}
+
+export const LAUNCHD_LABEL = 'com.a2a-mailbridge';
+export const SYSTEMD_UNIT = 'a2a-mailbridge.service';
+
+const PLACEHOLDERS: Record<string, keyof ServicePaths> = { '@NODE@': 'node', '@INSTALL_DIR@': 'installDir', '@CONFIG@': 'config', '@STATE_DIR@': 'stateDir' };
+
+/** launchd on macOS, a systemd user unit anywhere else. */
+export function defaultKind(platform: NodeJS.Platform = process.platform): ServiceKind {
+  return platform === 'darwin' ? 'launchd' : 'systemd';
+}
+
+function fill(template: string, p: ServicePaths, escape: (s: string) => string): string {
+  for (const [k, v] of Object.entries(p)) if (!isAbsolute(v)) throw new UsageError(`service install needs absolute paths; ${k} is ${JSON.stringify(v)}`);
+  let out = template;
+  for (const [mark, key] of Object.entries(PLACEHOLDERS)) out = out.replaceAll(mark, escape(p[key]));
+  const left = /@[A-Z_]+@/.exec(out);
+  if (left) throw new Error(`a2a-mailbridge: service template has an unknown placeholder ${left[0]}`);
+  return out;
+}
+
+function xmlEscape(s: string): string {
+  return s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
+}
+
+/**
+ * The LaunchAgent plist: the template with every placeholder replaced by an XML-escaped absolute
+ * path, and its how-to comment replaced by one saying where the file came from.
+ * @throws UsageError for a relative path
+ */
+export function renderPlist(template: string, p: ServicePaths, at: number): string {
+  const body = fill(template, p, xmlEscape);
+  return body.replace(/<!--[\s\S]*?-->/, `<!-- Written by a2a-mailbridge service install at ${iso(at)} from launchd/${LAUNCHD_LABEL}.plist. -->`);
+}
+
+/**
+ * Escapes a path for a unit file: `%` (specifiers) doubles. Paths with whitespace, quotes,
+ * backslashes or `$` are refused rather than quoted, as some unit settings take them literally.
+ * @throws UsageError naming the path
+ */
+function systemdPath(s: string): string {
+  if (/[\s"'\\$]/.test(s)) throw new UsageError(`the path ${JSON.stringify(s)} has a space, quote, backslash or $; move it (or the install) to a plain path for systemd`);
+  return s.replaceAll('%', '%%');
+}
+
+/**
+ * The systemd user unit: the template with every placeholder replaced, and its leading how-to
+ * comment replaced by one saying where the file came from.
+ * @throws UsageError for a relative or unsafe path
+ */
+export function renderUnit(template: string, p: ServicePaths, at: number): string {
+  const body = fill(template, p, systemdPath);
+  const lines = body.split('\n');
+  const firstSetting = lines.findIndex((l) => !l.startsWith('#'));
+  return [`# Written by a2a-mailbridge service install at ${iso(at)} from launchd/${SYSTEMD_UNIT}.`, ...lines.slice(firstSetting)].join('\n');
+}
+
+/** Where the service file goes: `~/Library/LaunchAgents/…plist`, or `$XDG_CONFIG_HOME/systemd/user/…service` (`~/.config` by default). */
+export function serviceTarget(kind: ServiceKind, env: NodeJS.ProcessEnv = process.env, home = homedir()): string {
+  if (kind === 'launchd') return join(home, 'Library', 'LaunchAgents', `${LAUNCHD_LABEL}.plist`);
+  return join(env.XDG_CONFIG_HOME || join(home, '.config'), 'systemd', 'user', SYSTEMD_UNIT);
+}
+
+/** The one command that loads (and starts) the installed service. */
+export function loadCommand(kind: ServiceKind, file: string, uid = process.getuid?.() ?? 501): string {
+  if (kind === 'launchd') return `launchctl bootstrap gui/${uid} ${file}`;
+  return `systemctl --user daemon-reload && systemctl --user enable --now ${SYSTEMD_UNIT}`;
+}
+
+export interface ServiceInstallOptions {
+  launchd?: boolean;
+  systemd?: boolean;
+  dryRun?: boolean;
+  force?: boolean;
+}
+
+/**
+ * `a2a-mailbridge service install [--launchd|--systemd] [--dry-run] [--force]`: renders the
+ * LaunchAgent plist or the systemd user unit from the templates in `launchd/`, with this Node
+ * binary, this install, the config and the store's folder as absolute paths; writes it (mode 0644,
+ * creating the state folder 0700) and prints the command that loads it. `--dry-run` prints the
+ * file on stdout and the target and command on stderr, and writes nothing. An existing file is
+ * replaced only with `--force`.
+ *
+ * @returns the exit code (0)
+ * @throws UsageError (both kinds asked for, unsafe paths), ConfigError (the config does not
+ *   load), CliFailure (the file exists, or `dist/cli/main.js` is missing: not built)
+ */
+export function runServiceInstall(configFile: string, o: ServiceInstallOptions, now = Date.now()): number {
+  if (o.launchd && o.systemd) throw new UsageError('choose one of --launchd and --systemd');
+  const kind: ServiceKind = o.launchd ? 'launchd' : o.systemd ? 'systemd' : defaultKind();
+  const config = loadConfig(configFile);
+  const paths: ServicePaths = { node: process.execPath, installDir: installDir(), config: resolve(configFile), stateDir: dirname(config.store.path) };
+  const templateName = kind === 'launchd' ? `${LAUNCHD_LABEL}.plist` : SYSTEMD_UNIT;
+  const template = readFileSync(packageFile(join('launchd', templateName)), 'utf8');
+  const text = kind === 'launchd' ? renderPlist(template, paths, now) : renderUnit(template, paths, now);
+  const target = serviceTarget(kind);
+  const command = loadCommand(kind, target);
+  const entry = join(paths.installDir, 'dist', 'cli', 'main.js');
+  const notBuilt = `${entry} does not exist; build first: npm run build (in ${paths.installDir})`;
+
+  if (o.dryRun) {
+    process.stdout.write(text);
+    const notes = [`# would write ${target}`, `# then load it with: ${command}`];
+    if (!existsSync(entry)) notes.push(`# note: ${notBuilt}`);
+    process.stderr.write(`${notes.join('\n')}\n`);
+    return 0;
+  }
+  if (!existsSync(entry)) throw new CliFailure(notBuilt);
+  if (existsSync(target) && !o.force) throw new CliFailure(`refusing to overwrite ${target}; pass --force to replace it`);
+  if (!existsSync(paths.stateDir)) {
+    mkdirSync(paths.stateDir, { recursive: true, mode: 0o700 });
+    chmodSync(paths.stateDir, 0o700);
+  }
+  mkdirSync(dirname(target), { recursive: true });
+  // launchd refuses a plist that others may write; 0644 suits both managers.
+  writeFileSync(target, text, { mode: 0o644 });
+  chmodSync(target, 0o644);
+  process.stdout.write(`wrote ${target}\nload it with:\n  ${command}\n`);
+  return 0;
+}

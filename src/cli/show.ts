@@ -1,0 +1,242 @@
+import { attemptsOfTask, type AttemptRow } from '../store/attempts.js';
+import type { Db } from '../store/db.js';
+import { ledgerOfTask, type LedgerRow } from '../store/ledger.js';
+import { auditRows, getTask, taskEvents, taskIdsWithPrefix, type AuditRow, type TaskEvent, type TaskRow } from '../store/tasks.js';
+import { turnsOfTask, type TurnRow } from '../store/turns.js';
+import { CliFailure } from './errors.js';
+import { clean, cleanLines, gap, isoJson, isoUtc, printJson, table, truncate } from './format.js';
+import { ledgerJson } from './ledger.js';
+import { openReadOnly, type StoreLocation } from './open-store.js';
+import { taskJson } from './tasks.js';
+
+/** Everything the store holds about one task, as read for `show`. */
+export interface TaskRecord {
+  task: TaskRow;
+  turns: TurnRow[];
+  attempts: AttemptRow[];
+  ledger: LedgerRow[];
+  events: TaskEvent[];
+  /** One entry per arrival at a terminal state (an operator's retry can reopen a task that failed by dispatch). */
+  audit: AuditRow[];
+}
+
+/** One line of the timeline. `kind` orders lines that share a time: a task's creation, then its turn, attempts, mail, moves, audit. */
+export interface TimelineEntry {
+  at: number;
+  kind: 'created' | 'turn' | 'attempt' | 'mail' | 'state' | 'note' | 'audit';
+  text: string;
+}
+
+/**
+ * The measured gaps of one turn, in ms (null when a point is not reached yet):
+ * dispatch (the first attempt of the turn's current webhook-id; the turn's creation when none
+ * was made) → webhook accepted (2xx) → the reply's `Date`
+ * header (the agent's clock: its working time) → the reply seen in the mailbox (mail delivery
+ * plus polling latency) → promoted (applied, or kept late).
+ */
+export interface TurnGaps {
+  turn: number;
+  dispatchedAt: number;
+  acceptedAt: number | null;
+  mailDateAt: number | null;
+  /** When the mailbox received the reply (IMAP INTERNALDATE, Maildir mtime); null when unknown. */
+  arrivedAt: number | null;
+  seenAt: number | null;
+  promotedAt: number | null;
+  dispatchToAccepted: number | null;
+  acceptedToMailDate: number | null;
+  mailDateToSeen: number | null;
+  /** Split of mailDateToSeen when the arrival time is known: delivery to the mailbox, then polling. */
+  mailDateToArrived: number | null;
+  arrivedToSeen: number | null;
+  seenToPromoted: number | null;
+  dispatchToPromoted: number | null;
+}
+
+const KIND_ORDER: Record<TimelineEntry['kind'], number> = { created: 0, turn: 1, attempt: 2, mail: 3, state: 4, note: 5, audit: 6 };
+
+function diff(a: number | null, b: number | null): number | null {
+  return a === null || b === null ? null : b - a;
+}
+
+/** The gaps of each turn, from the turn row, its webhook attempts and the ledger row of its reply. */
+export function turnGaps(turns: readonly TurnRow[], ledger: readonly LedgerRow[], attempts: readonly AttemptRow[] = []): TurnGaps[] {
+  return turns.map((t) => {
+    // An operator's retry gives the turn a new webhook-id: its dispatch starts with that id's first attempt.
+    const first = attempts.find((a) => a.dispatchId === t.dispatchId);
+    const dispatchedAt = Math.min(first?.startedAt ?? t.createdAt, t.acceptedAt ?? Number.POSITIVE_INFINITY);
+    const reply = t.replyLedgerId === null ? undefined : ledger.find((l) => l.id === t.replyLedgerId);
+    const parsedDate = reply?.dateHeader ? Date.parse(reply.dateHeader) : Number.NaN;
+    const mailDateAt = Number.isNaN(parsedDate) ? null : parsedDate;
+    const seenAt = reply?.seenAt ?? null;
+    const arrivedAt = reply?.receivedAt ?? null;
+    const promotedAt = t.repliedAt;
+    return {
+      turn: t.turn,
+      dispatchedAt,
+      acceptedAt: t.acceptedAt,
+      mailDateAt,
+      arrivedAt,
+      seenAt,
+      promotedAt,
+      dispatchToAccepted: diff(dispatchedAt, t.acceptedAt),
+      acceptedToMailDate: diff(t.acceptedAt, mailDateAt),
+      mailDateToSeen: diff(mailDateAt, seenAt),
+      mailDateToArrived: diff(mailDateAt, arrivedAt),
+      arrivedToSeen: diff(arrivedAt, seenAt),
+      seenToPromoted: diff(seenAt, promotedAt),
+      dispatchToPromoted: diff(dispatchedAt, promotedAt),
+    };
+  });
+}
+
+function attemptText(a: AttemptRow): string {
+  const took = a.finishedAt === null ? '' : ` after ${gap(a.finishedAt - a.startedAt)}`;
+  const outcome = a.outcome === null ? 'no outcome recorded (in flight, or the process stopped)' : a.outcome;
+  const http = a.httpStatus === null ? '' : `, HTTP ${a.httpStatus}`;
+  const error = a.error ? `: ${a.error}` : '';
+  return `webhook attempt ${a.attempt} (turn ${a.turn}): ${outcome}${http}${took}${error}`;
+}
+
+/** The task's timeline, oldest first: turns, webhook attempts, ledger verdicts, state changes and notes, the audit entry. */
+export function timeline(r: TaskRecord): TimelineEntry[] {
+  const out: TimelineEntry[] = [];
+  for (const t of r.turns) {
+    out.push({ at: t.createdAt, kind: 'turn', text: `turn ${t.turn} stored, deadline ${isoUtc(t.deadlineAt)}, webhook-id ${t.dispatchId}: ${JSON.stringify(truncate(t.ask, 60))}` });
+  }
+  for (const a of r.attempts) out.push({ at: a.startedAt, kind: 'attempt', text: attemptText(a) });
+  for (const l of r.ledger) {
+    const date = l.dateHeader ? `, Date ${l.dateHeader}` : '';
+    out.push({ at: l.seenAt, kind: 'mail', text: `mail #${l.id} ${l.verdict}: ${l.reason} (Message-ID ${l.messageId ?? '-'}${date})` });
+  }
+  for (const e of r.events) {
+    if (e.fromState === null) out.push({ at: e.at, kind: 'created', text: `created ${e.toState}: ${e.cause}` });
+    else if (e.fromState === e.toState) out.push({ at: e.at, kind: 'note', text: `note (${e.toState}): ${e.cause}` });
+    else out.push({ at: e.at, kind: 'state', text: `${e.fromState} → ${e.toState}: ${e.cause}` });
+  }
+  for (const a of r.audit) out.push({ at: a.writtenAt, kind: 'audit', text: `audit entry #${a.seq} written (${a.state})` });
+  return out.sort((a, b) => a.at - b.at || KIND_ORDER[a.kind] - KIND_ORDER[b.kind]);
+}
+
+/** The human form of `show`: a header, the timeline as aligned lines, then the gaps of each turn. */
+export function formatShow(r: TaskRecord, now: number): string {
+  const t = r.task;
+  const lines = [
+    ...[
+      `task      ${t.id}`,
+      `agent     ${t.agent}`,
+      `context   ${t.contextId}`,
+      `state     ${t.state}${t.failedBy ? ` (failed by ${t.failedBy})` : ''}: ${t.stateReason ?? '-'}`,
+      `caller    ${t.caller ?? '-'}`,
+      `created   ${isoUtc(t.createdAt)}   updated ${isoUtc(t.updatedAt)}   deadline ${isoUtc(t.deadlineAt)}`,
+    ].map(clean),
+    '',
+    table(['TIME (UTC)', 'WHAT'], timeline(r).map((e) => [isoUtc(e.at), e.text])),
+  ];
+  for (const g of turnGaps(r.turns, r.ledger, r.attempts)) {
+    const open = (ms: number | null, since: number | null): string =>
+      ms !== null ? gap(ms) : since !== null ? `not yet (${gap(now - since)} so far)` : '-';
+    lines.push(
+      '',
+      `turn ${g.turn} gaps`,
+      table(
+        ['FROM → TO', 'GAP', 'WHOSE TIME'],
+        [
+          ['dispatch → webhook accepted', open(g.dispatchToAccepted, g.dispatchedAt), 'webhook delivery and retries'],
+          ['webhook accepted → mail Date', open(g.acceptedToMailDate, g.acceptedAt), "the agent's work (its clock)"],
+          ['mail Date → mail seen', open(g.mailDateToSeen, g.mailDateAt), 'mail delivery and polling'],
+          ...(g.arrivedAt !== null
+            ? [
+                ['  mail Date → in the mailbox', open(g.mailDateToArrived, g.mailDateAt), 'mail delivery'],
+                ['  in the mailbox → mail seen', open(g.arrivedToSeen, g.arrivedAt), 'polling (the caller, or the watcher)'],
+              ]
+            : []),
+          ['mail seen → promoted', open(g.seenToPromoted, g.seenAt), 'the gates'],
+          ['dispatch → promoted', open(g.dispatchToPromoted, g.dispatchedAt), 'total'],
+        ],
+      ),
+    );
+  }
+  return lines.join('\n');
+}
+
+/** The JSON form of `show`: rows with ISO times, the timeline and the gaps. Never the reply tokens or the signed envelopes. */
+export function showJson(r: TaskRecord) {
+  return {
+    task: taskJson(r.task),
+    turns: r.turns.map((t) => ({
+      turn: t.turn,
+      ask: t.ask,
+      dispatchId: t.dispatchId,
+      dispatchState: t.dispatchState,
+      createdAt: isoJson(t.createdAt),
+      deadlineAt: isoJson(t.deadlineAt),
+      acceptedAt: isoJson(t.acceptedAt),
+      nextAttemptAt: isoJson(t.nextAttemptAt),
+      replyStatus: t.replyStatus,
+      replyText: t.replyText,
+      replyLedgerId: t.replyLedgerId,
+      repliedAt: isoJson(t.repliedAt),
+    })),
+    attempts: r.attempts.map((a) => ({ ...a, startedAt: isoJson(a.startedAt), finishedAt: isoJson(a.finishedAt) })),
+    ledger: r.ledger.map(ledgerJson),
+    events: r.events.map((e) => ({ ...e, at: isoJson(e.at) })),
+    audit: r.audit.map((a) => ({ ...a, writtenAt: isoJson(a.writtenAt) })),
+    timeline: timeline(r).map((e) => ({ ...e, at: isoJson(e.at) })),
+    gapsMs: turnGaps(r.turns, r.ledger, r.attempts),
+  };
+}
+
+/**
+ * The task with this id, or the one task whose id starts with it (at least 4 characters).
+ * @throws CliFailure when none or several match
+ */
+export function resolveTaskId(db: Db, idOrPrefix: string): string | undefined {
+  if (getTask(db, idOrPrefix)) return idOrPrefix;
+  if (idOrPrefix.length < 4) return undefined;
+  const ids = taskIdsWithPrefix(db, idOrPrefix, 6);
+  if (ids.length > 1) throw new CliFailure(`${idOrPrefix} matches several tasks (${ids.slice(0, 5).join(', ')}${ids.length > 5 ? ', …' : ''}); give more of the id`);
+  return ids[0];
+}
+
+/** Reads everything about one task. */
+export function readTaskRecord(db: Db, taskId: string): TaskRecord | undefined {
+  const task = getTask(db, taskId);
+  if (!task) return undefined;
+  return {
+    task,
+    turns: turnsOfTask(db, task.id),
+    attempts: attemptsOfTask(db, task.id),
+    ledger: ledgerOfTask(db, task.id),
+    events: taskEvents(db, task.id),
+    audit: auditRows(db, task.id),
+  };
+}
+
+/**
+ * `a2a-mailbridge show <task>`: one task's timeline and gaps, from the store opened read-only.
+ * The id may be a unique prefix. A task removed by `prune` still shows its audit entry.
+ *
+ * @returns the exit code: 0
+ * @throws CliFailure when no task (and no audit entry) has this id; ConfigError/StoreError
+ */
+export function runShow(where: StoreLocation, idOrPrefix: string, o: { json?: boolean }, now = Date.now()): number {
+  const db = openReadOnly(where);
+  try {
+    const id = resolveTaskId(db, idOrPrefix);
+    const record = id === undefined ? undefined : readTaskRecord(db, id);
+    if (!record) {
+      const audit = auditRows(db, idOrPrefix);
+      if (audit.length === 0) throw new CliFailure(`no task ${idOrPrefix}; list them with: a2a-mailbridge tasks`);
+      const entries = audit.map((a) => ({ ...a, writtenAt: isoJson(a.writtenAt) }));
+      if (o.json) printJson({ task: idOrPrefix, pruned: true, audit: entries });
+      else process.stdout.write(`${cleanLines(`task ${idOrPrefix} was pruned; its audit entries remain:\n${JSON.stringify(entries, null, 2)}`)}\n`);
+      return 0;
+    }
+    if (o.json) printJson(showJson(record));
+    else process.stdout.write(`${formatShow(record, now)}\n`);
+    return 0;
+  } finally {
+    db.close();
+  }
+}

@@ -1,0 +1,94 @@
+import type { TaskRow } from '../store/tasks.js';
+import { listTaskRows } from '../store/tasks.js';
+import { parseCount, parseStates, parseTime } from './args.js';
+import { clean, isoJson, isoUtc, printJson, table, truncate } from './format.js';
+import { openReadOnly, type StoreLocation } from './open-store.js';
+
+/** Options of `a2a-mailbridge tasks`, as commander hands them over (strings, unparsed). */
+export interface TasksOptions {
+  agent?: string;
+  /** Comma-separated states or `open`/`finished` (see `parseStates`). */
+  state?: string;
+  context?: string;
+  /** ISO time or age (`2h`, `7d`): only tasks whose status changed since then. */
+  since?: string;
+  limit?: string;
+  json?: boolean;
+}
+
+/** A task as `tasks --json` prints it: the row with ISO-8601 UTC times (ms precision). */
+export interface TaskJson {
+  id: string;
+  agent: string;
+  contextId: string;
+  state: string;
+  stateReason: string | null;
+  failedBy: string | null;
+  turn: number;
+  caller: string | null;
+  createdAt: string | null;
+  updatedAt: string | null;
+  deadlineAt: string | null;
+}
+
+export function taskJson(t: TaskRow): TaskJson {
+  return {
+    id: t.id,
+    agent: t.agent,
+    contextId: t.contextId,
+    state: t.state,
+    stateReason: t.stateReason,
+    failedBy: t.failedBy,
+    turn: t.turn,
+    caller: t.caller,
+    createdAt: isoJson(t.createdAt),
+    updatedAt: isoJson(t.updatedAt),
+    deadlineAt: isoJson(t.deadlineAt),
+  };
+}
+
+/**
+ * The human table of `tasks`: one line per task, newest status first — status time, state,
+ * agent, turn, task id (whole, to paste into `show`), context id and the cause of the latest
+ * state change (cut to 70 characters; `show` has it whole).
+ */
+export function formatTasks(rows: readonly TaskRow[]): string {
+  if (rows.length === 0) return 'no tasks match';
+  return table(
+    ['UPDATED (UTC)', 'STATE', 'AGENT', 'TURN', 'TASK', 'CONTEXT', 'WHY'],
+    rows.map((t) => [
+      isoUtc(t.updatedAt),
+      t.state,
+      t.agent,
+      String(t.turn),
+      t.id,
+      truncate(clean(t.contextId), 24),
+      truncate(clean(t.stateReason ?? ''), 70),
+    ]),
+  );
+}
+
+/**
+ * `a2a-mailbridge tasks`: lists tasks of every agent from the store, opened read-only, newest
+ * status first; `--limit` defaults to 50.
+ * @returns the exit code (0)
+ * @throws UsageError for a bad filter, ConfigError/StoreError when the store cannot be opened
+ */
+export function runTasks(where: StoreLocation, o: TasksOptions, now = Date.now()): number {
+  const q = {
+    limit: o.limit === undefined ? 50 : parseCount(o.limit, '--limit'),
+    ...(o.agent !== undefined ? { agent: o.agent } : {}),
+    ...(o.state !== undefined ? { states: parseStates(o.state, '--state') } : {}),
+    ...(o.context !== undefined ? { contextId: o.context } : {}),
+    ...(o.since !== undefined ? { updatedSince: parseTime(o.since, now, '--since') } : {}),
+  };
+  const db = openReadOnly(where);
+  try {
+    const rows = listTaskRows(db, q);
+    if (o.json) printJson(rows.map(taskJson));
+    else process.stdout.write(`${formatTasks(rows)}\n`);
+    return 0;
+  } finally {
+    db.close();
+  }
+}

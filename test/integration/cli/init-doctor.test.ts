@@ -1,0 +1,270 @@
+import { execFileSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDnsZone, type DnsZone } from '../../../src/demo/dns-zone.js';
+import { openDb } from '../../../src/store/db.js';
+import { MIGRATIONS } from '../../../src/store/migrations.js';
+import { runCli } from '../../helpers/cli.js';
+import { TEST_WEBHOOK_SECRET } from '../../helpers/config-dir.js';
+import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+
+/**
+ * Issue 6, acceptance 1, as a new user would: `init` → edit → `doctor` reports each check; a wrong
+ * IMAP password and a world-readable secret each produce a one-line fix. Real parts: a private
+ * Dovecot, a loopback webhook receiver (which must see no request: doctor never wakes the agent),
+ * a loopback DNS zone.
+ */
+let dovecot: DovecotHandle;
+let receiver: WebhookReceiver;
+let zone: DnsZone;
+let root: string;
+let dir: string;
+let config: string;
+/** A port nothing listens on (discard, below the ephemeral range, so no test socket takes it). */
+const closedPort = 9;
+
+beforeAll(async () => {
+  dovecot = await startDovecot();
+  receiver = await startWebhookReceiver({ secret: TEST_WEBHOOK_SECRET });
+  zone = await startDnsZone([{ name: 'sel._domainkey.agent.example', type: 'TXT', data: 'v=DKIM1; k=rsa; p=' }]);
+  root = mkdtempSync(join(tmpdir(), 'mb-init-doctor-'));
+  dir = join(root, 'a2a-mailbridge');
+  config = join(dir, 'config.toml');
+});
+afterAll(async () => {
+  await receiver?.close();
+  await zone?.close();
+  await dovecot?.stop();
+  if (root) rmSync(root, { recursive: true, force: true });
+});
+
+const mode = (p: string): number => statSync(p).mode & 0o777;
+const doctor = (env?: NodeJS.ProcessEnv) => runCli(['--config', config, 'doctor'], env ? { env } : {});
+/** The report line of one check, and the line after it. */
+function line(stdout: string, name: string): { line: string; next: string } {
+  const lines = stdout.split('\n');
+  const i = lines.findIndex((l) => new RegExp(`^(ok|fail|skip)\\s+${name.replace(/[[\]().]/g, '\\$&')} {2}`).test(l));
+  expect(i, `no line for check "${name}" in:\n${stdout}`).toBeGreaterThanOrEqual(0);
+  return { line: lines[i]!, next: lines[i + 1] ?? '' };
+}
+
+function edit(replacements: [RegExp, string][]): void {
+  let text = readFileSync(config, 'utf8');
+  for (const [re, to] of replacements) {
+    expect(re.test(text), `pattern ${re} not in the config`).toBe(true);
+    text = text.replace(re, to);
+  }
+  writeFileSync(config, text);
+}
+
+describe('init → edit → doctor (issue 6, acceptance 1)', () => {
+  it('init writes a private folder with 0600 secrets and generated bearer and signing secret; a second init overwrites nothing', async () => {
+    const r = await runCli(['init', '--dir', dir]);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain(`next: edit ${config}, fill in the placeholders, then run: a2a-mailbridge --config ${config} doctor`);
+    expect(mode(dir)).toBe(0o700);
+    expect(mode(join(dir, 'secrets'))).toBe(0o700);
+    expect(mode(join(dir, 'state'))).toBe(0o700);
+    expect(mode(join(dir, 'logs'))).toBe(0o700);
+    for (const f of ['config.toml', 'secrets/bearer', 'secrets/webhook-secret', 'secrets/imap-password', 'secrets/webhook-bearer']) {
+      expect(mode(join(dir, f)), f).toBe(0o600);
+    }
+    const bearer = readFileSync(join(dir, 'secrets/bearer'), 'utf8');
+    expect(bearer).toMatch(/^[0-9a-f]{64}\n$/);
+    expect(r.stdout).not.toContain(bearer.trim());
+    expect(readFileSync(join(dir, 'secrets/webhook-secret'), 'utf8')).toMatch(/^whsec_[A-Za-z0-9+/]{43}=\n$/);
+    expect(readFileSync(join(dir, 'secrets/imap-password'), 'utf8')).toMatch(/^REPLACE-WITH-/);
+    expect(readFileSync(config, 'utf8')).toMatch(/^# Written by `a2a-mailbridge init`/);
+
+    const before = readFileSync(join(dir, 'secrets/bearer'));
+    const again = await runCli(['init', '--dir', dir]);
+    expect(again.status).toBe(1);
+    expect(again.stderr).toBe(`a2a-mailbridge: refusing to overwrite ${config}; move it away, or run init with another --dir\n`);
+    expect(readFileSync(join(dir, 'secrets/bearer'))).toEqual(before);
+  });
+
+  it('doctor on the fresh config names the placeholder and skips what it cannot check yet', async () => {
+    const r = await doctor();
+    expect(r.status).toBe(1);
+    expect(line(r.stdout, 'secret server.bearer_file').line).toMatch(/^ok /);
+    expect(line(r.stdout, 'secret agents[0].webhook.secret_file').line).toMatch(/^ok /);
+    const pw = line(r.stdout, 'secret mailbox.imap.password_file');
+    expect(pw.line).toMatch(/^fail .*imap-password still holds a placeholder$/);
+    expect(pw.next).toBe(`      fix: write your IMAP app password into ${join(dir, 'secrets/imap-password')} (the file stays mode 0600)`);
+    expect(line(r.stdout, 'config').line).toMatch(/^skip .*not validated past mailbox\.imap\.password_file$/);
+    expect(line(r.stdout, 'store, mailbox, webhook').line).toMatch(/^skip /);
+  });
+
+  it('after the edit every check passes, the agent is not woken, and the Hermes snippet has a placeholder, never the bearer', async () => {
+    edit([
+      [/^host = "imap\.fastmail\.com"$/m, 'host = "127.0.0.1"'],
+      [/^port = 993$/m, `port = ${dovecot.port}`],
+      [/^tls = true$/m, 'tls = false'],
+      [/^user = "me@example\.com"$/m, `user = "${dovecot.user}"`],
+      [/^url = "https:\/\/hooks\.agent\.example\/trigger"$/m, `url = "${receiver.url}"`],
+      [/^# \[dns\]\n# servers = .*$/m, `[dns]\nservers = ["${zone.address}"]`],
+    ]);
+    writeFileSync(join(dir, 'secrets/imap-password'), `${dovecot.password}\n`);
+    expect(mode(join(dir, 'secrets/imap-password'))).toBe(0o600);
+    openDb(join(dir, 'state/mailbridge.sqlite')).close(); // a store, as serve leaves it
+
+    const r = await doctor();
+    expect(r.stderr).toBe('');
+    expect(r.status, r.stdout).toBe(0);
+    for (const name of ['config file', 'secret server.bearer_file', 'secret mailbox.imap.password_file', 'secret agents[0].webhook.secret_file', 'config', 'store', 'mailbox', 'webhook grok', `dns ${zone.address}`]) {
+      expect(line(r.stdout, name).line, name).toMatch(/^ok /);
+    }
+    expect(line(r.stdout, 'store').line).toMatch(new RegExp(`quick_check ok, schema version ${MIGRATIONS.length}, 0 task\\(s\\), 0 open$`));
+    expect(line(r.stdout, 'mailbox').line).toMatch(/IMAP login as .* ok, EXAMINE INBOX ok \(UIDVALIDITY \d+\); read-only, nothing fetched$/);
+    expect(line(r.stdout, 'webhook grok').line).toMatch(/TCP connected; no HTTP request sent$/);
+    expect(receiver.requests).toHaveLength(0);
+    expect(zone.queries.some((q) => q.name === '_domainkey.agent.example' && q.type === 'TXT')).toBe(true);
+
+    const bearer = readFileSync(join(dir, 'secrets/bearer'), 'utf8').trim();
+    expect(r.stdout).not.toContain(bearer);
+    expect(r.stdout).toContain(
+      ['a2a_agents:', '  grok:', '    url: http://127.0.0.1:8765/agents/grok', `    auth: {type: bearer, token: "<token from ${join(dir, 'secrets/bearer')}>"}`, '    timeout: 120'].join('\n'),
+    );
+    expect(r.stdout.trimEnd().endsWith('all checks passed')).toBe(true);
+
+    const j = await runCli(['--config', config, 'doctor', '--json']);
+    expect(j.status).toBe(0);
+    const report = JSON.parse(j.stdout);
+    expect(report.ok).toBe(true);
+    expect(report.checks.map((c: { status: string }) => c.status).every((s: string) => s === 'ok')).toBe(true);
+    expect(report.hermes.agents).toEqual([{ name: 'grok', url: 'http://127.0.0.1:8765/agents/grok' }]);
+    expect(j.stdout).not.toContain(bearer);
+  });
+
+  it('a wrong IMAP password fails the mailbox check with a one-line fix', async () => {
+    const pwFile = join(dir, 'secrets/imap-password');
+    writeFileSync(pwFile, 'not-the-password\n');
+    try {
+      const r = await doctor();
+      expect(r.status).toBe(1);
+      const m = line(r.stdout, 'mailbox');
+      expect(m.line).toMatch(new RegExp(`^fail  mailbox +IMAP login failed for ${dovecot.user}$`));
+      expect(m.next).toBe('      fix: check mailbox.imap.user and the password in mailbox.imap.password_file (most providers want an app password)');
+      expect(r.stdout).not.toContain('not-the-password');
+      expect(r.stdout.trimEnd().endsWith('1 check(s) failed')).toBe(true);
+    } finally {
+      writeFileSync(pwFile, `${dovecot.password}\n`);
+    }
+  });
+
+  it('a world-readable secret fails its own check with the chmod to run; the config is then not validated past it', async () => {
+    const secret = join(dir, 'secrets/webhook-secret');
+    chmodSync(secret, 0o644);
+    try {
+      const r = await doctor();
+      expect(r.status).toBe(1);
+      const s = line(r.stdout, 'secret agents[0].webhook.secret_file');
+      expect(s.line).toMatch(new RegExp(`^fail .*secret file ${secret} has mode 0644, readable by others$`));
+      expect(s.next).toBe(`      fix: chmod 600 ${secret}`);
+      expect(line(r.stdout, 'secret server.bearer_file').line).toMatch(/^ok /); // each file separately
+      expect(line(r.stdout, 'config').line).toMatch(/^skip .*not validated past agents\[0\]\.webhook\.secret_file$/);
+    } finally {
+      chmodSync(secret, 0o600);
+    }
+  });
+
+  it('an unreachable webhook port and a silent DNS server each fail with a fix', async () => {
+    const text = readFileSync(config, 'utf8');
+    try {
+      edit([
+        [/^url = ".*"$/m, `url = "http://127.0.0.1:${closedPort}/hook"`],
+        [/^servers = \[.*\]$/m, `servers = ["${zone.address}", "127.0.0.1:${closedPort}"]`],
+      ]);
+      const r = await doctor();
+      expect(r.status).toBe(1);
+      const w = line(r.stdout, 'webhook grok');
+      expect(w.line).toMatch(/^fail .*ECONNREFUSED/);
+      expect(w.next).toBe('      fix: check agents[0].webhook.url: nothing accepted the connection (ECONNREFUSED)');
+      expect(line(r.stdout, `dns ${zone.address}`).line).toMatch(/^ok /);
+      const d = line(r.stdout, `dns 127.0.0.1:${closedPort}`);
+      expect(d.line).toMatch(/^fail .*gave no answer for TXT _domainkey\.agent\.example/);
+      expect(d.next).toMatch(/^      fix: \[dns\] servers: use a server that answers for agent\.example/);
+    } finally {
+      writeFileSync(config, text);
+    }
+  });
+
+  it('a config error is reported with the key and the fix', async () => {
+    const text = readFileSync(config, 'utf8');
+    try {
+      edit([[/^listen = "127\.0\.0\.1:8765"$/m, 'listen = "0.0.0.0:8765"']]);
+      const r = await doctor();
+      expect(r.status).toBe(1);
+      const c = line(r.stdout, 'config');
+      expect(c.line).toMatch(/^fail .*config key server\.listen: "0\.0\.0\.0" is not a loopback address$/);
+      expect(c.next).toBe('      fix: a2a-mailbridge listens on loopback only. Use "127.0.0.1:8765"');
+      expect(r.stdout).not.toContain('a2a_agents:');
+    } finally {
+      writeFileSync(config, text);
+    }
+  });
+
+  it('a missing config file says to run init', async () => {
+    const r = await runCli(['--config', join(root, 'nope.toml'), 'doctor']);
+    expect(r.status).toBe(1);
+    expect(r.stdout).toMatch(/^fail  config file  cannot read .*nope\.toml: ENOENT\n      fix: create it with: a2a-mailbridge init/m);
+  });
+});
+
+const haveOpenssl = (() => {
+  try {
+    execFileSync('openssl', ['version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+describe.skipIf(!haveOpenssl)('doctor: https webhook reachability is a TLS handshake, never an HTTP request', () => {
+  let server: TlsServer;
+  let certFile: string;
+  const seen = { connections: 0, bytes: 0 };
+
+  beforeAll(async () => {
+    if (!existsSync(config)) throw new Error('runs after the init → doctor tests');
+    const keyFile = join(root, 'key.pem');
+    certFile = join(root, 'cert.pem');
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+    server = createTlsServer({ key: readFileSync(keyFile), cert: readFileSync(certFile) }, (socket) => {
+      // 'secureConnection': the handshake finished on the server side too.
+      seen.connections += 1;
+      socket.on('data', (d: Buffer) => (seen.bytes += d.length));
+      socket.on('error', () => {});
+    });
+    server.on('tlsClientError', () => {});
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    edit([[/^url = ".*"$/m, `url = "https://127.0.0.1:${(server.address() as AddressInfo).port}/hook/secret-path"`]]);
+  });
+  afterAll(async () => {
+    await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+  });
+
+  it('a certificate the system trusts: handshake ok, no byte of HTTP sent, the URL path not printed', async () => {
+    const r = await doctor({ NODE_EXTRA_CA_CERTS: certFile });
+    const w = line(r.stdout, 'webhook grok');
+    expect(w.line).toMatch(/^ok .*TLSv1\.3 handshake ok, certificate valid until .*; no HTTP request sent$/);
+    expect(r.stdout).not.toContain('secret-path');
+    await new Promise((res) => setTimeout(res, 100));
+    expect(seen.connections).toBe(1);
+    expect(seen.bytes).toBe(0);
+  });
+
+  it('an untrusted certificate fails with the reason and a fix', async () => {
+    const r = await doctor();
+    expect(r.status).toBe(1);
+    const w = line(r.stdout, 'webhook grok');
+    expect(w.line).toMatch(/^fail .*self-signed certificate/i);
+    expect(w.next).toBe('      fix: the certificate does not verify (DEPTH_ZERO_SELF_SIGNED_CERT); webhook deliveries would fail the same way: check agents[0].webhook.url');
+  });
+});

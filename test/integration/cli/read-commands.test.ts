@@ -1,0 +1,214 @@
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDb } from '../../../src/store/db.js';
+import { runCli } from '../../helpers/cli.js';
+import { makeConfigDir, minimalToml, type ConfigDir } from '../../helpers/config-dir.js';
+import { IDS, RAW_FORGED, buildStore } from '../../helpers/store-fixture.js';
+
+/**
+ * The operator's read commands (issue 6) and prune/backup (issue 5), run as child processes on a
+ * store with real rows (written through the store functions the bridge uses): filters, JSON,
+ * exit codes, read-only access, `ledger --verdict auth:` by prefix, `ledger --raw`, prune never
+ * touching an open task, backup that opens and passes quick_check.
+ */
+let c: ConfigDir;
+let store: string;
+/** SHA-256 of the store file before any command ran. */
+let digestBefore: string;
+
+const sha = (p: string): string => createHash('sha256').update(readFileSync(p)).digest('hex');
+const cli = (...args: string[]) => runCli(['--config', c.configPath, ...args]);
+
+beforeAll(() => {
+  c = makeConfigDir(minimalToml());
+  mkdirSync(join(c.dir, 'state'), { mode: 0o700 });
+  store = join(c.dir, 'state', 'bridge.sqlite');
+  buildStore(store, Math.floor(Date.now() / 1000) * 1000).close(); // whole seconds, like a mail Date
+  digestBefore = sha(store);
+});
+afterAll(() => {
+  if (c) rmSync(c.dir, { recursive: true, force: true });
+});
+
+describe('exit codes and --version', () => {
+  it('--version prints the version; usage errors exit 2', async () => {
+    const v = await runCli(['--version']);
+    expect([v.status, v.stdout.trim()]).toEqual([0, JSON.parse(readFileSync('package.json', 'utf8')).version]);
+    expect((await runCli(['no-such-command'])).status).toBe(2);
+    expect((await runCli(['show'])).status).toBe(2);
+    expect((await runCli(['tasks', '--no-such-option'])).status).toBe(2);
+    const bad = await cli('tasks', '--state', 'done');
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/^a2a-mailbridge: --state "done" is not a task state; use one of submitted, working/);
+  });
+
+  it('a missing store is a clear error, not a new empty file', async () => {
+    const r = await runCli(['tasks', '--db', join(c.dir, 'nope.sqlite')]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/no store at .*nope\.sqlite; `a2a-mailbridge serve` creates it/);
+    expect(existsSync(join(c.dir, 'nope.sqlite'))).toBe(false);
+  });
+});
+
+describe('tasks', () => {
+  it('lists every task newest status first, from the store the config names', async () => {
+    const r = await cli('tasks');
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^UPDATED \(UTC\)\s+STATE\s+AGENT\s+TURN\s+TASK\s+CONTEXT\s+WHY$/);
+    expect(lines.slice(1).map((l) => l.split(/\s+/)[4])).toEqual([IDS.inputRequired, IDS.recentFailed, IDS.oldWorking, IDS.oldCompleted, IDS.oldCanceled]);
+    expect(lines[1]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ  INPUT_REQUIRED  grok /);
+  });
+
+  it('filters by agent, state, context, age and count; --json', async () => {
+    const ids = async (...args: string[]): Promise<string[]> => {
+      const r = await cli('tasks', '--json', ...args);
+      expect(r.status, r.stderr).toBe(0);
+      return (JSON.parse(r.stdout) as { id: string }[]).map((t) => t.id);
+    };
+    expect(await ids('--agent', 'claude')).toEqual([IDS.recentFailed]);
+    expect(await ids('--state', 'open')).toEqual([IDS.inputRequired, IDS.oldWorking]);
+    expect(await ids('--state', 'TASK_STATE_WORKING,canceled')).toEqual([IDS.oldWorking, IDS.oldCanceled]);
+    expect(await ids('--context', 'ctx-shared')).toEqual([IDS.inputRequired, IDS.oldCanceled]);
+    expect(await ids('--since', '3d')).toEqual([IDS.inputRequired, IDS.recentFailed]);
+    expect(await ids('--limit', '1')).toEqual([IDS.inputRequired]);
+    const [first] = JSON.parse((await cli('tasks', '--json', '--limit', '1')).stdout);
+    expect(first).toMatchObject({ state: 'INPUT_REQUIRED', agent: 'grok', contextId: 'ctx-shared', turn: 1 });
+    expect(first.updatedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  });
+});
+
+describe('show', () => {
+  it('prints the timeline with attempts, verdicts, state changes, the audit entry and the gaps', async () => {
+    const r = await cli('show', IDS.oldCompleted);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^task      11111111-0000-4000-8000-000000000001$/m);
+    expect(r.stdout).toMatch(/webhook attempt 1 \(turn 1\): retry, HTTP 503 after 200 ms: HTTP 503/);
+    expect(r.stdout).toMatch(/webhook attempt 2 \(turn 1\): accepted, HTTP 202 after 1\.0 s/);
+    expect(r.stdout).toMatch(/mail #\d+ applied:done: all gates passed/);
+    expect(r.stdout).toMatch(/WORKING → COMPLETED: completed by reply/);
+    expect(r.stdout).toMatch(/audit entry #1 written \(COMPLETED\)/);
+    expect(r.stdout).toMatch(/webhook accepted → mail Date\s+3 min 0 s\s+the agent's work/);
+    expect(r.stdout).toMatch(/mail Date → mail seen\s+20 s\s+mail delivery and polling/);
+  });
+
+  it('takes a unique prefix; --json; an unknown task exits 1', async () => {
+    const j = await cli('show', '3333', '--json');
+    expect(j.status, j.stderr).toBe(0);
+    const shown = JSON.parse(j.stdout);
+    expect(shown.task).toMatchObject({ id: IDS.recentFailed, state: 'FAILED', failedBy: 'deadline' });
+    expect(shown.ledger.map((l: { verdict: string }) => l.verdict)).toEqual(['auth:from-mismatch']);
+    expect(j.stdout).not.toContain('reply_token');
+    const none = await cli('show', 'ffffffff');
+    expect(none.status).toBe(1);
+    expect(none.stderr).toBe('a2a-mailbridge: no task ffffffff; list them with: a2a-mailbridge tasks\n');
+  });
+
+  it('makes hostile header text inert', async () => {
+    const r = await cli('show', IDS.recentFailed);
+    expect(r.stdout).not.toContain('\x1b');
+  });
+});
+
+describe('ledger', () => {
+  it('--verdict auth: filters by prefix, newest first; an exact verdict matches exactly', async () => {
+    const prefix = await cli('ledger', '--verdict', 'auth:');
+    expect(prefix.status, prefix.stderr).toBe(0);
+    const rows = prefix.stdout.trimEnd().split('\n').slice(1);
+    expect(rows.map((l) => l.split(/\s+/)[2])).toEqual(['auth:from-mismatch', 'auth:dkim-unaligned']);
+    expect(prefix.stdout).not.toContain('\x1b');
+    const exact = JSON.parse((await cli('ledger', '--verdict', 'auth:from-mismatch', '--json')).stdout);
+    expect(exact.map((l: { verdict: string }) => l.verdict)).toEqual(['auth:from-mismatch']);
+    const applied = JSON.parse((await cli('ledger', '--verdict', 'applied:', '--json')).stdout);
+    expect(applied.map((l: { verdict: string }) => l.verdict).sort()).toEqual(['applied:done', 'applied:input-required']);
+    const unknown = await cli('ledger', '--verdict', 'forged');
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toMatch(/--verdict "forged" matches no verdict; use one of duplicate, too-large/);
+  });
+
+  it('filters by task, time and count; JSON never holds the raw bytes', async () => {
+    const byTask = JSON.parse((await cli('ledger', '--task', IDS.oldWorking, '--json')).stdout);
+    expect(byTask.map((l: { verdict: string }) => l.verdict)).toEqual(['auth:dkim-unaligned']);
+    const recent = JSON.parse((await cli('ledger', '--since', '2d', '--json')).stdout);
+    expect(recent.map((l: { verdict: string }) => l.verdict)).toEqual(['no-task-id', 'applied:input-required', 'auth:from-mismatch']);
+    const old = JSON.parse((await cli('ledger', '--until', '30d', '--json')).stdout);
+    expect(old.map((l: { verdict: string }) => l.verdict)).toEqual(['no-task-id', 'auth:dkim-unaligned', 'applied:done']);
+    expect(JSON.parse((await cli('ledger', '--limit', '2', '--json')).stdout)).toHaveLength(2);
+    const all = await cli('ledger', '--json');
+    expect(all.stdout).not.toContain('"raw"');
+    expect(all.stdout).not.toContain('forged\\r\\n');
+  });
+
+  it('--raw <id> writes the exact bytes to stdout; rows without bytes, or no such row, exit 1', async () => {
+    const [forged] = JSON.parse((await cli('ledger', '--verdict', 'auth:from-mismatch', '--json')).stdout);
+    const raw = await cli('ledger', '--raw', String(forged.id));
+    expect(raw.status, raw.stderr).toBe(0);
+    expect(raw.stdoutBytes.equals(RAW_FORGED)).toBe(true);
+    const [untagged] = JSON.parse((await cli('ledger', '--verdict', 'no-task-id', '--json', '--limit', '1')).stdout);
+    const none = await cli('ledger', '--raw', String(untagged.id));
+    expect(none.status).toBe(1);
+    expect(none.stderr).toBe(`a2a-mailbridge: ledger row #${untagged.id} (no-task-id) kept no raw bytes: only tagged mail is kept\n`);
+    expect((await cli('ledger', '--raw', '99999')).status).toBe(1);
+    expect((await cli('ledger', '--raw', '1', '--json')).status).toBe(2);
+  });
+
+  it('every read command left the store file as it was (opened read-only)', () => {
+    expect(sha(store)).toBe(digestBefore);
+  });
+});
+
+describe('backup and prune (issue 5)', () => {
+  it('backup writes a new 0600 file that opens and passes quick_check; it never overwrites', async () => {
+    const target = join(c.dir, 'backup.sqlite');
+    const r = await cli('backup', target);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^backup written: ${target} \\(\\d+ bytes, \\d+ pages, schema version \\d+, quick_check ok\\)\\n$`));
+    expect(statSync(target).mode & 0o777).toBe(0o600);
+    const copy = openDb(target, { readOnly: true });
+    expect(copy.pragma('quick_check', { simple: true })).toBe('ok');
+    expect((copy.prepare('SELECT count(*) AS n FROM tasks').get() as { n: number }).n).toBe(5);
+    copy.close();
+    const before = sha(target);
+    const again = await cli('backup', target);
+    expect(again.status).toBe(1);
+    expect(again.stderr).toBe(`a2a-mailbridge: refusing to overwrite ${target}; choose a new file name\n`);
+    expect(sha(target)).toBe(before);
+    // A backup is a store the read commands take with --db.
+    const fromBackup = await runCli(['tasks', '--db', target, '--json']);
+    expect(JSON.parse(fromBackup.stdout)).toHaveLength(5);
+  });
+
+  it('prune --dry-run counts and deletes nothing; prune then deletes exactly that, never an open task', async () => {
+    expect((await cli('prune')).status).toBe(2);
+    const dry = await cli('prune', '--older-than', '30', '--dry-run', '--json');
+    expect(dry.status, dry.stderr).toBe(0);
+    const planned = JSON.parse(dry.stdout);
+    expect(planned).toMatchObject({ dryRun: true, tasks: 2, turns: 2, attempts: 2, messages: 2, artifacts: 1, events: 5, ledger: 2 });
+    expect(sha(store)).toBe(digestBefore);
+
+    const done = await cli('prune', '--older-than', '30');
+    expect(done.status, done.stderr).toBe(0);
+    expect(done.stdout).toMatch(/^deleted 2 tasks, 2 turns, 2 dispatch attempts, 2 messages, 1 artifacts, 5 task events, 2 ledger rows \(tasks finished and mail seen before .*Z; open tasks and audit entries are kept\)\n$/);
+    const left = JSON.parse((await cli('tasks', '--json')).stdout).map((t: { id: string; state: string }) => [t.id, t.state]);
+    expect(left).toEqual([
+      [IDS.inputRequired, 'INPUT_REQUIRED'],
+      [IDS.recentFailed, 'FAILED'],
+      [IDS.oldWorking, 'WORKING'],
+    ]);
+    // The open task 40 days old keeps its old ledger row.
+    expect(JSON.parse((await cli('ledger', '--task', IDS.oldWorking, '--json')).stdout)).toHaveLength(1);
+
+    // Even a cut of 0 days leaves the open tasks.
+    await cli('prune', '--older-than', '0');
+    const open = JSON.parse((await cli('tasks', '--json')).stdout).map((t: { id: string }) => t.id);
+    expect(open).toEqual([IDS.inputRequired, IDS.oldWorking]);
+
+    const pruned = await cli('show', IDS.oldCompleted);
+    expect(pruned.status).toBe(0);
+    expect(pruned.stdout).toMatch(/^task 11111111-0000-4000-8000-000000000001 was pruned; its audit entries remain:/);
+    expect(pruned.stdout).toContain('"state": "COMPLETED"');
+  });
+});

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { parseCount, parseDays, parseStates, parseTime, parseVerdict } from '../../../src/cli/args.js';
+import { UsageError } from '../../../src/cli/errors.js';
+
+const NOW = Date.parse('2026-06-01T12:00:00Z');
+
+describe('CLI option values', () => {
+  it('--since/--until: ISO dates and times (no zone = UTC) and ages', () => {
+    expect(parseTime('2026-05-01', NOW, '--since')).toBe(Date.parse('2026-05-01T00:00:00Z'));
+    expect(parseTime('2026-05-01T10:00:00Z', NOW, '--since')).toBe(Date.parse('2026-05-01T10:00:00Z'));
+    expect(parseTime('2026-05-01T10:00', NOW, '--since')).toBe(Date.parse('2026-05-01T10:00:00Z'));
+    expect(parseTime('2026-05-01T12:00:00+02:00', NOW, '--since')).toBe(Date.parse('2026-05-01T10:00:00Z'));
+    expect(parseTime('90s', NOW, '--since')).toBe(NOW - 90_000);
+    expect(parseTime('30m', NOW, '--since')).toBe(NOW - 30 * 60_000);
+    expect(parseTime('2h', NOW, '--since')).toBe(NOW - 2 * 3_600_000);
+    expect(parseTime('7d', NOW, '--since')).toBe(NOW - 7 * 86_400_000);
+    expect(parseTime('1.5d', NOW, '--since')).toBe(NOW - 1.5 * 86_400_000);
+    for (const bad of ['yesterday', '2h ago', '7', '2026-13-45', '']) expect(() => parseTime(bad, NOW, '--since')).toThrow(UsageError);
+    expect(() => parseTime('soon', NOW, '--until')).toThrow(/--until "soon": give an ISO date/);
+  });
+
+  it('--limit and --older-than', () => {
+    expect(parseCount('25', '--limit')).toBe(25);
+    for (const bad of ['0', '-1', '1.5', 'ten', '']) expect(() => parseCount(bad, '--limit')).toThrow(UsageError);
+    expect(parseDays('30', '--older-than')).toBe(30 * 86_400_000);
+    expect(parseDays('0.5', '--older-than')).toBe(43_200_000);
+    expect(parseDays('0', '--older-than')).toBe(0);
+    for (const bad of ['-3', '30d', 'x']) expect(() => parseDays(bad, '--older-than')).toThrow(UsageError);
+  });
+
+  it('--state takes every spelling a caller sees, lists, and the groups open/finished', () => {
+    expect(parseStates('working', '--state')).toEqual(['WORKING']);
+    expect(parseStates('TASK_STATE_INPUT_REQUIRED', '--state')).toEqual(['INPUT_REQUIRED']);
+    expect(parseStates('input-required,completed', '--state')).toEqual(['INPUT_REQUIRED', 'COMPLETED']);
+    expect(parseStates('open', '--state')).toEqual(['SUBMITTED', 'WORKING', 'INPUT_REQUIRED']);
+    expect(parseStates('finished', '--state').sort()).toEqual(['CANCELED', 'COMPLETED', 'FAILED', 'REJECTED']);
+    expect(() => parseStates('done', '--state')).toThrow(/"done" is not a task state; use one of submitted, working, input-required/);
+  });
+
+  it('--verdict: exact verdicts, or prefixes that some verdict starts with', () => {
+    expect(parseVerdict('bad-token', '--verdict')).toBe('bad-token');
+    expect(parseVerdict('auth:', '--verdict')).toBe('auth:');
+    expect(parseVerdict('applied*', '--verdict')).toBe('applied*');
+    expect(() => parseVerdict('auth', '--verdict')).toThrow(/matches no verdict/);
+    expect(() => parseVerdict('nope:', '--verdict')).toThrow(UsageError);
+    expect(() => parseVerdict(':', '--verdict')).toThrow(UsageError);
+  });
+});

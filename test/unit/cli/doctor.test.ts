@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import { formatDoctor, hermesSnippet, secretRefs, splitFix, type DoctorReport } from '../../../src/cli/doctor.js';
+import type { Config } from '../../../src/config/config.js';
+
+describe('doctor: pure parts', () => {
+  it('finds every secret file the loader would read, per mailbox kind and webhook auth', () => {
+    const doc = {
+      server: { bearer_file: 'secrets/bearer' },
+      mailbox: { imap: { password_file: '/abs/imap' } },
+      agents: [
+        { webhook: { secret_file: 's1' } },
+        { webhook: { auth: 'bearer', bearer_file: 'b2', secret_file: 'unused' } },
+        { webhook: { auth: 'both', bearer_file: 'b3', secret_file: 's3' } },
+      ],
+    };
+    expect(secretRefs(doc, '/cfg').map((r) => [r.key, r.path])).toEqual([
+      ['server.bearer_file', '/cfg/secrets/bearer'],
+      ['mailbox.imap.password_file', '/abs/imap'],
+      ['agents[0].webhook.secret_file', '/cfg/s1'],
+      ['agents[1].webhook.bearer_file', '/cfg/b2'],
+      ['agents[2].webhook.bearer_file', '/cfg/b3'],
+      ['agents[2].webhook.secret_file', '/cfg/s3'],
+    ]);
+    expect(secretRefs({ mailbox: { kind: 'maildir', imap: { password_file: 'x' } } }, '/cfg')).toEqual([]);
+    expect(secretRefs({ agents: 'not a list', server: 3 }, '/cfg')).toEqual([]);
+  });
+
+  it('splits "<problem>; <fix>" messages into a one-line fix', () => {
+    expect(splitFix('secret file /s has mode 0644, readable by others; run: chmod 600 /s')).toEqual({ problem: 'secret file /s has mode 0644, readable by others', fix: 'chmod 600 /s' });
+    expect(splitFix('is empty')).toEqual({ problem: 'is empty' });
+  });
+
+  it('the Hermes snippet names the exact loopback URL and a placeholder, never a token', () => {
+    const config = { server: { host: '127.0.0.1', port: 8765 }, agents: [{ name: 'grok' }, { name: 'claude' }] } as unknown as Config;
+    const s = hermesSnippet(config, '/home/me/.config/a2a-mailbridge/secrets/bearer');
+    expect(s.yaml).toBe(
+      [
+        'a2a_agents:',
+        '  grok:',
+        '    url: http://127.0.0.1:8765/agents/grok',
+        '    auth: {type: bearer, token: "<token from /home/me/.config/a2a-mailbridge/secrets/bearer>"}',
+        '    timeout: 120',
+        '  claude:',
+        '    url: http://127.0.0.1:8765/agents/claude',
+        '    auth: {type: bearer, token: "<token from /home/me/.config/a2a-mailbridge/secrets/bearer>"}',
+        '    timeout: 120',
+      ].join('\n'),
+    );
+    const long = hermesSnippet({ server: { host: '127.0.0.1', port: 1, callerTimeoutMs: 330_000 }, agents: [{ name: 'a' }] } as unknown as Config, '/b');
+    expect(long.yaml).toContain('    timeout: 330');
+    const v6 = hermesSnippet({ server: { host: '::1', port: 0 }, agents: [{ name: 'a' }] } as unknown as Config, '/b');
+    expect(v6.agents[0]!.url).toBe('http://[::1]:0/agents/a');
+    expect(v6.yaml).toMatch(/^# server.listen has port 0/);
+  });
+
+  it('prints one line per check, a fix line under each failure, and the summary', () => {
+    const r: DoctorReport = {
+      ok: false,
+      config: '/c.toml',
+      checks: [
+        { name: 'config file', status: 'ok', detail: '/c.toml (TOML ok)' },
+        { name: 'secret server.bearer_file', status: 'fail', detail: 'mode 0644', fix: 'chmod 600 /b' },
+        { name: 'mailbox', status: 'skip', detail: 'not tried', fix: 'fix the password first' },
+        { name: 'webhook grok', status: 'fail', detail: 'evil \x1b[2J text', fix: 'check the URL' },
+      ],
+      hermes: null,
+    };
+    expect(formatDoctor(r).split('\n')).toEqual([
+      'a2a-mailbridge doctor: /c.toml',
+      'ok    config file                /c.toml (TOML ok)',
+      'fail  secret server.bearer_file  mode 0644',
+      '      fix: chmod 600 /b',
+      'skip  mailbox                    not tried',
+      '      fix: fix the password first',
+      'fail  webhook grok               evil \\u{1b}[2J text',
+      '      fix: check the URL',
+      '',
+      '2 check(s) failed, 1 skipped',
+    ]);
+  });
+});

@@ -1,0 +1,30 @@
+import { describe, expect, it } from 'vitest';
+import { clean, cleanLines, gap, isoJson, isoUtc, table, truncate } from '../../../src/cli/format.js';
+
+describe('human output', () => {
+  it('makes terminal controls and bidi overrides from mail visible and inert', () => {
+    expect(clean('Re: \x1b[2J\x1b[31mdone\x07')).toBe('Re: \\u{1b}[2J\\u{1b}[31mdone\\u{7}');
+    expect(clean('a\rb\nc')).toBe('a\\u{d}b\\u{a}c');
+    expect(clean('\u009b31m')).toBe('\\u{9b}31m');
+    expect(clean('invoice\u202egnp.exe')).toBe('invoice\\u{202e}gnp.exe');
+    expect(clean('plain text — é ü 日本')).toBe('plain text — é ü 日本');
+    expect(cleanLines('one\x1b\ntwo')).toBe('one\\u{1b}\ntwo');
+  });
+
+  it('aligns columns, cleans every cell and leaves the last column unpadded', () => {
+    const t = table(['ID', 'NAME', 'NOTE'], [['1', 'a', 'x'], ['22', 'bbbb', '\x1b[1m']]);
+    expect(t.split('\n')).toEqual(['ID  NAME  NOTE', '1   a     x', '22  bbbb  \\u{1b}[1m']);
+  });
+
+  it('times are ISO UTC; gaps read as a person would say them', () => {
+    expect(isoUtc(Date.parse('2026-05-01T10:00:03.456Z'))).toBe('2026-05-01T10:00:03Z');
+    expect(isoUtc(null)).toBe('-');
+    expect(isoJson(Date.parse('2026-05-01T10:00:03.456Z'))).toBe('2026-05-01T10:00:03.456Z');
+    expect(isoJson(null)).toBeNull();
+    expect([850, 4200, 42_000, 185_000, 7_440_000, 2 * 86_400_000 + 3 * 3_600_000, -2000].map(gap)).toEqual([
+      '850 ms', '4.2 s', '42 s', '3 min 5 s', '2 h 4 min', '2 d 3 h', '-2.0 s',
+    ]);
+    expect(truncate('abcdef', 4)).toBe('abc…');
+    expect(truncate('abc', 4)).toBe('abc');
+  });
+});

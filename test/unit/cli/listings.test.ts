@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { formatLedger, ledgerJson } from '../../../src/cli/ledger.js';
+import { formatTasks, taskJson } from '../../../src/cli/tasks.js';
+import { formatPrune } from '../../../src/cli/prune.js';
+import { queryLedger } from '../../../src/store/ledger.js';
+import { listTaskRows } from '../../../src/store/tasks.js';
+import { IDS, RAW_FORGED, buildStore } from '../../helpers/store-fixture.js';
+
+const NOW = Date.parse('2026-06-01T12:00:00Z');
+const db = buildStore(':memory:', NOW);
+
+describe('tasks and ledger listings', () => {
+  it('tasks: newest status first, aligned, with whole ids to paste into show', () => {
+    const rows = listTaskRows(db, { limit: 10 });
+    expect(rows.map((r) => r.id)).toEqual([IDS.inputRequired, IDS.recentFailed, IDS.oldWorking, IDS.oldCompleted, IDS.oldCanceled]);
+    const lines = formatTasks(rows).split('\n');
+    expect(lines[0]).toMatch(/^UPDATED \(UTC\)\s+STATE\s+AGENT\s+TURN\s+TASK\s+CONTEXT\s+WHY$/);
+    expect(lines[1]).toMatch(new RegExp(`^2026-06-01T11:00:00Z  INPUT_REQUIRED  grok\\s+1\\s+${IDS.inputRequired}  ctx-shared\\s+the agent asked for input$`));
+    expect(formatTasks([])).toBe('no tasks match');
+    expect(taskJson(rows[0]!)).toMatchObject({ id: IDS.inputRequired, updatedAt: '2026-06-01T11:00:00.000Z', createdAt: '2026-06-01T10:00:00.000Z' });
+  });
+
+  it('ledger: hostile header text is inert, raw bytes never appear', () => {
+    const rows = queryLedger(db, { verdict: 'auth:', limit: 10 });
+    expect(rows.map((r) => r.verdict)).toEqual(['auth:from-mismatch', 'auth:dkim-unaligned']);
+    const text = formatLedger(rows);
+    expect(text).not.toContain('\x1b');
+    expect(text).toContain('\\u{1b}[31m');
+    const json = JSON.stringify(rows.map(ledgerJson));
+    expect(json).not.toContain('forged\\r\\n');
+    expect(json).not.toContain(RAW_FORGED.toString('base64').slice(0, 20));
+    expect(rows.map(ledgerJson)[0]).not.toHaveProperty('raw');
+  });
+
+  it('prune: one line of counts, saying what stays', () => {
+    expect(formatPrune({ tasks: 2, turns: 2, attempts: 2, messages: 2, artifacts: 1, events: 5, ledger: 2 }, NOW, true)).toBe(
+      'would delete 2 tasks, 2 turns, 2 dispatch attempts, 2 messages, 1 artifacts, 5 task events, 2 ledger rows (tasks finished and mail seen before 2026-06-01T12:00:00Z; open tasks and audit entries are kept)',
+    );
+  });
+});

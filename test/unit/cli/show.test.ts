@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { formatShow, readTaskRecord, resolveTaskId, showJson, timeline, turnGaps } from '../../../src/cli/show.js';
+import { CliFailure } from '../../../src/cli/errors.js';
+import { insertTask } from '../../../src/store/tasks.js';
+import { IDS, buildStore } from '../../helpers/store-fixture.js';
+
+const NOW = Date.parse('2026-06-01T12:00:00Z');
+
+describe('show: the timeline and the measured gaps', () => {
+  const db = buildStore(':memory:', NOW);
+  const record = readTaskRecord(db, IDS.oldCompleted)!;
+
+  it('orders turns, attempts, mail, state changes and the audit entry by time', () => {
+    const kinds = timeline(record).map((e) => e.kind);
+    expect(kinds).toEqual(['created', 'turn', 'attempt', 'attempt', 'state', 'mail', 'state', 'audit']);
+    const texts = timeline(record).map((e) => e.text);
+    expect(texts[2]).toBe('webhook attempt 1 (turn 1): retry, HTTP 503 after 200 ms: HTTP 503');
+    expect(texts[3]).toBe('webhook attempt 2 (turn 1): accepted, HTTP 202 after 1.0 s');
+    expect(texts[4]).toMatch(/^SUBMITTED → WORKING: webhook accepted/);
+    expect(texts[5]).toMatch(/^mail #\d+ applied:done: all gates passed/);
+  });
+
+  it('splits the turn into dispatch → accepted → mail Date → seen → promoted', () => {
+    const [g] = turnGaps(record.turns, record.ledger, record.attempts);
+    expect(g).toMatchObject({ dispatchToAccepted: 2000, acceptedToMailDate: 180_000, mailDateToSeen: 20_000, seenToPromoted: 5 });
+    expect(g!.dispatchToPromoted).toBe(2000 + 180_000 + 20_000 + 5);
+    const text = formatShow(record, NOW);
+    expect(text).toMatch(/dispatch → webhook accepted\s+2\.0 s\s+webhook delivery and retries/);
+    expect(text).toMatch(/webhook accepted → mail Date\s+3 min 0 s\s+the agent's work/);
+    expect(text).toMatch(/mail Date → mail seen\s+20 s\s+mail delivery and polling/);
+  });
+
+  it('an open turn says how long it has waited so far', () => {
+    const open = readTaskRecord(db, IDS.oldWorking)!;
+    const text = formatShow(open, NOW);
+    expect(text).toMatch(/webhook accepted → mail Date\s+not yet \(39 d 23 h so far\)/);
+    expect(turnGaps(open.turns, open.ledger, open.attempts)[0]).toMatchObject({ mailDateAt: null, promotedAt: null, acceptedToMailDate: null });
+  });
+
+  it('JSON carries rows, timeline and gaps, but never a reply token or the signed envelope', () => {
+    const json = JSON.stringify(showJson(record));
+    expect(json).not.toContain('a'.repeat(32));
+    expect(json).not.toContain('envelope');
+    expect(json).not.toContain('replyToken');
+    const parsed = JSON.parse(json);
+    expect(parsed.task).toMatchObject({ id: IDS.oldCompleted, state: 'COMPLETED' });
+    expect(parsed.attempts.map((a: { httpStatus: number }) => a.httpStatus)).toEqual([503, 202]);
+    expect(parsed.gapsMs[0].mailDateToSeen).toBe(20_000);
+    expect(parsed.audit.map((a: { state: string; seq: number }) => [a.seq, a.state])).toEqual([[1, 'COMPLETED']]);
+  });
+
+  it('a unique prefix finds a task; an ambiguous one is refused', () => {
+    expect(resolveTaskId(db, '1111')).toBe(IDS.oldCompleted);
+    expect(resolveTaskId(db, '999999')).toBeUndefined();
+    expect(resolveTaskId(db, '111')).toBeUndefined();
+    expect(resolveTaskId(db, '%%%%')).toBeUndefined(); // no LIKE wildcards
+  });
+
+  it('ambiguous prefixes name the candidates', () => {
+    const db2 = buildStore(':memory:', NOW);
+    for (const id of ['abcd0001-0000-4000-8000-000000000001', 'abcd0002-0000-4000-8000-000000000002']) {
+      insertTask(db2, { id, agent: 'grok', contextId: 'c', state: 'SUBMITTED', stateReason: null, failedBy: null, turn: 1, caller: null, createdAt: NOW, updatedAt: NOW, deadlineAt: null });
+    }
+    expect(() => resolveTaskId(db2, 'abcd')).toThrow(CliFailure);
+    expect(() => resolveTaskId(db2, 'abcd')).toThrow(/matches several tasks/);
+  });
+});
