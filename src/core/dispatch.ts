@@ -40,7 +40,11 @@ export async function attemptDispatch(ctx: BridgeContext, dispatchId: string): P
     const attempts = attemptsOf(db, dispatchId);
     const last = attempts.at(-1);
     if (attempts.length >= agent.webhook.maxAttempts || now - turn.createdAt > agent.webhook.maxAgeMs) {
-      const why = `dispatch exhausted after ${attempts.length} attempt(s): ${last?.error ?? 'no answer'}`;
+      const limit =
+        attempts.length >= agent.webhook.maxAttempts
+          ? `max_attempts ${agent.webhook.maxAttempts}`
+          : `max_age_s ${agent.webhook.maxAgeMs / 1000}`;
+      const why = `dispatch exhausted after ${attempts.length} attempt(s) (${limit}): ${last?.error ?? 'no answer'}`;
       setDispatchState(db, dispatchId, { state: 'failed', nextAttemptAt: null });
       transition(db, task, 'FAILED', { at: now, cause: why, failedBy: 'dispatch', deadlineAt: null });
       return null;
@@ -85,9 +89,10 @@ export async function attemptDispatch(ctx: BridgeContext, dispatchId: string): P
         }
         setDispatchState(db, dispatchId, { state: 'failed', nextAttemptAt: null });
         if (current) {
+          const limit = attempt.attempt >= agent.webhook.maxAttempts ? `max_attempts ${agent.webhook.maxAttempts}` : `max_age_s ${agent.webhook.maxAgeMs / 1000}`;
           transition(db, task, 'FAILED', {
             at,
-            cause: `dispatch exhausted after ${attempt.attempt} attempt(s): ${result.error}`,
+            cause: `dispatch exhausted after ${attempt.attempt} attempt(s) (${limit}): ${result.error}`,
             failedBy: 'dispatch',
             deadlineAt: null,
           });

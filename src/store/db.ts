@@ -41,8 +41,11 @@ export function openDb(path: string, options: OpenOptions = {}): Db {
     db.pragma('foreign_keys = ON');
     const check = db.pragma('quick_check', { simple: true });
     if (check !== 'ok') {
+      // quick_check reports one problem per line; keep the message one line and short.
+      const detail = String(check).split('\n').map((l) => l.trim()).filter((l) => l && !/^\*\*\* in database/.test(l)).join('; ');
+      const short = detail.length > 300 ? `${detail.slice(0, 300)}…` : detail;
       throw new StoreError(
-        `the store ${path} is damaged (quick_check: ${String(check)}); restore it from a backup (a2a-mailbridge backup) or move it aside to start empty`,
+        `the store ${path} is damaged (quick_check: ${short}); restore it from a backup (a2a-mailbridge backup) or move it aside to start empty`,
       );
     }
     const version = db.pragma('user_version', { simple: true }) as number;
@@ -59,6 +62,13 @@ export function openDb(path: string, options: OpenOptions = {}): Db {
   } catch (err) {
     db.close();
     if (err instanceof StoreError) throw err;
+    const code = (err as { code?: string }).code ?? '';
+    if (code.startsWith('SQLITE_NOTADB') || code.startsWith('SQLITE_CORRUPT')) {
+      throw new StoreError(
+        `the store ${path} is damaged (${(err as Error).message}); restore it from a backup (a2a-mailbridge backup) or move it aside to start empty`,
+        { cause: err },
+      );
+    }
     throw new StoreError(`the store ${path} cannot be used: ${(err as Error).message}`, { cause: err });
   }
 }

@@ -202,7 +202,7 @@ export class ImapMailbox implements Mailbox {
       return make(`IMAP server ${where} did not answer within ${timeoutMs} ms (${phase})`, 'timeout');
     }
     if (err?.tlsFailed || eventError?.tlsFailed || /^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|ClosedAfterConnectTLS)/.test(code)) {
-      return make(`IMAP TLS with ${where} failed: ${err?.message ?? code}`, 'tls');
+      return make(`IMAP TLS with ${where} failed: ${tlsReason(err, eventError)}`, 'tls');
     }
     if (aborted) return make('IMAP check aborted: the mailbox was closed', 'connect');
     if (CONNECT_CODES.has(code) || (phase === 'connect' && CONNECT_CODES.has(eventCode))) {
@@ -220,6 +220,20 @@ export class ImapMailbox implements Mailbox {
     const pw = this.#config.password;
     return pw.length >= 4 ? message.split(pw).join('***') : message;
   }
+}
+
+/**
+ * One readable line for a TLS failure. OpenSSL messages look like
+ * `805C…:error:0A00010B:SSL routines:ssl3_get_record:wrong version number:../deps/…:350:\n`; the
+ * reason is the fifth colon-separated field. The Node code (ERR_SSL_…) is added when known.
+ */
+function tlsReason(err: ImapFlowError | undefined, eventError: ImapFlowError | undefined): string {
+  const source = [err, eventError].find((e) => e?.message || e?.code);
+  const message = (source?.message ?? '').trim();
+  const openssl = /:error:[0-9A-F]+:[^:]*:[^:]*:([^:\n]+)/.exec(message);
+  const reason = (openssl?.[1] ?? message.split('\n')[0] ?? '').replace(/\s+/g, ' ').trim();
+  const code = source?.code && source.code !== reason ? source.code : '';
+  return [reason || 'handshake failed', code && `(${code})`].filter(Boolean).join(' ');
 }
 
 /** LOGOUT politely; a failing LOGOUT does not spoil a finished check (the socket is closed anyway). */

@@ -1,0 +1,27 @@
+/**
+ * What a caller of the bridge sees (FACTS.md "Hermes Agent as the caller"): the text Hermes shows
+ * the model, the status text, and GET /health.
+ */
+import { hex, type Harness } from '../../helpers/bridge-harness.js';
+
+/** A fresh A2A context id. */
+export function newContext(): string {
+  return `ctx-${hex(8)}`;
+}
+
+/** What Hermes shows the model: the first text artifact, else `status.message` (FACTS.md). */
+export function shown(task: any): string {
+  return task?.artifacts?.[0]?.parts?.[0]?.text ?? task?.status?.message?.parts?.[0]?.text ?? '';
+}
+
+/** The `status.message` text of a wire task ('' when absent). */
+export function statusMessage(task: any): string {
+  return task?.status?.message?.parts?.[0]?.text ?? '';
+}
+
+/** GET /health of the harness's bridge. */
+export async function healthOf(h: Harness): Promise<any> {
+  const res = await fetch(`${h.app.server.baseUrl}/health`);
+  if (res.status !== 200) throw new Error(`/health answered ${res.status}`);
+  return res.json();
+}

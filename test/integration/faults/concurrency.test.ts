@@ -1,0 +1,251 @@
+import { spawn } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeSync, closeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { openDb } from '../../../src/store/db.js';
+import { ledgerOfTask } from '../../../src/store/ledger.js';
+import { getMailboxState } from '../../../src/store/mailbox-state.js';
+import { insertTask } from '../../../src/store/tasks.js';
+import { hermesBody, startHarness, type Harness } from '../../helpers/bridge-harness.js';
+import { makeConfigDir, minimalToml } from '../../helpers/config-dir.js';
+import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
+import { killAll, REPO, spawnCli } from './bridge-process.js';
+import { newContext, shown } from './caller-view.js';
+import { startImapProxy } from './imap-faults.js';
+import { Summary } from './summary.js';
+
+/**
+ * Issue 5, acceptance 3 — concurrency: many polls share one mailbox check; the sweep and the
+ * poller, in separate processes on one store file, never see SQLITE_BUSY; and a damaged store is
+ * refused at start with a message that names the check and the fix.
+ */
+let dovecot: DovecotHandle;
+let folders = 0;
+const cleanup: (() => Promise<void>)[] = [];
+const summary = new Summary('Concurrency and store faults (test/integration/faults/concurrency.test.ts)');
+
+beforeAll(async () => {
+  dovecot = await startDovecot();
+});
+afterEach(async () => {
+  for (const f of cleanup.splice(0).reverse()) await f();
+  await killAll();
+});
+afterAll(async () => {
+  await dovecot?.stop();
+  summary.print();
+});
+
+/** IMAP commands of one kind the bridge sent after index `from`. */
+const count = (h: Harness, from: number, verb: RegExp): number => h.imapCommands.slice(from).filter((c) => verb.test(c.replace(/^\S+ /, ''))).length;
+
+async function fiftyPolls(h: Harness, ctx: string): Promise<{ answers: any[]; errors: string[]; slowest: number }> {
+  const errors: string[] = [];
+  const started = performance.now();
+  const answers = await Promise.all(
+    Array.from({ length: 50 }, async () => {
+      try {
+        const r = await h.rpc(hermesBody('status', ctx));
+        if (r.status !== 200 || r.json.error) errors.push(`${r.status} ${JSON.stringify(r.json.error ?? r.json)}`);
+        return r.json.result?.task;
+      } catch (err) {
+        errors.push((err as Error).message);
+        return undefined;
+      }
+    }),
+  );
+  return { answers, errors, slowest: performance.now() - started };
+}
+
+describe('50 concurrent polls share one mailbox check (issue 5, acceptance 3)', () => {
+  it('check_interval_s = 15, check due: 50 polls at once → one EXAMINE, one LOGIN, zero errors; the reply is applied once and all 50 see it', async () => {
+    const folder = `C${++folders}`;
+    await dovecot.createFolder(folder);
+    const h = await startHarness({ dovecot, mailboxToml: `folder = "${folder}"\ncheck_interval_s = 15` });
+    cleanup.push(async () => {
+      await h.close();
+      rmSync(h.configDir.dir, { recursive: true, force: true });
+    });
+    await h.app.bridge.idle();
+    const ctx = newContext();
+    const first = (await h.rpc(hermesBody('Summarise the report', ctx))).json.result.task;
+    expect(first.status.state).toBe('TASK_STATE_WORKING');
+    await dovecot.append(await h.reply(h.envelope(1), { answer: 'Shared by fifty polls.' }), { folder });
+    h.advance(16_000); // the next check is due
+
+    const before = h.imapCommands.length;
+    const { answers, errors, slowest } = await fiftyPolls(h, ctx);
+    await h.app.bridge.idle();
+    expect(errors).toEqual([]);
+    expect(count(h, before, /^EXAMINE /i)).toBe(1);
+    expect(count(h, before, /^(LOGIN|AUTHENTICATE) /i)).toBe(1);
+    // Every poll joined the check (or came after it): all 50 see the applied reply.
+    expect(answers.filter((t) => t?.status.state === 'TASK_STATE_COMPLETED')).toHaveLength(50);
+    expect(answers.every((t) => shown(t).endsWith('Shared by fifty polls.'))).toBe(true);
+    expect(ledgerOfTask(h.app.bridge.ctx.db, first.id).map((l) => l.verdict)).toEqual(['applied:done']);
+    summary.add('50 concurrent polls, check due (check_interval_s = 15)', `1 EXAMINE, 1 LOGIN, 0 errors, all 50 answered 200 COMPLETED within ${Math.round(slowest)} ms; reply applied once`);
+  });
+
+  it('check_interval_s = 0 and a slow server (500 ms to connect): 50 polls at once still make one check', async () => {
+    const folder = `C${++folders}`;
+    await dovecot.createFolder(folder);
+    const proxy = await startImapProxy(dovecot.port, 'pass', 500);
+    cleanup.push(() => proxy.close());
+    const h = await startHarness({ dovecot: { ...dovecot, port: proxy.port }, mailboxToml: `folder = "${folder}"` });
+    cleanup.push(async () => {
+      await h.close();
+      rmSync(h.configDir.dir, { recursive: true, force: true });
+    });
+    await h.app.bridge.idle();
+    const ctx = newContext();
+    const first = (await h.rpc(hermesBody('Summarise the report', ctx))).json.result.task;
+    expect(first.status.state).toBe('TASK_STATE_WORKING');
+
+    const before = h.imapCommands.length;
+    const acceptedBefore = proxy.stats.accepted;
+    const { answers, errors, slowest } = await fiftyPolls(h, ctx);
+    await h.app.bridge.idle();
+    expect(errors).toEqual([]);
+    expect(answers.every((t) => t?.status.state === 'TASK_STATE_WORKING')).toBe(true);
+    expect(count(h, before, /^EXAMINE /i)).toBe(1);
+    expect(proxy.stats.accepted - acceptedBefore).toBe(1);
+    summary.add('50 concurrent polls, check_interval_s = 0, IMAP 500 ms slow', `1 IMAP connection, 1 EXAMINE, 0 errors, all 50 answered 200 WORKING within ${Math.round(slowest)} ms`);
+  });
+});
+
+/** Runs store-load.ts processes in parallel and returns their counts. */
+async function load(store: string, roles: { role: string; n: number }[]): Promise<any[]> {
+  const startAt = Date.now() + 2500; // every process is up (tsx start) before the first transaction
+  return Promise.all(
+    roles.map(
+      ({ role, n }, index) =>
+        new Promise<any>((resolve, reject) => {
+          const child = spawn(process.execPath, ['--import', 'tsx', 'test/integration/faults/store-load.ts', role, store, String(n), String(startAt), String(index % 2)], {
+            cwd: REPO,
+            stdio: ['ignore', 'pipe', 'pipe'],
+          });
+          let out = '';
+          let err = '';
+          child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+          child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+          child.once('exit', (code) => {
+            if (code !== 0) return reject(new Error(`store-load ${role} exited ${code}: ${err}`));
+            resolve(JSON.parse(out.trim()));
+          });
+        }),
+    ),
+  );
+}
+
+describe('SQLite under contention and damage (issue 5, acceptance 3)', () => {
+  const dirs: string[] = [];
+  afterAll(() => {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+  const tempDir = (): string => {
+    const d = mkdtempSync(join(tmpdir(), 'mb-faults-'));
+    dirs.push(d);
+    return d;
+  };
+
+  it('sweep and poller in 4 processes on one store: ≥ 1,000 read-then-write transactions, zero SQLITE_BUSY, every task failed exactly once', async () => {
+    const store = join(tempDir(), 'bridge.sqlite');
+    openDb(store).close(); // created and migrated before the processes start
+    const results = await load(store, [
+      { role: 'sweeper', n: 100 },
+      { role: 'sweeper', n: 100 },
+      { role: 'poller', n: 300 },
+      { role: 'poller', n: 300 },
+    ]);
+    const sweepTx = results.filter((r) => r.role === 'sweeper').reduce((n, r) => n + r.tx, 0);
+    const pollTx = results.filter((r) => r.role === 'poller').reduce((n, r) => n + r.tx, 0);
+    const busy = results.reduce((n, r) => n + r.busy, 0);
+    const other = results.flatMap((r) => r.other);
+    expect(busy).toBe(0);
+    expect(other).toEqual([]);
+    expect(pollTx).toBe(600);
+    expect(sweepTx + pollTx).toBeGreaterThanOrEqual(1000);
+    // The processes really overlapped: the latest start is before the earliest end.
+    const overlapMs = Math.min(...results.map((r) => r.lastAt)) - Math.max(...results.map((r) => r.firstAt));
+    expect(overlapMs).toBeGreaterThan(0);
+
+    const db = openDb(store, { readOnly: true });
+    try {
+      const tasks = (db.prepare(`SELECT count(*) AS n, sum(state = 'FAILED') AS failed FROM tasks`).get() as { n: number; failed: number });
+      expect(tasks).toEqual({ n: 1000, failed: 1000 });
+      const failedOnce = db.prepare(`SELECT count(*) AS n FROM (SELECT task_id FROM task_events WHERE to_state = 'FAILED' GROUP BY task_id HAVING count(*) = 1)`).get() as { n: number };
+      expect(failedOnce.n).toBe(1000);
+      expect((db.prepare(`SELECT count(*) AS n FROM audit`).get() as { n: number }).n).toBe(1000);
+      expect(results.filter((r) => r.role === 'sweeper').reduce((n, r) => n + r.failed, 0)).toBe(1000);
+      expect((db.prepare(`SELECT count(*) AS n FROM ledger`).get() as { n: number }).n).toBe(600);
+      expect(getMailboxState(db, 'INBOX').lastUid).toBe(600);
+      expect(db.pragma('quick_check', { simple: true })).toBe('ok');
+    } finally {
+      db.close();
+    }
+    const maxTx = Math.max(...results.map((r) => r.maxTxMs));
+    summary.add(
+      '4 processes (2 sweepers seeding + sweepDeadlines, 2 pollers with the mail-check transaction) on one store',
+      `${sweepTx + pollTx} read-then-write BEGIN IMMEDIATE transactions (${sweepTx} sweep, ${pollTx} poll) overlapping ${overlapMs} ms: 0 SQLITE_BUSY, 0 other errors; 1,000 tasks each FAILED exactly once (1 event, 1 audit entry), 600 ledger rows, watermark 600, quick_check ok; longest transaction incl. lock wait ${maxTx.toFixed(1)} ms`,
+    );
+
+    // Control: the same poller transaction opened DEFERRED does meet SQLITE_BUSY, so the count above can see it.
+    const control = join(tempDir(), 'control.sqlite');
+    openDb(control).close();
+    const deferred = await load(control, [
+      { role: 'poller-deferred', n: 300 },
+      { role: 'poller-deferred', n: 300 },
+    ]);
+    const controlBusy = deferred.reduce((n, r) => n + r.busy, 0);
+    summary.add('control: the same poller transaction opened DEFERRED, 2 processes × 300', `${controlBusy} SQLITE_BUSY (what BEGIN IMMEDIATE avoids)`);
+  });
+
+  /** A store with 300 tasks (enough pages to damage some in the middle), closed so the WAL is checkpointed. */
+  const goodStore = (): string => {
+    const good = join(tempDir(), 'good.sqlite');
+    const db = openDb(good);
+    for (let i = 0; i < 300; i++) {
+      insertTask(db, {
+        id: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, agent: 'grok', contextId: `ctx-${i}`, state: 'COMPLETED',
+        stateReason: 'x'.repeat(500), failedBy: null, turn: 1, caller: 'test', createdAt: i, updatedAt: i, deadlineAt: null,
+      });
+    }
+    db.close();
+    return good;
+  };
+  const PAGE = 4096;
+  const FIX = 'restore it from a backup (a2a-mailbridge backup) or move it aside to start empty';
+
+  it.each([
+    ['three b-tree pages in the middle overwritten with garbage', (pages: number) => [Math.floor(pages / 2), Math.floor(pages / 2) + 1, Math.floor(pages / 2) + 3].map((p) => ({ at: p * PAGE, length: PAGE }))],
+    ['the 100-byte file header overwritten', () => [{ at: 0, length: 100 }]],
+    ['the schema page (page 1 after the header) overwritten', () => [{ at: 100, length: PAGE - 100 }]],
+  ] as const)('a damaged store is refused at start with exit 2 and the fix: %s', async (what, damage) => {
+    const good = goodStore();
+    const pages = statSync(good).size / PAGE;
+    expect(pages).toBeGreaterThan(20);
+    const cfg = makeConfigDir(minimalToml());
+    dirs.push(cfg.dir);
+    mkdirSync(join(cfg.dir, 'state'), { mode: 0o700 });
+    const damaged = join(cfg.dir, 'state', 'bridge.sqlite');
+    copyFileSync(good, damaged);
+    const fd = openSync(damaged, 'r+');
+    for (const { at, length } of damage(pages)) writeSync(fd, Buffer.alloc(length, 0xa5), 0, length, at);
+    closeSync(fd);
+    const before = readFileSync(damaged);
+
+    const p = spawnCli(['--config', cfg.configPath, 'serve']);
+    const { code } = await p.exited;
+    const stderr = p.lines.join('\n');
+    summary.add(`damaged store: ${what}`, `serve exits ${code}: "${stderr.replace(damaged, '<store>').replace(/\n/g, ' ⏎ ')}"`);
+    expect(code, stderr).toBe(2);
+    expect(stderr).not.toMatch(/\n\s+at /); // no stack trace
+    expect(stderr.startsWith(`a2a-mailbridge: the store ${damaged} `), stderr).toBe(true);
+    expect(readFileSync(damaged).equals(before)).toBe(true); // refused without touching the file
+    // What a person needs: that the file is damaged, and what to do about it.
+    expect(stderr, 'the message must say the store is damaged and give the fix').toMatch(/damaged/);
+    expect(stderr, 'the message must say the store is damaged and give the fix').toContain(FIX);
+    if (what.startsWith('three')) expect(stderr).toMatch(/is damaged \(quick_check: [\s\S]*Tree \d+ page \d+[\s\S]*\); restore/);
+  });
+});

@@ -1,0 +1,166 @@
+/**
+ * One process of the SQLite contention test (concurrency.test.ts, issue 5 acceptance 3). Opens
+ * the shared store with `openDb` (WAL, busy timeout) and, from `startAt` on, runs its role's
+ * read-then-write transactions; prints one JSON line of counts on stdout.
+ *
+ *   node --import tsx test/integration/faults/store-load.ts <role> <store> <iterations> <startAt> <index>
+ *
+ * Roles:
+ * - `sweeper`: each iteration stores 5 overdue WORKING tasks (one transaction, like `submit`),
+ *   then runs the real `sweepDeadlines` (one `BEGIN IMMEDIATE` read-then-write per candidate);
+ * - `poller`: each iteration is the mail check's per-message transaction: read the watermark and
+ *   gate 1 (source and raw digest), insert a ledger row with 16 KB of raw bytes, advance the
+ *   watermark, record the check — in one `BEGIN IMMEDIATE`;
+ * - `poller-deferred`: the same transaction opened DEFERRED (the mistake FACTS.md warns about),
+ *   as a control that the test can see SQLITE_BUSY at all.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { pino } from 'pino';
+import { sweepDeadlines } from '../../../src/core/sweep.js';
+import type { BridgeContext } from '../../../src/core/context.js';
+import { immediate, openDb, type Db } from '../../../src/store/db.js';
+import { hasRawDigest, isSourceRecorded, recordVerdict } from '../../../src/store/ledger.js';
+import { advanceWatermark, getMailboxState, recordCheck } from '../../../src/store/mailbox-state.js';
+import { insertTask } from '../../../src/store/tasks.js';
+import { insertTurn } from '../../../src/store/turns.js';
+
+const [role = '', path = '', iterationsText = '0', startAtText = '0', indexText = '0'] = process.argv.slice(2);
+const iterations = Number(iterationsText);
+const index = Number(indexText);
+const FOLDER = 'INBOX';
+
+interface Counts {
+  role: string;
+  index: number;
+  /** Read-then-write transactions that committed or ran to their end. */
+  tx: number;
+  busy: number;
+  other: string[];
+  /** Tasks this process moved to FAILED (sweeper). */
+  failed: number;
+  firstAt: number;
+  lastAt: number;
+  maxTxMs: number;
+}
+const counts: Counts = { role, index, tx: 0, busy: 0, other: [], failed: 0, firstAt: 0, lastAt: 0, maxTxMs: 0 };
+
+function record(err: unknown): void {
+  const e = err as { code?: string; message?: string };
+  if (e?.code?.startsWith('SQLITE_BUSY') || /database is locked/i.test(e?.message ?? '')) counts.busy++;
+  else if (counts.other.length < 5) counts.other.push(`${e?.code ?? ''} ${e?.message ?? String(err)}`);
+  else counts.other.push('…');
+}
+
+/** `db` whose `BEGIN IMMEDIATE` transactions are counted and timed (the sweep's, one per candidate). */
+function counting(db: Db): Db {
+  return new Proxy(db, {
+    get(target, prop) {
+      if (prop === 'transaction') {
+        return (fn: (...a: unknown[]) => unknown) => {
+          const tx = target.transaction(fn);
+          return Object.assign((...a: unknown[]) => tx(...a), {
+            immediate: (...a: unknown[]) => timed(() => tx.immediate(...a)),
+            deferred: tx.deferred,
+            exclusive: tx.exclusive,
+          });
+        };
+      }
+      const v = Reflect.get(target, prop, target);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+}
+
+function timed<T>(fn: () => T): T {
+  const t0 = performance.now();
+  try {
+    const r = fn();
+    counts.tx++;
+    return r;
+  } finally {
+    counts.maxTxMs = Math.max(counts.maxTxMs, performance.now() - t0);
+  }
+}
+
+function seedOverdue(db: Db, n: number): void {
+  const now = Date.now();
+  immediate(db, () => {
+    for (let i = 0; i < n; i++) {
+      const id = randomUUID();
+      insertTask(db, {
+        id, agent: 'grok', contextId: `load-${index}`, state: 'WORKING', stateReason: 'seeded', failedBy: null, turn: 1,
+        caller: 'store-load', createdAt: now - 10_000, updatedAt: now - 10_000, deadlineAt: now - 1000,
+      });
+      insertTurn(db, {
+        taskId: id, turn: 1, ask: 'load', replyToken: randomUUID().replaceAll('-', ''), deadlineAt: now - 1000,
+        dispatchId: `msg_${randomUUID().replaceAll('-', '')}`, envelope: Buffer.from('{}'), dispatchState: 'accepted',
+        nextAttemptAt: null, acceptedAt: now - 9000, replyStatus: null, replyText: null, replyLedgerId: null, repliedAt: null, createdAt: now - 10_000,
+      });
+    }
+  });
+}
+
+const raw = Buffer.alloc(16 * 1024, 'x');
+
+/** The mail check's per-message transaction for message `uid` (read, then write). */
+function pollerTx(db: Db, uid: number): void {
+  const source = `imap:${FOLDER}:1:${uid}`;
+  const body = Buffer.concat([Buffer.from(`Message-ID: <${uid}@load>\r\n\r\n`), raw]);
+  const sha = createHash('sha256').update(body).digest('hex');
+  const state = getMailboxState(db, FOLDER);
+  if (isSourceRecorded(db, source) || hasRawDigest(db, sha)) return;
+  recordVerdict(db, {
+    source, seenAt: Date.now(), messageId: `<${uid}@load>`, fromHeader: 'x@load', subject: 'load', dateHeader: null,
+    size: body.length, rawSha256: sha, raw: body, agent: null, taskId: null, verdict: 'no-task-id', reason: `load after ${state.lastUid}`,
+  });
+  advanceWatermark(db, FOLDER, '1', uid);
+  recordCheck(db, FOLDER, { at: Date.now(), ok: true, result: `ok, load ${uid}` });
+}
+
+async function main(): Promise<void> {
+  const db = openDb(path);
+  const wait = Number(startAtText) - Date.now();
+  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  counts.firstAt = Date.now();
+  if (role === 'sweeper') {
+    const ctx = { db: counting(db), now: Date.now, log: pino({ level: 'silent' }) } as unknown as BridgeContext;
+    for (let i = 0; i < iterations; i++) {
+      try {
+        seedOverdue(db, 5);
+      } catch (err) {
+        record(err);
+      }
+      try {
+        counts.failed += sweepDeadlines(ctx).length;
+      } catch (err) {
+        record(err);
+      }
+    }
+    // Whatever is left overdue (the other sweeper may still be seeding) is swept at the end.
+    try {
+      counts.failed += sweepDeadlines(ctx).length;
+    } catch (err) {
+      record(err);
+    }
+  } else if (role === 'poller' || role === 'poller-deferred') {
+    for (let i = 0; i < iterations; i++) {
+      const uid = 1 + index + 2 * i; // the two pollers interleave UIDs
+      try {
+        if (role === 'poller') timed(() => immediate(db, () => pollerTx(db, uid)));
+        else timed(() => db.transaction(() => pollerTx(db, uid)).deferred());
+      } catch (err) {
+        record(err);
+      }
+    }
+  } else {
+    throw new Error(`unknown role ${role}`);
+  }
+  counts.lastAt = Date.now();
+  db.close();
+  process.stdout.write(`${JSON.stringify(counts)}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`store-load ${role}: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});
