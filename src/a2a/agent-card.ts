@@ -11,6 +11,11 @@ export const VERSION = '0.1.0';
  * builds stream when it is true). A second interface entry says the same URL also answers the
  * v0.3 method names (routing is by method name: BRIEF §3).
  *
+ * The card is pure v1.0 ProtoJSON. A card that also carried the v0.3 fields would break strict
+ * readers: v1.0 protobuf parsers refuse unknown fields, and v0.3 parsers need a `type` in each
+ * security scheme, which makes the a2a-js SDK read the whole card as the JSON-Schema dialect.
+ * v0.3 clients read {@link legacyAgentCard} at `/.well-known/agent.json` instead.
+ *
  * @param endpoint e.g. `http://127.0.0.1:8765/agents/grok`
  */
 export function agentCard(agent: AgentConfig, endpoint: string): JsonObject {
