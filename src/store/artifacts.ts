@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { stmt } from './statements.js';
 
 /** A text artifact built from an authenticated reply: the untrusted label line, then the body. */
 export interface ArtifactRow {
@@ -12,7 +13,7 @@ export interface ArtifactRow {
 }
 
 export function insertArtifact(db: Db, a: ArtifactRow): void {
-  db.prepare(
+  stmt(db, 
     `INSERT INTO artifacts (artifact_id, task_id, turn, name, text, ledger_id, created_at)
      VALUES (@artifactId, @taskId, @turn, @name, @text, @ledgerId, @createdAt)`,
   ).run(a);

@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { stmt } from './statements.js';
 
 /** Outcome of one webhook POST (issue 5): `accepted` 2xx, `retry` network/timeout/408/429/5xx, `failed` 3xx/4xx, `gone` 410. */
 export type AttemptOutcome = 'accepted' | 'retry' | 'failed' | 'gone';
@@ -24,7 +25,7 @@ const SELECT = `SELECT id, dispatch_id AS dispatchId, task_id AS taskId, turn, a
 /** Records the start of an attempt (before the network call) and returns its row id. */
 export function startAttempt(db: Db, a: { dispatchId: string; taskId: string; turn: number; at: number }): AttemptRow {
   const n =
-    (db.prepare(`SELECT max(attempt) AS n FROM dispatch_attempts WHERE dispatch_id = ?`).get(a.dispatchId) as { n: number | null })
+    (stmt(db, `SELECT max(attempt) AS n FROM dispatch_attempts WHERE dispatch_id = ?`).get(a.dispatchId) as { n: number | null })
       .n ?? 0;
   const info = db
     .prepare(`INSERT INTO dispatch_attempts (dispatch_id, task_id, turn, attempt, started_at) VALUES (?, ?, ?, ?, ?)`)
@@ -48,7 +49,7 @@ export function finishAttempt(
   id: number,
   r: { at: number; outcome: AttemptOutcome; httpStatus: number | null; error: string | null },
 ): void {
-  db.prepare(`UPDATE dispatch_attempts SET finished_at = ?, outcome = ?, http_status = ?, error = ? WHERE id = ?`).run(
+  stmt(db, `UPDATE dispatch_attempts SET finished_at = ?, outcome = ?, http_status = ?, error = ? WHERE id = ?`).run(
     r.at,
     r.outcome,
     r.httpStatus,
@@ -58,14 +59,14 @@ export function finishAttempt(
 }
 
 export function attemptsOf(db: Db, dispatchId: string): AttemptRow[] {
-  return db.prepare(`${SELECT} WHERE dispatch_id = ? ORDER BY attempt`).all(dispatchId) as AttemptRow[];
+  return stmt(db, `${SELECT} WHERE dispatch_id = ? ORDER BY attempt`).all(dispatchId) as AttemptRow[];
 }
 
 export function attemptsOfTask(db: Db, taskId: string): AttemptRow[] {
-  return db.prepare(`${SELECT} WHERE task_id = ? ORDER BY id`).all(taskId) as AttemptRow[];
+  return stmt(db, `${SELECT} WHERE task_id = ? ORDER BY id`).all(taskId) as AttemptRow[];
 }
 
 /** Count of dispatches whose last attempt did not succeed and that are not pending any more (for /health). */
 export function failedDispatchCount(db: Db): number {
-  return (db.prepare(`SELECT count(*) AS n FROM turns WHERE dispatch_state = 'failed'`).get() as { n: number }).n;
+  return (stmt(db, `SELECT count(*) AS n FROM turns WHERE dispatch_state = 'failed'`).get() as { n: number }).n;
 }

@@ -1,5 +1,6 @@
 import type { Verdict } from '../uplink/verdicts.js';
 import type { Db } from './db.js';
+import { stmt } from './statements.js';
 
 /** One fetched message and the verdict the gate stack gave it (BRIEF §5). Recorded once per source. */
 export interface LedgerEntry {
@@ -44,12 +45,12 @@ export function recordVerdict(db: Db, e: LedgerEntry): number | null {
 }
 
 export function isSourceRecorded(db: Db, source: string): boolean {
-  return db.prepare(`SELECT 1 FROM ledger WHERE source = ?`).get(source) !== undefined;
+  return stmt(db, `SELECT 1 FROM ledger WHERE source = ?`).get(source) !== undefined;
 }
 
 /** Gate 1: the same raw bytes were recorded before (a re-upload or a rescan). */
 export function hasRawDigest(db: Db, rawSha256: string): boolean {
-  return db.prepare(`SELECT 1 FROM ledger WHERE raw_sha256 = ? LIMIT 1`).get(rawSha256) !== undefined;
+  return stmt(db, `SELECT 1 FROM ledger WHERE raw_sha256 = ? LIMIT 1`).get(rawSha256) !== undefined;
 }
 
 /** Gate 8a: a message with this Message-ID was already promoted (or kept late) for this task. */
@@ -83,21 +84,21 @@ export function queryLedger(db: Db, q: LedgerQuery): LedgerRow[] {
   if (q.since !== undefined) (where.push('seen_at >= @since'), (p.since = q.since));
   if (q.until !== undefined) (where.push('seen_at <= @until'), (p.until = q.until));
   const sql = `SELECT ${COLUMNS} FROM ledger ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT @limit`;
-  return db.prepare(sql).all(p) as LedgerRow[];
+  return stmt(db, sql).all(p) as LedgerRow[];
 }
 
 export function ledgerOfTask(db: Db, taskId: string): LedgerRow[] {
-  return db.prepare(`SELECT ${COLUMNS} FROM ledger WHERE task_id = ? ORDER BY id`).all(taskId) as LedgerRow[];
+  return stmt(db, `SELECT ${COLUMNS} FROM ledger WHERE task_id = ? ORDER BY id`).all(taskId) as LedgerRow[];
 }
 
 export function rawOf(db: Db, id: number): Buffer | null {
-  const r = db.prepare(`SELECT raw FROM ledger WHERE id = ?`).get(id) as { raw: Buffer | null } | undefined;
+  const r = stmt(db, `SELECT raw FROM ledger WHERE id = ?`).get(id) as { raw: Buffer | null } | undefined;
   return r?.raw ?? null;
 }
 
 /** One ledger row without its raw bytes, and whether raw bytes were kept (tagged mail only); undefined when no row has this id. */
 export function getLedgerRow(db: Db, id: number): (LedgerRow & { hasRaw: boolean }) | undefined {
-  const r = db.prepare(`SELECT ${COLUMNS}, raw IS NOT NULL AS hasRaw FROM ledger WHERE id = ?`).get(id) as
+  const r = stmt(db, `SELECT ${COLUMNS}, raw IS NOT NULL AS hasRaw FROM ledger WHERE id = ?`).get(id) as
     | (LedgerRow & { hasRaw: number })
     | undefined;
   return r && { ...r, hasRaw: r.hasRaw === 1 };

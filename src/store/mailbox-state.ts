@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { stmt } from './statements.js';
 
 /**
  * The mailbox watermark and the last check's outcome, per folder. `uidValidity` is kept as a
@@ -23,7 +24,7 @@ const SELECT = `SELECT folder, uid_validity AS uidValidity, last_uid AS lastUid,
   FROM mailbox_state`;
 
 export function getMailboxState(db: Db, folder: string): MailboxState {
-  const r = db.prepare(`${SELECT} WHERE folder = ?`).get(folder) as MailboxState | undefined;
+  const r = stmt(db, `${SELECT} WHERE folder = ?`).get(folder) as MailboxState | undefined;
   return (
     r ?? {
       folder,
@@ -40,7 +41,7 @@ export function getMailboxState(db: Db, folder: string): MailboxState {
 
 /** Moves the watermark; called in the same transaction as the ledger row of the message at `uid`. */
 export function advanceWatermark(db: Db, folder: string, uidValidity: string, uid: number): void {
-  db.prepare(
+  stmt(db, 
     `INSERT INTO mailbox_state (folder, uid_validity, last_uid) VALUES (?, ?, ?)
      ON CONFLICT(folder) DO UPDATE SET
        last_uid = CASE WHEN uid_validity IS excluded.uid_validity THEN max(last_uid, excluded.last_uid) ELSE excluded.last_uid END,
@@ -50,20 +51,20 @@ export function advanceWatermark(db: Db, folder: string, uidValidity: string, ui
 
 /** Resets the watermark when UIDVALIDITY changed: the next check rescans the folder (ledger dedupes). */
 export function resetWatermark(db: Db, folder: string, uidValidity: string): void {
-  db.prepare(
+  stmt(db, 
     `INSERT INTO mailbox_state (folder, uid_validity, last_uid) VALUES (?, ?, 0)
      ON CONFLICT(folder) DO UPDATE SET uid_validity = excluded.uid_validity, last_uid = 0`,
   ).run(folder, uidValidity);
 }
 
 export function recordCheck(db: Db, folder: string, r: { at: number; ok: boolean; result: string; error?: string }): void {
-  db.prepare(`INSERT INTO mailbox_state (folder) VALUES (?) ON CONFLICT(folder) DO NOTHING`).run(folder);
+  stmt(db, `INSERT INTO mailbox_state (folder) VALUES (?) ON CONFLICT(folder) DO NOTHING`).run(folder);
   if (r.ok) {
-    db.prepare(
+    stmt(db, 
       `UPDATE mailbox_state SET last_check_at = ?, last_result = ?, last_error = NULL, error_since = NULL, last_success_at = ? WHERE folder = ?`,
     ).run(r.at, r.result, r.at, folder);
   } else {
-    db.prepare(
+    stmt(db, 
       `UPDATE mailbox_state SET last_check_at = ?, last_result = ?, last_error = ?, error_since = COALESCE(error_since, ?) WHERE folder = ?`,
     ).run(r.at, r.result, r.error ?? r.result, r.at, folder);
   }

@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { stmt } from './statements.js';
 
 /** A message in a task's history: the caller's asks (`user`) and the agent's labelled replies (`agent`). */
 export interface MessageRow {
@@ -25,7 +26,7 @@ const SELECT = `SELECT seq, agent, message_id AS messageId, task_id AS taskId, c
   content_sha256 AS contentSha256, created_at AS createdAt FROM messages`;
 
 export function insertMessage(db: Db, m: Omit<MessageRow, 'seq'>): void {
-  db.prepare(
+  stmt(db, 
     `INSERT INTO messages (agent, message_id, task_id, context_id, role, kind, turn, text, content_sha256, created_at)
      VALUES (@agent, @messageId, @taskId, @contextId, @role, @kind, @turn, @text, @contentSha256, @createdAt)`,
   ).run(m);
@@ -33,7 +34,7 @@ export function insertMessage(db: Db, m: Omit<MessageRow, 'seq'>): void {
 
 /** The message stored under a caller's `messageId`, scoped per agent. Durable, so dedupe survives restarts. */
 export function messageById(db: Db, agent: string, messageId: string): MessageRow | undefined {
-  return db.prepare(`${SELECT} WHERE agent = ? AND message_id = ?`).get(agent, messageId) as MessageRow | undefined;
+  return stmt(db, `${SELECT} WHERE agent = ? AND message_id = ?`).get(agent, messageId) as MessageRow | undefined;
 }
 
 /** The task's history (asks and replies, no polls), oldest first; with `last`, only the newest `last` messages. */

@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { stmt } from './statements.js';
 import { assertTransition, IllegalTransitionError, isTerminal, type FailedBy, type TaskState } from './task-state.js';
 
 /** One task row. Times in ms since the epoch. */
@@ -51,11 +52,11 @@ function toRow(r: RawTask): TaskRow {
 }
 
 export function insertTask(db: Db, t: TaskRow): void {
-  db.prepare(
+  stmt(db, 
     `INSERT INTO tasks (id, agent, context_id, state, state_reason, failed_by, turn, caller, created_at, updated_at, deadline_at)
      VALUES (@id, @agent, @contextId, @state, @stateReason, @failedBy, @turn, @caller, @createdAt, @updatedAt, @deadlineAt)`,
   ).run(t);
-  db.prepare(`INSERT INTO task_events (task_id, at, from_state, to_state, cause) VALUES (?, ?, NULL, ?, ?)`).run(
+  stmt(db, `INSERT INTO task_events (task_id, at, from_state, to_state, cause) VALUES (?, ?, NULL, ?, ?)`).run(
     t.id,
     t.createdAt,
     t.state,
@@ -64,7 +65,7 @@ export function insertTask(db: Db, t: TaskRow): void {
 }
 
 export function getTask(db: Db, id: string): TaskRow | undefined {
-  const r = db.prepare(`SELECT * FROM tasks WHERE id = ?`).get(id) as RawTask | undefined;
+  const r = stmt(db, `SELECT * FROM tasks WHERE id = ?`).get(id) as RawTask | undefined;
   return r && toRow(r);
 }
 
@@ -104,7 +105,7 @@ export function listTasks(db: Db, f: TaskFilter): { rows: TaskRow[]; total: numb
   if (f.state !== undefined) (where.push('state = @state'), (params.state = f.state));
   if (f.updatedAfter !== undefined) (where.push('updated_at > @updatedAfter'), (params.updatedAfter = f.updatedAfter));
   const base = where.join(' AND ');
-  const total = (db.prepare(`SELECT count(*) AS n FROM tasks WHERE ${base}`).get(params) as { n: number }).n;
+  const total = (stmt(db, `SELECT count(*) AS n FROM tasks WHERE ${base}`).get(params) as { n: number }).n;
   let page = base;
   if (f.before) {
     page += ' AND (updated_at < @bu OR (updated_at = @bu AND id < @bid))';
@@ -112,7 +113,7 @@ export function listTasks(db: Db, f: TaskFilter): { rows: TaskRow[]; total: numb
     params.bid = f.before.id;
   }
   const rows = (
-    db.prepare(`SELECT * FROM tasks WHERE ${page} ORDER BY updated_at DESC, id DESC LIMIT @limit`).all(params) as RawTask[]
+    stmt(db, `SELECT * FROM tasks WHERE ${page} ORDER BY updated_at DESC, id DESC LIMIT @limit`).all(params) as RawTask[]
   ).map(toRow);
   return { rows, total };
 }
@@ -145,11 +146,11 @@ export function transition(db: Db, task: TaskRow, to: TaskState, o: TransitionOp
     deadlineAt: o.deadlineAt === undefined ? task.deadlineAt : o.deadlineAt,
     turn: o.turn ?? task.turn,
   };
-  db.prepare(
+  stmt(db, 
     `UPDATE tasks SET state = @state, state_reason = @stateReason, failed_by = @failedBy, updated_at = @updatedAt,
        deadline_at = @deadlineAt, turn = @turn WHERE id = @id`,
   ).run(next);
-  db.prepare(`INSERT INTO task_events (task_id, at, from_state, to_state, cause) VALUES (?, ?, ?, ?, ?)`).run(
+  stmt(db, `INSERT INTO task_events (task_id, at, from_state, to_state, cause) VALUES (?, ?, ?, ?, ?)`).run(
     task.id,
     o.at,
     task.state,
@@ -162,7 +163,7 @@ export function transition(db: Db, task: TaskRow, to: TaskState, o: TransitionOp
 
 /** Records a note against a task without a state move (e.g. a late reply kept after a deadline failure). */
 export function noteEvent(db: Db, task: TaskRow, at: number, cause: string): void {
-  db.prepare(`INSERT INTO task_events (task_id, at, from_state, to_state, cause) VALUES (?, ?, ?, ?, ?)`).run(
+  stmt(db, `INSERT INTO task_events (task_id, at, from_state, to_state, cause) VALUES (?, ?, ?, ?, ?)`).run(
     task.id,
     at,
     task.state,
@@ -208,7 +209,7 @@ function writeAudit(db: Db, task: TaskRow, at: number): void {
     turns,
     verdicts,
   };
-  db.prepare(
+  stmt(db, 
     `INSERT INTO audit (task_id, seq, state, written_at, entry)
      VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM audit WHERE task_id = ?), ?, ?, ?)`,
   ).run(task.id, task.id, task.state, at, JSON.stringify(entry));
@@ -216,7 +217,7 @@ function writeAudit(db: Db, task: TaskRow, at: number): void {
 
 /** The newest audit entry of a task (there is one per arrival at a terminal state). */
 export function getAudit(db: Db, taskId: string): Record<string, unknown> | undefined {
-  const r = db.prepare(`SELECT entry FROM audit WHERE task_id = ? ORDER BY seq DESC LIMIT 1`).get(taskId) as { entry: string } | undefined;
+  const r = stmt(db, `SELECT entry FROM audit WHERE task_id = ? ORDER BY seq DESC LIMIT 1`).get(taskId) as { entry: string } | undefined;
   return r && (JSON.parse(r.entry) as Record<string, unknown>);
 }
 
@@ -230,10 +231,10 @@ export function getAudit(db: Db, taskId: string): Record<string, unknown> | unde
 export function reopenAfterDispatchFailure(db: Db, task: TaskRow, o: { at: number; cause: string; deadlineAt: number }): TaskRow {
   if (task.state !== 'FAILED' || task.failedBy !== 'dispatch') throw new IllegalTransitionError(task.id, task.state, 'SUBMITTED');
   const next: TaskRow = { ...task, state: 'SUBMITTED', stateReason: o.cause, failedBy: null, updatedAt: Math.max(o.at, task.updatedAt + 1), deadlineAt: o.deadlineAt };
-  db.prepare(
+  stmt(db, 
     `UPDATE tasks SET state = @state, state_reason = @stateReason, failed_by = NULL, updated_at = @updatedAt, deadline_at = @deadlineAt WHERE id = @id`,
   ).run(next);
-  db.prepare(`INSERT INTO task_events (task_id, at, from_state, to_state, cause) VALUES (?, ?, 'FAILED', 'SUBMITTED', ?)`).run(task.id, o.at, o.cause);
+  stmt(db, `INSERT INTO task_events (task_id, at, from_state, to_state, cause) VALUES (?, ?, 'FAILED', 'SUBMITTED', ?)`).run(task.id, o.at, o.cause);
   return next;
 }
 
@@ -264,20 +265,20 @@ export function listTaskRows(db: Db, q: TaskRowQuery): TaskRow[] {
   if (q.contextId !== undefined) (where.push('context_id = @contextId'), (params.contextId = q.contextId));
   if (q.updatedSince !== undefined) (where.push('updated_at >= @since'), (params.since = q.updatedSince));
   const sql = `SELECT * FROM tasks ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY updated_at DESC, id DESC LIMIT @limit`;
-  return (db.prepare(sql).all(params) as RawTask[]).map(toRow);
+  return (stmt(db, sql).all(params) as RawTask[]).map(toRow);
 }
 
 /** Ids of the tasks whose id starts with `prefix` (exact characters, no wildcards), at most `limit`, sorted. */
 export function taskIdsWithPrefix(db: Db, prefix: string, limit: number): string[] {
   return (
-    db.prepare(`SELECT id FROM tasks WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT ?`).all(prefix.length, prefix, limit) as { id: string }[]
+    stmt(db, `SELECT id FROM tasks WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT ?`).all(prefix.length, prefix, limit) as { id: string }[]
   ).map((r) => r.id);
 }
 
 /** Number of tasks per state (states with no task are absent). */
 export function taskCountsByState(db: Db): Partial<Record<TaskState, number>> {
   const out: Partial<Record<TaskState, number>> = {};
-  for (const r of db.prepare(`SELECT state, count(*) AS n FROM tasks GROUP BY state`).all() as { state: TaskState; n: number }[]) out[r.state] = r.n;
+  for (const r of stmt(db, `SELECT state, count(*) AS n FROM tasks GROUP BY state`).all() as { state: TaskState; n: number }[]) out[r.state] = r.n;
   return out;
 }
 
@@ -291,7 +292,7 @@ export interface AuditRow {
 
 /** Every audit entry of a task, oldest first (one per arrival at a terminal state); empty when none. */
 export function auditRows(db: Db, taskId: string): AuditRow[] {
-  const rows = db.prepare(`SELECT seq, state, written_at AS writtenAt, entry FROM audit WHERE task_id = ? ORDER BY seq`).all(taskId) as
+  const rows = stmt(db, `SELECT seq, state, written_at AS writtenAt, entry FROM audit WHERE task_id = ? ORDER BY seq`).all(taskId) as
     (Omit<AuditRow, 'entry'> & { entry: string })[];
   return rows.map((r) => ({ ...r, entry: JSON.parse(r.entry) as Record<string, unknown> }));
 }

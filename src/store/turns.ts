@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { stmt } from './statements.js';
 
 /**
  * Dispatch state of a turn: `pending` (to be sent, at `nextAttemptAt`), `accepted` (a 2xx came
@@ -37,7 +38,7 @@ const SELECT = `SELECT task_id AS taskId, turn, ask, reply_token AS replyToken, 
   reply_ledger_id AS replyLedgerId, replied_at AS repliedAt, created_at AS createdAt FROM turns`;
 
 export function insertTurn(db: Db, t: TurnRow): void {
-  db.prepare(
+  stmt(db, 
     `INSERT INTO turns (task_id, turn, ask, reply_token, deadline_at, dispatch_id, envelope, dispatch_state,
        next_attempt_at, accepted_at, reply_status, reply_text, reply_ledger_id, replied_at, created_at)
      VALUES (@taskId, @turn, @ask, @replyToken, @deadlineAt, @dispatchId, @envelope, @dispatchState,
@@ -46,20 +47,20 @@ export function insertTurn(db: Db, t: TurnRow): void {
 }
 
 export function getTurn(db: Db, taskId: string, turn: number): TurnRow | undefined {
-  return db.prepare(`${SELECT} WHERE task_id = ? AND turn = ?`).get(taskId, turn) as TurnRow | undefined;
+  return stmt(db, `${SELECT} WHERE task_id = ? AND turn = ?`).get(taskId, turn) as TurnRow | undefined;
 }
 
 export function turnsOfTask(db: Db, taskId: string): TurnRow[] {
-  return db.prepare(`${SELECT} WHERE task_id = ? ORDER BY turn`).all(taskId) as TurnRow[];
+  return stmt(db, `${SELECT} WHERE task_id = ? ORDER BY turn`).all(taskId) as TurnRow[];
 }
 
 export function turnByDispatchId(db: Db, dispatchId: string): TurnRow | undefined {
-  return db.prepare(`${SELECT} WHERE dispatch_id = ?`).get(dispatchId) as TurnRow | undefined;
+  return stmt(db, `${SELECT} WHERE dispatch_id = ?`).get(dispatchId) as TurnRow | undefined;
 }
 
 /** Revokes every live token of a task (a canceled task, a new turn, an applied reply). */
 export function revokeTokens(db: Db, taskId: string): void {
-  db.prepare(`UPDATE turns SET reply_token = NULL WHERE task_id = ? AND reply_token IS NOT NULL`).run(taskId);
+  stmt(db, `UPDATE turns SET reply_token = NULL WHERE task_id = ? AND reply_token IS NOT NULL`).run(taskId);
 }
 
 export function recordReply(
@@ -68,7 +69,7 @@ export function recordReply(
   turn: number,
   r: { status: ReplyStatus; text: string; ledgerId: number; at: number; revokeToken: boolean },
 ): void {
-  db.prepare(
+  stmt(db, 
     `UPDATE turns SET reply_status = ?, reply_text = ?, reply_ledger_id = ?, replied_at = ?
        ${r.revokeToken ? ', reply_token = NULL' : ''} WHERE task_id = ? AND turn = ?`,
   ).run(r.status, r.text, r.ledgerId, r.at, taskId, turn);
@@ -79,7 +80,7 @@ export function setDispatchState(
   dispatchId: string,
   s: { state: DispatchState; nextAttemptAt: number | null; acceptedAt?: number },
 ): void {
-  db.prepare(
+  stmt(db, 
     `UPDATE turns SET dispatch_state = ?, next_attempt_at = ?, accepted_at = COALESCE(?, accepted_at) WHERE dispatch_id = ?`,
   ).run(s.state, s.nextAttemptAt, s.acceptedAt ?? null, dispatchId);
 }
@@ -101,7 +102,7 @@ export function replaceDispatch(
   turn: number,
   d: { dispatchId: string; envelope: Buffer; replyToken: string; deadlineAt: number; at: number },
 ): void {
-  db.prepare(
+  stmt(db, 
     `UPDATE turns SET dispatch_id = ?, envelope = ?, reply_token = ?, deadline_at = ?, dispatch_state = 'pending',
        next_attempt_at = ?, accepted_at = NULL WHERE task_id = ? AND turn = ?`,
   ).run(d.dispatchId, d.envelope, d.replyToken, d.deadlineAt, d.at, taskId, turn);
@@ -113,12 +114,12 @@ export function replaceDispatch(
  * @returns the number of interrupted attempts
  */
 export function recoverInterruptedAttempts(db: Db, at: number): number {
-  const open = db.prepare(`SELECT id, dispatch_id AS dispatchId FROM dispatch_attempts WHERE finished_at IS NULL`).all() as { id: number; dispatchId: string }[];
+  const open = stmt(db, `SELECT id, dispatch_id AS dispatchId FROM dispatch_attempts WHERE finished_at IS NULL`).all() as { id: number; dispatchId: string }[];
   for (const a of open) {
-    db.prepare(
+    stmt(db, 
       `UPDATE dispatch_attempts SET finished_at = ?, outcome = 'retry', error = 'interrupted: the process stopped during the attempt' WHERE id = ?`,
     ).run(at, a.id);
-    db.prepare(`UPDATE turns SET next_attempt_at = ? WHERE dispatch_id = ? AND dispatch_state = 'pending'`).run(at, a.dispatchId);
+    stmt(db, `UPDATE turns SET next_attempt_at = ? WHERE dispatch_id = ? AND dispatch_state = 'pending'`).run(at, a.dispatchId);
   }
   return open.length;
 }
