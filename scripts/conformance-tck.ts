@@ -52,7 +52,6 @@
  * said), 1 when a kit run did not produce results, 2 for a usage error.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, createWriteStream } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -60,19 +59,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
-import { startApp, type App } from '../src/app.js';
-import { loadConfig } from '../src/config/config.js';
-import { startCloudAgent, type CloudAgent } from '../src/demo/cloud-agent.js';
-import { startDnsZone, type DnsZone } from '../src/demo/dns-zone.js';
-import { dkimTxtName, generateDkimKey } from '../src/demo/reply-mail.js';
+import type { App } from '../src/app.js';
+import type { CloudAgent } from '../src/demo/cloud-agent.js';
+import { startDemoWorld } from '../src/demo/world.js';
 import { createLogger } from '../src/log.js';
 import { queryLedger } from '../src/store/ledger.js';
-import { deliverToMaildir } from '../src/uplink/maildir-mailbox.js';
 
-const AGENT = 'demo';
-const AGENT_ADDRESS = 'agent@agent.example';
-const AGENT_DOMAIN = 'agent.example';
-const SELECTOR = 'tck2026';
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** The Debian packages scripts/install-tck-deps.sh installs; their versions go into the report. */
@@ -161,9 +153,6 @@ function parseArgs(argv: string[]): Options {
   };
 }
 
-function hex(bytes: number): string {
-  return randomBytes(bytes).toString('hex');
-}
 
 /** Everything one mode started; `stop()` ends it all and removes the config folder. */
 interface Stack {
@@ -176,85 +165,24 @@ interface Stack {
   stop(): Promise<void>;
 }
 
-/** The demo's set-up, with `mailbox.watch = true` and the bridge log written to `logFile`. */
+/** The demo's set-up (src/demo/world.ts), with `mailbox.watch = true` and the bridge log written to `logFile`. */
 async function startStack(o: Options, logFile: string): Promise<Stack> {
-  const dir = mkdtempSync(join(tmpdir(), 'a2a-mailbridge-tck-'));
-  let zone: DnsZone | undefined;
-  let agent: CloudAgent | undefined;
-  let app: App | undefined;
   const logStream = pino.destination({ dest: logFile, sync: true });
+  const world = await startDemoWorld({
+    name: 'a2a-mailbridge-tck',
+    log: createLogger('info', logStream),
+    replyDelayMs: o.replyDelayMs,
+    mailboxToml: 'watch = true\nwatch_tick_s = 1',
+  }).catch((err: unknown) => {
+    logStream.end();
+    throw err;
+  });
   const stop = async (): Promise<void> => {
-    await app?.close().catch(() => undefined);
-    await agent?.close().catch(() => undefined);
-    await zone?.close().catch(() => undefined);
+    await world.stop();
     logStream.flushSync();
     logStream.end();
-    rmSync(dir, { recursive: true, force: true });
   };
-  try {
-    const bearer = hex(24);
-    const signingSecret = `whsec_${randomBytes(32).toString('base64')}`;
-    const agentBearer = hex(24);
-    for (const [name, value] of [['bearer', bearer], ['webhook-secret', signingSecret], ['webhook-bearer', agentBearer]] as const) {
-      writeFileSync(join(dir, name), `${value}\n`, { mode: 0o600 });
-    }
-    const maildir = join(dir, 'Maildir');
-    for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(maildir, sub), { recursive: true, mode: 0o700 });
-
-    const key = generateDkimKey();
-    zone = await startDnsZone([{ name: dkimTxtName(SELECTOR, AGENT_DOMAIN), type: 'TXT', data: key.publicKeyTxt }]);
-    agent = await startCloudAgent({
-      address: AGENT_ADDRESS,
-      dkim: { domain: AGENT_DOMAIN, selector: SELECTOR, privateKeyPem: key.privateKeyPem },
-      deliver: async (raw) => void (await deliverToMaildir(maildir, raw)),
-      bearer: agentBearer,
-      signingSecret,
-      replyDelayMs: o.replyDelayMs,
-    });
-    const configFile = join(dir, 'config.toml');
-    writeFileSync(
-      configFile,
-      `# Written by scripts/conformance-tck.ts; removed when it ends.
-[server]
-listen = "127.0.0.1:0"
-bearer_file = "bearer"
-
-[store]
-path = "state/tck.sqlite"
-
-[mailbox]
-kind = "maildir"
-address = "me@bridge.example"
-check_interval_s = 0
-watch = true
-watch_tick_s = 1
-[mailbox.maildir]
-path = "Maildir"
-
-[dns]
-servers = ["${zone.address}"]
-
-[[agents]]
-name = "${AGENT}"
-address = "${AGENT_ADDRESS}"
-dkim_domain = "${AGENT_DOMAIN}"
-deadline_s = 600
-[agents.webhook]
-url = "${agent.url}"
-auth = "both"
-bearer_file = "webhook-bearer"
-secret_file = "webhook-secret"
-timeout_s = 5
-`,
-      { mode: 0o600 },
-    );
-    const config = loadConfig(configFile);
-    app = await startApp(config, { log: createLogger('info', logStream) });
-    return { dir, bridgeBase: app.server.baseUrl, endpoint: app.server.endpoint(config.agents[0]!), bearer, app, agent, stop };
-  } catch (err) {
-    await stop();
-    throw err;
-  }
+  return { dir: world.dir, bridgeBase: world.app.server.baseUrl, endpoint: world.endpoint, bearer: world.bearer, app: world.app, agent: world.agent, stop };
 }
 
 /** One request the adapter saw, for the report's evidence section. */

@@ -1,21 +1,8 @@
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { startApp, type App } from '../app.js';
-import { loadConfig } from '../config/config.js';
 import { createLogger } from '../log.js';
 import { queryLedger } from '../store/ledger.js';
-import { deliverToMaildir } from '../uplink/maildir-mailbox.js';
-import { startCloudAgent, type CloudAgent } from './cloud-agent.js';
-import { startDnsZone, type DnsZone } from './dns-zone.js';
-import { dkimTxtName, generateDkimKey } from './reply-mail.js';
-
-const AGENT = 'demo';
-const AGENT_ADDRESS = 'agent@agent.example';
-const AGENT_DOMAIN = 'agent.example';
-const SELECTOR = 'demo2026';
+import { DEMO_AGENT_DOMAIN, startDemoWorld } from './world.js';
 
 export interface DemoOptions {
   /** Print the bridge's JSON log lines to stderr. */
@@ -72,70 +59,10 @@ const STATE_NAMES = ['UNSPECIFIED', 'SUBMITTED', 'WORKING', 'COMPLETED', 'FAILED
  */
 export async function demo(o: DemoOptions = {}): Promise<boolean> {
   const out = o.out ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const dir = mkdtempSync(join(tmpdir(), 'a2a-mailbridge-demo-'));
-  let zone: DnsZone | undefined;
-  let agent: CloudAgent | undefined;
-  let app: App | undefined;
+  const world = await startDemoWorld({ name: 'a2a-mailbridge-demo', log: createLogger(o.verbose ? 'info' : 'silent'), replyDelayMs: 300 });
   try {
-    const bridgeBearer = hex(24);
-    const signingSecret = `whsec_${randomBytes(32).toString('base64')}`;
-    const agentBearer = hex(24);
-    for (const [name, value] of [['bearer', bridgeBearer], ['webhook-secret', signingSecret], ['webhook-bearer', agentBearer]]) {
-      writeFileSync(join(dir, name!), `${value}\n`, { mode: 0o600 });
-    }
-    const maildir = join(dir, 'Maildir');
-    for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(maildir, sub), { recursive: true, mode: 0o700 });
-
-    const key = generateDkimKey();
-    zone = await startDnsZone([{ name: dkimTxtName(SELECTOR, AGENT_DOMAIN), type: 'TXT', data: key.publicKeyTxt }]);
-    agent = await startCloudAgent({
-      address: AGENT_ADDRESS,
-      dkim: { domain: AGENT_DOMAIN, selector: SELECTOR, privateKeyPem: key.privateKeyPem },
-      deliver: async (raw) => void (await deliverToMaildir(maildir, raw)),
-      bearer: agentBearer,
-      signingSecret,
-      replyDelayMs: 300,
-    });
-
-    const configFile = join(dir, 'config.toml');
-    writeFileSync(
-      configFile,
-      `# Written by a2a-mailbridge demo; removed when it ends.
-[server]
-listen = "127.0.0.1:0"
-bearer_file = "bearer"
-
-[store]
-path = "state/demo.sqlite"
-
-[mailbox]
-kind = "maildir"
-address = "me@bridge.example"
-check_interval_s = 0
-[mailbox.maildir]
-path = "Maildir"
-
-[dns]
-servers = ["${zone.address}"]
-
-[[agents]]
-name = "${AGENT}"
-address = "${AGENT_ADDRESS}"
-dkim_domain = "${AGENT_DOMAIN}"
-deadline_s = 600
-[agents.webhook]
-url = "${agent.url}"
-auth = "both"
-bearer_file = "webhook-bearer"
-secret_file = "webhook-secret"
-timeout_s = 5
-`,
-      { mode: 0o600 },
-    );
-    const config = loadConfig(configFile);
-    app = await startApp(config, { log: createLogger(o.verbose ? 'info' : 'silent') });
-    const endpoint = app.server.endpoint(config.agents[0]!);
-
+    const { app, agent, config, zone, maildir, endpoint } = world;
+    const bridgeBearer = world.bearer;
     const authedFetch: typeof fetch = (input, init) => {
       const headers = new Headers(init?.headers);
       headers.set('authorization', `Bearer ${bridgeBearer}`);
@@ -151,7 +78,7 @@ timeout_s = 5
     out('a2a-mailbridge demo: a full round trip on loopback');
     out(`  bridge       ${endpoint}  (card: ${endpoint}/.well-known/agent-card.json)`);
     out(`  cloud agent  ${agent.url}  (verifies the Standard Webhooks signature and the bearer)`);
-    out(`  mailbox      Maildir ${maildir}  (read-only; replies DKIM-signed by ${AGENT_DOMAIN}, key served by DNS at ${zone.address})`);
+    out(`  mailbox      Maildir ${maildir}  (read-only; replies DKIM-signed by ${DEMO_AGENT_DOMAIN}, key served by DNS at ${zone.address})`);
     out('');
 
     const contextId = `ctx-${hex(8)}`;
@@ -191,9 +118,6 @@ timeout_s = 5
     out(ok ? 'demo: OK (one webhook, one authenticated reply, task completed)' : 'demo: FAILED (see above)');
     return ok;
   } finally {
-    await app?.close();
-    await agent?.close();
-    await zone?.close();
-    rmSync(dir, { recursive: true, force: true });
+    await world.stop();
   }
 }
