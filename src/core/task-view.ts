@@ -1,6 +1,6 @@
 import type { AgentConfig } from '../config/config.js';
 import { artifactsOf, type ArtifactRow } from '../store/artifacts.js';
-import { attemptsOf } from '../store/attempts.js';
+import { lastAttemptOf } from '../store/attempts.js';
 import { getMailboxState } from '../store/mailbox-state.js';
 import { historyOf, type MessageRow } from '../store/messages.js';
 import type { TaskRow } from '../store/tasks.js';
@@ -29,7 +29,8 @@ export interface TaskView {
  */
 export function viewTask(ctx: BridgeContext, agent: AgentConfig, task: TaskRow, historyLength?: number): TaskView {
   const turn = getTurn(ctx.db, task.id, task.turn);
-  const attempts = turn ? attemptsOf(ctx.db, turn.dispatchId) : [];
+  // Only a SUBMITTED task's status text names its last webhook attempt.
+  const lastAttempt = turn && task.state === 'SUBMITTED' ? lastAttemptOf(ctx.db, turn.dispatchId) : undefined;
   const artifacts = artifactsOf(ctx.db, task.id);
   const late = artifacts.find((a) => a.name === 'late-reply');
   const progress =
@@ -43,7 +44,7 @@ export function viewTask(ctx: BridgeContext, agent: AgentConfig, task: TaskRow, 
       task,
       agent,
       turn,
-      lastAttempt: attempts.at(-1),
+      lastAttempt,
       mailbox: getMailboxState(ctx.db, ctx.mailbox.folder),
       progressNote: progress,
       lateReplyAt: late ? late.createdAt : null,

@@ -20,8 +20,7 @@ export function insertArtifact(db: Db, a: ArtifactRow): void {
 }
 
 export function artifactsOf(db: Db, taskId: string): ArtifactRow[] {
-  return db
-    .prepare(
+  return stmt(db, 
       `SELECT artifact_id AS artifactId, task_id AS taskId, turn, name, text, ledger_id AS ledgerId, created_at AS createdAt
        FROM artifacts WHERE task_id = ? ORDER BY created_at, rowid`,
     )

@@ -27,8 +27,7 @@ export function startAttempt(db: Db, a: { dispatchId: string; taskId: string; tu
   const n =
     (stmt(db, `SELECT max(attempt) AS n FROM dispatch_attempts WHERE dispatch_id = ?`).get(a.dispatchId) as { n: number | null })
       .n ?? 0;
-  const info = db
-    .prepare(`INSERT INTO dispatch_attempts (dispatch_id, task_id, turn, attempt, started_at) VALUES (?, ?, ?, ?, ?)`)
+  const info = stmt(db, `INSERT INTO dispatch_attempts (dispatch_id, task_id, turn, attempt, started_at) VALUES (?, ?, ?, ?, ?)`)
     .run(a.dispatchId, a.taskId, a.turn, n + 1, a.at);
   return {
     id: Number(info.lastInsertRowid),
@@ -60,6 +59,11 @@ export function finishAttempt(
 
 export function attemptsOf(db: Db, dispatchId: string): AttemptRow[] {
   return stmt(db, `${SELECT} WHERE dispatch_id = ? ORDER BY attempt`).all(dispatchId) as AttemptRow[];
+}
+
+/** The newest attempt of a dispatch, if any. */
+export function lastAttemptOf(db: Db, dispatchId: string): AttemptRow | undefined {
+  return stmt(db, `${SELECT} WHERE dispatch_id = ? ORDER BY attempt DESC LIMIT 1`).get(dispatchId) as AttemptRow | undefined;
 }
 
 export function attemptsOfTask(db: Db, taskId: string): AttemptRow[] {

@@ -48,6 +48,8 @@ export function openDb(path: string, options: OpenOptions = {}): Db {
         `the store ${path} is damaged (quick_check: ${short}); restore it from a backup (a2a-mailbridge backup) or move it aside to start empty`,
       );
     }
+    // quick_check read the whole file through the page cache: give that memory back (bench/: +18 MiB RSS on a 1 GB store).
+    db.pragma('shrink_memory');
     const version = db.pragma('user_version', { simple: true }) as number;
     if (version > MIGRATIONS.length) {
       throw new StoreError(

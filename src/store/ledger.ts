@@ -34,8 +34,7 @@ const COLUMNS = `id, source, seen_at AS seenAt, message_id AS messageId, from_he
 
 /** Inserts the entry; returns its id, or null when the source was already recorded (a rescan). */
 export function recordVerdict(db: Db, e: LedgerEntry): number | null {
-  const info = db
-    .prepare(
+  const info = stmt(db, 
       `INSERT INTO ledger (source, seen_at, message_id, from_header, subject, date_header, size, raw_sha256, raw, agent, task_id, verdict, reason, received_at)
        VALUES (@source, @seenAt, @messageId, @fromHeader, @subject, @dateHeader, @size, @rawSha256, @raw, @agent, @taskId, @verdict, @reason, @receivedAt)
        ON CONFLICT(source) DO NOTHING`,
@@ -56,8 +55,7 @@ export function hasRawDigest(db: Db, rawSha256: string): boolean {
 /** Gate 8a: a message with this Message-ID was already promoted (or kept late) for this task. */
 export function isMessageIdApplied(db: Db, taskId: string, messageId: string): boolean {
   return (
-    db
-      .prepare(
+    stmt(db, 
         `SELECT 1 FROM ledger WHERE task_id = ? AND message_id = ? AND (verdict LIKE 'applied:%' OR verdict = 'late:recorded') LIMIT 1`,
       )
       .get(taskId, messageId) !== undefined

@@ -23,7 +23,27 @@ const SELECT = `SELECT folder, uid_validity AS uidValidity, last_uid AS lastUid,
   last_result AS lastResult, last_error AS lastError, error_since AS errorSince, last_success_at AS lastSuccessAt
   FROM mailbox_state`;
 
+/**
+ * Read on every task view and every call's "is a check due?", written only by checks: kept in
+ * memory per connection, dropped by every write below (a rolled-back write just costs a re-read).
+ */
+const cache = new WeakMap<Db, Map<string, MailboxState>>();
+
+function forget(db: Db, folder: string): void {
+  cache.get(db)?.delete(folder);
+}
+
 export function getMailboxState(db: Db, folder: string): MailboxState {
+  let byFolder = cache.get(db);
+  if (!byFolder) cache.set(db, (byFolder = new Map()));
+  const hit = byFolder.get(folder);
+  if (hit) return { ...hit };
+  const state = readMailboxState(db, folder);
+  byFolder.set(folder, state);
+  return { ...state };
+}
+
+function readMailboxState(db: Db, folder: string): MailboxState {
   const r = stmt(db, `${SELECT} WHERE folder = ?`).get(folder) as MailboxState | undefined;
   return (
     r ?? {
@@ -41,6 +61,7 @@ export function getMailboxState(db: Db, folder: string): MailboxState {
 
 /** Moves the watermark; called in the same transaction as the ledger row of the message at `uid`. */
 export function advanceWatermark(db: Db, folder: string, uidValidity: string, uid: number): void {
+  forget(db, folder);
   stmt(db, 
     `INSERT INTO mailbox_state (folder, uid_validity, last_uid) VALUES (?, ?, ?)
      ON CONFLICT(folder) DO UPDATE SET
@@ -51,6 +72,7 @@ export function advanceWatermark(db: Db, folder: string, uidValidity: string, ui
 
 /** Resets the watermark when UIDVALIDITY changed: the next check rescans the folder (ledger dedupes). */
 export function resetWatermark(db: Db, folder: string, uidValidity: string): void {
+  forget(db, folder);
   stmt(db, 
     `INSERT INTO mailbox_state (folder, uid_validity, last_uid) VALUES (?, ?, 0)
      ON CONFLICT(folder) DO UPDATE SET uid_validity = excluded.uid_validity, last_uid = 0`,
@@ -58,6 +80,7 @@ export function resetWatermark(db: Db, folder: string, uidValidity: string): voi
 }
 
 export function recordCheck(db: Db, folder: string, r: { at: number; ok: boolean; result: string; error?: string }): void {
+  forget(db, folder);
   stmt(db, `INSERT INTO mailbox_state (folder) VALUES (?) ON CONFLICT(folder) DO NOTHING`).run(folder);
   if (r.ok) {
     stmt(db, 

@@ -39,8 +39,9 @@ export function messageById(db: Db, agent: string, messageId: string): MessageRo
 
 /** The task's history (asks and replies, no polls), oldest first; with `last`, only the newest `last` messages. */
 export function historyOf(db: Db, taskId: string, last?: number): MessageRow[] {
-  const rows = db
-    .prepare(`${SELECT} WHERE task_id = ? AND kind != 'poll' ORDER BY seq DESC LIMIT ?`)
-    .all(taskId, last ?? -1) as MessageRow[];
+  if (last === undefined) return stmt(db, `${SELECT} WHERE task_id = ? AND kind != 'poll' ORDER BY seq`).all(taskId) as MessageRow[];
+  // `last` is a validated integer (0–1000); written into the SQL, see dueDispatches.
+  const n = Math.max(0, Math.floor(last));
+  const rows = stmt(db, `${SELECT} WHERE task_id = ? AND kind != 'poll' ORDER BY seq DESC LIMIT ${n}`).all(taskId) as MessageRow[];
   return rows.reverse();
 }

@@ -153,4 +153,9 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE ledger ADD COLUMN received_at INTEGER;
   `,
+  // 4: a task's history without its polls, read on every view (a task polled 10,000 times made
+  // GetTask walk every poll: bench/RESULTS.md).
+  `
+  CREATE INDEX messages_history ON messages(task_id, seq) WHERE kind != 'poll';
+  `,
 ];

@@ -71,8 +71,7 @@ export function getTask(db: Db, id: string): TaskRow | undefined {
 
 /** The newest task of a context for one agent (contexts are scoped per agent: BRIEF §7). */
 export function latestTaskOfContext(db: Db, agent: string, contextId: string): TaskRow | undefined {
-  const r = db
-    .prepare(`SELECT * FROM tasks WHERE agent = ? AND context_id = ? ORDER BY created_at DESC, rowid DESC LIMIT 1`)
+  const r = stmt(db, `SELECT * FROM tasks WHERE agent = ? AND context_id = ? ORDER BY created_at DESC, rowid DESC LIMIT 1`)
     .get(agent, contextId) as RawTask | undefined;
   return r && toRow(r);
 }
@@ -80,8 +79,7 @@ export function latestTaskOfContext(db: Db, agent: string, contextId: string): T
 /** Open tasks whose current turn's deadline is before `now`, awaiting the agent. */
 export function overdueTasks(db: Db, now: number): TaskRow[] {
   return (
-    db
-      .prepare(`SELECT * FROM tasks WHERE state IN ('SUBMITTED','WORKING') AND deadline_at IS NOT NULL AND deadline_at < ?`)
+    stmt(db, `SELECT * FROM tasks WHERE state IN ('SUBMITTED','WORKING') AND deadline_at IS NOT NULL AND deadline_at < ?`)
       .all(now) as RawTask[]
   ).map(toRow);
 }
@@ -180,8 +178,7 @@ export interface TaskEvent {
 }
 
 export function taskEvents(db: Db, taskId: string): TaskEvent[] {
-  return db
-    .prepare(`SELECT at, from_state AS fromState, to_state AS toState, cause FROM task_events WHERE task_id = ? ORDER BY id`)
+  return stmt(db, `SELECT at, from_state AS fromState, to_state AS toState, cause FROM task_events WHERE task_id = ? ORDER BY id`)
     .all(taskId) as TaskEvent[];
 }
 
@@ -190,11 +187,9 @@ export function taskEvents(db: Db, taskId: string): TaskEvent[] {
  * It names who asked, the agent, the turns, every ledger verdict for the task and the cause.
  */
 function writeAudit(db: Db, task: TaskRow, at: number): void {
-  const turns = db
-    .prepare(`SELECT turn, dispatch_id AS dispatchId, dispatch_state AS dispatchState, reply_status AS replyStatus FROM turns WHERE task_id = ? ORDER BY turn`)
+  const turns = stmt(db, `SELECT turn, dispatch_id AS dispatchId, dispatch_state AS dispatchState, reply_status AS replyStatus FROM turns WHERE task_id = ? ORDER BY turn`)
     .all(task.id);
-  const verdicts = db
-    .prepare(`SELECT id, message_id AS messageId, verdict, seen_at AS seenAt FROM ledger WHERE task_id = ? ORDER BY id`)
+  const verdicts = stmt(db, `SELECT id, message_id AS messageId, verdict, seen_at AS seenAt FROM ledger WHERE task_id = ? ORDER BY id`)
     .all(task.id);
   const entry = {
     task: task.id,

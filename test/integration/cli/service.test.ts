@@ -41,7 +41,7 @@ describe('service install --dry-run', () => {
     const plist = value as Record<string, unknown>;
     expect(plist).toMatchObject({
       Label: 'com.a2a-mailbridge',
-      ProgramArguments: [process.execPath, resolve('dist/cli/main.js'), '--config', c.configPath, 'serve'],
+      ProgramArguments: [process.execPath, '--max-semi-space-size=4', resolve('dist/cli/main.js'), '--config', c.configPath, 'serve'],
       WorkingDirectory: join(c.dir, 'state'),
       KeepAlive: true,
       RunAtLoad: true,
@@ -60,7 +60,7 @@ describe('service install --dry-run', () => {
     expect(r.status, r.stderr).toBe(0);
     expect(r.stderr).toContain(`# would write ${home}/xdg/systemd/user/a2a-mailbridge.service`);
     expect(r.stderr).toContain('# then load it with: systemctl --user daemon-reload && systemctl --user enable --now a2a-mailbridge.service');
-    expect(r.stdout).toContain(`ExecStart=${process.execPath} ${resolve('dist/cli/main.js')} --config ${c.configPath} serve`);
+    expect(r.stdout).toContain(`ExecStart=${process.execPath} --max-semi-space-size=4 ${resolve('dist/cli/main.js')} --config ${c.configPath} serve`);
     expect(r.stdout).toContain(`ReadWritePaths=${join(c.dir, 'state')}`);
     expect(existsSync(join(home, 'xdg'))).toBe(false);
     if (!systemdAnalyze) {
