@@ -1,0 +1,173 @@
+/**
+ * A bridge in a child process, set up and started the way a user runs it: `a2a-mailbridge serve`
+ * (src/ compiled by bench/lib/build.ts) with a config file and 0600 secret files, a SQLite store,
+ * a Maildir mailbox (empty: the A2A benchmarks must not check a mailbox) with
+ * `check_interval_s = 3600`, logging at info (to a discarded stderr), and a webhook receiver on
+ * loopback (in this process) that verifies and accepts the dispatch, so tasks reach WORKING
+ * through the real path.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { makeConfigDir, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET, type ConfigDir } from '../../test/helpers/config-dir.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../../test/helpers/webhook-receiver.js';
+import { buildBridge } from './build.js';
+import { AGENT } from './mail-fixture.js';
+
+export const BEARER = TEST_BEARER;
+
+/** The headers Hermes sends on every JSON-RPC call (FACTS.md "Hermes"). */
+export function rpcHeaders(): Record<string, string> {
+  return { 'content-type': 'application/json', authorization: `Bearer ${BEARER}`, 'a2a-version': '1.0' };
+}
+
+export function hex(n: number): string {
+  return randomBytes(n).toString('hex');
+}
+
+/** A SendMessage body as Hermes sends it. `messageId` may be autocannon's `[<id>]` placeholder. */
+export function sendBody(text: string, contextId: string, messageId = hex(16), metadata?: Record<string, unknown>): string {
+  const message: Record<string, unknown> = { role: 'ROLE_USER', parts: [{ text, mediaType: 'text/plain' }], messageId, contextId };
+  if (metadata) message.metadata = metadata;
+  return JSON.stringify({ jsonrpc: '2.0', id: `task-${hex(8)}`, method: 'SendMessage', params: { message } });
+}
+
+export function getTaskBody(id: string): string {
+  return JSON.stringify({ jsonrpc: '2.0', id: `task-${hex(8)}`, method: 'GetTask', params: { id } });
+}
+
+/** POSTs a JSON-RPC body and returns the parsed answer; throws on a non-200 or a JSON-RPC error. */
+export async function rpc(url: string, body: string, headers = rpcHeaders()): Promise<{ result: any; bytes: number }> {
+  const res = await fetch(url, { method: 'POST', headers, body });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`${url}: HTTP ${res.status}: ${text.slice(0, 300)}`);
+  const json = JSON.parse(text) as { result?: unknown; error?: { message: string } };
+  if (json.error) throw new Error(`${url}: JSON-RPC error: ${json.error.message}`);
+  return { result: json.result, bytes: Buffer.byteLength(text) };
+}
+
+export interface BridgeFixture {
+  /** The `serve` process. */
+  proc: ChildProcess;
+  pid: number;
+  endpoint: string;
+  configDir: ConfigDir;
+  storePath: string;
+  receiver: WebhookReceiver;
+  close(): Promise<void>;
+}
+
+export interface BridgeFixtureOptions {
+  /** Use this store file (e.g. one filled beforehand) instead of a fresh one in the config dir. */
+  storePath?: string;
+  /** Extra flags for the bridge's Node (e.g. `--cpu-prof`). */
+  execArgv?: string[];
+}
+
+/** Config text of the benchmark bridge. */
+export function benchToml(o: { storePath: string; webhookUrl: string; port: number }): string {
+  return `
+[server]
+listen = "127.0.0.1:${o.port}"
+bearer_file = "bearer"
+
+[store]
+path = "${o.storePath}"
+
+[mailbox]
+kind = "maildir"
+address = "me@bridge.test"
+check_interval_s = 3600
+[mailbox.maildir]
+path = "Maildir"
+
+[[agents]]
+name = "${AGENT.name}"
+address = "${AGENT.address}"
+[agents.webhook]
+url = "${o.webhookUrl}"
+auth = "both"
+bearer_file = "webhook-bearer"
+secret_file = "webhook-secret"
+timeout_s = 5
+`;
+}
+
+/** A loopback port that was free a moment ago. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : 0));
+    });
+  });
+}
+
+const live = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const p of live) p.kill('SIGKILL');
+});
+
+export async function startBridgeFixture(o: BridgeFixtureOptions = {}): Promise<BridgeFixture> {
+  const main = buildBridge();
+  const receiver = await startWebhookReceiver({ secret: TEST_WEBHOOK_SECRET, bearer: TEST_WEBHOOK_BEARER });
+  const configDir = makeConfigDir('');
+  const storePath = o.storePath ?? join(configDir.dir, 'state', 'bridge.sqlite');
+  const port = await freePort();
+  // Written now that the folder (and so the store path) is known.
+  writeFileSync(configDir.configPath, benchToml({ storePath, webhookUrl: receiver.url, port }));
+  for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(configDir.dir, 'Maildir', sub), { recursive: true });
+  // The Node flags the service templates in launchd/ start the bridge with.
+  const serviceFlags = ['--max-semi-space-size=4'];
+  const proc = spawn(process.execPath, [...serviceFlags, ...(o.execArgv ?? []), main, '--config', configDir.configPath, 'serve'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  live.add(proc);
+  let stderr = '';
+  proc.stderr!.on('data', (d: Buffer) => {
+    if (stderr.length < 20_000) stderr += d.toString('utf8');
+  });
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  const base = `http://127.0.0.1:${port}`;
+  for (let until = Date.now() + 60_000; ; ) {
+    if (proc.exitCode !== null) throw new Error(`the bridge exited at start (code ${proc.exitCode}):\n${stderr.slice(-3000)}`);
+    const ok = await fetch(`${base}/health`).then((r) => r.ok, () => false);
+    if (ok) break;
+    if (Date.now() > until) throw new Error(`the bridge did not answer /health within 60 s:\n${stderr.slice(-3000)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    proc,
+    pid: proc.pid!,
+    endpoint: `${base}/agents/grok`,
+    configDir,
+    storePath,
+    receiver,
+    async close() {
+      if (proc.exitCode === null && proc.signalCode === null) {
+        proc.kill('SIGTERM');
+        const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
+        await exited;
+        clearTimeout(t);
+      }
+      live.delete(proc);
+      await receiver.close();
+      rmSync(configDir.dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * New work on a fresh context through the real path (stored, webhook accepted): a WORKING task.
+ * Then one GetTask, which runs the first (empty) mailbox check, so none is due for an hour.
+ */
+export async function workingTask(f: BridgeFixture, ask = 'Survey the 2025 papers on retrieval-augmented generation and summarise the three strongest.'): Promise<{ taskId: string; contextId: string }> {
+  const contextId = `ctx-${hex(8)}`;
+  const sent = await rpc(f.endpoint, sendBody(ask, contextId));
+  const task = sent.result.task as { id: string; status: { state: string } };
+  if (task.status.state !== 'TASK_STATE_WORKING') throw new Error(`expected a WORKING task, got ${task.status.state}`);
+  await rpc(f.endpoint, getTaskBody(task.id));
+  return { taskId: task.id, contextId };
+}
