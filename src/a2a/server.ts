@@ -190,7 +190,10 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
 
   const server = createServer({ requestTimeout: 120_000, headersTimeout: 30_000 }, (req, res) => {
     handle(req, res).catch((err: unknown) => {
-      log.error({ err: (err as Error).message }, 'request failed');
+      // A caller that hangs up mid-request (its own timeout) is not our error.
+      const aborted = req.destroyed || (err as NodeJS.ErrnoException).code === 'ECONNRESET' || (err as Error).message === 'aborted';
+      if (aborted) log.debug({ err: (err as Error).message }, 'request aborted by the client');
+      else log.error({ err: (err as Error).message }, 'request failed');
       if (!res.headersSent) send(res, 500, { error: 'internal error' });
       else res.destroy();
     });

@@ -23,6 +23,10 @@ function isUserError(err: unknown): err is Error {
   return (err instanceof Error && USER_ERRORS.has(err.name)) || (err as NodeJS.ErrnoException)?.code === 'EADDRINUSE';
 }
 
+// Everything this command creates — the store and its -wal/-shm files, logs, backups, service
+// files — is private to the user: the store holds raw mail and live reply tokens.
+process.umask(0o077);
+
 // `a2a-mailbridge tasks | head` closes the pipe early: that is not an error.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   if (err.code === 'EPIPE') process.exit(0);
@@ -141,6 +145,13 @@ program
   });
 
 program.parseAsync().catch((err: unknown) => {
+  if ((err as NodeJS.ErrnoException)?.code === 'EADDRINUSE') {
+    const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
+    process.stderr.write(
+      `a2a-mailbridge: ${e.address ?? 'the address'}:${e.port ?? '?'} is already in use (another a2a-mailbridge running?); stop it or change server.listen\n`,
+    );
+    process.exit(2);
+  }
   if (isUserError(err)) {
     process.stderr.write(`a2a-mailbridge: ${err.message}\n`);
     process.exit(2);

@@ -1,6 +1,6 @@
 import { startApp } from '../app.js';
 import { loadConfig } from '../config/config.js';
-import { createServiceLogger } from '../log.js';
+import { createServiceLogger, underSystemd } from '../log.js';
 
 /**
  * `a2a-mailbridge serve`: runs the bridge until SIGINT/SIGTERM, then closes the socket, waits for
@@ -10,6 +10,13 @@ export async function serve(configFile: string, o: { logLevel?: string }): Promi
   const config = loadConfig(configFile);
   const log = createServiceLogger({ ...config.log, level: o.logLevel ?? config.log.level });
   const app = await startApp(config, { log });
+  if (config.log.file && !underSystemd()) {
+    // The JSON log goes to a file: say once, on the terminal, where the bridge and its log are.
+    const rotated = config.log.file.replace(/(\.[^./]*)?$/, '.1$1');
+    process.stderr.write(
+      `a2a-mailbridge: listening on ${config.agents.map((a) => app.server.endpoint(a)).join(', ')}; log: ${rotated} (numbered as it rotates)\n`,
+    );
+  }
   const stop = (signal: string): void => {
     log.info({ signal }, 'stopping');
     app.close().then(

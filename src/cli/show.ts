@@ -227,7 +227,10 @@ export function runShow(where: StoreLocation, idOrPrefix: string, o: { json?: bo
     const record = id === undefined ? undefined : readTaskRecord(db, id);
     if (!record) {
       const audit = auditRows(db, idOrPrefix);
-      if (audit.length === 0) throw new CliFailure(`no task ${idOrPrefix}; list them with: a2a-mailbridge tasks`);
+      if (audit.length === 0) {
+        const hint = idOrPrefix.length < 4 ? ' (a prefix needs at least 4 characters)' : '';
+        throw new CliFailure(`no task ${idOrPrefix}${hint}; list them with: a2a-mailbridge tasks`);
+      }
       const entries = audit.map((a) => ({ ...a, writtenAt: isoJson(a.writtenAt) }));
       if (o.json) printJson({ task: idOrPrefix, pruned: true, audit: entries });
       else process.stdout.write(`${cleanLines(`task ${idOrPrefix} was pruned; its audit entries remain:\n${JSON.stringify(entries, null, 2)}`)}\n`);

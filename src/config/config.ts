@@ -170,6 +170,9 @@ function secret(f: Fields, name: string, baseDir: string, o: { token?: boolean }
   }
   // A token goes into an HTTP header: whitespace in it (a second trailing newline, a pasted
   // space) would make every request fail later with 401, so refuse it now.
+  if (o.token && /[^\x21-\x7e]/.test(value) && !/\s/.test(value)) {
+    throw new ConfigError(f.key(name), `secret file ${p} holds characters outside visible ASCII; a token goes into an HTTP header, use letters, digits and punctuation`);
+  }
   if (o.token && /\s/.test(value)) {
     throw new ConfigError(f.key(name), `secret file ${p} contains whitespace (a second trailing newline?); a token is one line without spaces`);
   }
@@ -286,6 +289,13 @@ function parseMailbox(f: Fields, baseDir: string): MailboxConfig {
   if (f.has(other)) {
     throw new ConfigError(f.key(other), `applies only when mailbox.kind = "${other}" (it is "${kind}"); remove the [mailbox.${other}] table or change kind`);
   }
+  // A provider pattern that matches any host would trust Authentication-Results anyone can write.
+  for (const [key, re] of [['authserv_id', out.authservId], ['border_host', out.borderHost]] as const) {
+    const probes = ['attacker.example', 'mx.attacker.example', 'localhost', ''];
+    if (probes.some((h) => re.test(h))) {
+      throw new ConfigError(f.key(key), `matches hosts that are not your provider's (e.g. "${probes.find((h) => re.test(h))}"); name the provider's hosts, e.g. '[a-z0-9-]+\\.messagingengine\\.com'`);
+    }
+  }
   if (kind === 'imap') {
     const t = f.table_('imap', true);
     out.imap = {
@@ -399,7 +409,9 @@ export function loadConfig(path: string): Config {
   try {
     doc = parseToml(text) as Table;
   } catch (err) {
-    throw new ConfigError('(syntax)', `${file} is not valid TOML: ${(err as Error).message}`, { cause: err });
+    const at = err as { line?: number; column?: number; message: string };
+    const where = at.line !== undefined ? ` at line ${at.line}${at.column !== undefined ? `, column ${at.column}` : ''}` : '';
+    throw new ConfigError('(syntax)', `${file} is not valid TOML${where}: ${at.message.split('\n')[0]}`, { cause: err });
   }
   return parseConfig(doc, dirname(file), file);
 }

@@ -44,7 +44,12 @@ export function judgeAndApply(
   if (judgement.verdict !== 'late:recorded' && !('status' in judgement)) return { judgement, ledgerId };
 
   const label = m.agent.untrustedLabel;
-  const answer = safeText(reply.answer);
+  // Nothing is cut silently: what the reply format left out (quoted text, a signature) is counted.
+  const omitted =
+    reply.omittedLines > 0
+      ? `\n\n(${reply.omittedLines} line(s) after the answer were left out as quoted text or a signature; \`a2a-mailbridge ledger --raw ${ledgerId}\` shows the whole mail.)`
+      : '';
+  const answer = safeText(reply.answer) + omitted;
   const body = `${label}\n${answer}`;
   const agentMessage = (text: string): void =>
     insertMessage(db, {

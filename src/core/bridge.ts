@@ -2,7 +2,8 @@ import { A2AError } from '../a2a/errors.js';
 import type { AgentConfig } from '../config/config.js';
 import { getMailboxState } from '../store/mailbox-state.js';
 import type { TaskState } from '../store/task-state.js';
-import { getTask, listTasks, type TaskRow } from '../store/tasks.js';
+import { getTask, listTasks, markOutcomeShown, type TaskRow } from '../store/tasks.js';
+import { isTerminal } from '../store/task-state.js';
 import { dueDispatches } from '../store/turns.js';
 import { cancelTask, sendCancelNotice } from './cancel.js';
 import type { BridgeContext } from './context.js';
@@ -80,10 +81,14 @@ export class Bridge {
     }
     if (!o.returnImmediately) await this.waitWhileAwaitingAgent(outcome.task.id);
     const view = this.view(agent, outcome.task.id, o.historyLength);
-    if (outcome.kind === 'poll' && outcome.ignoredText && view.statusText !== null) {
+    if (outcome.kind === 'poll' && outcome.ignoredText === 'open' && view.statusText !== null) {
       view.statusText =
         `Your message was not sent to ${agent.name}: the task is still with it, and a task takes new input only when it asks for it (input-required). This call was a status check.\n` +
         view.statusText;
+    }
+    if (outcome.kind === 'poll' && outcome.ignoredText === 'unseen-outcome') {
+      const note = `Your message was not sent to ${agent.name}: this task had finished, and this is its result. Send your message again to start a new task.`;
+      view.statusText = view.statusText === null ? note : `${note}\n${view.statusText}`;
     }
     return { task: view };
   }
@@ -115,12 +120,14 @@ export class Bridge {
     const last = page.at(-1);
     const nextPageToken =
       rows.length > q.pageSize && last ? Buffer.from(`${last.updatedAt}:${last.id}`, 'utf8').toString('base64url') : '';
+    for (const t of page) this.shown(t);
     return { tasks: page.map((t) => viewTask(this.ctx, agent, t, q.historyLength)), nextPageToken, totalSize: total };
   }
 
   /** CancelTask; the optional cancel notice goes out in the background. @throws A2AError taskNotFound, taskNotCancelable */
   async cancel(agent: AgentConfig, taskId: string, historyLength?: number): Promise<TaskView> {
     const { task, changed } = cancelTask(this.ctx, agent, taskId);
+    this.shown(task);
     if (changed && agent.webhook.notifyCancel) this.track(sendCancelNotice(this.ctx, agent, task));
     return viewTask(this.ctx, agent, task, historyLength);
   }
@@ -166,7 +173,18 @@ export class Bridge {
   private view(agent: AgentConfig, taskId: string, historyLength?: number): TaskView {
     const task: TaskRow | undefined = getTask(this.ctx.db, taskId);
     if (!task || task.agent !== agent.name) throw new A2AError('taskNotFound', `Task ${taskId} not found`);
+    this.shown(task);
     return viewTask(this.ctx, agent, task, historyLength);
+  }
+
+  /** Records that a caller was shown a terminal task's outcome (see submit's unseen-outcome rule). */
+  private shown(task: TaskRow): void {
+    if (!isTerminal(task.state) || (task.outcomeShownAt ?? null) !== null) return;
+    try {
+      markOutcomeShown(this.ctx.db, task.id, this.ctx.now());
+    } catch (err) {
+      this.ctx.log.warn({ err: (err as Error).message, task: task.id }, 'could not record that the outcome was shown');
+    }
   }
 
   /**

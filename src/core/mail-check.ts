@@ -7,6 +7,17 @@ import type { Verdict } from '../uplink/verdicts.js';
 import { judgeAndApply } from './apply-reply.js';
 import type { BridgeContext } from './context.js';
 
+/**
+ * How long a message whose authentication failed temporarily (DNS) is judged again on every
+ * check before its verdict is recorded for good, in ms (from its arrival in the mailbox).
+ */
+const TEMPORARY_RETRY_MS = 24 * 3600_000;
+
+/** Raised by processMessage: judge this message again on a later check. */
+class DeferredMessage extends Error {
+  override readonly name = 'DeferredMessage';
+}
+
 /** Raw bytes kept for tagged mail refused before it authenticated, in bytes. */
 const REFUSED_RAW_KEEP_BYTES = 64 * 1024;
 
@@ -49,7 +60,16 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
     summary.fetched = result.messages.length;
     summary.more = result.more;
     for (const msg of result.messages) {
-      const verdict = await processMessage(ctx, msg, result.uidValidity);
+      let verdict: Verdict | null;
+      try {
+        verdict = await processMessage(ctx, msg, result.uidValidity);
+      } catch (err) {
+        if (!(err instanceof DeferredMessage)) throw err;
+        // Stop here, in order: the watermark stays before this message, so the next check judges
+        // it (and everything after it) again.
+        summary.more = true;
+        throw new MailboxError(`a reply could not be authenticated yet (${err.message}); it will be judged again on the next check`, 'io');
+      }
       if (!verdict) continue;
       summary.verdicts[verdict] = (summary.verdicts[verdict] ?? 0) + 1;
       ctx.metrics?.verdicts.inc({ verdict });
@@ -124,6 +144,11 @@ async function processMessage(ctx: BridgeContext, msg: FetchedMessage, uidValidi
       resolver: ctx.dkimResolver,
       receivedAt: msg.receivedAt,
     });
+    if (refusal?.temporary) {
+      const since = msg.receivedAt ?? ctx.now();
+      if (ctx.now() - since < TEMPORARY_RETRY_MS) throw new DeferredMessage(refusal.reason);
+      return record({ ...refusal, reason: `${refusal.reason}; still failing ${Math.round(TEMPORARY_RETRY_MS / 3600_000)} h after arrival` }, identified.taskId, identified.agent.name);
+    }
     if (refusal) return record(refusal, identified.taskId, identified.agent.name);
 
     const reply = await parseReply(msg.raw);
@@ -142,6 +167,7 @@ async function processMessage(ctx: BridgeContext, msg: FetchedMessage, uidValidi
       return verdict;
     });
   } catch (err) {
+    if (err instanceof DeferredMessage) throw err;
     // The parsers never throw on hostile bytes; if something else does, the message is still recorded.
     ctx.log.error({ err: (err as Error).message, source: msg.source }, 'message could not be processed');
     return record({ verdict: 'unreadable', reason: `processing failed: ${(err as Error).message}` }, null, null);

@@ -16,6 +16,8 @@ export interface StatusFacts {
   progressNote: string | null;
   /** A late reply kept after a deadline failure, if any. */
   lateReplyAt: number | null;
+  /** A poll word to suggest (the first non-empty one configured), so a caller's check is never taken for new work. */
+  pollWord?: string;
   now: number;
 }
 
@@ -35,7 +37,8 @@ function mailboxLine(m: MailboxState, now: number): string {
  */
 export function statusText(f: StatusFacts): string | null {
   const { task, agent, turn, now } = f;
-  const callAgain = `Call again with context_id ${task.contextId} to check.`;
+  const poll = f.pollWord ? ` (send "${f.pollWord}")` : '';
+  const callAgain = `Call again with context_id ${task.contextId} to check${poll}.`;
   const deadline =
     task.deadlineAt !== null ? `Deadline ${iso(task.deadlineAt)} (in ${humanDuration(task.deadlineAt - now)}).` : '';
   switch (task.state) {

@@ -37,8 +37,12 @@ export interface SendInput {
 export type SendOutcome =
   | { kind: 'new' | 'answer'; task: TaskRow; dispatchId: string }
   | { kind: 'replay'; task: TaskRow }
-  /** `ignoredText`: the message held new text the open task could not take (it is not forwarded). */
-  | { kind: 'poll'; task: TaskRow; ignoredText: boolean }
+  /**
+   * `ignoredText`: the message held new text the task could not take (it is not forwarded):
+   * `open` — the task is with the agent; `unseen-outcome` — it finished and the caller has not
+   * been shown the result yet.
+   */
+  | { kind: 'poll'; task: TaskRow; ignoredText: false | 'open' | 'unseen-outcome' }
   | { kind: 'no-task'; contextId: string };
 
 function isPollWord(ctx: BridgeContext, text: string): boolean {
@@ -144,7 +148,14 @@ export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput)
 
     if (target && (poll || (!isTerminal(target.state) && target.state !== 'INPUT_REQUIRED'))) {
       message(target, 'poll', target.turn);
-      return { kind: 'poll', task: target, ignoredText: !poll };
+      return { kind: 'poll', task: target, ignoredText: poll ? false : 'open' };
+    }
+    // A result the caller has not seen yet (applied by another call's check, or by the watcher)
+    // is answered first, whatever the text: a poll phrased as "any update?" must not start new
+    // work and hide the answer.
+    if (target && isTerminal(target.state) && input.taskId === undefined && (target.outcomeShownAt ?? null) === null) {
+      message(target, 'poll', target.turn);
+      return { kind: 'poll', task: target, ignoredText: 'unseen-outcome' };
     }
     if (target?.state === 'INPUT_REQUIRED') {
       const turn = target.turn + 1;

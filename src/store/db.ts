@@ -65,7 +65,13 @@ export function openDb(path: string, options: OpenOptions = {}): Db {
     db.close();
     if (err instanceof StoreError) throw err;
     const code = (err as { code?: string }).code ?? '';
-    if (code.startsWith('SQLITE_NOTADB') || code.startsWith('SQLITE_CORRUPT')) {
+    if (code.startsWith('SQLITE_NOTADB')) {
+      throw new StoreError(
+        `the store ${path} is not an SQLite database: check store.path (or --db); if it is the store, it is damaged — restore it from a backup (a2a-mailbridge backup) or move it aside to start empty`,
+        { cause: err },
+      );
+    }
+    if (code.startsWith('SQLITE_CORRUPT')) {
       throw new StoreError(
         `the store ${path} is damaged (${(err as Error).message}); restore it from a backup (a2a-mailbridge backup) or move it aside to start empty`,
         { cause: err },

@@ -158,4 +158,9 @@ export const MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX messages_history ON messages(task_id, seq) WHERE kind != 'poll';
   `,
+  // 5: when a caller was first shown a task's terminal state; until then any message on its
+  // context is answered with that result rather than starting new work.
+  `
+  ALTER TABLE tasks ADD COLUMN outcome_shown_at INTEGER;
+  `,
 ];

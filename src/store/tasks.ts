@@ -19,6 +19,8 @@ export interface TaskRow {
   updatedAt: number;
   /** The current turn's deadline; null while no turn is awaiting the agent. */
   deadlineAt: number | null;
+  /** When a caller was first shown the terminal state (ms); null before (or while open). Read-only here. */
+  outcomeShownAt?: number | null;
 }
 
 interface RawTask {
@@ -33,6 +35,7 @@ interface RawTask {
   created_at: number;
   updated_at: number;
   deadline_at: number | null;
+  outcome_shown_at: number | null;
 }
 
 function toRow(r: RawTask): TaskRow {
@@ -48,6 +51,7 @@ function toRow(r: RawTask): TaskRow {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     deadlineAt: r.deadline_at,
+    outcomeShownAt: r.outcome_shown_at,
   };
 }
 
@@ -62,6 +66,11 @@ export function insertTask(db: Db, t: TaskRow): void {
     t.state,
     t.stateReason ?? 'task created',
   );
+}
+
+/** Marks a terminal task's outcome as shown to a caller (the first time only). */
+export function markOutcomeShown(db: Db, taskId: string, at: number): void {
+  stmt(db, `UPDATE tasks SET outcome_shown_at = ? WHERE id = ? AND outcome_shown_at IS NULL`).run(at, taskId);
 }
 
 export function getTask(db: Db, id: string): TaskRow | undefined {
@@ -227,7 +236,7 @@ export function reopenAfterDispatchFailure(db: Db, task: TaskRow, o: { at: numbe
   if (task.state !== 'FAILED' || task.failedBy !== 'dispatch') throw new IllegalTransitionError(task.id, task.state, 'SUBMITTED');
   const next: TaskRow = { ...task, state: 'SUBMITTED', stateReason: o.cause, failedBy: null, updatedAt: Math.max(o.at, task.updatedAt + 1), deadlineAt: o.deadlineAt };
   stmt(db, 
-    `UPDATE tasks SET state = @state, state_reason = @stateReason, failed_by = NULL, updated_at = @updatedAt, deadline_at = @deadlineAt WHERE id = @id`,
+    `UPDATE tasks SET state = @state, state_reason = @stateReason, failed_by = NULL, updated_at = @updatedAt, deadline_at = @deadlineAt, outcome_shown_at = NULL WHERE id = @id`,
   ).run(next);
   stmt(db, `INSERT INTO task_events (task_id, at, from_state, to_state, cause) VALUES (?, ?, 'FAILED', 'SUBMITTED', ?)`).run(task.id, o.at, o.cause);
   return next;

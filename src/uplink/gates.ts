@@ -3,7 +3,7 @@ import type { AgentConfig } from '../config/config.js';
 import type { FailedBy, TaskState } from '../store/task-state.js';
 import { findTrustedResults, type ProviderProfile } from './border.js';
 import { parseDkimSignatures, verifyDkimLocally, type DnsResolver } from './dkim.js';
-import { fieldsNamed, parseHeaders, parseSingleAddress, splitMessage, type HeaderField } from './raw-headers.js';
+import { fieldsNamed, parseHeaderBlock, parseSingleAddress, splitMessage, type HeaderField } from './raw-headers.js';
 import { parseReply, type ParsedReply } from './reply-format.js';
 import { decodeSubject, findTaskTags } from './subject-tag.js';
 import type { Verdict } from './verdicts.js';
@@ -21,11 +21,18 @@ import type { Verdict } from './verdicts.js';
 export interface Refusal {
   verdict: Verdict;
   reason: string;
+  /**
+   * The refusal rests on a temporary failure (a DKIM key lookup that could not reach DNS): the
+   * caller should judge the message again later rather than record this verdict for good.
+   */
+  temporary?: boolean;
 }
 
 /** What the ledger records about any fetched message, whatever its verdict. */
 export interface MessageFacts {
   fields: HeaderField[];
+  /** Header-block lines that are neither a field nor a continuation (see parseHeaderBlock). */
+  malformedHeaderLines: number;
   rawSha256: string;
   size: number;
   /** First occurrence of each, as written (the ledger shows them; trust decisions use `fields`). */
@@ -58,10 +65,11 @@ export function normalizeMessageId(value: string | null): string | null {
 
 /** Header facts of a message; never throws. */
 export function messageFacts(raw: Buffer, size = raw.length): MessageFacts {
-  const fields = parseHeaders(splitMessage(raw).header);
+  const { fields, malformedLines } = parseHeaderBlock(splitMessage(raw).header);
   const subject = first(fields, 'subject');
   return {
     fields,
+    malformedHeaderLines: malformedLines,
     rawSha256: createHash('sha256').update(raw).digest('hex'),
     size,
     messageId: normalizeMessageId(first(fields, 'message-id')),
@@ -118,6 +126,11 @@ const SIGNED_HEADERS = ['from', 'subject', 'date', 'message-id'] as const;
  * @returns null when the message is authenticated as the agent's, else the refusal
  */
 export async function authenticate(raw: Buffer, m: Identified, o: AuthOptions): Promise<Refusal | null> {
+  // Gate 3: a line that is neither a field nor a continuation still verifies under relaxed DKIM
+  // (it is not part of any field), but a MIME parser may take it for the start of the body.
+  if (m.malformedHeaderLines > 0) {
+    return { verdict: 'auth:duplicate-header', reason: `gate 3: ${m.malformedHeaderLines} line(s) in the header block are neither a header field nor a continuation` };
+  }
   // Gate 3: a prepended second From/Subject still verifies under DKIM when h= does not oversign (e2a PR #751).
   for (const name of ['From', 'Subject', 'Date', 'Message-ID']) {
     const n = fieldsNamed(m.fields, name).length;
@@ -173,13 +186,11 @@ export async function authenticate(raw: Buffer, m: Identified, o: AuthOptions): 
     const local = await verifyDkimLocally(raw, o.resolver, o.receivedAt ? { now: new Date(o.receivedAt) } : {});
     const verified = candidates.find((s) => local.some((l) => l.b === s.b && l.status === 'pass'));
     if (!verified) {
-      const seen = candidates
-        .map((s) => {
-          const l = local.find((x) => x.b === s.b);
-          return `s=${s.s}: ${l ? `${l.status} (${l.info})` : 'no result'}`;
-        })
-        .join('; ');
-      return { verdict: 'auth:dkim-unverified', reason: `gate 7: local DKIM verification of d=${m.agent.dkimDomain} did not pass (${seen})` };
+      const mine = candidates.map((s) => local.find((x) => x.b === s.b));
+      const seen = candidates.map((s, i) => `s=${s.s}: ${mine[i] ? `${mine[i]!.status} (${mine[i]!.info})` : 'no result'}`).join('; ');
+      // Only a DNS failure for every candidate is temporary; a missing key or a bad signature is final.
+      const temporary = mine.every((l) => l?.status === 'temperror');
+      return { verdict: 'auth:dkim-unverified', reason: `gate 7: local DKIM verification of d=${m.agent.dkimDomain} did not pass (${seen})`, temporary };
     }
   }
   return null;

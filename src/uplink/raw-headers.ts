@@ -65,8 +65,19 @@ function decodeBytes(bytes: Buffer): string {
  * @returns every field in order, duplicates kept; never throws.
  */
 export function parseHeaders(raw: Buffer): HeaderField[] {
+  return parseHeaderBlock(raw).fields;
+}
+
+/**
+ * The header fields, and the number of lines in the header block that are neither a field
+ * (`name:`) nor a continuation (leading whitespace) — lines every parser drops differently:
+ * DKIM canonicalization ignores them, while a MIME parser may take one for the start of the body.
+ * Gate 3 refuses a message with any (a signed mail with such a line inserted still verifies).
+ */
+export function parseHeaderBlock(raw: Buffer): { fields: HeaderField[]; malformedLines: number } {
   const { header } = splitMessage(raw);
   const fields: HeaderField[] = [];
+  let malformedLines = 0;
   // Start offset of each field's first line; continuation lines extend it.
   let start = -1;
   let end = 0;
@@ -78,9 +89,11 @@ export function parseHeaders(raw: Buffer): HeaderField[] {
     start = -1;
     const text = decodeBytes(bytes);
     const colon = text.indexOf(':');
-    if (colon < 0) return;
-    const name = text.slice(0, colon).replace(/[ \t]+$/, '');
-    if (!FIELD_NAME.test(name)) return;
+    const name = colon < 0 ? '' : text.slice(0, colon).replace(/[ \t]+$/, '');
+    if (colon < 0 || !FIELD_NAME.test(name)) {
+      malformedLines++;
+      return;
+    }
     const value = text
       .slice(colon + 1)
       .replace(/\r?\n(?=[ \t])/g, '')
@@ -93,8 +106,9 @@ export function parseHeaders(raw: Buffer): HeaderField[] {
     const lineEnd = nl < 0 ? header.length : nl + 1;
     const first = header[i];
     if (first === 0x20 || first === 0x09) {
-      // Continuation of the current field (or of a skipped line: then `start` is -1 and it is dropped).
+      // Continuation of the current field (or of a dropped line: then `start` is -1).
       if (start >= 0) end = lineEnd;
+      else malformedLines++;
     } else {
       flush();
       start = i;
@@ -103,10 +117,9 @@ export function parseHeaders(raw: Buffer): HeaderField[] {
     i = lineEnd;
   }
   flush();
-  return fields;
+  return { fields, malformedLines };
 }
 
-/** The fields with this name, compared case-insensitively, in message order. */
 export function fieldsNamed(fields: readonly HeaderField[], name: string): HeaderField[] {
   const lname = name.toLowerCase();
   return fields.filter((f) => f.lname === lname);

@@ -25,6 +25,8 @@ export interface ParsedReply {
   statusProblem: null | 'missing' | 'several';
   /** The whole answer after the `---` line, blank lines around it trimmed; '' when there is none. */
   answer: string;
+  /** Non-blank lines after the answer left out as quoted text or a signature (shown to the caller as a note). */
+  omittedLines: number;
   /** Where the text came from: a text/plain part, the HTML (no text/plain part), or nothing readable. */
   bodyKind: 'text' | 'html' | 'none';
 }
@@ -113,23 +115,21 @@ function firstQuote(lines: readonly string[]): number {
   return lines.length;
 }
 
+/** A signature block is short: a `-- ` line with more than this many lines after it is the answer's own. */
+const MAX_SIGNATURE_LINES = 12;
+
 /**
- * Where the answer that starts at `from` ends: a header-like quote marker, a signature line, or the
- * start of the trailing run of `>` lines (every non-blank line after it quoted). A `>` line with
- * unquoted text after it is the answer's own (a Markdown block quote) and is kept, so an answer is
- * never cut short by its own formatting.
+ * Where the answer that starts at `from` ends: a header-like quote marker (`On … wrote:`, an
+ * Outlook header block, an "Original Message" banner), or a `-- ` signature line followed by a
+ * short signature. Nothing else cuts it — not a Markdown `>` block quote, not a `--` line followed
+ * by more text — so an answer is never cut short by its own formatting.
  */
 function answerEnd(lines: readonly string[], from: number): number {
-  let trailingQuote = lines.length;
-  for (let i = lines.length - 1; i >= from; i--) {
-    const l = lines[i] ?? '';
-    if (QUOTED.test(l)) trailingQuote = i;
-    else if (l.trim() !== '') break;
+  for (let i = from; i < lines.length; i++) {
+    if (opensQuoteByHeader(lines, i)) return i;
+    if (SIGNATURE.test(lines[i] ?? '') && lines.length - i - 1 <= MAX_SIGNATURE_LINES) return i;
   }
-  for (let i = from; i < trailingQuote; i++) {
-    if (SIGNATURE.test(lines[i] ?? '') || opensQuoteByHeader(lines, i)) return i;
-  }
-  return trailingQuote;
+  return lines.length;
 }
 
 function trimBlankLines(lines: readonly string[]): string {
@@ -166,11 +166,14 @@ export function parseReplyText(text: string): Omit<ParsedReply, 'bodyKind'> {
 
   let status: string | null = null;
   let statusProblem: ParsedReply['statusProblem'] = null;
-  if (statuses.length === 1) status = (statuses[0] ?? '').trim();
+  // Status words are case-blind like the keys: `status: Done` is `done`.
+  if (statuses.length === 1) status = (statuses[0] ?? '').trim().toLowerCase();
   else statusProblem = statuses.length > 1 ? 'several' : 'missing';
 
-  const answer = sepAt >= 0 ? trimBlankLines(lines.slice(sepAt + 1, answerEnd(lines, sepAt + 1))) : '';
-  return { token, tokenProblem, status, statusProblem, answer };
+  const end = sepAt >= 0 ? answerEnd(lines, sepAt + 1) : lines.length;
+  const answer = sepAt >= 0 ? trimBlankLines(lines.slice(sepAt + 1, end)) : '';
+  const omittedLines = sepAt >= 0 ? lines.slice(end).filter((l) => l.trim() !== '').length : 0;
+  return { token, tokenProblem, status, statusProblem, answer, omittedLines };
 }
 
 /**
@@ -182,9 +185,9 @@ export function parseReplyText(text: string): Omit<ParsedReply, 'bodyKind'> {
  * - `reply_token:` and `status:` (keys case-insensitive, values trimmed) count only in the reply
  *   block before its first `---` line, and must appear once each. Any `reply_token:` line counts,
  *   whatever its value.
- * - The answer is everything after that `---` line, up to a header-like quote marker, a `-- `
- *   signature line, or the trailing run of `>` lines; blank lines around it trimmed; never cut
- *   otherwise, however long. Without a `---` line the answer is ''.
+ * - The answer is everything after that `---` line, up to a header-like quote marker or a `-- `
+ *   line followed by a short signature; blank lines around it trimmed; never cut otherwise,
+ *   however long. What was left out is counted in `omittedLines`. Without `---` the answer is ''.
  *
  * @returns never throws, whatever the bytes; unreadable mail gives `bodyKind: 'none'`.
  */
@@ -193,6 +196,6 @@ export async function parseReply(raw: Buffer): Promise<ParsedReply> {
   try {
     return { ...parseReplyText(text), bodyKind: kind };
   } catch {
-    return { token: null, tokenProblem: 'missing', status: null, statusProblem: 'missing', answer: '', bodyKind: 'none' };
+    return { token: null, tokenProblem: 'missing', status: null, statusProblem: 'missing', answer: '', omittedLines: 0, bodyKind: 'none' };
   }
 }

@@ -93,7 +93,7 @@ async function expectUnreachable(h: Harness, ctx: string, error: RegExp): Promis
   expect(toSecond(health.mailbox.errorSince)).toBe(m![1]);
   expect(toSecond(health.mailbox.lastSuccessAt)).toBe(m![3] ?? null);
   expect(health.mailbox.lastResult).toBe('failed');
-  expect(text).toContain(`Call again with context_id ${ctx} to check.`);
+  expect(text).toContain(`Call again with context_id ${ctx} to check (send "status").`);
   return { since: m![1]!, lastSuccess: m![3] ?? null, text, health, ms };
 }
 

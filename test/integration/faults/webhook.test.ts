@@ -93,7 +93,7 @@ describe('webhook delivery faults (issue 5, acceptance 1)', () => {
     expect(delay).toBeGreaterThanOrEqual(1000); // 2 s backoff with jitter in [50 %, 100 %]
     expect(delay).toBeLessThanOrEqual(2000);
     expect(statusMessage(first.task)).toMatch(
-      new RegExp(`^The webhook to grok has not been accepted yet \\(attempt 1: network error: ECONNREFUSED\\)\\. Next attempt at \\S+Z\\. Deadline \\S+ \\(in 60 min\\)\\. Call again with context_id ${ctx} to check\\.$`),
+      new RegExp(`^The webhook to grok has not been accepted yet \\(attempt 1: network error: ECONNREFUSED\\)\\. Next attempt at \\S+Z\\. Deadline \\S+ \\(in 60 min\\)\\. Call again with context_id ${ctx} to check \\(send "status"\\)\\.$`),
     );
 
     // Not due yet: a poll sends nothing.

@@ -127,3 +127,21 @@ describe('secrets and values that would fail later', () => {
     expect(() => loadConfig(c.configPath)).toThrow('config key mailbox.imap: applies only when mailbox.kind = "imap" (it is "maildir"); remove the [mailbox.imap] table or change kind');
   });
 });
+
+describe('second hostile trial', () => {
+  it('refuses a bearer outside visible ASCII (clients encode it differently)', () => {
+    const c = makeConfigDir(minimalToml());
+    writeSecret(c.dir, 'bearer', 'bearer-with-é-long-enough');
+    expect(() => loadConfig(c.configPath)).toThrow(/server\.bearer_file: .* holds characters outside visible ASCII/);
+  });
+  it('refuses a provider pattern that would trust anyone', () => {
+    for (const [key, value] of [['provider_host', '.*'], ['authserv_id', '.+\\.example'], ['border_host', 'mx\\..*']]) {
+      const c = makeConfigDir(minimalToml().replace('[mailbox]', () => `[mailbox]\n${key} = '${value}'`));
+      expect(() => loadConfig(c.configPath), `${key} = ${value}`).toThrow(/matches hosts that are not your provider's/);
+    }
+  });
+  it('names the line and column of a TOML syntax error', () => {
+    const c = makeConfigDir('[server]\nlisten = "127.0.0.1:1"\nbearer_file = \n');
+    expect(() => loadConfig(c.configPath)).toThrow(/is not valid TOML at line 3, column \d+: /);
+  });
+});

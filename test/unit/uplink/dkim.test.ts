@@ -199,10 +199,8 @@ describe('makeResolver', () => {
 });
 
 describe('parseDkimSignatures on hostile sizes', () => {
-  it('stays fast on a huge whitespace-filled tag', () => {
-    const started = performance.now();
+  it('parses a huge whitespace-filled tag (a quadratic parser would hit the test timeout)', () => {
     const fields = parseHeaders(Buffer.from(`DKIM-Signature: v=1; a=rsa-sha256; d=a.example; s=s; h=from; bh=x; b=y${' '.repeat(1_000_000)}z\r\n\r\n`));
     expect(parseDkimSignatures(fields)[0]?.b).toBe('yz');
-    expect(performance.now() - started).toBeLessThan(1000);
   });
 });

@@ -21,11 +21,12 @@ function raw(contentHeaders: string, body: string | Buffer, lf = false): Buffer 
 
 const block = (answer: string, token = TOKEN, status = 'done'): string => `reply_token: ${token}\nstatus: ${status}\n---\n${answer}`;
 
-const good = (answer: string, bodyKind: ParsedReply['bodyKind'] = 'text'): ParsedReply => ({
+const good = (answer: string, bodyKind: ParsedReply['bodyKind'] = 'text', omittedLines = expect.any(Number) as unknown as number): ParsedReply => ({
   token: TOKEN,
   tokenProblem: null,
   status: 'done',
   statusProblem: null,
+  omittedLines,
   answer,
   bodyKind,
 });
@@ -111,18 +112,19 @@ describe('parseReply: body encodings', () => {
       expect(['text', 'html', 'none']).toContain(r.bodyKind);
       expect(typeof r.answer).toBe('string');
     }
-    expect(await parseReply(Buffer.alloc(0))).toEqual({ token: null, tokenProblem: 'missing', status: null, statusProblem: 'missing', answer: '', bodyKind: 'none' });
+    expect(await parseReply(Buffer.alloc(0))).toEqual({ token: null, tokenProblem: 'missing', status: null, statusProblem: 'missing', answer: '', omittedLines: 0, bodyKind: 'none' });
   });
 });
 
 describe('parseReplyText: the reply block', () => {
-  it('reads keys case-insensitively, trims values, keeps them as written', () => {
+  it('reads keys and status words case-insensitively, trims values, keeps the token as written', () => {
     expect(parseReplyText(`Hi,\n\n  Reply_Token :  ${TOKEN}  \nSTATUS:   Input-Required \n---   \nQuestion?`)).toEqual({
       token: TOKEN,
       tokenProblem: null,
-      status: 'Input-Required',
+      status: 'input-required',
       statusProblem: null,
       answer: 'Question?',
+      omittedLines: 0,
     });
   });
 
@@ -185,9 +187,23 @@ describe('parseReplyText: the reply block', () => {
     expect(parseReplyText(`${block('A.\n')}--\nAgent`)).toMatchObject({ answer: 'A.' });
   });
 
-  it('drops the trailing quote but keeps a Markdown block quote inside the answer', () => {
-    const text = `${block('Intro.\n\n> A quoted spec line.\n\nMy reading of it.\n')}\n> old line 1\n>\n> old line 2\n`;
-    expect(parseReplyText(text)).toMatchObject({ token: TOKEN, answer: 'Intro.\n\n> A quoted spec line.\n\nMy reading of it.' });
+  it('keeps `>` lines that no attribution introduces (a Markdown block quote, even at the end)', () => {
+    const text = `${block('Intro.\n\n> A quoted spec line.\n\nMy reading of it.\n')}\n> closing quote 1\n>\n> closing quote 2\n`;
+    expect(parseReplyText(text)).toMatchObject({
+      token: TOKEN,
+      answer: 'Intro.\n\n> A quoted spec line.\n\nMy reading of it.\n\n> closing quote 1\n>\n> closing quote 2',
+      omittedLines: 0,
+    });
+  });
+
+  it('cuts quoted text an attribution introduces, and counts what it left out', () => {
+    const text = `${block('The answer.')}\n\nOn Mon, 30 Nov 2026 at 10:00, me@example.com wrote:\n> the request\n> more\n`;
+    expect(parseReplyText(text)).toMatchObject({ answer: 'The answer.', omittedLines: 3 });
+  });
+
+  it('keeps a `--` line followed by more than a signature, and cuts a short signature', () => {
+    expect(parseReplyText(block(`Plan:\n--\n${Array.from({ length: 20 }, (_, i) => `step ${i}`).join('\n')}`)).answer).toMatch(/^Plan:\n--\nstep 0\n[\s\S]*step 19$/);
+    expect(parseReplyText(block('Done.\n-- \nGrok\nagent.example'))).toMatchObject({ answer: 'Done.', omittedLines: 3 });
   });
 
   it('takes the first `---` line as the separator; later ones belong to the answer', () => {
@@ -207,16 +223,16 @@ describe('parseReplyText: the reply block', () => {
   });
 
   it('ignores a byte-order mark and reads bare CR line ends', () => {
-    expect(parseReplyText(`\uFEFFreply_token: ${TOKEN}\rstatus: done\r---\rA.`)).toEqual({ token: TOKEN, tokenProblem: null, status: 'done', statusProblem: null, answer: 'A.' });
+    expect(parseReplyText(`\uFEFFreply_token: ${TOKEN}\rstatus: done\r---\rA.`)).toEqual({ token: TOKEN, tokenProblem: null, status: 'done', statusProblem: null, answer: 'A.', omittedLines: 0 });
   });
 });
 
 describe('parseReplyText on hostile sizes', () => {
-  it('stays fast on a long line that looks like the start of a quote header', () => {
+  it('stays linear on a long line that looks like the start of a quote header', () => {
+    // Quote markers are only matched on lines up to 400 characters (MAX_MARKER_LINE), so the
+    // patterns never backtrack over a hostile 200 KB line; the test's own timeout is the guard.
     const line = `On 1 ${'a 1 '.repeat(50_000)}`;
-    const started = performance.now();
     const r = parseReplyText(`${block(`${line}\n${line}`)}\nend`);
-    expect(performance.now() - started).toBeLessThan(1000);
     expect(r.answer.endsWith('end')).toBe(true);
   });
 });
