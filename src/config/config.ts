@@ -2,12 +2,13 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
-import { Webhook } from 'standardwebhooks';
-import { ConfigError, Fields, type Table } from './fields.js';
-import { readSecretFile, SecretFileError } from './secret-file.js';
 import type { LogConfig } from '../log.js';
+import { parseAgent } from './agents.js';
+import { ConfigError, Fields, type Table } from './fields.js';
+import { ADDRESS_RE, isLoopbackLiteral, secret } from './values.js';
 
 export { ConfigError } from './fields.js';
+export { isLoopbackLiteral } from './values.js';
 
 export type WebhookAuth = 'bearer' | 'standard-webhooks' | 'both';
 
@@ -129,17 +130,6 @@ export interface Config {
 /** Fastmail: per-host MX names such as mx1.messagingengine.com or phl-mx-04.messagingengine.com (FACTS.md). */
 export const FASTMAIL_HOST_PATTERN = '[a-z0-9-]+\\.messagingengine\\.com';
 
-const NAME_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
-const TAG_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/;
-const ADDRESS_RE = /^[^\s@<>"]+@[a-z0-9.-]+\.[a-z0-9-]+$/i;
-const DOMAIN_RE = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/;
-
-/** True for 127.0.0.0/8 and ::1 written as IP literals; host names (even `localhost`) are refused. */
-export function isLoopbackLiteral(host: string): boolean {
-  if (isIP(host) === 4) return host.startsWith('127.');
-  if (isIP(host) === 6) return host === '::1' || host === '0:0:0:0:0:0:0:1';
-  return false;
-}
 
 function parseListen(f: Fields): { host: string; port: number } {
   const key = f.key('listen');
@@ -157,112 +147,6 @@ function parseListen(f: Fields): { host: string; port: number } {
     );
   }
   return { host, port };
-}
-
-function secret(f: Fields, name: string, baseDir: string, o: { token?: boolean } = {}): string {
-  const p = resolve(baseDir, f.string(name));
-  let value: string;
-  try {
-    value = readSecretFile(p, f.key(name));
-  } catch (err) {
-    if (err instanceof SecretFileError) throw new ConfigError(f.key(name), err.message.replace(/^[^:]+: /, ''), { cause: err });
-    throw err;
-  }
-  // A token goes into an HTTP header: whitespace in it (a second trailing newline, a pasted
-  // space) would make every request fail later with 401, so refuse it now.
-  if (o.token && /[^\x21-\x7e]/.test(value) && !/\s/.test(value)) {
-    throw new ConfigError(f.key(name), `secret file ${p} holds characters outside visible ASCII; a token goes into an HTTP header, use letters, digits and punctuation`);
-  }
-  if (o.token && /\s/.test(value)) {
-    throw new ConfigError(f.key(name), `secret file ${p} contains whitespace (a second trailing newline?); a token is one line without spaces`);
-  }
-  return value;
-}
-
-/** Standard Webhooks secrets: `whsec_` + base64 of at least 16 bytes, checked by signing once. */
-function checkSigningSecret(f: Fields, name: string, value: string): void {
-  const why = 'must hold a Standard Webhooks secret: "whsec_" followed by the base64 of at least 16 random bytes';
-  const b64 = value.slice('whsec_'.length);
-  if (!value.startsWith('whsec_') || !/^[A-Za-z0-9+/]+={0,2}$/.test(b64) || b64.length % 4 !== 0 || Buffer.from(b64, 'base64').length < 16) {
-    throw new ConfigError(f.key(name), why);
-  }
-  try {
-    new Webhook(value).sign('msg_check', new Date(0), '{}');
-  } catch (err) {
-    throw new ConfigError(f.key(name), `${why} (${(err as Error).message})`, { cause: err });
-  }
-}
-
-function parseWebhook(f: Fields, baseDir: string): WebhookConfig {
-  const urlText = f.string('url');
-  let url: URL;
-  try {
-    url = new URL(urlText);
-  } catch {
-    throw new ConfigError(f.key('url'), `must be an absolute http(s) URL, got ${JSON.stringify(urlText)}`);
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw new ConfigError(f.key('url'), 'must use https (http only for loopback tests)');
-  }
-  if (url.protocol === 'http:' && !isLoopbackLiteral(url.hostname.replace(/^\[|\]$/g, ''))) {
-    throw new ConfigError(f.key('url'), 'plain http is allowed only to a loopback address; use https');
-  }
-  if (url.username || url.password) throw new ConfigError(f.key('url'), 'must not carry credentials; use bearer_file');
-  const auth = f.oneOf<WebhookAuth>('auth', ['bearer', 'standard-webhooks', 'both'], 'standard-webhooks');
-  const needBearer = auth !== 'standard-webhooks';
-  const needSecret = auth !== 'bearer';
-  if (needBearer && !f.has('bearer_file')) throw new ConfigError(f.key('bearer_file'), `is required when auth = "${auth}"`);
-  if (needSecret && !f.has('secret_file')) throw new ConfigError(f.key('secret_file'), `is required when auth = "${auth}"`);
-  const out: WebhookConfig = {
-    url,
-    auth,
-    timeoutMs: f.integer('timeout_s', 10, 1, 300) * 1000,
-    maxAttempts: f.integer('max_attempts', 8, 1, 100),
-    maxAgeMs: f.integer('max_age_s', 3600, 1, 7 * 86400) * 1000,
-    notifyCancel: f.boolean('notify_cancel', false),
-  };
-  if (needBearer) out.bearer = secret(f, 'bearer_file', baseDir, { token: true });
-  else f.optionalString('bearer_file');
-  if (needSecret) {
-    out.signingSecret = secret(f, 'secret_file', baseDir, { token: true });
-    checkSigningSecret(f, 'secret_file', out.signingSecret);
-  } else f.optionalString('secret_file');
-  f.rejectUnknown();
-  return out;
-}
-
-function parseAgent(f: Fields, baseDir: string): AgentConfig {
-  const name = f.string('name');
-  if (!NAME_RE.test(name)) throw new ConfigError(f.key('name'), 'must be lower-case letters, digits, "-" or "_" (it is a URL path segment)');
-  const tag = f.string('tag', name.toUpperCase());
-  if (!TAG_RE.test(tag)) throw new ConfigError(f.key('tag'), 'must be letters, digits, "-" or "_", at most 32');
-  const address = f.string('address').toLowerCase();
-  if (!ADDRESS_RE.test(address)) throw new ConfigError(f.key('address'), `must be a plain address like agent@example.com`);
-  const dkimDomain = f.string('dkim_domain', address.slice(address.indexOf('@') + 1)).toLowerCase();
-  if (!DOMAIN_RE.test(dkimDomain)) throw new ConfigError(f.key('dkim_domain'), 'must be a domain name such as example.com (no trailing dot)');
-  const skills = f.tableArray('skills').map((s) => {
-    const skill = {
-      id: s.string('id'),
-      name: s.string('name'),
-      description: s.string('description', ''),
-      tags: s.stringArray('tags', []),
-    };
-    s.rejectUnknown();
-    return skill;
-  });
-  const agent: AgentConfig = {
-    name,
-    description: f.string('description', `Cloud agent ${name}, reached by webhook and answering by email`),
-    tag,
-    address,
-    dkimDomain,
-    deadlineMs: f.integer('deadline_s', 3600, 10, 30 * 86400) * 1000,
-    untrustedLabel: f.string('untrusted_label', `[UNTRUSTED — ${name} reply, verify before acting]`),
-    skills,
-    webhook: parseWebhook(f.table_('webhook', true), baseDir),
-  };
-  f.rejectUnknown();
-  return agent;
 }
 
 function parseMailbox(f: Fields, baseDir: string): MailboxConfig {

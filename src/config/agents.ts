@@ -1,0 +1,96 @@
+/** The `[[agents]]` tables of the config: one cloud agent each, with its webhook (BRIEF §7). */
+import { Webhook } from 'standardwebhooks';
+import type { AgentConfig, WebhookAuth, WebhookConfig } from './config.js';
+import { ConfigError, type Fields } from './fields.js';
+import { ADDRESS_RE, isLoopbackLiteral, secret } from './values.js';
+
+const NAME_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+const TAG_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/;
+const DOMAIN_RE = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/;
+
+/** Standard Webhooks secrets: `whsec_` + base64 of at least 16 bytes, checked by signing once. */
+function checkSigningSecret(f: Fields, name: string, value: string): void {
+  const why = 'must hold a Standard Webhooks secret: "whsec_" followed by the base64 of at least 16 random bytes';
+  const b64 = value.slice('whsec_'.length);
+  if (!value.startsWith('whsec_') || !/^[A-Za-z0-9+/]+={0,2}$/.test(b64) || b64.length % 4 !== 0 || Buffer.from(b64, 'base64').length < 16) {
+    throw new ConfigError(f.key(name), why);
+  }
+  try {
+    new Webhook(value).sign('msg_check', new Date(0), '{}');
+  } catch (err) {
+    throw new ConfigError(f.key(name), `${why} (${(err as Error).message})`, { cause: err });
+  }
+}
+
+function parseWebhook(f: Fields, baseDir: string): WebhookConfig {
+  const urlText = f.string('url');
+  let url: URL;
+  try {
+    url = new URL(urlText);
+  } catch {
+    throw new ConfigError(f.key('url'), `must be an absolute http(s) URL, got ${JSON.stringify(urlText)}`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw new ConfigError(f.key('url'), 'must use https (http only for loopback tests)');
+  }
+  if (url.protocol === 'http:' && !isLoopbackLiteral(url.hostname.replace(/^\[|\]$/g, ''))) {
+    throw new ConfigError(f.key('url'), 'plain http is allowed only to a loopback address; use https');
+  }
+  if (url.username || url.password) throw new ConfigError(f.key('url'), 'must not carry credentials; use bearer_file');
+  const auth = f.oneOf<WebhookAuth>('auth', ['bearer', 'standard-webhooks', 'both'], 'standard-webhooks');
+  const needBearer = auth !== 'standard-webhooks';
+  const needSecret = auth !== 'bearer';
+  if (needBearer && !f.has('bearer_file')) throw new ConfigError(f.key('bearer_file'), `is required when auth = "${auth}"`);
+  if (needSecret && !f.has('secret_file')) throw new ConfigError(f.key('secret_file'), `is required when auth = "${auth}"`);
+  const out: WebhookConfig = {
+    url,
+    auth,
+    timeoutMs: f.integer('timeout_s', 10, 1, 300) * 1000,
+    maxAttempts: f.integer('max_attempts', 8, 1, 100),
+    maxAgeMs: f.integer('max_age_s', 3600, 1, 7 * 86400) * 1000,
+    notifyCancel: f.boolean('notify_cancel', false),
+  };
+  if (needBearer) out.bearer = secret(f, 'bearer_file', baseDir, { token: true });
+  else f.optionalString('bearer_file');
+  if (needSecret) {
+    out.signingSecret = secret(f, 'secret_file', baseDir, { token: true });
+    checkSigningSecret(f, 'secret_file', out.signingSecret);
+  } else f.optionalString('secret_file');
+  f.rejectUnknown();
+  return out;
+}
+
+export function parseAgent(f: Fields, baseDir: string): AgentConfig {
+  const name = f.string('name');
+  if (!NAME_RE.test(name)) throw new ConfigError(f.key('name'), 'must be lower-case letters, digits, "-" or "_" (it is a URL path segment)');
+  const tag = f.string('tag', name.toUpperCase());
+  if (!TAG_RE.test(tag)) throw new ConfigError(f.key('tag'), 'must be letters, digits, "-" or "_", at most 32');
+  const address = f.string('address').toLowerCase();
+  if (!ADDRESS_RE.test(address)) throw new ConfigError(f.key('address'), `must be a plain address like agent@example.com`);
+  const dkimDomain = f.string('dkim_domain', address.slice(address.indexOf('@') + 1)).toLowerCase();
+  if (!DOMAIN_RE.test(dkimDomain)) throw new ConfigError(f.key('dkim_domain'), 'must be a domain name such as example.com (no trailing dot)');
+  const skills = f.tableArray('skills').map((s) => {
+    const skill = {
+      id: s.string('id'),
+      name: s.string('name'),
+      description: s.string('description', ''),
+      tags: s.stringArray('tags', []),
+    };
+    s.rejectUnknown();
+    return skill;
+  });
+  const agent: AgentConfig = {
+    name,
+    description: f.string('description', `Cloud agent ${name}, reached by webhook and answering by email`),
+    tag,
+    address,
+    dkimDomain,
+    deadlineMs: f.integer('deadline_s', 3600, 10, 30 * 86400) * 1000,
+    untrustedLabel: f.string('untrusted_label', `[UNTRUSTED — ${name} reply, verify before acting]`),
+    skills,
+    webhook: parseWebhook(f.table_('webhook', true), baseDir),
+  };
+  f.rejectUnknown();
+  return agent;
+}
+
