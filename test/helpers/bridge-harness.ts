@@ -1,5 +1,6 @@
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll } from 'vitest';
 import { startApp, type App } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config/config.js';
 import type { Envelope } from '../../src/downlink/envelope.js';
@@ -8,7 +9,7 @@ import { buildReplyMail, dkimTxtName, generateDkimKey, type ReplyMailOptions } f
 import { createLogger } from '../../src/log.js';
 import { ImapMailbox } from '../../src/uplink/imap-mailbox.js';
 import { makeConfigDir, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET, type ConfigDir } from './config-dir.js';
-import type { DovecotHandle } from './dovecot.js';
+import { startDovecot, type DovecotHandle } from './dovecot.js';
 import { startWebhookReceiver, type PlannedResponse, type RecordedRequest, type WebhookReceiver } from './webhook-receiver.js';
 
 export const AGENT_ADDRESS = 'agent@agent.example';
@@ -247,4 +248,21 @@ timeout_s = 5
     },
   };
   return h;
+}
+
+/**
+ * For a test file: starts a private Dovecot and a harness before its tests and stops both after.
+ * Read `env.h` and `env.dovecot` inside the tests (they are set once `beforeAll` has run).
+ */
+export function useHarness(o: Omit<HarnessOptions, 'dovecot'> = {}): { readonly h: Harness; readonly dovecot: DovecotHandle } {
+  const env = {} as { h: Harness; dovecot: DovecotHandle };
+  beforeAll(async () => {
+    env.dovecot = await startDovecot();
+    env.h = await startHarness({ ...o, dovecot: env.dovecot });
+  });
+  afterAll(async () => {
+    await env.h?.close();
+    await env.dovecot?.stop();
+  });
+  return env;
 }

@@ -1,65 +1,55 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { attemptsOfTask } from '../../../src/store/attempts.js';
 import { queryLedger } from '../../../src/store/ledger.js';
 import { getAudit } from '../../../src/store/tasks.js';
-import { hermesBody, hex, startHarness, type Harness } from '../../helpers/bridge-harness.js';
-import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
+import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 
 /** Issue 4: CancelTask revokes the token, records the cause, notifies the agent when configured, and is idempotent. */
-let dovecot: DovecotHandle;
-let h: Harness;
 
-beforeAll(async () => {
-  dovecot = await startDovecot();
-  h = await startHarness({ dovecot, webhookToml: 'notify_cancel = true' });
-});
-afterAll(async () => {
-  await h?.close();
-  await dovecot?.stop();
-});
+const suite = useHarness({ webhookToml: 'notify_cancel = true' });
 
-const call = async (method: string, params: unknown) => (await h.rpc({ jsonrpc: '2.0', id: hex(4), method, params })).json;
+const call = async (method: string, params: unknown) => (await suite.h.rpc({ jsonrpc: '2.0', id: hex(4), method, params })).json;
 
 describe('CancelTask', () => {
   it('cancels, notifies the agent once, stays idempotent, and a later reply is recorded but never applied', async () => {
     const ctx = `ctx-${hex(8)}`;
-    const task = (await h.rpc(hermesBody('Long job', ctx))).json.result.task;
-    const envelope = h.envelope(h.receiver.requests.length);
+    const task = (await suite.h.rpc(hermesBody('Long job', ctx))).json.result.task;
+    const envelope = suite.h.envelope(suite.h.receiver.requests.length);
     const canceled = (await call('CancelTask', { id: task.id })).result;
     expect(canceled.status.state).toBe('TASK_STATE_CANCELED');
     expect(canceled.status.message.parts[0].text).toBe('Canceled: canceled by the caller.');
 
     // The notice goes out in the background: the same envelope with cancel: true, its own webhook-id.
-    const notices = await h.receiver.waitForRequests(h.receiver.requests.length === 1 ? 2 : h.receiver.requests.length);
+    const notices = await suite.h.receiver.waitForRequests(suite.h.receiver.requests.length === 1 ? 2 : suite.h.receiver.requests.length);
     const notice = notices.at(-1)!;
     expect(notice.verified).toBe(true);
     expect(notice.envelope).toMatchObject({ task_id: task.id, turn: 1, cancel: true });
-    expect(notice.id).not.toBe(h.receiver.requests[0]!.id);
+    expect(notice.id).not.toBe(suite.h.receiver.requests[0]!.id);
 
     const again = await call('CancelTask', { id: task.id });
     expect(again.result.status.state).toBe('TASK_STATE_CANCELED');
-    await h.app.bridge.idle();
-    expect(h.receiver.requests.filter((r) => r.envelope?.cancel)).toHaveLength(1);
-    expect(attemptsOfTask(h.app.bridge.ctx.db, task.id).map((a) => [a.dispatchId.startsWith('cancel_'), a.outcome])).toEqual([
+    await suite.h.app.bridge.idle();
+    expect(suite.h.receiver.requests.filter((r) => r.envelope?.cancel)).toHaveLength(1);
+    expect(attemptsOfTask(suite.h.app.bridge.ctx.db, task.id).map((a) => [a.dispatchId.startsWith('cancel_'), a.outcome])).toEqual([
       [false, 'accepted'],
       [true, 'accepted'],
     ]);
 
-    await dovecot.append(await h.reply(envelope, { answer: 'too late' }));
-    const after = (await h.rpc(hermesBody('status', ctx))).json.result.task;
+    await suite.dovecot.append(await suite.h.reply(envelope, { answer: 'too late' }));
+    const after = (await suite.h.rpc(hermesBody('status', ctx))).json.result.task;
     expect(after.status.state).toBe('TASK_STATE_CANCELED');
     expect(after.artifacts).toEqual([]);
-    expect(queryLedger(h.app.bridge.ctx.db, { taskId: task.id, limit: 5 }).map((l) => l.verdict)).toEqual(['bad-token']);
-    expect(getAudit(h.app.bridge.ctx.db, task.id)).toMatchObject({ state: 'CANCELED', cause: 'canceled by the caller' });
-    expect(h.app.bridge.ctx.db.prepare('SELECT count(*) AS n FROM audit WHERE task_id = ?').get(task.id)).toEqual({ n: 1 });
+    expect(queryLedger(suite.h.app.bridge.ctx.db, { taskId: task.id, limit: 5 }).map((l) => l.verdict)).toEqual(['bad-token']);
+    expect(getAudit(suite.h.app.bridge.ctx.db, task.id)).toMatchObject({ state: 'CANCELED', cause: 'canceled by the caller' });
+    expect(suite.h.app.bridge.ctx.db.prepare('SELECT count(*) AS n FROM audit WHERE task_id = ?').get(task.id)).toEqual({ n: 1 });
   });
 
   it('a completed task is not cancelable (-32002) and an unknown one is not found (-32001)', async () => {
     const ctx = `ctx-${hex(8)}`;
-    const task = (await h.rpc(hermesBody('Quick job', ctx))).json.result.task;
-    const env = h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === task.id)!;
-    await dovecot.append(await h.reply(env));
-    expect((await h.rpc(hermesBody('status', ctx))).json.result.task.status.state).toBe('TASK_STATE_COMPLETED');
+    const task = (await suite.h.rpc(hermesBody('Quick job', ctx))).json.result.task;
+    const env = suite.h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === task.id)!;
+    await suite.dovecot.append(await suite.h.reply(env));
+    expect((await suite.h.rpc(hermesBody('status', ctx))).json.result.task.status.state).toBe('TASK_STATE_COMPLETED');
     expect((await call('CancelTask', { id: task.id })).error).toMatchObject({ code: -32002, data: [{ reason: 'TASK_NOT_CANCELABLE' }] });
     expect((await call('CancelTask', { id: '00000000-0000-4000-8000-000000000000' })).error).toMatchObject({ code: -32001 });
   });

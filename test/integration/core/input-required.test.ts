@@ -1,36 +1,26 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { queryLedger } from '../../../src/store/ledger.js';
-import { hermesBody, hex, startHarness, type Harness } from '../../helpers/bridge-harness.js';
-import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
+import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 
 /**
  * Issue 4, acceptance 4: an INPUT_REQUIRED round trip end to end on Dovecot: the agent asks, the
  * caller answers on the same context, the second webhook carries the thread and a new token, the
  * final answer is applied, and the first token no longer applies.
  */
-let dovecot: DovecotHandle;
-let h: Harness;
 
-beforeAll(async () => {
-  dovecot = await startDovecot();
-  h = await startHarness({ dovecot });
-});
-afterAll(async () => {
-  await h?.close();
-  await dovecot?.stop();
-});
+const suite = useHarness({});
 
-const send = async (text: string, ctx: string) => (await h.rpc(hermesBody(text, ctx))).json.result.task;
+const send = async (text: string, ctx: string) => (await suite.h.rpc(hermesBody(text, ctx))).json.result.task;
 
 describe('INPUT_REQUIRED round trip', () => {
   it('question → answer on the same context → second webhook with thread and new token → final answer', async () => {
     const ctx = `ctx-${hex(8)}`;
     const t1 = await send('Book me a flight to Lisbon', ctx);
     expect(t1.status.state).toBe('TASK_STATE_WORKING');
-    const e1 = h.envelope(1);
+    const e1 = suite.h.envelope(1);
     expect(e1).toMatchObject({ turn: 1, ask: 'Book me a flight to Lisbon', thread: [] });
 
-    await dovecot.append(await h.reply(e1, { status: 'input-required', answer: 'Which date?' }));
+    await suite.dovecot.append(await suite.h.reply(e1, { status: 'input-required', answer: 'Which date?' }));
     const asked = await send('status', ctx);
     expect(asked.status.state).toBe('TASK_STATE_INPUT_REQUIRED');
     expect(asked.artifacts).toEqual([]);
@@ -39,8 +29,8 @@ describe('INPUT_REQUIRED round trip', () => {
     const answered = await send('The 3rd of March', ctx);
     expect(answered.id).toBe(t1.id);
     expect(answered.status.state).toBe('TASK_STATE_WORKING');
-    expect(h.receiver.requests).toHaveLength(2);
-    const e2 = h.envelope(2);
+    expect(suite.h.receiver.requests).toHaveLength(2);
+    const e2 = suite.h.envelope(2);
     expect(e2).toMatchObject({
       task_id: t1.id,
       turn: 2,
@@ -51,13 +41,13 @@ describe('INPUT_REQUIRED round trip', () => {
       ],
     });
     expect(e2.reply_token).not.toBe(e1.reply_token);
-    expect(h.receiver.requests[1]!.id).not.toBe(h.receiver.requests[0]!.id);
+    expect(suite.h.receiver.requests[1]!.id).not.toBe(suite.h.receiver.requests[0]!.id);
 
     // The first turn's token no longer applies, even in a fresh, authentic mail.
-    await dovecot.append(await h.reply(e1, { answer: 'stale answer under the old token' }));
+    await suite.dovecot.append(await suite.h.reply(e1, { answer: 'stale answer under the old token' }));
     expect((await send('status', ctx)).status.state).toBe('TASK_STATE_WORKING');
 
-    await dovecot.append(await h.reply(e2, { answer: 'Booked: TP1350 on 3 March.' }));
+    await suite.dovecot.append(await suite.h.reply(e2, { answer: 'Booked: TP1350 on 3 March.' }));
     const done = await send('status', ctx);
     expect(done.status.state).toBe('TASK_STATE_COMPLETED');
     expect(done.artifacts).toHaveLength(1);
@@ -68,18 +58,18 @@ describe('INPUT_REQUIRED round trip', () => {
       ['ROLE_USER', 'The 3rd of March'],
       ['ROLE_AGENT', '[UNTRUSTED — grok reply, verify before acting]\nBooked: TP1350 on 3 March.'],
     ]);
-    const verdicts = queryLedger(h.app.bridge.ctx.db, { taskId: t1.id, limit: 10 }).map((l) => l.verdict).reverse();
+    const verdicts = queryLedger(suite.h.app.bridge.ctx.db, { taskId: t1.id, limit: 10 }).map((l) => l.verdict).reverse();
     expect(verdicts).toEqual(['applied:input-required', 'bad-token', 'applied:done']);
   });
 
   it('a poll word while input is required is a poll, not an answer', async () => {
     const ctx = `ctx-${hex(8)}`;
     const t = await send('Plan a trip', ctx);
-    const env = h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === t.id)!;
-    await dovecot.append(await h.reply(env, { status: 'input-required', answer: 'Where to?' }));
+    const env = suite.h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === t.id)!;
+    await suite.dovecot.append(await suite.h.reply(env, { status: 'input-required', answer: 'Where to?' }));
     expect((await send('status', ctx)).status.state).toBe('TASK_STATE_INPUT_REQUIRED');
-    const sent = h.receiver.requests.length;
+    const sent = suite.h.receiver.requests.length;
     expect((await send('?', ctx)).status.state).toBe('TASK_STATE_INPUT_REQUIRED');
-    expect(h.receiver.requests.length).toBe(sent);
+    expect(suite.h.receiver.requests.length).toBe(sent);
   });
 });

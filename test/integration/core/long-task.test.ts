@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { queryLedger } from '../../../src/store/ledger.js';
 import { getAudit } from '../../../src/store/tasks.js';
-import { hermesBody, hex, startHarness, type Harness } from '../../helpers/bridge-harness.js';
-import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
+import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 
 /**
  * Issue 4, acceptance 2: a Hermes-style caller with a 120 s read timeout, and an agent that answers
@@ -10,26 +9,19 @@ import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
  * the late answer is visible on the next poll; nothing is discarded (ledger and audit agree).
  */
 const HERMES_TIMEOUT_MS = 120_000;
-let dovecot: DovecotHandle;
-let h: Harness;
 const durations: number[] = [];
 
-beforeAll(async () => {
-  dovecot = await startDovecot();
-  h = await startHarness({ dovecot, agentToml: 'deadline_s = 600' });
-});
+const suite = useHarness({ agentToml: 'deadline_s = 600' });
 afterAll(async () => {
-  await h?.close();
-  await dovecot?.stop();
   if (durations.length) console.log(`long-task scenario: ${durations.length} calls, slowest ${Math.max(...durations).toFixed(1)} ms`);
 });
 
 /** One a2a_call as Hermes makes it: new messageId, same contextId, aborted after 120 s. */
 async function hermesCall(text: string, contextId: string): Promise<any> {
   const started = performance.now();
-  const res = await fetch(h.endpoint, {
+  const res = await fetch(suite.h.endpoint, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${h.configDir.bearer}`, 'a2a-version': '1.0' },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${suite.h.configDir.bearer}`, 'a2a-version': '1.0' },
     body: JSON.stringify(hermesBody(text, contextId)),
     signal: AbortSignal.timeout(HERMES_TIMEOUT_MS),
   });
@@ -52,40 +44,40 @@ describe('a job that outlives its deadline (issue 4, acceptance 2)', () => {
     for (let i = 0; i < 3; i++) expect((await hermesCall('status', ctx)).status.state).toBe('TASK_STATE_WORKING');
     expect(shown(task)).toMatch(new RegExp(`Call again with context_id ${ctx} to check`));
 
-    h.advance(601_000);
+    suite.h.advance(601_000);
     task = await hermesCall('status', ctx);
     expect(task.status.state).toBe('TASK_STATE_FAILED');
     expect(shown(task)).toMatch(/^Failed: deadline \S+ passed with no reply from grok\.$/);
 
     // The agent finishes after the deadline; its reply is authenticated and carries the live token.
-    await dovecot.append(await h.reply(h.envelope(1), { answer: 'The review, finally.' }));
+    await suite.dovecot.append(await suite.h.reply(suite.h.envelope(1), { answer: 'The review, finally.' }));
     task = await hermesCall('status', ctx);
     expect(task.status.state).toBe('TASK_STATE_FAILED');
     expect(shown(task)).toMatch(/^\[UNTRUSTED — grok reply, verify before acting\]\n\(This reply arrived .* after the task failed: deadline .*\)\nThe review, finally\.$/);
     expect(task.status.message.parts[0].text).toMatch(/A late reply from grok arrived \S+, after the deadline; it is attached as an artifact and was not applied\./);
 
     // Observers see it through GetTask and ListTasks too.
-    const got = (await h.rpc({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: task.id } })).json.result;
+    const got = (await suite.h.rpc({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: task.id } })).json.result;
     expect(got.artifacts.map((a: any) => a.name)).toEqual(['late-reply']);
-    const listed = (await h.rpc({ jsonrpc: '2.0', id: 2, method: 'ListTasks', params: { contextId: ctx, includeArtifacts: true } })).json.result;
+    const listed = (await suite.h.rpc({ jsonrpc: '2.0', id: 2, method: 'ListTasks', params: { contextId: ctx, includeArtifacts: true } })).json.result;
     expect(listed.tasks).toHaveLength(1);
     expect(listed.tasks[0].artifacts[0].parts[0].text).toContain('The review, finally.');
 
     // One webhook in total; nothing discarded: the ledger keeps the reply, the audit the failure.
-    expect(h.receiver.requests).toHaveLength(1);
-    const ledger = queryLedger(h.app.bridge.ctx.db, { taskId: task.id, limit: 10 });
+    expect(suite.h.receiver.requests).toHaveLength(1);
+    const ledger = queryLedger(suite.h.app.bridge.ctx.db, { taskId: task.id, limit: 10 });
     expect(ledger.map((l) => l.verdict)).toEqual(['late:recorded']);
-    const audit = getAudit(h.app.bridge.ctx.db, task.id) as { state: string; failedBy: string; cause: string; verdicts: unknown[]; endedAt: string };
+    const audit = getAudit(suite.h.app.bridge.ctx.db, task.id) as { state: string; failedBy: string; cause: string; verdicts: unknown[]; endedAt: string };
     expect(audit).toMatchObject({ state: 'FAILED', failedBy: 'deadline', verdicts: [] });
     expect(audit.cause).toMatch(/^deadline .* passed with no reply from grok$/);
     // The audit was written at the failure, before the late reply was seen: the two agree in time.
     expect(Date.parse(audit.endedAt)).toBeLessThanOrEqual(ledger[0]!.seenAt);
 
     // A replay of the late reply changes nothing (its token was used).
-    await dovecot.append(await h.reply(h.envelope(1), { answer: 'The review, finally.' }));
+    await suite.dovecot.append(await suite.h.reply(suite.h.envelope(1), { answer: 'The review, finally.' }));
     task = await hermesCall('status', ctx);
     expect(task.artifacts).toHaveLength(1);
-    expect(queryLedger(h.app.bridge.ctx.db, { taskId: task.id, limit: 10 }).map((l) => l.verdict).sort()).toEqual(['bad-token', 'late:recorded']);
+    expect(queryLedger(suite.h.app.bridge.ctx.db, { taskId: task.id, limit: 10 }).map((l) => l.verdict).sort()).toEqual(['bad-token', 'late:recorded']);
     for (const d of durations) expect(d).toBeLessThan(HERMES_TIMEOUT_MS);
   });
 });

@@ -1,35 +1,25 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startApp } from '../../../src/app.js';
 import { loadConfig } from '../../../src/config/config.js';
 import { createServiceLogger } from '../../../src/log.js';
-import { hermesBody, hex, startHarness, type Harness } from '../../helpers/bridge-harness.js';
+import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 import { TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET } from '../../helpers/config-dir.js';
-import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
 
-let dovecot: DovecotHandle;
-let h: Harness;
 
-beforeAll(async () => {
-  dovecot = await startDovecot();
-  h = await startHarness({ dovecot });
-});
-afterAll(async () => {
-  await h?.close();
-  await dovecot?.stop();
-});
+const suite = useHarness({});
 
 describe('GET /metrics (issue 6, acceptance 3)', () => {
   it('parses as Prometheus text format and counts tasks, verdicts, attempts and checks', async () => {
     const ctx = `ctx-${hex(8)}`;
-    const task = (await h.rpc(hermesBody('metrics job', ctx))).json.result.task;
-    const env = h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === task.id)!;
-    await dovecot.append(await h.reply(env));
-    expect((await h.rpc(hermesBody('status', ctx))).json.result.task.status.state).toBe('TASK_STATE_COMPLETED');
+    const task = (await suite.h.rpc(hermesBody('metrics job', ctx))).json.result.task;
+    const env = suite.h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === task.id)!;
+    await suite.dovecot.append(await suite.h.reply(env));
+    expect((await suite.h.rpc(hermesBody('status', ctx))).json.result.task.status.state).toBe('TASK_STATE_COMPLETED');
 
-    const res = await fetch(`${new URL(h.endpoint).origin}/metrics`);
+    const res = await fetch(`${new URL(suite.h.endpoint).origin}/metrics`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
     const families = parsePrometheusTextFormat(await res.text()) as { name: string; type: string; metrics: { value?: string; labels?: Record<string, string>; buckets?: Record<string, string>; count?: string }[] }[];
@@ -50,27 +40,27 @@ describe('GET /metrics (issue 6, acceptance 3)', () => {
 describe('logs (issue 6, acceptance 3)', () => {
   it('a full round trip logged at debug level to the rotating file holds no secret', async () => {
     // A second bridge on the same parts, logging everything to a file through the service logger.
-    const config = loadConfig(h.configDir.configPath);
-    const file = join(h.configDir.dir, 'logs', 'mailbridge.log');
+    const config = loadConfig(suite.h.configDir.configPath);
+    const file = join(suite.h.configDir.dir, 'logs', 'mailbridge.log');
     const log = createServiceLogger({ level: 'trace', file, maxBytes: 1024 * 1024, maxFiles: 3 });
-    const app = await startApp({ ...config, store: { path: join(h.configDir.dir, 'state', 'logs.sqlite') } }, { log });
+    const app = await startApp({ ...config, store: { path: join(suite.h.configDir.dir, 'state', 'logs.sqlite') } }, { log });
     await app.bridge.idle(); // the start-up check, so the poll below runs a check of its own
     const endpoint = app.server.endpoint(config.agents[0]!);
     const ctx = `ctx-${hex(8)}`;
     const post = (text: string) =>
       fetch(endpoint, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_BEARER}` }, body: JSON.stringify(hermesBody(text, ctx)) }).then((r) => r.json() as Promise<any>);
     const task = (await post('log job')).result.task;
-    const env = h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === task.id)!;
-    await dovecot.append(await h.reply(env));
+    const env = suite.h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === task.id)!;
+    await suite.dovecot.append(await suite.h.reply(env));
     expect((await post('status')).result.task.status.state).toBe('TASK_STATE_COMPLETED');
     await app.close();
     await new Promise<void>((resolve) => log.flush(() => resolve()));
     await new Promise((r) => setTimeout(r, 300));
-    const dir = join(h.configDir.dir, 'logs');
+    const dir = join(suite.h.configDir.dir, 'logs');
     const text = readdirSync(dir).map((f) => readFileSync(join(dir, f), 'utf8')).join('');
     expect(text).toContain('"webhook result"');
     expect(text).toContain('"reply judged"');
-    for (const secret of [TEST_BEARER, TEST_WEBHOOK_SECRET, TEST_WEBHOOK_SECRET.slice(6), TEST_WEBHOOK_BEARER, dovecot.password, env.reply_token]) {
+    for (const secret of [TEST_BEARER, TEST_WEBHOOK_SECRET, TEST_WEBHOOK_SECRET.slice(6), TEST_WEBHOOK_BEARER, suite.dovecot.password, env.reply_token]) {
       expect(text.includes(secret), `log holds a secret: ${secret.slice(0, 6)}…`).toBe(false);
     }
   });
