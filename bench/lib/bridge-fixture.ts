@@ -9,9 +9,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { makeConfigDir, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET, type ConfigDir } from '../../test/helpers/config-dir.js';
+import { freePort } from '../../test/helpers/free-port.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../test/helpers/webhook-receiver.js';
 import { buildBridge } from './build.js';
 import { AGENT } from './mail-fixture.js';
@@ -95,17 +95,6 @@ timeout_s = 5
 `;
 }
 
-/** A loopback port that was free a moment ago. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : 0));
-    });
-  });
-}
 
 const live = new Set<ChildProcess>();
 process.on('exit', () => {

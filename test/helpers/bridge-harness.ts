@@ -89,6 +89,65 @@ function tomlLines(defaults: string, extra: string | undefined): string {
   return `${kept.join('\n')}\n${extra}`;
 }
 
+/**
+ * The harness's config text: one agent `grok` (and `claude` with `secondAgent`) on a Dovecot, a
+ * webhook receiver and a DNS zone; the `*Toml` options add or replace lines in their tables.
+ */
+export function harnessToml(
+  o: Omit<HarnessOptions, 'respond'> & { zoneAddress: string; webhookUrl: string; port?: number },
+): string {
+  return `
+[server]
+listen = "127.0.0.1:${o.port ?? 0}"
+bearer_file = "bearer"
+${o.serverToml ?? ''}
+
+[store]
+path = "state/bridge.sqlite"
+
+[mailbox]
+kind = "imap"
+address = "me@bridge.test"
+${tomlLines('check_interval_s = 0', o.mailboxToml)}
+[mailbox.imap]
+${tomlLines(`host = "127.0.0.1"
+port = ${o.dovecot.port}
+tls = false
+user = "${o.dovecot.user}"
+password_file = "imap-password"`, o.imapToml)}
+
+[dns]
+servers = ["${o.zoneAddress}"]
+
+[[agents]]
+name = "grok"
+address = "${AGENT_ADDRESS}"
+dkim_domain = "${AGENT_DOMAIN}"
+${o.agentToml ?? ''}
+[agents.webhook]
+${tomlLines(`url = "${o.webhookUrl}"
+auth = "both"
+bearer_file = "webhook-bearer"
+secret_file = "webhook-secret"
+timeout_s = 5`, o.webhookToml)}
+${
+  o.secondAgent
+    ? `
+[[agents]]
+name = "claude"
+address = "claude@agent.example"
+dkim_domain = "${AGENT_DOMAIN}"
+[agents.webhook]
+url = "${o.webhookUrl}"
+auth = "both"
+bearer_file = "webhook-bearer"
+secret_file = "webhook-secret"
+timeout_s = 5
+`
+    : ''
+}`;
+}
+
 export function hex(bytes: number): string {
   return randomBytes(bytes).toString('hex');
 }
@@ -112,56 +171,7 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
   const key = generateDkimKey();
   const zone = await startDnsZone([{ name: dkimTxtName(SELECTOR, AGENT_DOMAIN), type: 'TXT', data: key.publicKeyTxt }]);
   const receiver = await startWebhookReceiver({ secret: TEST_WEBHOOK_SECRET, bearer: TEST_WEBHOOK_BEARER, respond: o.respond });
-  const configDir = makeConfigDir(`
-[server]
-listen = "127.0.0.1:0"
-bearer_file = "bearer"
-${o.serverToml ?? ''}
-
-[store]
-path = "state/bridge.sqlite"
-
-[mailbox]
-kind = "imap"
-address = "me@bridge.test"
-${tomlLines('check_interval_s = 0', o.mailboxToml)}
-[mailbox.imap]
-${tomlLines(`host = "127.0.0.1"
-port = ${o.dovecot.port}
-tls = false
-user = "${o.dovecot.user}"
-password_file = "imap-password"`, o.imapToml)}
-
-[dns]
-servers = ["${zone.address}"]
-
-[[agents]]
-name = "grok"
-address = "${AGENT_ADDRESS}"
-dkim_domain = "${AGENT_DOMAIN}"
-${o.agentToml ?? ''}
-[agents.webhook]
-${tomlLines(`url = "${receiver.url}"
-auth = "both"
-bearer_file = "webhook-bearer"
-secret_file = "webhook-secret"
-timeout_s = 5`, o.webhookToml)}
-${
-  o.secondAgent
-    ? `
-[[agents]]
-name = "claude"
-address = "claude@agent.example"
-dkim_domain = "${AGENT_DOMAIN}"
-[agents.webhook]
-url = "${receiver.url}"
-auth = "both"
-bearer_file = "webhook-bearer"
-secret_file = "webhook-secret"
-timeout_s = 5
-`
-    : ''
-}`);
+  const configDir = makeConfigDir(harnessToml({ ...o, zoneAddress: zone.address, webhookUrl: receiver.url }));
   // The harness's Dovecot has its own password: write it over the default one.
   const { writeSecret } = await import('./config-dir.js');
   writeSecret(configDir.dir, 'imap-password', o.dovecot.password);

@@ -25,10 +25,11 @@
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { ImapFlow } from 'imapflow';
+import { freePort } from './free-port.js';
 
 export interface DovecotOptions {
   /** Login name (any name works: the passdb is static). Default `mailbridge`. */
@@ -210,18 +211,6 @@ service anvil {
 `;
 }
 
-/** A port that was free a moment ago (Dovecot's bind may still lose a race: `start` retries). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** Reads the first line a server sends on `port`; null on refusal, reset or 1 s of silence. */
 function firstLine(port: number): Promise<string | null> {

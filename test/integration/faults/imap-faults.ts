@@ -4,18 +4,7 @@
  * and a MULTIAPPEND that fills a folder with many messages in one command.
  */
 import { createServer, createConnection, type Server, type Socket } from 'node:net';
-
-/** A free loopback TCP port (free a moment ago). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+import { freePort } from '../../helpers/free-port.js';
 
 /**
  * How the proxy treats a new connection:

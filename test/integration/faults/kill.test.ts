@@ -10,13 +10,13 @@ import { ledgerOfTask } from '../../../src/store/ledger.js';
 import { getMailboxState } from '../../../src/store/mailbox-state.js';
 import { getTask, listTaskRows, taskEvents, type TaskRow } from '../../../src/store/tasks.js';
 import { turnsOfTask } from '../../../src/store/turns.js';
-import { AGENT_ADDRESS, AGENT_DOMAIN, hermesBody, PROVIDER, SELECTOR } from '../../helpers/bridge-harness.js';
+import { AGENT_ADDRESS, AGENT_DOMAIN, harnessToml, hermesBody, PROVIDER, SELECTOR } from '../../helpers/bridge-harness.js';
 import { makeConfigDir, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET, writeSecret, type ConfigDir } from '../../helpers/config-dir.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
 import { killAll, quickCheck, readStore, startBridgeProcess, type BridgeProcess } from './bridge-process.js';
 import { newContext, shown } from './caller-view.js';
-import { freePort } from './imap-faults.js';
+import { freePort } from '../../helpers/free-port.js';
 import { Summary } from './summary.js';
 
 /**
@@ -61,40 +61,7 @@ async function setup(): Promise<Setup> {
   await dovecot.createFolder(folder);
   const receiver = await startWebhookReceiver({ secret: TEST_WEBHOOK_SECRET, bearer: TEST_WEBHOOK_BEARER });
   const port = await freePort();
-  const cfg = makeConfigDir(`
-[server]
-listen = "127.0.0.1:${port}"
-bearer_file = "bearer"
-
-[store]
-path = "state/bridge.sqlite"
-
-[mailbox]
-kind = "imap"
-address = "me@bridge.test"
-folder = "${folder}"
-check_interval_s = 0
-[mailbox.imap]
-host = "127.0.0.1"
-port = ${dovecot.port}
-tls = false
-user = "${dovecot.user}"
-password_file = "imap-password"
-
-[dns]
-servers = ["${zone.address}"]
-
-[[agents]]
-name = "grok"
-address = "${AGENT_ADDRESS}"
-dkim_domain = "${AGENT_DOMAIN}"
-[agents.webhook]
-url = "${receiver.url}"
-auth = "both"
-bearer_file = "webhook-bearer"
-secret_file = "webhook-secret"
-timeout_s = 5
-`);
+  const cfg = makeConfigDir(harnessToml({ dovecot, port, zoneAddress: zone.address, webhookUrl: receiver.url, mailboxToml: `folder = "${folder}"` }));
   writeSecret(cfg.dir, 'imap-password', dovecot.password);
   afterCleanup.push(async () => {
     await receiver.close();
