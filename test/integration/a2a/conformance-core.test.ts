@@ -33,6 +33,8 @@ import {
   webhooksFor,
   type RawResult,
   type WireExchange,
+  UUID,
+  LABEL,
 } from './conformance-helpers.js';
 
 /**
@@ -45,9 +47,6 @@ import {
  * SendMessage never blocks for the whole job; a follow-up on an open context is a poll; CancelTask
  * is idempotent on a canceled task), the test asserts the documented behaviour and says so.
  */
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const LABEL = '[UNTRUSTED — grok reply, verify before acting]';
 
 let dovecot: DovecotHandle;
 let h: Harness;

@@ -280,6 +280,11 @@ export function keysOf(v: unknown, out: string[] = []): string[] {
   return out;
 }
 
+/** A task id the bridge generates (UUID v4, lower case). */
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** The default untrusted label of the harness's agent `grok`. */
+export const LABEL = '[UNTRUSTED — grok reply, verify before acting]';
+
 export const V1_STATES = [
   'TASK_STATE_SUBMITTED',
   'TASK_STATE_WORKING',

@@ -32,6 +32,8 @@ import {
   webhooksFor,
   type RawResult,
   type WireExchange,
+  UUID,
+  LABEL,
 } from './conformance-helpers.js';
 
 /**
@@ -41,9 +43,6 @@ import {
  * requirement ID it checks, run through the @a2a-js/sdk client on its v0.3 legacy transport
  * (`legacyCompat`, card from the legacy path) and raw JSON-RPC with `A2A-Version: 0.3`.
  */
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const LABEL = '[UNTRUSTED — grok reply, verify before acting]';
 
 let dovecot: DovecotHandle;
 let h: Harness;
