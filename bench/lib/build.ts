@@ -22,7 +22,7 @@ export function buildBridge(): string {
   mkdirSync(BUILD_DIR, { recursive: true });
   // Node looks for the package scope no further up than node_modules: say ESM here.
   writeFileSync(join(dirname(BUILD_DIR), 'package.json'), '{ "type": "module" }\n');
-  const tsc = join(dirname(createRequire(import.meta.url).resolve('typescript/package.json')), 'bin', 'tsc');
+  const tsc = join(dirname(createRequire(import.meta.url).resolve('typescript7/package.json')), 'bin', 'tsc');
   const t = performance.now();
   try {
     execFileSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', BUILD_DIR, '--sourceMap', 'false'], { cwd: ROOT, stdio: 'pipe' });

@@ -3,13 +3,16 @@
  * with mailauth's `dkimVerify` (BRIEF §7: "local DKIM verification looks up selector keys in DNS";
  * the resolver's servers are configurable).
  *
- * FACTS.md, mailauth 4.13: a tampered body gives `neutral`, not `fail`; an `l=` signature with
- * appended text still passes. Callers accept only `pass` and refuse `l=`.
+ * mailauth 7 runs in its lenient default mode (its strict mode refuses a `d=` with a trailing
+ * dot, which genuine mail carries: test/fixtures/corpus 15) with one strict rule on: an rsa-sha1
+ * signature is not valid (RFC 8301 §3.1). A tampered body gives `neutral`, not `fail`, and an
+ * `l=` signature with appended text can still pass (RFC 6376 §8.2): callers accept only `pass`
+ * and refuse `l=`.
  */
 import { isIPv4, isIPv6 } from 'node:net';
 import { Resolver } from 'node:dns/promises';
-import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
-import type { DNSResolver } from 'mailauth';
+import { dkimVerify } from 'mailauth';
+import type { DKIMResult, DNSResolver } from 'mailauth';
 import { parseHeaders, type HeaderField } from './raw-headers.js';
 
 export interface DkimSignatureInfo {
@@ -143,15 +146,8 @@ export interface LocalDkimResult {
   info: string;
 }
 
-/** The fields of a mailauth 4.13 result we read; its type declarations omit `signature` and the length flags. */
-interface MailauthDkimResult {
-  signingDomain?: string;
-  selector?: string;
-  signature?: string;
-  canonBodyLengthLimited?: boolean;
-  status?: { result?: string };
-  info?: string;
-}
+/** A mailauth result as it comes at run time: its declarations omit `info` (the A-R style line). */
+type MailauthDkimResult = DKIMResult & { info?: string };
 
 /**
  * Verifies every DKIM-Signature of the message with mailauth, looking keys up through `resolver`
@@ -168,8 +164,8 @@ export async function verifyDkimLocally(raw: Buffer, resolver: DnsResolver, opti
   try {
     ours = parseDkimSignatures(parseHeaders(raw));
     const guarded: DnsResolver = (name, rrtype) => withTimeout(Promise.resolve().then(() => resolver(name, rrtype)), timeoutMs, `${name} ${rrtype}`);
-    const verified = await dkimVerify(raw, { resolver: guarded as DNSResolver, ...(options.now ? { curTime: options.now } : {}) });
-    const results = verified.results as unknown as MailauthDkimResult[];
+    const verified = await dkimVerify(raw, { resolver: guarded as DNSResolver, rejectRsaSha1: true, ...(options.now ? { curTime: options.now } : {}) });
+    const results: MailauthDkimResult[] = verified.results;
     return results
       .filter((r) => typeof r.signingDomain === 'string' && r.signingDomain !== '')
       .map((r) => {
@@ -179,7 +175,7 @@ export async function verifyDkimLocally(raw: Buffer, resolver: DnsResolver, opti
           s: r.selector ?? '',
           b,
           status: r.status?.result ?? 'temperror',
-          bodyLengthLimited: r.canonBodyLengthLimited === true || ours.some((o) => o.b === b && o.bodyLengthLimited),
+          bodyLengthLimited: (r.status?.underSized ?? 0) > 0 || ours.some((o) => o.b === b && o.bodyLengthLimited),
           info: r.info ?? '',
         };
       });

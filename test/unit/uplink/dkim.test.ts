@@ -1,5 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { dkimSign } from 'mailauth/lib/dkim/sign.js';
+import { dkimSign } from 'mailauth';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { makeResolver, parseDkimSignatures, signaturesMatching, verifyDkimLocally, type DnsResolver } from '../../../src/uplink/dkim.js';
 import { parseHeaders } from '../../../src/uplink/raw-headers.js';
