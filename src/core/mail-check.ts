@@ -1,25 +1,16 @@
-import { immediate } from '../store/db.js';
-import { hasRawDigest, isSourceRecorded, recordVerdict, type LedgerEntry } from '../store/ledger.js';
+import type { Logger } from 'pino';
+import { immediate, type Db } from '../store/db.js';
+import { hasRawDigest, isMessageIdApplied, isSourceRecorded } from '../store/ledger.js';
 import { advanceWatermark, getMailboxState, recordCheck, resetWatermark } from '../store/mailbox-state.js';
-import { authenticate, identify, messageFacts, parseReply, type Refusal } from '../uplink/gates.js';
+import { getTask } from '../store/tasks.js';
+import { getTurn } from '../store/turns.js';
+import type { DnsResolver } from '../uplink/dkim.js';
+import { messageFacts } from '../uplink/gates.js';
 import { MailboxError, type FetchedMessage } from '../uplink/mailbox.js';
 import type { Verdict } from '../uplink/verdicts.js';
-import { judgeAndApply } from './apply-reply.js';
+import { recordDecision } from './apply-reply.js';
 import type { BridgeContext } from './context.js';
-
-/**
- * How long a message whose authentication failed temporarily (DNS) is judged again on every
- * check before its verdict is recorded for good, in ms (from its arrival in the mailbox).
- */
-const TEMPORARY_RETRY_MS = 24 * 3600_000;
-
-/** Raised by processMessage: judge this message again on a later check. */
-class DeferredMessage extends Error {
-  override readonly name = 'DeferredMessage';
-}
-
-/** Raw bytes kept for tagged mail refused before it authenticated, in bytes. */
-const REFUSED_RAW_KEEP_BYTES = 64 * 1024;
+import { judgeMessage, judgeRulesOf, type Decision, type JudgeRules, type JudgeStore } from './judge.js';
 
 /** What one mailbox check did. */
 export interface CheckSummary {
@@ -34,16 +25,17 @@ export interface CheckSummary {
 }
 
 /**
- * Runs one read-only mailbox check (BRIEF §5): fetch what is new after the watermark, pass each
- * message through the gate stack, and commit each verdict — with any promotion and the
- * watermark move — in one transaction per message. A mailbox failure is recorded (for the
- * callers' status text and /health) and returned, never thrown: it must not fail an A2A call.
+ * Runs one read-only mailbox check (docs/architecture.md, "The data path"): fetch what is new
+ * after the watermark, and hand each message to {@link intake}, in order. A mailbox failure is
+ * recorded (for the callers' status text and /health) and returned, never thrown: it must not
+ * fail an A2A call.
  */
 export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
   const { db, config, mailbox } = ctx;
   const started = ctx.now();
   const state = getMailboxState(db, mailbox.folder);
   const summary: CheckSummary = { ok: true, fetched: 0, verdicts: {}, more: false, durationMs: 0 };
+  const intakeCtx: IntakeContext = { db, rules: judgeRulesOf(config), resolver: ctx.dkimResolver, now: ctx.now, log: ctx.log, folder: mailbox.folder };
   try {
     const result = await mailbox.check({
       watermark: { uidValidity: state.uidValidity, lastUid: state.lastUid },
@@ -60,17 +52,15 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
     summary.fetched = result.messages.length;
     summary.more = result.more;
     for (const msg of result.messages) {
-      let verdict: Verdict | null;
-      try {
-        verdict = await processMessage(ctx, msg, result.uidValidity);
-      } catch (err) {
-        if (!(err instanceof DeferredMessage)) throw err;
+      const outcome = await intake(intakeCtx, msg, result.uidValidity);
+      if (outcome.kind === 'deferred') {
         // Stop here, in order: the watermark stays before this message, so the next check judges
         // it (and everything after it) again.
         summary.more = true;
-        throw new MailboxError(`a reply could not be authenticated yet (${err.message}); it will be judged again on the next check`, 'io');
+        throw new MailboxError(`a reply could not be authenticated yet (${outcome.reason}); it will be judged again on the next check`, 'io');
       }
-      if (!verdict) continue;
+      if (outcome.kind !== 'recorded') continue;
+      const { verdict } = outcome;
       summary.verdicts[verdict] = (summary.verdicts[verdict] ?? 0) + 1;
       ctx.metrics?.verdicts.inc({ verdict });
       if ((verdict.startsWith('applied:') || verdict === 'late:recorded') && msg.receivedAt !== null) {
@@ -95,81 +85,70 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
   return summary;
 }
 
-/** Passes one message through the gates and commits its verdict. Returns the verdict, or null if already recorded. */
-async function processMessage(ctx: BridgeContext, msg: FetchedMessage, uidValidity: string): Promise<Verdict | null> {
-  const { db, config, mailbox } = ctx;
+/** What {@link intake} needs: the store, the gates' configuration, DNS, the clock, the log, the folder's watermark key. */
+export interface IntakeContext {
+  db: Db;
+  rules: JudgeRules;
+  resolver: DnsResolver;
+  now: () => number;
+  log: Logger;
+  folder: string;
+}
+
+/**
+ * What became of one message:
+ * - `recorded`: judged, and its decision committed (ledger row, any promotion, the watermark);
+ * - `seen`: this copy (source) was recorded before; only the watermark moved;
+ * - `deferred`: its DKIM key could not be looked up yet; nothing was written.
+ */
+export type Intake =
+  | { kind: 'recorded'; verdict: Verdict; reason: string; ledgerId: number; decision: Exclude<Decision, { kind: 'defer' }> }
+  | { kind: 'seen' }
+  | { kind: 'deferred'; reason: string };
+
+/**
+ * One fetched message through the judge (src/core/judge.ts) and into the store: the judge's
+ * deciding step runs inside one `BEGIN IMMEDIATE` transaction that also records the decision
+ * (src/core/apply-reply.ts) and moves the watermark past the message. A message the judge fails
+ * on (a defect of ours) is still recorded, as `unreadable`, so it is never retried silently.
+ */
+export async function intake(c: IntakeContext, msg: FetchedMessage, uidValidity: string): Promise<Intake> {
+  const { db } = c;
   if (isSourceRecorded(db, msg.source)) {
-    immediate(db, () => advanceWatermark(db, mailbox.folder, uidValidity, msg.uid));
-    return null;
+    immediate(db, () => advanceWatermark(db, c.folder, uidValidity, msg.uid));
+    return { kind: 'seen' };
   }
-  const facts = messageFacts(msg.raw, msg.size);
-  // Raw bytes are evidence: kept whole for authenticated mail, and only the first 64 KiB (the
-  // header block and the start of the body) for tagged mail refused before authentication
-  // passed — anyone can send that, and it must not fill the disk.
-  const entry = (taskId: string | null, agent: string | null, keepRaw: boolean, authenticated = false): Omit<LedgerEntry, 'verdict' | 'reason'> => ({
-    source: msg.source,
-    seenAt: ctx.now(),
-    messageId: facts.messageId,
-    fromHeader: facts.from,
-    subject: facts.subject,
-    dateHeader: facts.date,
-    size: msg.size,
-    rawSha256: facts.rawSha256,
-    raw: !keepRaw ? null : authenticated ? msg.raw : msg.raw.subarray(0, REFUSED_RAW_KEEP_BYTES),
-    agent,
-    taskId,
-    receivedAt: msg.receivedAt,
-  });
-  const record = (refusal: Refusal, taskId: string | null, agent: string | null): Verdict | null =>
-    immediate(db, () => {
-      const id = recordVerdict(db, { ...entry(taskId, agent, taskId !== null), ...refusal });
-      advanceWatermark(db, mailbox.folder, uidValidity, msg.uid);
-      return id === null ? null : refusal.verdict;
-    });
-
+  const store: JudgeStore = {
+    seenDigest: (sha) => hasRawDigest(db, sha),
+    task: (id) => {
+      const task = getTask(db, id);
+      return task && { task, turn: getTurn(db, task.id, task.turn) };
+    },
+    messageIdApplied: (taskId, messageId) => isMessageIdApplied(db, taskId, messageId),
+  };
+  /** Records the decision and moves the watermark past the message; call inside the transaction. */
+  const commit = (d: Exclude<Decision, { kind: 'defer' }>): Intake => {
+    const ledgerId = recordDecision(db, d, { source: msg.source, raw: msg.raw, receivedAt: msg.receivedAt, at: c.now() });
+    advanceWatermark(db, c.folder, uidValidity, msg.uid);
+    if (d.kind !== 'refuse' || d.evidence === 'whole') c.log.info({ task: d.kind === 'refuse' ? d.tag?.taskId : d.on.task.id, verdict: d.verdict, ledgerId }, 'reply judged');
+    return ledgerId === null ? { kind: 'seen' } : { kind: 'recorded', verdict: d.verdict, reason: d.reason, ledgerId, decision: d };
+  };
   try {
-    const identified = identify(facts, config.agents, (sha) => hasRawDigest(db, sha));
-    const tagged = 'taskId' in identified ? identified : identified.tagged;
-    const taskId = tagged?.taskId ?? null;
-    const agentName = tagged?.agent.name ?? null;
-    if (msg.tooLarge && !('verdict' in identified && identified.verdict === 'duplicate')) {
-      const why = `${msg.size} bytes, over mailbox.max_message_bytes (${config.mailbox.maxMessageBytes}); refused whole`;
-      return record({ verdict: 'too-large', reason: why }, taskId, agentName);
-    }
-    if ('verdict' in identified) return record({ verdict: identified.verdict, reason: identified.reason }, taskId, agentName);
-
-    const refusal = await authenticate(msg.raw, identified, {
-      profile: { authservId: config.mailbox.authservId, borderHost: config.mailbox.borderHost },
-      verifyDkim: config.mailbox.verifyDkim,
-      resolver: ctx.dkimResolver,
-      receivedAt: msg.receivedAt,
-    });
-    if (refusal?.temporary) {
-      const since = msg.receivedAt ?? ctx.now();
-      if (ctx.now() - since < TEMPORARY_RETRY_MS) throw new DeferredMessage(refusal.reason);
-      return record({ ...refusal, reason: `${refusal.reason}; still failing ${Math.round(TEMPORARY_RETRY_MS / 3600_000)} h after arrival` }, identified.taskId, identified.agent.name);
-    }
-    if (refusal) return record(refusal, identified.taskId, identified.agent.name);
-
-    const reply = await parseReply(msg.raw);
-    return immediate(db, () => {
-      let verdict: Verdict | null;
-      if (hasRawDigest(db, facts.rawSha256)) {
-        // Recorded by a concurrent check of another process while this one authenticated.
-        const id = recordVerdict(db, { ...entry(identified.taskId, identified.agent.name, true, true), verdict: 'duplicate', reason: 'gate 1: the same raw bytes are already in the ledger' });
-        verdict = id === null ? null : 'duplicate';
-      } else {
-        const { judgement, ledgerId } = judgeAndApply(db, identified, reply, entry(identified.taskId, identified.agent.name, true, true), ctx.now(), config.mailbox.dateSkewMs);
-        verdict = ledgerId === null ? null : judgement.verdict;
-        ctx.log.info({ task: identified.taskId, verdict: judgement.verdict, ledgerId }, 'reply judged');
-      }
-      advanceWatermark(db, mailbox.folder, uidValidity, msg.uid);
-      return verdict;
+    return await judgeMessage<Intake>(msg, {
+      rules: c.rules,
+      resolver: c.resolver,
+      now: c.now,
+      store,
+      settle: (decide) =>
+        immediate(db, (): Intake => {
+          const d = decide();
+          return d.kind === 'defer' ? { kind: 'deferred', reason: d.reason } : commit(d);
+        }),
     });
   } catch (err) {
-    if (err instanceof DeferredMessage) throw err;
     // The parsers never throw on hostile bytes; if something else does, the message is still recorded.
-    ctx.log.error({ err: (err as Error).message, source: msg.source }, 'message could not be processed');
-    return record({ verdict: 'unreadable', reason: `processing failed: ${(err as Error).message}` }, null, null);
+    c.log.error({ err: (err as Error).message, source: msg.source }, 'message could not be processed');
+    const reason = `processing failed: ${(err as Error).message}`;
+    return immediate(db, () => commit({ kind: 'refuse', verdict: 'unreadable', reason, message: messageFacts(msg.raw, msg.size), tag: null, evidence: 'none' }));
   }
 }

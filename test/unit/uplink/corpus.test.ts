@@ -1,18 +1,29 @@
 /**
- * Issue 3: the complete gate stack, proven on the corpus of attack mail in
+ * The message judge (src/core/judge.ts) proven on the corpus of attack mail in
  * `test/fixtures/corpus/` (written by `test/fixtures/generate-corpus.ts`; its manifest says what
- * each message models and the verdict BRIEF §5 requires). Each message runs through the pure
- * stack — `identify` → `authenticate` (local DKIM verification on, keys from `zone.json`) →
- * `parseReply` → `judgeReply` — against a live task; a sequence case first replays the messages
- * it names against the same store model. Any difference is a false promotion or a false refusal.
+ * each message models and the verdict docs/architecture.md requires). Each message is taken in
+ * by the code a mailbox check runs — `intake`: the judge with local DKIM verification on (keys
+ * from `zone.json`), then the ledger row and any promotion — against a real store holding the
+ * manifest's tasks; a sequence case first takes in the messages it names, in the same store. Any
+ * difference is a false promotion or a false refusal.
+ *
+ * The second block covers the rules that rest on what the mailbox reports rather than on the
+ * bytes: a message over the size limit, and a DKIM key lookup that fails temporarily.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { corpusAgent, loadManifest, loadZone, profileOf, readMessage, zoneResolver } from '../../helpers/corpus.js';
-import { runStack, storeModel, type StackContext } from '../../helpers/gate-stack.js';
+import { TEMPORARY_RETRY_MS } from '../../../src/core/judge.js';
+import type { Intake } from '../../../src/core/mail-check.js';
+import { immediate } from '../../../src/store/db.js';
+import { recordVerdict } from '../../../src/store/ledger.js';
+import { getTask } from '../../../src/store/tasks.js';
+import type { DnsResolver } from '../../../src/uplink/dkim.js';
+import { messageFacts } from '../../../src/uplink/gates.js';
 import { isApplied, type Verdict } from '../../../src/uplink/verdicts.js';
+import { corpusAgent, loadManifest, loadZone, profileOf, readMessage, zoneResolver } from '../../helpers/corpus.js';
+import { corpusStore, type CorpusSetting } from '../../helpers/corpus-store.js';
 
 const manifest = loadManifest();
-const ctx: StackContext = {
+const setting: CorpusSetting = {
   agents: [corpusAgent(manifest)],
   profile: profileOf(manifest),
   resolver: zoneResolver(loadZone().records),
@@ -22,7 +33,12 @@ const ctx: StackContext = {
 const counts = new Map<Verdict, number>();
 const outcomes: { file: string; expected: Verdict; actual: Verdict }[] = [];
 
-describe('attack-mail corpus (issue 3)', () => {
+function recorded(i: Intake): Extract<Intake, { kind: 'recorded' }> {
+  if (i.kind !== 'recorded') throw new Error(`expected a recorded verdict, got ${i.kind}`);
+  return i;
+}
+
+describe('attack-mail corpus', () => {
   it('has at least 40 messages against one live task', () => {
     expect(manifest.messages.length).toBeGreaterThanOrEqual(40);
     expect(manifest.tasks.find((t) => t.id === manifest.liveTaskId)?.state).toBe('WORKING');
@@ -30,16 +46,21 @@ describe('attack-mail corpus (issue 3)', () => {
 
   for (const m of manifest.messages) {
     it(m.file, async () => {
-      const store = storeModel(manifest, m.task);
-      for (const before of m.precededBy ?? []) await runStack(readMessage(before), ctx, store);
-      const out = await runStack(readMessage(m.file), ctx, store);
-      counts.set(m.expect.verdict, (counts.get(m.expect.verdict) ?? 0) + 1);
-      outcomes.push({ file: m.file, expected: m.expect.verdict, actual: out.verdict });
-      expect({ verdict: out.verdict, reason: out.reason }).toEqual({
-        verdict: m.expect.verdict,
-        reason: m.expect.reason === undefined ? out.reason : expect.stringContaining(m.expect.reason),
-      });
-      for (const part of m.answerIncludes ?? []) expect(out.reply?.answer).toContain(part);
+      const store = corpusStore(manifest, setting, m.task);
+      try {
+        for (const before of m.precededBy ?? []) await store.take(readMessage(before));
+        const out = recorded(await store.take(readMessage(m.file)));
+        counts.set(m.expect.verdict, (counts.get(m.expect.verdict) ?? 0) + 1);
+        outcomes.push({ file: m.file, expected: m.expect.verdict, actual: out.verdict });
+        expect({ verdict: out.verdict, reason: out.reason }).toEqual({
+          verdict: m.expect.verdict,
+          reason: m.expect.reason === undefined ? out.reason : expect.stringContaining(m.expect.reason),
+        });
+        const d = out.decision;
+        for (const part of m.answerIncludes ?? []) expect(d.kind === 'refuse' ? undefined : d.reply.answer).toContain(part);
+      } finally {
+        store.close();
+      }
     });
   }
 
@@ -57,5 +78,91 @@ describe('attack-mail corpus (issue 3)', () => {
         `other mismatches: ${other.length}${other.map((o) => `\n  ${o.file}: ${o.actual}, expected ${o.expected}`).join('')}`,
       ].join('\n'),
     );
+  });
+});
+
+describe('what the mailbox reports', () => {
+  const GENUINE = '01-genuine-done.eml';
+  const UNTAGGED = manifest.messages.find((m) => m.expect.verdict === 'no-task-id')!.file;
+  const judgedAt = Date.parse(manifest.judgedAt);
+
+  /** A resolver whose every lookup times out, as when DNS cannot be reached. */
+  const unreachable: DnsResolver = (name) => Promise.reject(Object.assign(new Error(`queryTxt ETIMEOUT ${name}`), { code: 'ETIMEOUT' }));
+
+  it('refuses a genuine reply over the size limit whole, keeping the head of its bytes', async () => {
+    const store = corpusStore(manifest, setting);
+    try {
+      const out = recorded(await store.take(readMessage(GENUINE), { tooLarge: true }));
+      expect(out).toMatchObject({ verdict: 'too-large', reason: expect.stringContaining('over mailbox.max_message_bytes') });
+      expect(out.decision).toMatchObject({ kind: 'refuse', evidence: 'head', tag: { taskId: manifest.liveTaskId } });
+      expect(getTask(store.db, manifest.liveTaskId)?.state).toBe('WORKING');
+    } finally {
+      store.close();
+    }
+  });
+
+  it('refuses untagged mail over the size limit as too-large, before gate 2', async () => {
+    const store = corpusStore(manifest, setting);
+    try {
+      expect(recorded(await store.take(readMessage(UNTAGGED), { tooLarge: true })).verdict).toBe('too-large');
+    } finally {
+      store.close();
+    }
+  });
+
+  it('calls a re-upload of the same bytes over the size limit a duplicate (gate 1 first)', async () => {
+    const store = corpusStore(manifest, setting);
+    try {
+      await store.take(readMessage(GENUINE));
+      expect(recorded(await store.take(readMessage(GENUINE), { tooLarge: true })).reason).toContain('gate 1');
+    } finally {
+      store.close();
+    }
+  });
+
+  it('defers a genuine reply whose DKIM key lookup fails for 24 h after arrival, then refuses it', async () => {
+    const store = corpusStore(manifest, { ...setting, resolver: unreachable });
+    try {
+      const arrived = judgedAt - 3600_000;
+      expect(await store.take(readMessage(GENUINE), { receivedAt: arrived })).toMatchObject({ kind: 'deferred', reason: expect.stringContaining('gate 7') });
+      expect(getTask(store.db, manifest.liveTaskId)?.state).toBe('WORKING');
+      const late = recorded(await store.take(readMessage(GENUINE), { receivedAt: arrived, now: arrived + TEMPORARY_RETRY_MS }));
+      expect(late).toMatchObject({ verdict: 'auth:dkim-unverified', reason: expect.stringContaining('still failing 24 h after arrival') });
+    } finally {
+      store.close();
+    }
+  });
+
+  it('applies the deferred reply once DNS answers again', async () => {
+    const store = corpusStore(manifest, setting);
+    try {
+      expect((await store.take(readMessage(GENUINE), { receivedAt: judgedAt, resolver: unreachable })).kind).toBe('deferred');
+      expect(recorded(await store.take(readMessage(GENUINE), { receivedAt: judgedAt })).verdict).toBe('applied:done');
+    } finally {
+      store.close();
+    }
+  });
+
+  it('calls a reply a duplicate when another process records the same bytes while this one authenticates', async () => {
+    const store = corpusStore(manifest, setting);
+    const raw = readMessage(GENUINE);
+    // The key lookup is where the judge waits; the other process commits its verdict meanwhile.
+    const racing: DnsResolver = async (name, type) => {
+      immediate(store.db, () =>
+        recordVerdict(store.db, {
+          source: 'imap:INBOX:7:1', seenAt: judgedAt, messageId: null, fromHeader: null, subject: null, dateHeader: null, size: raw.length,
+          rawSha256: messageFacts(raw).rawSha256, raw: null, agent: null, taskId: null, verdict: 'applied:done', reason: 'the other process',
+        }),
+      );
+      return setting.resolver(name, type);
+    };
+    try {
+      const out = recorded(await store.take(raw, { resolver: racing }));
+      expect(out).toMatchObject({ verdict: 'duplicate', reason: expect.stringContaining('gate 1') });
+      expect(out.decision.evidence).toBe('whole');
+      expect(getTask(store.db, manifest.liveTaskId)?.state).toBe('WORKING');
+    } finally {
+      store.close();
+    }
   });
 });
