@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { isLoopbackLiteral, type AgentConfig, type Config } from '../config/config.js';
 import type { Bridge } from '../core/bridge.js';
 import { agentCard, legacyAgentCard } from './agent-card.js';
-import { A2AError } from './errors.js';
+import { A2AError, asA2AError } from './errors.js';
 import { health } from './health.js';
 import { errorResponse, isResponse, parseRequest, resultResponse, type JsonRpcResponse } from './jsonrpc.js';
 import { findMethod } from './methods.js';
@@ -129,7 +129,8 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
           const caller = `a2a:${String(req.headers['user-agent'] ?? 'unknown').slice(0, 120)}`;
           response = resultResponse(parsed.id, await found.handler(bridge, parsed.params ?? {}, { agent, caller }));
         } catch (err) {
-          if (err instanceof A2AError) response = errorResponse(parsed.id, err, dialect);
+          const known = asA2AError(err);
+          if (known) response = errorResponse(parsed.id, known, dialect);
           else {
             log.error({ err: (err as Error).message, stack: (err as Error).stack, method: parsed.method }, 'internal error');
             response = errorResponse(parsed.id, new A2AError('internalError', 'Internal error; see the bridge log'), dialect);

@@ -1,14 +1,10 @@
-import { A2AError } from '../a2a/errors.js';
-import { openMailbox } from '../app.js';
+import { buildBridge } from '../app.js';
 import { loadConfig } from '../config/config.js';
-import type { BridgeContext } from '../core/context.js';
 import { attemptDispatch } from '../core/dispatch.js';
+import { BridgeError } from '../core/errors.js';
 import { retryDispatch } from '../core/retry.js';
-import { webhookDispatcher } from '../downlink/deliver.js';
 import { createLogger } from '../log.js';
-import { openDb } from '../store/db.js';
 import { getTask, taskIdsWithPrefix } from '../store/tasks.js';
-import { makeResolver } from '../uplink/dkim.js';
 import { CliFailure, UsageError } from './errors.js';
 
 /**
@@ -23,40 +19,29 @@ import { CliFailure, UsageError } from './errors.js';
 export async function runRetry(configFile: string, idOrPrefix: string): Promise<number> {
   if (idOrPrefix.length < 4) throw new UsageError('give the task id or a prefix of at least 4 characters');
   const config = loadConfig(configFile);
-  const db = openDb(config.store.path);
-  const dispatcher = webhookDispatcher(Math.max(...config.agents.map((a) => a.webhook.timeoutMs)));
+  const { bridge, close } = buildBridge(config, { log: createLogger('silent') });
+  const { ctx } = bridge;
   try {
-    const ids = taskIdsWithPrefix(db, idOrPrefix.toLowerCase(), 2);
+    const ids = taskIdsWithPrefix(ctx.db, idOrPrefix.toLowerCase(), 2);
     if (ids.length === 0) throw new CliFailure(`no task ${idOrPrefix}; see \`a2a-mailbridge tasks --state failed\``);
     if (ids.length > 1) throw new UsageError(`${idOrPrefix} is the start of several task ids; give more characters`);
-    const task = getTask(db, ids[0]!)!;
+    const task = getTask(ctx.db, ids[0]!)!;
     const agent = config.agents.find((a) => a.name === task.agent);
     if (!agent) throw new CliFailure(`task ${task.id} belongs to agent ${task.agent}, which is no longer in the config`);
-    const ctx: BridgeContext = {
-      config,
-      db,
-      mailbox: openMailbox(config),
-      log: createLogger('silent'),
-      now: Date.now,
-      random: Math.random,
-      dispatcher,
-      dkimResolver: makeResolver(config.dnsServers),
-    };
     let dispatchId: string;
     try {
       dispatchId = retryDispatch(ctx, agent, task.id).dispatchId;
     } catch (err) {
-      if (err instanceof A2AError) throw new CliFailure(err.message);
+      if (err instanceof BridgeError) throw new CliFailure(err.message);
       throw err;
     }
     const r = await attemptDispatch(ctx, dispatchId);
-    const after = getTask(db, task.id)!;
+    const after = getTask(ctx.db, task.id)!;
     const outcome = r ? `${r.outcome}${r.httpStatus !== null ? ` (HTTP ${r.httpStatus})` : ''}${r.error ? `: ${r.error}` : ''}` : 'not attempted';
     process.stdout.write(`task ${task.id} re-dispatched with webhook-id ${dispatchId}; first attempt ${outcome}; the task is ${after.state}\n`);
     if (after.state === 'SUBMITTED') process.stdout.write('the running bridge makes the next attempt on its next step\n');
     return after.state === 'FAILED' ? 1 : 0;
   } finally {
-    await dispatcher.close();
-    db.close();
+    await close();
   }
 }

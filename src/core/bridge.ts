@@ -1,4 +1,4 @@
-import { A2AError } from '../a2a/errors.js';
+import { BridgeError } from './errors.js';
 import type { AgentConfig } from '../config/config.js';
 import { getMailboxState } from '../store/mailbox-state.js';
 import type { TaskState } from '../store/task-state.js';
@@ -93,7 +93,7 @@ export class Bridge {
     return { task: view };
   }
 
-  /** GetTask. @throws A2AError taskNotFound for an unknown id or another agent's task. */
+  /** GetTask. @throws BridgeError task-not-found for an unknown id or another agent's task. */
   async get(agent: AgentConfig, taskId: string, historyLength?: number): Promise<TaskView> {
     await this.refresh();
     return this.view(agent, taskId, historyLength);
@@ -105,7 +105,7 @@ export class Bridge {
     let before: { updatedAt: number; id: string } | undefined;
     if (q.pageToken) {
       const m = /^(\d+):([0-9a-f-]{36})$/.exec(Buffer.from(q.pageToken, 'base64url').toString('utf8'));
-      if (!m) throw new A2AError('invalidParams', 'pageToken is not a token this server issued');
+      if (!m) throw new BridgeError('invalid-request', 'pageToken is not a token this server issued');
       before = { updatedAt: Number(m[1]), id: m[2]! };
     }
     const { rows, total } = listTasks(this.ctx.db, {
@@ -124,7 +124,7 @@ export class Bridge {
     return { tasks: page.map((t) => viewTask(this.ctx, agent, t, q.historyLength)), nextPageToken, totalSize: total };
   }
 
-  /** CancelTask; the optional cancel notice goes out in the background. @throws A2AError taskNotFound, taskNotCancelable */
+  /** CancelTask; the optional cancel notice goes out in the background. @throws BridgeError task-not-found, task-not-cancelable */
   async cancel(agent: AgentConfig, taskId: string, historyLength?: number): Promise<TaskView> {
     const { task, changed } = cancelTask(this.ctx, agent, taskId);
     this.shown(task);
@@ -172,7 +172,7 @@ export class Bridge {
 
   private view(agent: AgentConfig, taskId: string, historyLength?: number): TaskView {
     const task: TaskRow | undefined = getTask(this.ctx.db, taskId);
-    if (!task || task.agent !== agent.name) throw new A2AError('taskNotFound', `Task ${taskId} not found`);
+    if (!task || task.agent !== agent.name) throw new BridgeError('task-not-found', `Task ${taskId} not found`);
     this.shown(task);
     return viewTask(this.ctx, agent, task, historyLength);
   }

@@ -1,4 +1,4 @@
-import { A2AError } from '../a2a/errors.js';
+import { BridgeError } from './errors.js';
 import type { AgentConfig } from '../config/config.js';
 import { postWebhook } from '../downlink/deliver.js';
 import { encodeEnvelope, type Envelope } from '../downlink/envelope.js';
@@ -15,7 +15,7 @@ import type { BridgeContext } from './context.js';
  * and is recorded, never applied), stops a pending dispatch, and records the cause. Idempotent on
  * a canceled task.
  *
- * @throws A2AError taskNotFound (unknown, or another agent's task), taskNotCancelable (another terminal state)
+ * @throws BridgeError task-not-found (unknown, or another agent's task), task-not-cancelable (another terminal state)
  */
 export function cancelTask(
   ctx: BridgeContext,
@@ -26,10 +26,10 @@ export function cancelTask(
   const { db } = ctx;
   return immediate(db, () => {
     const task = getTask(db, taskId);
-    if (!task || task.agent !== agent.name) throw new A2AError('taskNotFound', `Task ${taskId} not found`);
+    if (!task || task.agent !== agent.name) throw new BridgeError('task-not-found', `Task ${taskId} not found`);
     if (task.state === 'CANCELED') return { task, changed: false };
     if (isTerminal(task.state)) {
-      throw new A2AError('taskNotCancelable', `Task ${taskId} is ${task.state.toLowerCase()} and cannot be canceled`);
+      throw new BridgeError('task-not-cancelable', `Task ${taskId} is ${task.state.toLowerCase()} and cannot be canceled`);
     }
     const turn = getTurn(db, task.id, task.turn);
     if (turn?.dispatchState === 'pending') setDispatchState(db, turn.dispatchId, { state: 'canceled', nextAttemptAt: null });

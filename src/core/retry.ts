@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { A2AError } from '../a2a/errors.js';
+import { BridgeError } from './errors.js';
 import type { AgentConfig } from '../config/config.js';
 import { encodeEnvelope, replyInstructions, type Envelope } from '../downlink/envelope.js';
 import { immediate } from '../store/db.js';
@@ -15,17 +15,17 @@ import { mintToken } from './token.js';
  * `webhook-id` (a receiver that dedupes by id must not drop it). The task goes back to SUBMITTED.
  *
  * @returns the reopened task and the new dispatch id, for an immediate attempt
- * @throws A2AError taskNotFound; unsupportedOperation when the task did not fail by dispatch
+ * @throws BridgeError task-not-found; task-closed when the task did not fail by dispatch
  */
 export function retryDispatch(ctx: BridgeContext, agent: AgentConfig, taskId: string): { task: TaskRow; dispatchId: string } {
   const { db } = ctx;
   return immediate(db, () => {
     const task = getTask(db, taskId);
-    if (!task || task.agent !== agent.name) throw new A2AError('taskNotFound', `Task ${taskId} not found`);
+    if (!task || task.agent !== agent.name) throw new BridgeError('task-not-found', `Task ${taskId} not found`);
     const turn = getTurn(db, task.id, task.turn);
     if (task.state !== 'FAILED' || task.failedBy !== 'dispatch' || !turn || turn.dispatchState !== 'failed') {
-      throw new A2AError(
-        'unsupportedOperation',
+      throw new BridgeError(
+        'task-closed',
         `task ${taskId} is ${task.state.toLowerCase()}${task.failedBy ? ` (failed by ${task.failedBy})` : ''}; only a task whose webhook was never accepted can be retried`,
       );
     }

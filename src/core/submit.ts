@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { A2AError } from '../a2a/errors.js';
+import { BridgeError } from './errors.js';
 import type { AgentConfig } from '../config/config.js';
 import { encodeEnvelope, replyInstructions, subjectTag, type Envelope, type ThreadEntry } from '../downlink/envelope.js';
 import { immediate } from '../store/db.js';
@@ -101,8 +101,8 @@ function openTurn(ctx: BridgeContext, agent: AgentConfig, task: TaskRow, turn: n
  * create or dispatch (a2a-js PR #632; A2A #928). The caller's message is stored under its
  * `messageId`, durably, for dedupe across restarts.
  *
- * @throws A2AError invalidParams (a reused `messageId` with other content, an empty new task,
- *   a `taskId` of another context), taskNotFound (an unknown `taskId`), unsupportedOperation (new
+ * @throws BridgeError invalid-request (a reused `messageId` with other content, an empty new task,
+ *   a `taskId` of another context), task-not-found (an unknown `taskId`), task-closed (new
  *   work addressed by `taskId` to a terminal task).
  */
 export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput): SendOutcome {
@@ -112,20 +112,20 @@ export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput)
     const seen = messageById(db, agent.name, input.messageId);
     if (seen) {
       if (seen.contentSha256 !== input.contentSha256) {
-        throw new A2AError('invalidParams', `messageId ${input.messageId} was already used for a different message; use a new messageId`);
+        throw new BridgeError('invalid-request', `messageId ${input.messageId} was already used for a different message; use a new messageId`);
       }
       const replayed = getTask(db, seen.taskId);
       // `prune` removes a task with its messages; a row left behind must not crash the call.
-      if (!replayed) throw new A2AError('invalidParams', `messageId ${input.messageId} belonged to a task that no longer exists; use a new messageId`);
+      if (!replayed) throw new BridgeError('invalid-request', `messageId ${input.messageId} belonged to a task that no longer exists; use a new messageId`);
       return { kind: 'replay', task: replayed };
     }
 
     let target: TaskRow | undefined;
     if (input.taskId !== undefined) {
       target = getTask(db, input.taskId);
-      if (!target || target.agent !== agent.name) throw new A2AError('taskNotFound', `Task ${input.taskId} not found`);
+      if (!target || target.agent !== agent.name) throw new BridgeError('task-not-found', `Task ${input.taskId} not found`);
       if (input.contextId !== undefined && input.contextId !== target.contextId) {
-        throw new A2AError('invalidParams', `task ${target.id} belongs to another contextId`);
+        throw new BridgeError('invalid-request', `task ${target.id} belongs to another contextId`);
       }
     } else if (input.contextId !== undefined) {
       target = latestTaskOfContext(db, agent.name, input.contextId);
@@ -166,14 +166,14 @@ export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput)
       return { kind: 'answer', task, dispatchId };
     }
     if (target && input.taskId !== undefined) {
-      throw new A2AError(
-        'unsupportedOperation',
+      throw new BridgeError(
+        'task-closed',
         `Task ${target.id} is ${target.state.toLowerCase()}; it accepts no new work. Send without taskId to start a new task on this context.`,
       );
     }
-    if (input.text.trim() === '') throw new A2AError('invalidParams', 'the message has no text to send to the agent');
+    if (input.text.trim() === '') throw new BridgeError('invalid-request', 'the message has no text to send to the agent');
     if (poll) {
-      if (input.contextId === undefined) throw new A2AError('invalidParams', `"${input.text.trim()}" asks for a status, but no contextId names the task to check`);
+      if (input.contextId === undefined) throw new BridgeError('invalid-request', `"${input.text.trim()}" asks for a status, but no contextId names the task to check`);
       return { kind: 'no-task', contextId };
     }
 
