@@ -1,19 +1,34 @@
 // The layering of src/ (docs/architecture.md, "Layers"): a2a/ and cli/ above core/, core/ above
-// store/, uplink/ and downlink/; config/ below all of them. Each rule names what a folder may
-// not import. Used by eslint.config.js and, on its own and without type information (so it takes
-// a second), by `npm run lint:layers`, which `npm test` runs.
+// store/, uplink/ and downlink/; config/ below all of them; the composition root (src/app.ts)
+// above everything but cli/. Outside store/, the store is reached through its facade
+// (store/store.js) and its state machines only; its other modules may be imported for types.
+// Used by eslint.config.js and, on its own and without type information (a few seconds), by
+// `npm run lint:layers`, which `npm test` runs.
+import tseslint from 'typescript-eslint';
 
-/** Import paths (relative, from a file one folder below src/) of the folders above `layer`. */
-const up = (...folders) => folders.map((f) => ({ regex: `^\\.\\./${f}(/|\\.js$)`, message: `layering: see docs/architecture.md, "Layers"` }));
+const WHY = 'layering: see docs/architecture.md, "Layers"';
 
-const rule = (files, ...folders) => ({
+/** Imports (relative, from a file one folder below src/) of these folders or top-level modules. */
+const folders = (...names) => names.map((f) => ({ regex: `^\\.\\./${f}(/|\\.js$)`, message: WHY }));
+
+/** Value imports of store/ modules other than the facade and the two state machines. */
+const storeInternals = {
+  regex: '^\\.\\./store/(?!store\\.js$|task-state\\.js$|dispatch-state\\.js$)',
+  allowTypeImports: true,
+  message: `${WHY}: use the store through store/store.js (reads on the store, writes inside store.tx)`,
+};
+
+const rule = (files, ...patterns) => ({
   files,
-  rules: { 'no-restricted-imports': ['error', { patterns: up(...folders) }] },
+  plugins: { '@typescript-eslint': tseslint.plugin },
+  rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns }] },
 });
 
 export const layers = [
-  rule(['src/core/**/*.ts'], 'a2a', 'cli', 'demo', 'app'),
-  rule(['src/store/**/*.ts', 'src/uplink/**/*.ts', 'src/downlink/**/*.ts'], 'core', 'a2a', 'cli', 'demo', 'app'),
-  rule(['src/config/**/*.ts'], 'core', 'a2a', 'cli', 'demo', 'app', 'store', 'uplink', 'downlink'),
-  rule(['src/a2a/**/*.ts'], 'cli', 'demo', 'app'),
+  rule(['src/core/**/*.ts'], ...folders('a2a', 'cli', 'demo', 'app'), storeInternals),
+  rule(['src/store/**/*.ts', 'src/uplink/**/*.ts', 'src/downlink/**/*.ts'], ...folders('core', 'a2a', 'cli', 'demo', 'app')),
+  rule(['src/config/**/*.ts'], ...folders('core', 'a2a', 'cli', 'demo', 'app', 'store', 'uplink', 'downlink')),
+  rule(['src/a2a/**/*.ts'], ...folders('cli', 'demo', 'app', 'store', 'uplink', 'downlink')),
+  rule(['src/cli/**/*.ts', 'src/demo/**/*.ts'], storeInternals),
+  rule(['src/app.ts'], { regex: '^\\./store/(?!store\\.js$)', allowTypeImports: true, message: WHY }),
 ];

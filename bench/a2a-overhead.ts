@@ -16,8 +16,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { immediate, openDb } from '../src/store/db.js';
-import { insertMessage } from '../src/store/messages.js';
+import { Store } from '../src/store/store.js';
 import { getTaskBody, hex, rpc, rpcHeaders, sendBody, startBridgeFixture, workingTask } from './lib/bridge-fixture.js';
 import { startChild } from './lib/child.js';
 import type { LoadJob, LoadResult } from './lib/load.js';
@@ -103,10 +102,10 @@ try {
   let stored = 0;
   for (const polls of [0, 1_000, 10_000]) {
     if (polls > stored) {
-      const db = openDb(bridge.storePath);
-      immediate(db, () => {
+      const db = Store.open(bridge.storePath);
+      db.tx((tx) => {
         for (let i = stored; i < polls; i++) {
-          insertMessage(db, { agent: 'grok', messageId: `poll-${i}`, taskId: grown.taskId, contextId: grown.contextId, role: 'user', kind: 'poll', turn: 1, text: 'status', contentSha256: createHash('sha256').update('status').digest('hex'), createdAt: Date.now() });
+          tx.messages.insert({ agent: 'grok', messageId: `poll-${i}`, taskId: grown.taskId, contextId: grown.contextId, role: 'user', kind: 'poll', turn: 1, text: 'status', contentSha256: createHash('sha256').update('status').digest('hex'), createdAt: Date.now() });
         }
       });
       db.close();

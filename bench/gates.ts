@@ -22,7 +22,7 @@ import { startApp } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config/config.js';
 import { judgeMessage, judgeRulesOf, type Decision } from '../src/core/judge.js';
 import { createLogger } from '../src/log.js';
-import type { TaskRow } from '../src/store/tasks.js';
+import type { TaskRow } from '../src/store/task-rows.js';
 import type { TurnRow } from '../src/store/turns.js';
 import { makeConfigDir } from '../test/helpers/config-dir.js';
 import { AGENT, dkimFixture, genuineReply, insertWorkingTasks, MAILBOX_ADDRESS, type BenchTask, type DkimFixture } from './lib/mail-fixture.js';
@@ -118,10 +118,10 @@ async function withStore(verifyDkim: boolean, dkim: DkimFixture): Promise<Rate> 
   const app = await startApp(config, { log: createLogger('info', pino.destination('/dev/null')), mailbox, dkimResolver: dkim.resolver });
   try {
     await app.bridge.idle();
-    const warm = insertWorkingTasks(app.bridge.ctx.db, 20);
+    const warm = insertWorkingTasks(app.bridge.ctx.store, 20);
     mailbox.add(await Promise.all(warm.map((t) => genuineReply(dkim, t))));
     await app.bridge.checkNow();
-    const tasks = insertWorkingTasks(app.bridge.ctx.db, N);
+    const tasks = insertWorkingTasks(app.bridge.ctx.store, N);
     mailbox.add(await Promise.all(tasks.map((t) => genuineReply(dkim, t))));
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();

@@ -23,8 +23,7 @@ import { pino } from 'pino';
 import { startApp } from '../src/app.js';
 import { loadConfig } from '../src/config/config.js';
 import { createLogger } from '../src/log.js';
-import { immediate, openDb } from '../src/store/db.js';
-import { advanceWatermark } from '../src/store/mailbox-state.js';
+import { Store } from '../src/store/store.js';
 import { ImapMailbox } from '../src/uplink/imap-mailbox.js';
 import { makeConfigDir, writeSecret } from '../test/helpers/config-dir.js';
 import { findDovecot, startDovecot, type DovecotHandle } from '../test/helpers/dovecot.js';
@@ -107,8 +106,8 @@ async function measureSize(n: number, dkim: DkimFixture): Promise<SizeResult> {
     writeSecret(configDir.dir, 'imap-password', dovecot.password);
     const config = loadConfig(configDir.configPath);
     // The watermark of a bridge that has read this folder before.
-    const db0 = openDb(storePath);
-    immediate(db0, () => advanceWatermark(db0, FOLDER, box.uidValidity.toString(10), box.uidNext - 1));
+    const db0 = Store.open(storePath);
+    db0.tx((tx) => tx.mailbox.advance(FOLDER, box.uidValidity.toString(10), box.uidNext - 1));
     db0.close();
 
     const trace = new ImapTrace();
@@ -132,7 +131,7 @@ async function measureSize(n: number, dkim: DkimFixture): Promise<SizeResult> {
     const idle: Sample[] = [];
     for (let i = 0; i < REPS; i++) idle.push(await once(0));
     const arrive = async (): Promise<void> => {
-      const tasks = insertWorkingTasks(bridge.ctx.db, NEW_REPLIES);
+      const tasks = insertWorkingTasks(bridge.ctx.store, NEW_REPLIES);
       const mails = await Promise.all(tasks.map((t) => genuineReply(dkim, t)));
       await withImap(dovecot, async (c) => {
         for (const m of mails) await c.append(FOLDER, m, []);

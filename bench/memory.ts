@@ -13,7 +13,7 @@
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openDb } from '../src/store/db.js';
+import { Store } from '../src/store/store.js';
 import { getTaskBody, rpc, rpcHeaders, startBridgeFixture, workingTask } from './lib/bridge-fixture.js';
 import { buildBridge } from './lib/build.js';
 import { rssOf, startChild } from './lib/child.js';
@@ -52,7 +52,7 @@ try {
   const template = await genuineReply(dkim, { taskId: '00000000-0000-4000-8000-000000000000', token: '0'.repeat(32) });
   const fullPath = join(dir, 'full.sqlite');
   const filled = performance.now();
-  const db = openDb(fullPath);
+  const db = Store.open(fullPath);
   const ids = fillFinishedTasks(db, TASKS, template);
   db.close();
   fillMs = performance.now() - filled;

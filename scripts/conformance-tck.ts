@@ -63,7 +63,6 @@ import type { App } from '../src/app.js';
 import type { CloudAgent } from '../src/demo/cloud-agent.js';
 import { startDemoWorld } from '../src/demo/world.js';
 import { createLogger } from '../src/log.js';
-import { queryLedger } from '../src/store/ledger.js';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -399,11 +398,10 @@ async function runMode(o: Options, mode: Mode): Promise<ModeResult> {
     // Let replies still in flight land, so the store's counts are final.
     await stack.agent.idle();
     await new Promise((r) => setTimeout(r, 1500));
-    const db = stack.app.bridge.ctx.db;
-    const tasksByState: Record<string, number> = {};
-    for (const r of db.prepare('SELECT state, count(*) AS n FROM tasks GROUP BY state').all() as { state: string; n: number }[]) tasksByState[r.state] = r.n;
+    const db = stack.app.bridge.ctx.store;
+    const tasksByState: Record<string, number> = db.stats.tasksByState();
     const ledger: Record<string, number> = {};
-    for (const l of queryLedger(db, { limit: 100000 })) ledger[l.verdict] = (ledger[l.verdict] ?? 0) + 1;
+    for (const l of db.ledger.query({ limit: 100000 })) ledger[l.verdict] = (ledger[l.verdict] ?? 0) + 1;
     const results = existsSync(junit) ? parseJunit(readFileSync(junit, 'utf8')) : null;
     const hits = adapter?.hits ?? [];
     return {

@@ -8,7 +8,7 @@ import { startWatcher, type Watcher } from './core/watcher.js';
 import { imapIdleFeed, maildirFeed, type ChangeFeed } from './uplink/change-feed.js';
 import { recoverAtStart } from './core/recover.js';
 import { webhookDispatcher } from './downlink/deliver.js';
-import { openDb } from './store/db.js';
+import { Store } from './store/store.js';
 import { makeResolver, type DnsResolver } from './uplink/dkim.js';
 import { ImapMailbox } from './uplink/imap-mailbox.js';
 import type { Mailbox } from './uplink/mailbox.js';
@@ -54,26 +54,26 @@ export interface BuiltBridge {
  * @throws StoreError when the store cannot be used
  */
 export function buildBridge(config: Config, o: BuildOptions): BuiltBridge {
-  const db = openDb(config.store.path);
+  const store = Store.open(config.store.path);
   const maxTimeout = Math.max(...config.agents.map((a) => a.webhook.timeoutMs));
   const dispatcher = o.dispatcher ?? webhookDispatcher(maxTimeout);
   const bridge = new Bridge({
     config,
-    db,
+    store,
     mailbox: o.mailbox ?? openMailbox(config),
     log: o.log,
     now: o.now ?? Date.now,
     random: Math.random,
     dispatcher,
     dkimResolver: o.dkimResolver ?? makeResolver(config.dnsServers),
-    ...(o.metrics ? { metrics: new BridgeMetrics(db) } : {}),
+    ...(o.metrics ? { metrics: new BridgeMetrics(store) } : {}),
   });
   return {
     bridge,
     async close() {
       await bridge.close();
       if (!o.dispatcher) await dispatcher.close();
-      db.close();
+      store.close();
     },
   };
 }

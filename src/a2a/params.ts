@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { TASK_STATES, type TaskState } from '../store/task-state.js';
+import { TASK_STATES, type TaskState } from '../core/task-view.js';
 import { A2AError } from './errors.js';
 
 /**

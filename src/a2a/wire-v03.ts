@@ -1,12 +1,10 @@
-import type { TaskView } from '../core/task-view.js';
+import type { MessageView, TaskState, TaskView } from '../core/task-view.js';
 import { timestamp } from '../core/time.js';
-import type { MessageRow } from '../store/messages.js';
-import type { TaskState } from '../store/task-state.js';
 import type { JsonObject } from './wire.js';
 
 /**
  * Rendering for the A2A v0.3 dialect (`message/send`, `tasks/get`, `tasks/cancel`): bare
- * results, `kind` tags on tasks, messages and parts, lowercase hyphenated states (FACTS.md "A2A").
+ * results, `kind` tags on tasks, messages and parts, lowercase hyphenated states (A2A v0.3 §6).
  */
 
 const V03_STATES: Record<TaskState, string> = {
@@ -27,32 +25,31 @@ function textPart(text: string): JsonObject {
   return { kind: 'text', text };
 }
 
-function v03Message(m: MessageRow): JsonObject {
+function v03Message(m: MessageView): JsonObject {
   return { kind: 'message', messageId: m.messageId, contextId: m.contextId, taskId: m.taskId, role: m.role, parts: [textPart(m.text)] };
 }
 
 /** A v0.3 Task (`kind: "task"`). */
 export function v03Task(v: TaskView): JsonObject {
-  const { task } = v;
-  const status: JsonObject = { state: v03State(task.state), timestamp: timestamp(task.updatedAt) };
+  const status: JsonObject = { state: v03State(v.state), timestamp: timestamp(v.statusAt) };
   if (v.statusText !== null) {
     status.message = {
       kind: 'message',
-      messageId: `status-${task.id}-${task.updatedAt}`,
-      contextId: task.contextId,
-      taskId: task.id,
+      messageId: `status-${v.id}-${v.statusAt}`,
+      contextId: v.contextId,
+      taskId: v.id,
       role: 'agent',
       parts: [textPart(v.statusText)],
     };
   }
   return {
     kind: 'task',
-    id: task.id,
-    contextId: task.contextId,
+    id: v.id,
+    contextId: v.contextId,
     status,
     artifacts: v.artifacts.map((a) => ({ artifactId: a.artifactId, name: a.name, parts: [textPart(a.text)] })),
     history: v.history.map(v03Message),
-    metadata: { agent: task.agent, turn: task.turn },
+    metadata: { agent: v.agent, turn: v.turn },
   };
 }
 

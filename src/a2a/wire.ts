@@ -1,12 +1,9 @@
-import type { TaskView } from '../core/task-view.js';
+import type { ArtifactView, MessageView, TaskState, TaskView } from '../core/task-view.js';
 import { timestamp } from '../core/time.js';
-import type { ArtifactRow } from '../store/artifacts.js';
-import type { MessageRow } from '../store/messages.js';
-import type { TaskState } from '../store/task-state.js';
 
 /**
  * Rendering of tasks for the wire, A2A v1.0 ProtoJSON (camelCase, enums by name, ISO timestamps
- * with `Z`, parts without `kind`: FACTS.md "A2A"). The v0.3 dialect is rendered by wire-v03.ts.
+ * with `Z`, parts without `kind`: A2A v1.0 §5.5). The v0.3 dialect is rendered by wire-v03.ts.
  */
 
 export type JsonObject = Record<string, unknown>;
@@ -19,7 +16,7 @@ function textPart(text: string): JsonObject {
   return { text, mediaType: 'text/plain' };
 }
 
-export function v1Message(m: MessageRow): JsonObject {
+export function v1Message(m: MessageView): JsonObject {
   return {
     messageId: m.messageId,
     contextId: m.contextId,
@@ -29,11 +26,11 @@ export function v1Message(m: MessageRow): JsonObject {
   };
 }
 
-function v1Artifact(a: ArtifactRow): JsonObject {
+function v1Artifact(a: ArtifactView): JsonObject {
   return {
     artifactId: a.artifactId,
     name: a.name,
-    description: a.name === 'late-reply' ? 'An authenticated reply that arrived after the task failed; not applied' : 'The agent reply',
+    description: a.late ? 'An authenticated reply that arrived after the task failed; not applied' : 'The agent reply',
     parts: [textPart(a.text)],
   };
 }
@@ -43,21 +40,20 @@ function v1Artifact(a: ArtifactRow): JsonObject {
  * view's (already bounded) history.
  */
 export function v1Task(v: TaskView, o: { includeArtifacts?: boolean } = {}): JsonObject {
-  const { task } = v;
-  const status: JsonObject = { state: v1State(task.state), timestamp: timestamp(task.updatedAt) };
+  const status: JsonObject = { state: v1State(v.state), timestamp: timestamp(v.statusAt) };
   if (v.statusText !== null) {
     status.message = {
-      messageId: `status-${task.id}-${task.updatedAt}`,
-      contextId: task.contextId,
-      taskId: task.id,
+      messageId: `status-${v.id}-${v.statusAt}`,
+      contextId: v.contextId,
+      taskId: v.id,
       role: 'ROLE_AGENT',
       parts: [textPart(v.statusText)],
     };
   }
-  const out: JsonObject = { id: task.id, contextId: task.contextId, status };
+  const out: JsonObject = { id: v.id, contextId: v.contextId, status };
   if (o.includeArtifacts !== false) out.artifacts = v.artifacts.map(v1Artifact);
   out.history = v.history.map(v1Message);
-  out.metadata = { agent: task.agent, turn: task.turn, createdAt: timestamp(task.createdAt), ...(task.deadlineAt !== null ? { deadline: timestamp(task.deadlineAt) } : {}) };
+  out.metadata = { agent: v.agent, turn: v.turn, createdAt: timestamp(v.createdAt), ...(v.deadlineAt !== null ? { deadline: timestamp(v.deadlineAt) } : {}) };
   return out;
 }
 

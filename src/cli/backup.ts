@@ -1,6 +1,6 @@
 import { closeSync, constants, fchmodSync, openSync, rmSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { openDb } from '../store/db.js';
+import { Store } from '../store/store.js';
 import { CliFailure } from './errors.js';
 import { openReadOnly, type StoreLocation } from './open-store.js';
 
@@ -30,8 +30,8 @@ export async function runBackup(where: StoreLocation, file: string): Promise<num
     closeSync(fd);
     try {
       const { totalPages } = await db.backup(target);
-      const copy = openDb(target, { readOnly: true });
-      const version = copy.pragma('user_version', { simple: true }) as number;
+      const copy = Store.open(target, { readOnly: true });
+      const version = copy.schemaVersion();
       copy.close();
       const size = statSync(target).size;
       process.stdout.write(`backup written: ${target} (${size} bytes, ${totalPages} pages, schema version ${version}, quick_check ok)\n`);

@@ -4,11 +4,10 @@ import { attemptDispatch } from '../core/dispatch.js';
 import { BridgeError } from '../core/errors.js';
 import { retryDispatch } from '../core/retry.js';
 import { createLogger } from '../log.js';
-import { getTask, taskIdsWithPrefix } from '../store/tasks.js';
 import { CliFailure, UsageError } from './errors.js';
 
 /**
- * `a2a-mailbridge retry <task>` (issue 5): re-dispatches a task whose webhook was never accepted —
+ * `a2a-mailbridge retry <task>`: re-dispatches a task whose webhook was never accepted —
  * same turn, ask and thread; a fresh token, deadline and webhook-id — and makes the first attempt
  * now, so the person sees the outcome. A task id or a unique prefix of at least 4 characters.
  *
@@ -22,10 +21,10 @@ export async function runRetry(configFile: string, idOrPrefix: string): Promise<
   const { bridge, close } = buildBridge(config, { log: createLogger('silent') });
   const { ctx } = bridge;
   try {
-    const ids = taskIdsWithPrefix(ctx.db, idOrPrefix.toLowerCase(), 2);
+    const ids = ctx.store.tasks.idsWithPrefix(idOrPrefix.toLowerCase(), 2);
     if (ids.length === 0) throw new CliFailure(`no task ${idOrPrefix}; see \`a2a-mailbridge tasks --state failed\``);
     if (ids.length > 1) throw new UsageError(`${idOrPrefix} is the start of several task ids; give more characters`);
-    const task = getTask(ctx.db, ids[0]!)!;
+    const task = ctx.store.tasks.get(ids[0]!)!;
     const agent = config.agents.find((a) => a.name === task.agent);
     if (!agent) throw new CliFailure(`task ${task.id} belongs to agent ${task.agent}, which is no longer in the config`);
     let dispatchId: string;
@@ -36,7 +35,7 @@ export async function runRetry(configFile: string, idOrPrefix: string): Promise<
       throw err;
     }
     const r = await attemptDispatch(ctx, dispatchId);
-    const after = getTask(ctx.db, task.id)!;
+    const after = ctx.store.tasks.get(task.id)!;
     const outcome = r ? `${r.outcome}${r.httpStatus !== null ? ` (HTTP ${r.httpStatus})` : ''}${r.error ? `: ${r.error}` : ''}` : 'not attempted';
     process.stdout.write(`task ${task.id} re-dispatched with webhook-id ${dispatchId}; first attempt ${outcome}; the task is ${after.state}\n`);
     if (after.state === 'SUBMITTED') process.stdout.write('the running bridge makes the next attempt on its next step\n');

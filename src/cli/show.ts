@@ -1,8 +1,10 @@
-import { attemptsOfTask, type AttemptRow } from '../store/attempts.js';
-import type { Db } from '../store/db.js';
-import { ledgerOfTask, type LedgerRow } from '../store/ledger.js';
-import { auditRows, getTask, taskEvents, taskIdsWithPrefix, type AuditRow, type TaskEvent, type TaskRow } from '../store/tasks.js';
-import { turnsOfTask, type TurnRow } from '../store/turns.js';
+import type { AttemptRow } from '../store/attempts.js';
+import type { AuditRow } from '../store/audit.js';
+import type { LedgerRow } from '../store/ledger.js';
+import type { StoreReads } from '../store/store.js';
+import type { TaskEvent } from '../store/task-events.js';
+import type { TaskRow } from '../store/task-rows.js';
+import type { TurnRow } from '../store/turns.js';
 import { CliFailure } from './errors.js';
 import { clean, cleanLines, gap, isoJson, isoUtc, printJson, table, truncate } from './format.js';
 import { ledgerJson } from './ledger.js';
@@ -191,25 +193,25 @@ export function showJson(r: TaskRecord) {
  * The task with this id, or the one task whose id starts with it (at least 4 characters).
  * @throws CliFailure when none or several match
  */
-export function resolveTaskId(db: Db, idOrPrefix: string): string | undefined {
-  if (getTask(db, idOrPrefix)) return idOrPrefix;
+export function resolveTaskId(db: StoreReads, idOrPrefix: string): string | undefined {
+  if (db.tasks.get(idOrPrefix)) return idOrPrefix;
   if (idOrPrefix.length < 4) return undefined;
-  const ids = taskIdsWithPrefix(db, idOrPrefix, 6);
+  const ids = db.tasks.idsWithPrefix(idOrPrefix, 6);
   if (ids.length > 1) throw new CliFailure(`${idOrPrefix} matches several tasks (${ids.slice(0, 5).join(', ')}${ids.length > 5 ? ', …' : ''}); give more of the id`);
   return ids[0];
 }
 
 /** Reads everything about one task. */
-export function readTaskRecord(db: Db, taskId: string): TaskRecord | undefined {
-  const task = getTask(db, taskId);
+export function readTaskRecord(db: StoreReads, taskId: string): TaskRecord | undefined {
+  const task = db.tasks.get(taskId);
   if (!task) return undefined;
   return {
     task,
-    turns: turnsOfTask(db, task.id),
-    attempts: attemptsOfTask(db, task.id),
-    ledger: ledgerOfTask(db, task.id),
-    events: taskEvents(db, task.id),
-    audit: auditRows(db, task.id),
+    turns: db.turns.ofTask(task.id),
+    attempts: db.attempts.ofTask(task.id),
+    ledger: db.ledger.ofTask(task.id),
+    events: db.events.of(task.id),
+    audit: db.audit.of(task.id),
   };
 }
 
@@ -226,7 +228,7 @@ export function runShow(where: StoreLocation, idOrPrefix: string, o: { json?: bo
     const id = resolveTaskId(db, idOrPrefix);
     const record = id === undefined ? undefined : readTaskRecord(db, id);
     if (!record) {
-      const audit = auditRows(db, idOrPrefix);
+      const audit = db.audit.of(idOrPrefix);
       if (audit.length === 0) {
         const hint = idOrPrefix.length < 4 ? ' (a prefix needs at least 4 characters)' : '';
         throw new CliFailure(`no task ${idOrPrefix}${hint}; list them with: a2a-mailbridge tasks`);

@@ -1,5 +1,4 @@
-import type { TaskRow } from '../store/tasks.js';
-import { listTaskRows } from '../store/tasks.js';
+import type { TaskRow } from '../store/task-rows.js';
 import { parseCount, parseStates, parseTime } from './args.js';
 import { clean, isoJson, isoUtc, printJson, table, truncate } from './format.js';
 import { openReadOnly, type StoreLocation } from './open-store.js';
@@ -84,7 +83,7 @@ export function runTasks(where: StoreLocation, o: TasksOptions, now = Date.now()
   };
   const db = openReadOnly(where);
   try {
-    const rows = listTaskRows(db, q);
+    const rows = db.tasks.rows(q);
     if (o.json) printJson(rows.map(taskJson));
     else process.stdout.write(`${formatTasks(rows)}\n`);
     return 0;

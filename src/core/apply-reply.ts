@@ -1,9 +1,4 @@
-import { insertArtifact } from '../store/artifacts.js';
-import type { Db } from '../store/db.js';
-import { recordVerdict } from '../store/ledger.js';
-import { insertMessage } from '../store/messages.js';
-import { noteEvent, transition } from '../store/tasks.js';
-import { recordReply, setDispatchState } from '../store/turns.js';
+import type { StoreTx } from '../store/store.js';
 import { failpoint } from './failpoints.js';
 import { REFUSED_RAW_KEEP_BYTES, type Decision } from './judge.js';
 import { safeText } from './untrusted-text.js';
@@ -28,10 +23,10 @@ export interface Provenance {
  * @returns the ledger id, or null when this source was recorded already (a rescan; nothing written)
  * @throws IllegalTransitionError when the decision asks for a move the task state machine forbids (a defect)
  */
-export function recordDecision(db: Db, d: Exclude<Decision, { kind: 'defer' }>, p: Provenance): number | null {
+export function recordDecision(tx: StoreTx, d: Exclude<Decision, { kind: 'defer' }>, p: Provenance): number | null {
   const tag = d.kind === 'refuse' ? d.tag : d.on.tag;
   const raw = d.evidence === 'whole' ? p.raw : d.evidence === 'head' ? p.raw.subarray(0, REFUSED_RAW_KEEP_BYTES) : null;
-  const ledgerId = recordVerdict(db, {
+  const ledgerId = tx.ledger.record({
     source: p.source,
     seenAt: p.at,
     messageId: d.message.messageId,
@@ -63,7 +58,7 @@ export function recordDecision(db: Db, d: Exclude<Decision, { kind: 'defer' }>, 
   const answer = safeText(reply.answer) + omitted;
   const body = `${label}\n${answer}`;
   const agentMessage = (text: string): void =>
-    insertMessage(db, {
+    tx.messages.insert({
       agent: agent.name,
       messageId: `reply-${ledgerId}`,
       taskId: task.id,
@@ -76,38 +71,38 @@ export function recordDecision(db: Db, d: Exclude<Decision, { kind: 'defer' }>, 
       createdAt: at,
     });
   const artifact = (name: string, text: string): void =>
-    insertArtifact(db, { artifactId: `${name}-${ledgerId}`, taskId: task.id, turn: turn.turn, name, text, ledgerId, createdAt: at });
+    tx.artifacts.insert({ artifactId: `${name}-${ledgerId}`, taskId: task.id, turn: turn.turn, name, text, ledgerId, createdAt: at });
   // The agent evidently has the turn: a reply ends any pending retries of its webhook.
-  if (turn.dispatchState === 'pending') setDispatchState(db, turn.dispatchId, { state: 'accepted', nextAttemptAt: null, acceptedAt: at });
+  if (turn.dispatchState === 'pending') tx.dispatch.move(turn.dispatchId, 'accepted', { nextAttemptAt: null, acceptedAt: at });
   const via = `reply ${d.message.messageId ?? '(no Message-ID)'} (ledger #${ledgerId})`;
 
   if (d.kind === 'late') {
     const note = `(This reply arrived ${iso(at)}, after the task failed: ${task.stateReason ?? 'deadline'}. It was not applied; the task stays FAILED.)`;
-    recordReply(db, task.id, turn.turn, { status: reply.status === 'working' ? 'working' : 'done', text: answer, ledgerId, at, revokeToken: true });
+    tx.turns.recordReply(task.id, turn.turn, { status: reply.status === 'working' ? 'working' : 'done', text: answer, ledgerId, at, revokeToken: true });
     artifact('late-reply', `${label}\n${note}\n${answer}`);
     agentMessage(body);
-    noteEvent(db, task, at, `late reply kept: ${via}`);
+    tx.tasks.note(task, at, `late reply kept: ${via}`);
     return ledgerId;
   }
 
   const status = d.status;
-  recordReply(db, task.id, turn.turn, { status, text: answer, ledgerId, at, revokeToken: status !== 'working' });
+  tx.turns.recordReply(task.id, turn.turn, { status, text: answer, ledgerId, at, revokeToken: status !== 'working' });
   agentMessage(body);
   switch (status) {
     case 'done':
       artifact('reply', body);
-      transition(db, task, 'COMPLETED', { at, cause: `completed by ${via}`, deadlineAt: null });
+      tx.tasks.transition(task, 'COMPLETED', { at, cause: `completed by ${via}`, deadlineAt: null });
       break;
     case 'failed':
       artifact('reply', body);
-      transition(db, task, 'FAILED', { at, cause: `the agent reported failure in ${via}`, failedBy: 'agent', deadlineAt: null });
+      tx.tasks.transition(task, 'FAILED', { at, cause: `the agent reported failure in ${via}`, failedBy: 'agent', deadlineAt: null });
       break;
     case 'input-required':
-      transition(db, task, 'INPUT_REQUIRED', { at, cause: `the agent asked for input in ${via}`, deadlineAt: null });
+      tx.tasks.transition(task, 'INPUT_REQUIRED', { at, cause: `the agent asked for input in ${via}`, deadlineAt: null });
       break;
     case 'working':
-      if (task.state === 'SUBMITTED') transition(db, task, 'WORKING', { at, cause: `progress note in ${via}` });
-      else noteEvent(db, task, at, `progress note in ${via}`);
+      if (task.state === 'SUBMITTED') tx.tasks.transition(task, 'WORKING', { at, cause: `progress note in ${via}` });
+      else tx.tasks.note(task, at, `progress note in ${via}`);
       break;
   }
   return ledgerId;

@@ -1,10 +1,9 @@
 import { BridgeError } from './errors.js';
 import type { AgentConfig } from '../config/config.js';
-import { getMailboxState } from '../store/mailbox-state.js';
-import type { TaskState } from '../store/task-state.js';
-import { getTask, listTasks, markOutcomeShown, type TaskRow } from '../store/tasks.js';
-import { isTerminal } from '../store/task-state.js';
-import { dueDispatches } from '../store/turns.js';
+import type { DispatchState } from '../store/dispatch-state.js';
+import type { MailboxState } from '../store/mailbox-state.js';
+import type { TaskRow } from '../store/task-rows.js';
+import { isTerminal, type TaskState } from '../store/task-state.js';
 import { cancelTask, sendCancelNotice } from './cancel.js';
 import type { BridgeContext } from './context.js';
 import { attemptDispatch } from './dispatch.js';
@@ -13,6 +12,17 @@ import { checkMailbox, type CheckSummary } from './mail-check.js';
 import { submit, type SendInput } from './submit.js';
 import { sweepDeadlines } from './sweep.js';
 import { viewTask, type TaskView } from './task-view.js';
+
+/** What `GET /health` shows (src/a2a/health.ts renders it); counts are absent for states with none. */
+export interface HealthFacts {
+  /** The store answered the counts (false: it could not be read). */
+  storeOk: boolean;
+  tasksByState: Partial<Record<TaskState, number>>;
+  dispatchesByState: Partial<Record<DispatchState, number>>;
+  mailboxKind: 'imap' | 'maildir';
+  /** The last check's outcome; null when the store could not be read. */
+  mailbox: MailboxState | null;
+}
 
 /** The answer to a SendMessage: a task, or (a poll word on a context with no task) a plain message. */
 export type SendResult = { task: TaskView } | { message: { contextId: string; text: string } };
@@ -108,7 +118,7 @@ export class Bridge {
       if (!m) throw new BridgeError('invalid-request', 'pageToken is not a token this server issued');
       before = { updatedAt: Number(m[1]), id: m[2]! };
     }
-    const { rows, total } = listTasks(this.ctx.db, {
+    const { rows, total } = this.ctx.store.tasks.list({
       agent: agent.name,
       contextId: q.contextId,
       state: q.state,
@@ -141,12 +151,12 @@ export class Bridge {
     const budget = this.ctx.config.server.waitBudgetMs;
     const until = performance.now() + budget;
     while (budget > 0) {
-      const state = getTask(this.ctx.db, taskId)?.state;
+      const state = this.ctx.store.tasks.get(taskId)?.state;
       const left = until - performance.now();
       if ((state !== 'SUBMITTED' && state !== 'WORKING') || left <= 0) return;
       await Promise.race([Promise.allSettled([this.checkNow()]), sleep(left)]);
       this.sweep();
-      const now = getTask(this.ctx.db, taskId)?.state;
+      const now = this.ctx.store.tasks.get(taskId)?.state;
       if (now !== 'SUBMITTED' && now !== 'WORKING') return; // the check just applied a reply
       await sleep(Math.min(WAIT_CHECK_EVERY_MS, Math.max(0, until - performance.now())));
     }
@@ -171,7 +181,7 @@ export class Bridge {
   }
 
   private view(agent: AgentConfig, taskId: string, historyLength?: number): TaskView {
-    const task: TaskRow | undefined = getTask(this.ctx.db, taskId);
+    const task: TaskRow | undefined = this.ctx.store.tasks.get(taskId);
     if (!task || task.agent !== agent.name) throw new BridgeError('task-not-found', `Task ${taskId} not found`);
     this.shown(task);
     return viewTask(this.ctx, agent, task, historyLength);
@@ -181,7 +191,7 @@ export class Bridge {
   private shown(task: TaskRow): void {
     if (!isTerminal(task.state) || (task.outcomeShownAt ?? null) !== null) return;
     try {
-      markOutcomeShown(this.ctx.db, task.id, this.ctx.now());
+      this.ctx.store.tx((tx) => tx.tasks.markOutcomeShown(task.id, this.ctx.now()));
     } catch (err) {
       this.ctx.log.warn({ err: (err as Error).message, task: task.id }, 'could not record that the outcome was shown');
     }
@@ -194,7 +204,7 @@ export class Bridge {
    */
   async refresh(): Promise<void> {
     const budget = this.ctx.config.mailbox.checkWaitMs;
-    const work: Promise<unknown>[] = dueDispatches(this.ctx.db, this.ctx.now()).map((t) => this.dispatch(t.dispatchId));
+    const work: Promise<unknown>[] = this.ctx.store.turns.dueDispatches(this.ctx.now()).map((t) => this.dispatch(t.dispatchId));
     if (this.checkDue()) work.push(this.checkNow());
     if (work.length) await Promise.race([Promise.allSettled(work), sleep(budget)]);
     this.sweep();
@@ -203,7 +213,7 @@ export class Bridge {
   /** True when the last check is older than `mailbox.check_interval_s`, or messages are waiting. */
   checkDue(): boolean {
     if (this.moreWaiting) return true;
-    const last = getMailboxState(this.ctx.db, this.ctx.mailbox.folder).lastCheckAt;
+    const last = this.ctx.store.mailbox.state(this.ctx.mailbox.folder).lastCheckAt;
     return last === null || this.ctx.now() - last >= this.ctx.config.mailbox.checkIntervalMs;
   }
 
@@ -232,6 +242,22 @@ export class Bridge {
       this.dispatching.set(dispatchId, p);
     }
     return p;
+  }
+
+  /** The counts and the last mailbox check, for `GET /health`; never throws. */
+  health(): HealthFacts {
+    const { store, mailbox } = this.ctx;
+    try {
+      return {
+        storeOk: true,
+        tasksByState: store.stats.tasksByState(),
+        dispatchesByState: store.stats.dispatchesByState(),
+        mailboxKind: mailbox.kind,
+        mailbox: store.mailbox.state(mailbox.folder),
+      };
+    } catch {
+      return { storeOk: false, tasksByState: {}, dispatchesByState: {}, mailboxKind: mailbox.kind, mailbox: null };
+    }
   }
 
   /** Starts a refresh in the background (at start-up: resume due dispatches, read mail that came while stopped). */

@@ -1,5 +1,5 @@
 import type { AgentConfig, Config } from '../config/config.js';
-import type { TaskRow } from '../store/tasks.js';
+import type { TaskRow } from '../store/task-rows.js';
 import type { TurnRow } from '../store/turns.js';
 import type { ProviderProfile } from '../uplink/border.js';
 import type { DnsResolver } from '../uplink/dkim.js';

@@ -1,9 +1,5 @@
 import type { Logger } from 'pino';
-import { immediate, type Db } from '../store/db.js';
-import { hasRawDigest, isMessageIdApplied, isSourceRecorded } from '../store/ledger.js';
-import { advanceWatermark, getMailboxState, recordCheck, resetWatermark } from '../store/mailbox-state.js';
-import { getTask } from '../store/tasks.js';
-import { getTurn } from '../store/turns.js';
+import type { Store, StoreTx } from '../store/store.js';
 import type { DnsResolver } from '../uplink/dkim.js';
 import { messageFacts } from '../uplink/gates.js';
 import { MailboxError, type FetchedMessage } from '../uplink/mailbox.js';
@@ -31,11 +27,11 @@ export interface CheckSummary {
  * fail an A2A call.
  */
 export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
-  const { db, config, mailbox } = ctx;
+  const { store, config, mailbox } = ctx;
   const started = ctx.now();
-  const state = getMailboxState(db, mailbox.folder);
+  const state = store.mailbox.state(mailbox.folder);
   const summary: CheckSummary = { ok: true, fetched: 0, verdicts: {}, more: false, durationMs: 0 };
-  const intakeCtx: IntakeContext = { db, rules: judgeRulesOf(config), resolver: ctx.dkimResolver, now: ctx.now, log: ctx.log, folder: mailbox.folder };
+  const intakeCtx: IntakeContext = { store, rules: judgeRulesOf(config), resolver: ctx.dkimResolver, now: ctx.now, log: ctx.log, folder: mailbox.folder };
   try {
     const result = await mailbox.check({
       watermark: { uidValidity: state.uidValidity, lastUid: state.lastUid },
@@ -43,11 +39,11 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
       subjectContains: config.agents.map((a) => `[${a.tag}:`),
       maxFetch: config.mailbox.maxFetchPerCheck,
       maxMessageBytes: config.mailbox.maxMessageBytes,
-      isRecorded: (source) => isSourceRecorded(db, source),
+      isRecorded: (source) => store.ledger.isSourceRecorded(source),
     });
     if (result.uidValidityChanged) {
       ctx.log.warn({ folder: mailbox.folder, was: state.uidValidity, now: result.uidValidity }, 'UIDVALIDITY changed; rescanning');
-      immediate(db, () => resetWatermark(db, mailbox.folder, result.uidValidity));
+      store.tx((tx) => tx.mailbox.reset(mailbox.folder, result.uidValidity));
     }
     summary.fetched = result.messages.length;
     summary.more = result.more;
@@ -71,13 +67,13 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
       .filter(([v]) => v.startsWith('applied:') || v === 'late:recorded')
       .reduce((n, [, c]) => n + (c ?? 0), 0);
     const line = `ok, ${summary.fetched} new message(s), ${applied} applied${result.more ? ', more waiting' : ''}`;
-    immediate(db, () => recordCheck(db, mailbox.folder, { at: ctx.now(), ok: true, result: line }));
+    store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: true, result: line }));
   } catch (err) {
     const message = err instanceof MailboxError ? err.message : `unexpected error: ${(err as Error).message}`;
     summary.ok = false;
     summary.error = message;
     ctx.log.warn({ err: message, folder: mailbox.folder }, 'mailbox check failed');
-    immediate(db, () => recordCheck(db, mailbox.folder, { at: ctx.now(), ok: false, result: 'failed', error: message }));
+    store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: false, result: 'failed', error: message }));
   }
   summary.durationMs = ctx.now() - started;
   ctx.metrics?.checks.inc({ result: summary.ok ? 'ok' : 'error' });
@@ -87,7 +83,7 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
 
 /** What {@link intake} needs: the store, the gates' configuration, DNS, the clock, the log, the folder's watermark key. */
 export interface IntakeContext {
-  db: Db;
+  store: Store;
   rules: JudgeRules;
   resolver: DnsResolver;
   now: () => number;
@@ -113,23 +109,24 @@ export type Intake =
  * on (a defect of ours) is still recorded, as `unreadable`, so it is never retried silently.
  */
 export async function intake(c: IntakeContext, msg: FetchedMessage, uidValidity: string): Promise<Intake> {
-  const { db } = c;
-  if (isSourceRecorded(db, msg.source)) {
-    immediate(db, () => advanceWatermark(db, c.folder, uidValidity, msg.uid));
+  const { store } = c;
+  if (store.ledger.isSourceRecorded(msg.source)) {
+    store.tx((tx) => tx.mailbox.advance(c.folder, uidValidity, msg.uid));
     return { kind: 'seen' };
   }
-  const store: JudgeStore = {
-    seenDigest: (sha) => hasRawDigest(db, sha),
+  // Read outside and inside the deciding transaction alike: `store` reads what it holds now.
+  const reads: JudgeStore = {
+    seenDigest: (sha) => store.ledger.hasRawDigest(sha),
     task: (id) => {
-      const task = getTask(db, id);
-      return task && { task, turn: getTurn(db, task.id, task.turn) };
+      const task = store.tasks.get(id);
+      return task && { task, turn: store.turns.get(task.id, task.turn) };
     },
-    messageIdApplied: (taskId, messageId) => isMessageIdApplied(db, taskId, messageId),
+    messageIdApplied: (taskId, messageId) => store.ledger.isMessageIdApplied(taskId, messageId),
   };
-  /** Records the decision and moves the watermark past the message; call inside the transaction. */
-  const commit = (d: Exclude<Decision, { kind: 'defer' }>): Intake => {
-    const ledgerId = recordDecision(db, d, { source: msg.source, raw: msg.raw, receivedAt: msg.receivedAt, at: c.now() });
-    advanceWatermark(db, c.folder, uidValidity, msg.uid);
+  /** Records the decision and moves the watermark past the message, in the open transaction. */
+  const commit = (tx: StoreTx, d: Exclude<Decision, { kind: 'defer' }>): Intake => {
+    const ledgerId = recordDecision(tx, d, { source: msg.source, raw: msg.raw, receivedAt: msg.receivedAt, at: c.now() });
+    tx.mailbox.advance(c.folder, uidValidity, msg.uid);
     if (d.kind !== 'refuse' || d.evidence === 'whole') c.log.info({ task: d.kind === 'refuse' ? d.tag?.taskId : d.on.task.id, verdict: d.verdict, ledgerId }, 'reply judged');
     return ledgerId === null ? { kind: 'seen' } : { kind: 'recorded', verdict: d.verdict, reason: d.reason, ledgerId, decision: d };
   };
@@ -138,17 +135,17 @@ export async function intake(c: IntakeContext, msg: FetchedMessage, uidValidity:
       rules: c.rules,
       resolver: c.resolver,
       now: c.now,
-      store,
+      store: reads,
       settle: (decide) =>
-        immediate(db, (): Intake => {
+        store.tx((tx): Intake => {
           const d = decide();
-          return d.kind === 'defer' ? { kind: 'deferred', reason: d.reason } : commit(d);
+          return d.kind === 'defer' ? { kind: 'deferred', reason: d.reason } : commit(tx, d);
         }),
     });
   } catch (err) {
     // The parsers never throw on hostile bytes; if something else does, the message is still recorded.
     c.log.error({ err: (err as Error).message, source: msg.source }, 'message could not be processed');
     const reason = `processing failed: ${(err as Error).message}`;
-    return immediate(db, () => commit({ kind: 'refuse', verdict: 'unreadable', reason, message: messageFacts(msg.raw, msg.size), tag: null, evidence: 'none' }));
+    return store.tx((tx) => commit(tx, { kind: 'refuse', verdict: 'unreadable', reason, message: messageFacts(msg.raw, msg.size), tag: null, evidence: 'none' }));
   }
 }

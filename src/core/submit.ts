@@ -2,11 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { BridgeError } from './errors.js';
 import type { AgentConfig } from '../config/config.js';
 import { encodeEnvelope, replyInstructions, subjectTag, type Envelope, type ThreadEntry } from '../downlink/envelope.js';
-import { immediate } from '../store/db.js';
-import { insertMessage, messageById } from '../store/messages.js';
+import type { StoreTx } from '../store/store.js';
+import type { TaskRow } from '../store/task-rows.js';
 import { isTerminal } from '../store/task-state.js';
-import { getTask, insertTask, latestTaskOfContext, transition, type TaskRow } from '../store/tasks.js';
-import { insertTurn, revokeTokens, turnsOfTask } from '../store/turns.js';
 import type { BridgeContext } from './context.js';
 import { mintToken } from './token.js';
 import { iso } from './time.js';
@@ -27,7 +25,7 @@ export interface SendInput {
 }
 
 /**
- * What a SendMessage came to (BRIEF §3 "Context rules"):
+ * What a SendMessage came to (docs/architecture.md, "Context rules"):
  * - `new`: a task was created and its first turn awaits dispatch;
  * - `answer`: the caller answered INPUT_REQUIRED; the next turn awaits dispatch;
  * - `poll`: a follow-up on an open task (or a poll word on a finished one): no dispatch;
@@ -50,14 +48,13 @@ function isPollWord(ctx: BridgeContext, text: string): boolean {
 }
 
 /** Builds the envelope of a turn and inserts the turn with a fresh token (the previous tokens are revoked). */
-function openTurn(ctx: BridgeContext, agent: AgentConfig, task: TaskRow, turn: number, ask: string, deadlineAt: number, now: number): string {
-  const { db } = ctx;
+function openTurn(ctx: BridgeContext, tx: StoreTx, agent: AgentConfig, task: TaskRow, turn: number, ask: string, deadlineAt: number, now: number): string {
   const thread: ThreadEntry[] = [];
-  for (const t of turnsOfTask(db, task.id)) {
+  for (const t of tx.turns.ofTask(task.id)) {
     thread.push({ turn: t.turn, role: 'user', text: t.ask });
     if (t.replyText !== null && t.replyStatus !== 'working') thread.push({ turn: t.turn, role: 'agent', text: t.replyText });
   }
-  revokeTokens(db, task.id);
+  tx.turns.revokeTokens(task.id);
   const token = mintToken();
   const dispatchId = `msg_${randomUUID().replaceAll('-', '')}`;
   const tag = subjectTag(agent.tag, task.id);
@@ -75,7 +72,7 @@ function openTurn(ctx: BridgeContext, agent: AgentConfig, task: TaskRow, turn: n
     reply_to: ctx.config.mailbox.address,
     subject_tag: tag,
   };
-  insertTurn(db, {
+  tx.turns.insert({
     taskId: task.id,
     turn,
     ask,
@@ -98,7 +95,7 @@ function openTurn(ctx: BridgeContext, agent: AgentConfig, task: TaskRow, turn: n
 /**
  * Applies the context rules to one SendMessage, in one `BEGIN IMMEDIATE` transaction, so the
  * task and its turn are committed before any network call and two concurrent calls cannot both
- * create or dispatch (a2a-js PR #632; A2A #928). The caller's message is stored under its
+ * create or dispatch. The caller's message is stored under its
  * `messageId`, durably, for dedupe across restarts.
  *
  * @throws BridgeError invalid-request (a reused `messageId` with other content, an empty new task,
@@ -106,15 +103,14 @@ function openTurn(ctx: BridgeContext, agent: AgentConfig, task: TaskRow, turn: n
  *   work addressed by `taskId` to a terminal task).
  */
 export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput): SendOutcome {
-  const { db } = ctx;
-  return immediate(db, (): SendOutcome => {
+  return ctx.store.tx((tx): SendOutcome => {
     const now = ctx.now();
-    const seen = messageById(db, agent.name, input.messageId);
+    const seen = tx.messages.byId(agent.name, input.messageId);
     if (seen) {
       if (seen.contentSha256 !== input.contentSha256) {
         throw new BridgeError('invalid-request', `messageId ${input.messageId} was already used for a different message; use a new messageId`);
       }
-      const replayed = getTask(db, seen.taskId);
+      const replayed = tx.tasks.get(seen.taskId);
       // `prune` removes a task with its messages; a row left behind must not crash the call.
       if (!replayed) throw new BridgeError('invalid-request', `messageId ${input.messageId} belonged to a task that no longer exists; use a new messageId`);
       return { kind: 'replay', task: replayed };
@@ -122,18 +118,18 @@ export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput)
 
     let target: TaskRow | undefined;
     if (input.taskId !== undefined) {
-      target = getTask(db, input.taskId);
+      target = tx.tasks.get(input.taskId);
       if (!target || target.agent !== agent.name) throw new BridgeError('task-not-found', `Task ${input.taskId} not found`);
       if (input.contextId !== undefined && input.contextId !== target.contextId) {
         throw new BridgeError('invalid-request', `task ${target.id} belongs to another contextId`);
       }
     } else if (input.contextId !== undefined) {
-      target = latestTaskOfContext(db, agent.name, input.contextId);
+      target = tx.tasks.latestOfContext(agent.name, input.contextId);
     }
     const contextId = input.contextId ?? target?.contextId ?? randomUUID();
     const poll = isPollWord(ctx, input.text);
     const message = (task: TaskRow, kind: 'ask' | 'poll', turn: number): void =>
-      insertMessage(db, {
+      tx.messages.insert({
         agent: agent.name,
         messageId: input.messageId,
         taskId: task.id,
@@ -160,8 +156,8 @@ export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput)
     if (target?.state === 'INPUT_REQUIRED') {
       const turn = target.turn + 1;
       const deadlineAt = now + (input.deadlineMs ?? agent.deadlineMs);
-      const dispatchId = openTurn(ctx, agent, target, turn, input.text, deadlineAt, now);
-      const task = transition(db, target, 'SUBMITTED', { at: now, cause: `the caller answered (turn ${turn})`, turn, deadlineAt });
+      const dispatchId = openTurn(ctx, tx, agent, target, turn, input.text, deadlineAt, now);
+      const task = tx.tasks.transition(target, 'SUBMITTED', { at: now, cause: `the caller answered (turn ${turn})`, turn, deadlineAt });
       message(task, 'ask', turn);
       return { kind: 'answer', task, dispatchId };
     }
@@ -191,8 +187,8 @@ export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput)
       updatedAt: now,
       deadlineAt,
     };
-    insertTask(db, task);
-    const dispatchId = openTurn(ctx, agent, task, 1, input.text, deadlineAt, now);
+    tx.tasks.insert(task);
+    const dispatchId = openTurn(ctx, tx, agent, task, 1, input.text, deadlineAt, now);
     message(task, 'ask', 1);
     return { kind: 'new', task, dispatchId };
   });

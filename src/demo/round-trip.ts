@@ -1,7 +1,6 @@
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { randomBytes } from 'node:crypto';
 import { createLogger } from '../log.js';
-import { queryLedger } from '../store/ledger.js';
 import { DEMO_AGENT_DOMAIN, startDemoWorld } from './world.js';
 
 export interface DemoOptions {
@@ -107,7 +106,7 @@ export async function demo(o: DemoOptions = {}): Promise<boolean> {
     for (const line of shown.split('\n')) out(`     ${line}`);
     out('');
 
-    const ledger = queryLedger(app.bridge.ctx.db, { limit: 10 });
+    const ledger = app.bridge.ctx.store.ledger.query({ limit: 10 });
     out(`ledger: ${ledger.map((l) => `${l.verdict} (${l.messageId ?? 'no Message-ID'})`).join(', ') || 'empty'}`);
     const ok =
       state1 === 'WORKING' &&

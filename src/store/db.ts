@@ -2,8 +2,19 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { MIGRATIONS } from './migrations.js';
+import type { TaskChange } from './task-rows.js';
 
+/** A connection; held by the store (src/store/store.ts) and handed to nothing outside store/. */
 export type Db = Database.Database;
+
+/**
+ * What the write functions of the store modules get: the connection, usable only while a store
+ * transaction is open (`db` throws otherwise), and the sink for the task changes they make.
+ */
+export interface Writer {
+  readonly db: Db;
+  changed(c: TaskChange): void;
+}
 
 /** Thrown when the database file cannot be used: damaged, from a newer version, or unopenable. */
 export class StoreError extends Error {
@@ -11,7 +22,7 @@ export class StoreError extends Error {
 }
 
 export interface OpenOptions {
-  /** Open without write access (CLI read commands, FACTS.md "SQLite"). Skips migrations. */
+  /** Open without write access (the CLI's read commands). Skips migrations. */
   readOnly?: boolean;
   /** How long a writer waits for a lock before SQLITE_BUSY, in ms. */
   busyTimeoutMs?: number;
@@ -92,9 +103,9 @@ function migrate(db: Db, from: number): void {
 }
 
 /**
- * Runs `fn` in a `BEGIN IMMEDIATE` transaction (FACTS.md: a deferred transaction that reads then
- * writes gets SQLITE_BUSY at once under concurrency). `fn` must be synchronous and must not
- * hold a statement iterator across a write.
+ * Runs `fn` in a `BEGIN IMMEDIATE` transaction: a deferred transaction that reads then writes gets
+ * SQLITE_BUSY at once under concurrency (https://sqlite.org/lang_transaction.html). `fn` must be
+ * synchronous and must not hold a statement iterator across a write.
  */
 export function immediate<T>(db: Db, fn: () => T): T {
   return db.transaction(fn).immediate();

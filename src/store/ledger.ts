@@ -1,8 +1,8 @@
 import type { Verdict } from '../uplink/verdicts.js';
-import type { Db } from './db.js';
+import type { Db, Writer } from './db.js';
 import { stmt } from './statements.js';
 
-/** One fetched message and the verdict the gate stack gave it (BRIEF §5). Recorded once per source. */
+/** One fetched message and the verdict the judge gave it (src/core/judge.ts). Recorded once per source. */
 export interface LedgerEntry {
   /** Where the message was read: `imap:<folder>:<uidvalidity>:<uid>` or `maildir:<folder>:<unique name>`. Unique. */
   source: string;
@@ -32,36 +32,6 @@ export interface LedgerRow extends LedgerEntry {
 const COLUMNS = `id, source, seen_at AS seenAt, message_id AS messageId, from_header AS fromHeader, subject,
   date_header AS dateHeader, size, raw_sha256 AS rawSha256, agent, task_id AS taskId, verdict, reason, received_at AS receivedAt`;
 
-/** Inserts the entry; returns its id, or null when the source was already recorded (a rescan). */
-export function recordVerdict(db: Db, e: LedgerEntry): number | null {
-  const info = stmt(db, 
-      `INSERT INTO ledger (source, seen_at, message_id, from_header, subject, date_header, size, raw_sha256, raw, agent, task_id, verdict, reason, received_at)
-       VALUES (@source, @seenAt, @messageId, @fromHeader, @subject, @dateHeader, @size, @rawSha256, @raw, @agent, @taskId, @verdict, @reason, @receivedAt)
-       ON CONFLICT(source) DO NOTHING`,
-    )
-    .run({ ...e, receivedAt: e.receivedAt ?? null });
-  return info.changes === 0 ? null : Number(info.lastInsertRowid);
-}
-
-export function isSourceRecorded(db: Db, source: string): boolean {
-  return stmt(db, `SELECT 1 FROM ledger WHERE source = ?`).get(source) !== undefined;
-}
-
-/** Gate 1: the same raw bytes were recorded before (a re-upload or a rescan). */
-export function hasRawDigest(db: Db, rawSha256: string): boolean {
-  return stmt(db, `SELECT 1 FROM ledger WHERE raw_sha256 = ? LIMIT 1`).get(rawSha256) !== undefined;
-}
-
-/** Gate 8a: a message with this Message-ID was already promoted (or kept late) for this task. */
-export function isMessageIdApplied(db: Db, taskId: string, messageId: string): boolean {
-  return (
-    stmt(db, 
-        `SELECT 1 FROM ledger WHERE task_id = ? AND message_id = ? AND (verdict LIKE 'applied:%' OR verdict = 'late:recorded') LIMIT 1`,
-      )
-      .get(taskId, messageId) !== undefined
-  );
-}
-
 export interface LedgerQuery {
   verdict?: string;
   taskId?: string;
@@ -70,34 +40,81 @@ export interface LedgerQuery {
   limit: number;
 }
 
-/** Ledger rows newest first, without raw bytes. `verdict` matches exactly, or as a prefix when it ends in `:` or `*`. */
-export function queryLedger(db: Db, q: LedgerQuery): LedgerRow[] {
-  const where: string[] = [];
-  const p: Record<string, unknown> = { limit: q.limit };
-  if (q.verdict) {
-    if (/[:*]$/.test(q.verdict)) (where.push(`verdict LIKE @v`), (p.v = `${q.verdict.replace(/\*$/, '')}%`));
-    else (where.push('verdict = @v'), (p.v = q.verdict));
-  }
-  if (q.taskId) (where.push('task_id = @t'), (p.t = q.taskId));
-  if (q.since !== undefined) (where.push('seen_at >= @since'), (p.since = q.since));
-  if (q.until !== undefined) (where.push('seen_at <= @until'), (p.until = q.until));
-  const sql = `SELECT ${COLUMNS} FROM ledger ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT @limit`;
-  return stmt(db, sql).all(p) as LedgerRow[];
+export function ledgerReads(db: Db) {
+  return {
+    isSourceRecorded(source: string): boolean {
+      return stmt(db, `SELECT 1 FROM ledger WHERE source = ?`).get(source) !== undefined;
+    },
+
+    /** Gate 1: the same raw bytes were recorded before (a re-upload or a rescan). */
+    hasRawDigest(rawSha256: string): boolean {
+      return stmt(db, `SELECT 1 FROM ledger WHERE raw_sha256 = ? LIMIT 1`).get(rawSha256) !== undefined;
+    },
+
+    /** Gate 8a: a message with this Message-ID was already promoted (or kept late) for this task. */
+    isMessageIdApplied(taskId: string, messageId: string): boolean {
+      return stmt(db, `SELECT 1 FROM ledger WHERE task_id = ? AND message_id = ? AND (verdict LIKE 'applied:%' OR verdict = 'late:recorded') LIMIT 1`).get(taskId, messageId) !== undefined;
+    },
+
+    /** Ledger rows newest first, without raw bytes. `verdict` matches exactly, or as a prefix when it ends in `:` or `*`. */
+    query(q: LedgerQuery): LedgerRow[] {
+      const where: string[] = [];
+      const p: Record<string, unknown> = { limit: q.limit };
+      if (q.verdict) {
+        if (/[:*]$/.test(q.verdict)) {
+        where.push(`verdict LIKE @v`);
+        p.v = `${q.verdict.replace(/\*$/, '')}%`;
+      }
+        else {
+        where.push('verdict = @v');
+        p.v = q.verdict;
+      }
+      }
+      if (q.taskId) {
+        where.push('task_id = @t');
+        p.t = q.taskId;
+      }
+      if (q.since !== undefined) {
+        where.push('seen_at >= @since');
+        p.since = q.since;
+      }
+      if (q.until !== undefined) {
+        where.push('seen_at <= @until');
+        p.until = q.until;
+      }
+      const sql = `SELECT ${COLUMNS} FROM ledger ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT @limit`;
+      return stmt(db, sql).all(p) as LedgerRow[];
+    },
+
+    ofTask(taskId: string): LedgerRow[] {
+      return stmt(db, `SELECT ${COLUMNS} FROM ledger WHERE task_id = ? ORDER BY id`).all(taskId) as LedgerRow[];
+    },
+
+    raw(id: number): Buffer | null {
+      const r = stmt(db, `SELECT raw FROM ledger WHERE id = ?`).get(id) as { raw: Buffer | null } | undefined;
+      return r?.raw ?? null;
+    },
+
+    /** One ledger row without its raw bytes, and whether raw bytes were kept; undefined when no row has this id. */
+    row(id: number): (LedgerRow & { hasRaw: boolean }) | undefined {
+      const r = stmt(db, `SELECT ${COLUMNS}, raw IS NOT NULL AS hasRaw FROM ledger WHERE id = ?`).get(id) as (LedgerRow & { hasRaw: number }) | undefined;
+      return r && { ...r, hasRaw: r.hasRaw === 1 };
+    },
+  };
 }
 
-export function ledgerOfTask(db: Db, taskId: string): LedgerRow[] {
-  return stmt(db, `SELECT ${COLUMNS} FROM ledger WHERE task_id = ? ORDER BY id`).all(taskId) as LedgerRow[];
+export function ledgerWrites(w: Writer) {
+  return {
+    /** Inserts the entry; returns its id, or null when the source was already recorded (a rescan). */
+    record(e: LedgerEntry): number | null {
+      const info = stmt(w.db,
+        `INSERT INTO ledger (source, seen_at, message_id, from_header, subject, date_header, size, raw_sha256, raw, agent, task_id, verdict, reason, received_at)
+         VALUES (@source, @seenAt, @messageId, @fromHeader, @subject, @dateHeader, @size, @rawSha256, @raw, @agent, @taskId, @verdict, @reason, @receivedAt)
+         ON CONFLICT(source) DO NOTHING`,
+      ).run({ ...e, receivedAt: e.receivedAt ?? null });
+      return info.changes === 0 ? null : Number(info.lastInsertRowid);
+    },
+  };
 }
 
-export function rawOf(db: Db, id: number): Buffer | null {
-  const r = stmt(db, `SELECT raw FROM ledger WHERE id = ?`).get(id) as { raw: Buffer | null } | undefined;
-  return r?.raw ?? null;
-}
-
-/** One ledger row without its raw bytes, and whether raw bytes were kept (tagged mail only); undefined when no row has this id. */
-export function getLedgerRow(db: Db, id: number): (LedgerRow & { hasRaw: boolean }) | undefined {
-  const r = stmt(db, `SELECT ${COLUMNS}, raw IS NOT NULL AS hasRaw FROM ledger WHERE id = ?`).get(id) as
-    | (LedgerRow & { hasRaw: number })
-    | undefined;
-  return r && { ...r, hasRaw: r.hasRaw === 1 };
-}
+export type LedgerReads = ReturnType<typeof ledgerReads>;

@@ -1,7 +1,6 @@
 /**
  * The corpus's tasks in a real store, and messages taken in by the code that ships: the
- * manifest's tasks (test/helpers/corpus.ts) are written through the store functions the bridge
- * uses, then each message goes through `intake` (src/core/mail-check.ts) — the judge, the
+ * manifest's tasks (test/helpers/corpus.ts) are written through the store's own writes, then each message goes through `intake` (src/core/mail-check.ts) — the judge, the
  * ledger row, the promotion and the watermark, exactly as a mailbox check runs them.
  */
 import { createHash } from 'node:crypto';
@@ -9,10 +8,7 @@ import type { AgentConfig } from '../../src/config/config.js';
 import type { JudgeRules } from '../../src/core/judge.js';
 import { intake, type Intake } from '../../src/core/mail-check.js';
 import { createLogger } from '../../src/log.js';
-import { immediate, openDb, type Db } from '../../src/store/db.js';
-import { recordVerdict } from '../../src/store/ledger.js';
-import { insertTask } from '../../src/store/tasks.js';
-import { insertTurn } from '../../src/store/turns.js';
+import { Store, type StoreTx } from '../../src/store/store.js';
 import type { ProviderProfile } from '../../src/uplink/border.js';
 import type { DnsResolver } from '../../src/uplink/dkim.js';
 import type { CorpusManifest, CorpusMessage, CorpusTask } from './corpus.js';
@@ -28,10 +24,10 @@ export interface CorpusSetting {
   verifyDkim?: boolean;
 }
 
-function seed(db: Db, t: CorpusTask, dateSkewMs: number): void {
+function seed(db: StoreTx, t: CorpusTask, dateSkewMs: number): void {
   const at = Date.parse(t.dispatchedAt);
   const open = t.state === 'SUBMITTED' || t.state === 'WORKING';
-  insertTask(db, {
+  db.tasks.insert({
     id: t.id,
     agent: t.agent,
     contextId: `ctx-${t.id.slice(0, 8)}`,
@@ -44,13 +40,13 @@ function seed(db: Db, t: CorpusTask, dateSkewMs: number): void {
     updatedAt: at,
     deadlineAt: open ? at + DAY : null,
   });
-  insertTurn(db, {
+  db.turns.insert({
     taskId: t.id, turn: 1, ask: 'the corpus job', replyToken: t.token, deadlineAt: at + DAY, dispatchId: `msg_${t.id.replaceAll('-', '')}`,
     envelope: Buffer.from('{}'), dispatchState: 'accepted', nextAttemptAt: null, acceptedAt: at,
     replyStatus: null, replyText: null, replyLedgerId: null, repliedAt: null, createdAt: at,
   });
   t.appliedMessageIds.forEach((messageId, i) => {
-    recordVerdict(db, {
+    db.ledger.record({
       source: `corpus-seed:${t.id}:${i}`, seenAt: at + dateSkewMs, messageId, fromHeader: null, subject: null, dateHeader: null, size: 0,
       rawSha256: createHash('sha256').update(`seed ${t.id} ${messageId}`).digest('hex'), raw: null, agent: t.agent, taskId: t.id,
       verdict: 'applied:done', reason: 'an earlier reply (corpus seed)',
@@ -65,19 +61,19 @@ function image(m: CorpusManifest, live: CorpusMessage['task'] = {}): Buffer {
   const key = JSON.stringify(live);
   let img = images.get(key);
   if (!img) {
-    const db = openDb(':memory:');
-    immediate(db, () => {
-      for (const t of m.tasks) seed(db, t.id === m.liveTaskId ? { ...t, ...live } : t, m.dateSkewMs);
+    const store = Store.open(':memory:');
+    store.tx((tx) => {
+      for (const t of m.tasks) seed(tx, t.id === m.liveTaskId ? { ...t, ...live } : t, m.dateSkewMs);
     });
-    img = db.serialize();
-    db.close();
+    img = store.image();
+    store.close();
     images.set(key, img);
   }
   return img;
 }
 
 export interface CorpusStore {
-  db: Db;
+  store: Store;
   /** Takes one message in, as a mailbox check does; `tooLarge` and `receivedAt` as the mailbox would report them. */
   take(raw: Buffer, o?: { tooLarge?: boolean; receivedAt?: number | null; now?: number; resolver?: DnsResolver }): Promise<Intake>;
   close(): void;
@@ -88,21 +84,21 @@ export interface CorpusStore {
  * @param live fields of the live task that differ for this case (a deadline failure, say)
  */
 export function corpusStore(m: CorpusManifest, s: CorpusSetting, live: CorpusMessage['task'] = {}): CorpusStore {
-  const db = openDb(image(m, live));
+  const store = Store.open(image(m, live));
   const rules: JudgeRules = { agents: s.agents, profile: s.profile, verifyDkim: s.verifyDkim ?? true, dateSkewMs: m.dateSkewMs, maxMessageBytes: 10 * 1024 * 1024 };
   const judgedAt = Date.parse(m.judgedAt);
   let uid = 0;
   return {
-    db,
+    store,
     take: (raw, o = {}) => {
       uid += 1;
       const now = o.now ?? judgedAt;
       return intake(
-        { db, rules, resolver: o.resolver ?? s.resolver, now: () => now, log: silent, folder: 'INBOX' },
+        { store, rules, resolver: o.resolver ?? s.resolver, now: () => now, log: silent, folder: 'INBOX' },
         { uid, source: `corpus:INBOX:1:${uid}`, raw, size: raw.length, tooLarge: o.tooLarge ?? false, receivedAt: o.receivedAt ?? null },
         '1',
       );
     },
-    close: () => db.close(),
+    close: () => store.close(),
   };
 }

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDnsZone, type DnsZone } from '../../../src/demo/dns-zone.js';
-import { openDb } from '../../../src/store/db.js';
+import { Store } from '../../../src/store/store.js';
 import { MIGRATIONS } from '../../../src/store/migrations.js';
 import { runCli } from '../../helpers/cli.js';
 import { TEST_WEBHOOK_SECRET } from '../../helpers/config-dir.js';
@@ -112,7 +112,7 @@ describe('init → edit → doctor (issue 6, acceptance 1)', () => {
     ]);
     writeFileSync(join(dir, 'secrets/imap-password'), `${dovecot.password}\n`);
     expect(mode(join(dir, 'secrets/imap-password'))).toBe(0o600);
-    openDb(join(dir, 'state/mailbridge.sqlite')).close(); // a store, as serve leaves it
+    Store.open(join(dir, 'state/mailbridge.sqlite')).close(); // a store, as serve leaves it
 
     const r = await doctor();
     expect(r.stderr).toBe('');

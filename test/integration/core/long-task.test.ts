@@ -1,6 +1,4 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { queryLedger } from '../../../src/store/ledger.js';
-import { getAudit } from '../../../src/store/tasks.js';
 import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 
 /**
@@ -65,9 +63,9 @@ describe('a job that outlives its deadline (issue 4, acceptance 2)', () => {
 
     // One webhook in total; nothing discarded: the ledger keeps the reply, the audit the failure.
     expect(suite.h.receiver.requests).toHaveLength(1);
-    const ledger = queryLedger(suite.h.app.bridge.ctx.db, { taskId: task.id, limit: 10 });
+    const ledger = suite.h.app.bridge.ctx.store.ledger.query({ taskId: task.id, limit: 10 });
     expect(ledger.map((l) => l.verdict)).toEqual(['late:recorded']);
-    const audit = getAudit(suite.h.app.bridge.ctx.db, task.id) as { state: string; failedBy: string; cause: string; verdicts: unknown[]; endedAt: string };
+    const audit = suite.h.app.bridge.ctx.store.audit.latest(task.id) as { state: string; failedBy: string; cause: string; verdicts: unknown[]; endedAt: string };
     expect(audit).toMatchObject({ state: 'FAILED', failedBy: 'deadline', verdicts: [] });
     expect(audit.cause).toMatch(/^deadline .* passed with no reply from grok$/);
     // The audit was written at the failure, before the late reply was seen: the two agree in time.
@@ -77,7 +75,7 @@ describe('a job that outlives its deadline (issue 4, acceptance 2)', () => {
     await suite.dovecot.append(await suite.h.reply(suite.h.envelope(1), { answer: 'The review, finally.' }));
     task = await hermesCall('status', ctx);
     expect(task.artifacts).toHaveLength(1);
-    expect(queryLedger(suite.h.app.bridge.ctx.db, { taskId: task.id, limit: 10 }).map((l) => l.verdict).sort()).toEqual(['bad-token', 'late:recorded']);
+    expect(suite.h.app.bridge.ctx.store.ledger.query({ taskId: task.id, limit: 10 }).map((l) => l.verdict).sort()).toEqual(['bad-token', 'late:recorded']);
     for (const d of durations) expect(d).toBeLessThan(HERMES_TIMEOUT_MS);
   });
 });

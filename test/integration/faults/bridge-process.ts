@@ -7,6 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
+import { Store } from '../../../src/store/store.js';
 import type { FailpointName } from '../../../src/core/failpoints.js';
 
 export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
@@ -101,8 +102,8 @@ export function logged(p: BridgeProcess, msg: string): Record<string, unknown>[]
 }
 
 /** Opens the store read-only (as the CLI's read commands do), runs `fn`, closes it. */
-export function readStore<T>(path: string, fn: (db: Database.Database) => T): T {
-  const db = new Database(path, { readonly: true, fileMustExist: true });
+export function readStore<T>(path: string, fn: (db: Store) => T): T {
+  const db = Store.open(path, { readOnly: true });
   try {
     return fn(db);
   } finally {
@@ -112,5 +113,10 @@ export function readStore<T>(path: string, fn: (db: Database.Database) => T): T 
 
 /** `PRAGMA quick_check` on the store file, read-only: `ok` when the file is sound. */
 export function quickCheck(path: string): string {
-  return readStore(path, (db) => String(db.pragma('quick_check', { simple: true })));
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    return String(db.pragma('quick_check', { simple: true }));
+  } finally {
+    db.close();
+  }
 }

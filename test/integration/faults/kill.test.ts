@@ -4,12 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Envelope } from '../../../src/downlink/envelope.js';
 import { startDnsZone, type DnsZone } from '../../../src/demo/dns-zone.js';
 import { buildReplyMail, dkimTxtName, generateDkimKey } from '../../../src/demo/reply-mail.js';
-import { artifactsOf } from '../../../src/store/artifacts.js';
-import { attemptsOfTask } from '../../../src/store/attempts.js';
-import { ledgerOfTask } from '../../../src/store/ledger.js';
-import { getMailboxState } from '../../../src/store/mailbox-state.js';
-import { getTask, listTaskRows, taskEvents, type TaskRow } from '../../../src/store/tasks.js';
-import { turnsOfTask } from '../../../src/store/turns.js';
+import { type TaskRow } from '../../../src/store/task-rows.js';
 import { AGENT_ADDRESS, AGENT_DOMAIN, harnessToml, hermesBody, PROVIDER, SELECTOR } from '../../helpers/bridge-harness.js';
 import { makeConfigDir, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET, writeSecret, type ConfigDir } from '../../helpers/config-dir.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
@@ -109,7 +104,7 @@ async function pollUntil(s: Setup, ctx: string, state: string, timeoutMs = 15_00
   }
 }
 
-const tasksIn = (store: string): TaskRow[] => readStore(store, (db) => listTaskRows(db, { limit: 100 }));
+const tasksIn = (store: string): TaskRow[] => readStore(store, (db) => db.tasks.rows({ limit: 100 }));
 
 async function died(p: BridgeProcess): Promise<string> {
   const { code, signal } = await p.exited;
@@ -130,7 +125,7 @@ describe('SIGKILL at a failpoint, then a restart (issue 5, acceptance 2)', () =>
     expect(quickCheck(s.store)).toBe('ok');
     const [stored] = tasksIn(s.store);
     expect(stored).toMatchObject({ contextId: ctx, state: 'SUBMITTED' });
-    expect(readStore(s.store, (db) => turnsOfTask(db, stored!.id).map((t) => t.dispatchState))).toEqual(['pending']);
+    expect(readStore(s.store, (db) => db.turns.ofTask(stored!.id).map((t) => t.dispatchState))).toEqual(['pending']);
 
     const p2 = await startBridgeProcess(s.cfg.configPath);
     await s.receiver.waitForRequests(1, 10_000);
@@ -164,7 +159,7 @@ describe('SIGKILL at a failpoint, then a restart (issue 5, acceptance 2)', () =>
     expect(quickCheck(s.store)).toBe('ok');
     const [stored] = tasksIn(s.store);
     expect(stored).toMatchObject({ contextId: ctx, state: 'SUBMITTED' });
-    expect(readStore(s.store, (db) => attemptsOfTask(db, stored!.id))).toMatchObject([{ attempt: 1, finishedAt: null, outcome: null }]);
+    expect(readStore(s.store, (db) => db.attempts.ofTask(stored!.id))).toMatchObject([{ attempt: 1, finishedAt: null, outcome: null }]);
 
     const p2 = await startBridgeProcess(s.cfg.configPath);
     const task = await pollUntil(s, ctx, 'TASK_STATE_WORKING');
@@ -172,9 +167,9 @@ describe('SIGKILL at a failpoint, then a restart (issue 5, acceptance 2)', () =>
     expect(quickCheck(s.store)).toBe('ok');
     await p2.stop();
     expect(s.receiver.requests).toHaveLength(2);
-    expect(s.receiver.distinctIds()).toEqual([readStore(s.store, (db) => turnsOfTask(db, stored!.id)[0]!.dispatchId)]);
+    expect(s.receiver.distinctIds()).toEqual([readStore(s.store, (db) => db.turns.ofTask(stored!.id)[0]!.dispatchId)]);
     expect(s.receiver.requests.every((q) => q.verified)).toBe(true);
-    const attempts = readStore(s.store, (db) => attemptsOfTask(db, stored!.id));
+    const attempts = readStore(s.store, (db) => db.attempts.ofTask(stored!.id));
     expect(attempts.map((a) => [a.attempt, a.outcome, a.httpStatus, a.error])).toEqual([
       [1, 'retry', null, 'interrupted: the process stopped during the attempt'],
       [2, 'accepted', 202, null],
@@ -209,7 +204,7 @@ describe('SIGKILL at a failpoint, then a restart (issue 5, acceptance 2)', () =>
     await died(p1);
     expect(quickCheck(s.store)).toBe('ok');
     expect(
-      readStore(s.store, (db) => [getTask(db, first.id)!.state, ledgerOfTask(db, first.id).length, artifactsOf(db, first.id).length, getMailboxState(db, s.folder).lastUid]),
+      readStore(s.store, (db) => [db.tasks.get(first.id)!.state, db.ledger.ofTask(first.id).length, db.artifacts.of(first.id).length, db.mailbox.state(s.folder).lastUid]),
     ).toEqual(['WORKING', 0, 0, 0]);
 
     const p2 = await startBridgeProcess(s.cfg.configPath);
@@ -220,10 +215,10 @@ describe('SIGKILL at a failpoint, then a restart (issue 5, acceptance 2)', () =>
     expect(quickCheck(s.store)).toBe('ok');
     await p2.stop();
     const after = readStore(s.store, (db) => ({
-      ledger: ledgerOfTask(db, first.id).map((l) => [l.source, l.verdict]),
-      artifacts: artifactsOf(db, first.id).length,
-      completed: taskEvents(db, first.id).filter((e) => e.toState === 'COMPLETED').length,
-      replies: (db.prepare(`SELECT count(*) AS n FROM messages WHERE task_id = ? AND kind = 'reply'`).get(first.id) as { n: number }).n,
+      ledger: db.ledger.ofTask(first.id).map((l) => [l.source, l.verdict]),
+      artifacts: db.artifacts.of(first.id).length,
+      completed: db.events.of(first.id).filter((e) => e.toState === 'COMPLETED').length,
+      replies: db.messages.history(first.id).filter((m) => m.kind === 'reply').length,
     }));
     const validity = String(await dovecot.uidValidity(s.folder));
     expect(after).toEqual({ ledger: [[`imap:${s.folder}:${validity}:${uid}`, 'applied:done']], artifacts: 1, completed: 1, replies: 1 });

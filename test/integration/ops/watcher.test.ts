@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getTask } from '../../../src/store/tasks.js';
 import { hermesBody, hex, startHarness, type Harness } from '../../helpers/bridge-harness.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
 
@@ -26,7 +25,7 @@ afterAll(async () => {
 async function waitForState(taskId: string, states: string[], timeoutMs = 15_000): Promise<string> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    const s = getTask(h.app.bridge.ctx.db, taskId)!.state;
+    const s = h.app.bridge.ctx.store.tasks.get(taskId)!.state;
     if (states.includes(s) || Date.now() > until) return s;
     await new Promise((r) => setTimeout(r, 50));
   }

@@ -13,9 +13,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { TEMPORARY_RETRY_MS } from '../../../src/core/judge.js';
 import type { Intake } from '../../../src/core/mail-check.js';
-import { immediate } from '../../../src/store/db.js';
-import { recordVerdict } from '../../../src/store/ledger.js';
-import { getTask } from '../../../src/store/tasks.js';
 import type { DnsResolver } from '../../../src/uplink/dkim.js';
 import { messageFacts } from '../../../src/uplink/gates.js';
 import { isApplied, type Verdict } from '../../../src/uplink/verdicts.js';
@@ -95,7 +92,7 @@ describe('what the mailbox reports', () => {
       const out = recorded(await store.take(readMessage(GENUINE), { tooLarge: true }));
       expect(out).toMatchObject({ verdict: 'too-large', reason: expect.stringContaining('over mailbox.max_message_bytes') });
       expect(out.decision).toMatchObject({ kind: 'refuse', evidence: 'head', tag: { taskId: manifest.liveTaskId } });
-      expect(getTask(store.db, manifest.liveTaskId)?.state).toBe('WORKING');
+      expect(store.store.tasks.get(manifest.liveTaskId)?.state).toBe('WORKING');
     } finally {
       store.close();
     }
@@ -125,7 +122,7 @@ describe('what the mailbox reports', () => {
     try {
       const arrived = judgedAt - 3600_000;
       expect(await store.take(readMessage(GENUINE), { receivedAt: arrived })).toMatchObject({ kind: 'deferred', reason: expect.stringContaining('gate 7') });
-      expect(getTask(store.db, manifest.liveTaskId)?.state).toBe('WORKING');
+      expect(store.store.tasks.get(manifest.liveTaskId)?.state).toBe('WORKING');
       const late = recorded(await store.take(readMessage(GENUINE), { receivedAt: arrived, now: arrived + TEMPORARY_RETRY_MS }));
       expect(late).toMatchObject({ verdict: 'auth:dkim-unverified', reason: expect.stringContaining('still failing 24 h after arrival') });
     } finally {
@@ -148,8 +145,8 @@ describe('what the mailbox reports', () => {
     const raw = readMessage(GENUINE);
     // The key lookup is where the judge waits; the other process commits its verdict meanwhile.
     const racing: DnsResolver = async (name, type) => {
-      immediate(store.db, () =>
-        recordVerdict(store.db, {
+      store.store.tx((tx) =>
+        tx.ledger.record({
           source: 'imap:INBOX:7:1', seenAt: judgedAt, messageId: null, fromHeader: null, subject: null, dateHeader: null, size: raw.length,
           rawSha256: messageFacts(raw).rawSha256, raw: null, agent: null, taskId: null, verdict: 'applied:done', reason: 'the other process',
         }),
@@ -160,9 +157,53 @@ describe('what the mailbox reports', () => {
       const out = recorded(await store.take(raw, { resolver: racing }));
       expect(out).toMatchObject({ verdict: 'duplicate', reason: expect.stringContaining('gate 1') });
       expect(out.decision.evidence).toBe('whole');
-      expect(getTask(store.db, manifest.liveTaskId)?.state).toBe('WORKING');
+      expect(store.store.tasks.get(manifest.liveTaskId)?.state).toBe('WORKING');
     } finally {
       store.close();
     }
+  });
+});
+
+/**
+ * Where two gates would refuse a message, the earlier one names the verdict: the order is part of
+ * the judge's contract (docs/architecture.md, "The gates"), so each pair of neighbouring gates
+ * that could be swapped has a message that fails both.
+ */
+describe('the gate order', () => {
+  const text = (file: string): string => readMessage(file).toString('latin1');
+  const bytes = (s: string): Buffer => Buffer.from(s, 'latin1');
+  const withFirstField = (file: string, field: string): Buffer => bytes(`${field}\r\n${text(file)}`);
+
+  async function verdictOf(raw: Buffer, live: Parameters<typeof corpusStore>[2] = {}): Promise<string> {
+    const store = corpusStore(manifest, setting, live);
+    try {
+      return recorded(await store.take(raw)).verdict;
+    } finally {
+      store.close();
+    }
+  }
+
+  it('gate 2 before gate 3: untagged mail with a second From is no-task-id', async () => {
+    expect(await verdictOf(withFirstField('25-untagged-mail-from-agent.eml', 'From: Mallory <mallory@evil.example>'))).toBe('no-task-id');
+  });
+
+  it('gate 3 before gates 4 and 5: a second From on mail with no border hop is auth:duplicate-header', async () => {
+    expect(await verdictOf(withFirstField('42-no-received-at-all.eml', 'From: Mallory <mallory@evil.example>'))).toBe('auth:duplicate-header');
+  });
+
+  it('gate 4 before gate 5: another From on mail with no border hop is auth:from-mismatch', async () => {
+    const raw = bytes(text('42-no-received-at-all.eml').replace('From: Grok Agent <agent@agent.example>', 'From: Mallory <mallory@evil.example>'));
+    expect(await verdictOf(raw)).toBe('auth:from-mismatch');
+  });
+
+  it('the Date window before gate 8a: a replayed Message-ID dated before the dispatch is auth:date-window', async () => {
+    const raw = readMessage('01-genuine-done.eml');
+    const f = messageFacts(raw);
+    const live = { appliedMessageIds: [f.messageId!], dispatchedAt: new Date(Date.parse(f.date!) + 2 * manifest.dateSkewMs).toISOString() };
+    expect(await verdictOf(raw, live)).toBe('auth:date-window');
+  });
+
+  it('gate 10 before gate 11: a bad status line to a task that is not open is task-closed', async () => {
+    expect(await verdictOf(readMessage('91-bad-status-word.eml'), { state: 'REJECTED' })).toBe('task-closed');
   });
 });
