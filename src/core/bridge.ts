@@ -6,6 +6,7 @@ import type { TaskRow } from '../store/task-rows.js';
 import { isTerminal, type TaskState } from '../store/task-state.js';
 import { cancelTask, sendCancelNotice } from './cancel.js';
 import type { BridgeContext } from './context.js';
+import { BridgeEvents } from './events.js';
 import { attemptDispatch } from './dispatch.js';
 import { failpoint } from './failpoints.js';
 import { checkMailbox, type CheckSummary } from './mail-check.js';
@@ -57,7 +58,16 @@ export class Bridge {
   private readonly dispatching = new Map<string, Promise<unknown>>();
   private readonly background = new Set<Promise<unknown>>();
 
-  constructor(readonly ctx: BridgeContext) {}
+  /** Every committed task change, after its commit (src/core/events.ts). */
+  readonly events: BridgeEvents;
+
+  constructor(readonly ctx: BridgeContext) {
+    this.events = new BridgeEvents(ctx.log);
+    ctx.store.onTaskChange((c) => {
+      ctx.log.debug({ task: c.task.id, from: c.previous, to: c.task.state, cause: c.cause }, 'task changed');
+      this.events.emit(c);
+    });
+  }
 
   /**
    * SendMessage: the context rules, then the first dispatch attempt (new work) or a refresh (a

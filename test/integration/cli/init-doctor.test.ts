@@ -230,6 +230,12 @@ describe.skipIf(!haveOpenssl)('doctor: https webhook reachability is a TLS hands
   let server: TlsServer;
   let certFile: string;
   const seen = { connections: 0, bytes: 0 };
+  /** Resolves when the server side of the next TLS connection has closed (all its bytes counted). */
+  let closed: Promise<void> = Promise.resolve();
+  let onClosed = (): void => {};
+  const expectClose = (): void => {
+    closed = new Promise((r) => (onClosed = r));
+  };
 
   beforeAll(async () => {
     if (!existsSync(config)) throw new Error('runs after the init → doctor tests');
@@ -241,6 +247,7 @@ describe.skipIf(!haveOpenssl)('doctor: https webhook reachability is a TLS hands
       seen.connections += 1;
       socket.on('data', (d: Buffer) => (seen.bytes += d.length));
       socket.on('error', () => {});
+      socket.on('close', () => onClosed());
     });
     server.on('tlsClientError', () => {});
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -251,11 +258,12 @@ describe.skipIf(!haveOpenssl)('doctor: https webhook reachability is a TLS hands
   });
 
   it('a certificate the system trusts: handshake ok, no byte of HTTP sent, the URL path not printed', async () => {
+    expectClose();
     const r = await doctor({ NODE_EXTRA_CA_CERTS: certFile });
     const w = line(r.stdout, 'webhook grok');
     expect(w.line).toMatch(/^ok .*TLSv1\.3 handshake ok, certificate valid until .*; no HTTP request sent$/);
     expect(r.stdout).not.toContain('secret-path');
-    await new Promise((res) => setTimeout(res, 100));
+    await closed;
     expect(seen.connections).toBe(1);
     expect(seen.bytes).toBe(0);
   });

@@ -94,14 +94,13 @@ async function answered(s: Setup, body: unknown): Promise<any> {
   return r.json.result.task ?? r.json.result;
 }
 
-/** Polls on `ctx` until the task is in `state` (the dispatch or check after a restart runs in the background). */
-async function pollUntil(s: Setup, ctx: string, state: string, timeoutMs = 15_000): Promise<any> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const task = await answered(s, hermesBody('status', ctx));
-    if (task.status.state === state || Date.now() > until) return task;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+/**
+ * Waits for the bridge to log that the task moved to `state` (the dispatch or check after a
+ * restart runs in the background), then polls on `ctx` once.
+ */
+async function afterChange(s: Setup, p: BridgeProcess, taskId: string, ctx: string, state: string): Promise<any> {
+  await p.log('task changed', (e) => e.task === taskId && e.to === state);
+  return answered(s, hermesBody('status', ctx));
 }
 
 const tasksIn = (store: string): TaskRow[] => readStore(store, (db) => db.tasks.rows({ limit: 100 }));
@@ -132,7 +131,7 @@ describe('SIGKILL at a failpoint, then a restart (issue 5, acceptance 2)', () =>
     // The caller retries the very same message after the reset: the same task, no second dispatch.
     const replay = await answered(s, body);
     expect(replay.id).toBe(stored!.id);
-    const task = await pollUntil(s, ctx, 'TASK_STATE_WORKING');
+    const task = await afterChange(s, p2, stored!.id, ctx, 'WORKING');
     expect(task).toMatchObject({ id: stored!.id, status: { state: 'TASK_STATE_WORKING' } });
     const listed = await answered(s, { jsonrpc: '2.0', id: 2, method: 'ListTasks', params: { contextId: ctx } });
     expect(listed.tasks.map((t: any) => t.id)).toEqual([stored!.id]);
@@ -162,7 +161,7 @@ describe('SIGKILL at a failpoint, then a restart (issue 5, acceptance 2)', () =>
     expect(readStore(s.store, (db) => db.attempts.ofTask(stored!.id))).toMatchObject([{ attempt: 1, finishedAt: null, outcome: null }]);
 
     const p2 = await startBridgeProcess(s.cfg.configPath);
-    const task = await pollUntil(s, ctx, 'TASK_STATE_WORKING');
+    const task = await afterChange(s, p2, stored!.id, ctx, 'WORKING');
     expect(task.status.state).toBe('TASK_STATE_WORKING');
     expect(quickCheck(s.store)).toBe('ok');
     await p2.stop();
@@ -208,7 +207,7 @@ describe('SIGKILL at a failpoint, then a restart (issue 5, acceptance 2)', () =>
     ).toEqual(['WORKING', 0, 0, 0]);
 
     const p2 = await startBridgeProcess(s.cfg.configPath);
-    const done = await pollUntil(s, ctx, 'TASK_STATE_COMPLETED');
+    const done = await afterChange(s, p2, first.id, ctx, 'COMPLETED');
     expect(done.status.state).toBe('TASK_STATE_COMPLETED');
     expect(shown(done)).toBe('[UNTRUSTED — grok reply, verify before acting]\nApplied exactly once.');
     for (let i = 0; i < 3; i++) expect((await answered(s, hermesBody('status', ctx))).artifacts).toHaveLength(1);
