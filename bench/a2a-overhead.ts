@@ -1,8 +1,8 @@
 /**
- * Issue 7, item 1: what one A2A call costs — GetTask, and a context poll (SendMessage on the
- * context of a WORKING task, no mailbox check due) — at 1, 16 and 64 concurrent connections,
- * against the peer a developer would pick instead: an `@a2a-js/sdk` server (DefaultRequestHandler
- * + express jsonRpcHandler + InMemoryTaskStore) answering GetTask for an equivalent task.
+ * What one A2A call costs — GetTask, and a context poll (SendMessage on the context of a WORKING
+ * task, no mailbox check due) — at 1, 16 and 64 concurrent connections, against the peer a
+ * developer would pick instead: an `@a2a-js/sdk` server (DefaultRequestHandler + express
+ * jsonRpcHandler + InMemoryTaskStore) answering GetTask for an equivalent task.
  *
  * Three processes: the bridge, the SDK peer and the load generator (autocannon) each run in a
  * child process of their own, on loopback. Bridge and peer are measured alternately in the same
@@ -151,7 +151,7 @@ try {
   const p99 = med(at64.bridge, 'p99');
   body.push(
     '',
-    'Goals (issue 7):',
+    'Goals:',
     `- GetTask throughput ≥ 1.5× the SDK peer at concurrency 64: ${ratio(med(at64.bridge, 'rps'), med(at64.peer, 'rps'))} — ${verdict(gain >= 1.5)}.`,
     `- GetTask p99 < 5 ms at concurrency 64: ${ms(p99)} — ${verdict(p99 < 5)}.`,
   );

@@ -1,6 +1,6 @@
 /**
- * Issue 7, item 4: arrival-to-visible latency — from a genuine reply landing in the mailbox (its
- * IMAP APPEND acknowledged by Dovecot) to an A2A answer showing the task COMPLETED.
+ * Arrival-to-visible latency — from a genuine reply landing in the mailbox (its IMAP APPEND
+ * acknowledged by Dovecot) to an A2A answer showing the task COMPLETED.
  * - request-driven (the default; `check_interval_s = 0` so the poll checks): one Hermes-style poll
  *   (SendMessage "status" on the task's context) right after the APPEND; the latency is that poll;
  * - watcher (`mailbox.watch = true`, IMAP IDLE; `check_interval_s = 3600` so polls never check):
@@ -122,7 +122,7 @@ const body = [
     [row('request-driven (one poll after arrival)', rd), w ? row('watcher (IMAP IDLE)', w) : ['watcher', `not measured: ${watcherNote}`, '', '', '', '']],
   ),
   '',
-  'Goal (issue 7):',
+  'Goal:',
   w ? `- Watcher arrival-to-visible median < 2 s: ${ms(wMedian)} — ${verdict(wMedian < 2000)}.` : '- Watcher arrival-to-visible median < 2 s: watcher: not implemented/measured.',
 ];
 writeSection('arrival-latency', 'Arrival-to-visible latency', body.join('\n'));

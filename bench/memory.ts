@@ -1,8 +1,8 @@
 /**
- * Issue 7, item 5: resident memory of a bridge process whose store holds 100,000 finished tasks
- * and 100,000 ledger rows (raw bytes kept, as for every tagged reply), idle and while serving the
- * GetTask load of bench/a2a-overhead.ts (64 connections) — on one task, and spread over the
- * finished tasks. A bridge on an empty store is measured the same way for comparison.
+ * Resident memory of a bridge process whose store holds 100,000 finished tasks and 100,000 ledger
+ * rows (raw bytes kept, as for every tagged reply), idle and while serving the GetTask load of
+ * bench/a2a-overhead.ts (64 connections) — on one task, and spread over the finished tasks. A
+ * bridge on an empty store is measured the same way for comparison.
  *
  * The store is filled before the bridge starts, in one transaction through the store's own
  * functions (bench/lib/store-fill.ts). RSS is read from /proc/<pid>/status (VmRSS every 100 ms
@@ -119,7 +119,7 @@ const body = [
     ]),
   ),
   '',
-  'Goal (issue 7):',
+  'Goal:',
   `- RSS < 150 MB with ${num(TASKS)} finished tasks and ${num(TASKS)} ledger rows under the GetTask load: peak ${(worst / MiB).toFixed(1)} MiB — ${verdict(worst < 150 * 1e6)}.`,
 ];
 writeSection('memory', 'Memory: RSS with a full store under GetTask load', body.join('\n'));

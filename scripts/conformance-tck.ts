@@ -1,7 +1,7 @@
 /**
- * Issue 4, acceptance 5: runs the public A2A conformance kit's (a2aproject/a2a-tck) v0.3
- * mandatory suite against a running a2a-mailbridge, with Debian's Python (`/usr/bin/python3` and
- * the packages `scripts/install-tck-deps.sh` installs), and writes the summary to
+ * Runs the public A2A conformance kit's (a2aproject/a2a-tck) v0.3 mandatory suite against a running
+ * a2a-mailbridge, with Debian's Python (`/usr/bin/python3` and the packages
+ * `scripts/install-tck-deps.sh` installs), and writes the summary to
  * `scripts/conformance-tck.last.md`.
  *
  *   npx tsx scripts/conformance-tck.ts --tck /tmp/a2a-tck [--tck-rev eb1f804] [--mode both|as-is|adapted]

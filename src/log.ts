@@ -1,8 +1,8 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
 
 /**
- * Paths pino blanks out wherever they appear in a log object (issue 6: no secret in logs). The
- * code never logs a token, bearer or password on purpose; this is the second fence.
+ * Paths pino blanks out wherever they appear in a log object (no secret in logs). The code never
+ * logs a token, bearer or password on purpose; this is the second fence.
  */
 export const REDACT_PATHS = [
   'reply_token',
@@ -23,7 +23,7 @@ export const REDACT_PATHS = [
   'headers["webhook-signature"]',
 ];
 
-/** Where service logs go (issue 6): a rotating file, or stdout when systemd (journald) runs us. */
+/** Where service logs go: a rotating file, or stdout when systemd (journald) runs us. */
 export interface LogConfig {
   level: string;
   /** Absolute path of the log file (rotated copies are numbered beside it); unset: stderr. */
@@ -40,9 +40,9 @@ export function underSystemd(env: NodeJS.ProcessEnv = process.env): boolean {
 }
 
 /**
- * The `serve` logger: JSON lines with secrets redacted, to stdout under systemd (journald keeps
- * and rotates them), else to `log.file` rotated by size with pino-roll (launchd never rotates its
- * StandardOutPath: FACTS.md "Service"), else — a foreground run without `log.file` — to stderr.
+ * The `serve` logger: JSON lines with secrets redacted, to stdout under systemd (journald keeps and
+ * rotates them), else to `log.file` rotated by size with pino-roll (launchd never rotates its
+ * StandardOutPath), else — a foreground run without `log.file` — to stderr.
  */
 export function createServiceLogger(c: LogConfig): Logger {
   if (underSystemd()) return createLogger(c.level, pino.destination(1));

@@ -31,7 +31,7 @@ const FROM_CORE: Record<BridgeErrorCode, ErrorKind> = {
   'invalid-request': 'invalidParams',
 };
 
-/** The `google.rpc.ErrorInfo` type URL and domain that v1.0 puts in `error.data` (FACTS.md "A2A"). */
+/** The `google.rpc.ErrorInfo` type URL and domain that v1.0 puts in `error.data`. */
 export const ERROR_INFO_TYPE = 'type.googleapis.com/google.rpc.ErrorInfo';
 export const ERROR_DOMAIN = 'a2a-protocol.org';
 

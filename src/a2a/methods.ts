@@ -6,7 +6,10 @@ import { parseListParams, parseSendParams, parseTaskIdParams } from './params.js
 import { v1AgentText, v1Task } from './wire.js';
 import { v03AgentText, v03Task } from './wire-v03.js';
 
-/** Who is calling and in which dialect; the dialect follows the method name (BRIEF §3). */
+/**
+ * Who is calling and in which dialect; the dialect follows the method name (docs/architecture.md,
+ * "Context rules").
+ */
 export interface CallContext {
   agent: AgentConfig;
   /** A short description of the caller for the audit entry (e.g. its User-Agent). */
@@ -68,7 +71,10 @@ export const V1_METHODS: Readonly<Record<string, Handler>> = {
   },
 };
 
-/** The A2A v0.3 JSON-RPC methods: bare results in v0.3 shapes. The grammars never overlap (BRIEF §3). */
+/**
+ * The A2A v0.3 JSON-RPC methods: bare results in v0.3 shapes. The grammars never overlap
+ * (docs/architecture.md, "Context rules").
+ */
 export const V03_METHODS: Readonly<Record<string, Handler>> = {
   'message/send': async (bridge, params, c) => {
     const p = parseSendParams(params, ['user']);

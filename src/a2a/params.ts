@@ -3,10 +3,10 @@ import { TASK_STATES, type TaskState } from '../core/task-view.js';
 import { A2AError } from './errors.js';
 
 /**
- * Validation of method params. Every failure is an `A2AError` with a message that names the
- * field, so the calling model can correct itself. ProtoJSON accepts both lowerCamelCase and the
- * original snake_case field names (the conformance kit sends `history_length`, `context_id`;
- * FACTS.md "A2A"), so every field is looked up under both.
+ * Validation of method params. Every failure is an `A2AError` with a message that names the field,
+ * so the calling model can correct itself. ProtoJSON accepts both lowerCamelCase and the original
+ * snake_case field names (the conformance kit sends `history_length`, `context_id`; the ProtoJSON
+ * mapping of field names), so every field is looked up under both.
  */
 
 type Obj = Record<string, unknown>;

@@ -3,8 +3,8 @@ import { timestamp } from '../core/time.js';
 import type { JsonObject } from './wire.js';
 
 /**
- * Rendering for the A2A v0.3 dialect (`message/send`, `tasks/get`, `tasks/cancel`): bare
- * results, `kind` tags on tasks, messages and parts, lowercase hyphenated states (A2A v0.3 §6).
+ * Rendering for the A2A v0.3 dialect (`message/send`, `tasks/get`, `tasks/cancel`): bare results,
+ * `kind` tags on tasks, messages and parts, lowercase hyphenated states (A2A v0.3).
  */
 
 const V03_STATES: Record<TaskState, string> = {

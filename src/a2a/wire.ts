@@ -3,7 +3,8 @@ import { timestamp } from '../core/time.js';
 
 /**
  * Rendering of tasks for the wire, A2A v1.0 ProtoJSON (camelCase, enums by name, ISO timestamps
- * with `Z`, parts without `kind`: A2A v1.0 §5.5). The v0.3 dialect is rendered by wire-v03.ts.
+ * with `Z`, parts without `kind`: the A2A v1.0 JSON-RPC binding). The v0.3 dialect is rendered by
+ * wire-v03.ts.
  */
 
 export type JsonObject = Record<string, unknown>;

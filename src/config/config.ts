@@ -127,7 +127,10 @@ export interface Config {
   agents: AgentConfig[];
 }
 
-/** Fastmail: per-host MX names such as mx1.messagingengine.com or phl-mx-04.messagingengine.com (FACTS.md). */
+/**
+ * Fastmail: per-host MX names such as mx1.messagingengine.com or phl-mx-04.messagingengine.com
+ * (Fastmail's own MX hosts).
+ */
 export const FASTMAIL_HOST_PATTERN = '[a-z0-9-]+\\.messagingengine\\.com';
 
 
@@ -264,7 +267,7 @@ export function parseConfig(doc: Table, baseDir: string, file = ''): Config {
     }
   }
   root.rejectUnknown();
-  // Every answer must come well inside the caller's timeout (BRIEF §1, "the two-minute curse"):
+  // Every answer must come well inside the caller's timeout (docs/architecture.md, "The data path"):
   // the worst case is one webhook attempt, then the blocking wait, then one mailbox check wait.
   const slowestHook = Math.max(...agents.map((a) => a.webhook.timeoutMs));
   const worst = slowestHook + serverConfig.waitBudgetMs + mailbox.checkWaitMs;

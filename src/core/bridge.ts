@@ -46,11 +46,11 @@ function sleep(ms: number): Promise<void> {
 }
 
 /**
- * The use cases (BRIEF §2 "src/bridge.ts"): submit, poll, apply replies, sweep deadlines,
- * cancel. In the default request-driven mode every A2A call first runs {@link refresh}: due
- * webhook attempts, at most one mailbox check when one is due (concurrent calls share it), then
- * the deadline sweep — each bounded in time, so every call answers well inside the caller's
- * timeout (BRIEF §1, failure 1).
+ * The use cases (docs/architecture.md, "The data path"): submit, poll, apply replies, sweep
+ * deadlines, cancel. In the default request-driven mode every A2A call first runs {@link refresh}:
+ * due webhook attempts, at most one mailbox check when one is due (concurrent calls share it), then
+ * the deadline sweep — each bounded in time, so every call answers well inside the caller's timeout
+ * (docs/architecture.md, "The data path").
  */
 export class Bridge {
   private check: Promise<CheckSummary> | null = null;
@@ -153,9 +153,9 @@ export class Bridge {
   }
 
   /**
-   * The blocking wait (issue 4): while the task awaits the agent, check the mailbox every
-   * {@link WAIT_CHECK_EVERY_MS} until `server.wait_budget_s` is spent. The config guarantees the
-   * budget, plus one webhook attempt and one check wait, stays below `server.caller_timeout_s`.
+   * The blocking wait: while the task awaits the agent, check the mailbox every {@link
+   * WAIT_CHECK_EVERY_MS} until `server.wait_budget_s` is spent. The config guarantees the budget,
+   * plus one webhook attempt and one check wait, stays below `server.caller_timeout_s`.
    */
   private async waitWhileAwaitingAgent(taskId: string): Promise<void> {
     const budget = this.ctx.config.server.waitBudgetMs;

@@ -2,11 +2,12 @@ import type { Logger } from 'pino';
 import type { TaskChange } from '../store/task-rows.js';
 
 /**
- * One committed change of a task, announced after its transaction committed (never inside it):
- * the task as the change left it, the state before (null when the change created the task; equal
- * to `task.state` for a note without a move, such as a progress note or a late reply kept), the
- * cause, and when (ms since the epoch). The hook for anything that follows tasks as they change:
- * tests, and streaming or push notifications (A2A v1.0 §3.1.2, §4.3).
+ * One committed change of a task, announced after its transaction committed (never inside it): the
+ * task as the change left it, the state before (null when the change created the task; equal to
+ * `task.state` for a note without a move, such as a progress note or a late reply kept), the cause,
+ * and when (ms since the epoch). The hook for anything that follows tasks as they change: tests,
+ * and streaming (A2A v1.0 §3.1.2 SendStreamingMessage, §3.1.6 SubscribeToTask) or push
+ * notifications.
  */
 export type TaskChanged = TaskChange;
 

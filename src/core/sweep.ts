@@ -2,10 +2,10 @@ import type { BridgeContext } from './context.js';
 import { iso } from './time.js';
 
 /**
- * The deadline sweep (BRIEF §6): every task awaiting the agent past its turn's deadline becomes
- * FAILED with the reason. The turn's reply token stays live, so an authenticated late reply is
- * recognised and kept (`late:recorded`), never thrown away (BRIEF §1, failure 2). A dispatch still
- * pending stops retrying.
+ * The deadline sweep (docs/architecture.md, "The task state machine"): every task awaiting the
+ * agent past its turn's deadline becomes FAILED with the reason. The turn's reply token stays live,
+ * so an authenticated late reply is recognised and kept (`late:recorded`), never thrown away
+ * (docs/architecture.md, "The task state machine"). A dispatch still pending stops retrying.
  *
  * @returns the ids of the tasks it failed
  */

@@ -1,8 +1,8 @@
 /**
- * A tiny authoritative DNS server for a static test zone, on loopback UDP with TCP on the same
- * port for answers too long for a datagram (BRIEF §7: "the resolver's servers are configurable,
- * which also lets tests and the demo serve a test zone from loopback"). The bridge's local DKIM
- * verifier looks selector keys up through a `node:dns/promises` `Resolver` whose
+ * A tiny authoritative DNS server for a static test zone, on loopback UDP with TCP on the same port
+ * for answers too long for a datagram (the resolver's servers are configurable, which also lets
+ * tests and the demo serve a test zone from loopback"). The bridge's local DKIM verifier looks
+ * selector keys up through a `node:dns/promises` `Resolver` whose
  * `setServers([zone.address])` points here, exactly as it would at a real name server.
  *
  * What it answers (RFC 1035 §4.1.1 header codes, RFC 2308 negative answers):

@@ -15,9 +15,9 @@ function hex(bytes: number): string {
 }
 
 /**
- * The caller side as Hermes does it (FACTS.md "Hermes"): a new messageId per call, the same
- * contextId, one text part, never a taskId. The SDK takes its in-memory form (role 1 = ROLE_USER,
- * parts as `{content: {$case, value}}`) and writes the ProtoJSON.
+ * The caller side as Hermes does it (Hermes Agent, plugins/platforms/a2a/tools.py): a new messageId
+ * per call, the same contextId, one text part, never a taskId. The SDK takes its in-memory form
+ * (role 1 = ROLE_USER, parts as `{content: {$case, value}}`) and writes the ProtoJSON.
  */
 function hermesMessage(text: string, contextId: string) {
   return {
@@ -34,7 +34,10 @@ function asTask(r: unknown): SdkTask {
   return r as SdkTask;
 }
 
-/** The text Hermes shows: the first text artifact, else status.message (FACTS.md "Hermes"). */
+/**
+ * The text Hermes shows: the first text artifact, else status.message (Hermes Agent,
+ * plugins/platforms/a2a/tools.py).
+ */
 function shownText(task: SdkTask): string {
   const fromParts = (parts: SdkPart[] | undefined): string | undefined =>
     parts?.find((p) => p.content?.$case === 'text')?.content?.value as string | undefined;
@@ -48,7 +51,7 @@ function shownText(task: SdkTask): string {
 const STATE_NAMES = ['UNSPECIFIED', 'SUBMITTED', 'WORKING', 'COMPLETED', 'FAILED', 'CANCELED', 'INPUT_REQUIRED', 'REJECTED', 'AUTH_REQUIRED'];
 
 /**
- * `a2a-mailbridge demo`: a full round trip on loopback (issue 2). It writes a real config with
+ * `a2a-mailbridge demo`: a full round trip on loopback. It writes a real config with
  * 0600 secret files into a temporary folder, starts a DNS zone serving the agent's DKIM key, a
  * simulated cloud agent (a webhook receiver that verifies the Standard Webhooks signature and the
  * bearer, then writes a DKIM-signed, provider-stamped reply into a Maildir), and the bridge; then

@@ -5,8 +5,8 @@ import type { Logger } from 'pino';
 import type { ImapMailboxConfig } from './imap-mailbox.js';
 
 /**
- * A feed of "new mail may have arrived" signals for the watcher (issue 6, `mailbox.watch`). It
- * never reads a message: the watcher answers each signal with an ordinary read-only check.
+ * A feed of "new mail may have arrived" signals for the watcher (`mailbox.watch`). It never reads a
+ * message: the watcher answers each signal with an ordinary read-only check.
  */
 export interface ChangeFeed {
   /**
@@ -31,8 +31,8 @@ export function reconnectDelayMs(failures: number): number {
 /**
  * IMAP IDLE (RFC 2177) on one long-lived connection: EXAMINE the folder (read-only), let imapflow
  * keep IDLE running (restarted every 5 min so NATs keep the connection), and signal on `exists`
- * (FACTS.md: the event fires on a read-only mailbox). A dropped connection is replaced after a
- * backoff; an ImapFlow instance cannot reconnect, so each connection is a new one.
+ * (imapflow fires it on a read-only mailbox too). A dropped connection is replaced after a backoff;
+ * an ImapFlow instance cannot reconnect, so each connection is a new one.
  */
 export function imapIdleFeed(cfg: ImapMailboxConfig, log: Logger): ChangeFeed {
   return {

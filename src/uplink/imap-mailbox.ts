@@ -1,8 +1,9 @@
 /**
- * The IMAP mailbox (BRIEF §5): one read-only pass per `check()`, over imapflow.
+ * The IMAP mailbox (docs/architecture.md, "The gates"): one read-only pass per `check()`, over
+ * imapflow.
  *
- * Per check: a new ImapFlow (an instance cannot reconnect, FACTS.md "IMAP") with an `error`
- * listener (imapflow #302: an unhandled socket timeout kills the process) → connect and log in →
+ * Per check: a new ImapFlow (an instance cannot reconnect) with an `error` listener (imapflow #302:
+ * an unhandled socket timeout kills the process) → connect and log in →
  * `EXAMINE <folder>` (never SELECT) → compare UIDVALIDITY with the watermark → one narrowed
  * `UID SEARCH UID <after+1>:* (OR FROM … SUBJECT …)` → `UID FETCH (RFC822.SIZE)` of the chosen
  * UIDs → `UID FETCH BODY.PEEK[]` for those within the size cap and `BODY.PEEK[HEADER]<0.256K>` for

@@ -1,7 +1,7 @@
 /**
- * The Maildir mailbox (BRIEF §5, issue 2): reads a local Maildir folder's `new/` and `cur/`
- * read-only. A person's MUA (or our demo) writes into the same folder, so nothing here renames a
- * file, moves it from `new/` to `cur/`, or changes a flag (flags live in the file name after
+ * The Maildir mailbox: reads a local Maildir folder's `new/` and `cur/` read-only. A person's MUA
+ * (or our demo) writes into the same folder, so nothing here renames a file, moves it from `new/`
+ * to `cur/`, or changes a flag (flags live in the file name after
  * `:2,`); files are only listed, stat'ed and read.
  *
  * Maildir has no UIDs. Messages are ordered by (mtime in ms, unique name); a message's "uid" is its

@@ -152,7 +152,7 @@ export function hex(bytes: number): string {
   return randomBytes(bytes).toString('hex');
 }
 
-/** The body Hermes sends (FACTS.md "Hermes"), as an object. */
+/** The body Hermes sends (Hermes Agent, plugins/platforms/a2a/tools.py), as an object. */
 export function hermesBody(text: string, contextId: string, messageId = hex(16)) {
   return {
     jsonrpc: '2.0',

@@ -4,8 +4,8 @@ import { TEST_WEBHOOK_SECRET } from '../helpers/config-dir.js';
 import { hermesBody, hex, useHarness } from '../helpers/bridge-harness.js';
 
 /**
- * Issue 2, acceptance 3–6: the round trip on real parts — Dovecot on loopback, a node:http webhook
- * receiver verifying with the official standardwebhooks library, and the official @a2a-js/sdk client.
+ * The round trip on real parts — Dovecot on loopback, a node:http webhook receiver verifying with
+ * the official standardwebhooks library, and the official @a2a-js/sdk client.
  */
 
 const suite = useHarness({});
@@ -17,7 +17,7 @@ type SdkTask = { id: string; contextId: string; status: { state: number; message
 const WORKING = 2;
 const COMPLETED = 3;
 
-describe('round trip (issue 2)', () => {
+describe('round trip', () => {
   it('SDK send → WORKING; one signed webhook; signed reply APPENDed; send on the same context → COMPLETED; read-only IMAP', async () => {
     const contextId = `ctx-${hex(8)}`;
     const first = (await suite.h.client.sendMessage(sdkMessage('Survey RAG papers', contextId))) as SdkTask;

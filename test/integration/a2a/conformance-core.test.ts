@@ -38,14 +38,14 @@ import {
 } from './conformance-helpers.js';
 
 /**
- * Issue 4, acceptance 1 — the CORE-* requirements of the public A2A conformance kit (TCK,
+ * The CORE-* requirements of the public A2A conformance kit (TCK,
  * `tck/requirements/core_operations.py`) that apply to a JSON-RPC server without streaming or
  * push, each through the @a2a-js/sdk v1.0 client and raw JSON-RPC (the v0.3 dialect is in
  * conformance-v03.test.ts). Real parts: Dovecot, a loopback webhook receiver, signed DKIM replies.
  *
- * Where the product deliberately differs from the letter of a requirement (BRIEF §3: a
- * SendMessage never blocks for the whole job; a follow-up on an open context is a poll; CancelTask
- * is idempotent on a canceled task), the test asserts the documented behaviour and says so.
+ * Where the product deliberately differs from the letter of a requirement (a SendMessage never
+ * blocks for the whole job; a follow-up on an open context is a poll; CancelTask is idempotent on a
+ * canceled task), the test asserts the documented behaviour and says so.
  */
 
 let dovecot: DovecotHandle;
@@ -141,7 +141,7 @@ describe('SendMessage (TCK §3.1.1)', () => {
       const body = rpcBody('SendMessage', v1SendParams('And another job', { taskId: t.id }));
       expectV1Error(await post(grok, body), body.id, -32004, 'UNSUPPORTED_OPERATION');
     }
-    // BRIEF §3: the whole text being a poll word on a terminal task answers that task again.
+    // the whole text being a poll word on a terminal task answers that task again.
     for (const word of ['status', 'poll', 'check', '?', '']) {
       const r = await call('SendMessage', v1SendParams(word, { taskId: done.id }));
       expect(r.json.result?.task?.id, r.text).toBe(done.id);
@@ -603,7 +603,8 @@ describe('multi-turn: contextId and taskId (TCK §3.4)', () => {
     const once = await call('SendMessage', params);
     const twice = await call('SendMessage', params);
     expect(twice.json.result.task.id).toBe(once.json.result.task.id);
-    // the same messageId with other content is refused (BRIEF §3), never a second task
+    // the same messageId with other content is refused (docs/architecture.md, "Context rules"),
+    // never a second task
     const reused = rpcBody('SendMessage', v1SendParams('Different text, same messageId', { contextId: ctx(), messageId }));
     expectV1Error(await post(grok, reused), reused.id, -32602, 'INVALID_PARAMS');
     expect(webhooksFor(h, once.json.result.task.id)).toBe(1);

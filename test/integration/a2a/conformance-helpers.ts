@@ -1,8 +1,8 @@
 /**
- * Shared helpers of the A2A conformance tests (issue 4, acceptance 1): the two @a2a-js/sdk clients
- * (v1.0, and v0.3 through the SDK's legacy transport), a raw JSON-RPC POST with full control of the
- * headers, builders for the SDK's proto-shaped requests, and small waits. Requirement IDs and
- * texts come from the public A2A TCK (`tck/requirements/*.py`).
+ * Shared helpers of the A2A conformance tests: the two @a2a-js/sdk clients (v1.0, and v0.3 through
+ * the SDK's legacy transport), a raw JSON-RPC POST with full control of the headers, builders for
+ * the SDK's proto-shaped requests, and small waits. Requirement IDs and texts come from the public
+ * A2A TCK (`tck/requirements/*.py`).
  */
 import { Role, type Message, type SendMessageRequest, type Task } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';

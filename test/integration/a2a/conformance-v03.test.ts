@@ -37,7 +37,7 @@ import {
 } from './conformance-helpers.js';
 
 /**
- * Issue 4, acceptance 1 — the v0.3 dialect (BRIEF §3): `message/send`, `tasks/get` and
+ * The v0.3 dialect (docs/architecture.md, "Context rules"): `message/send`, `tasks/get` and
  * `tasks/cancel` answered with bare results, `kind` tags and lowercase states, errors without
  * ErrorInfo `data`, the legacy card at `/.well-known/agent.json`. Each test carries the TCK
  * requirement ID it checks, run through the @a2a-js/sdk client on its v0.3 legacy transport

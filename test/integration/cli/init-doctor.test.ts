@@ -14,10 +14,9 @@ import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
 
 /**
- * Issue 6, acceptance 1, as a new user would: `init` → edit → `doctor` reports each check; a wrong
- * IMAP password and a world-readable secret each produce a one-line fix. Real parts: a private
- * Dovecot, a loopback webhook receiver (which must see no request: doctor never wakes the agent),
- * a loopback DNS zone.
+ * As a new user would: `init` → edit → `doctor` reports each check; a wrong IMAP password and a
+ * world-readable secret each produce a one-line fix. Real parts: a private Dovecot, a loopback
+ * webhook receiver (which must see no request: doctor never wakes the agent), a loopback DNS zone.
  */
 let dovecot: DovecotHandle;
 let receiver: WebhookReceiver;
@@ -62,7 +61,7 @@ function edit(replacements: [RegExp, string][]): void {
   writeFileSync(config, text);
 }
 
-describe('init → edit → doctor (issue 6, acceptance 1)', () => {
+describe('init → edit → doctor', () => {
   it('init writes a private folder with 0600 secrets and generated bearer and signing secret; a second init overwrites nothing', async () => {
     const r = await runCli(['init', '--dir', dir]);
     expect(r.stderr).toBe('');

@@ -9,10 +9,10 @@ import { makeConfigDir, minimalToml, type ConfigDir } from '../../helpers/config
 import { IDS, RAW_FORGED, buildStore } from '../../helpers/store-fixture.js';
 
 /**
- * The operator's read commands (issue 6) and prune/backup (issue 5), run as child processes on a
- * store with real rows (written through the store functions the bridge uses): filters, JSON,
- * exit codes, read-only access, `ledger --verdict auth:` by prefix, `ledger --raw`, prune never
- * touching an open task, backup that opens and passes quick_check.
+ * The operator's read commands and prune/backup, run as child processes on a store with real rows
+ * (written through the store functions the bridge uses): filters, JSON, exit codes, read-only
+ * access, `ledger --verdict auth:` by prefix, `ledger --raw`, prune never touching an open task,
+ * backup that opens and passes quick_check.
  */
 let c: ConfigDir;
 let store: string;
@@ -161,7 +161,7 @@ describe('ledger', () => {
   });
 });
 
-describe('backup and prune (issue 5)', () => {
+describe('backup and prune', () => {
   it('backup writes a new 0600 file that opens and passes quick_check; it never overwrites', async () => {
     const target = join(c.dir, 'backup.sqlite');
     const r = await cli('backup', target);

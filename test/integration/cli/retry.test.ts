@@ -17,7 +17,7 @@ const receiver = await startWebhookReceiver({
 });
 afterAll(() => receiver.close());
 
-describe('a2a-mailbridge retry (issue 5)', () => {
+describe('a2a-mailbridge retry', () => {
   it('re-dispatches a dispatch-failed task with a new webhook-id and a fresh token, and refuses other tasks', async () => {
     const c = makeConfigDir(minimalToml({ webhookUrl: receiver.url }));
     for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(c.dir, 'Maildir', sub), { recursive: true });

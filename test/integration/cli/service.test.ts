@@ -8,7 +8,7 @@ import { makeConfigDir, minimalToml, type ConfigDir } from '../../helpers/config
 import { checkPlist } from '../../helpers/plist.js';
 
 /**
- * `service install` (issue 6, acceptance 1): the plist is valid XML following the plist DTD (a
+ * `service install`: the plist is valid XML following the plist DTD (a
  * structural check in test/helpers/plist.ts, since `plutil` exists only on macOS), and the
  * systemd unit passes `systemd-analyze verify` where that binary exists.
  */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 
-/** Issue 4: CancelTask revokes the token, records the cause, notifies the agent when configured, and is idempotent. */
+/** CancelTask revokes the token, records the cause, notifies the agent when configured, and is idempotent. */
 
 const suite = useHarness({ webhookToml: 'notify_cancel = true' });
 

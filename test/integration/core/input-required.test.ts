@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 
 /**
- * Issue 4, acceptance 4: an INPUT_REQUIRED round trip end to end on Dovecot: the agent asks, the
- * caller answers on the same context, the second webhook carries the thread and a new token, the
- * final answer is applied, and the first token no longer applies.
+ * An INPUT_REQUIRED round trip end to end on Dovecot: the agent asks, the caller answers on the
+ * same context, the second webhook carries the thread and a new token, the final answer is applied,
+ * and the first token no longer applies.
  */
 
 const suite = useHarness({});

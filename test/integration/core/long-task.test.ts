@@ -2,9 +2,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 
 /**
- * Issue 4, acceptance 2: a Hermes-style caller with a 120 s read timeout, and an agent that answers
- * after the deadline. One webhook POST in total; every call answered inside the caller's timeout;
- * the late answer is visible on the next poll; nothing is discarded (ledger and audit agree).
+ * A Hermes-style caller with a 120 s read timeout, and an agent that answers after the deadline.
+ * One webhook POST in total; every call answered inside the caller's timeout; the late answer is
+ * visible on the next poll; nothing is discarded (ledger and audit agree).
  */
 const HERMES_TIMEOUT_MS = 120_000;
 const durations: number[] = [];
@@ -29,12 +29,15 @@ async function hermesCall(text: string, contextId: string): Promise<any> {
   return json.result.task;
 }
 
-/** What Hermes shows the model: the first text artifact, else status.message (FACTS.md). */
+/**
+ * What Hermes shows the model: the first text artifact, else status.message (Hermes Agent,
+ * plugins/platforms/a2a/tools.py).
+ */
 function shown(task: any): string {
   return task.artifacts?.[0]?.parts?.[0]?.text ?? task.status.message?.parts?.[0]?.text ?? '';
 }
 
-describe('a job that outlives its deadline (issue 4, acceptance 2)', () => {
+describe('a job that outlives its deadline', () => {
   it('fails by deadline with the reason, then keeps and shows the late authenticated answer', async () => {
     const ctx = `ctx-${hex(8)}`;
     let task = await hermesCall('Write a literature review on X', ctx);

@@ -14,9 +14,9 @@ import { startImapProxy } from './imap-faults.js';
 import { Summary } from './summary.js';
 
 /**
- * Issue 5, acceptance 3 — concurrency: many polls share one mailbox check; the sweep and the
- * poller, in separate processes on one store file, never see SQLITE_BUSY; and a damaged store is
- * refused at start with a message that names the check and the fix.
+ * Concurrency: many polls share one mailbox check; the sweep and the poller, in separate processes
+ * on one store file, never see SQLITE_BUSY; and a damaged store is refused at start with a message
+ * that names the check and the fix.
  */
 let dovecot: DovecotHandle;
 let folders = 0;
@@ -56,7 +56,7 @@ async function fiftyPolls(h: Harness, ctx: string): Promise<{ answers: any[]; er
   return { answers, errors, slowest: performance.now() - started };
 }
 
-describe('50 concurrent polls share one mailbox check (issue 5, acceptance 3)', () => {
+describe('50 concurrent polls share one mailbox check', () => {
   it('check_interval_s = 15, check due: 50 polls at once → one EXAMINE, one LOGIN, zero errors; the reply is applied once and all 50 see it', async () => {
     const folder = `C${++folders}`;
     await dovecot.createFolder(folder);
@@ -136,7 +136,7 @@ async function load(store: string, roles: { role: string; n: number }[]): Promis
   );
 }
 
-describe('SQLite under contention and damage (issue 5, acceptance 3)', () => {
+describe('SQLite under contention and damage', () => {
   const dirs: string[] = [];
   afterAll(() => {
     for (const d of dirs) rmSync(d, { recursive: true, force: true });

@@ -15,11 +15,11 @@ import { freePort } from '../../helpers/free-port.js';
 import { Summary } from './summary.js';
 
 /**
- * Issue 5, acceptance 2 — kill tests. The bridge runs as a child process (`serve`, from source)
- * against a real Dovecot, a real webhook receiver that dedupes by `webhook-id`, and a loopback
- * DNS zone with the agent's DKIM key. A failpoint makes the process SIGKILL itself (no clean-up,
- * no flush); it is then started again without the failpoint on the same store and port. After
- * every kill and every restart the store passes `PRAGMA quick_check`.
+ * Kill tests. The bridge runs as a child process (`serve`, from source) against a real Dovecot, a
+ * real webhook receiver that dedupes by `webhook-id`, and a loopback DNS zone with the agent's DKIM
+ * key. A failpoint makes the process SIGKILL itself (no clean-up, no flush); it is then started
+ * again without the failpoint on the same store and port. After every kill and every restart the
+ * store passes `PRAGMA quick_check`.
  */
 let dovecot: DovecotHandle;
 let zone: DnsZone;
@@ -111,7 +111,7 @@ async function died(p: BridgeProcess): Promise<string> {
   return `${signal ?? code}`;
 }
 
-describe('SIGKILL at a failpoint, then a restart (issue 5, acceptance 2)', () => {
+describe('SIGKILL at a failpoint, then a restart', () => {
   it('(a) after-task-stored: the call is cut, the task survives, and the dispatch happens after the restart — one webhook-id', async () => {
     const s = await setup();
     const ctx = newContext();

@@ -8,12 +8,12 @@ import { multiAppend, startImapProxy, startSilentServer, type ImapProxy } from '
 import { Summary } from './summary.js';
 
 /**
- * Issue 5, acceptance 1 — mailbox faults. None may fail an A2A call: every poll answers HTTP 200
- * with the task's current state, its status text says the mailbox is unreachable and since when,
- * and GET /health shows the last success, the last error and since when. Faults come from a TCP
- * proxy in front of the real Dovecot (refuse, cut mid-FETCH, come back on the same port), a
- * silent server, a wrong password file and TLS against a plaintext port. Every test reads its own
- * folder, so watermarks and ledgers are its own.
+ * Mailbox faults. None may fail an A2A call: every poll answers HTTP 200 with the task's current
+ * state, its status text says the mailbox is unreachable and since when, and GET /health shows the
+ * last success, the last error and since when. Faults come from a TCP proxy in front of the real
+ * Dovecot (refuse, cut mid-FETCH, come back on the same port), a silent server, a wrong password
+ * file and TLS against a plaintext port. Every test reads its own folder, so watermarks and ledgers
+ * are its own.
  */
 let dovecot: DovecotHandle;
 let folders = 0;
@@ -105,7 +105,7 @@ function tally(verdicts: string[]): Record<string, number> {
   return out;
 }
 
-describe('mailbox faults never fail an A2A call (issue 5, acceptance 1)', () => {
+describe('mailbox faults never fail an A2A call', () => {
   it('connection refused: the poll answers WORKING with "unreachable since"; once the server is back the waiting reply is applied', async () => {
     const p = await proxy();
     const h = await harness({ dovecot: { ...dovecot, port: p.port } });
@@ -282,7 +282,7 @@ describe('mailbox faults never fail an A2A call (issue 5, acceptance 1)', () => 
 const BIG_N = Number(process.env.A2A_FAULTS_BIG_N ?? 100_000);
 const CAP = 25;
 
-describe(`a folder of ${BIG_N.toLocaleString('en')} messages stays bounded (issue 5, acceptance 1)`, () => {
+describe(`a folder of ${BIG_N.toLocaleString('en')} messages stays bounded`, () => {
   it('only matching mail is fetched, at most max_fetch_per_check per check; polls stay bounded; the reply is applied', { timeout: 150_000 }, async () => {
     const big = await startDovecot({ mailFormat: 'mdbox' });
     cleanup.push(() => big.stop());

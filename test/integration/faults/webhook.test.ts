@@ -12,12 +12,12 @@ import { healthOf, newContext, shown, statusMessage } from './caller-view.js';
 import { Summary } from './summary.js';
 
 /**
- * Issue 5, acceptance 1 — webhook delivery faults. Each test drives the bridge through the A2A
- * surface (Hermes-style SendMessage on one context, polls with the poll word `status`) against a
- * real loopback receiver that verifies the Standard Webhooks signature, and asserts: the task's
- * state and reason text, the POSTs the receiver got, one distinct `webhook-id` per dispatch, a
- * fresh timestamp and signature per attempt, and the attempt rows in SQLite. The clock is moved
- * with `h.advance` (never more than the receivers' ±5 min signature tolerance in one test).
+ * Webhook delivery faults. Each test drives the bridge through the A2A surface (Hermes-style
+ * SendMessage on one context, polls with the poll word `status`) against a real loopback receiver
+ * that verifies the Standard Webhooks signature, and asserts: the task's state and reason text, the
+ * POSTs the receiver got, one distinct `webhook-id` per dispatch, a fresh timestamp and signature
+ * per attempt, and the attempt rows in SQLite. The clock is moved with `h.advance` (never more than
+ * the receivers' ±5 min signature tolerance in one test).
  */
 let dovecot: DovecotHandle;
 const live: Harness[] = [];
@@ -73,7 +73,7 @@ function expectOneDispatch(reqs: RecordedRequest[], dispatchId: string): void {
 
 const outcomes = (rows: AttemptRow[]): string => rows.map((a) => `#${a.attempt} ${a.outcome}${a.httpStatus ? ` ${a.httpStatus}` : ''}${a.error && !a.httpStatus ? ` (${a.error})` : ''}`).join(', ');
 
-describe('webhook delivery faults (issue 5, acceptance 1)', () => {
+describe('webhook delivery faults', () => {
   it('network error (receiver port closed): stays SUBMITTED with the reason, retried on a later call with the same webhook-id', async () => {
     const h = await harness(() => ({ status: 202 }));
     const port = Number(new URL(h.receiver.url).port);

@@ -13,7 +13,7 @@ import { TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET } from '../../hel
 
 const suite = useHarness({});
 
-describe('GET /metrics (issue 6, acceptance 3)', () => {
+describe('GET /metrics', () => {
   it('parses as Prometheus text format and counts tasks, verdicts, attempts and checks', async () => {
     const ctx = `ctx-${hex(8)}`;
     const task = (await suite.h.rpc(hermesBody('metrics job', ctx))).json.result.task;
@@ -39,7 +39,7 @@ describe('GET /metrics (issue 6, acceptance 3)', () => {
   });
 });
 
-describe('logs (issue 6, acceptance 3)', () => {
+describe('logs', () => {
   it('a full round trip logged at debug level to the rotating file holds no secret', async () => {
     // A second bridge on the same parts, logging everything to a file through the service logger.
     const config = loadConfig(suite.h.configDir.configPath);

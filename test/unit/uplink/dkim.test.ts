@@ -70,7 +70,7 @@ describe('verifyDkimLocally', () => {
     expect(results).toEqual([{ d: 'agent.example', s: 's1', b: sig!.b, status: 'pass', bodyLengthLimited: false, info: expect.stringMatching(/^dkim=pass /) }]);
   });
 
-  it('gives neutral, not fail, for a tampered body (FACTS.md: accept only pass)', async () => {
+  it('gives neutral, not fail, for a tampered body (so only pass is accepted)', async () => {
     const raw = Buffer.from((await signed(MESSAGE)).replace('The answer.', 'Another answer.'));
     const [r] = await verifyDkimLocally(raw, resolver);
     expect(r).toMatchObject({ status: 'neutral', info: expect.stringContaining('body hash did not verify') });
