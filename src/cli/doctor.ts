@@ -276,6 +276,7 @@ export async function doctor(configFile: string): Promise<DoctorReport> {
     checks.push({ name: 'store, mailbox, webhook', status: 'skip', detail: 'not checked without a valid config', fix: 'fix the config first' });
   } else {
     checks.push(checkStore(config.store.path));
+    checks.push(await (await import('./doctor-mail.js')).checkLatestTaggedMail(config));
     const passwordOk = secretChecks.find((c) => c.name === 'secret mailbox.imap.password_file')?.status !== 'fail';
     checks.push(await checkMailbox(config, passwordOk));
     for (let i = 0; i < config.agents.length; i++) checks.push(await checkWebhook(config, i));
