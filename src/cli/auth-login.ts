@@ -32,13 +32,13 @@ export async function runAuthLogin(configFile: string, name: string, o: { out?: 
     if (dev.status >= 400 || typeof b.device_code !== 'string' || typeof b.user_code !== 'string' || !url) {
       throw new CliFailure(`the device endpoint ${oauth.deviceUrl.origin} refused: ${typeof b.error === 'string' ? b.error : `HTTP ${dev.status}`}${typeof b.error_description === 'string' ? ` (${clean(b.error_description)})` : ''}; check mailbox.imap.oauth2_client_id`);
     }
-    out(clean(`To sign in ${imap!.user}, open ${url} and enter the code ${b.user_code}`));
+    out(clean(`To sign in ${imap.user}, open ${url} and enter the code ${b.user_code}`));
     let interval = (typeof b.interval === 'number' && b.interval >= 0 ? b.interval : 5) * 1000;
     const until = Date.now() + (typeof b.expires_in === 'number' ? b.expires_in * 1000 : 900_000);
     for (;;) {
       if (Date.now() > until) throw new CliFailure('the code expired before the sign-in was approved; run the command again');
       await sleep(interval);
-      const t = await postForm(oauth.tokenUrl, { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: b.device_code as string, client_id: oauth.clientId, ...secret }, 20_000);
+      const t = await postForm(oauth.tokenUrl, { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: b.device_code, client_id: oauth.clientId, ...secret }, 20_000);
       const err = typeof t.body.error === 'string' ? t.body.error : null;
       if (err === 'authorization_pending') continue;
       if (err === 'slow_down') {

@@ -138,7 +138,7 @@ export class OAuth2TokenSource {
         throw new OAuth2Error(`${err instanceof Error ? err.message : String(err)}; sign in with: ${loginCommand(this.#cfg)}`, 'revoked', { cause: err });
       }
     }
-    const form: Record<string, string> = { grant_type: 'refresh_token', refresh_token: this.#refreshToken!, client_id: this.#cfg.clientId };
+    const form: Record<string, string> = { grant_type: 'refresh_token', refresh_token: this.#refreshToken, client_id: this.#cfg.clientId };
     if (this.#cfg.clientSecret) form.client_secret = this.#cfg.clientSecret;
     const { status, body } = await postForm(this.#cfg.tokenUrl, form, this.#timeoutMs);
     if (status >= 400 || typeof body.access_token !== 'string' || body.access_token === '') {

@@ -103,7 +103,7 @@ export async function startOAuthServer(o: { username: string; clientId: string }
   await once(server, 'listening');
   const port = (server.address() as { port: number }).port;
   const url = `http://127.0.0.1:${port}`;
-  return Object.assign(s, {
+  return Object.assign<typeof s, Pick<OAuthServer, 'url' | 'tokenUrl' | 'deviceUrl' | 'introspectionUrl' | 'close'>>(s, {
     url,
     tokenUrl: `${url}/token`,
     deviceUrl: `${url}/device`,
@@ -113,5 +113,5 @@ export async function startOAuthServer(o: { username: string; clientId: string }
       server.close();
       await once(server, 'close').catch(() => undefined);
     },
-  }) as OAuthServer;
+  });
 }
