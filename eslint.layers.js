@@ -1,5 +1,6 @@
 // The layering of src/ (docs/architecture.md, "Layers"): a2a/ and cli/ above core/, core/ above
-// store/, uplink/ and downlink/; config/ below all of them; the composition root (src/app.ts)
+// store/, uplink/ and downlink/; config/ below all of them but uplink/ (whose provider presets it
+// reads); the composition root (src/app.ts)
 // above everything but cli/. Outside store/, the store is reached through its facade
 // (store/store.js) and its state machines only; its other modules may be imported for types.
 // Used by eslint.config.js and, on its own and without type information (a few seconds), by
@@ -27,7 +28,7 @@ const rule = (files, ...patterns) => ({
 export const layers = [
   rule(['src/core/**/*.ts'], ...folders('a2a', 'cli', 'demo', 'app'), storeInternals),
   rule(['src/store/**/*.ts', 'src/uplink/**/*.ts', 'src/downlink/**/*.ts'], ...folders('core', 'a2a', 'cli', 'demo', 'app')),
-  rule(['src/config/**/*.ts'], ...folders('core', 'a2a', 'cli', 'demo', 'app', 'store', 'uplink', 'downlink')),
+  rule(['src/config/**/*.ts'], ...folders('core', 'a2a', 'cli', 'demo', 'app', 'store', 'downlink')),
   rule(['src/a2a/**/*.ts'], ...folders('cli', 'demo', 'app', 'store', 'uplink', 'downlink')),
   rule(['src/cli/**/*.ts', 'src/demo/**/*.ts'], storeInternals),
   rule(['src/app.ts'], { regex: '^\\./store/(?!store\\.js$)', allowTypeImports: true, message: WHY }),

@@ -20,6 +20,7 @@ import {
   tokenHolds,
   trustedResults,
   unknownTask,
+  UNPINNED_WITHOUT_VERIFICATION,
   type MessageFacts,
   type Refusal,
   type ReplyStatusWord,
@@ -65,7 +66,7 @@ export function judgeRulesOf(config: Config): JudgeRules {
   const m = config.mailbox;
   return {
     agents: config.agents,
-    profile: { authservId: m.authservId, borderHost: m.borderHost },
+    profile: m.profile,
     verifyDkim: m.verifyDkim,
     dateSkewMs: m.dateSkewMs,
     maxMessageBytes: m.maxMessageBytes,
@@ -168,10 +169,11 @@ export async function judgeMessage<R>(msg: IncomingMessage, facts: JudgeFacts<R>
   if (isRefusal(trusted)) return early(trusted);
   const dmarc = dmarcHolds(trusted);
   if (dmarc) return early(dmarc);
-  const candidates = alignedSignatures(message, trusted, tag.agent);
-  if (isRefusal(candidates)) return early(candidates);
+  const aligned = alignedSignatures(message, trusted, tag.agent);
+  if (isRefusal(aligned)) return early(aligned);
+  if (!rules.verifyDkim && !aligned.pinned) return early(UNPINNED_WITHOUT_VERIFICATION);
   if (rules.verifyDkim) {
-    const dkim = await dkimVerifies(msg.raw, candidates, tag.agent, facts.resolver, msg.receivedAt);
+    const dkim = await dkimVerifies(msg.raw, aligned.candidates, tag.agent, facts.resolver, msg.receivedAt);
     if (dkim?.temporary) {
       const since = msg.receivedAt ?? facts.now();
       if (facts.now() - since < TEMPORARY_RETRY_MS) return facts.settle(() => ({ kind: 'defer', reason: dkim.reason, message }));

@@ -95,6 +95,11 @@ export function ledgerReads(db: Db) {
       return r?.raw ?? null;
     },
 
+    /** The newest row of tagged mail whose raw bytes were kept (`doctor` judges it again), without the bytes. */
+    latestTaggedWithRaw(): LedgerRow | undefined {
+      return stmt(db, `SELECT ${COLUMNS} FROM ledger WHERE task_id IS NOT NULL AND raw IS NOT NULL ORDER BY id DESC LIMIT 1`).get() as LedgerRow | undefined;
+    },
+
     /** One ledger row without its raw bytes, and whether raw bytes were kept; undefined when no row has this id. */
     row(id: number): (LedgerRow & { hasRaw: boolean }) | undefined {
       const r = stmt(db, `SELECT ${COLUMNS}, raw IS NOT NULL AS hasRaw FROM ledger WHERE id = ?`).get(id) as (LedgerRow & { hasRaw: number }) | undefined;

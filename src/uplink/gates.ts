@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { AgentConfig } from '../config/config.js';
-import { findTrustedResults, type ProviderProfile, type TrustedResults } from './border.js';
+import { dkimResultNames, findTrustedResults, type ProviderProfile, type TrustedResults } from './border.js';
 import { parseDkimSignatures, verifyDkimLocally, type DkimSignatureInfo, type DnsResolver } from './dkim.js';
 import { fieldsNamed, parseHeaderBlock, parseSingleAddress, splitMessage, type HeaderField } from './raw-headers.js';
 import type { ParsedReply } from './reply-format.js';
@@ -159,19 +159,22 @@ const SIGNED_HEADERS = ['from', 'subject', 'date', 'message-id'] as const;
 
 /**
  * Gate 7, from the trusted results: a trusted dkim=pass for exactly the agent domain naming a
- * DKIM-Signature present in the message (by header.b prefix of at least 8 characters, RFC 6008 §3),
- * which signs From, Subject, Date and Message-ID (what the later gates rely on) and has no l=
- * limit (RFC 6376 §8.2: text may be appended under it). A message may carry several such
- * signatures (a key rotation signs with the old and the new key).
- * @returns the signatures that may stand for the agent, for {@link dkimVerifies}
+ * DKIM-Signature present in the message — by header.b prefix (at least 8 characters, RFC 6008 §3),
+ * or, for providers that write no header.b (Yahoo: header.s; Microsoft: header.d only,
+ * docs/providers.md), by selector or domain, which local verification must then confirm — that
+ * signs From, Subject, Date and Message-ID (what the later gates rely on) and has no l= limit
+ * (RFC 6376 §8.2: text may be appended under it). A message may carry several such signatures (a
+ * key rotation signs with the old and the new key).
+ * @returns the signatures that may stand for the agent, for {@link dkimVerifies}, and whether a
+ *   trusted result named one of them by header.b (`pinned`)
  */
-export function alignedSignatures(facts: MessageFacts, r: TrustedResults, agent: AgentConfig): DkimSignatureInfo[] | Refusal {
+export function alignedSignatures(facts: MessageFacts, r: TrustedResults, agent: AgentConfig): { candidates: DkimSignatureInfo[]; pinned: boolean } | Refusal {
   if (r.conflicts.length) return { verdict: 'auth:dkim-unaligned', reason: `gate 7: trusted results conflict: ${r.conflicts.join('; ')}` };
   const signatures = parseDkimSignatures(facts.fields).filter((s) => s.d === agent.dkimDomain);
-  const passes = r.dkim.filter(
-    (d) => d.result === 'pass' && d.headerD !== null && d.headerD.toLowerCase() === agent.dkimDomain && d.headerB !== null && d.headerB.length >= 8,
-  );
-  const aligned = signatures.filter((s) => passes.some((d) => s.b.startsWith(d.headerB!)));
+  const passes = r.dkim.filter((d) => d.result === 'pass' && d.headerD !== null && d.headerD.toLowerCase() === agent.dkimDomain);
+  const named = signatures.map((s) => ({ s, how: passes.map((d) => dkimResultNames(d, s)) }));
+  const aligned = named.filter((n) => n.how.some((h) => h !== null)).map((n) => n.s);
+  const byHeaderB = new Set(named.filter((n) => n.how.includes('header.b')).map((n) => n.s));
   if (aligned.length === 0) {
     const seen = r.dkim.map((d) => `dkim=${d.result} header.d=${d.headerD ?? '?'}`).join(', ') || 'no dkim result';
     return {
@@ -187,8 +190,17 @@ export function alignedSignatures(facts: MessageFacts, r: TrustedResults, agent:
     return !s.bodyLengthLimited && missing.length === 0;
   });
   if (candidates.length === 0) return { verdict: 'auth:dkim-unverified', reason: `gate 7: no usable aligned DKIM-Signature (${problems.join('; ')})` };
-  return candidates;
+  return { candidates, pinned: candidates.some((s) => byHeaderB.has(s)) };
 }
+
+/**
+ * Gate 7 without local verification (`mailbox.verify_dkim = false`): only a trusted result that
+ * names the signature by header.b says which signature passed.
+ */
+export const UNPINNED_WITHOUT_VERIFICATION: Refusal = {
+  verdict: 'auth:dkim-unverified',
+  reason: "gate 7: the provider's dkim=pass names no header.b, so only local verification can tell which signature passed, and mailbox.verify_dkim is false",
+};
 
 /**
  * Gate 7, locally (RFC 6376 §6): one of the candidate signatures verifies with mailauth, keys and
