@@ -29,11 +29,7 @@ const noPush: Handler = async () => {
 export const V1_METHODS: Readonly<Record<string, Handler>> = {
   SendMessage: async (bridge, params, c) => {
     const p = parseSendParams(params, ['ROLE_USER']);
-    const r = await bridge.send(
-      c.agent,
-      { messageId: p.messageId, contextId: p.contextId, taskId: p.taskId, text: p.text, contentSha256: p.contentSha256, deadlineMs: p.deadlineMs, caller: c.caller },
-      { returnImmediately: p.returnImmediately, historyLength: p.historyLength },
-    );
+    const r = await bridge.send(c.agent, { ...p.message, caller: c.caller }, { returnImmediately: p.returnImmediately, historyLength: p.historyLength });
     if ('message' in r) return { message: v1AgentText(r.message.contextId, r.message.text, randomUUID()) };
     return { task: v1Task(r.task) };
   },
@@ -78,11 +74,7 @@ export const V1_METHODS: Readonly<Record<string, Handler>> = {
 export const V03_METHODS: Readonly<Record<string, Handler>> = {
   'message/send': async (bridge, params, c) => {
     const p = parseSendParams(params, ['user']);
-    const r = await bridge.send(
-      c.agent,
-      { messageId: p.messageId, contextId: p.contextId, taskId: p.taskId, text: p.text, contentSha256: p.contentSha256, deadlineMs: p.deadlineMs, caller: c.caller },
-      { returnImmediately: p.returnImmediately, historyLength: p.historyLength },
-    );
+    const r = await bridge.send(c.agent, { ...p.message, caller: c.caller }, { returnImmediately: p.returnImmediately, historyLength: p.historyLength });
     if ('message' in r) return v03AgentText(r.message.contextId, r.message.text, randomUUID());
     return v03Task(r.task);
   },

@@ -1,6 +1,6 @@
 import type { Verdict } from '../uplink/verdicts.js';
 import type { Db, Writer } from './db.js';
-import { stmt } from './statements.js';
+import { conditions, stmt } from './statements.js';
 
 /** One fetched message and the verdict the judge gave it (src/core/judge.ts). Recorded once per source. */
 export interface LedgerEntry {
@@ -58,31 +58,16 @@ export function ledgerReads(db: Db) {
 
     /** Ledger rows newest first, without raw bytes. `verdict` matches exactly, or as a prefix when it ends in `:` or `*`. */
     query(q: LedgerQuery): LedgerRow[] {
-      const where: string[] = [];
       const p: Record<string, unknown> = { limit: q.limit };
+      const where = conditions(p);
       if (q.verdict) {
-        if (/[:*]$/.test(q.verdict)) {
-        where.push(`verdict LIKE @v`);
-        p.v = `${q.verdict.replace(/\*$/, '')}%`;
+        const prefix = /[:*]$/.test(q.verdict);
+        where.narrow(prefix ? 'verdict LIKE @v' : 'verdict = @v', 'v', prefix ? `${q.verdict.replace(/\*$/, '')}%` : q.verdict);
       }
-        else {
-        where.push('verdict = @v');
-        p.v = q.verdict;
-      }
-      }
-      if (q.taskId) {
-        where.push('task_id = @t');
-        p.t = q.taskId;
-      }
-      if (q.since !== undefined) {
-        where.push('seen_at >= @since');
-        p.since = q.since;
-      }
-      if (q.until !== undefined) {
-        where.push('seen_at <= @until');
-        p.until = q.until;
-      }
-      const sql = `SELECT ${COLUMNS} FROM ledger ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT @limit`;
+      where.narrow('task_id = @t', 't', q.taskId || undefined);
+      where.narrow('seen_at >= @since', 'since', q.since);
+      where.narrow('seen_at <= @until', 'until', q.until);
+      const sql = `SELECT ${COLUMNS} FROM ledger ${where.sql() ? `WHERE ${where.sql()}` : ''} ORDER BY id DESC LIMIT @limit`;
       return stmt(db, sql).all(p) as LedgerRow[];
     },
 

@@ -1,6 +1,6 @@
 import { writeAudit } from './audit.js';
 import type { Db, Writer } from './db.js';
-import { stmt } from './statements.js';
+import { conditions, stmt } from './statements.js';
 import { recordTaskEvent } from './task-events.js';
 import { assertTransition, isTerminal, type FailedBy, type TaskState, type TransitionEdge } from './task-state.js';
 
@@ -128,21 +128,12 @@ export function taskReads(db: Db) {
 
     /** One agent's tasks, newest status first, with the total matching count (ignoring the cursor). */
     list(f: TaskFilter): { rows: TaskRow[]; total: number } {
-      const where: string[] = ['agent = @agent'];
       const params: Record<string, unknown> = { agent: f.agent, limit: f.limit };
-      if (f.contextId !== undefined) {
-        where.push('context_id = @contextId');
-        params.contextId = f.contextId;
-      }
-      if (f.state !== undefined) {
-        where.push('state = @state');
-        params.state = f.state;
-      }
-      if (f.updatedAfter !== undefined) {
-        where.push('updated_at > @updatedAfter');
-        params.updatedAfter = f.updatedAfter;
-      }
-      const base = where.join(' AND ');
+      const where = conditions(params, ['agent = @agent']);
+      where.narrow('context_id = @contextId', 'contextId', f.contextId);
+      where.narrow('state = @state', 'state', f.state);
+      where.narrow('updated_at > @updatedAfter', 'updatedAfter', f.updatedAfter);
+      const base = where.sql();
       const total = (stmt(db, `SELECT count(*) AS n FROM tasks WHERE ${base}`).get(params) as { n: number }).n;
       let page = base;
       if (f.before) {
@@ -159,25 +150,19 @@ export function taskReads(db: Db) {
      * `id` descending), unlike `list`, which is scoped to one agent for the A2A surface.
      */
     rows(q: TaskRowQuery): TaskRow[] {
-      const where: string[] = [];
       const params: Record<string, unknown> = { limit: q.limit };
-      if (q.agent !== undefined) {
-        where.push('agent = @agent');
-        params.agent = q.agent;
-      }
+      const where = conditions(params);
+      where.narrow('agent = @agent', 'agent', q.agent);
       if (q.states !== undefined) {
-        const names = q.states.map((s, i) => ((params[`s${i}`] = s), `@s${i}`));
-        where.push(names.length ? `state IN (${names.join(', ')})` : '0');
+        const names = q.states.map((s, i) => {
+          params[`s${i}`] = s;
+          return `@s${i}`;
+        });
+        where.add(names.length ? `state IN (${names.join(', ')})` : '0');
       }
-      if (q.contextId !== undefined) {
-        where.push('context_id = @contextId');
-        params.contextId = q.contextId;
-      }
-      if (q.updatedSince !== undefined) {
-        where.push('updated_at >= @since');
-        params.since = q.updatedSince;
-      }
-      const sql = `SELECT * FROM tasks ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY updated_at DESC, id DESC LIMIT @limit`;
+      where.narrow('context_id = @contextId', 'contextId', q.contextId);
+      where.narrow('updated_at >= @since', 'since', q.updatedSince);
+      const sql = `SELECT * FROM tasks ${where.sql() ? `WHERE ${where.sql()}` : ''} ORDER BY updated_at DESC, id DESC LIMIT @limit`;
       return (stmt(db, sql).all(params) as RawTask[]).map(toRow);
     },
 

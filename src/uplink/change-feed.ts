@@ -1,8 +1,8 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
-import { ImapFlow } from 'imapflow';
 import type { Logger } from 'pino';
 import type { ImapMailboxConfig } from './imap-mailbox.js';
+import { imapClient } from './imap-client.js';
 import { imapAuth } from './oauth2.js';
 
 /**
@@ -49,20 +49,7 @@ export function imapIdleFeed(cfg: ImapMailboxConfig, log: Logger): ChangeFeed {
           await sleep(reconnectDelayMs(failures), signal);
           continue;
         }
-        const client = new ImapFlow({
-          host: cfg.host,
-          port: cfg.port,
-          secure: cfg.tls,
-          doSTARTTLS: cfg.tls ? undefined : false,
-          auth,
-          logger: false,
-          clientInfo: { name: 'a2a-mailbridge', version: false, vendor: false, 'support-url': false },
-          disableAutoEnable: true,
-          maxIdleTime: 5 * 60_000,
-          connectionTimeout: cfg.timeoutMs,
-          greetingTimeout: cfg.timeoutMs,
-          socketTimeout: 10 * 60_000,
-        });
+        const client = imapClient(cfg, auth, { maxIdleTime: 5 * 60_000, socketTimeout: 10 * 60_000 });
         client.on('error', (err: Error) => log.warn({ err: err.message }, 'IMAP IDLE connection error'));
         const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
         const abort = (): void => void client.logout().catch(() => client.close());

@@ -12,8 +12,9 @@
  * Every FETCH is collected whole (`fetchAll`) before the next command (imapflow #159: a command
  * issued inside `for await` over `fetch()` deadlocks).
  */
-import { AuthenticationFailure, ImapFlow, type ImapFlowError, type Logger, type SearchObject } from 'imapflow';
+import { AuthenticationFailure, type ImapFlow, type ImapFlowError, type Logger, type SearchObject } from 'imapflow';
 import type { ImapConfig } from '../config/config.js';
+import { imapClient } from './imap-client.js';
 import { MailboxError, type CheckRequest, type CheckResult, type FetchedMessage, type Mailbox } from './mailbox.js';
 import { imapAuth } from './oauth2.js';
 
@@ -78,19 +79,9 @@ export class ImapMailbox implements Mailbox {
     const literalCap = Math.max(req.maxMessageBytes, HEADER_BLOCK_CAP_BYTES) + LITERAL_MARGIN_BYTES;
     // The password, or an OAuth2 access token (src/uplink/oauth2.ts); a grant that is gone fails here with kind `auth`.
     const auth = await imapAuth(cfg);
-    const client = new ImapFlow({
-      host: cfg.host,
-      port: cfg.port,
-      secure: cfg.tls,
-      doSTARTTLS: cfg.tls ? undefined : false,
-      auth,
+    const client = imapClient(cfg, auth, {
       logger: this.#logger,
-      // Our name only: imapflow would otherwise fill in its own version and vendor under our name.
-      clientInfo: { name: 'a2a-mailbridge', version: false, vendor: false, 'support-url': false },
       disableAutoIdle: true,
-      disableAutoEnable: true,
-      connectionTimeout: cfg.timeoutMs,
-      greetingTimeout: cfg.timeoutMs,
       socketTimeout: cfg.timeoutMs,
       maxLiteralSize: literalCap,
       maxResponseSize: literalCap + MAX_LINE_BYTES,

@@ -56,19 +56,28 @@ async function fiftyPolls(h: Harness, ctx: string): Promise<{ answers: any[]; er
   return { answers, errors, slowest: performance.now() - started };
 }
 
+/**
+ * A bridge on a fresh folder of the file's Dovecot (reached at `port`: a proxy's, say), cleaned up
+ * after the file, settled, with one WORKING task on a new context.
+ */
+async function harnessWithTask(folder: string, port: number, mailboxToml: string): Promise<{ h: Harness; ctx: string; first: any }> {
+  const h = await startHarness({ dovecot: { ...dovecot, port }, mailboxToml: `folder = "${folder}"\n${mailboxToml}` });
+  cleanup.push(async () => {
+    await h.close();
+    rmSync(h.configDir.dir, { recursive: true, force: true });
+  });
+  await h.app.bridge.idle();
+  const ctx = newContext();
+  const first = (await h.rpc(hermesBody('Summarise the report', ctx))).json.result.task;
+  expect(first.status.state).toBe('TASK_STATE_WORKING');
+  return { h, ctx, first };
+}
+
 describe('50 concurrent polls share one mailbox check', () => {
   it('check_interval_s = 15, check due: 50 polls at once → one EXAMINE, one LOGIN, zero errors; the reply is applied once and all 50 see it', async () => {
     const folder = `C${++folders}`;
     await dovecot.createFolder(folder);
-    const h = await startHarness({ dovecot, mailboxToml: `folder = "${folder}"\ncheck_interval_s = 15` });
-    cleanup.push(async () => {
-      await h.close();
-      rmSync(h.configDir.dir, { recursive: true, force: true });
-    });
-    await h.app.bridge.idle();
-    const ctx = newContext();
-    const first = (await h.rpc(hermesBody('Summarise the report', ctx))).json.result.task;
-    expect(first.status.state).toBe('TASK_STATE_WORKING');
+    const { h, ctx, first } = await harnessWithTask(folder, dovecot.port, 'check_interval_s = 15');
     await dovecot.append(await h.reply(h.envelope(1), { answer: 'Shared by fifty polls.' }), { folder });
     h.advance(16_000); // the next check is due
 
@@ -90,15 +99,7 @@ describe('50 concurrent polls share one mailbox check', () => {
     await dovecot.createFolder(folder);
     const proxy = await startImapProxy(dovecot.port, 'pass', 500);
     cleanup.push(() => proxy.close());
-    const h = await startHarness({ dovecot: { ...dovecot, port: proxy.port }, mailboxToml: `folder = "${folder}"` });
-    cleanup.push(async () => {
-      await h.close();
-      rmSync(h.configDir.dir, { recursive: true, force: true });
-    });
-    await h.app.bridge.idle();
-    const ctx = newContext();
-    const first = (await h.rpc(hermesBody('Summarise the report', ctx))).json.result.task;
-    expect(first.status.state).toBe('TASK_STATE_WORKING');
+    const { h, ctx } = await harnessWithTask(folder, proxy.port, '');
 
     const before = h.imapCommands.length;
     const acceptedBefore = proxy.stats.accepted;

@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Envelope } from '../../../src/downlink/envelope.js';
 import { startDnsZone, type DnsZone } from '../../../src/demo/dns-zone.js';
-import { buildReplyMail, dkimTxtName, generateDkimKey } from '../../../src/demo/reply-mail.js';
+import { dkimTxtName, generateDkimKey } from '../../../src/demo/reply-mail.js';
 import { type TaskRow } from '../../../src/store/task-rows.js';
-import { AGENT_ADDRESS, AGENT_DOMAIN, harnessToml, hermesBody, PROVIDER, SELECTOR } from '../../helpers/bridge-harness.js';
+import { agentReply, AGENT_DOMAIN, harnessToml, hermesBody, SELECTOR } from '../../helpers/bridge-harness.js';
 import { makeConfigDir, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET, writeSecret, type ConfigDir } from '../../helpers/config-dir.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
@@ -186,16 +186,7 @@ describe('SIGKILL at a failpoint, then a restart', () => {
     const first = await answered(s, hermesBody('Summarise the report', ctx));
     expect(first.status.state).toBe('TASK_STATE_WORKING');
     const env = s.receiver.requests[0]!.envelope as Envelope;
-    const raw = await buildReplyMail({
-      from: `Grok Agent <${AGENT_ADDRESS}>`,
-      to: env.reply_to,
-      subject: `Re: your job ${env.subject_tag}`,
-      token: env.reply_token,
-      status: 'done',
-      answer: 'Applied exactly once.',
-      dkim: { domain: AGENT_DOMAIN, selector: SELECTOR, privateKeyPem: key.privateKeyPem },
-      provider: PROVIDER,
-    });
+    const raw = await agentReply(env, key.privateKeyPem, { answer: 'Applied exactly once.' });
     const uid = await dovecot.append(raw, { folder: s.folder });
 
     const r = await post(s, hermesBody('status', ctx));
