@@ -34,6 +34,9 @@ export default defineConfig({
           globalSetup: ['test/helpers/global-setup.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
+          // The files wait on Dovecot, sockets and child processes far more than they compute: more
+          // of them at once than there are cores.
+          maxWorkers: 3,
         },
       },
     ],

@@ -56,7 +56,9 @@ async function setup(): Promise<Setup> {
   await dovecot.createFolder(folder);
   const receiver = await startWebhookReceiver({ secret: TEST_WEBHOOK_SECRET, bearer: TEST_WEBHOOK_BEARER });
   const port = await freePort();
-  const cfg = makeConfigDir(harnessToml({ dovecot, port, zoneAddress: zone.address, webhookUrl: receiver.url, mailboxToml: `folder = "${folder}"` }));
+  // A poll waits for the whole mailbox check (check_wait_ms), however slow the machine: the poll
+  // that applies a reply is then still open when the process kills itself while applying it.
+  const cfg = makeConfigDir(harnessToml({ dovecot, port, zoneAddress: zone.address, webhookUrl: receiver.url, mailboxToml: `folder = "${folder}"\ncheck_wait_ms = 20000` }));
   writeSecret(cfg.dir, 'imap-password', dovecot.password);
   afterCleanup.push(async () => {
     await receiver.close();
