@@ -3,7 +3,7 @@ import type { AgentConfig } from '../config/config.js';
 import type { Bridge } from '../core/bridge.js';
 import { A2AError } from './errors.js';
 import { parseListParams, parseSendParams, parseTaskIdParams } from './params.js';
-import { v1AgentText, v1Task } from './wire.js';
+import { v1AgentText, v1Task, type V1ListTasksResult, type V1SendMessageResult } from './wire.js';
 import { v03AgentText, v03Task } from './wire-v03.js';
 
 /** Who is calling and in which dialect; the dialect follows the method name (BRIEF §3). */
@@ -31,8 +31,8 @@ export const V1_METHODS: Readonly<Record<string, Handler>> = {
       { messageId: p.messageId, contextId: p.contextId, taskId: p.taskId, text: p.text, contentSha256: p.contentSha256, deadlineMs: p.deadlineMs, caller: c.caller },
       { returnImmediately: p.returnImmediately, historyLength: p.historyLength },
     );
-    if ('message' in r) return { message: v1AgentText(r.message.contextId, r.message.text, randomUUID()) };
-    return { task: v1Task(r.task) };
+    if ('message' in r) return { message: v1AgentText(r.message.contextId, r.message.text, randomUUID()) } satisfies V1SendMessageResult;
+    return { task: v1Task(r.task) } satisfies V1SendMessageResult;
   },
   GetTask: async (bridge, params, c) => {
     const p = parseTaskIdParams(params);
@@ -53,7 +53,7 @@ export const V1_METHODS: Readonly<Record<string, Handler>> = {
       nextPageToken: r.nextPageToken,
       pageSize: p.pageSize,
       totalSize: r.totalSize,
-    };
+    } satisfies V1ListTasksResult;
   },
   CancelTask: async (bridge, params, c) => v1Task(await bridge.cancel(c.agent, parseTaskIdParams(params).id)),
   SendStreamingMessage: unsupported('SendStreamingMessage'),
