@@ -21,11 +21,11 @@ beforeAll(async () => {
   h = await startHarness({ dovecot });
   const ctx = `ctx-${hex(8)}`;
   const first = await h.rpc(hermesBody('Survey RAG papers', ctx));
-  taskId = first.json.result.task.id;
-  expect(first.json.result.task.status.state).toBe('TASK_STATE_WORKING');
+  taskId = first.json.result!.task!.id;
+  expect(first.json.result!.task!.status.state).toBe('TASK_STATE_WORKING');
   await dovecot.append(await h.reply(h.envelope(1), { answer: 'Three papers.' }));
   const second = await h.rpc(hermesBody('status', ctx));
-  expect(second.json.result.task.status.state).toBe('TASK_STATE_COMPLETED');
+  expect(second.json.result!.task!.status.state).toBe('TASK_STATE_COMPLETED');
 });
 afterAll(async () => {
   await h?.close();

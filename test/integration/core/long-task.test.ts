@@ -58,10 +58,10 @@ describe('a job that outlives its deadline (issue 4, acceptance 2)', () => {
 
     // Observers see it through GetTask and ListTasks too.
     const got = (await suite.h.rpc({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: task.id } })).json.result;
-    expect(got.artifacts.map((a: any) => a.name)).toEqual(['late-reply']);
+    expect(got!.artifacts!.map((a: any) => a.name)).toEqual(['late-reply']);
     const listed = (await suite.h.rpc({ jsonrpc: '2.0', id: 2, method: 'ListTasks', params: { contextId: ctx, includeArtifacts: true } })).json.result;
-    expect(listed.tasks).toHaveLength(1);
-    expect(listed.tasks[0].artifacts[0].parts[0].text).toContain('The review, finally.');
+    expect(listed!.tasks).toHaveLength(1);
+    expect(listed!.tasks[0]!.artifacts![0]!.parts[0]!.text).toContain('The review, finally.');
 
     // One webhook in total; nothing discarded: the ledger keeps the reply, the audit the failure.
     expect(suite.h.receiver.requests).toHaveLength(1);

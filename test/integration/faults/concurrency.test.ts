@@ -69,8 +69,8 @@ describe('50 concurrent polls share one mailbox check (issue 5, acceptance 3)', 
     });
     await h.app.bridge.idle();
     const ctx = newContext();
-    const first = (await h.rpc(hermesBody('Summarise the report', ctx))).json.result.task;
-    expect(first.status.state).toBe('TASK_STATE_WORKING');
+    const first = (await h.rpc(hermesBody('Summarise the report', ctx))).json.result!.task;
+    expect(first!.status.state).toBe('TASK_STATE_WORKING');
     await dovecot.append(await h.reply(h.envelope(1), { answer: 'Shared by fifty polls.' }), { folder });
     h.advance(16_000); // the next check is due
 
@@ -83,7 +83,7 @@ describe('50 concurrent polls share one mailbox check (issue 5, acceptance 3)', 
     // Every poll joined the check (or came after it): all 50 see the applied reply.
     expect(answers.filter((t) => t?.status.state === 'TASK_STATE_COMPLETED')).toHaveLength(50);
     expect(answers.every((t) => shown(t).endsWith('Shared by fifty polls.'))).toBe(true);
-    expect(ledgerOfTask(h.app.bridge.ctx.db, first.id).map((l) => l.verdict)).toEqual(['applied:done']);
+    expect(ledgerOfTask(h.app.bridge.ctx.db, first!.id).map((l) => l.verdict)).toEqual(['applied:done']);
     summary.add('50 concurrent polls, check due (check_interval_s = 15)', `1 EXAMINE, 1 LOGIN, 0 errors, all 50 answered 200 COMPLETED within ${Math.round(slowest)} ms; reply applied once`);
   });
 
@@ -99,8 +99,8 @@ describe('50 concurrent polls share one mailbox check (issue 5, acceptance 3)', 
     });
     await h.app.bridge.idle();
     const ctx = newContext();
-    const first = (await h.rpc(hermesBody('Summarise the report', ctx))).json.result.task;
-    expect(first.status.state).toBe('TASK_STATE_WORKING');
+    const first = (await h.rpc(hermesBody('Summarise the report', ctx))).json.result!.task;
+    expect(first!.status.state).toBe('TASK_STATE_WORKING');
 
     const before = h.imapCommands.length;
     const acceptedBefore = proxy.stats.accepted;

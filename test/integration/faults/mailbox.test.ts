@@ -62,7 +62,7 @@ async function call(h: Harness, text: string, ctx: string): Promise<{ task: any;
   const ms = performance.now() - started;
   expect(r.status).toBe(200);
   expect(r.json.error).toBeUndefined();
-  return { task: r.json.result.task, ms };
+  return { task: r.json.result!.task, ms };
 }
 
 /** Starts a task whose webhook is accepted (WORKING); returns its context, id and envelope. */

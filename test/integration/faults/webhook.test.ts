@@ -54,7 +54,7 @@ async function call(h: Harness, text: string, ctx: string): Promise<{ task: any;
   const r = await h.rpc(hermesBody(text, ctx));
   expect(r.status).toBe(200);
   expect(r.json.error).toBeUndefined();
-  return { task: r.json.result.task, ms: performance.now() - started };
+  return { task: r.json.result!.task, ms: performance.now() - started };
 }
 
 const db = (h: Harness) => h.app.bridge.ctx.db;
@@ -291,7 +291,7 @@ describe('webhook delivery faults (issue 5, acceptance 1)', () => {
         expect(a.status).toBe(200);
         expect(a.json.error).toBeUndefined();
       }
-      return answers.map((a) => a.json.result.task);
+      return answers.map((a) => a.json.result!.task);
     };
     const during = await burst();
     expect(h.receiver.requests).toHaveLength(2);

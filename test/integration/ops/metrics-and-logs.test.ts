@@ -14,10 +14,10 @@ const suite = useHarness({});
 describe('GET /metrics (issue 6, acceptance 3)', () => {
   it('parses as Prometheus text format and counts tasks, verdicts, attempts and checks', async () => {
     const ctx = `ctx-${hex(8)}`;
-    const task = (await suite.h.rpc(hermesBody('metrics job', ctx))).json.result.task;
-    const env = suite.h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === task.id)!;
+    const task = (await suite.h.rpc(hermesBody('metrics job', ctx))).json.result!.task;
+    const env = suite.h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === task!.id)!;
     await suite.dovecot.append(await suite.h.reply(env));
-    expect((await suite.h.rpc(hermesBody('status', ctx))).json.result.task.status.state).toBe('TASK_STATE_COMPLETED');
+    expect((await suite.h.rpc(hermesBody('status', ctx))).json.result!.task!.status.state).toBe('TASK_STATE_COMPLETED');
 
     const res = await fetch(`${new URL(suite.h.endpoint).origin}/metrics`);
     expect(res.status).toBe(200);
