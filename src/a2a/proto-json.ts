@@ -49,8 +49,14 @@ type EnumName<T> = T extends TaskState ? TaskStateName : T extends Role ? RoleNa
 /** Members holding a ts-proto `oneof` (`{ $case, value }`). */
 type OneofKeys<T> = { [K in keyof T]-?: IsAny<T[K]> extends true ? never : NonNullable<T[K]> extends { $case: string } ? K : never }[keyof T];
 
-/** A `oneof` on the wire: exactly the member that is set, under its own name. */
-type OneofJson<V> = V extends { $case: infer C extends string; value: infer X } ? { [P in C]: ProtoJson<X> } : never;
+/**
+ * A `oneof` on the wire: exactly the member that is set, under its own name; the other members are
+ * absent (typed `?: never`, so a reader may ask for any of them and gets `undefined`).
+ */
+type OneofJson<V> = [V] extends [{ $case: string }] ? OneofCase<V, V['$case']> : never;
+type OneofCase<V, All extends string> = V extends { $case: infer C extends string; value: infer X }
+  ? { [P in C]: ProtoJson<X> } & { [P in Exclude<All, C>]?: never }
+  : never;
 
 type ProtoJsonMessage<T> = { [K in Exclude<keyof T, OneofKeys<T>>]?: ProtoJson<Exclude<T[K], undefined>> } & ([OneofKeys<T>] extends [never]
   ? unknown

@@ -17,7 +17,7 @@ import type { Narrow, ProtoJson, RoleName, TaskStateName } from './proto-json.js
 export type JsonObject = Record<string, unknown>;
 
 /** A text part; the bridge carries text only. */
-export type V1TextPart = Narrow<Extract<ProtoJson<Part>, { text?: string }>, { text: string; mediaType: string }>;
+export type V1TextPart = Narrow<Extract<ProtoJson<Part>, { text: string }>, { text: string; mediaType: string }>;
 export type V1Message = Narrow<ProtoJson<Message>, { messageId: string; contextId: string; taskId?: string; role: RoleName; parts: V1TextPart[] }>;
 export type V1Artifact = Narrow<ProtoJson<Artifact>, { artifactId: string; name: string; description: string; parts: V1TextPart[] }>;
 export type V1TaskStatus = Narrow<ProtoJson<TaskStatus>, { state: TaskStateName; timestamp: string; message?: V1Message }>;

@@ -195,7 +195,7 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
     const app = await startApp(config, {
       log: createLogger('silent'),
       now: () => Date.now() + offset,
-      mailbox: new ImapMailbox({ ...config.mailbox.imap!, folder: config.mailbox.folder }, imapLogger as never),
+      mailbox: new ImapMailbox({ ...config.mailbox.imap!, folder: config.mailbox.folder }, imapLogger),
     });
     await app.bridge.idle(); // the start-up refresh: tests start from a settled bridge
     const endpoint = app.server.endpoint(config.agents[0]!);

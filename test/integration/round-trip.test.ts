@@ -91,7 +91,7 @@ describe('round trip (issue 2)', () => {
   it('the same reply APPENDed again changes nothing; a reply whose only pass is a forged A-R below the border is refused', async () => {
     const ctx = `ctx-${hex(8)}`;
     const sent = await suite.h.rpc(hermesBody('Job two', ctx));
-    const taskId = sent.json.result!.task!.id as string;
+    const taskId = sent.json.result!.task!.id;
     const env = suite.h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === taskId)!;
 
     // Forged: the provider says dkim=none/dmarc=fail; a pass is written below the border by the sender.
@@ -133,7 +133,7 @@ describe('round trip (issue 2)', () => {
 
   it('keeps only 64 KiB of a refused tagged mail; malformed paths are 404, not 500', async () => {
     const ctx = `ctx-${hex(8)}`;
-    const taskId = (await suite.h.rpc(hermesBody('Job three', ctx))).json.result!.task!.id as string;
+    const taskId = (await suite.h.rpc(hermesBody('Job three', ctx))).json.result!.task!.id;
     const env = suite.h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === taskId)!;
     const big = await suite.h.reply(env, { from: 'Mallory <mallory@evil.test>', answer: 'x'.repeat(300_000), dkim: undefined });
     await suite.dovecot.append(big);

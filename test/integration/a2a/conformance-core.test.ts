@@ -316,7 +316,7 @@ describe('ListTasks (TCK §3.1.4)', () => {
     }
     for (const params of [{ contextId: done.contextId, includeArtifacts: true }, { context_id: done.contextId, include_artifacts: true }]) {
       const r = await call('ListTasks', params);
-      expect(r.json.result!.tasks[0]!.artifacts!.map((a: any) => a.parts[0].text)).toEqual([`${LABEL}\nThe listed answer.`]);
+      expect(r.json.result!.tasks[0]!.artifacts!.map((a) => a.parts[0]!.text)).toEqual([`${LABEL}\nThe listed answer.`]);
     }
     // GetTask always carries them (control: the task has an artifact to omit).
     expect((await call('GetTask', { id: done.id })).json.result!.artifacts).toHaveLength(1);
@@ -406,7 +406,7 @@ describe('errors and capabilities (TCK §3.3)', () => {
 
   it('CORE-ERR-002 every invalid parameter is refused with -32602 before anything is stored or dispatched', async () => {
     const hooks = h.receiver.requests.length;
-    const listed = (await call('ListTasks', {})).json.result!.totalSize as number;
+    const listed = (await call('ListTasks', {})).json.result!.totalSize;
     const msg = (over: Record<string, unknown>) => ({ message: { role: 'ROLE_USER', parts: [{ text: 'valid text' }], messageId: hex(16), contextId: ctx(), ...over } });
     const cases: [string, unknown][] = [
       ['SendMessage', {}],
@@ -682,7 +682,7 @@ describe('history (TCK §3.2.4)', () => {
     const all = expected();
     for (const n of [1, 2, 3, 4, 10]) {
       const r = await call('GetTask', { id: task.id, historyLength: n });
-      const got = r.json.result!.history.map((m: any) => ({ role: m.role, text: m.parts[0].text }));
+      const got = r.json.result!.history.map((m) => ({ role: m.role, text: m.parts[0]!.text }));
       expect(got, `historyLength ${n}`).toEqual(all.slice(-Math.min(n, all.length)));
       const s = await sdk.getTask({ tenant: '', id: task.id, historyLength: n });
       expect(s.history.length).toBe(Math.min(n, all.length));
@@ -713,7 +713,7 @@ describe('history (TCK §3.2.4)', () => {
 
   it('CORE-HIST-005 history is in chronological order', async () => {
     const r = await call('GetTask', { id: task.id });
-    expect(r.json.result!.history.map((m: any) => m.parts[0].text)).toEqual(expected().map((m) => m.text));
+    expect(r.json.result!.history.map((m) => m.parts[0]!.text)).toEqual(expected().map((m) => m.text));
     const s = await sdk.getTask({ tenant: '', id: task.id });
     expect(s.history.map((m) => sdkTexts(m.parts)[0])).toEqual(expected().map((m) => m.text));
   });

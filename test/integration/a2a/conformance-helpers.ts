@@ -4,9 +4,11 @@
  * headers, builders for the SDK's proto-shaped requests, and small waits. Requirement IDs and
  * texts come from the public A2A TCK (`tck/requirements/*.py`).
  */
-import { Role, type Message, type SendMessageRequest, type Task } from '@a2a-js/sdk';
+import { Role, type AgentCard, type Message, type SendMessageRequest, type Task } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
+import type { LegacyRestTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import type { JsonRpcA2AError } from '@a2a-js/sdk/errors';
+import type { ProtoJson } from '../../../src/a2a/proto-json.js';
 import { expect } from 'vitest';
 import type { Envelope } from '../../../src/downlink/envelope.js';
 import { hex, type Harness } from '../../helpers/bridge-harness.js';
@@ -29,6 +31,11 @@ export interface WireParams {
   message?: { kind?: string; role?: string; parts: { kind?: string; text?: string }[] };
   configuration?: { blocking?: boolean; returnImmediately?: boolean };
 }
+
+/** The v1.0 Agent Card as JSON: the SDK's `AgentCard` in ProtoJSON form. */
+export type V1AgentCardJson = ProtoJson<AgentCard>;
+/** The v0.3 Agent Card: the SDK's v0.3 type, as its public v0.3 REST handler answers it. */
+export type V03AgentCardJson = Awaited<ReturnType<LegacyRestTransportHandler['getAuthenticatedExtendedAgentCard']>>;
 
 /** One HTTP exchange an SDK client made, as it went over the wire. */
 export interface WireExchange<R = unknown> {

@@ -34,6 +34,7 @@ import {
   V03_STATES,
   webhooksFor,
   type RawResult,
+  type V03AgentCardJson,
   type WireExchange,
   UUID,
   LABEL,
@@ -85,7 +86,7 @@ async function working(text = `Job ${hex(4)}`, contextId = ctx()): Promise<V03Ta
 /** A task answered by a genuine reply, then read with tasks/get. */
 async function answered(status: 'done' | 'failed' | 'input-required', answer = `Answer ${hex(4)}`): Promise<V03Task> {
   const t = await working();
-  await appendReply(h, dovecot, t.id!, { status, answer });
+  await appendReply(h, dovecot, t.id, { status, answer });
   const r = await call('tasks/get', { id: t.id });
   expect(r.json.result!.status.state, r.text).toBe({ done: 'completed', failed: 'failed', 'input-required': 'input-required' }[status]);
   return r.json.result!;
@@ -117,14 +118,14 @@ describe('the legacy Agent Card', () => {
   });
 
   it('CARD-STRUCT-001 (v0.3) the legacy card has the v0.3 required fields (name, description, url, version, protocolVersion, capabilities, modes, skills) and a bearer scheme', async () => {
-    const card = (await (await fetch(`${url}/.well-known/agent.json`)).json()) as any;
-    for (const k of ['name', 'description', 'url', 'version', 'protocolVersion']) expect(typeof card[k] === 'string' && card[k].length > 0, k).toBe(true);
+    const card = (await (await fetch(`${url}/.well-known/agent.json`)).json()) as V03AgentCardJson;
+    for (const k of ['name', 'description', 'url', 'version', 'protocolVersion'] as const) expect(typeof card[k] === 'string' && card[k].length > 0, k).toBe(true);
     expect(card.capabilities).toMatchObject({ streaming: false, pushNotifications: false });
     expect(card.defaultInputModes.length).toBeGreaterThan(0);
     expect(card.defaultOutputModes.length).toBeGreaterThan(0);
     expect(card.skills.length).toBeGreaterThan(0);
-    for (const s of card.skills) for (const k of ['id', 'name', 'description']) expect(typeof s[k]).toBe('string');
-    expect(card.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    for (const s of card.skills) for (const k of ['id', 'name', 'description'] as const) expect(typeof s[k]).toBe('string');
+    expect(card.securitySchemes!.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
     expect(card.security).toEqual([{ bearer: [] }]);
     const parsed = await legacy.getAgentCard();
     expect(parsed.supportedInterfaces[0]).toMatchObject({ url, protocolBinding: 'JSONRPC', protocolVersion: '0.3.0' });
@@ -268,7 +269,7 @@ describe('v0.3 data model', () => {
     const messages = [...r!.history, ...(r!.status.message ? [r!.status.message] : [])];
     expect(messages.map((m: { role: string }) => m.role)).toEqual(['user', 'agent']);
     for (const m of messages) expect(m.kind).toBe('message');
-    const parts = [...messages.flatMap((m: any) => m.parts), ...r!.artifacts.flatMap((a: any) => a.parts)];
+    const parts = [...messages.flatMap((m) => m.parts), ...r!.artifacts.flatMap((a) => a.parts)];
     expect(parts.length).toBeGreaterThanOrEqual(3);
     for (const p of parts) expect(['text', 'file', 'data']).toContain(p.kind);
   });

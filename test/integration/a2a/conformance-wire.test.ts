@@ -37,6 +37,8 @@ import {
   v1SendParams,
   V1_STATES,
   type RawResult,
+  type V03AgentCardJson,
+  type V1AgentCardJson,
   type WireExchange,
 } from './conformance-helpers.js';
 
@@ -73,9 +75,10 @@ function call<M extends string>(method: M, params?: unknown, headers: Record<str
   return rpcPost(url, method, params, headers);
 }
 
-async function getCard(path: string, init?: RequestInit): Promise<{ status: number; type: string | null; card: any }> {
+/** GET of a card path; the body read as a v1.0 card, or as `C` (the v0.3 card at `agent.json`). */
+async function getCard<C = V1AgentCardJson>(path: string, init?: RequestInit): Promise<{ status: number; type: string | null; card: C }> {
   const res = await fetch(`${h.app.server.baseUrl}${path}`, init);
-  return { status: res.status, type: res.headers.get('content-type'), card: await res.json() };
+  return { status: res.status, type: res.headers.get('content-type'), card: (await res.json()) as C };
 }
 
 /** Raw SendMessage of new work; returns the WORKING task. */
@@ -113,53 +116,53 @@ describe('Agent Card (TCK §8, §4.4.1)', () => {
   it('CARD-PROTO-001 the card declares its protocols: JSONRPC interfaces, v1.0 first, Major.Minor versions', async () => {
     const { card } = await getCard('/agents/grok/.well-known/agent-card.json');
     expect(Array.isArray(card.supportedInterfaces)).toBe(true);
-    expect(card.supportedInterfaces.length).toBeGreaterThan(0);
-    expect(card.supportedInterfaces[0]).toEqual({ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' });
-    for (const i of card.supportedInterfaces) {
+    expect(card.supportedInterfaces!.length).toBeGreaterThan(0);
+    expect(card.supportedInterfaces![0]).toEqual({ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' });
+    for (const i of card.supportedInterfaces!) {
       expect(['JSONRPC', 'GRPC', 'HTTP+JSON']).toContain(i.protocolBinding);
       expect(i.protocolVersion).toMatch(/^\d+\.\d+$/);
     }
-    expect(card.supportedInterfaces.map((i: { protocolVersion: string }) => i.protocolVersion)).toEqual(['1.0', '0.3']);
+    expect(card.supportedInterfaces!.map((i) => i.protocolVersion)).toEqual(['1.0', '0.3']);
     // the SDK picks the v1.0 JSON-RPC interface from it
     expect(sdk.protocolVersion).toBe('1.0');
   });
 
   it('CARD-PROTO-002 every declared interface URL answers its declared binding and version (with and without a trailing slash)', async () => {
     const { card } = await getCard('/agents/grok/.well-known/agent-card.json');
-    for (const i of card.supportedInterfaces as { url: string; protocolVersion: string }[]) {
-      expect(new URL(i.url).href.replace(/\/$/, '')).toBe(i.url);
-      for (const target of [i.url, `${i.url}/`]) {
+    for (const i of card.supportedInterfaces!) {
+      expect(new URL(i.url!).href.replace(/\/$/, '')).toBe(i.url);
+      for (const target of [i.url!, `${i.url}/`]) {
         const id = randomUUID();
         if (i.protocolVersion === '1.0') {
           const body = rpcBody('GetTask', { id });
           expectV1Error(await post(target, body, { 'a2a-version': '1.0' }), body.id, -32001, 'TASK_NOT_FOUND');
         } else {
           const body = rpcBody('tasks/get', { id });
-          expectV03Error(await post(target, body, { 'a2a-version': i.protocolVersion }), body.id, -32001);
+          expectV03Error(await post(target, body, { 'a2a-version': i.protocolVersion! }), body.id, -32001);
         }
       }
     }
-    const { card: legacy } = await getCard('/agents/grok/.well-known/agent.json');
+    const { card: legacy } = await getCard<V03AgentCardJson>('/agents/grok/.well-known/agent.json');
     expect(legacy.url).toBe(url);
     expect(legacy.preferredTransport).toBe('JSONRPC');
   });
 
   it('CARD-STRUCT-001 the card has every required field: name, description, supportedInterfaces, version, capabilities, modes, skills, security', async () => {
     const { card } = await getCard('/agents/grok/.well-known/agent-card.json');
-    for (const k of ['name', 'description', 'version']) expect(typeof card[k] === 'string' && card[k].length > 0, k).toBe(true);
+    for (const k of ['name', 'description', 'version'] as const) expect(typeof card[k] === 'string' && card[k].length > 0, k).toBe(true);
     expect(card.capabilities).toEqual({ streaming: false, pushNotifications: false, extendedAgentCard: false });
     expect(card.defaultInputModes).toContain('text/plain');
     expect(card.defaultOutputModes).toContain('text/plain');
-    expect(card.skills.length).toBeGreaterThan(0);
-    for (const s of card.skills) {
-      for (const k of ['id', 'name', 'description']) expect(typeof s[k] === 'string' && s[k].length > 0, `skill.${k}`).toBe(true);
-      expect(s.tags.length).toBeGreaterThan(0);
+    expect(card.skills!.length).toBeGreaterThan(0);
+    for (const s of card.skills!) {
+      for (const k of ['id', 'name', 'description'] as const) expect(typeof s[k] === 'string' && s[k].length > 0, `skill.${k}`).toBe(true);
+      expect(s.tags!.length).toBeGreaterThan(0);
     }
-    expect(card.securitySchemes.bearer.httpAuthSecurityScheme.scheme).toMatch(/^bearer$/i);
-    for (const req of card.securityRequirements) for (const name of Object.keys(req.schemes)) expect(card.securitySchemes).toHaveProperty(name);
+    expect(card.securitySchemes!.bearer!.httpAuthSecurityScheme!.scheme).toMatch(/^bearer$/i);
+    for (const req of card.securityRequirements!) for (const name of Object.keys(req.schemes!)) expect(card.securitySchemes).toHaveProperty(name);
     // the SDK parses the same fields
     const parsed = await sdk.getAgentCard();
-    expect(parsed.skills.map((s) => s.id)).toEqual(card.skills.map((s: { id: string }) => s.id));
+    expect(parsed.skills.map((s) => s.id)).toEqual(card.skills!.map((s) => s.id));
     expect(parsed.securitySchemes.bearer?.scheme?.$case).toBe('httpAuthSecurityScheme');
     expect(parsed.capabilities?.streaming).toBe(false);
   });
@@ -399,8 +402,8 @@ describe('JSON-RPC binding (TCK §9, §5.4)', () => {
       await rpcPost(url, 'SendMessage', v1SendParams('a2a+json', { contextId: ctx() }), { 'content-type': 'application/a2a+json' }),
     ] as const;
     for (const r of results) expect(r.contentType).toMatch(/^application\/json/);
-    expect(results[3]!.json.result!.task!.status.state).toBe('TASK_STATE_WORKING');
-    expect(results[4]!.json.result!.task!.status.state).toBe('TASK_STATE_WORKING');
+    expect(results[3].json.result!.task!.status.state).toBe('TASK_STATE_WORKING');
+    expect(results[4].json.result!.task!.status.state).toBe('TASK_STATE_WORKING');
     const text = await rpcPost(url, 'SendMessage', v1SendParams('as text/plain', { contextId: ctx() }), { 'content-type': 'text/plain' });
     expect(text.status).toBe(415);
     expect(h.receiver.requests.length).toBe(hooks + 2);

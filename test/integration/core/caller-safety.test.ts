@@ -57,7 +57,7 @@ describe('nothing the agent sent is lost or hidden', () => {
     const body = `reply_token: ${envelopeOf(task!.id).reply_token}\nstatus: done\n---\nThe answer.\n\n> a Markdown quote that belongs to it\n\nOn Mon, 30 Nov 2026 at 10:00, me@bridge.test wrote:\n> Quote me\n`;
     await suite.dovecot.append(await suite.h.reply(envelopeOf(task!.id), { body }));
     const done = await send('status', ctx);
-    const text = done!.artifacts![0]!.parts[0]!.text as string;
+    const text = done!.artifacts![0]!.parts[0]!.text;
     expect(text).toMatch(/^\[UNTRUSTED — grok reply, verify before acting\]\nThe answer\.\n\n> a Markdown quote that belongs to it\n\n\(2 line\(s\) after the answer were left out as quoted text or a signature; `a2a-mailbridge ledger --raw \d+` shows the whole mail\.\)$/);
   });
 });

@@ -52,7 +52,7 @@ describe('INPUT_REQUIRED round trip', () => {
     expect(done!.status.state).toBe('TASK_STATE_COMPLETED');
     expect(done!.artifacts).toHaveLength(1);
     expect(done!.artifacts![0]!.parts[0]!.text).toBe('[UNTRUSTED — grok reply, verify before acting]\nBooked: TP1350 on 3 March.');
-    expect(done!.history.map((m: any) => [m.role, m.parts[0].text])).toEqual([
+    expect(done!.history.map((m) => [m.role, m.parts[0]!.text])).toEqual([
       ['ROLE_USER', 'Book me a flight to Lisbon'],
       ['ROLE_AGENT', '[UNTRUSTED — grok reply, verify before acting]\nWhich date?'],
       ['ROLE_USER', 'The 3rd of March'],

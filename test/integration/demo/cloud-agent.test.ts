@@ -91,7 +91,7 @@ async function post(a: CloudAgent, body: Buffer, o: { id?: string; secret?: stri
 function zoneResolver() {
   const r = new Resolver({ timeout: 1000, tries: 1 });
   r.setServers([zone.address]);
-  return (name: string, type: string) => r.resolve(name, type as 'TXT') as Promise<string[][]>;
+  return (name: string, type: string) => r.resolve(name, type as 'TXT');
 }
 
 describe('startCloudAgent', () => {
