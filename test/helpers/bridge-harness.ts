@@ -247,7 +247,7 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
         body: typeof body === 'string' ? body : JSON.stringify(body),
       });
       const text = await res.text();
-      let json: unknown = null;
+      let json: unknown;
       try {
         json = JSON.parse(text);
       } catch {

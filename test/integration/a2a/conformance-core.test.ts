@@ -556,7 +556,7 @@ describe('multi-turn: contextId and taskId (TCK §3.4)', () => {
     expect(r.json.result!.task!.contextId).toMatch(UUID);
     expect(r.json.result!.task!.status.message!.contextId).toBe(r.json.result!.task!.contextId);
     const m = await call('SendMessage', v1SendParams('status'));
-    expect(m.json.error).toMatchObject({ code: -32602, message: expect.stringContaining('no contextId names the task to check') });
+    expect(m.json.error).toMatchObject({ code: -32602, message: expect.stringContaining('no contextId names the task to check') as unknown });
     const named = ctx();
     const sm = asMessage(await sdk.sendMessage(sdkSend('?', { contextId: named })));
     expect(sm.contextId).toBe(named);

@@ -127,7 +127,7 @@ export async function post<R = unknown>(url: string, body: unknown, headers: Rec
   const res = await fetch(url, { method: 'POST', headers: sent, body: typeof body === 'string' ? body : JSON.stringify(body) });
   const text = await res.text();
   const ms = performance.now() - started;
-  let json: unknown = null;
+  let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
@@ -226,7 +226,7 @@ export async function rejection(fn: () => Promise<unknown>): Promise<SdkError> {
     await fn();
   } catch (err) {
     if (err instanceof Error) return err;
-    throw new Error(`expected an Error, the call rejected with ${String(err)}`);
+    throw new Error(`expected an Error, the call rejected with ${String(err)}`, { cause: err });
   }
   throw new Error('expected the call to fail, it succeeded');
 }

@@ -202,7 +202,7 @@ describe('message/send, tasks/get, tasks/cancel', () => {
     const done = await answered('done', 'The v0.3 answer.');
     const r = await call('tasks/get', { id: done.id });
     expect(r.json.result).toMatchObject({ kind: 'task', id: done.id, contextId: done.contextId, status: { state: 'completed' } });
-    expect(r.json.result!.artifacts).toEqual([expect.objectContaining({ artifactId: expect.any(String), parts: [{ kind: 'text', text: `${LABEL}\nThe v0.3 answer.` }] })]);
+    expect(r.json.result!.artifacts).toEqual([expect.objectContaining({ artifactId: expect.any(String) as unknown, parts: [{ kind: 'text', text: `${LABEL}\nThe v0.3 answer.` }] })]);
     const got = await legacy.getTask({ tenant: '', id: done.id });
     expect(lastWire().body!.method).toBe('tasks/get');
     expect(got.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);

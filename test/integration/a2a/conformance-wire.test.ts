@@ -506,7 +506,7 @@ describe('JSON-RPC binding (TCK §9, §5.4)', () => {
     await appendReply(h, dovecot, done.id);
     expect((await call('GetTask', { id: done.id })).json.result!.status.state).toBe('TASK_STATE_COMPLETED');
     const v1 = { serviceParameters: { 'A2A-Version': '1.0' } };
-    const table: [string, number, string, () => Promise<RawResult>, () => Promise<unknown>, any][] = [
+    const table: [string, number, string, () => Promise<RawResult>, () => Promise<unknown>, new (...args: never[]) => Error][] = [
       ['TaskNotFoundError', -32001, 'TASK_NOT_FOUND', () => call('GetTask', { id: randomUUID() }), () => sdk.getTask({ tenant: '', id: randomUUID() }), TaskNotFoundError],
       ['TaskNotCancelableError', -32002, 'TASK_NOT_CANCELABLE', () => call('CancelTask', { id: done.id }), () => sdk.cancelTask({ tenant: '', id: done.id, metadata: undefined }), TaskNotCancelableError],
       [

@@ -31,7 +31,7 @@ describe('one dispatch per job', () => {
     changed.params.message.parts[0]!.text = 'Another job';
     const r = await suite.h.rpc(changed);
     expect(r.status).toBe(200);
-    expect(r.json.error).toMatchObject({ code: -32602, message: expect.stringContaining('already used for a different message') });
+    expect(r.json.error).toMatchObject({ code: -32602, message: expect.stringContaining('already used for a different message') as unknown });
     expect(suite.h.receiver.requests.length).toBe(before + 1);
   });
 

@@ -14,7 +14,7 @@ const HERMES_TIMEOUT_MS = 120_000;
 const durations: number[] = [];
 
 const suite = useHarness({ agentToml: 'deadline_s = 600' });
-afterAll(async () => {
+afterAll(() => {
   if (durations.length) console.log(`long-task scenario: ${durations.length} calls, slowest ${Math.max(...durations).toFixed(1)} ms`);
 });
 

@@ -378,14 +378,14 @@ describe('webhook delivery faults (issue 5, acceptance 1)', () => {
         return err;
       }
     };
-    expect(refused(id)).toMatchObject({ kind: 'unsupportedOperation', message: expect.stringMatching(/is completed; only a task whose webhook was never accepted can be retried$/) });
+    expect(refused(id)).toMatchObject({ kind: 'unsupportedOperation', message: expect.stringMatching(/is completed; only a task whose webhook was never accepted can be retried$/) as unknown });
     const working = await call(h, 'Another job', newContext());
     expect(working.task.status.state).toBe('TASK_STATE_WORKING');
-    expect(refused(working.task.id)).toMatchObject({ kind: 'unsupportedOperation', message: expect.stringMatching(/is working;/) });
+    expect(refused(working.task.id)).toMatchObject({ kind: 'unsupportedOperation', message: expect.stringMatching(/is working;/) as unknown });
     h.advance(3_601_000);
     await call(h, 'status', working.task.contextId);
     expect(getTask(db(h), working.task.id)).toMatchObject({ state: 'FAILED', failedBy: 'deadline' });
-    expect(refused(working.task.id)).toMatchObject({ kind: 'unsupportedOperation', message: expect.stringMatching(/is failed \(failed by deadline\)/) });
+    expect(refused(working.task.id)).toMatchObject({ kind: 'unsupportedOperation', message: expect.stringMatching(/is failed \(failed by deadline\)/) as unknown });
     expect(refused('00000000-0000-4000-8000-000000000000')).toMatchObject({ kind: 'taskNotFound' });
     expect(h.receiver.requests).toHaveLength(3); // the refusals sent nothing
     summary.add(
