@@ -1,4 +1,4 @@
-import type { Artifact, ListTasksResponse, Message, Part, Task, TaskStatus } from '@a2a-js/sdk';
+import type { Artifact, ListTasksResponse, Message, Part, SendMessageResponse, Task, TaskStatus } from '@a2a-js/sdk';
 import type { TaskView } from '../core/task-view.js';
 import { timestamp } from '../core/time.js';
 import type { ArtifactRow } from '../store/artifacts.js';
@@ -28,8 +28,10 @@ export type V1Task = Narrow<
   ProtoJson<Task>,
   { id: string; contextId: string; status: V1TaskStatus; artifacts?: V1Artifact[]; history: V1Message[]; metadata: V1TaskMetadata }
 >;
-/** The `SendMessage` result (`SendMessageResponse`): the Task, or a Message when no task is open. */
-export type V1SendMessageResult = { task: V1Task } | { message: V1Message };
+/** The `SendMessage` result (`SendMessageResponse`, a `oneof`): the Task, or a Message when no task is open. */
+export type V1SendMessageResult =
+  | Narrow<Extract<ProtoJson<SendMessageResponse>, { task: unknown }>, { task: V1Task }>
+  | Narrow<Extract<ProtoJson<SendMessageResponse>, { message: unknown }>, { message: V1Message }>;
 export type V1ListTasksResult = Narrow<ProtoJson<ListTasksResponse>, { tasks: V1Task[]; nextPageToken: string; pageSize: number; totalSize: number }>;
 
 export function v1State(s: TaskState): TaskStateName {
