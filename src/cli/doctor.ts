@@ -103,7 +103,7 @@ function checkConfigFile(file: string): { check: Check; doc?: Doc } {
   const name = 'config file';
   let doc: Doc;
   try {
-    doc = parseToml(readFileSync(file, 'utf8')) as Doc;
+    doc = parseToml(readFileSync(file, 'utf8'));
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code) return { check: { name, status: 'fail', detail: `cannot read ${file}: ${code}`, fix: 'create it with: a2a-mailbridge init (or pass --config <file>)' } };

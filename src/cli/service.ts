@@ -30,7 +30,7 @@ export function defaultKind(platform: NodeJS.Platform = process.platform): Servi
 }
 
 function fill(template: string, p: ServicePaths, escape: (s: string) => string): string {
-  for (const [k, v] of Object.entries(p)) if (!isAbsolute(v)) throw new UsageError(`service install needs absolute paths; ${k} is ${JSON.stringify(v)}`);
+  for (const k of Object.keys(p) as (keyof ServicePaths)[]) if (!isAbsolute(p[k])) throw new UsageError(`service install needs absolute paths; ${k} is ${JSON.stringify(p[k])}`);
   let out = template;
   for (const [mark, key] of Object.entries(PLACEHOLDERS)) out = out.replaceAll(mark, escape(p[key]));
   const left = /@[A-Z_]+@/.exec(out);

@@ -298,11 +298,11 @@ export function loadConfig(path: string, o: LoadOptions = {}): Config {
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new ConfigError('(file)', `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? err}; create one with \`a2a-mailbridge init\``, { cause: err });
+    throw new ConfigError('(file)', `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}; create one with \`a2a-mailbridge init\``, { cause: err });
   }
   let doc: Table;
   try {
-    doc = parseToml(text) as Table;
+    doc = parseToml(text);
   } catch (err) {
     const at = err as { line?: number; column?: number; message: string };
     const where = at.line !== undefined ? ` at line ${at.line}${at.column !== undefined ? `, column ${at.column}` : ''}` : '';

@@ -23,7 +23,7 @@ function describe(v: unknown): string {
   if (Array.isArray(v)) return 'an array';
   if (v === null || v === undefined) return 'nothing';
   if (typeof v === 'object') return 'a table';
-  return String(v);
+  return typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean' ? String(v) : typeof v;
 }
 
 /** A view of one table that remembers its dotted prefix and which keys were read. */

@@ -125,11 +125,11 @@ export class Bridge {
   }
 
   /** CancelTask; the optional cancel notice goes out in the background. @throws A2AError taskNotFound, taskNotCancelable */
-  async cancel(agent: AgentConfig, taskId: string, historyLength?: number): Promise<TaskView> {
+  cancel(agent: AgentConfig, taskId: string, historyLength?: number): Promise<TaskView> {
     const { task, changed } = cancelTask(this.ctx, agent, taskId);
     this.shown(task);
     if (changed && agent.webhook.notifyCancel) this.track(sendCancelNotice(this.ctx, agent, task));
-    return viewTask(this.ctx, agent, task, historyLength);
+    return Promise.resolve(viewTask(this.ctx, agent, task, historyLength));
   }
 
   /**

@@ -75,12 +75,26 @@ export function queryLedger(db: Db, q: LedgerQuery): LedgerRow[] {
   const where: string[] = [];
   const p: Record<string, unknown> = { limit: q.limit };
   if (q.verdict) {
-    if (/[:*]$/.test(q.verdict)) (where.push(`verdict LIKE @v`), (p.v = `${q.verdict.replace(/\*$/, '')}%`));
-    else (where.push('verdict = @v'), (p.v = q.verdict));
+    if (/[:*]$/.test(q.verdict)) {
+      where.push(`verdict LIKE @v`);
+      p.v = `${q.verdict.replace(/\*$/, '')}%`;
+    } else {
+      where.push('verdict = @v');
+      p.v = q.verdict;
+    }
   }
-  if (q.taskId) (where.push('task_id = @t'), (p.t = q.taskId));
-  if (q.since !== undefined) (where.push('seen_at >= @since'), (p.since = q.since));
-  if (q.until !== undefined) (where.push('seen_at <= @until'), (p.until = q.until));
+  if (q.taskId) {
+    where.push('task_id = @t');
+    p.t = q.taskId;
+  }
+  if (q.since !== undefined) {
+    where.push('seen_at >= @since');
+    p.since = q.since;
+  }
+  if (q.until !== undefined) {
+    where.push('seen_at <= @until');
+    p.until = q.until;
+  }
   const sql = `SELECT ${COLUMNS} FROM ledger ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT @limit`;
   return stmt(db, sql).all(p) as LedgerRow[];
 }

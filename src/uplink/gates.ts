@@ -192,7 +192,7 @@ export async function authenticate(raw: Buffer, m: Identified, o: AuthOptions): 
     const verified = candidates.find((s) => local.some((l) => l.b === s.b && l.status === 'pass'));
     if (!verified) {
       const mine = candidates.map((s) => local.find((x) => x.b === s.b));
-      const seen = candidates.map((s, i) => `s=${s.s}: ${mine[i] ? `${mine[i]!.status} (${mine[i]!.info})` : 'no result'}`).join('; ');
+      const seen = candidates.map((s, i) => `s=${s.s}: ${mine[i] ? `${mine[i].status} (${mine[i].info})` : 'no result'}`).join('; ');
       // Only a DNS failure for every candidate is temporary; a missing key or a bad signature is final.
       const temporary = mine.every((l) => l?.status === 'temperror');
       return { verdict: 'auth:dkim-unverified', reason: `gate 7: local DKIM verification of d=${m.agent.dkimDomain} did not pass (${seen})`, temporary };

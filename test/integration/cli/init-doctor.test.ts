@@ -12,6 +12,7 @@ import { runCli } from '../../helpers/cli.js';
 import { TEST_WEBHOOK_SECRET } from '../../helpers/config-dir.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import type { DoctorReport } from '../../../src/cli/doctor.js';
 
 /**
  * Issue 6, acceptance 1, as a new user would: `init` → edit → `doctor` reports each check; a wrong
@@ -135,10 +136,10 @@ describe('init → edit → doctor (issue 6, acceptance 1)', () => {
 
     const j = await runCli(['--config', config, 'doctor', '--json']);
     expect(j.status).toBe(0);
-    const report = JSON.parse(j.stdout);
+    const report = JSON.parse(j.stdout) as DoctorReport;
     expect(report.ok).toBe(true);
     expect(report.checks.map((c: { status: string }) => c.status).every((s: string) => s === 'ok')).toBe(true);
-    expect(report.hermes.agents).toEqual([{ name: 'grok', url: 'http://127.0.0.1:8765/agents/grok' }]);
+    expect(report.hermes!.agents).toEqual([{ name: 'grok', url: 'http://127.0.0.1:8765/agents/grok' }]);
     expect(j.stdout).not.toContain(bearer);
   });
 
@@ -189,7 +190,7 @@ describe('init → edit → doctor (issue 6, acceptance 1)', () => {
       expect(line(r.stdout, `dns ${zone.address}`).line).toMatch(/^ok /);
       const d = line(r.stdout, `dns 127.0.0.1:${closedPort}`);
       expect(d.line).toMatch(/^fail .*gave no answer for TXT _domainkey\.agent\.example/);
-      expect(d.next).toMatch(/^      fix: \[dns\] servers: use a server that answers for agent\.example/);
+      expect(d.next).toMatch(/^ {6}fix: \[dns\] servers: use a server that answers for agent\.example/);
     } finally {
       writeFileSync(config, text);
     }
@@ -213,7 +214,7 @@ describe('init → edit → doctor (issue 6, acceptance 1)', () => {
   it('a missing config file says to run init', async () => {
     const r = await runCli(['--config', join(root, 'nope.toml'), 'doctor']);
     expect(r.status).toBe(1);
-    expect(r.stdout).toMatch(/^fail  config file  cannot read .*nope\.toml: ENOENT\n      fix: create it with: a2a-mailbridge init/m);
+    expect(r.stdout).toMatch(/^fail {2}config file {2}cannot read .*nope\.toml: ENOENT\n {6}fix: create it with: a2a-mailbridge init/m);
   });
 });
 

@@ -2,10 +2,15 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LedgerJson } from '../../../src/cli/ledger.js';
+import type { showJson } from '../../../src/cli/show.js';
+import type { TaskJson } from '../../../src/cli/tasks.js';
 import { openDb } from '../../../src/store/db.js';
 import { runCli } from '../../helpers/cli.js';
 import { makeConfigDir, minimalToml, type ConfigDir } from '../../helpers/config-dir.js';
 import { IDS, RAW_FORGED, buildStore } from '../../helpers/store-fixture.js';
+
+type ShowJson = ReturnType<typeof showJson>;
 
 /**
  * The operator's read commands (issue 6) and prune/backup (issue 5), run as child processes on a
@@ -35,7 +40,7 @@ afterAll(() => {
 describe('exit codes and --version', () => {
   it('--version prints the version; usage errors exit 2', async () => {
     const v = await runCli(['--version']);
-    expect([v.status, v.stdout.trim()]).toEqual([0, JSON.parse(readFileSync('package.json', 'utf8')).version]);
+    expect([v.status, v.stdout.trim()]).toEqual([0, (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version]);
     expect((await runCli(['no-such-command'])).status).toBe(2);
     expect((await runCli(['show'])).status).toBe(2);
     expect((await runCli(['tasks', '--no-such-option'])).status).toBe(2);
@@ -60,7 +65,7 @@ describe('tasks', () => {
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^UPDATED \(UTC\)\s+STATE\s+AGENT\s+TURN\s+TASK\s+CONTEXT\s+WHY$/);
     expect(lines.slice(1).map((l) => l.split(/\s+/)[4])).toEqual([IDS.inputRequired, IDS.recentFailed, IDS.oldWorking, IDS.oldCompleted, IDS.oldCanceled]);
-    expect(lines[1]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ  INPUT_REQUIRED  grok /);
+    expect(lines[1]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ {2}INPUT_REQUIRED {2}grok /);
   });
 
   it('filters by agent, state, context, age and count; --json', async () => {
@@ -75,9 +80,9 @@ describe('tasks', () => {
     expect(await ids('--context', 'ctx-shared')).toEqual([IDS.inputRequired, IDS.oldCanceled]);
     expect(await ids('--since', '3d')).toEqual([IDS.inputRequired, IDS.recentFailed]);
     expect(await ids('--limit', '1')).toEqual([IDS.inputRequired]);
-    const [first] = JSON.parse((await cli('tasks', '--json', '--limit', '1')).stdout);
+    const [first] = JSON.parse((await cli('tasks', '--json', '--limit', '1')).stdout) as TaskJson[];
     expect(first).toMatchObject({ state: 'INPUT_REQUIRED', agent: 'grok', contextId: 'ctx-shared', turn: 1 });
-    expect(first.updatedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(first!.updatedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   });
 });
 
@@ -85,7 +90,7 @@ describe('show', () => {
   it('prints the timeline with attempts, verdicts, state changes, the audit entry and the gaps', async () => {
     const r = await cli('show', IDS.oldCompleted);
     expect(r.status, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/^task      11111111-0000-4000-8000-000000000001$/m);
+    expect(r.stdout).toMatch(/^task {6}11111111-0000-4000-8000-000000000001$/m);
     expect(r.stdout).toMatch(/webhook attempt 1 \(turn 1\): retry, HTTP 503 after 200 ms: HTTP 503/);
     expect(r.stdout).toMatch(/webhook attempt 2 \(turn 1\): accepted, HTTP 202 after 1\.0 s/);
     expect(r.stdout).toMatch(/mail #\d+ applied:done: all gates passed/);
@@ -98,7 +103,7 @@ describe('show', () => {
   it('takes a unique prefix; --json; an unknown task exits 1', async () => {
     const j = await cli('show', '3333', '--json');
     expect(j.status, j.stderr).toBe(0);
-    const shown = JSON.parse(j.stdout);
+    const shown = JSON.parse(j.stdout) as ShowJson;
     expect(shown.task).toMatchObject({ id: IDS.recentFailed, state: 'FAILED', failedBy: 'deadline' });
     expect(shown.ledger.map((l: { verdict: string }) => l.verdict)).toEqual(['auth:from-mismatch']);
     expect(j.stdout).not.toContain('reply_token');
@@ -120,9 +125,9 @@ describe('ledger', () => {
     const rows = prefix.stdout.trimEnd().split('\n').slice(1);
     expect(rows.map((l) => l.split(/\s+/)[2])).toEqual(['auth:from-mismatch', 'auth:dkim-unaligned']);
     expect(prefix.stdout).not.toContain('\x1b');
-    const exact = JSON.parse((await cli('ledger', '--verdict', 'auth:from-mismatch', '--json')).stdout);
+    const exact = JSON.parse((await cli('ledger', '--verdict', 'auth:from-mismatch', '--json')).stdout) as LedgerJson[];
     expect(exact.map((l: { verdict: string }) => l.verdict)).toEqual(['auth:from-mismatch']);
-    const applied = JSON.parse((await cli('ledger', '--verdict', 'applied:', '--json')).stdout);
+    const applied = JSON.parse((await cli('ledger', '--verdict', 'applied:', '--json')).stdout) as LedgerJson[];
     expect(applied.map((l: { verdict: string }) => l.verdict).sort()).toEqual(['applied:done', 'applied:input-required']);
     const unknown = await cli('ledger', '--verdict', 'forged');
     expect(unknown.status).toBe(2);
@@ -130,11 +135,11 @@ describe('ledger', () => {
   });
 
   it('filters by task, time and count; JSON never holds the raw bytes', async () => {
-    const byTask = JSON.parse((await cli('ledger', '--task', IDS.oldWorking, '--json')).stdout);
+    const byTask = JSON.parse((await cli('ledger', '--task', IDS.oldWorking, '--json')).stdout) as LedgerJson[];
     expect(byTask.map((l: { verdict: string }) => l.verdict)).toEqual(['auth:dkim-unaligned']);
-    const recent = JSON.parse((await cli('ledger', '--since', '2d', '--json')).stdout);
+    const recent = JSON.parse((await cli('ledger', '--since', '2d', '--json')).stdout) as LedgerJson[];
     expect(recent.map((l: { verdict: string }) => l.verdict)).toEqual(['no-task-id', 'applied:input-required', 'auth:from-mismatch']);
-    const old = JSON.parse((await cli('ledger', '--until', '30d', '--json')).stdout);
+    const old = JSON.parse((await cli('ledger', '--until', '30d', '--json')).stdout) as LedgerJson[];
     expect(old.map((l: { verdict: string }) => l.verdict)).toEqual(['no-task-id', 'auth:dkim-unaligned', 'applied:done']);
     expect(JSON.parse((await cli('ledger', '--limit', '2', '--json')).stdout)).toHaveLength(2);
     const all = await cli('ledger', '--json');
@@ -143,14 +148,14 @@ describe('ledger', () => {
   });
 
   it('--raw <id> writes the exact bytes to stdout; rows without bytes, or no such row, exit 1', async () => {
-    const [forged] = JSON.parse((await cli('ledger', '--verdict', 'auth:from-mismatch', '--json')).stdout);
-    const raw = await cli('ledger', '--raw', String(forged.id));
+    const [forged] = JSON.parse((await cli('ledger', '--verdict', 'auth:from-mismatch', '--json')).stdout) as LedgerJson[];
+    const raw = await cli('ledger', '--raw', String(forged!.id));
     expect(raw.status, raw.stderr).toBe(0);
     expect(raw.stdoutBytes.equals(RAW_FORGED)).toBe(true);
-    const [untagged] = JSON.parse((await cli('ledger', '--verdict', 'no-task-id', '--json', '--limit', '1')).stdout);
-    const none = await cli('ledger', '--raw', String(untagged.id));
+    const [untagged] = JSON.parse((await cli('ledger', '--verdict', 'no-task-id', '--json', '--limit', '1')).stdout) as LedgerJson[];
+    const none = await cli('ledger', '--raw', String(untagged!.id));
     expect(none.status).toBe(1);
-    expect(none.stderr).toBe(`a2a-mailbridge: ledger row #${untagged.id} (no-task-id) kept no raw bytes: only tagged mail is kept\n`);
+    expect(none.stderr).toBe(`a2a-mailbridge: ledger row #${untagged!.id} (no-task-id) kept no raw bytes: only tagged mail is kept\n`);
     expect((await cli('ledger', '--raw', '99999')).status).toBe(1);
     expect((await cli('ledger', '--raw', '1', '--json')).status).toBe(2);
   });
@@ -185,14 +190,14 @@ describe('backup and prune (issue 5)', () => {
     expect((await cli('prune')).status).toBe(2);
     const dry = await cli('prune', '--older-than', '30', '--dry-run', '--json');
     expect(dry.status, dry.stderr).toBe(0);
-    const planned = JSON.parse(dry.stdout);
+    const planned: unknown = JSON.parse(dry.stdout);
     expect(planned).toMatchObject({ dryRun: true, tasks: 2, turns: 2, attempts: 2, messages: 2, artifacts: 1, events: 5, ledger: 2 });
     expect(sha(store)).toBe(digestBefore);
 
     const done = await cli('prune', '--older-than', '30');
     expect(done.status, done.stderr).toBe(0);
     expect(done.stdout).toMatch(/^deleted 2 tasks, 2 turns, 2 dispatch attempts, 2 messages, 1 artifacts, 5 task events, 2 ledger rows \(tasks finished and mail seen before .*Z; open tasks and audit entries are kept\)\n$/);
-    const left = JSON.parse((await cli('tasks', '--json')).stdout).map((t: { id: string; state: string }) => [t.id, t.state]);
+    const left = (JSON.parse((await cli('tasks', '--json')).stdout) as TaskJson[]).map((t: { id: string; state: string }) => [t.id, t.state]);
     expect(left).toEqual([
       [IDS.inputRequired, 'INPUT_REQUIRED'],
       [IDS.recentFailed, 'FAILED'],
@@ -203,7 +208,7 @@ describe('backup and prune (issue 5)', () => {
 
     // Even a cut of 0 days leaves the open tasks.
     await cli('prune', '--older-than', '0');
-    const open = JSON.parse((await cli('tasks', '--json')).stdout).map((t: { id: string }) => t.id);
+    const open = (JSON.parse((await cli('tasks', '--json')).stdout) as TaskJson[]).map((t: { id: string }) => t.id);
     expect(open).toEqual([IDS.inputRequired, IDS.oldWorking]);
 
     const pruned = await cli('show', IDS.oldCompleted);
