@@ -8,6 +8,7 @@ import { taskCountsByState } from '../store/tasks.js';
 import { TERMINAL_STATES, type TaskState } from '../store/task-state.js';
 import { ImapMailbox } from '../uplink/imap-mailbox.js';
 import { MailboxError } from '../uplink/mailbox.js';
+import { plural } from '../plural.js';
 import { clean, cleanLines, printJson } from './format.js';
 import { probeDnsServer, probeWebhook } from './probes.js';
 
@@ -151,7 +152,7 @@ function checkStore(path: string): Check {
     db.close();
     const total = Object.values(counts).reduce((a, b) => a + (b ?? 0), 0);
     const open = Object.entries(counts).filter(([s]) => !TERMINAL_STATES.has(s as TaskState)).reduce((a, [, n]) => a + (n ?? 0), 0);
-    return { name, status: 'ok', detail: `${path}: quick_check ok, schema version ${version}, ${total} task(s), ${open} open` };
+    return { name, status: 'ok', detail: `${path}: quick_check ok, schema version ${version}, ${plural(total, 'task')}, ${open} open` };
   } catch (err) {
     if (!(err instanceof StoreError)) throw err;
     const { problem, fix } = splitFix(err.message);
@@ -293,7 +294,7 @@ export function formatDoctor(r: DoctorReport): string {
   }
   const failed = r.checks.filter((c) => c.status === 'fail').length;
   const skipped = r.checks.filter((c) => c.status === 'skip').length;
-  lines.push('', r.ok ? 'all checks passed' : `${failed} check(s) failed${skipped ? `, ${skipped} skipped` : ''}`);
+  lines.push('', r.ok ? 'all checks passed' : `${plural(failed, 'check')} failed${skipped ? `, ${skipped} skipped` : ''}`);
   return lines.join('\n');
 }
 

@@ -120,10 +120,11 @@ program
 
 program
   .command('backup')
-  .description('online copy of the store into a new file (mode 0600), checked with quick_check')
+  .description('online copy of the store into a new file (mode 0600, one file: no -wal/-shm), checked with quick_check')
   .argument('<file>', 'the new file; never overwritten')
   .option(...dbOption)
-  .action(async (file: string, o: { db?: string }) => run(await (await import('./backup.js')).runBackup(where(o), file)));
+  .option('--json', 'the file, its size, pages and schema version as JSON')
+  .action(async (file: string, o: { db?: string; json?: boolean }) => run(await (await import('./backup.js')).runBackup(where(o), file, o)));
 
 const service = program.command('service').description('the launchd or systemd service');
 service

@@ -1,5 +1,6 @@
 import { postWebhook, backoffMs, type DeliveryResult } from '../downlink/deliver.js';
 import { webhookHeaders } from '../downlink/sign.js';
+import { plural } from '../plural.js';
 import { attemptsOf, finishAttempt, startAttempt } from '../store/attempts.js';
 import { immediate } from '../store/db.js';
 import { getTask, transition } from '../store/tasks.js';
@@ -44,7 +45,7 @@ export async function attemptDispatch(ctx: BridgeContext, dispatchId: string): P
         attempts.length >= agent.webhook.maxAttempts
           ? `max_attempts ${agent.webhook.maxAttempts}`
           : `max_age_s ${agent.webhook.maxAgeMs / 1000}`;
-      const why = `dispatch exhausted after ${attempts.length} attempt(s) (${limit}): ${last?.error ?? 'no answer'}`;
+      const why = `dispatch exhausted after ${plural(attempts.length, 'attempt')} (${limit}): ${last?.error ?? 'no answer'}`;
       setDispatchState(db, dispatchId, { state: 'failed', nextAttemptAt: null });
       transition(db, task, 'FAILED', { at: now, cause: why, failedBy: 'dispatch', deadlineAt: null });
       return null;
@@ -92,7 +93,7 @@ export async function attemptDispatch(ctx: BridgeContext, dispatchId: string): P
           const limit = attempt.attempt >= agent.webhook.maxAttempts ? `max_attempts ${agent.webhook.maxAttempts}` : `max_age_s ${agent.webhook.maxAgeMs / 1000}`;
           transition(db, task, 'FAILED', {
             at,
-            cause: `dispatch exhausted after ${attempt.attempt} attempt(s) (${limit}): ${result.error}`,
+            cause: `dispatch exhausted after ${plural(attempt.attempt, 'attempt')} (${limit}): ${result.error}`,
             failedBy: 'dispatch',
             deadlineAt: null,
           });

@@ -1,3 +1,4 @@
+import { plural } from '../plural.js';
 import { immediate } from '../store/db.js';
 import { hasRawDigest, isSourceRecorded, recordVerdict, type LedgerEntry } from '../store/ledger.js';
 import { advanceWatermark, getMailboxState, recordCheck, resetWatermark } from '../store/mailbox-state.js';
@@ -77,10 +78,13 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
         ctx.metrics?.promotionSeconds.observe(Math.max(0, ctx.now() - msg.receivedAt) / 1000);
       }
     }
-    const applied = Object.entries(summary.verdicts)
-      .filter(([v]) => v.startsWith('applied:') || v === 'late:recorded')
-      .reduce((n, [, c]) => n + (c ?? 0), 0);
-    const line = `ok, ${summary.fetched} new message(s), ${applied} applied${result.more ? ', more waiting' : ''}`;
+    let applied = 0;
+    let refused = 0;
+    for (const [v, c] of Object.entries(summary.verdicts)) {
+      if (v.startsWith('applied:') || v === 'late:recorded') applied += c ?? 0;
+      else refused += c ?? 0;
+    }
+    const line = `ok, ${plural(summary.fetched, 'new message')}, ${applied} applied${refused ? `, ${refused} refused` : ''}${result.more ? ', more waiting' : ''}`;
     immediate(db, () => recordCheck(db, mailbox.folder, { at: ctx.now(), ok: true, result: line }));
   } catch (err) {
     const message = err instanceof MailboxError ? err.message : `unexpected error: ${(err as Error).message}`;

@@ -9,6 +9,7 @@
  */
 import { isIPv4, isIPv6 } from 'node:net';
 import { FASTMAIL_HOST_PATTERN } from '../config/config.js';
+import { plural } from '../plural.js';
 import { parseAuthResults, type AuthResult } from './auth-results.js';
 import type { HeaderField } from './raw-headers.js';
 
@@ -315,6 +316,6 @@ export function findTrustedResults(fields: readonly HeaderField[], profile: Prov
   disagreements('dkim', dkimSeen, results.conflicts);
   disagreements('dmarc', dmarcSeen, results.conflicts);
   disagreements('spf', spfSeen, results.conflicts);
-  const conflictText = results.conflicts.length ? `; ${results.conflicts.length} conflict(s): ${results.conflicts.join('; ')}` : '';
+  const conflictText = results.conflicts.length ? `; ${plural(results.conflicts.length, 'conflict')}: ${results.conflicts.join('; ')}` : '';
   return { ok: true, border: border.index, results, reason: `${borderText}; trusted Authentication-Results ${trusted.join(', ')}${conflictText}` };
 }

@@ -152,7 +152,7 @@ describe('init → edit → doctor (issue 6, acceptance 1)', () => {
       expect(m.line).toMatch(new RegExp(`^fail  mailbox +IMAP login failed for ${dovecot.user}$`));
       expect(m.next).toBe('      fix: check mailbox.imap.user and the password in mailbox.imap.password_file (most providers want an app password)');
       expect(r.stdout).not.toContain('not-the-password');
-      expect(r.stdout.trimEnd().endsWith('1 check(s) failed')).toBe(true);
+      expect(r.stdout.trimEnd().endsWith('1 check failed')).toBe(true);
     } finally {
       writeFileSync(pwFile, `${dovecot.password}\n`);
     }

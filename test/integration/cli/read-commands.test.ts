@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDb } from '../../../src/store/db.js';
@@ -167,6 +167,9 @@ describe('backup and prune (issue 5)', () => {
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(new RegExp(`^backup written: ${target} \\(\\d+ bytes, \\d+ pages, schema version \\d+, quick_check ok\\)\\n$`));
     expect(statSync(target).mode & 0o777).toBe(0o600);
+    // One self-contained file: no -wal/-shm beside it (it is no longer in WAL mode).
+    const beside = (): string[] => readdirSync(c.dir).filter((f) => f.startsWith('backup.sqlite')).sort();
+    expect(beside()).toEqual(['backup.sqlite']);
     const copy = openDb(target, { readOnly: true });
     expect(copy.pragma('quick_check', { simple: true })).toBe('ok');
     expect((copy.prepare('SELECT count(*) AS n FROM tasks').get() as { n: number }).n).toBe(5);
@@ -179,6 +182,22 @@ describe('backup and prune (issue 5)', () => {
     // A backup is a store the read commands take with --db.
     const fromBackup = await runCli(['tasks', '--db', target, '--json']);
     expect(JSON.parse(fromBackup.stdout)).toHaveLength(5);
+    expect(beside()).toEqual(['backup.sqlite']);
+  });
+
+  it('backup --json reports the copy; a missing folder is refused with the command that creates it', async () => {
+    const target = join(c.dir, 'backup-json.sqlite');
+    const r = await cli('backup', target, '--json');
+    expect(r.status, r.stderr).toBe(0);
+    const report = JSON.parse(r.stdout);
+    expect(report).toEqual({ file: target, bytes: statSync(target).size, pages: expect.any(Number), schemaVersion: expect.any(Number), quickCheck: 'ok' });
+    expect(report.bytes).toBe(report.pages * 4096);
+
+    const missing = join(c.dir, 'no-such-folder', 'b.sqlite');
+    const m = await cli('backup', missing);
+    expect(m.status).toBe(1);
+    expect(m.stderr).toBe(`a2a-mailbridge: the folder ${join(c.dir, 'no-such-folder')} does not exist; create it first (mkdir -m 700 -p ${join(c.dir, 'no-such-folder')}) or choose a file in an existing folder\n`);
+    expect(existsSync(join(c.dir, 'no-such-folder'))).toBe(false);
   });
 
   it('prune --dry-run counts and deletes nothing; prune then deletes exactly that, never an open task', async () => {
@@ -191,7 +210,7 @@ describe('backup and prune (issue 5)', () => {
 
     const done = await cli('prune', '--older-than', '30');
     expect(done.status, done.stderr).toBe(0);
-    expect(done.stdout).toMatch(/^deleted 2 tasks, 2 turns, 2 dispatch attempts, 2 messages, 1 artifacts, 5 task events, 2 ledger rows \(tasks finished and mail seen before .*Z; open tasks and audit entries are kept\)\n$/);
+    expect(done.stdout).toMatch(/^deleted 2 tasks, 2 turns, 2 dispatch attempts, 2 messages, 1 artifact, 5 task events, 2 ledger rows \(tasks finished and mail seen before .*Z; open tasks and audit entries are kept\)\n$/);
     const left = JSON.parse((await cli('tasks', '--json')).stdout).map((t: { id: string; state: string }) => [t.id, t.state]);
     expect(left).toEqual([
       [IDS.inputRequired, 'INPUT_REQUIRED'],

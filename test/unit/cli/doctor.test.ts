@@ -75,7 +75,7 @@ describe('doctor: pure parts', () => {
       'fail  webhook grok               evil \\u{1b}[2J text',
       '      fix: check the URL',
       '',
-      '2 check(s) failed, 1 skipped',
+      '2 checks failed, 1 skipped',
     ]);
   });
 });
