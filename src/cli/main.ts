@@ -94,7 +94,7 @@ program
   .command('ledger')
   .description('the mail ledger: every fetched message and its verdict, newest first')
   .option('--verdict <verdict>', 'an exact verdict (bad-token) or a prefix ending in ":" (auth:)')
-  .option('--task <id>', 'only mail tagged with this task')
+  .option('--task <id>', 'only mail tagged with this task: its id or a unique prefix (at least 4 characters)')
   .option('--since <time>', 'seen since: ISO time or age (30m, 2h, 7d)')
   .option('--until <time>', 'seen until: ISO time or age')
   .option('--limit <n>', 'at most n rows (default 50)')
@@ -114,7 +114,7 @@ program
 
 program
   .command('retry')
-  .description('re-dispatch a task whose webhook was never accepted (same job, fresh token and webhook-id)')
+  .description('re-dispatch a task that FAILED by dispatch (attempts exhausted, or refused by the webhook): same job, fresh token and webhook-id')
   .argument('<task>', 'task id, or a unique prefix of at least 4 characters')
   .action(async (task: string) => run(await (await import('./retry.js')).runRetry(config(), task)));
 

@@ -132,6 +132,16 @@ describe('ledger', () => {
   it('filters by task, time and count; JSON never holds the raw bytes', async () => {
     const byTask = JSON.parse((await cli('ledger', '--task', IDS.oldWorking, '--json')).stdout);
     expect(byTask.map((l: { verdict: string }) => l.verdict)).toEqual(['auth:dkim-unaligned']);
+    // The TASK column prints 8 characters: that prefix (in any case) finds the same rows.
+    const table = (await cli('ledger', '--verdict', 'auth:dkim-unaligned')).stdout.trimEnd().split('\n');
+    const shortId = table[1]!.split(/\s+/)[3]!;
+    expect(shortId).toBe(IDS.oldWorking.slice(0, 8));
+    expect(JSON.parse((await cli('ledger', '--task', shortId, '--json')).stdout)).toEqual(byTask);
+    expect(JSON.parse((await cli('ledger', '--task', shortId.toUpperCase(), '--json')).stdout)).toEqual(byTask);
+    // A task that does not exist is said so, exit 1 — not an empty table with exit 0.
+    const none = await cli('ledger', '--task', 'ffffffff');
+    expect([none.status, none.stdout]).toEqual([1, '']);
+    expect(none.stderr).toBe('a2a-mailbridge: no such task: ffffffff, and no mail in the ledger names it; list the tasks with: a2a-mailbridge tasks\n');
     const recent = JSON.parse((await cli('ledger', '--since', '2d', '--json')).stdout);
     expect(recent.map((l: { verdict: string }) => l.verdict)).toEqual(['no-task-id', 'applied:input-required', 'auth:from-mismatch']);
     const old = JSON.parse((await cli('ledger', '--until', '30d', '--json')).stdout);
