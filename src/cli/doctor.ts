@@ -1,7 +1,8 @@
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
-import { ConfigError, loadConfig, type Config } from '../config/config.js';
+import { ConfigError, loadConfig, tomlSyntaxMessage, type Config } from '../config/config.js';
+import { exampleIdentities, exampleIdentitiesText } from '../config/example-identities.js';
 import { readSecretFile, SecretFileError } from '../config/secret-file.js';
 import { openDb, StoreError } from '../store/db.js';
 import { taskCountsByState } from '../store/tasks.js';
@@ -12,9 +13,10 @@ import { plural } from '../plural.js';
 import { clean, cleanLines, printJson } from './format.js';
 import { probeDnsServer, probeWebhook } from './probes.js';
 
-export type CheckStatus = 'ok' | 'fail' | 'skip';
+/** `warn`: works, but is not what a real set-up has (an example name still configured); does not fail doctor. */
+export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skip';
 
-/** One line of the report. `fix` is one line, present on `fail` (and on `skip`, naming what to fix first). */
+/** One line of the report. `fix` is one line, present on `fail` and `warn` (and on `skip`, naming what to fix first). */
 export interface Check {
   name: string;
   status: CheckStatus;
@@ -98,12 +100,18 @@ function checkSecret(ref: SecretRef): Check {
 function checkConfigFile(file: string): { check: Check; doc?: Doc } {
   const name = 'config file';
   let doc: Doc;
+  let text: string;
   try {
-    doc = parseToml(readFileSync(file, 'utf8')) as Doc;
+    text = readFileSync(file, 'utf8');
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code) return { check: { name, status: 'fail', detail: `cannot read ${file}: ${code}`, fix: 'create it with: a2a-mailbridge init (or pass --config <file>)' } };
-    return { check: { name, status: 'fail', detail: `${file} is not valid TOML: ${(err as Error).message.split('\n')[0]}`, fix: 'correct the TOML syntax at the line shown' } };
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    return { check: { name, status: 'fail', detail: `cannot read ${file}: ${code}`, fix: 'create it with: a2a-mailbridge init (or pass --config <file>)' } };
+  }
+  try {
+    doc = parseToml(text) as Doc;
+  } catch (err) {
+    const { problem, fix } = splitFix(tomlSyntaxMessage(file, text, err));
+    return { check: { name, status: 'fail', detail: problem, fix: fix ?? 'correct the TOML syntax' } };
   }
   for (const p of [file, dirname(file)]) {
     const st = statSync(p);
@@ -274,10 +282,14 @@ export async function doctor(configFile: string): Promise<DoctorReport> {
     checks.push(await checkMailbox(config, passwordOk));
     for (let i = 0; i < config.agents.length; i++) checks.push(await checkWebhook(config, i));
     for (const server of config.dnsServers) checks.push(await checkDns(config, server));
+    const examples = exampleIdentities(config);
+    if (examples.length > 0) {
+      checks.push({ name: 'example identities', status: 'warn', detail: exampleIdentitiesText(examples), fix: `replace them in ${file} with your mailbox and the agent's real address, DKIM domain and webhook URL` });
+    }
     const tokenFile = refs.find((r) => r.key === 'server.bearer_file')?.path ?? 'your bearer file';
     report.hermes = hermesSnippet(config, tokenFile);
   }
-  report.ok = checks.every((c) => c.status === 'ok');
+  report.ok = checks.every((c) => c.status === 'ok' || c.status === 'warn');
   return report;
 }
 
@@ -294,7 +306,10 @@ export function formatDoctor(r: DoctorReport): string {
   }
   const failed = r.checks.filter((c) => c.status === 'fail').length;
   const skipped = r.checks.filter((c) => c.status === 'skip').length;
-  lines.push('', r.ok ? 'all checks passed' : `${plural(failed, 'check')} failed${skipped ? `, ${skipped} skipped` : ''}`);
+  const warned = r.checks.filter((c) => c.status === 'warn').length;
+  const warnings = warned ? `${plural(warned, 'warning')} to fix before real use` : '';
+  const summary = !r.ok ? `${plural(failed, 'check')} failed${skipped ? `, ${skipped} skipped` : ''}${warned ? `; ${warnings}` : ''}` : warned ? `no check failed, but ${warnings}` : 'all checks passed';
+  lines.push('', summary);
   return lines.join('\n');
 }
 
@@ -302,7 +317,7 @@ export function formatDoctor(r: DoctorReport): string {
  * `a2a-mailbridge doctor [--json]`: checks the config, each secret file, the store (read-only),
  * the mailbox (IMAP login and EXAMINE, or the Maildir folders), each webhook's DNS and TCP/TLS
  * reachability without waking the agent, and the configured DNS servers; prints the Hermes snippet.
- * @returns 0 when every check passed, else 1
+ * @returns 0 when no check failed (warnings, such as example names still configured, do not fail), else 1
  */
 export async function runDoctor(configFile: string, o: { json?: boolean }): Promise<number> {
   const report = await doctor(configFile);

@@ -1,6 +1,5 @@
 /** Value readers shared by the config's tables: addresses, loopback literals, secret files. */
 import { isIP } from 'node:net';
-import { resolve } from 'node:path';
 import { ConfigError, type Fields } from './fields.js';
 import { readSecretFile, SecretFileError } from './secret-file.js';
 
@@ -20,7 +19,7 @@ export function isLoopbackLiteral(host: string): boolean {
  * @throws ConfigError naming the key, the file and the fix
  */
 export function secret(f: Fields, name: string, baseDir: string, o: { token?: boolean } = {}): string {
-  const p = resolve(baseDir, f.string(name));
+  const p = f.path(name, baseDir);
   let value: string;
   try {
     value = readSecretFile(p, f.key(name));
