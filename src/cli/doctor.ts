@@ -4,12 +4,14 @@ import { parse as parseToml } from 'smol-toml';
 import { ConfigError, loadConfig, tomlSyntaxMessage, type Config } from '../config/config.js';
 import { exampleIdentities, exampleIdentitiesText } from '../config/example-identities.js';
 import { readSecretFile, SecretFileError } from '../config/secret-file.js';
+import { missingSecretFix } from '../config/secret-kinds.js';
 import { openDb, StoreError } from '../store/db.js';
 import { taskCountsByState } from '../store/tasks.js';
 import { TERMINAL_STATES, type TaskState } from '../store/task-state.js';
 import { ImapMailbox } from '../uplink/imap-mailbox.js';
 import { MailboxError } from '../uplink/mailbox.js';
 import { plural } from '../plural.js';
+import { configPath } from './config-path.js';
 import { clean, cleanLines, printJson } from './format.js';
 import { probeDnsServer, probeWebhook } from './probes.js';
 
@@ -41,13 +43,13 @@ export interface DoctorReport {
 }
 
 /** A `*_file` key the loader reads, from the raw TOML (so each file is checked even when the loader stops at the first). */
-interface SecretRef {
+export interface SecretRef {
   key: string;
   path: string;
   what: string;
 }
 
-type Doc = Record<string, unknown>;
+export type Doc = Record<string, unknown>;
 const table = (v: unknown): Doc => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Doc) : {});
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
@@ -81,7 +83,7 @@ export function splitFix(message: string): { problem: string; fix?: string } {
   return { problem: message.slice(0, i), fix: message.slice(i + 2).replace(/^run: /, '') };
 }
 
-function checkSecret(ref: SecretRef): Check {
+function checkSecret(ref: SecretRef, configFlag: string): Check {
   const name = `secret ${ref.key}`;
   try {
     readSecretFile(ref.path, ref.key);
@@ -89,6 +91,9 @@ function checkSecret(ref: SecretRef): Check {
     return { name, status: 'ok', detail: `${ref.path} (mode ${mode}, yours)` };
   } catch (err) {
     if (!(err instanceof SecretFileError)) throw err;
+    if ((err.cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') {
+      return { name, status: 'fail', detail: `secret file ${ref.path} does not exist`, fix: missingSecretFix(ref.key, ref.path, configFlag) };
+    }
     if (/placeholder/.test(err.message)) {
       return { name, status: 'fail', detail: `${ref.path} still holds a placeholder`, fix: `write ${ref.what} into ${ref.path} (the file stays mode 0600)` };
     }
@@ -270,7 +275,9 @@ export async function doctor(configFile: string): Promise<DoctorReport> {
   checks.push(first.check);
   if (!first.doc) return report;
   const refs = secretRefs(first.doc, dirname(file));
-  const secretChecks = refs.map(checkSecret);
+  // The commands a fix names carry --config unless this is the config they find by themselves.
+  const configFlag = resolve(configPath(undefined)) === file ? '' : ` --config ${file}`;
+  const secretChecks = refs.map((r) => checkSecret(r, configFlag));
   checks.push(...secretChecks);
   const { check, config } = checkConfig(file);
   checks.push(check);

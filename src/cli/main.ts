@@ -71,6 +71,12 @@ program
   .action(async (o: { json?: boolean }) => run(await (await import('./doctor.js')).runDoctor(config(), o)));
 
 program
+  .command('config')
+  .description('print the config in effect: every key with its default filled in, paths absolute, secrets as their files only')
+  .option('--json', 'as JSON')
+  .action(async (o: { json?: boolean }) => run((await import('./show-config.js')).runConfig(config(), o)));
+
+program
   .command('tasks')
   .description('list tasks, newest status first')
   .option('--agent <name>', 'only this agent')
@@ -125,6 +131,15 @@ program
   .option(...dbOption)
   .option('--json', 'the file, its size, pages and schema version as JSON')
   .action(async (file: string, o: { db?: string; json?: boolean }) => run(await (await import('./backup.js')).runBackup(where(o), file, o)));
+
+const secret = program.command('secret').description('the secret files the config names');
+secret
+  .command('new')
+  .description("(re)generate one secret file, mode 0600: the facade's bearer or an agent's whsec_ signing secret; never printed")
+  .argument('<name>', 'bearer, webhook-secret, or a key as doctor names it (server.bearer_file, agents[0].webhook.secret_file)')
+  .option('--agent <name>', 'with several agents: whose webhook secret')
+  .option('--force', 'replace an existing file (the old secret stops working)')
+  .action(async (name: string, o: { agent?: string; force?: boolean }) => run((await import('./secret.js')).runSecretNew(config(), name, o)));
 
 const service = program.command('service').description('the launchd or systemd service');
 service

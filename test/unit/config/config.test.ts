@@ -1,7 +1,8 @@
 import { chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, effectiveConfig, loadConfig } from '../../../src/config/config.js';
+import { parse, stringify } from 'smol-toml';
+import { ConfigError, effectiveConfig, loadConfig, parseConfig, type Config } from '../../../src/config/config.js';
 import { makeConfigDir, minimalToml, TEST_BEARER, TEST_WEBHOOK_SECRET, writeSecret } from '../../helpers/config-dir.js';
 
 describe('loadConfig', () => {
@@ -169,5 +170,35 @@ describe('second hostile trial', () => {
     expect(() => loadConfig(far.configPath)).toThrow('config key store.colour: is not a known key; the keys known in [store] are: path');
     const top = makeConfigDir(`mailboxes = 1\n${minimalToml()}`);
     expect(() => loadConfig(top.configPath)).toThrow(/config key mailboxes: is not a known key; did you mean mailbox\? \(known in the top level: agents, dns, log, mailbox, server, store\)/);
+  });
+});
+
+describe('the config in effect (issue 16: a2a-mailbridge config)', () => {
+  /** A Config as plain data: patterns by source, URLs by href. */
+  const plain = (c: Config): unknown => JSON.parse(JSON.stringify(c, (_k, v: unknown) => (v instanceof RegExp ? `/${v.source}/${v.flags}` : v instanceof URL ? v.href : v)));
+
+  it('holds every key with its default, and parsed again gives the same config', () => {
+    const extra = `
+[log]
+level = "debug"
+[dns]
+servers = ["127.0.0.1:5353"]
+`;
+    const c = makeConfigDir(minimalToml({ listen: 'localhost:8765' }) + extra);
+    const config = loadConfig(c.configPath);
+    const effective = effectiveConfig(config)!;
+    expect(effective).toMatchObject({
+      server: { listen: '127.0.0.1:8765', bearer_file: join(c.dir, 'bearer'), name: 'a2a-mailbridge', caller_timeout_s: 30 },
+      store: { path: join(c.dir, 'state/bridge.sqlite') },
+      mailbox: { kind: 'maildir', check_interval_s: 15, check_wait_ms: 5000, watch: false, authserv_id: '[a-z0-9-]+\\.messagingengine\\.com', maildir: { path: join(c.dir, 'Maildir') } },
+      log: { level: 'debug', max_size_mb: 10 },
+      dns: { servers: ['127.0.0.1:5353'] },
+      agents: [{ name: 'grok', tag: 'GROK', deadline_s: 3600, webhook: { auth: 'both', timeout_s: 10, secret_file: join(c.dir, 'webhook-secret') } }],
+    });
+    expect(JSON.stringify(effective)).not.toContain(TEST_BEARER);
+    expect(JSON.stringify(effective)).not.toContain(TEST_WEBHOOK_SECRET);
+    // Every default written out and read back, from another folder: the same config.
+    const again = parseConfig(parse(stringify(effective)), '/elsewhere', config.file);
+    expect(plain(again)).toEqual(plain(config));
   });
 });
