@@ -94,7 +94,7 @@ export function runSecretNew(configFile: string, name: string, o: SecretNewOptio
   }
   let doc: Doc;
   try {
-    doc = parseToml(text) as Doc;
+    doc = parseToml(text);
   } catch (err) {
     throw new ConfigError('(syntax)', tomlSyntaxMessage(file, text, err), { cause: err });
   }
@@ -119,7 +119,8 @@ export function runSecretNew(configFile: string, name: string, o: SecretNewOptio
   writeSecretFile(ref.path, `${secret}\n`, exists);
   const agents = Array.isArray(doc.agents) ? (doc.agents as Doc[]) : [];
   const agentName = /^agents\[(\d+)\]/.exec(ref.key)?.[1];
-  const agentLabel = agentName === undefined ? undefined : String(agents[Number(agentName)]?.name ?? `agents[${agentName}]`);
+  const named = agentName === undefined ? undefined : agents[Number(agentName)]?.name;
+  const agentLabel = typeof named === 'string' ? named : agentName === undefined ? undefined : `agents[${agentName}]`;
   const what = kind === 'bearer' ? "the facade's bearer (32 random bytes, hex)" : 'a Standard Webhooks signing secret (whsec_ + base64 of 32 random bytes)';
   process.stdout.write(`${exists ? 'replaced' : 'wrote'} ${ref.path} (${ref.key}, mode 0600): ${what}, not shown here\nnext: ${nextStep(kind, ref, agentLabel, file)}\n`);
   return 0;
