@@ -150,6 +150,20 @@ service
   .option('--dry-run', 'print the file instead of writing it')
   .option('--force', 'replace an existing file')
   .action(async (o: ServiceInstallOptions) => run((await import('./service.js')).runServiceInstall(config(), o)));
+service
+  .command('uninstall')
+  .description('stop and unload the service (systemctl --user disable --now, or launchctl bootout) and remove its file; the config, store and logs stay')
+  .option('--launchd', 'the LaunchAgent (default on macOS)')
+  .option('--systemd', 'the systemd user unit (default elsewhere)')
+  .option('--dry-run', 'print what would be run and removed')
+  .action(async (o: { launchd?: boolean; systemd?: boolean; dryRun?: boolean }) => run((await import('./service-manage.js')).runServiceUninstall(o)));
+service
+  .command('status')
+  .description('is the service file installed and up to date, what the manager says, and does the bridge answer /health; exit 0 only when installed and answering')
+  .option('--launchd', 'the LaunchAgent (default on macOS)')
+  .option('--systemd', 'the systemd user unit (default elsewhere)')
+  .option('--json', 'as JSON')
+  .action(async (o: { launchd?: boolean; systemd?: boolean; json?: boolean }) => run(await (await import('./service-manage.js')).runServiceStatus(config(), o)));
 
 program
   .command('demo')
