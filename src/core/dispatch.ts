@@ -48,6 +48,7 @@ export async function attemptDispatch(ctx: BridgeContext, dispatchId: string): P
       const why = `dispatch exhausted after ${plural(attempts.length, 'attempt')} (${limit}): ${last?.error ?? 'no answer'}`;
       setDispatchState(db, dispatchId, { state: 'failed', nextAttemptAt: null });
       transition(db, task, 'FAILED', { at: now, cause: why, failedBy: 'dispatch', deadlineAt: null });
+      ctx.log.warn({ dispatchId, task: task.id, attempts: attempts.length }, 'dispatch exhausted: task FAILED');
       return null;
     }
     const attempt = startAttempt(db, { dispatchId, taskId: task.id, turn: turn.turn, at: now });
@@ -62,7 +63,9 @@ export async function attemptDispatch(ctx: BridgeContext, dispatchId: string): P
   const result = await postWebhook(agent.webhook.url, headers, envelope, agent.webhook.timeoutMs, ctx.dispatcher, ctx.now);
   if (result.outcome === 'accepted') failpoint('after-webhook-2xx');
   ctx.metrics?.attempts.inc({ outcome: result.outcome, kind: 'dispatch' });
-  ctx.log.info({ dispatchId, outcome: result.outcome, status: result.httpStatus, error: result.error }, 'webhook result');
+  const fields = { dispatchId, task: attempt.taskId, attempt: attempt.attempt, outcome: result.outcome, status: result.httpStatus, error: result.error };
+  if (result.outcome === 'accepted') ctx.log.info(fields, 'webhook result');
+  else ctx.log.warn(fields, 'webhook result: not accepted');
 
   immediate(db, () => {
     const at = ctx.now();
