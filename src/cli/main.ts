@@ -77,6 +77,12 @@ program
   .action(async (o: { json?: boolean }) => run((await import('./show-config.js')).runConfig(config(), o)));
 
 program
+  .command('status')
+  .description('a short summary: is the bridge answering, store size, open tasks, the last mailbox check, failing webhooks, refused replies for open tasks')
+  .option('--json', 'as JSON')
+  .action(async (o: { json?: boolean }) => run(await (await import('./status.js')).runStatus(config(), o)));
+
+program
   .command('tasks')
   .description('list tasks, newest status first')
   .option('--agent <name>', 'only this agent')

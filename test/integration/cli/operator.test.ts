@@ -32,7 +32,7 @@ async function rpc(method: string, params: unknown): Promise<any> {
 
 beforeAll(async () => {
   // Nothing listens on this port: every webhook attempt ends in ECONNREFUSED and is retried.
-  c = makeConfigDir(minimalToml({ webhookUrl: `http://127.0.0.1:${await freePort()}/hook` }));
+  c = makeConfigDir(minimalToml({ webhookUrl: `http://127.0.0.1:${await freePort()}/hook`, listen: `127.0.0.1:${await freePort()}` }));
   for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(c.dir, 'Maildir', sub), { recursive: true });
   app = await startApp(loadConfig(c.configPath), { log: createLogger('silent') });
   const body = hermesBody('a job for an agent that is down', 'ctx-operator');
@@ -75,6 +75,18 @@ describe('a SUBMITTED task whose only attempt got ECONNREFUSED', () => {
     expect(r.stderr).toContain('`retry` is for a task that FAILED by dispatch (its attempts exhausted, or refused by the webhook)');
     expect(r.stderr).not.toMatch(/never accepted/);
     expect(getTask(app.bridge.ctx.db, taskId)!.state).toBe('SUBMITTED');
+  });
+});
+
+describe('status beside a running bridge', () => {
+  it('says the bridge answers and lists the webhook that is not accepted, with the command that shows it', async () => {
+    const r = await cli('status');
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`bridge    answering at ${app.server.baseUrl} (version `);
+    expect(r.stdout).toContain('/health status ok)');
+    expect(r.stdout).toContain('webhooks  1 dispatch not accepted yet:\n');
+    expect(r.stdout).toMatch(new RegExp(`\\n {12}task ${taskId.slice(0, 8)} \\(grok\\) attempt \\d failed: network error: ECONNREFUSED; next \\S+Z: a2a-mailbridge show ${taskId.slice(0, 8)}\\n`));
+    expect(r.stdout).toMatch(/\nmailbox   maildir, last checked \S+Z \(\d+ s ago\): ok, 0 new messages, 0 applied\n/);
   });
 });
 

@@ -170,6 +170,28 @@ describe('ledger', () => {
   });
 });
 
+describe('status (issue 16)', () => {
+  it('sums up tasks, the mailbox, failing webhooks and refused replies for open tasks, read-only', async () => {
+    const r = await cli('status');
+    expect(r.status, r.stderr).toBe(0);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines[0]).toBe(`a2a-mailbridge status: ${c.configPath}`);
+    expect(lines[1]).toBe('bridge    not answering at http://127.0.0.1:0 (server.listen has port 0 (a new port at each start): cannot tell); start it: a2a-mailbridge serve, or a2a-mailbridge service status');
+    expect(lines[2]).toMatch(new RegExp(`^store {5}${store.replaceAll('.', '\\.')}: \\d+\\.\\d (KiB|MiB) on disk \\(with its -wal/-shm\\)$`));
+    expect(lines.slice(3)).toEqual([
+      'tasks     2 open (0 SUBMITTED, 1 WORKING, 1 INPUT_REQUIRED); 3 finished',
+      'mailbox   maildir, never checked yet',
+      'webhooks  none failing',
+      'refused   replies refused for 1 open task:',
+      expect.stringMatching(/^ {12}task 22222222 \(grok, WORKING\): 1 reply, last auth:dkim-unaligned \(\d+ d \d+ h ago\): a2a-mailbridge ledger --task 22222222$/),
+    ]);
+    const j = JSON.parse((await cli('status', '--json')).stdout);
+    expect(j).toMatchObject({ tasks: { open: 2, finished: 3 }, failingWebhooks: [], refusedRepliesForOpenTasks: [{ taskId: IDS.oldWorking, count: 1, lastVerdict: 'auth:dkim-unaligned' }] });
+    expect(j.store.bytes).toBeGreaterThan(0);
+    expect(sha(store)).toBe(digestBefore);
+  });
+});
+
 describe('backup and prune (issue 5)', () => {
   it('backup writes a new 0600 file that opens and passes quick_check; it never overwrites', async () => {
     const target = join(c.dir, 'backup.sqlite');
