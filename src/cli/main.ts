@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { Command, type CommanderError } from 'commander';
+import { Argument, Command, type CommanderError } from 'commander';
 import { VERSION } from '../a2a/agent-card.js';
 import { configPath } from './config-path.js';
 import { CliFailure } from './errors.js';
@@ -170,6 +170,14 @@ service
   .option('--systemd', 'the systemd user unit (default elsewhere)')
   .option('--json', 'as JSON')
   .action(async (o: { launchd?: boolean; systemd?: boolean; json?: boolean }) => run(await (await import('./service-manage.js')).runServiceStatus(config(), o)));
+
+program
+  .command('completion')
+  .description('print a shell completion script, generated from this program (install: see the README)')
+  .addArgument(new Argument('<shell>', 'bash, zsh or fish').choices(['bash', 'zsh', 'fish']))
+  .action(async (shell: 'bash' | 'zsh' | 'fish') => {
+    process.stdout.write((await import('./completion.js')).completionScript(program, shell));
+  });
 
 program
   .command('demo')
