@@ -377,7 +377,7 @@ describe('webhook delivery faults (issue 5, acceptance 1)', () => {
         return err;
       }
     };
-    expect(refused(id)).toMatchObject({ kind: 'unsupportedOperation', message: expect.stringMatching(/is completed; only a task whose webhook was never accepted can be retried$/) });
+    expect(refused(id)).toMatchObject({ kind: 'unsupportedOperation', message: expect.stringMatching(/is completed; only a task that failed by dispatch \(attempts exhausted, or refused by the webhook\) can be retried$/) });
     const working = await call(h, 'Another job', newContext());
     expect(working.task.status.state).toBe('TASK_STATE_WORKING');
     expect(refused(working.task.id)).toMatchObject({ kind: 'unsupportedOperation', message: expect.stringMatching(/is working;/) });
