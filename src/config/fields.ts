@@ -163,7 +163,10 @@ export class Fields {
 
   tableArray(name: string): Fields[] {
     const v = this.raw(name);
-    if (v === undefined) return this.setEffective(name, []) as [];
+    if (v === undefined) {
+      this.setEffective(name, []);
+      return [];
+    }
     if (!Array.isArray(v) || v.some((x) => typeof x !== 'object' || x === null || Array.isArray(x))) {
       throw new ConfigError(this.key(name), `must be an array of tables ([[${this.key(name)}]])`);
     }

@@ -21,8 +21,9 @@ beforeAll(async () => {
   for (const shell of ['bash', 'zsh', 'fish']) {
     const r = await runCli(['completion', shell]);
     expect(r.status, r.stderr).toBe(0);
-    scripts[shell] = join(dir, `completion.${shell}`);
-    writeFileSync(scripts[shell]!, r.stdout);
+    const file = join(dir, `completion.${shell}`);
+    writeFileSync(file, r.stdout);
+    scripts[shell] = file;
   }
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
