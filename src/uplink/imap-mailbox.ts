@@ -14,6 +14,7 @@
 import { AuthenticationFailure, ImapFlow, type ImapFlowError, type Logger, type SearchObject } from 'imapflow';
 import type { ImapConfig } from '../config/config.js';
 import { MailboxError, type CheckRequest, type CheckResult, type FetchedMessage, type Mailbox } from './mailbox.js';
+import { imapAuth } from './oauth2.js';
 
 /** `ImapConfig` plus the folder to read (`mailbox.folder` in the config file). */
 export interface ImapMailboxConfig extends ImapConfig {
@@ -74,12 +75,14 @@ export class ImapMailbox implements Mailbox {
   async check(req: CheckRequest): Promise<CheckResult> {
     const cfg = this.#config;
     const literalCap = Math.max(req.maxMessageBytes, HEADER_BLOCK_CAP_BYTES) + LITERAL_MARGIN_BYTES;
+    // The password, or an OAuth2 access token (src/uplink/oauth2.ts); a grant that is gone fails here with kind `auth`.
+    const auth = await imapAuth(cfg);
     const client = new ImapFlow({
       host: cfg.host,
       port: cfg.port,
       secure: cfg.tls,
       doSTARTTLS: cfg.tls ? undefined : false,
-      auth: { user: cfg.user, pass: cfg.password },
+      auth,
       logger: this.#logger,
       // Our name only: imapflow would otherwise fill in its own version and vendor under our name.
       clientInfo: { name: 'a2a-mailbridge', version: false, vendor: false, 'support-url': false },
