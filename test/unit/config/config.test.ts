@@ -190,7 +190,7 @@ servers = ["127.0.0.1:5353"]
     expect(effective).toMatchObject({
       server: { listen: '127.0.0.1:8765', bearer_file: join(c.dir, 'bearer'), name: 'a2a-mailbridge', caller_timeout_s: 30 },
       store: { path: join(c.dir, 'state/bridge.sqlite') },
-      mailbox: { kind: 'maildir', check_interval_s: 15, check_wait_ms: 5000, watch: false, authserv_id: '[a-z0-9-]+\\.messagingengine\\.com', maildir: { path: join(c.dir, 'Maildir') } },
+      mailbox: { kind: 'maildir', check_interval_s: 15, check_wait_ms: 5000, watch: false, provider: 'fastmail', maildir: { path: join(c.dir, 'Maildir') } },
       log: { level: 'debug', max_size_mb: 10 },
       dns: { servers: ['127.0.0.1:5353'] },
       agents: [{ name: 'grok', tag: 'GROK', deadline_s: 3600, webhook: { auth: 'both', timeout_s: 10, secret_file: join(c.dir, 'webhook-secret') } }],
