@@ -127,7 +127,7 @@ function body(text: string, kind: ServiceKind): string {
  */
 export async function runServiceStatus(configFile: string, o: ServiceKindOptions & { json?: boolean }): Promise<number> {
   const kind = kindOf(o);
-  const config = loadConfig(configFile);
+  const config = loadConfig(configFile, { skipSecrets: true });
   const file = serviceTarget(kind);
   const installed = existsSync(file);
   let upToDate: boolean | null = null;

@@ -126,7 +126,7 @@ export function formatStatus(r: StatusReport, now: number): string {
  * @throws ConfigError, StoreError
  */
 export async function runStatus(configFile: string, o: { json?: boolean }, now = Date.now()): Promise<number> {
-  const report = await statusReport(loadConfig(configFile), now);
+  const report = await statusReport(loadConfig(configFile, { skipSecrets: true }), now);
   if (o.json) printJson(report);
   else process.stdout.write(`${formatStatus(report, now)}\n`);
   return 0;

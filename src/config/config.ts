@@ -169,6 +169,12 @@ function parseListen(f: Fields): { host: string; port: number } {
 export interface LoadOptions {
   /** An OAuth2 refresh token file may be missing (only `auth login`, which writes it). */
   allowMissingGrant?: boolean;
+  /**
+   * Read no secret file: every secret is '' and only its path is known. For the commands that need
+   * paths and addresses only (`config`, `status`, the read commands), so they work before the
+   * secrets are in place; `serve` and `doctor` read them all.
+   */
+  skipSecrets?: boolean;
 }
 
 function parseMailbox(f: Fields, baseDir: string, o: LoadOptions): MailboxConfig {
@@ -229,7 +235,7 @@ function parseMailbox(f: Fields, baseDir: string, o: LoadOptions): MailboxConfig
  * @throws ConfigError naming the first bad key and the fix.
  */
 export function parseConfig(doc: Table, baseDir: string, file = '', o: LoadOptions = {}): Config {
-  const root = new Fields('', doc);
+  const root = new Fields('', doc, o.skipSecrets === true);
   const server = root.table_('server');
   const { host, port } = parseListen(server);
   const serverConfig: ServerConfig = {
@@ -242,7 +248,7 @@ export function parseConfig(doc: Table, baseDir: string, file = '', o: LoadOptio
     callerTimeoutMs: server.integer('caller_timeout_s', 30, 5, 3600) * 1000,
     waitBudgetMs: server.integer('wait_budget_s', 0, 0, 3600) * 1000,
   };
-  if (serverConfig.bearer.length < 16) throw new ConfigError(server.key('bearer_file'), 'the bearer must be at least 16 characters');
+  if (serverConfig.bearer !== '' && serverConfig.bearer.length < 16) throw new ConfigError(server.key('bearer_file'), 'the bearer must be at least 16 characters');
   server.rejectUnknown();
 
   const store = root.table_('store');

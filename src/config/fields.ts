@@ -53,9 +53,14 @@ export class Fields {
   /** The value in effect of each key read, as TOML would write it (seconds, not ms; absolute paths). */
   readonly effective: Table = {};
 
+  /**
+   * @param skipSecrets read no secret file (the `*_file` readers of values.ts record the path and
+   *   give ''): for commands that need the config's paths and addresses, never its secrets
+   */
   constructor(
     readonly prefix: string,
     private readonly table: Table,
+    readonly skipSecrets = false,
   ) {}
 
   key(name: string): string {
@@ -153,12 +158,12 @@ export class Fields {
     const v = this.raw(name);
     if (v === undefined) {
       if (required) throw new ConfigError(this.key(name), 'is required (a table)');
-      return this.child(name, new Fields(this.key(name), {}));
+      return this.child(name, new Fields(this.key(name), {}, this.skipSecrets));
     }
     if (typeof v !== 'object' || v === null || Array.isArray(v)) {
       throw new ConfigError(this.key(name), `must be a table, got ${describe(v)}`);
     }
-    return this.child(name, new Fields(this.key(name), v as Table));
+    return this.child(name, new Fields(this.key(name), v as Table, this.skipSecrets));
   }
 
   tableArray(name: string): Fields[] {
@@ -170,7 +175,7 @@ export class Fields {
     if (!Array.isArray(v) || v.some((x) => typeof x !== 'object' || x === null || Array.isArray(x))) {
       throw new ConfigError(this.key(name), `must be an array of tables ([[${this.key(name)}]])`);
     }
-    const tables = (v as Table[]).map((t, i) => new Fields(`${this.key(name)}[${i}]`, t));
+    const tables = (v as Table[]).map((t, i) => new Fields(`${this.key(name)}[${i}]`, t, this.skipSecrets));
     this.setEffective(name, tables.map((t) => t.effective));
     return tables;
   }

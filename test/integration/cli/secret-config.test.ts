@@ -26,6 +26,13 @@ describe('secret new', () => {
     expect(s.status).toBe(2);
     expect(s.stderr).toContain('does not exist; create it with: a2a-mailbridge secret new server.bearer_file\n');
     expect(s.stderr).not.toContain('init');
+    // The commands that need no secret work meanwhile: the config in effect, the status.
+    const shown = await cli('config');
+    expect(shown.status, shown.stderr).toBe(0);
+    expect(shown.stdout).toContain(`bearer_file = "${bearer}"`);
+    const st = await cli('status');
+    expect(st.status, st.stderr).toBe(0);
+    expect(st.stdout).toContain('does not exist yet; serve creates it on its first start');
 
     const r = await cli('secret', 'new', 'server.bearer_file');
     expect(r.status, r.stderr).toBe(0);

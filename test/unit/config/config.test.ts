@@ -174,6 +174,16 @@ describe('second hostile trial', () => {
 });
 
 describe('the config in effect (issue 16: a2a-mailbridge config)', () => {
+  it('loads without reading a secret file when told to: paths known, values empty', () => {
+    const c = makeConfigDir(minimalToml());
+    for (const f of ['bearer', 'webhook-secret', 'webhook-bearer']) chmodSync(join(c.dir, f), 0o644); // unsafe: a full load refuses
+    expect(() => loadConfig(c.configPath)).toThrow(/has mode 0644/);
+    const config = loadConfig(c.configPath, { skipSecrets: true });
+    expect(config.server.bearer).toBe('');
+    expect(config.agents[0]!.webhook).toMatchObject({ signingSecret: '', bearer: '' });
+    expect(effectiveConfig(config)!.server).toMatchObject({ bearer_file: join(c.dir, 'bearer') });
+  });
+
   /** A Config as plain data: patterns by source, URLs by href. */
   const plain = (c: Config): unknown => JSON.parse(JSON.stringify(c, (_k, v: unknown) => (v instanceof RegExp ? `/${v.source}/${v.flags}` : v instanceof URL ? v.href : v)));
 
