@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { AgentConfig } from '../config/config.js';
 import type { FailedBy, TaskState } from '../store/task-state.js';
+import { plural } from '../plural.js';
 import { dkimResultNames, findTrustedResults, type ProviderProfile } from './border.js';
 import { parseDkimSignatures, verifyDkimLocally, type DnsResolver } from './dkim.js';
 import { fieldsNamed, parseHeaderBlock, parseSingleAddress, splitMessage, type HeaderField } from './raw-headers.js';
@@ -129,7 +130,7 @@ export async function authenticate(raw: Buffer, m: Identified, o: AuthOptions): 
   // Gate 3: a line that is neither a field nor a continuation still verifies under relaxed DKIM
   // (it is not part of any field), but a MIME parser may take it for the start of the body.
   if (m.malformedHeaderLines > 0) {
-    return { verdict: 'auth:duplicate-header', reason: `gate 3: ${m.malformedHeaderLines} line(s) in the header block are neither a header field nor a continuation` };
+    return { verdict: 'auth:duplicate-header', reason: `gate 3: ${plural(m.malformedHeaderLines, 'line')} in the header block ${m.malformedHeaderLines === 1 ? 'is' : 'are'} neither a header field nor a continuation` };
   }
   // Gate 3: a prepended second From/Subject still verifies under DKIM when h= does not oversign (e2a PR #751).
   for (const name of ['From', 'Subject', 'Date', 'Message-ID']) {

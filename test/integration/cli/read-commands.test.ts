@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BackupReport } from '../../../src/cli/backup.js';
 import type { LedgerJson } from '../../../src/cli/ledger.js';
 import type { showJson } from '../../../src/cli/show.js';
+import type { StatusReport } from '../../../src/cli/status.js';
 import type { TaskJson } from '../../../src/cli/tasks.js';
 import { openDb } from '../../../src/store/db.js';
 import { runCli } from '../../helpers/cli.js';
@@ -137,6 +139,16 @@ describe('ledger', () => {
   it('filters by task, time and count; JSON never holds the raw bytes', async () => {
     const byTask = JSON.parse((await cli('ledger', '--task', IDS.oldWorking, '--json')).stdout) as LedgerJson[];
     expect(byTask.map((l: { verdict: string }) => l.verdict)).toEqual(['auth:dkim-unaligned']);
+    // The TASK column prints 8 characters: that prefix (in any case) finds the same rows.
+    const table = (await cli('ledger', '--verdict', 'auth:dkim-unaligned')).stdout.trimEnd().split('\n');
+    const shortId = table[1]!.split(/\s+/)[3]!;
+    expect(shortId).toBe(IDS.oldWorking.slice(0, 8));
+    expect(JSON.parse((await cli('ledger', '--task', shortId, '--json')).stdout) as LedgerJson[]).toEqual(byTask);
+    expect(JSON.parse((await cli('ledger', '--task', shortId.toUpperCase(), '--json')).stdout) as LedgerJson[]).toEqual(byTask);
+    // A task that does not exist is said so, exit 1 — not an empty table with exit 0.
+    const none = await cli('ledger', '--task', 'ffffffff');
+    expect([none.status, none.stdout]).toEqual([1, '']);
+    expect(none.stderr).toBe('a2a-mailbridge: no such task: ffffffff, and no mail in the ledger names it; list the tasks with: a2a-mailbridge tasks\n');
     const recent = JSON.parse((await cli('ledger', '--since', '2d', '--json')).stdout) as LedgerJson[];
     expect(recent.map((l: { verdict: string }) => l.verdict)).toEqual(['no-task-id', 'applied:input-required', 'auth:from-mismatch']);
     const old = JSON.parse((await cli('ledger', '--until', '30d', '--json')).stdout) as LedgerJson[];
@@ -165,6 +177,28 @@ describe('ledger', () => {
   });
 });
 
+describe('status (issue 16)', () => {
+  it('sums up tasks, the mailbox, failing webhooks and refused replies for open tasks, read-only', async () => {
+    const r = await cli('status');
+    expect(r.status, r.stderr).toBe(0);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines[0]).toBe(`a2a-mailbridge status: ${c.configPath}`);
+    expect(lines[1]).toBe('bridge    not answering at http://127.0.0.1:0 (server.listen has port 0 (a new port at each start): cannot tell); start it: a2a-mailbridge serve, or a2a-mailbridge service status');
+    expect(lines[2]).toMatch(new RegExp(`^store {5}${store.replaceAll('.', '\\.')}: \\d+\\.\\d (KiB|MiB) on disk \\(with its -wal/-shm\\)$`));
+    expect(lines.slice(3)).toEqual([
+      'tasks     2 open (0 SUBMITTED, 1 WORKING, 1 INPUT_REQUIRED); 3 finished',
+      'mailbox   maildir, never checked yet',
+      'webhooks  none failing',
+      'refused   replies refused for 1 open task:',
+      expect.stringMatching(/^ {12}task 22222222 \(grok, WORKING\): 1 reply, last auth:dkim-unaligned \(\d+ d \d+ h ago\): a2a-mailbridge ledger --task 22222222$/),
+    ]);
+    const j = JSON.parse((await cli('status', '--json')).stdout) as StatusReport;
+    expect(j).toMatchObject({ tasks: { open: 2, finished: 3 }, failingWebhooks: [], refusedRepliesForOpenTasks: [{ taskId: IDS.oldWorking, count: 1, lastVerdict: 'auth:dkim-unaligned' }] });
+    expect(j.store.bytes).toBeGreaterThan(0);
+    expect(sha(store)).toBe(digestBefore);
+  });
+});
+
 describe('backup and prune (issue 5)', () => {
   it('backup writes a new 0600 file that opens and passes quick_check; it never overwrites', async () => {
     const target = join(c.dir, 'backup.sqlite');
@@ -172,6 +206,9 @@ describe('backup and prune (issue 5)', () => {
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(new RegExp(`^backup written: ${target} \\(\\d+ bytes, \\d+ pages, schema version \\d+, quick_check ok\\)\\n$`));
     expect(statSync(target).mode & 0o777).toBe(0o600);
+    // One self-contained file: no -wal/-shm beside it (it is no longer in WAL mode).
+    const beside = (): string[] => readdirSync(c.dir).filter((f) => f.startsWith('backup.sqlite')).sort();
+    expect(beside()).toEqual(['backup.sqlite']);
     const copy = openDb(target, { readOnly: true });
     expect(copy.pragma('quick_check', { simple: true })).toBe('ok');
     expect((copy.prepare('SELECT count(*) AS n FROM tasks').get() as { n: number }).n).toBe(5);
@@ -184,6 +221,22 @@ describe('backup and prune (issue 5)', () => {
     // A backup is a store the read commands take with --db.
     const fromBackup = await runCli(['tasks', '--db', target, '--json']);
     expect(JSON.parse(fromBackup.stdout)).toHaveLength(5);
+    expect(beside()).toEqual(['backup.sqlite']);
+  });
+
+  it('backup --json reports the copy; a missing folder is refused with the command that creates it', async () => {
+    const target = join(c.dir, 'backup-json.sqlite');
+    const r = await cli('backup', target, '--json');
+    expect(r.status, r.stderr).toBe(0);
+    const report = JSON.parse(r.stdout) as BackupReport;
+    expect(report).toEqual({ file: target, bytes: statSync(target).size, pages: expect.any(Number) as unknown, schemaVersion: expect.any(Number) as unknown, quickCheck: 'ok' });
+    expect(report.bytes).toBe(report.pages * 4096);
+
+    const missing = join(c.dir, 'no-such-folder', 'b.sqlite');
+    const m = await cli('backup', missing);
+    expect(m.status).toBe(1);
+    expect(m.stderr).toBe(`a2a-mailbridge: the folder ${join(c.dir, 'no-such-folder')} does not exist; create it first (mkdir -m 700 -p ${join(c.dir, 'no-such-folder')}) or choose a file in an existing folder\n`);
+    expect(existsSync(join(c.dir, 'no-such-folder'))).toBe(false);
   });
 
   it('prune --dry-run counts and deletes nothing; prune then deletes exactly that, never an open task', async () => {
@@ -196,7 +249,7 @@ describe('backup and prune (issue 5)', () => {
 
     const done = await cli('prune', '--older-than', '30');
     expect(done.status, done.stderr).toBe(0);
-    expect(done.stdout).toMatch(/^deleted 2 tasks, 2 turns, 2 dispatch attempts, 2 messages, 1 artifacts, 5 task events, 2 ledger rows \(tasks finished and mail seen before .*Z; open tasks and audit entries are kept\)\n$/);
+    expect(done.stdout).toMatch(/^deleted 2 tasks, 2 turns, 2 dispatch attempts, 2 messages, 1 artifact, 5 task events, 2 ledger rows \(tasks finished and mail seen before .*Z; open tasks and audit entries are kept\)\n$/);
     const left = (JSON.parse((await cli('tasks', '--json')).stdout) as TaskJson[]).map((t: { id: string; state: string }) => [t.id, t.state]);
     expect(left).toEqual([
       [IDS.inputRequired, 'INPUT_REQUIRED'],

@@ -48,7 +48,7 @@ describe('a2a-mailbridge retry (issue 5)', () => {
 
     const again = await runCli(['--config', c.configPath, 'retry', task.id]);
     expect(again.status).toBe(1);
-    expect(again.stderr).toMatch(/is working; only a task whose webhook was never accepted can be retried/);
+    expect(again.stderr).toMatch(/is WORKING: its webhook was accepted at \S+Z and the agent has the job; its reply comes by email\. `retry` is for a task that FAILED by dispatch/);
     await app.close();
   });
 });

@@ -58,6 +58,6 @@ describe('nothing the agent sent is lost or hidden', () => {
     await suite.dovecot.append(await suite.h.reply(envelopeOf(task!.id), { body }));
     const done = await send('status', ctx);
     const text = done!.artifacts![0]!.parts[0]!.text;
-    expect(text).toMatch(/^\[UNTRUSTED — grok reply, verify before acting\]\nThe answer\.\n\n> a Markdown quote that belongs to it\n\n\(2 line\(s\) after the answer were left out as quoted text or a signature; `a2a-mailbridge ledger --raw \d+` shows the whole mail\.\)$/);
+    expect(text).toMatch(/^\[UNTRUSTED — grok reply, verify before acting\]\nThe answer\.\n\n> a Markdown quote that belongs to it\n\n\(2 lines after the answer were left out as quoted text or a signature; `a2a-mailbridge ledger --raw \d+` shows the whole mail\.\)$/);
   });
 });

@@ -192,7 +192,7 @@ describe('webhook delivery faults (issue 5, acceptance 1)', () => {
     summary.add(`HTTP ${status}${status === 429 ? ' (retry-after: 30)' : ''}`, `retried: next attempt after ${wait} ms, then 202 → WORKING; 2 POSTs, 1 webhook-id, attempts [${outcomes(attempts(h, id))}]`);
   });
 
-  it('500 on every attempt until max_attempts: FAILED "dispatch exhausted after N attempt(s): <last error>", then nothing more is sent', async () => {
+  it('500 on every attempt until max_attempts: FAILED "dispatch exhausted after N attempts: <last error>", then nothing more is sent', async () => {
     const h = await harness(() => ({ status: 500 }), 'max_attempts = 3');
     const ctx = newContext();
     let r = await call(h, 'Summarise the report', ctx);
@@ -203,7 +203,7 @@ describe('webhook delivery faults (issue 5, acceptance 1)', () => {
       r = await call(h, 'status', ctx);
     }
     expect(r.task.status.state).toBe('TASK_STATE_FAILED');
-    expect(shown(r.task)).toBe('Failed: dispatch exhausted after 3 attempt(s) (max_attempts 3): HTTP 500.');
+    expect(shown(r.task)).toBe('Failed: dispatch exhausted after 3 attempts (max_attempts 3): HTTP 500.');
     const rows = attempts(h, id);
     expect(rows.map((a) => [a.attempt, a.outcome, a.httpStatus])).toEqual([[1, 'retry', 500], [2, 'retry', 500], [3, 'retry', 500]]);
     expect(getTask(db(h), id)).toMatchObject({ state: 'FAILED', failedBy: 'dispatch' });
@@ -214,7 +214,7 @@ describe('webhook delivery faults (issue 5, acceptance 1)', () => {
     expect(h.receiver.requests).toHaveLength(3);
     expectOneDispatch(h.receiver.requests, turnOf(h, id).dispatchId);
     expect((await healthOf(h)).dispatches).toEqual({ pending: 0, failed: 1 });
-    summary.add('HTTP 500 until max_attempts = 3', `3 POSTs (1 webhook-id, 3 timestamps/signatures), attempts [${outcomes(rows)}] → FAILED "dispatch exhausted after 3 attempt(s) (max_attempts 3): HTTP 500"; no POST after; /health dispatches.failed = 1`);
+    summary.add('HTTP 500 until max_attempts = 3', `3 POSTs (1 webhook-id, 3 timestamps/signatures), attempts [${outcomes(rows)}] → FAILED "dispatch exhausted after 3 attempts (max_attempts 3): HTTP 500"; no POST after; /health dispatches.failed = 1`);
   });
 
   it('max_age_s exceeded: FAILED with the last error on the next call, without another POST', async () => {
@@ -226,11 +226,11 @@ describe('webhook delivery faults (issue 5, acceptance 1)', () => {
     h.advance(31_000);
     const later = await call(h, 'status', ctx);
     expect(later.task.status.state).toBe('TASK_STATE_FAILED');
-    expect(shown(later.task)).toBe('Failed: dispatch exhausted after 1 attempt(s) (max_age_s 30): HTTP 503.');
+    expect(shown(later.task)).toBe('Failed: dispatch exhausted after 1 attempt (max_age_s 30): HTTP 503.');
     expect(h.receiver.requests).toHaveLength(1);
     expect(attempts(h, id).map((a) => [a.attempt, a.outcome, a.httpStatus])).toEqual([[1, 'retry', 503]]);
     expect(getTask(db(h), id)).toMatchObject({ state: 'FAILED', failedBy: 'dispatch' });
-    summary.add('max_age_s = 30 exceeded (503s)', `poll at +31 s → FAILED "dispatch exhausted after 1 attempt(s) (max_age_s 30): HTTP 503" without a new POST; 1 POST in total`);
+    summary.add('max_age_s = 30 exceeded (503s)', `poll at +31 s → FAILED "dispatch exhausted after 1 attempt (max_age_s 30): HTTP 503" without a new POST; 1 POST in total`);
   });
 
   it.each([301, 302])('%i: FAILED at once, the redirect is not followed', async (status) => {
@@ -378,7 +378,7 @@ describe('webhook delivery faults (issue 5, acceptance 1)', () => {
         return err;
       }
     };
-    expect(refused(id)).toMatchObject({ kind: 'unsupportedOperation', message: expect.stringMatching(/is completed; only a task whose webhook was never accepted can be retried$/) as unknown });
+    expect(refused(id)).toMatchObject({ kind: 'unsupportedOperation', message: expect.stringMatching(/is completed; only a task that failed by dispatch \(attempts exhausted, or refused by the webhook\) can be retried$/) as unknown });
     const working = await call(h, 'Another job', newContext());
     expect(working.task.status.state).toBe('TASK_STATE_WORKING');
     expect(refused(working.task.id)).toMatchObject({ kind: 'unsupportedOperation', message: expect.stringMatching(/is working;/) as unknown });

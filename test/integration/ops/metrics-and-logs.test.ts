@@ -60,7 +60,7 @@ describe('logs (issue 6, acceptance 3)', () => {
     const dir = join(suite.h.configDir.dir, 'logs');
     const text = readdirSync(dir).map((f) => readFileSync(join(dir, f), 'utf8')).join('');
     expect(text).toContain('"webhook result"');
-    expect(text).toContain('"reply judged"');
+    expect(text).toContain('"reply applied"');
     for (const secret of [TEST_BEARER, TEST_WEBHOOK_SECRET, TEST_WEBHOOK_SECRET.slice(6), TEST_WEBHOOK_BEARER, suite.dovecot.password, env.reply_token]) {
       expect(text.includes(secret), `log holds a secret: ${secret.slice(0, 6)}…`).toBe(false);
     }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatShow, readTaskRecord, resolveTaskId, showJson, timeline, turnGaps } from '../../../src/cli/show.js';
+import { formatShow, readTaskRecord, showJson, timeline, turnGaps } from '../../../src/cli/show.js';
+import { resolveTaskId } from '../../../src/cli/task-id.js';
 import { CliFailure } from '../../../src/cli/errors.js';
 import { insertTask } from '../../../src/store/tasks.js';
 import { IDS, buildStore } from '../../helpers/store-fixture.js';
