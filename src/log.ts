@@ -1,8 +1,9 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
+import pretty from 'pino-pretty';
 
 /**
- * Paths pino blanks out wherever they appear in a log object (no secret in logs). The code never
- * logs a token, bearer or password on purpose; this is the second fence.
+ * Paths pino blanks out wherever they appear in a log object (no secret in logs). The
+ * code never logs a token, bearer or password on purpose; this is the second fence.
  */
 export const REDACT_PATHS = [
   'reply_token',
@@ -48,13 +49,25 @@ export function underSystemd(env: NodeJS.ProcessEnv = process.env): boolean {
 }
 
 /**
- * The `serve` logger: JSON lines with secrets redacted, to stdout under systemd (journald keeps and
- * rotates them), else to `log.file` rotated by size with pino-roll (launchd never rotates its
- * StandardOutPath), else — a foreground run without `log.file` — to stderr.
+ * Human-readable log lines for a terminal (pino-pretty, in-process and synchronous): the time, the
+ * level, the message, then the fields as JSON on the same line (so a field's text cannot drive the
+ * terminal). Redaction happens before, in the logger.
+ *
+ * @param destination a file descriptor (2: stderr) or a stream
  */
-export function createServiceLogger(c: LogConfig): Logger {
+export function prettyDestination(destination: number | NodeJS.WritableStream, colorize: boolean): DestinationStream {
+  return pretty({ destination, sync: true, colorize, singleLine: true, translateTime: 'SYS:HH:MM:ss', ignore: 'name,pid,hostname' });
+}
+
+/**
+ * The `serve` logger: JSON lines with secrets redacted, to stdout under systemd (journald keeps
+ * and rotates them), else to `log.file` rotated by size with pino-roll (launchd never rotates its
+ * StandardOutPath), else — a foreground run without `log.file` — to stderr,
+ * as readable lines when stderr is a terminal (`o.terminal`).
+ */
+export function createServiceLogger(c: LogConfig, o: { terminal?: boolean } = {}): Logger {
   if (underSystemd()) return createLogger(c.level, pino.destination(1));
-  if (!c.file) return createLogger(c.level);
+  if (!c.file) return createLogger(c.level, o.terminal ? prettyDestination(2, true) : undefined);
   const transport = pino.transport({
     target: 'pino-roll',
     options: { file: c.file, size: `${Math.max(1, Math.round(c.maxBytes / 1024))}k`, limit: { count: c.maxFiles }, mkdir: true },

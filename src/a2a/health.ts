@@ -2,16 +2,33 @@ import type { Bridge } from '../core/bridge.js';
 import { timestamp } from '../core/time.js';
 import { VERSION } from './agent-card.js';
 
+/** The `GET /health` body; times are ISO-8601 UTC (core/time.ts), null when not reached yet. */
+export interface HealthJson {
+  status: 'ok' | 'degraded';
+  version: string;
+  store: { ok: boolean };
+  mailbox: {
+    kind: string;
+    lastCheckAt: string | null;
+    lastResult: string | null;
+    lastError: string | null;
+    errorSince: string | null;
+    lastSuccessAt: string | null;
+  };
+  tasks: { open: number; byState: Record<string, number> };
+  dispatches: { pending: number; failed: number };
+}
+
 /**
  * `GET /health`: store ok, last mailbox check (time, result, error), open tasks, dispatches
  * pending and failed (docs/architecture.md, "Operating"). Holds no secret and no task content: it
  * is served without auth.
  */
-export function health(bridge: Bridge): Record<string, unknown> {
+export function health(bridge: Bridge): HealthJson {
   const h = bridge.health();
   const m = h.mailbox;
   const at = (t: number | null | undefined): string | null => (t === null || t === undefined ? null : timestamp(t));
-  const byState = h.tasksByState;
+  const byState: Record<string, number> = h.tasksByState;
   const open = (byState.SUBMITTED ?? 0) + (byState.WORKING ?? 0) + (byState.INPUT_REQUIRED ?? 0);
   return {
     status: h.storeOk && !m?.lastError ? 'ok' : 'degraded',

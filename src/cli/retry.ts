@@ -5,6 +5,7 @@ import { BridgeError } from '../core/errors.js';
 import { retryDispatch } from '../core/retry.js';
 import { createLogger } from '../log.js';
 import { CliFailure, UsageError } from './errors.js';
+import { retryRefusal } from './retry-refusal.js';
 
 /**
  * `a2a-mailbridge retry <task>`: re-dispatches a task whose webhook was never accepted —
@@ -13,20 +14,25 @@ import { CliFailure, UsageError } from './errors.js';
  *
  * @returns 0 when the webhook accepted it or a later attempt is scheduled; 1 when it was refused
  * @throws UsageError for an ambiguous or short prefix; CliFailure for an unknown task or one that
- *   did not fail by dispatch; ConfigError, StoreError
+ *   did not fail by dispatch (the message says why, and for a SUBMITTED task when the bridge's own
+ *   next attempt is: see retry-refusal.ts); ConfigError, StoreError
  */
 export async function runRetry(configFile: string, idOrPrefix: string): Promise<number> {
   if (idOrPrefix.length < 4) throw new UsageError('give the task id or a prefix of at least 4 characters');
   const config = loadConfig(configFile);
-  const { bridge, close } = buildBridge(config, { log: createLogger('silent') });
-  const { ctx } = bridge;
+  const built = buildBridge(config, { log: createLogger('silent') });
+  const { ctx } = built.bridge;
+  const db = ctx.store;
   try {
-    const ids = ctx.store.tasks.idsWithPrefix(idOrPrefix.toLowerCase(), 2);
+    const ids = db.tasks.idsWithPrefix(idOrPrefix.toLowerCase(), 2);
     if (ids.length === 0) throw new CliFailure(`no task ${idOrPrefix}; see \`a2a-mailbridge tasks --state failed\``);
     if (ids.length > 1) throw new UsageError(`${idOrPrefix} is the start of several task ids; give more characters`);
-    const task = ctx.store.tasks.get(ids[0]!)!;
+    const task = db.tasks.get(ids[0]!)!;
     const agent = config.agents.find((a) => a.name === task.agent);
     if (!agent) throw new CliFailure(`task ${task.id} belongs to agent ${task.agent}, which is no longer in the config`);
+    const turn = db.turns.get(task.id, task.turn);
+    const refusal = retryRefusal({ task, turn, attempts: turn ? db.attempts.of(turn.dispatchId) : [], agent, watch: config.mailbox.watch, now: Date.now() });
+    if (refusal !== null) throw new CliFailure(refusal);
     let dispatchId: string;
     try {
       dispatchId = retryDispatch(ctx, agent, task.id).dispatchId;
@@ -35,12 +41,12 @@ export async function runRetry(configFile: string, idOrPrefix: string): Promise<
       throw err;
     }
     const r = await attemptDispatch(ctx, dispatchId);
-    const after = ctx.store.tasks.get(task.id)!;
+    const after = db.tasks.get(task.id)!;
     const outcome = r ? `${r.outcome}${r.httpStatus !== null ? ` (HTTP ${r.httpStatus})` : ''}${r.error ? `: ${r.error}` : ''}` : 'not attempted';
     process.stdout.write(`task ${task.id} re-dispatched with webhook-id ${dispatchId}; first attempt ${outcome}; the task is ${after.state}\n`);
     if (after.state === 'SUBMITTED') process.stdout.write('the running bridge makes the next attempt on its next step\n');
     return after.state === 'FAILED' ? 1 : 0;
   } finally {
-    await close();
+    await built.close();
   }
 }

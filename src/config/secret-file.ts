@@ -1,4 +1,5 @@
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { missingSecretFix } from './secret-kinds.js';
 
 /** Thrown when a secret file is missing, unsafe or unreadable. The message names the file and the fix. */
 export class SecretFileError extends Error {
@@ -45,7 +46,7 @@ export function readSecretFile(path: string, key: string): string {
     }
     if (code === 'ENOENT') {
       throw new SecretFileError(
-        `${key}: secret file ${path} does not exist; create it with mode 0600 (e.g. \`a2a-mailbridge init\`, or: umask 077 && printf '%s' '<secret>' > ${path})`,
+        `${key}: secret file ${path} does not exist; ${missingSecretFix(key, path)}`,
         path,
         { cause: err },
       );

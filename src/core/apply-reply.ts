@@ -1,4 +1,5 @@
 import type { StoreTx } from '../store/store.js';
+import { plural } from '../plural.js';
 import { failpoint } from './failpoints.js';
 import { REFUSED_RAW_KEEP_BYTES, type Decision } from './judge.js';
 import { safeText } from './untrusted-text.js';
@@ -53,7 +54,7 @@ export function recordDecision(tx: StoreTx, d: Exclude<Decision, { kind: 'defer'
   // Nothing is cut silently: what the reply format left out (quoted text, a signature) is counted.
   const omitted =
     reply.omittedLines > 0
-      ? `\n\n(${reply.omittedLines} line(s) after the answer were left out as quoted text or a signature; \`a2a-mailbridge ledger --raw ${ledgerId}\` shows the whole mail.)`
+      ? `\n\n(${plural(reply.omittedLines, 'line')} after the answer ${reply.omittedLines === 1 ? 'was' : 'were'} left out as quoted text or a signature; \`a2a-mailbridge ledger --raw ${ledgerId}\` shows the whole mail.)`
       : '';
   const answer = safeText(reply.answer) + omitted;
   const body = `${label}\n${answer}`;

@@ -64,7 +64,8 @@ export class Bridge {
   constructor(readonly ctx: BridgeContext) {
     this.events = new BridgeEvents(ctx.log);
     ctx.store.onTaskChange((c) => {
-      ctx.log.debug({ task: c.task.id, from: c.previous, to: c.task.state, cause: c.cause }, 'task changed');
+      // Ids and states only: a cause may quote the mail (its Message-ID), which stays out of the log.
+      ctx.log.debug({ task: c.task.id, from: c.previous, to: c.task.state }, 'task changed');
       this.events.emit(c);
     });
   }
@@ -89,6 +90,8 @@ export class Bridge {
       };
     }
     if (outcome.kind === 'new' || outcome.kind === 'answer') {
+      // Ids and counts only: the ask is the caller's text and stays out of the log.
+      this.ctx.log.info({ task: outcome.task.id, agent: agent.name, context: outcome.task.contextId, turn: outcome.task.turn }, outcome.kind === 'new' ? 'task created' : 'caller answered: next turn');
       failpoint('after-task-stored');
       // Answer once the first attempt has an outcome (the webhook timeout bounds it).
       const attempt = this.dispatch(outcome.dispatchId);
@@ -145,11 +148,12 @@ export class Bridge {
   }
 
   /** CancelTask; the optional cancel notice goes out in the background. @throws BridgeError task-not-found, task-not-cancelable */
-  async cancel(agent: AgentConfig, taskId: string, historyLength?: number): Promise<TaskView> {
+  cancel(agent: AgentConfig, taskId: string, historyLength?: number): Promise<TaskView> {
     const { task, changed } = cancelTask(this.ctx, agent, taskId);
+    if (changed) this.ctx.log.info({ task: task.id, agent: agent.name }, 'task canceled');
     this.shown(task);
     if (changed && agent.webhook.notifyCancel) this.track(sendCancelNotice(this.ctx, agent, task));
-    return viewTask(this.ctx, agent, task, historyLength);
+    return Promise.resolve(viewTask(this.ctx, agent, task, historyLength));
   }
 
   /**

@@ -1,5 +1,6 @@
 import { postWebhook, backoffMs, type DeliveryResult } from '../downlink/deliver.js';
 import { webhookHeaders } from '../downlink/sign.js';
+import { plural } from '../plural.js';
 import { agentByName, type BridgeContext } from './context.js';
 import { failpoint } from './failpoints.js';
 
@@ -40,7 +41,8 @@ export async function attemptDispatch(ctx: BridgeContext, dispatchId: string): P
         attempts.length >= agent.webhook.maxAttempts
           ? `max_attempts ${agent.webhook.maxAttempts}`
           : `max_age_s ${agent.webhook.maxAgeMs / 1000}`;
-      const why = `dispatch exhausted after ${attempts.length} attempt(s) (${limit}): ${last?.error ?? 'no answer'}`;
+      const why = `dispatch exhausted after ${plural(attempts.length, 'attempt')} (${limit}): ${last?.error ?? 'no answer'}`;
+      ctx.log.warn({ dispatchId, task: task.id, attempts: attempts.length }, 'dispatch exhausted: task FAILED');
       tx.dispatch.move(dispatchId, 'failed', { nextAttemptAt: null });
       tx.tasks.transition(task, 'FAILED', { at: now, cause: why, failedBy: 'dispatch', deadlineAt: null });
       return null;
@@ -57,7 +59,9 @@ export async function attemptDispatch(ctx: BridgeContext, dispatchId: string): P
   const result = await postWebhook(agent.webhook.url, headers, envelope, agent.webhook.timeoutMs, ctx.dispatcher, ctx.now);
   if (result.outcome === 'accepted') failpoint('after-webhook-2xx');
   ctx.metrics?.attempts.inc({ outcome: result.outcome, kind: 'dispatch' });
-  ctx.log.info({ dispatchId, outcome: result.outcome, status: result.httpStatus, error: result.error }, 'webhook result');
+  const fields = { dispatchId, task: attempt.taskId, attempt: attempt.attempt, outcome: result.outcome, status: result.httpStatus, error: result.error };
+  if (result.outcome === 'accepted') ctx.log.info(fields, 'webhook result');
+  else ctx.log.warn(fields, 'webhook result: not accepted');
 
   store.tx((tx) => {
     const at = ctx.now();
@@ -88,7 +92,7 @@ export async function attemptDispatch(ctx: BridgeContext, dispatchId: string): P
           const limit = attempt.attempt >= agent.webhook.maxAttempts ? `max_attempts ${agent.webhook.maxAttempts}` : `max_age_s ${agent.webhook.maxAgeMs / 1000}`;
           tx.tasks.transition(task, 'FAILED', {
             at,
-            cause: `dispatch exhausted after ${attempt.attempt} attempt(s) (${limit}): ${result.error}`,
+            cause: `dispatch exhausted after ${plural(attempt.attempt, 'attempt')} (${limit}): ${result.error}`,
             failedBy: 'dispatch',
             deadlineAt: null,
           });

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { plural } from '../plural.js';
 import type { Store, StoreTx } from '../store/store.js';
 import type { DnsResolver } from '../uplink/dkim.js';
 import { messageFacts } from '../uplink/gates.js';
@@ -63,10 +64,13 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
         ctx.metrics?.promotionSeconds.observe(Math.max(0, ctx.now() - msg.receivedAt) / 1000);
       }
     }
-    const applied = Object.entries(summary.verdicts)
-      .filter(([v]) => v.startsWith('applied:') || v === 'late:recorded')
-      .reduce((n, [, c]) => n + (c ?? 0), 0);
-    const line = `ok, ${summary.fetched} new message(s), ${applied} applied${result.more ? ', more waiting' : ''}`;
+    let applied = 0;
+    let refused = 0;
+    for (const [v, c] of Object.entries(summary.verdicts)) {
+      if (v.startsWith('applied:') || v === 'late:recorded') applied += c ?? 0;
+      else refused += c ?? 0;
+    }
+    const line = `ok, ${plural(summary.fetched, 'new message')}, ${applied} applied${refused ? `, ${refused} refused` : ''}${result.more ? ', more waiting' : ''}`;
     store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: true, result: line }));
   } catch (err) {
     const message = err instanceof MailboxError ? err.message : `unexpected error: ${(err as Error).message}`;
@@ -76,9 +80,22 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
     store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: false, result: 'failed', error: message }));
   }
   summary.durationMs = ctx.now() - started;
+  ctx.log.debug({ folder: mailbox.folder, ok: summary.ok, fetched: summary.fetched, more: summary.more, ms: summary.durationMs }, 'mailbox check done');
   ctx.metrics?.checks.inc({ result: summary.ok ? 'ok' : 'error' });
   ctx.metrics?.checkSeconds.observe(summary.durationMs / 1000);
   return summary;
+}
+
+/**
+ * Logs a recorded verdict with ids only (the operator sees refusals at the default level; no
+ * header, address or text of the mail goes into the log): an applied reply at info, untagged mail
+ * and copies at info, every other refusal at warn.
+ */
+function logVerdict(log: Logger, verdict: Verdict, f: { ledgerId: number | null; task: string | null; agent: string | null; source: string }): void {
+  const fields = { verdict, ledgerId: f.ledgerId, task: f.task, agent: f.agent, source: f.source };
+  if (verdict.startsWith('applied:') || verdict === 'late:recorded') log.info(fields, 'reply applied');
+  else if (verdict === 'no-task-id' || verdict === 'duplicate') log.info(fields, 'mail skipped');
+  else log.warn(fields, `mail refused: ${verdict}; see a2a-mailbridge ledger${f.task ? ` --task ${f.task}` : ''}`);
 }
 
 /** What {@link intake} needs: the store, the gates' configuration, DNS, the clock, the log, the folder's watermark key. */
@@ -127,11 +144,18 @@ export async function intake(c: IntakeContext, msg: FetchedMessage, uidValidity:
   const commit = (tx: StoreTx, d: Exclude<Decision, { kind: 'defer' }>): Intake => {
     const ledgerId = recordDecision(tx, d, { source: msg.source, raw: msg.raw, receivedAt: msg.receivedAt, at: c.now() });
     tx.mailbox.advance(c.folder, uidValidity, msg.uid);
-    if (d.kind !== 'refuse' || d.evidence === 'whole') c.log.info({ task: d.kind === 'refuse' ? d.tag?.taskId : d.on.task.id, verdict: d.verdict, ledgerId }, 'reply judged');
     return ledgerId === null ? { kind: 'seen' } : { kind: 'recorded', verdict: d.verdict, reason: d.reason, ledgerId, decision: d };
   };
+  /** After the commit: the verdict in the log. */
+  const logged = (out: Intake): Intake => {
+    if (out.kind === 'recorded') {
+      const tag = out.decision.kind === 'refuse' ? out.decision.tag : out.decision.on.tag;
+      logVerdict(c.log, out.verdict, { ledgerId: out.ledgerId, task: tag?.taskId ?? null, agent: tag?.agent.name ?? null, source: msg.source });
+    }
+    return out;
+  };
   try {
-    return await judgeMessage<Intake>(msg, {
+    return logged(await judgeMessage<Intake>(msg, {
       rules: c.rules,
       resolver: c.resolver,
       now: c.now,
@@ -141,11 +165,11 @@ export async function intake(c: IntakeContext, msg: FetchedMessage, uidValidity:
           const d = decide();
           return d.kind === 'defer' ? { kind: 'deferred', reason: d.reason } : commit(tx, d);
         }),
-    });
+    }));
   } catch (err) {
     // The parsers never throw on hostile bytes; if something else does, the message is still recorded.
     c.log.error({ err: (err as Error).message, source: msg.source }, 'message could not be processed');
     const reason = `processing failed: ${(err as Error).message}`;
-    return store.tx((tx) => commit(tx, { kind: 'refuse', verdict: 'unreadable', reason, message: messageFacts(msg.raw, msg.size), tag: null, evidence: 'none' }));
+    return logged(store.tx((tx) => commit(tx, { kind: 'refuse', verdict: 'unreadable', reason, message: messageFacts(msg.raw, msg.size), tag: null, evidence: 'none' })));
   }
 }

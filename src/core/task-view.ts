@@ -69,6 +69,9 @@ export function viewTask(ctx: BridgeContext, agent: AgentConfig, task: TaskRow, 
   const lastAttempt = turn && task.state === 'SUBMITTED' ? store.attempts.last(turn.dispatchId) : undefined;
   const artifacts = store.artifacts.of(task.id);
   const late = artifacts.find((a) => a.name === 'late-reply');
+  // Refused replies matter while the task waits for the agent, and when it failed waiting (deadline).
+  const waiting = task.state === 'SUBMITTED' || task.state === 'WORKING' || (task.state === 'FAILED' && task.failedBy === 'deadline');
+  const refused = turn && waiting ? store.ledger.refusedRepliesOf(task.id, turn.createdAt) : undefined;
   const progress =
     task.state === 'WORKING' && turn?.replyStatus === 'working' && turn.replyText !== null
       ? `${agent.untrustedLabel}\n${capText(turn.replyText, PROGRESS_NOTE_MAX_CHARS, 'the task history')}`
@@ -91,6 +94,9 @@ export function viewTask(ctx: BridgeContext, agent: AgentConfig, task: TaskRow, 
       progressNote: progress,
       lateReplyAt: late ? late.createdAt : null,
       pollWord: ctx.config.server.pollWords.find((w) => w !== ''),
+      ...(refused ? { refused } : {}),
+      checkIntervalMs: ctx.config.mailbox.checkIntervalMs,
+      watch: ctx.config.mailbox.watch,
       now: ctx.now(),
     }),
     artifacts: artifacts.map(artifactView),

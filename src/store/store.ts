@@ -5,6 +5,7 @@ import { immediate, openDb, StoreError, type Db, type OpenOptions, type Writer }
 import { ledgerReads, ledgerWrites } from './ledger.js';
 import { mailboxReads, mailboxWrites } from './mailbox-state.js';
 import { messageReads, messageWrites } from './messages.js';
+import { overviewReads } from './overview.js';
 import { pruneReads, pruneWrites } from './prune.js';
 import { statsReads } from './stats.js';
 import { taskEventReads } from './task-events.js';
@@ -12,6 +13,7 @@ import { taskReads, taskWrites, type TaskChange } from './task-rows.js';
 import { dispatchWrites, turnReads, turnWrites } from './turns.js';
 
 export { StoreError } from './db.js';
+export { REFUSED_COUNT_CAP } from './ledger.js';
 
 function reads(db: Db) {
   return {
@@ -25,6 +27,7 @@ function reads(db: Db) {
     artifacts: artifactReads(db),
     mailbox: mailboxReads(db),
     stats: statsReads(db),
+    overview: overviewReads(db),
     retention: pruneReads(db),
   };
 }
@@ -69,6 +72,7 @@ export class Store {
   readonly artifacts;
   readonly mailbox;
   readonly stats;
+  readonly overview;
   readonly retention;
   readonly #db: Db;
   readonly #tx: StoreTx;
@@ -89,6 +93,7 @@ export class Store {
     this.artifacts = r.artifacts;
     this.mailbox = r.mailbox;
     this.stats = r.stats;
+    this.overview = r.overview;
     this.retention = r.retention;
     const inTx = (): boolean => this.#depth > 0;
     const writer: Writer = {
@@ -149,6 +154,14 @@ export class Store {
   /** An online copy into `file` (SQLite's backup API: consistent while others write). */
   backup(file: string): Promise<{ totalPages: number }> {
     return this.#db.backup(file);
+  }
+
+  /**
+   * Switches the file to a rollback journal (`journal_mode = DELETE`): one self-contained file,
+   * with no -wal/-shm beside it for its readers to leave (a backup copy).
+   */
+  useRollbackJournal(): void {
+    this.#db.pragma('journal_mode = DELETE');
   }
 
   /** The whole store as bytes, for {@link Store.open} in memory (test fixtures copy a seeded store this way). */

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { AgentConfig } from '../config/config.js';
+import { plural } from '../plural.js';
 import { dkimResultNames, findTrustedResults, type ProviderProfile, type TrustedResults } from './border.js';
 import { parseDkimSignatures, verifyDkimLocally, type DkimSignatureInfo, type DnsResolver } from './dkim.js';
 import { fieldsNamed, parseHeaderBlock, parseSingleAddress, splitMessage, type HeaderField } from './raw-headers.js';
@@ -114,7 +115,7 @@ export function headerShape(facts: MessageFacts): { fromAddress: string } | Refu
   // A line that is neither a field nor a continuation still verifies under relaxed DKIM (it is
   // not part of any field), but a MIME parser may take it for the start of the body.
   if (facts.malformedHeaderLines > 0) {
-    return { verdict: 'auth:duplicate-header', reason: `gate 3: ${facts.malformedHeaderLines} line(s) in the header block are neither a header field nor a continuation` };
+    return { verdict: 'auth:duplicate-header', reason: `gate 3: ${plural(facts.malformedHeaderLines, 'line')} in the header block ${facts.malformedHeaderLines === 1 ? 'is' : 'are'} neither a header field nor a continuation` };
   }
   for (const name of ['From', 'Subject', 'Date', 'Message-ID']) {
     const n = fieldsNamed(facts.fields, name).length;

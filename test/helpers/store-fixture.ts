@@ -6,7 +6,6 @@
 import { createHash } from 'node:crypto';
 import type { LedgerEntry } from '../../src/store/ledger.js';
 import { Store, type StoreTx } from '../../src/store/store.js';
-import type { TaskState } from '../../src/store/task-state.js';
 import type { TaskRow } from '../../src/store/task-rows.js';
 import type { Verdict } from '../../src/uplink/verdicts.js';
 
@@ -122,7 +121,7 @@ export function buildStore(path: string, now: number): Store {
     // CANCELED 50 days ago, before any webhook.
     const t4 = now - 50 * DAY;
     const c = task(db, IDS.oldCanceled, 'grok', t4, 'ctx-shared');
-    db.tasks.transition(c, 'CANCELED' as TaskState, { at: t4 + MIN, cause: 'canceled by the caller' });
+    db.tasks.transition(c, 'CANCELED', { at: t4 + MIN, cause: 'canceled by the caller' });
 
     // Untagged mail, old and recent: no task, no raw bytes.
     mail(db, now - 45 * DAY, 'no-task-id', { agent: null, reason: 'gate 2: no subject tag' });

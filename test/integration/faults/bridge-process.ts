@@ -44,7 +44,7 @@ export function spawnCli(args: string[], failpoint?: FailpointName): BridgeProce
   const lines: string[] = [];
   const seen = new EventEmitter();
   let partial = '';
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+  child.stderr.setEncoding('utf8').on('data', (d: string) => {
     partial += d;
     const parts = partial.split('\n');
     partial = parts.pop()!;

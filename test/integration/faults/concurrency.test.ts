@@ -12,6 +12,8 @@ import { killAll, REPO, spawnCli } from './bridge-process.js';
 import { newContext, shown } from './caller-view.js';
 import { startImapProxy } from './imap-faults.js';
 import { Summary } from './summary.js';
+import type { V1Task } from '../../../src/a2a/wire.js';
+import type { Counts } from './store-load.js';
 
 /**
  * Concurrency: many polls share one mailbox check; the sweep and the poller, in separate processes
@@ -38,7 +40,7 @@ afterAll(async () => {
 /** IMAP commands of one kind the bridge sent after index `from`. */
 const count = (h: Harness, from: number, verb: RegExp): number => h.imapCommands.slice(from).filter((c) => verb.test(c.replace(/^\S+ /, ''))).length;
 
-async function fiftyPolls(h: Harness, ctx: string): Promise<{ answers: any[]; errors: string[]; slowest: number }> {
+async function fiftyPolls(h: Harness, ctx: string): Promise<{ answers: (V1Task | undefined)[]; errors: string[]; slowest: number }> {
   const errors: string[] = [];
   const started = performance.now();
   const answers = await Promise.all(
@@ -60,7 +62,7 @@ async function fiftyPolls(h: Harness, ctx: string): Promise<{ answers: any[]; er
  * A bridge on a fresh folder of the file's Dovecot (reached at `port`: a proxy's, say), cleaned up
  * after the file, settled, with one WORKING task on a new context.
  */
-async function harnessWithTask(folder: string, port: number, mailboxToml: string): Promise<{ h: Harness; ctx: string; first: any }> {
+async function harnessWithTask(folder: string, port: number, mailboxToml: string): Promise<{ h: Harness; ctx: string; first: V1Task }> {
   const h = await startHarness({ dovecot: { ...dovecot, port }, mailboxToml: `folder = "${folder}"\n${mailboxToml}` });
   cleanup.push(async () => {
     await h.close();
@@ -68,7 +70,7 @@ async function harnessWithTask(folder: string, port: number, mailboxToml: string
   });
   await h.app.bridge.idle();
   const ctx = newContext();
-  const first = (await h.rpc(hermesBody('Summarise the report', ctx))).json.result.task;
+  const first = (await h.rpc(hermesBody('Summarise the report', ctx))).json.result!.task!;
   expect(first.status.state).toBe('TASK_STATE_WORKING');
   return { h, ctx, first };
 }
@@ -114,12 +116,12 @@ describe('50 concurrent polls share one mailbox check', () => {
 });
 
 /** Runs store-load.ts processes in parallel and returns their counts. */
-async function load(store: string, roles: { role: string; n: number }[]): Promise<any[]> {
+async function load(store: string, roles: { role: string; n: number }[]): Promise<Counts[]> {
   const startAt = Date.now() + 2500; // every process is up (tsx start) before the first transaction
   return Promise.all(
     roles.map(
       ({ role, n }, index) =>
-        new Promise<any>((resolve, reject) => {
+        new Promise<Counts>((resolve, reject) => {
           const child = spawn(process.execPath, ['--import', 'tsx', 'test/integration/faults/store-load.ts', role, store, String(n), String(startAt), String(index % 2)], {
             cwd: REPO,
             stdio: ['ignore', 'pipe', 'pipe'],
@@ -130,7 +132,7 @@ async function load(store: string, roles: { role: string; n: number }[]): Promis
           child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
           child.once('exit', (code) => {
             if (code !== 0) return reject(new Error(`store-load ${role} exited ${code}: ${err}`));
-            resolve(JSON.parse(out.trim()));
+            resolve(JSON.parse(out.trim()) as Counts);
           });
         }),
     ),

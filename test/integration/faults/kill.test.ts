@@ -13,6 +13,8 @@ import { killAll, quickCheck, readStore, startBridgeProcess, type BridgeProcess 
 import { newContext, shown } from './caller-view.js';
 import { freePort } from '../../helpers/free-port.js';
 import { Summary } from './summary.js';
+import type { V1Task } from '../../../src/a2a/wire.js';
+import type { ResultOfBody, RpcAnswer } from '../../helpers/rpc-json.js';
 
 /**
  * Kill tests. The bridge runs as a child process (`serve`, from source) against a real Dovecot, a
@@ -72,7 +74,7 @@ afterEach(async () => {
 });
 
 /** A JSON-RPC POST to the bridge; `null` when the connection was cut (the process died). */
-async function post(s: Setup, body: unknown): Promise<{ status: number; json: any } | { cut: string }> {
+async function post<B>(s: Setup, body: B): Promise<{ status: number; json: RpcAnswer<ResultOfBody<B>> } | { cut: string }> {
   try {
     const res = await fetch(s.url, {
       method: 'POST',
@@ -80,27 +82,31 @@ async function post(s: Setup, body: unknown): Promise<{ status: number; json: an
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(30_000),
     });
-    return { status: res.status, json: await res.json() };
+    return { status: res.status, json: (await res.json()) as RpcAnswer<ResultOfBody<B>> };
   } catch (err) {
     const e = err as Error & { cause?: { code?: string; message?: string } };
     return { cut: `${e.message}: ${e.cause?.code ?? e.cause?.message ?? ''}` };
   }
 }
 
-/** A call that must answer: HTTP 200 and a task. */
-async function answered(s: Setup, body: unknown): Promise<any> {
+/** What {@link answered} returns: the Task of a SendMessage, else the method's result. */
+type Answer<B> = B extends { method: 'SendMessage' } ? V1Task : ResultOfBody<B>;
+
+/** A call that must answer: HTTP 200 and a task (or, for another method, its result). */
+async function answered<const B>(s: Setup, body: B): Promise<Answer<B>> {
   const r = await post(s, body);
   if ('cut' in r) throw new Error(`the call was cut: ${r.cut}`);
   expect(r.status).toBe(200);
   expect(r.json.error).toBeUndefined();
-  return r.json.result.task ?? r.json.result;
+  const result = r.json.result as { task?: V1Task } | undefined;
+  return (result?.task ?? result) as Answer<B>;
 }
 
 /**
  * Waits for the bridge to log that the task moved to `state` (the dispatch or check after a
  * restart runs in the background), then polls on `ctx` once.
  */
-async function afterChange(s: Setup, p: BridgeProcess, taskId: string, ctx: string, state: string): Promise<any> {
+async function afterChange(s: Setup, p: BridgeProcess, taskId: string, ctx: string, state: string): Promise<V1Task> {
   await p.log('task changed', (e) => e.task === taskId && e.to === state);
   return answered(s, hermesBody('status', ctx));
 }
@@ -136,7 +142,7 @@ describe('SIGKILL at a failpoint, then a restart', () => {
     const task = await afterChange(s, p2, stored!.id, ctx, 'WORKING');
     expect(task).toMatchObject({ id: stored!.id, status: { state: 'TASK_STATE_WORKING' } });
     const listed = await answered(s, { jsonrpc: '2.0', id: 2, method: 'ListTasks', params: { contextId: ctx } });
-    expect(listed.tasks.map((t: any) => t.id)).toEqual([stored!.id]);
+    expect(listed.tasks.map((t) => t.id)).toEqual([stored!.id]);
     expect(quickCheck(s.store)).toBe('ok');
     await p2.stop();
     expect(s.receiver.requests).toHaveLength(1);
@@ -187,12 +193,14 @@ describe('SIGKILL at a failpoint, then a restart', () => {
     const p1 = await startBridgeProcess(s.cfg.configPath, 'while-applying-reply');
     const first = await answered(s, hermesBody('Summarise the report', ctx));
     expect(first.status.state).toBe('TASK_STATE_WORKING');
+    // The start-up check must be over, or the poll below would join it and miss the reply.
+    await p1.log('mailbox check done');
     const env = s.receiver.requests[0]!.envelope as Envelope;
     const raw = await agentReply(env, key.privateKeyPem, { answer: 'Applied exactly once.' });
     const uid = await dovecot.append(raw, { folder: s.folder });
 
     const r = await post(s, hermesBody('status', ctx));
-    expect('cut' in r, 'the poll that applies the reply must be cut by the kill').toBe(true);
+    expect('cut' in r, `the poll that applies the reply must be cut by the kill; it answered ${JSON.stringify(r).slice(0, 600)}`).toBe(true);
     await died(p1);
     expect(quickCheck(s.store)).toBe('ok');
     expect(

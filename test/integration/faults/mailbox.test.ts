@@ -6,6 +6,8 @@ import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
 import { healthOf, newContext, shown, statusMessage } from './caller-view.js';
 import { multiAppend, startImapProxy, startSilentServer, type ImapProxy } from './imap-faults.js';
 import { Summary } from './summary.js';
+import type { HealthJson } from '../../../src/a2a/health.js';
+import type { V1Task } from '../../../src/a2a/wire.js';
 
 /**
  * Mailbox faults. None may fail an A2A call: every poll answers HTTP 200 with the task's current
@@ -52,13 +54,13 @@ async function proxy(mode: 'pass' | 'refuse' = 'pass'): Promise<ImapProxy> {
 }
 
 /** One Hermes-style call: HTTP 200, a task result (never a JSON-RPC error), and the time it took. */
-async function call(h: Harness, text: string, ctx: string): Promise<{ task: any; ms: number }> {
+async function call(h: Harness, text: string, ctx: string): Promise<{ task: V1Task; ms: number }> {
   const started = performance.now();
   const r = await h.rpc(hermesBody(text, ctx));
   const ms = performance.now() - started;
   expect(r.status).toBe(200);
   expect(r.json.error).toBeUndefined();
-  return { task: r.json.result.task, ms };
+  return { task: r.json.result!.task!, ms };
 }
 
 /** Starts a task whose webhook is accepted (WORKING); returns its context, id and envelope. */
@@ -75,7 +77,7 @@ const UNREACHABLE = /The mailbox is unreachable since (\S+Z): ([\s\S]*?)(?: \(la
  * A poll while the mailbox fails: 200, WORKING, the status text names the error and since when,
  * and /health agrees. Returns what was shown.
  */
-async function expectUnreachable(h: Harness, ctx: string, error: RegExp): Promise<{ since: string; lastSuccess: string | null; text: string; health: any; ms: number }> {
+async function expectUnreachable(h: Harness, ctx: string, error: RegExp): Promise<{ since: string; lastSuccess: string | null; text: string; health: HealthJson; ms: number }> {
   const { task, ms } = await call(h, 'status', ctx);
   expect(task.status.state).toBe('TASK_STATE_WORKING');
   const text = statusMessage(task);
@@ -122,7 +124,7 @@ describe('mailbox faults never fail an A2A call', () => {
     await dovecot.append(await h.reply(h.envelope(1), { answer: 'Done while the mailbox was away.', date: new Date(h.app.bridge.ctx.now()) }), { folder: h.folder });
     const down2 = await expectUnreachable(h, ctx, /ECONNREFUSED/);
     expect(down2.since).toBe(down1.since);
-    expect(Date.parse(down2.health.mailbox.lastCheckAt)).toBeGreaterThan(Date.parse(down1.since) + 60_000);
+    expect(Date.parse(down2.health.mailbox.lastCheckAt!)).toBeGreaterThan(Date.parse(down1.since) + 60_000);
 
     await p.setMode('pass');
     const back = await call(h, 'status', ctx);
@@ -131,7 +133,7 @@ describe('mailbox faults never fail an A2A call', () => {
     const health = await healthOf(h);
     expect(health.status).toBe('ok');
     expect(health.mailbox).toMatchObject({ lastError: null, errorSince: null });
-    expect(Date.parse(health.mailbox.lastSuccessAt)).toBeGreaterThan(Date.parse(firstSuccess));
+    expect(Date.parse(health.mailbox.lastSuccessAt!)).toBeGreaterThan(Date.parse(firstSuccess));
     expect(h.app.bridge.ctx.store.ledger.ofTask(id).map((l) => l.verdict)).toEqual(['applied:done']);
     expect(h.receiver.requests).toHaveLength(1);
     summary.add(
@@ -200,7 +202,7 @@ describe('mailbox faults never fail an A2A call', () => {
     expect(shown(back.task)).toContain('Survives a cut connection.');
     expect(h.app.bridge.ctx.store.ledger.ofTask(id).map((l) => l.verdict)).toEqual(['applied:done']);
     expect(h.app.bridge.ctx.store.artifacts.of(id)).toHaveLength(1);
-    summary.add('connection dropped mid-FETCH (proxy cuts inside the BODY.PEEK[] literal)', `200 WORKING, "unreachable since <t>: ${down.health.mailbox.lastError.replace(String(p.port), '<port>')}"; no ledger row, watermark unchanged; next poll with the connection intact → applied:done once, COMPLETED, 1 artifact`);
+    summary.add('connection dropped mid-FETCH (proxy cuts inside the BODY.PEEK[] literal)', `200 WORKING, "unreachable since <t>: ${down.health.mailbox.lastError!.replace(String(p.port), '<port>')}"; no ledger row, watermark unchanged; next poll with the connection intact → applied:done once, COMPLETED, 1 artifact`);
   });
 
   it('UIDVALIDITY change: the folder is rescanned, the already-applied reply is a duplicate, the new reply is applied', async () => {

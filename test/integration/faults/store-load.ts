@@ -27,7 +27,8 @@ const iterations = Number(iterationsText);
 const index = Number(indexText);
 const FOLDER = 'INBOX';
 
-interface Counts {
+/** What one process prints (one JSON line on stdout) when it is done. */
+export interface Counts {
   role: string;
   index: number;
   /** Read-then-write transactions that committed or ran to their end. */

@@ -29,7 +29,7 @@ function nextState(taskId: string, state: string): Promise<TaskChanged> {
 
 describe('the watcher', () => {
   it('applies a reply APPENDed to Dovecot without any A2A call', async () => {
-    const task = (await h.rpc(hermesBody('watched job', `ctx-${hex(8)}`))).json.result.task;
+    const task = (await h.rpc(hermesBody('watched job', `ctx-${hex(8)}`))).json.result!.task!;
     expect(task.status.state).toBe('TASK_STATE_WORKING');
     const env = h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === task.id)!;
     const completed = nextState(task.id, 'COMPLETED');
@@ -42,7 +42,7 @@ describe('the watcher', () => {
     const ctx = `ctx-${hex(8)}`;
     // The task is created inside the call: wait for any task of this context to reach WORKING.
     const working = h.app.bridge.events.next((e) => e.task.contextId === ctx && e.task.state === 'WORKING');
-    const task = (await h.rpc(hermesBody('flaky', ctx))).json.result.task;
+    const task = (await h.rpc(hermesBody('flaky', ctx))).json.result!.task!;
     expect(task.status.state).toBe('TASK_STATE_SUBMITTED');
     expect((await working).task.id).toBe(task.id);
     const ids = h.receiver.requests.filter((r) => r.envelope?.task_id === task.id).map((r) => r.id);

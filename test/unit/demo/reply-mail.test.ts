@@ -29,9 +29,9 @@ beforeAll(() => {
  * of a resolver.
  */
 function resolver(txt: string) {
-  return async (name: string, type: string): Promise<string[][]> => {
-    if (type === 'TXT' && name === dkimTxtName(SELECTOR, DOMAIN)) return [[txt.slice(0, 255), txt.slice(255)]];
-    throw Object.assign(new Error(`queryTxt ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
+  return (name: string, type: string): Promise<string[][]> => {
+    if (type === 'TXT' && name === dkimTxtName(SELECTOR, DOMAIN)) return Promise.resolve([[txt.slice(0, 255), txt.slice(255)]]);
+    return Promise.reject(Object.assign(new Error(`queryTxt ENOTFOUND ${name}`), { code: 'ENOTFOUND' }));
   };
 }
 

@@ -51,7 +51,7 @@ describe('attack-mail corpus', () => {
         outcomes.push({ file: m.file, expected: m.expect.verdict, actual: out.verdict });
         expect({ verdict: out.verdict, reason: out.reason }).toEqual({
           verdict: m.expect.verdict,
-          reason: m.expect.reason === undefined ? out.reason : expect.stringContaining(m.expect.reason),
+          reason: m.expect.reason === undefined ? out.reason : (expect.stringContaining(m.expect.reason) as unknown),
         });
         const d = out.decision;
         for (const part of m.answerIncludes ?? []) expect(d.kind === 'refuse' ? undefined : d.reply.answer).toContain(part);
@@ -90,7 +90,7 @@ describe('what the mailbox reports', () => {
     const store = corpusStore(manifest, setting);
     try {
       const out = recorded(await store.take(readMessage(GENUINE), { tooLarge: true }));
-      expect(out).toMatchObject({ verdict: 'too-large', reason: expect.stringContaining('over mailbox.max_message_bytes') });
+      expect(out).toMatchObject({ verdict: 'too-large', reason: expect.stringContaining('over mailbox.max_message_bytes') as unknown });
       expect(out.decision).toMatchObject({ kind: 'refuse', evidence: 'head', tag: { taskId: manifest.liveTaskId } });
       expect(store.store.tasks.get(manifest.liveTaskId)?.state).toBe('WORKING');
     } finally {
@@ -121,10 +121,10 @@ describe('what the mailbox reports', () => {
     const store = corpusStore(manifest, { ...setting, resolver: unreachable });
     try {
       const arrived = judgedAt - 3600_000;
-      expect(await store.take(readMessage(GENUINE), { receivedAt: arrived })).toMatchObject({ kind: 'deferred', reason: expect.stringContaining('gate 7') });
+      expect(await store.take(readMessage(GENUINE), { receivedAt: arrived })).toMatchObject({ kind: 'deferred', reason: expect.stringContaining('gate 7') as unknown });
       expect(store.store.tasks.get(manifest.liveTaskId)?.state).toBe('WORKING');
       const late = recorded(await store.take(readMessage(GENUINE), { receivedAt: arrived, now: arrived + TEMPORARY_RETRY_MS }));
-      expect(late).toMatchObject({ verdict: 'auth:dkim-unverified', reason: expect.stringContaining('still failing 24 h after arrival') });
+      expect(late).toMatchObject({ verdict: 'auth:dkim-unverified', reason: expect.stringContaining('still failing 24 h after arrival') as unknown });
     } finally {
       store.close();
     }
@@ -155,7 +155,7 @@ describe('what the mailbox reports', () => {
     };
     try {
       const out = recorded(await store.take(raw, { resolver: racing }));
-      expect(out).toMatchObject({ verdict: 'duplicate', reason: expect.stringContaining('gate 1') });
+      expect(out).toMatchObject({ verdict: 'duplicate', reason: expect.stringContaining('gate 1') as unknown });
       expect(out.decision.evidence).toBe('whole');
       expect(store.store.tasks.get(manifest.liveTaskId)?.state).toBe('WORKING');
     } finally {

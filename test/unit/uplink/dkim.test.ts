@@ -33,12 +33,12 @@ let key: ReturnType<typeof rsaKey>;
 let otherKey: ReturnType<typeof rsaKey>;
 
 /** Serves `v=DKIM1; k=rsa; p=…` at s1._domainkey.agent.example as two TXT chunks; nothing else exists. */
-const resolver: DnsResolver = async (name, rrtype) => {
+const resolver: DnsResolver = (name, rrtype) => {
   if (rrtype === 'TXT' && name === 's1._domainkey.agent.example') {
     const txt = `v=DKIM1; k=rsa; p=${key.publicKeyB64}`;
-    return [[txt.slice(0, 200), txt.slice(200)]];
+    return Promise.resolve([[txt.slice(0, 200), txt.slice(200)]]);
   }
-  throw Object.assign(new Error(`queryTxt ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
+  return Promise.reject(Object.assign(new Error(`queryTxt ENOTFOUND ${name}`), { code: 'ENOTFOUND' }));
 };
 
 async function signed(message: string, o: { privateKeyPem?: string; selector?: string; maxBodyLength?: number; expires?: Date } = {}): Promise<string> {
@@ -67,19 +67,19 @@ describe('verifyDkimLocally', () => {
     const raw = Buffer.from(await signed(MESSAGE));
     const [sig] = parseDkimSignatures(parseHeaders(raw));
     const results = await verifyDkimLocally(raw, resolver);
-    expect(results).toEqual([{ d: 'agent.example', s: 's1', b: sig!.b, status: 'pass', bodyLengthLimited: false, info: expect.stringMatching(/^dkim=pass /) }]);
+    expect(results).toEqual([{ d: 'agent.example', s: 's1', b: sig!.b, status: 'pass', bodyLengthLimited: false, info: expect.stringMatching(/^dkim=pass /) as unknown }]);
   });
 
   it('gives neutral, not fail, for a tampered body (so only pass is accepted)', async () => {
     const raw = Buffer.from((await signed(MESSAGE)).replace('The answer.', 'Another answer.'));
     const [r] = await verifyDkimLocally(raw, resolver);
-    expect(r).toMatchObject({ status: 'neutral', info: expect.stringContaining('body hash did not verify') });
+    expect(r).toMatchObject({ status: 'neutral', info: expect.stringContaining('body hash did not verify') as unknown });
   });
 
   it('fails a signature made with another key', async () => {
     const raw = Buffer.from(await signed(MESSAGE, { privateKeyPem: otherKey.privateKeyPem }));
     const [r] = await verifyDkimLocally(raw, resolver);
-    expect(r).toMatchObject({ status: 'fail', info: expect.stringContaining('bad signature') });
+    expect(r).toMatchObject({ status: 'fail', info: expect.stringContaining('bad signature') as unknown });
   });
 
   it('fails a signed header that was changed', async () => {
@@ -90,7 +90,7 @@ describe('verifyDkimLocally', () => {
   it('gives neutral ("no key") when the selector has no key record', async () => {
     const raw = Buffer.from(await signed(MESSAGE, { selector: 'missing' }));
     const [r] = await verifyDkimLocally(raw, resolver);
-    expect(r).toMatchObject({ s: 'missing', status: 'neutral', info: expect.stringContaining('no key') });
+    expect(r).toMatchObject({ s: 'missing', status: 'neutral', info: expect.stringContaining('no key') as unknown });
   });
 
   it('passes an l= signature with appended text, and says it is body-length limited', async () => {
@@ -103,13 +103,11 @@ describe('verifyDkimLocally', () => {
 
   it('gives temperror when the lookup fails or outlasts the timeout', async () => {
     const raw = Buffer.from(await signed(MESSAGE));
-    const servfail: DnsResolver = async () => {
-      throw Object.assign(new Error('queryTxt ESERVFAIL'), { code: 'ESERVFAIL' });
-    };
+    const servfail: DnsResolver = () => Promise.reject(Object.assign(new Error('queryTxt ESERVFAIL'), { code: 'ESERVFAIL' }));
     expect((await verifyDkimLocally(raw, servfail))[0]?.status).toBe('temperror');
     const never: DnsResolver = () => new Promise(() => {});
     const [slow] = await verifyDkimLocally(raw, never, { timeoutMs: 50 });
-    expect(slow).toMatchObject({ status: 'temperror', info: expect.stringContaining('ETIMEOUT') });
+    expect(slow).toMatchObject({ status: 'temperror', info: expect.stringContaining('ETIMEOUT') as unknown });
     const throwsSync: DnsResolver = () => {
       throw new Error('boom');
     };
@@ -120,7 +118,7 @@ describe('verifyDkimLocally', () => {
     const raw = Buffer.from(await signed(MESSAGE, { expires: new Date(Date.now() + 3600_000) }));
     expect((await verifyDkimLocally(raw, resolver))[0]?.status).toBe('pass');
     const [late] = await verifyDkimLocally(raw, resolver, { now: new Date(Date.now() + 7200_000) });
-    expect(late).toMatchObject({ status: 'neutral', info: expect.stringContaining('expired') });
+    expect(late).toMatchObject({ status: 'neutral', info: expect.stringContaining('expired') as unknown });
   });
 
   it('reports each signature of a message signed twice', async () => {
