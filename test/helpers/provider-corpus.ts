@@ -7,9 +7,8 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { openMailbox } from '../../src/app.js';
+import { buildBridge } from '../../src/app.js';
 import { loadConfig } from '../../src/config/config.js';
-import { checkMailbox } from '../../src/core/mail-check.js';
 import { createLogger } from '../../src/log.js';
 import { Store } from '../../src/store/store.js';
 import { profileOf, type ProviderProfile } from '../../src/uplink/border.js';
@@ -95,16 +94,17 @@ export async function judgeThroughMailbox(
       replyStatus: null, replyText: null, replyLedgerId: null, repliedAt: null, createdAt: dispatchedAt,
     });
   });
-  const mailbox = openMailbox(config);
+  db.close();
+  // The bridge as serve builds it (the composition root), on the store just written.
+  const built = buildBridge(config, { log: createLogger('silent'), now: () => Date.parse(manifest.judgedAt), dkimResolver: zoneResolver(loadZone().records) });
   try {
-    const summary = await checkMailbox({ config, store: db, mailbox, log: createLogger('silent'), now: () => Date.parse(manifest.judgedAt), random: Math.random, dkimResolver: zoneResolver(loadZone().records) });
+    const summary = await built.bridge.checkNow();
     expect(summary.ok, summary.error).toBe(true);
-    const rows = db.ledger.query({ limit: 10 });
+    const rows = built.bridge.ctx.store.ledger.query({ limit: 10 });
     expect(rows).toHaveLength(1);
     return { verdict: rows[0]!.verdict, reason: rows[0]!.reason };
   } finally {
-    await mailbox.close();
-    db.close();
+    await built.close();
     rmSync(dir.dir, { recursive: true, force: true });
   }
 }
