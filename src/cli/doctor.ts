@@ -2,6 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { ConfigError, loadConfig, type Config } from '../config/config.js';
+import { writableByOthers } from '../config/file-safety.js';
 import { readSecretFile, SecretFileError } from '../config/secret-file.js';
 import { openDb, StoreError } from '../store/db.js';
 import { taskCountsByState } from '../store/tasks.js';
@@ -105,11 +106,9 @@ function checkConfigFile(file: string): { check: Check; doc?: Doc } {
     return { check: { name, status: 'fail', detail: `${file} is not valid TOML: ${(err as Error).message.split('\n')[0]}`, fix: 'correct the TOML syntax at the line shown' } };
   }
   for (const p of [file, dirname(file)]) {
-    const st = statSync(p);
-    const mode = st.mode & 0o777;
-    // A sticky folder (like /tmp) lets others add files but not replace ours.
-    if (mode & 0o022 && !(p !== file && st.mode & 0o1000)) {
-      return { check: { name, status: 'fail', detail: `${p} is writable by others (mode ${mode.toString(8).padStart(4, '0')}); they could redirect the bridge`, fix: `chmod go-w ${p}` }, doc };
+    const mode = writableByOthers(p);
+    if (mode !== null) {
+      return { check: { name, status: 'fail', detail: `${p} is writable by others (mode ${mode}); they could redirect the bridge`, fix: `chmod go-w ${p}` }, doc };
     }
   }
   return { check: { name, status: 'ok', detail: `${file} (TOML ok)` }, doc };

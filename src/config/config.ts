@@ -4,6 +4,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import type { LogConfig } from '../log.js';
 import { parseAgent } from './agents.js';
+import { writableByOthers } from './file-safety.js';
 import { ConfigError, Fields, type Table } from './fields.js';
 import { ADDRESS_RE, isLoopbackLiteral, secret } from './values.js';
 
@@ -27,6 +28,12 @@ export interface WebhookConfig {
   maxAgeMs: number;
   /** Send the agent a best-effort notice (the envelope with `cancel: true`) when a task is canceled. */
   notifyCancel: boolean;
+  /**
+   * New dispatches (a new task, or the caller's answer to INPUT_REQUIRED: each wakes the agent)
+   * accepted per rolling 60 s; more are refused with the `limitReached` error. Retries of a
+   * dispatch do not count (max_attempts bounds them).
+   */
+  maxPerMinute: number;
 }
 
 export interface SkillConfig {
@@ -48,6 +55,8 @@ export interface AgentConfig {
   dkimDomain: string;
   /** Default deadline of a turn, in ms from dispatch. */
   deadlineMs: number;
+  /** Tasks of this agent that may be open (SUBMITTED, WORKING or INPUT_REQUIRED) at once; a new one beyond is refused. */
+  maxOpenTasks: number;
   /** First line of every artifact built from this agent's mail. */
   untrustedLabel: string;
   skills: SkillConfig[];
@@ -279,7 +288,8 @@ export function parseConfig(doc: Table, baseDir: string, file = ''): Config {
 
 /**
  * Reads and validates a TOML config file.
- * @throws ConfigError for a missing file, a TOML syntax error (with line) or an invalid key.
+ * @throws ConfigError for a missing file, a file or folder others can write, a TOML syntax error
+ *   (with line) or an invalid key.
  */
 export function loadConfig(path: string): Config {
   const file = isAbsolute(path) ? path : resolve(path);
@@ -288,6 +298,12 @@ export function loadConfig(path: string): Config {
     text = readFileSync(file, 'utf8');
   } catch (err) {
     throw new ConfigError('(file)', `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? err}; create one with \`a2a-mailbridge init\``, { cause: err });
+  }
+  // Whoever can write the config (or swap the file in its folder) can point the bridge at their
+  // own webhook or mailbox: refused like a secret others can read.
+  for (const p of [file, dirname(file)]) {
+    const mode = writableByOthers(p);
+    if (mode !== null) throw new ConfigError('(file)', `${p} is writable by others (mode ${mode}), so they could redirect the bridge; run: chmod go-w ${p}`);
   }
   let doc: Table;
   try {
