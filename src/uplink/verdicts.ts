@@ -25,6 +25,10 @@ export const VERDICTS = {
   'applied:failed': 'promoted: the agent reported failure; the task is FAILED',
   'applied:working': 'promoted: a progress note; the task stays WORKING',
   unreadable: 'the message could not be processed (a defect of ours); recorded so it is never retried silently',
+  'unreadable:permission': 'the mailbox holds the message but it cannot be opened (a Maildir file without read permission); deliver a readable copy to have it judged',
+  'unreadable:vanished': 'the message was deleted from the mailbox between reading its header block and reading it whole',
+  'unreadable:io': 'the mailbox holds the message but reading it failed (an I/O error of that one file)',
+  'unreadable:fetch': 'the IMAP server refused to FETCH the message, twice; the rest of the folder was read',
 } as const;
 
 export type Verdict = keyof typeof VERDICTS;
