@@ -118,6 +118,8 @@ export interface AuthOptions {
 }
 
 const DMARC_FATAL = new Set(['fail', 'temperror', 'permerror']);
+/** Header fields that say how the body is decoded (RFC 2045 §4–6): never more than one of each. */
+const MIME_FIELDS = ['Content-Type', 'Content-Transfer-Encoding', 'MIME-Version'] as const;
 /** Header fields the aligned signature must cover (its h= tag, lower-cased). */
 const SIGNED_HEADERS = ['from', 'subject', 'date', 'message-id'] as const;
 
@@ -135,6 +137,13 @@ export async function authenticate(raw: Buffer, m: Identified, o: AuthOptions): 
   for (const name of ['From', 'Subject', 'Date', 'Message-ID']) {
     const n = fieldsNamed(m.fields, name).length;
     if (n !== 1) return { verdict: 'auth:duplicate-header', reason: `gate 3: ${n} ${name} headers; exactly one is required` };
+  }
+  // Gate 3: the MIME fields decide how the body is decoded. A DKIM verifier binds the signed
+  // (lowest) instance of a field (RFC 6376 §5.4.2) while a MIME parser reads the top one, so a
+  // prepended unsigned Content-Type changes the text judged without breaking the signature.
+  for (const name of MIME_FIELDS) {
+    const n = fieldsNamed(m.fields, name).length;
+    if (n > 1) return { verdict: 'auth:duplicate-header', reason: `gate 3: ${n} ${name} headers; at most one is allowed` };
   }
   const from = parseSingleAddress(fieldsNamed(m.fields, 'from')[0]!.value);
   if (!('address' in from)) {
