@@ -119,10 +119,14 @@ function hostOf(word: Word | undefined): string | null {
   return h === '' || h === 'from' || h === 'by' ? null : h;
 }
 
-/** IP addresses in a piece of Received text: `[1.2.3.4]`, `[IPv6:…]`, or a bare address word. */
+/**
+ * IP addresses in a piece of Received text: `[1.2.3.4]`, `[IPv6:…]`, or a bare address word. A
+ * bracket's content stops at the next `[` too, so each attempt ends where the next one starts: a
+ * run of `[` without `]` is linear (it was quadratic).
+ */
 function ipsIn(text: string): string[] {
   const out: string[] = [];
-  for (const m of text.matchAll(/\[(?:ipv6:)?([^\]\s]+)\]/gi)) {
+  for (const m of text.matchAll(/\[(?:ipv6:)?([^[\]\s]+)\]/gi)) {
     if (m[1] && (isIPv4(m[1]) || isIPv6(m[1]))) out.push(m[1].toLowerCase());
   }
   for (const w of text.split(/[\s,;=()]+/)) {
@@ -222,7 +226,11 @@ function normDomain(d: string | null): string | null {
 /** Pushes a conflict for every key whose results differ across the trusted fields. */
 function disagreements(method: string, entries: { key: string; label: string; result: string; where: string }[], conflicts: string[]): void {
   const byKey = new Map<string, typeof entries>();
-  for (const e of entries) byKey.set(e.key, [...(byKey.get(e.key) ?? []), e]);
+  for (const e of entries) {
+    const group = byKey.get(e.key);
+    if (group) group.push(e);
+    else byKey.set(e.key, [e]);
+  }
   for (const group of byKey.values()) {
     if (new Set(group.map((e) => e.result)).size < 2) continue;
     const first = group[0];
@@ -260,6 +268,8 @@ export function findTrustedResults(fields: readonly HeaderField[], profile: Prov
   const trusted: string[] = [];
   const others: string[] = [];
   const dkimSeen: { key: string; label: string; result: string; where: string }[] = [];
+  const dkimKeys = new Set<string>();
+  const dmarcKeys = new Set<string>();
   const dmarcSeen: typeof dkimSeen = [];
   const spfSeen: typeof dkimSeen = [];
   for (const f of fields) {
@@ -288,13 +298,16 @@ export function findTrustedResults(fields: readonly HeaderField[], profile: Prov
           headerB: oneProp(r, 'header', 'b', where, results.conflicts),
           headerS: oneProp(r, 'header', 's', where, results.conflicts),
         };
-        const dup = results.dkim.some((d) => JSON.stringify(d) === JSON.stringify(entry));
-        if (!dup) results.dkim.push(entry);
+        // One provider field may list a result per DKIM-Signature, and a sender may add thousands:
+        // duplicates are found by key (a scan per entry was quadratic).
+        const dkimKey = JSON.stringify(entry);
+        if (!dkimKeys.has(dkimKey)) (dkimKeys.add(dkimKey), results.dkim.push(entry));
         const label = `header.d=${entry.headerD ?? '(none)'} header.b=${entry.headerB ?? '(none)'}`;
         dkimSeen.push({ key: `${entry.headerD}|${entry.headerB}`, label, result: r.result, where });
       } else if (r.method === 'dmarc') {
         const headerFrom = normDomain(oneProp(r, 'header', 'from', where, results.conflicts));
-        if (!results.dmarc.some((d) => d.result === r.result && d.headerFrom === headerFrom)) results.dmarc.push({ result: r.result, headerFrom });
+        const dmarcKey = `${r.result}|${headerFrom}`;
+        if (!dmarcKeys.has(dmarcKey)) (dmarcKeys.add(dmarcKey), results.dmarc.push({ result: r.result, headerFrom }));
         dmarcSeen.push({ key: '', label: '', result: r.result, where });
       } else if (r.method === 'spf') {
         const mailfrom = oneProp(r, 'smtp', 'mailfrom', where, results.conflicts);

@@ -248,7 +248,14 @@ export function judgeReply(m: Identified, reply: ParsedReply, t: TaskFacts): Jud
     return { verdict: 'duplicate', reason: `gate 8a: Message-ID ${m.messageId} was already applied to this task` };
   }
   if (reply.token === null) {
-    const why = reply.tokenProblem === 'several' ? 'more than one reply_token line' : reply.tokenProblem === 'only-in-quote' ? 'the reply_token appears only in quoted text' : 'no reply_token line in the reply block';
+    const why =
+      reply.tokenProblem === 'several'
+        ? 'more than one reply_token line'
+        : reply.tokenProblem === 'only-in-quote'
+          ? 'the reply_token appears only in quoted text'
+          : reply.tokenProblem === 'unparsed'
+            ? `the body was not read: ${reply.unparsed ?? 'over the parse budget'}`
+            : 'no reply_token line in the reply block';
     return { verdict: 'no-token', reason: `gate 9: ${why}` };
   }
   if (!t.tokenMatches(reply.token)) return { verdict: 'bad-token', reason: "gate 9: the reply_token is not the task's live token (used, revoked or wrong)" };
