@@ -13,12 +13,19 @@ import { makeResolver, type DnsResolver } from './uplink/dkim.js';
 import { ImapMailbox } from './uplink/imap-mailbox.js';
 import type { Mailbox } from './uplink/mailbox.js';
 import { MaildirMailbox } from './uplink/maildir-mailbox.js';
+import { OAuth2RetryMailbox, tokenSourceFor } from './uplink/oauth2.js';
 
-/** The mailbox of the configured kind. */
-export function openMailbox(config: Config): Mailbox {
+/**
+ * The mailbox of the configured kind. With OAuth2 sign-in, the grant's token source is created
+ * here on `now` (the bridge's clock decides when the access token is refreshed) and a login the
+ * server refuses is tried once more with a new access token.
+ */
+export function openMailbox(config: Config, now?: () => number): Mailbox {
   const m = config.mailbox;
   if (m.kind === 'imap') {
-    return new ImapMailbox({ ...m.imap!, folder: m.folder });
+    const imap = new ImapMailbox({ ...m.imap!, folder: m.folder });
+    if (!m.imap!.oauth2) return imap;
+    return new OAuth2RetryMailbox(imap, tokenSourceFor(m.imap!.oauth2, m.imap!.user, now));
   }
   return new MaildirMailbox(m.maildirPath!);
 }
@@ -53,7 +60,7 @@ export async function startApp(config: Config, o: AppOptions): Promise<App> {
   const bridge = new Bridge({
     config,
     db,
-    mailbox: o.mailbox ?? openMailbox(config),
+    mailbox: o.mailbox ?? openMailbox(config, o.now),
     log: o.log,
     now: o.now ?? Date.now,
     random: Math.random,

@@ -7,7 +7,8 @@ import { readSecretFile, SecretFileError } from '../config/secret-file.js';
 import { openDb, StoreError } from '../store/db.js';
 import { taskCountsByState } from '../store/tasks.js';
 import { TERMINAL_STATES, type TaskState } from '../store/task-state.js';
-import { ImapMailbox } from '../uplink/imap-mailbox.js';
+import { openMailbox } from '../app.js';
+import { loginCommand } from '../config/provider.js';
 import { MailboxError } from '../uplink/mailbox.js';
 import { clean, cleanLines, printJson } from './format.js';
 import { probeDnsServer, probeWebhook } from './probes.js';
@@ -58,7 +59,11 @@ export function secretRefs(doc: Doc, baseDir: string): SecretRef[] {
   };
   add('server.bearer_file', table(doc.server).bearer_file, "the facade's bearer (e.g. openssl rand -hex 32)");
   const mailbox = table(doc.mailbox);
-  if ((str(mailbox.kind) ?? 'imap') === 'imap') add('mailbox.imap.password_file', table(mailbox.imap).password_file, 'your IMAP app password');
+  if ((str(mailbox.kind) ?? 'imap') === 'imap') {
+    const imap = table(mailbox.imap);
+    if (str(imap.auth) === 'oauth2') add('mailbox.imap.oauth2_refresh_token_file', imap.oauth2_refresh_token_file, `the OAuth2 refresh token (write it with: a2a-mailbridge auth login ${str(imap.oauth2_provider) ?? (str(mailbox.provider) === 'outlook' ? 'microsoft' : 'google')})`);
+    else add('mailbox.imap.password_file', imap.password_file, 'your IMAP app password');
+  }
   const agents = Array.isArray(doc.agents) ? doc.agents : [];
   agents.forEach((a, i) => {
     const hook = table(table(a).webhook);
@@ -186,14 +191,16 @@ async function checkMailbox(config: Config, passwordOk: boolean): Promise<Check>
   const imap = m.imap!;
   const target = `${imap.user} at ${imap.host}:${imap.port}${imap.tls ? ' (TLS)' : ''}`;
   if (!passwordOk) return { name: 'mailbox', status: 'skip', detail: `IMAP login as ${target} not tried`, fix: 'fix mailbox.imap.password_file first' };
-  const mailbox = new ImapMailbox({ ...imap, folder: m.folder });
+  const mailbox = openMailbox(config);
   try {
     // No narrowing terms: the check logs in, EXAMINEs the folder and logs out; nothing is searched or fetched.
     const r = await mailbox.check({ watermark: { uidValidity: null, lastUid: 0 }, fromAddresses: [], subjectContains: [], maxFetch: 0, maxMessageBytes: 1024 });
     return { name: 'mailbox', status: 'ok', detail: `IMAP login as ${target} ok, EXAMINE ${m.folder} ok (UIDVALIDITY ${r.uidValidity}); read-only, nothing fetched` };
   } catch (err) {
     if (!(err instanceof MailboxError)) throw err;
-    return { name: 'mailbox', status: 'fail', detail: err.message, fix: IMAP_FIX[err.kind] };
+    // An OAuth2 grant that is gone is fixed by signing in again, never by a password.
+    const fix = imap.oauth2 && err.kind === 'auth' ? `sign in again: ${loginCommand(imap.oauth2)}` : IMAP_FIX[err.kind];
+    return { name: 'mailbox', status: 'fail', detail: err.message, fix };
   } finally {
     await mailbox.close();
   }
@@ -268,6 +275,7 @@ export async function doctor(configFile: string): Promise<DoctorReport> {
     checks.push({ name: 'store, mailbox, webhook', status: 'skip', detail: 'not checked without a valid config', fix: 'fix the config first' });
   } else {
     checks.push(checkStore(config.store.path));
+    checks.push(await (await import('./doctor-mail.js')).checkLatestTaggedMail(config));
     const passwordOk = secretChecks.find((c) => c.name === 'secret mailbox.imap.password_file')?.status !== 'fail';
     checks.push(await checkMailbox(config, passwordOk));
     for (let i = 0; i < config.agents.length; i++) checks.push(await checkWebhook(config, i));

@@ -70,6 +70,22 @@ program
   .option('--json', 'machine-readable report')
   .action(async (o: { json?: boolean }) => run(await (await import('./doctor.js')).runDoctor(config(), o)));
 
+const provider = program.command('provider').description('mailbox provider presets (docs/providers.md)');
+provider
+  .command('detect')
+  .description('name the preset (or print the patterns) that trusts the Authentication-Results of a mail you received from outside')
+  .option('--file <eml>', 'a message saved from your mail client (the whole source)')
+  .option('--from <address>', 'read the newest message from this sender in the configured mailbox, read-only')
+  .option('--json', 'machine-readable result')
+  .action(async (o: { file?: string; from?: string; json?: boolean }) => run(await (await import('./provider.js')).runProviderDetect(config(), o)));
+
+const auth = program.command('auth').description('OAuth2 sign-in for IMAP');
+auth
+  .command('login')
+  .description('sign in with the OAuth 2.0 device flow (RFC 8628) and store the refresh token (mode 0600)')
+  .argument('<provider>', 'google, microsoft or custom, as mailbox.imap.oauth2_provider says')
+  .action(async (name: string) => run(await (await import('./auth-login.js')).runAuthLogin(config(), name)));
+
 program
   .command('tasks')
   .description('list tasks, newest status first')

@@ -4,8 +4,11 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import type { LogConfig } from '../log.js';
 import { parseAgent } from './agents.js';
+import type { ProviderProfile } from '../uplink/border.js';
+import type { ProviderName } from '../uplink/providers.js';
 import { writableByOthers } from './file-safety.js';
 import { ConfigError, Fields, type Table } from './fields.js';
+import { parseImapAuth, parseProvider, type OAuth2Config } from './provider.js';
 import { ADDRESS_RE, isLoopbackLiteral, secret } from './values.js';
 
 export { ConfigError } from './fields.js';
@@ -68,7 +71,10 @@ export interface ImapConfig {
   port: number;
   tls: boolean;
   user: string;
+  /** The password (auth = "password"); '' with OAuth2. */
   password: string;
+  /** Set when `auth = "oauth2"`: the access token comes from this grant (src/uplink/oauth2.ts). */
+  oauth2?: OAuth2Config;
   /** Connection, greeting and socket timeout, in ms. */
   timeoutMs: number;
 }
@@ -90,9 +96,13 @@ export interface MailboxConfig {
   maxFetchPerCheck: number;
   /** Messages over this size, in bytes, are refused with the verdict `too-large`. */
   maxMessageBytes: number;
-  /** authserv-ids whose Authentication-Results are trusted (anchored, case-insensitive). */
+  /** `mailbox.provider`: the preset (src/uplink/providers.ts); `fastmail` by default. */
+  provider: ProviderName;
+  /** How gate 5 recognises the provider's results and its border: the preset with any explicit patterns applied. */
+  profile: ProviderProfile;
+  /** authserv-ids whose Authentication-Results are trusted (anchored, case-insensitive); `profile.authservId`. */
   authservId: RegExp;
-  /** Hosts of the provider's MX: the border is the topmost Received `by` such a host `from` an outside host. */
+  /** Hosts of the provider's MX: the border is the topmost Received `by` such a host `from` an outside host; `profile.borderHost`. */
   borderHost: RegExp;
   /** Verify DKIM signatures locally with mailauth in addition to trusting the provider's results. */
   verifyDkim: boolean;
@@ -136,8 +146,7 @@ export interface Config {
   agents: AgentConfig[];
 }
 
-/** Fastmail: per-host MX names such as mx1.messagingengine.com or phl-mx-04.messagingengine.com (FACTS.md). */
-export const FASTMAIL_HOST_PATTERN = '[a-z0-9-]+\\.messagingengine\\.com';
+export { FASTMAIL_HOST_PATTERN } from '../uplink/providers.js';
 
 
 function parseListen(f: Fields): { host: string; port: number } {
@@ -158,9 +167,16 @@ function parseListen(f: Fields): { host: string; port: number } {
   return { host, port };
 }
 
-function parseMailbox(f: Fields, baseDir: string): MailboxConfig {
+/** Options of the loader. */
+export interface LoadOptions {
+  /** An OAuth2 refresh token file may be missing (only `auth login`, which writes it). */
+  allowMissingGrant?: boolean;
+}
+
+function parseMailbox(f: Fields, baseDir: string, o: LoadOptions): MailboxConfig {
   const kind = f.oneOf('kind', ['imap', 'maildir'] as const, 'imap');
-  const hostPattern = f.string('provider_host', FASTMAIL_HOST_PATTERN);
+  const verifyDkim = f.boolean('verify_dkim', true);
+  const { provider, profile } = parseProvider(f, verifyDkim);
   const address = f.string('address').toLowerCase();
   if (!ADDRESS_RE.test(address)) throw new ConfigError(f.key('address'), 'must be a plain address like me@example.com');
   const out: MailboxConfig = {
@@ -171,9 +187,11 @@ function parseMailbox(f: Fields, baseDir: string): MailboxConfig {
     checkWaitMs: f.integer('check_wait_ms', 5000, 100, 60_000),
     maxFetchPerCheck: f.integer('max_fetch_per_check', 50, 1, 10_000),
     maxMessageBytes: f.integer('max_message_bytes', 10 * 1024 * 1024, 1024, 200 * 1024 * 1024),
-    authservId: f.pattern('authserv_id', hostPattern),
-    borderHost: f.pattern('border_host', hostPattern),
-    verifyDkim: f.boolean('verify_dkim', true),
+    provider,
+    profile,
+    authservId: profile.authservId,
+    borderHost: profile.borderHost,
+    verifyDkim,
     dateSkewMs: f.integer('date_skew_s', 900, 0, 7 * 86400) * 1000,
     watch: f.boolean('watch', false),
     watchTickMs: f.integer('watch_tick_s', 5, 1, 3600) * 1000,
@@ -182,13 +200,6 @@ function parseMailbox(f: Fields, baseDir: string): MailboxConfig {
   if (f.has(other)) {
     throw new ConfigError(f.key(other), `applies only when mailbox.kind = "${other}" (it is "${kind}"); remove the [mailbox.${other}] table or change kind`);
   }
-  // A provider pattern that matches any host would trust Authentication-Results anyone can write.
-  for (const [key, re] of [['authserv_id', out.authservId], ['border_host', out.borderHost]] as const) {
-    const probes = ['attacker.example', 'mx.attacker.example', 'localhost', ''];
-    if (probes.some((h) => re.test(h))) {
-      throw new ConfigError(f.key(key), `matches hosts that are not your provider's (e.g. "${probes.find((h) => re.test(h))}"); name the provider's hosts, e.g. '[a-z0-9-]+\\.messagingengine\\.com'`);
-    }
-  }
   if (kind === 'imap') {
     const t = f.table_('imap', true);
     out.imap = {
@@ -196,7 +207,7 @@ function parseMailbox(f: Fields, baseDir: string): MailboxConfig {
       port: t.integer('port', 993, 1, 65535),
       tls: t.boolean('tls', true),
       user: t.string('user'),
-      password: secret(t, 'password_file', baseDir),
+      ...parseImapAuth(t, baseDir, provider, o),
       timeoutMs: t.integer('timeout_s', 20, 1, 300) * 1000,
     };
     if (!out.imap.tls && !isLoopbackLiteral(out.imap.host)) {
@@ -219,7 +230,7 @@ function parseMailbox(f: Fields, baseDir: string): MailboxConfig {
  *
  * @throws ConfigError naming the first bad key and the fix.
  */
-export function parseConfig(doc: Table, baseDir: string, file = ''): Config {
+export function parseConfig(doc: Table, baseDir: string, file = '', o: LoadOptions = {}): Config {
   const root = new Fields('', doc);
   const server = root.table_('server');
   const { host, port } = parseListen(server);
@@ -240,7 +251,7 @@ export function parseConfig(doc: Table, baseDir: string, file = ''): Config {
   const storePath = resolve(baseDir, store.string('path', 'mailbridge.sqlite'));
   store.rejectUnknown();
 
-  const mailbox = parseMailbox(root.table_('mailbox', true), baseDir);
+  const mailbox = parseMailbox(root.table_('mailbox', true), baseDir, o);
   const logTable = root.table_('log');
   const log: LogConfig = {
     level: logTable.oneOf('level', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
@@ -291,7 +302,7 @@ export function parseConfig(doc: Table, baseDir: string, file = ''): Config {
  * @throws ConfigError for a missing file, a file or folder others can write, a TOML syntax error
  *   (with line) or an invalid key.
  */
-export function loadConfig(path: string): Config {
+export function loadConfig(path: string, o: LoadOptions = {}): Config {
   const file = isAbsolute(path) ? path : resolve(path);
   let text: string;
   try {
@@ -313,5 +324,5 @@ export function loadConfig(path: string): Config {
     const where = at.line !== undefined ? ` at line ${at.line}${at.column !== undefined ? `, column ${at.column}` : ''}` : '';
     throw new ConfigError('(syntax)', `${file} is not valid TOML${where}: ${at.message.split('\n')[0]}`, { cause: err });
   }
-  return parseConfig(doc, dirname(file), file);
+  return parseConfig(doc, dirname(file), file, o);
 }

@@ -142,7 +142,7 @@ async function processMessage(ctx: BridgeContext, msg: FetchedMessage, uidValidi
     if ('verdict' in identified) return record({ verdict: identified.verdict, reason: identified.reason }, taskId, agentName);
 
     const refusal = await authenticate(msg.raw, identified, {
-      profile: { authservId: config.mailbox.authservId, borderHost: config.mailbox.borderHost },
+      profile: config.mailbox.profile,
       verifyDkim: config.mailbox.verifyDkim,
       resolver: ctx.dkimResolver,
       receivedAt: msg.receivedAt,

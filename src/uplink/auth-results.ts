@@ -254,3 +254,49 @@ export function parseAuthResults(value: string): ParsedAuthResults | null {
 export function propValue(result: AuthResult, ptype: string, property: string): string | null {
   return result.props.find((p) => p.ptype === ptype && p.property === property)?.value ?? null;
 }
+
+/**
+ * A separate, tolerant reading of Microsoft 365 / Outlook.com Authentication-Results, which carry
+ * no authserv-id (`spf=pass (sender IP is 192.0.2.25) smtp.mailfrom=agent.example; dkim=pass
+ * (signature was verified) header.d=agent.example;dmarc=pass action=none
+ * header.from=agent.example;compauth=pass reason=100`; ohdearquant/khive#500). The results are
+ * read with the same resinfo grammar as `parseAuthResults`; the differences are only that the
+ * field starts with a result instead of an authserv-id, and that a slot holding a lone domain name
+ * after the first result is skipped (older Microsoft fields wrote the receiving domain as one:
+ * `smtp.mailfrom=a.example; outlook.com; dkim=…`, mailcow/mailcow-dockerized#1371). Such a slot
+ * can never become a result. Only the Microsoft preset (border.ts, `idless`) calls this, and only
+ * for the field its border hop wrote; `parseAuthResults` stays strict for every other provider.
+ *
+ * @returns the results with `authservId: ''`, or null when the value does not start with a
+ *   result (an RFC 8601 field with an authserv-id included) or is off the grammar. Never throws.
+ */
+export function parseIdlessAuthResults(value: string): ParsedAuthResults | null {
+  try {
+    const r = new Reader(String(value));
+    const results: AuthResult[] = [];
+    r.cfws();
+    for (let first = true; !r.done; first = false) {
+      if (!first) {
+        r.expect(';');
+        r.cfws();
+        if (r.done || r.peek() === ';') continue;
+      }
+      const start = r.i;
+      const method = r.keyword('a method');
+      r.cfws();
+      if (r.peek() === '=' || r.peek() === '/') {
+        results.push(parseResinfo(r, method));
+        r.cfws();
+        continue;
+      }
+      if (first) return null;
+      r.i = start;
+      const domain = r.run((c) => /[A-Za-z0-9.-]/.test(c));
+      r.cfws();
+      if (!domain.includes('.') || !(r.done || r.peek() === ';')) throw new Malformed('expected a result');
+    }
+    return results.length ? { authservId: '', version: null, results } : null;
+  } catch {
+    return null;
+  }
+}

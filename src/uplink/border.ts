@@ -1,30 +1,78 @@
 /**
  * The border rule (FACTS.md, "Mail authentication"): only Authentication-Results stamped by our
- * own provider, *above* the hop where the provider's MX accepted the message from the outside,
- * are trusted. Everything at or below that hop was written by whoever sent the message, forged
- * provider lines included. When the hop or the results are missing we fail closed.
+ * own provider at the hop where its MX accepted the message from the outside are trusted.
+ * Everything the sender wrote, forged provider lines included, sits below that hop's stamp.
+ * When the hop or the results are missing we fail closed.
  *
  * Each hop prepends its Received field (RFC 5321 §4.4) and the receiving MTA prepends its
- * Authentication-Results (RFC 8601 §5), so "above" means a smaller field index.
+ * Authentication-Results (RFC 8601 §5), so "above" means a smaller field index. Some providers
+ * write their results just under their own Received, in the same stamp (Gmail, iCloud, Yahoo), or
+ * without an authserv-id (Microsoft): see src/uplink/providers.ts and docs/providers.md.
  */
-import { isIPv4, isIPv6 } from 'node:net';
-import { FASTMAIL_HOST_PATTERN } from '../config/config.js';
-import { parseAuthResults, type AuthResult } from './auth-results.js';
+import { parseAuthResults, parseIdlessAuthResults, type AuthResult, type ParsedAuthResults } from './auth-results.js';
+import { FASTMAIL_HOST_PATTERN, PRESETS, type ProviderName, type ResultsPlacement } from './providers.js';
 import type { HeaderField } from './raw-headers.js';
+import { isInternalIp, parseReceived, type ReceivedHop } from './received.js';
 
-/** Who our provider is. Both patterns must match a whole host name, case-insensitively. */
+export { isInternalIp, parseReceived, type ReceivedHop } from './received.js';
+
+/** Who our provider is. Every pattern must match a whole host name (or authserv-id), case-insensitively. */
 export interface ProviderProfile {
   /** authserv-ids whose Authentication-Results we trust (RFC 8601 §2.5), e.g. `mx1.messagingengine.com`. */
   authservId: RegExp;
   /** The provider's MX hosts, as written in Received `by` clauses. */
   borderHost: RegExp;
+  /** The preset this profile came from, for messages (absent: patterns given by hand). */
+  name?: ProviderName;
+  /** Where the border MTA writes its results relative to its own Received; default `above`. */
+  placement?: ResultsPlacement;
+  /**
+   * `below` only: the provider's stamp under its Received ends with the first A-R whose
+   * authserv-id matches this (default `authservId`). Nothing after it is the provider's.
+   */
+  stampEndId?: RegExp;
+  /** Per-method authserv-ids (iCloud): a field counts only for the method its id names. */
+  methodIds?: { dkim: RegExp; dmarc: RegExp; spf: RegExp };
+  /**
+   * The provider writes A-R without an authserv-id (Microsoft): trusted are the id-less fields
+   * written by the border hop itself, between the border Received and the next Received above.
+   */
+  idless?: boolean;
 }
 
 /** Fastmail: per-host MX names such as `mx1.messagingengine.com`, `phl-mx-04.messagingengine.com`. */
 export const FASTMAIL_PROFILE: ProviderProfile = {
+  name: 'fastmail',
   authservId: new RegExp(`^${FASTMAIL_HOST_PATTERN}$`, 'i'),
   borderHost: new RegExp(`^${FASTMAIL_HOST_PATTERN}$`, 'i'),
 };
+
+const anchored = (source: string): RegExp => new RegExp(`^(?:${source})$`, 'i');
+
+/**
+ * The profile of a preset, with explicit patterns overriding it: `authservId` replaces the
+ * preset's whole way of recognising its results (per-method ids, id-less position) by an
+ * authserv-id pattern, `borderHost` replaces its border hosts.
+ * @throws Error for `self-hosted` without both patterns (the config loader says which key to set).
+ */
+export function profileOf(name: ProviderName, o: { authservId?: RegExp; borderHost?: RegExp } = {}): ProviderProfile {
+  const p = PRESETS[name];
+  const borderHost = o.borderHost ?? (p.borderHost ? anchored(p.borderHost) : null);
+  if (!borderHost) throw new Error(`provider ${name} needs border_host`);
+  if (o.authservId) {
+    return { name, authservId: o.authservId, borderHost, placement: p.placement, ...(p.placement === 'below' ? { stampEndId: o.authservId } : {}) };
+  }
+  if (p.idless) return { name, authservId: /^$/, borderHost, placement: 'above', idless: true };
+  if (!p.authservId) throw new Error(`provider ${name} needs authserv_id`);
+  return {
+    name,
+    authservId: anchored(p.authservId),
+    borderHost,
+    placement: p.placement,
+    ...(p.stampEndId ? { stampEndId: anchored(p.stampEndId) } : {}),
+    ...(p.methodIds ? { methodIds: { dkim: anchored(p.methodIds.dkim), dmarc: anchored(p.methodIds.dmarc), spf: anchored(p.methodIds.spf) } } : {}),
+  };
+}
 
 export interface DkimAr {
   /** Lower-cased result: `pass`, `fail`, `neutral`, … */
@@ -50,127 +98,16 @@ export interface TrustedResults {
 }
 
 export type TrustOutcome =
-  | { ok: false; verdict: 'auth:no-border' | 'auth:no-trusted-results'; reason: string }
+  | { ok: false; verdict: 'auth:no-border' | 'auth:no-trusted-results'; reason: string; border?: number }
   | {
       ok: true;
-      /** Index of the border Received field; only fields with a smaller index were trusted. */
+      /** Index of the border Received field. */
       border: number;
       results: TrustedResults;
+      /** Indexes of the Authentication-Results fields that were trusted. */
+      trusted: number[];
       reason: string;
     };
-
-/** The parts of a Received field the border rule reads. */
-export interface ReceivedHop {
-  /** The host after `from`, lower-cased, trailing dot removed (often the sender's HELO name). */
-  from: string | null;
-  /** The host after `by`, lower-cased, trailing dot removed. */
-  by: string | null;
-  /** Every IP address written in the `from` clause: the host itself when it is a literal, and its comments. */
-  fromIps: string[];
-}
-
-interface Word {
-  text: string;
-  comments: string[];
-}
-
-/** Splits a Received value into words (comments attached to the word before them), up to the `;` before the date. */
-function receivedWords(value: string): Word[] {
-  const words: Word[] = [];
-  let i = 0;
-  const s = value;
-  while (i < s.length) {
-    const c = s[i] ?? '';
-    if (c === ';') break;
-    if (c === ' ' || c === '\t' || c === '\r' || c === '\n') {
-      i++;
-    } else if (c === '(') {
-      let depth = 0;
-      const from = i;
-      while (i < s.length) {
-        const d = s[i++];
-        if (d === '\\') i++;
-        else if (d === '(') depth++;
-        else if (d === ')' && --depth === 0) break;
-      }
-      const text = s.slice(from + 1, depth === 0 ? i - 1 : i);
-      words[words.length - 1]?.comments.push(text);
-    } else {
-      const from = i;
-      let quoted = false;
-      while (i < s.length) {
-        const d = s[i] ?? '';
-        if (quoted) {
-          if (d === '\\') i++;
-          else if (d === '"') quoted = false;
-        } else if (d === '"') quoted = true;
-        else if (d === ' ' || d === '\t' || d === '\r' || d === '\n' || d === '(' || d === ';') break;
-        i++;
-      }
-      words.push({ text: s.slice(from, i), comments: [] });
-    }
-  }
-  return words;
-}
-
-function hostOf(word: Word | undefined): string | null {
-  if (!word) return null;
-  const h = word.text.toLowerCase().replace(/\.$/, '');
-  return h === '' || h === 'from' || h === 'by' ? null : h;
-}
-
-/**
- * IP addresses in a piece of Received text: `[1.2.3.4]`, `[IPv6:…]`, or a bare address word. A
- * bracket's content stops at the next `[` too, so each attempt ends where the next one starts: a
- * run of `[` without `]` is linear (it was quadratic).
- */
-function ipsIn(text: string): string[] {
-  const out: string[] = [];
-  for (const m of text.matchAll(/\[(?:ipv6:)?([^[\]\s]+)\]/gi)) {
-    if (m[1] && (isIPv4(m[1]) || isIPv6(m[1]))) out.push(m[1].toLowerCase());
-  }
-  for (const w of text.split(/[\s,;=()]+/)) {
-    const bare = w.replace(/\.$/, '');
-    if (isIPv4(bare) || isIPv6(bare)) out.push(bare.toLowerCase());
-  }
-  return out;
-}
-
-/**
- * Reads the `from` and `by` clauses of a Received value (RFC 5321 §4.4 Stamp, RFC 5322 §3.6.7).
- * Comments are skipped for the host names but searched for the peer's IP in the `from` clause
- * (`from helo.example (rdns.example [192.0.2.1])`). Never throws.
- */
-export function parseReceived(value: string): ReceivedHop {
-  try {
-    const words = receivedWords(String(value));
-    const fromAt = words.findIndex((w) => w.text.toLowerCase() === 'from');
-    const byAt = words.findIndex((w, i) => (fromAt < 0 || i !== fromAt + 1) && w.text.toLowerCase() === 'by');
-    const fromWord = fromAt >= 0 && (byAt < 0 || fromAt < byAt) ? words[fromAt + 1] : undefined;
-    const from = hostOf(fromWord);
-    const fromIps = fromWord && from !== null ? [...ipsIn(fromWord.text), ...fromWord.comments.flatMap(ipsIn)] : [];
-    return { from, by: byAt >= 0 ? hostOf(words[byAt + 1]) : null, fromIps: [...new Set(fromIps)] };
-  } catch {
-    return { from: null, by: null, fromIps: [] };
-  }
-}
-
-/**
- * Addresses that never reach a public MX from the Internet: loopback, RFC 1918, link-local,
- * shared (RFC 6598), IPv6 ULA (RFC 4193) and link-local, and their IPv4-mapped forms.
- */
-export function isInternalIp(ip: string): boolean {
-  let v4 = isIPv4(ip) ? ip : null;
-  if (!v4 && isIPv6(ip)) {
-    const lower = ip.toLowerCase();
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(lower)?.[1];
-    if (mapped) v4 = mapped;
-    else return lower === '::1' || /^f[cd][0-9a-f]{0,2}:/.test(lower) || /^fe[89ab][0-9a-f]?:/.test(lower);
-  }
-  if (!v4) return false;
-  const [a = -1, b = -1] = v4.split('.').map(Number);
-  return a === 127 || a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 169 && b === 254) || (a === 100 && b >= 64 && b <= 127);
-}
 
 const wholeMatchers = new WeakMap<RegExp, RegExp>();
 
@@ -239,20 +176,70 @@ function disagreements(method: string, entries: { key: string; label: string; re
   }
 }
 
+/** The domain of an `header.i` value (`@agent.example`, `agent@agent.example`), lower-cased. */
+function domainOfIdentity(i: string | null): string | null {
+  if (i === null) return null;
+  const d = i.slice(i.lastIndexOf('@') + 1);
+  return d === '' ? null : d;
+}
+
+/** The Received hop at which the provider accepted the message from the outside, or null. */
+export function findBorder(fields: readonly HeaderField[], profile: ProviderProfile): { index: number; hop: ReceivedHop } | null {
+  for (const f of fields) {
+    if (f.lname !== 'received') continue;
+    const hop = parseReceived(f.value);
+    if (hop.by !== null && matchesWhole(profile.borderHost, hop.by) && !peerInside(hop, profile)) return { index: f.index, hop };
+  }
+  return null;
+}
+
+/** Upper bound on the fields of a provider's stamp under its Received (iCloud writes about a dozen). */
+const MAX_STAMP_FIELDS = 32;
+
+/** The authserv-id of an A-R value, strictly parsed or, failing that, its leading word. */
+function idOf(value: string): string | null {
+  return parseAuthResults(value)?.authservId ?? leadingId(value);
+}
+
+/**
+ * The fields the provider itself wrote with its results at the border (see ProviderProfile):
+ * above the border; for `idless`, only between the border and the next Received above it; for
+ * `below`, from the border down to the first A-R whose id matches `stampEndId`.
+ * @returns the window, or a reason when a `below` stamp has no end field in reach.
+ */
+function stampWindow(fields: readonly HeaderField[], border: number, profile: ProviderProfile): { from: number; to: number } | { missing: string } {
+  if ((profile.placement ?? 'above') === 'above') {
+    const receivedAbove = profile.idless ? fields.filter((f) => f.lname === 'received' && f.index < border).map((f) => f.index) : [];
+    return { from: receivedAbove.length ? Math.max(...receivedAbove) + 1 : 0, to: border - 1 };
+  }
+  const end = profile.stampEndId ?? profile.authservId;
+  for (const f of fields) {
+    if (f.index <= border || f.lname !== 'authentication-results') continue;
+    if (f.index > border + MAX_STAMP_FIELDS) break;
+    const id = idOf(f.value);
+    if (id !== null && matchesWhole(end, id)) return { from: border + 1, to: f.index };
+  }
+  return { missing: `no Authentication-Results by an authserv-id matching ${end} in the provider's stamp under the border (the ${MAX_STAMP_FIELDS} fields below it)` };
+}
+
 /**
  * Finds the border and merges the trusted Authentication-Results (FACTS.md: Fastmail writes
  * several A-R fields per message; merge them and treat conflicts as failure).
  *
  * The border is the topmost Received field whose `by` host matches `profile.borderHost` and whose
  * peer is outside the provider (see `peerInside`). Trusted fields are the Authentication-Results
- * above it whose authserv-id matches `profile.authservId` as a whole (so `evilmessagingengine.com`
- * and `mx1.messagingengine.com.evil.test` do not). A trusted-looking field that cannot be parsed is
- * reported as a conflict. Never throws.
+ * in the provider's stamp at the border (`stampWindow`) whose authserv-id matches
+ * `profile.authservId` as a whole (so `evilmessagingengine.com` and
+ * `mx1.messagingengine.com.evil.test` do not), or per method `profile.methodIds`, or — `idless` —
+ * that carry no authserv-id (read with the tolerant `parseIdlessAuthResults`). ARC-* and
+ * `*-Original` fields are other fields and never read. A trusted-looking field that cannot be
+ * parsed is reported as a conflict. A `dkim` result without `header.d` takes the domain of its
+ * `header.i` (Gmail and Yahoo write only `header.i`). Never throws.
  */
 export function findTrustedResults(fields: readonly HeaderField[], profile: ProviderProfile): TrustOutcome {
-  const hops = fields.filter((f) => f.lname === 'received').map((f) => ({ index: f.index, hop: parseReceived(f.value) }));
-  const border = hops.find(({ hop }) => hop.by !== null && matchesWhole(profile.borderHost, hop.by) && !peerInside(hop, profile));
+  const border = findBorder(fields, profile);
   if (!border) {
+    const hops = fields.filter((f) => f.lname === 'received').map((f) => ({ index: f.index, hop: parseReceived(f.value) }));
     const seen = hops.slice(0, 8).map(({ index, hop }) => describeHop(index, hop));
     return {
       ok: false,
@@ -264,37 +251,55 @@ export function findTrustedResults(fields: readonly HeaderField[], profile: Prov
     };
   }
   const borderText = `border is ${describeHop(border.index, border.hop)}`;
+  const window = stampWindow(fields, border.index, profile);
+  if ('missing' in window) return { ok: false, verdict: 'auth:no-trusted-results', reason: `${borderText}; ${window.missing}`, border: border.index };
   const results: TrustedResults = { dkim: [], dmarc: [], spf: [], conflicts: [] };
   const trusted: string[] = [];
+  const trustedIdx: number[] = [];
   const others: string[] = [];
   const dkimSeen: { key: string; label: string; result: string; where: string }[] = [];
   const dkimKeys = new Set<string>();
   const dmarcKeys = new Set<string>();
   const dmarcSeen: typeof dkimSeen = [];
   const spfSeen: typeof dkimSeen = [];
+  const expected = profile.idless ? 'no authserv-id (written by the border hop)' : `an authserv-id matching ${profile.methodIds ? Object.values(profile.methodIds).join(' / ') : profile.authservId}`;
   for (const f of fields) {
-    if (f.lname !== 'authentication-results' || f.index >= border.index) continue;
+    if (f.lname !== 'authentication-results' || f.index < window.from || f.index > window.to) continue;
     const where = `Authentication-Results #${f.index}`;
-    const parsed = parseAuthResults(f.value);
-    if (!parsed) {
-      const id = leadingId(f.value);
-      if (id !== null && matchesWhole(profile.authservId, id)) {
+    let parsed: ParsedAuthResults | null;
+    let methods: ReadonlySet<string> | null = null; // null: every method
+    if (profile.idless) {
+      parsed = parseIdlessAuthResults(f.value);
+      if (!parsed) {
+        others.push(`#${f.index} (${idOf(f.value) ?? 'unparseable'})`);
+        continue;
+      }
+    } else {
+      parsed = parseAuthResults(f.value);
+      const id = parsed?.authservId ?? leadingId(f.value);
+      const allowed = id === null ? [] : profile.methodIds ? Object.entries(profile.methodIds).filter(([, re]) => matchesWhole(re, id)).map(([m]) => m) : matchesWhole(profile.authservId, id) ? ['*'] : [];
+      if (allowed.length === 0) {
+        others.push(`#${f.index} (${id ?? 'unparseable'})`);
+        continue;
+      }
+      if (!parsed) {
         trusted.push(`#${f.index} (${id}, unparseable)`);
+        trustedIdx.push(f.index);
         results.conflicts.push(`${where} by ${id} could not be parsed`);
-      } else others.push(`#${f.index} (${id ?? 'unparseable'})`);
-      continue;
+        continue;
+      }
+      if (!allowed.includes('*')) methods = new Set(allowed);
     }
-    if (!matchesWhole(profile.authservId, parsed.authservId)) {
-      others.push(`#${f.index} (${parsed.authservId})`);
-      continue;
-    }
-    trusted.push(`#${f.index} (${parsed.authservId})`);
+    trusted.push(`#${f.index} (${parsed.authservId || 'no authserv-id'})`);
+    trustedIdx.push(f.index);
     for (const r of parsed.results) {
+      if (methods && !methods.has(r.method)) continue;
       if (r.method === 'dkim') {
+        const headerI = oneProp(r, 'header', 'i', where, results.conflicts);
         const entry: DkimAr = {
           result: r.result,
-          headerD: normDomain(oneProp(r, 'header', 'd', where, results.conflicts)),
-          headerI: oneProp(r, 'header', 'i', where, results.conflicts),
+          headerD: normDomain(oneProp(r, 'header', 'd', where, results.conflicts) ?? domainOfIdentity(headerI)),
+          headerI,
           headerB: oneProp(r, 'header', 'b', where, results.conflicts),
           headerS: oneProp(r, 'header', 's', where, results.conflicts),
         };
@@ -303,7 +308,7 @@ export function findTrustedResults(fields: readonly HeaderField[], profile: Prov
         const dkimKey = JSON.stringify(entry);
         if (!dkimKeys.has(dkimKey)) (dkimKeys.add(dkimKey), results.dkim.push(entry));
         const label = `header.d=${entry.headerD ?? '(none)'} header.b=${entry.headerB ?? '(none)'}`;
-        dkimSeen.push({ key: `${entry.headerD}|${entry.headerB}`, label, result: r.result, where });
+        dkimSeen.push({ key: `${entry.headerD}|${entry.headerB ?? `s=${entry.headerS}`}`, label, result: r.result, where });
       } else if (r.method === 'dmarc') {
         const headerFrom = normDomain(oneProp(r, 'header', 'from', where, results.conflicts));
         const dmarcKey = `${r.result}|${headerFrom}`;
@@ -319,15 +324,30 @@ export function findTrustedResults(fields: readonly HeaderField[], profile: Prov
     }
   }
   if (trusted.length === 0) {
+    const place = profile.idless ? 'between it and the Received above it' : (profile.placement ?? 'above') === 'below' ? "in the provider's stamp under it" : 'above it';
     return {
       ok: false,
       verdict: 'auth:no-trusted-results',
-      reason: `${borderText}; no Authentication-Results above it with an authserv-id matching ${profile.authservId}${others.length ? ` (above it, not trusted: ${others.join(', ')})` : ''}`,
+      reason: `${borderText}; no Authentication-Results ${place} with ${expected}${others.length ? ` (there, not trusted: ${others.join(', ')})` : ''}`,
+      border: border.index,
     };
   }
   disagreements('dkim', dkimSeen, results.conflicts);
   disagreements('dmarc', dmarcSeen, results.conflicts);
   disagreements('spf', spfSeen, results.conflicts);
   const conflictText = results.conflicts.length ? `; ${results.conflicts.length} conflict(s): ${results.conflicts.join('; ')}` : '';
-  return { ok: true, border: border.index, results, reason: `${borderText}; trusted Authentication-Results ${trusted.join(', ')}${conflictText}` };
+  return { ok: true, border: border.index, results, trusted: trustedIdx, reason: `${borderText}; trusted Authentication-Results ${trusted.join(', ')}${conflictText}` };
+}
+
+/**
+ * How a trusted `dkim` result names a DKIM-Signature (both already of the agent's domain):
+ * `header.b` when its first ≥ 8 characters start the signature's b= (RFC 6008 §3); `header.s`
+ * when it gives only the selector (Yahoo); `header.d` when it gives only the domain (Microsoft).
+ * Only `header.b` pins one signature; the weaker two need local verification to pick it.
+ * @returns null when the result names another signature
+ */
+export function dkimResultNames(d: DkimAr, sig: { s: string; b: string }): 'header.b' | 'header.s' | 'header.d' | null {
+  if (d.headerB !== null) return d.headerB.length >= 8 && sig.b.startsWith(d.headerB) ? 'header.b' : null;
+  if (d.headerS !== null) return d.headerS.toLowerCase() === sig.s.toLowerCase() ? 'header.s' : null;
+  return 'header.d';
 }

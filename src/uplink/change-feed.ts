@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { ImapFlow } from 'imapflow';
 import type { Logger } from 'pino';
 import type { ImapMailboxConfig } from './imap-mailbox.js';
+import { imapAuth } from './oauth2.js';
 
 /**
  * A feed of "new mail may have arrived" signals for the watcher (issue 6, `mailbox.watch`). It
@@ -46,12 +47,21 @@ export function imapIdleFeed(cfg: ImapMailboxConfig, log: Logger): ChangeFeed {
     async run(onChange, signal) {
       let failures = 0;
       while (!signal.aborted) {
+        let auth: Awaited<ReturnType<typeof imapAuth>>;
+        try {
+          auth = await imapAuth(cfg);
+        } catch (err) {
+          failures += 1;
+          log.warn({ err: (err as Error).message }, 'IMAP IDLE could not sign in');
+          await sleep(reconnectDelayMs(failures), signal);
+          continue;
+        }
         const client = new ImapFlow({
           host: cfg.host,
           port: cfg.port,
           secure: cfg.tls,
           doSTARTTLS: cfg.tls ? undefined : false,
-          auth: { user: cfg.user, pass: cfg.password },
+          auth,
           logger: false,
           clientInfo: { name: 'a2a-mailbridge', version: false, vendor: false, 'support-url': false },
           disableAutoEnable: true,

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { AgentConfig } from '../config/config.js';
 import type { FailedBy, TaskState } from '../store/task-state.js';
-import { findTrustedResults, type ProviderProfile } from './border.js';
+import { dkimResultNames, findTrustedResults, type ProviderProfile } from './border.js';
 import { parseDkimSignatures, verifyDkimLocally, type DnsResolver } from './dkim.js';
 import { fieldsNamed, parseHeaderBlock, parseSingleAddress, splitMessage, type HeaderField } from './raw-headers.js';
 import { parseReply, type ParsedReply } from './reply-format.js';
@@ -164,14 +164,16 @@ export async function authenticate(raw: Buffer, m: Identified, o: AuthOptions): 
   if (badDmarc) return { verdict: 'auth:dmarc-fail', reason: `gate 6: trusted dmarc=${badDmarc.result}` };
   // Gate 7: a trusted dkim=pass for exactly the agent domain, naming a signature present in the message.
   if (r.conflicts.length) return { verdict: 'auth:dkim-unaligned', reason: `gate 7: trusted results conflict: ${r.conflicts.join('; ')}` };
-  // Every DKIM-Signature of the agent domain that a trusted dkim=pass names (by header.b prefix,
-  // at least 8 characters: RFC 6008 §3). A message may carry several (a key rotation signs with
-  // the old and the new key); one of them must also stand on its own below.
+  // Every DKIM-Signature of the agent domain that a trusted dkim=pass names: by header.b prefix
+  // (at least 8 characters: RFC 6008 §3), or — providers that write no header.b (Yahoo: header.s;
+  // Microsoft: header.d only, docs/providers.md) — by selector or domain, which local verification
+  // must then confirm. A message may carry several (a key rotation signs with the old and the new
+  // key); one of them must also stand on its own below.
   const signatures = parseDkimSignatures(m.fields).filter((s) => s.d === m.agent.dkimDomain);
-  const passes = r.dkim.filter(
-    (d) => d.result === 'pass' && d.headerD !== null && d.headerD.toLowerCase() === m.agent.dkimDomain && d.headerB !== null && d.headerB.length >= 8,
-  );
-  const aligned = signatures.filter((s) => passes.some((d) => s.b.startsWith(d.headerB!)));
+  const passes = r.dkim.filter((d) => d.result === 'pass' && d.headerD !== null && d.headerD.toLowerCase() === m.agent.dkimDomain);
+  const named = signatures.map((s) => ({ s, how: passes.map((d) => dkimResultNames(d, s)) }));
+  const aligned = named.filter((n) => n.how.some((h) => h !== null)).map((n) => n.s);
+  const pinned = new Set(named.filter((n) => n.how.includes('header.b')).map((n) => n.s));
   if (aligned.length === 0) {
     const seen = r.dkim.map((d) => `dkim=${d.result} header.d=${d.headerD ?? '?'}`).join(', ') || 'no dkim result';
     return {
@@ -190,6 +192,9 @@ export async function authenticate(raw: Buffer, m: Identified, o: AuthOptions): 
     return !s.bodyLengthLimited && missing.length === 0;
   });
   if (candidates.length === 0) return { verdict: 'auth:dkim-unverified', reason: `gate 7: no usable aligned DKIM-Signature (${problems.join('; ')})` };
+  if (!o.verifyDkim && !candidates.some((s) => pinned.has(s))) {
+    return { verdict: 'auth:dkim-unverified', reason: "gate 7: the provider's dkim=pass names no header.b, so only local verification can tell which signature passed, and mailbox.verify_dkim is false" };
+  }
   if (o.verifyDkim) {
     // Keys and x= expiry are judged as of when the mailbox received the message, not when we read it.
     const local = await verifyDkimLocally(raw, o.resolver, o.receivedAt ? { now: new Date(o.receivedAt) } : {});

@@ -20,6 +20,7 @@
 import { AuthenticationFailure, ImapFlow, type ImapFlowError, type Logger, type SearchObject } from 'imapflow';
 import type { ImapConfig } from '../config/config.js';
 import { MailboxError, type CheckRequest, type CheckResult, type FetchedMessage, type Mailbox } from './mailbox.js';
+import { imapAuth } from './oauth2.js';
 
 /** `ImapConfig` plus the folder to read (`mailbox.folder` in the config file). */
 export interface ImapMailboxConfig extends ImapConfig {
@@ -79,12 +80,14 @@ export class ImapMailbox implements Mailbox {
    */
   async check(req: CheckRequest): Promise<CheckResult> {
     const literalCap = Math.max(req.maxMessageBytes, HEADER_BLOCK_CAP_BYTES) + LITERAL_MARGIN_BYTES;
-    const session = new Session(this.#client(literalCap), this.#active);
+    // The password, or an OAuth2 access token (src/uplink/oauth2.ts); a grant that is gone fails here with kind `auth`.
+    const auth = await imapAuth(this.#config);
+    const session = new Session(this.#client(literalCap, auth), this.#active);
     const wm = req.watermark;
     let uidValidity = '';
     /** Opens a fresh connection after the server hung up on a FETCH; the folder must be the same. */
     const reopen = async (): Promise<void> => {
-      session.replace(this.#client(literalCap));
+      session.replace(this.#client(literalCap, auth));
       await session.client.connect();
       const box = await session.client.mailboxOpen(this.folder, { readOnly: true });
       if (box.uidValidity.toString(10) !== uidValidity) throw new MailboxError(`IMAP UIDVALIDITY of ${this.folder} changed during the check`, 'protocol');
@@ -166,14 +169,14 @@ export class ImapMailbox implements Mailbox {
   }
 
   /** A new ImapFlow for one connection (an instance cannot reconnect, FACTS.md "IMAP"). */
-  #client(literalCap: number): ImapFlow {
+  #client(literalCap: number, auth: Awaited<ReturnType<typeof imapAuth>>): ImapFlow {
     const cfg = this.#config;
     return new ImapFlow({
       host: cfg.host,
       port: cfg.port,
       secure: cfg.tls,
       doSTARTTLS: cfg.tls ? undefined : false,
-      auth: { user: cfg.user, pass: cfg.password },
+      auth,
       logger: this.#logger,
       // Our name only: imapflow would otherwise fill in its own version and vendor under our name.
       clientInfo: { name: 'a2a-mailbridge', version: false, vendor: false, 'support-url': false },

@@ -44,6 +44,12 @@ export interface DovecotOptions {
    * suite's big-folder test); `maildir` in the handle then names an absent directory.
    */
   mailFormat?: 'maildir' | 'mdbox';
+  /**
+   * Also accept OAuth2 logins (SASL XOAUTH2 and OAUTHBEARER) through Dovecot's `oauth2` passdb,
+   * which asks this token introspection endpoint (RFC 7662, POST `token=<access token>`) and
+   * accepts an answer `{ "active": true, "username": <user> }`. Password logins keep working.
+   */
+  oauth2?: { introspectionUrl: string };
 }
 
 export interface DovecotHandle {
@@ -157,7 +163,7 @@ function identity(): Identity {
   return { internalUser: me.username, internalGroup: group, loginUser: me.username, mailUid: me.uid, mailGid: me.gid };
 }
 
-function config(o: { dir: string; port: number; password: string; home: string; id: Identity; mailFormat: 'maildir' | 'mdbox' }): string {
+function config(o: { dir: string; port: number; password: string; home: string; id: Identity; mailFormat: 'maildir' | 'mdbox'; oauth2?: boolean }): string {
   const { dir, id } = o;
   return `# written by test/helpers/dovecot.ts
 protocols = imap
@@ -168,7 +174,7 @@ log_path = ${dir}/dovecot.log
 info_log_path = ${dir}/dovecot.log
 ssl = no
 disable_plaintext_auth = no
-auth_mechanisms = plain login
+auth_mechanisms = plain login${o.oauth2 ? ' xoauth2 oauthbearer' : ''}
 auth_failure_delay = 0
 default_internal_user = ${id.internalUser}
 ${id.internalGroup ? `default_internal_group = ${id.internalGroup}` : ''}
@@ -179,9 +185,15 @@ first_valid_gid = ${id.mailGid}
 last_valid_gid = ${id.mailGid}
 mail_location = ${o.mailFormat === 'mdbox' ? 'mdbox:~/mdbox' : 'maildir:~/Maildir'}
 mail_fsync = never
-passdb {
+${o.oauth2 ? `passdb {
+  driver = oauth2
+  mechanisms = xoauth2 oauthbearer
+  args = ${dir}/dovecot-oauth2.conf.ext
+}
+` : ''}passdb {
   driver = static
   args = password=${o.password}
+  ${o.oauth2 ? 'mechanisms = plain login' : ''}
 }
 userdb {
   driver = static
@@ -331,7 +343,13 @@ export async function startDovecot(opts: DovecotOptions = {}): Promise<DovecotHa
   let port = 0;
   for (let attempt = 1; ; attempt++) {
     port = await freePort();
-    writeFileSync(confPath, config({ dir, port, password, home, id, mailFormat: opts.mailFormat ?? 'maildir' }));
+    if (opts.oauth2) {
+      writeFileSync(
+        join(dir, 'dovecot-oauth2.conf.ext'),
+        `introspection_mode = post\nintrospection_url = ${opts.oauth2.introspectionUrl}\nforce_introspection = yes\nusername_attribute = username\nactive_attribute = active\nactive_value = true\n`,
+      );
+    }
+    writeFileSync(confPath, config({ dir, port, password, home, id, mailFormat: opts.mailFormat ?? 'maildir', oauth2: Boolean(opts.oauth2) }));
     const c = spawn('sh', ['-c', GUARD, 'dovecot-guard', bin, confPath, dir], { detached: true, stdio: ['pipe', 'ignore', 'pipe'] });
     let err = '';
     c.stderr?.setEncoding('utf8').on('data', (d: string) => (err += d));

@@ -176,3 +176,41 @@ describe('second hostile trial', () => {
     expect(() => loadConfig(c.configPath)).toThrow(/is not valid TOML at line 3, column \d+: /);
   });
 });
+
+describe('mailbox.provider and OAuth2 sign-in (issue 13)', () => {
+  const withMailbox = (lines: string): string => minimalToml().replace('kind = "maildir"\n', `kind = "maildir"\n${lines}\n`);
+
+  it('builds each preset, fastmail by default, and lets explicit patterns override it', () => {
+    expect(loadConfig(makeConfigDir(minimalToml()).configPath).mailbox.provider).toBe('fastmail');
+    const ms = loadConfig(makeConfigDir(withMailbox('provider = "outlook"')).configPath).mailbox.profile;
+    expect(ms).toMatchObject({ name: 'outlook', idless: true });
+    const own = loadConfig(makeConfigDir(withMailbox("provider = \"gmail\"\nauthserv_id = 'mx\\.example\\.org'")).configPath).mailbox.profile;
+    expect(own.authservId.test('mx.example.org')).toBe(true);
+    expect(own.borderHost.test('mx.google.com')).toBe(true);
+  });
+
+  it.each([
+    ['provider = "self-hosted"', /mailbox\.authserv_id: is required with provider = "self-hosted".*provider detect --file/],
+    ["provider = \"self-hosted\"\nauthserv_id = 'mail\\.example\\.org'", /mailbox\.border_host: is required/],
+    ['provider = "hotmail"', /mailbox\.provider: must be one of "fastmail", "gmail", "outlook", "icloud", "yahoo", "self-hosted"/],
+    ['provider = "outlook"\nverify_dkim = false', /mailbox\.verify_dkim: must stay true with provider = "outlook"/],
+    ["provider = \"self-hosted\"\nauthserv_id = '.*'\nborder_host = 'mx'", /mailbox\.authserv_id: matches hosts that are not your provider's/],
+  ])('refuses %s', (lines, msg) => {
+    expect(() => loadConfig(makeConfigDir(withMailbox(lines)).configPath)).toThrow(msg);
+  });
+
+  it('OAuth2: names auth login when the refresh token file is missing, and wants https endpoints', () => {
+    const imap = (extra: string): string =>
+      minimalToml()
+        .replace('kind = "maildir"\n', '')
+        .replace('[mailbox.maildir]\npath = "Maildir"', `kind = "imap"\nprovider = "outlook"\n[mailbox.imap]\nhost = "outlook.office365.com"\nuser = "me@example.com"\nauth = "oauth2"\noauth2_client_id = "abc"\noauth2_refresh_token_file = "rt"\n${extra}`);
+    expect(() => loadConfig(makeConfigDir(imap('')).configPath)).toThrow(/oauth2_refresh_token_file: .*rt does not exist yet; sign in once with: a2a-mailbridge auth login microsoft/);
+    const c = makeConfigDir(imap(''));
+    expect(loadConfig(c.configPath, { allowMissingGrant: true }).mailbox.imap!.oauth2).toMatchObject({ provider: 'microsoft', refreshToken: null, scope: 'https://outlook.office.com/IMAP.AccessAsUser.All offline_access' });
+    writeSecret(c.dir, 'rt', 'rt-1');
+    expect(loadConfig(c.configPath).mailbox.imap!.oauth2!.tokenUrl.href).toBe('https://login.microsoftonline.com/common/oauth2/v2.0/token');
+    const plain = makeConfigDir(imap('oauth2_token_url = "http://login.example/token"'));
+    writeSecret(plain.dir, 'rt', 'rt-1');
+    expect(() => loadConfig(plain.configPath)).toThrow(/oauth2_token_url: must be an https URL \(http only for a loopback address\)/);
+  });
+});

@@ -1,6 +1,6 @@
 import parseDkimHeaders from 'mailauth/lib/parse-dkim-headers.js';
 import { describe, expect, it } from 'vitest';
-import { parseAuthResults, propValue, type AuthResult } from '../../../src/uplink/auth-results.js';
+import { parseAuthResults, parseIdlessAuthResults, propValue, type AuthResult } from '../../../src/uplink/auth-results.js';
 
 /** Results as comparable strings: method=result, reason and sorted props, lower-cased. */
 function normalise(results: Pick<AuthResult, 'method' | 'result' | 'reason' | 'props'>[]): string[] {
@@ -208,5 +208,35 @@ describe('parseAuthResults refuses what is off the grammar', () => {
       expect(() => parseAuthResults(`mx.example.com; ${s}`)).not.toThrow();
     }
     expect(parseAuthResults(undefined as unknown as string)).toBeNull();
+  });
+});
+
+describe('parseIdlessAuthResults (Microsoft, issue 13)', () => {
+  const MS = 'spf=pass (sender IP is 192.0.2.25)\r\n smtp.mailfrom=agent.example; dkim=pass (signature was verified)\r\n header.d=agent.example;dmarc=pass action=none\r\n header.from=agent.example;compauth=pass reason=100';
+
+  it('reads the id-less form, which the strict parser refuses', () => {
+    expect(parseAuthResults(MS)).toBeNull();
+    const r = parseIdlessAuthResults(MS);
+    expect(r?.authservId).toBe('');
+    expect(r?.results.map((x) => `${x.method}=${x.result}`)).toEqual(['spf=pass', 'dkim=pass', 'dmarc=pass', 'compauth=pass']);
+    expect(r?.results[1]?.props).toContainEqual({ ptype: 'header', property: 'd', value: 'agent.example' });
+  });
+
+  it('skips bare domain slots after the first result (the older form), never before it', () => {
+    const old = 'spf=pass (sender IP is 193.70.39.8) smtp.mailfrom=kajander.info; outlook.com; dkim=pass (signature was verified) header.d=kajander.info;outlook.com; dmarc=pass action=none header.from=kajander.info;';
+    expect(parseIdlessAuthResults(old)?.results.map((x) => x.method)).toEqual(['spf', 'dkim', 'dmarc']);
+    expect(parseIdlessAuthResults('outlook.com; dkim=pass header.d=a.example')).toBeNull();
+  });
+
+  it('refuses an RFC 8601 field with an authserv-id, and text off the grammar', () => {
+    expect(parseIdlessAuthResults('mx.google.com; dkim=pass header.i=@a.example')).toBeNull();
+    expect(parseIdlessAuthResults('dkim=pass (unterminated header.d=a.example')).toBeNull();
+    expect(parseIdlessAuthResults('dkim=pass header.d=a.example; evil text here')).toBeNull();
+    expect(parseIdlessAuthResults('')).toBeNull();
+  });
+
+  it('keeps a reflected result inside a comment or quoted string a value', () => {
+    const r = parseIdlessAuthResults('spf=fail (dkim=pass header.d=a.example) smtp.mailfrom="dkim=pass"@evil.example');
+    expect(r?.results.map((x) => x.method)).toEqual(['spf']);
   });
 });

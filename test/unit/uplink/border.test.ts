@@ -230,14 +230,14 @@ describe('findTrustedResults', () => {
     expect(out.results.dmarc[0]?.headerFrom).toBe('agent.example');
   });
 
-  it('uses a custom profile', () => {
+  it('uses a custom profile, and takes header.d from header.i when the provider writes only header.i', () => {
     const google = { authservId: /mx\.google\.com/i, borderHost: /mx\.google\.com/i };
     const f = fields(
       'Authentication-Results: mx.google.com; dkim=pass header.i=@agent.example header.s=s1 header.b=AbCdEf12; dmarc=pass (p=NONE) header.from=agent.example',
       'Received: from mail.agent.example (mail.agent.example. [192.0.2.25]) by mx.google.com with ESMTPS id x; d',
     );
     const out = ok(findTrustedResults(f, google));
-    expect(out.results.dkim[0]).toEqual({ result: 'pass', headerD: null, headerI: '@agent.example', headerB: 'AbCdEf12', headerS: 's1' });
+    expect(out.results.dkim[0]).toEqual({ result: 'pass', headerD: 'agent.example', headerI: '@agent.example', headerB: 'AbCdEf12', headerS: 's1' });
   });
 });
 

@@ -1,0 +1,55 @@
+/**
+ * doctor's judgement of the agent's latest tagged mail (issue 13): with the wrong provider preset
+ * it fails and names the preset the mail is stamped like; with the right one it passes gates 3–7.
+ */
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { checkLatestTaggedMail } from '../../../src/cli/doctor-mail.js';
+import { loadConfig } from '../../../src/config/config.js';
+import { openDb } from '../../../src/store/db.js';
+import { recordVerdict } from '../../../src/store/ledger.js';
+import { makeConfigDir, minimalToml } from '../../helpers/config-dir.js';
+import { loadZone, zoneResolver } from '../../helpers/corpus.js';
+import { readProviderMessage } from '../../helpers/provider-corpus.js';
+
+const resolver = zoneResolver(loadZone().records);
+
+function configWith(providerLine: string | null, raw: Buffer | null) {
+  const toml = minimalToml().replace('kind = "maildir"\n', `kind = "maildir"\n${providerLine ?? ''}\n`);
+  const config = loadConfig(makeConfigDir(toml).configPath);
+  if (raw) {
+    const db = openDb(config.store.path);
+    recordVerdict(db, {
+      source: 'maildir:x:1', seenAt: Date.parse('2025-03-04T10:00:00Z'), messageId: null, fromHeader: null, subject: null, dateHeader: null,
+      size: raw.length, rawSha256: createHash('sha256').update(raw).digest('hex'), raw, agent: 'grok', taskId: '3f6b1c2e-8d4a-4b7e-9a15-c2d3e4f5a6b7',
+      verdict: 'auth:no-border', reason: 'gate 5', receivedAt: Date.parse('2025-03-04T09:10:00Z'),
+    });
+    db.close();
+  }
+  return config;
+}
+
+describe('doctor: latest agent mail (issue 13)', () => {
+  const gmail = readProviderMessage('gmail/01-genuine-done.eml');
+
+  it('fails with the wrong preset and names the one the mail is stamped like', async () => {
+    const c = await checkLatestTaggedMail(configWith(null, gmail), resolver);
+    expect(c.status).toBe('fail');
+    expect(c.detail).toMatch(/ledger #1 \(auth:no-border\) would be refused: gate 5: no Received by a host matching/);
+    expect(c.fix).toMatch(/stamped like gmail: set in \[mailbox\] provider = "gmail"/);
+  });
+
+  it('passes with the right preset', async () => {
+    const c = await checkLatestTaggedMail(configWith('provider = "gmail"', gmail), resolver);
+    expect(c).toMatchObject({ status: 'ok', detail: 'ledger #1 (auth:no-border) passes gates 3–7 with provider gmail' });
+  });
+
+  it('prints the self-hosted patterns when the mail comes from your own MTA', async () => {
+    const c = await checkLatestTaggedMail(configWith('provider = "icloud"', readProviderMessage('self-hosted/01-genuine-done.eml')), resolver);
+    expect(c.fix).toContain(`provider = "self-hosted", authserv_id = 'mail\\.person\\.example', border_host = 'mail\\.person\\.example'`);
+  });
+
+  it('is ok while there is no store or no tagged mail', async () => {
+    expect((await checkLatestTaggedMail(configWith(null, null), resolver)).status).toBe('ok');
+  });
+});
