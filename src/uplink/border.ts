@@ -306,13 +306,19 @@ export function findTrustedResults(fields: readonly HeaderField[], profile: Prov
         // One provider field may list a result per DKIM-Signature, and a sender may add thousands:
         // duplicates are found by key (a scan per entry was quadratic).
         const dkimKey = JSON.stringify(entry);
-        if (!dkimKeys.has(dkimKey)) (dkimKeys.add(dkimKey), results.dkim.push(entry));
+        if (!dkimKeys.has(dkimKey)) {
+          dkimKeys.add(dkimKey);
+          results.dkim.push(entry);
+        }
         const label = `header.d=${entry.headerD ?? '(none)'} header.b=${entry.headerB ?? '(none)'}`;
         dkimSeen.push({ key: `${entry.headerD}|${entry.headerB ?? `s=${entry.headerS}`}`, label, result: r.result, where });
       } else if (r.method === 'dmarc') {
         const headerFrom = normDomain(oneProp(r, 'header', 'from', where, results.conflicts));
         const dmarcKey = `${r.result}|${headerFrom}`;
-        if (!dmarcKeys.has(dmarcKey)) (dmarcKeys.add(dmarcKey), results.dmarc.push({ result: r.result, headerFrom }));
+        if (!dmarcKeys.has(dmarcKey)) {
+          dmarcKeys.add(dmarcKey);
+          results.dmarc.push({ result: r.result, headerFrom });
+        }
         dmarcSeen.push({ key: '', label: '', result: r.result, where });
       } else if (r.method === 'spf') {
         const mailfrom = oneProp(r, 'smtp', 'mailfrom', where, results.conflicts);

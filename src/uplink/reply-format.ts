@@ -11,7 +11,7 @@
  * message can carry neither a token nor an answer. Headers are never read here (FACTS.md).
  */
 import { simpleParser, type SimpleParserOptions } from 'mailparser';
-import { BudgetError, offload, OFFLOAD_BUDGET_MS, OFFLOAD_MIN_BYTES } from './offload.js';
+import { BudgetError, offload, OFFLOAD_MIN_BYTES } from './offload.js';
 
 export interface ParsedReply {
   /** The `reply_token:` value as written (trimmed), or null; the gate compares it to the live token. */
@@ -335,8 +335,8 @@ export function parseReplyText(text: string): Omit<ParsedReply, 'bodyKind'> {
  *
  * Budgets: a message over {@link REPLY_PARSE_MAX_BYTES} is not read, and a message of
  * {@link OFFLOAD_MIN_BYTES} or more is decoded and parsed on a worker thread (the event loop keeps
- * answering meanwhile) within {@link OFFLOAD_BUDGET_MS} (`budgetMs` for tests); either way the
- * result says why in `unparsed`, with no token.
+ * answering meanwhile) within the offload budget (offload.ts `OFFLOAD_BUDGET_MS`, or `budgetMs`);
+ * past either budget the result says why in `unparsed`, with no token.
  *
  * @returns never throws, whatever the bytes; unreadable mail gives `bodyKind: 'none'`.
  */

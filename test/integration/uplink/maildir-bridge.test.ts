@@ -46,13 +46,18 @@ afterAll(async () => {
   rmSync(dir.dir, { recursive: true, force: true });
 });
 
-async function rpc(body: unknown): Promise<any> {
+/** The parts of a SendMessage result these tests read. */
+interface TaskResult {
+  task: { id: string; status: { state: string }; artifacts: { parts: { text: string }[] }[] };
+}
+
+async function rpc(body: unknown): Promise<TaskResult> {
   const res = await fetch(app.server.endpoint(app.bridge.ctx.config.agents[0]!), {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_BEARER}`, 'a2a-version': '1.0' },
     body: JSON.stringify(body),
   });
-  return ((await res.json()) as { result: any }).result;
+  return ((await res.json()) as { result: TaskResult }).result;
 }
 
 async function newTask(text: string): Promise<{ id: string; ctx: string; envelope: Envelope }> {
@@ -99,7 +104,7 @@ describe('the bridge on a Maildir', () => {
 
     const polled = await rpc(hermesBody('status', a.ctx));
     expect(polled.task.status.state).toBe('TASK_STATE_COMPLETED');
-    expect(polled.task.artifacts[0].parts[0].text).toContain('Answer A, with an old mtime.');
+    expect(polled.task.artifacts[0]?.parts[0]?.text).toContain('Answer A, with an old mtime.');
     expect((await rpc(hermesBody('status', c.ctx))).task.status.state).toBe('TASK_STATE_COMPLETED');
     expect((await rpc(hermesBody('status', b.ctx))).task.status.state).toBe('TASK_STATE_WORKING');
 
