@@ -8,7 +8,7 @@ import { createServiceLogger, underSystemd } from '../log.js';
  */
 export async function serve(configFile: string, o: { logLevel?: string }): Promise<void> {
   const config = loadConfig(configFile);
-  const log = createServiceLogger({ ...config.log, level: o.logLevel ?? config.log.level });
+  const log = await createServiceLogger({ ...config.log, level: o.logLevel ?? config.log.level });
   const app = await startApp(config, { log });
   if (config.log.file && !underSystemd()) {
     // The JSON log goes to a file: say once, on the terminal, where the bridge and its log are.
