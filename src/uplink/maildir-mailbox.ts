@@ -12,9 +12,9 @@
  * OfflineIMAP's `utime_from_header`) or a forged future date hides nothing. Only names not seen
  * before are opened: names recorded, names whose header block did not match the narrowing, and
  * entries that are not regular files are remembered in memory and not touched again. Per check the
- * cost is one listing of each directory plus at most {@link MAILDIR_HEADER_READS_PER_CHECK} header
- * reads (after a restart the narrowing misses are learnt again over several checks; `more` says
- * so). Files are taken oldest first by (mtime, unique name); a returned uid is the mtime in ms,
+ * cost is a stat of each directory — a listing only when one changed (its mtime moved), and at
+ * least once a minute — plus at most {@link MAILDIR_HEADER_READS_PER_CHECK} header reads (after a
+ * restart the narrowing misses are learnt again over several checks; `more` says so). Files are taken oldest first by (mtime, unique name); a returned uid is the mtime in ms,
  * clamped to now, and the watermark built from it is for information only.
  *
  * One bad entry never stops the mailbox: a symlink, FIFO, socket or directory is not mail and is
@@ -43,6 +43,10 @@ export const MAILDIR_HEADER_CAP_BYTES = 256 * 1024;
 export const MAILDIR_HEADER_READS_PER_CHECK = 2000;
 /** Entries looked up or lstat'ed between two yields to the event loop. */
 const YIELD_EVERY = 1000;
+/** A full listing at least this often, in ms, even when the directories' mtimes did not move. */
+const MAILDIR_RELIST_MS = 60_000;
+/** How old a directory mtime must be, against the listing, to be trusted unchanged, in ms (coarse timestamps). */
+const MAILDIR_MTIME_SLACK_MS = 2000;
 /** Errors that say nothing about one file but about the process or the system: the check fails and is retried. */
 const TRANSIENT_CODES = new Set(['EMFILE', 'ENFILE', 'ENOMEM', 'EAGAIN', 'EBUSY', 'EINTR', 'ETIMEDOUT']);
 /** Open flags: never follow a symlink swapped in after the lstat; never block on a FIFO. */
@@ -89,6 +93,8 @@ export class MaildirMailbox implements Mailbox {
   readonly #skipped = new Set<string>();
   /** The UIDVALIDITY all the above belongs to. */
   #uidValidity: string | null = null;
+  /** The directories' mtimes when the last listing was taken, and when (ms): see #unchangedSinceListing. */
+  #listed: { newM: bigint | null; curM: bigint | null; at: number } | null = null;
 
   readonly #afterHeaderRead: ((file: string) => void | Promise<void>) | undefined;
 
@@ -119,13 +125,18 @@ export class MaildirMailbox implements Mailbox {
 
     const narrowing = req.fromAddresses.length > 0 || req.subjectContains.length > 0;
     const criteria = JSON.stringify([req.fromAddresses, req.subjectContains]);
+    let relist = false;
     if (criteria !== this.#missesFor) {
       this.#misses.clear(); // other narrowing, other misses: listed again below
       this.#missesFor = criteria;
+      relist = true;
     }
-    const listing = await this.#list();
+    const dirs = await this.#dirTimes();
     if (!narrowing) return result; // nothing to narrow on means nothing may be read
-    this.#refresh(listing);
+    if (relist || !this.#unchangedSinceListing(dirs)) {
+      await this.#refresh(await this.#list());
+      this.#listed = { ...dirs, at: Date.now() };
+    }
     await this.#settleRecorded(req);
     const candidates = await this.#candidates();
 
@@ -229,6 +240,7 @@ export class MaildirMailbox implements Mailbox {
   }
 
   #forget(): void {
+    this.#listed = null;
     this.#pending.clear();
     this.#recorded.clear();
     this.#misses.clear();
@@ -296,11 +308,55 @@ export class MaildirMailbox implements Mailbox {
     return out;
   }
 
+  /**
+   * The modification times (ns) of new/ and cur/, read before any listing: a file added, removed
+   * or renamed changes its directory's mtime.
+   * @throws MailboxError io when neither exists (not a Maildir) or one cannot be stat'ed
+   */
+  async #dirTimes(): Promise<{ newM: bigint | null; curM: bigint | null }> {
+    const time = async (sub: Sub): Promise<bigint | null> => {
+      try {
+        return (await stat(join(this.folder, sub), { bigint: true })).mtimeNs;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+        throw ioError(`cannot stat ${join(this.folder, sub)}`, err);
+      }
+    };
+    const [newM, curM] = await Promise.all([time('new'), time('cur')]);
+    if (newM === null && curM === null) throw new MailboxError(`${this.folder} is not a Maildir: it has neither new/ nor cur/`, 'io');
+    return { newM, curM };
+  }
+
+  /**
+   * Whether the last listing still holds, so this check needs no new one (the way Dovecot syncs a
+   * Maildir): neither directory's mtime moved since it, the listing is less than a minute old, and
+   * it was taken at least 2 s after the newest of those mtimes — a change within the file system's
+   * timestamp granularity of an earlier one would leave the mtime as it was.
+   */
+  #unchangedSinceListing(dirs: { newM: bigint | null; curM: bigint | null }): boolean {
+    const last = this.#listed;
+    if (!last || last.newM !== dirs.newM || last.curM !== dirs.curM) return false;
+    const now = Date.now();
+    if (now - last.at >= MAILDIR_RELIST_MS) return false;
+    const newestMs = Number((dirs.newM ?? 0n) > (dirs.curM ?? 0n) ? dirs.newM : dirs.curM) / 1e6;
+    return last.at - newestMs >= MAILDIR_MTIME_SLACK_MS;
+  }
+
   /** Brings the remembered names in line with a listing: gone names are dropped, new ones become pending. */
-  #refresh(listing: Map<string, { sub: Sub; name: string; dirent: Dirent }>): void {
-    for (const set of [this.#recorded, this.#misses, this.#skipped]) for (const u of set) if (!listing.has(u)) set.delete(u);
+  async #refresh(listing: Map<string, { sub: Sub; name: string; dirent: Dirent }>): Promise<void> {
+    let n = 0;
+    const breathe = async (): Promise<void> => {
+      if (++n % YIELD_EVERY === 0) await yieldToLoop(); // 100,000 names: let the event loop run between slices
+    };
+    for (const set of [this.#recorded, this.#misses, this.#skipped]) {
+      for (const u of set) {
+        if (!listing.has(u)) set.delete(u);
+        await breathe();
+      }
+    }
     for (const u of this.#pending.keys()) if (!listing.has(u)) this.#pending.delete(u);
     for (const [u, e] of listing) {
+      await breathe();
       if (this.#recorded.has(u) || this.#misses.has(u) || this.#skipped.has(u)) continue;
       // The directory entry's type is free with the listing (d_type); DT_UNKNOWN is settled by the lstat below.
       if (e.dirent.isSymbolicLink() || e.dirent.isFIFO() || e.dirent.isDirectory() || e.dirent.isSocket() || e.dirent.isBlockDevice() || e.dirent.isCharacterDevice()) {

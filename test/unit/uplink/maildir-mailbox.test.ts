@@ -166,6 +166,23 @@ describe('MaildirMailbox', () => {
     expect((await new MaildirMailbox(dir).check(req())).messages.map((m) => uniqueOf(m.source))).toEqual(['1.other']);
   });
 
+  it('lists the folder again only when a directory changed (its mtime moved)', async () => {
+    const hourAgo = new Date(Date.now() - 3600_000);
+    const age = () => ['new', 'cur'].forEach((sub) => utimesSync(join(dir, sub), hourAgo, hourAgo));
+    put('1.first', mail({ subject: 'first' }), T0 + 1);
+    age();
+    const box = new MaildirMailbox(dir);
+    expect((await box.check(req())).messages.map((m) => uniqueOf(m.source))).toEqual(['1.first']);
+    // A file that lands while new/ keeps its old mtime (a change inside one timestamp tick) is not
+    // listed: the directories look unchanged.
+    put('2.second', mail({ subject: 'second' }), T0 + 2);
+    age();
+    expect((await box.check(req())).messages.map((m) => uniqueOf(m.source))).toEqual(['1.first']);
+    // Any change moves the mtime: the next check lists again and finds both.
+    put('3.third', mail({ subject: 'third' }), T0 + 3);
+    expect((await box.check(req())).messages.map((m) => uniqueOf(m.source))).toEqual(['1.first', '2.second', '3.third']);
+  });
+
   it(`reads at most ${MAILDIR_HEADER_READS_PER_CHECK} header blocks per check, says more are waiting, and reaches a reply behind them`, async () => {
     const n = MAILDIR_HEADER_READS_PER_CHECK + 100;
     const other = mail({ from: 'friend@else.example', subject: 'old mail' });
