@@ -24,6 +24,10 @@ import type { LoadJob, LoadResult } from './lib/load.js';
 import { describeLoad, startLoadMeter } from './lib/machine.js';
 import { writeSection } from './lib/results.js';
 import { median, ms, num, ratio, table, verdict } from './lib/stats.js';
+import type { SendMessageResponse, Task } from '@a2a-js/sdk';
+import type { ProtoJson } from '../src/a2a/proto-json.js';
+import type { V1Task } from '../src/a2a/wire.js';
+import type { V1SendResult } from '../test/helpers/rpc-json.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
@@ -43,14 +47,14 @@ const load = await startChild('load.ts');
 try {
   const headers = rpcHeaders();
   const ours = await workingTask(bridge);
-  const view = (await rpc(bridge.endpoint, getTaskBody(ours.taskId))).result;
-  const statusText = view.status.message.parts[0].text as string;
-  const ask = view.history[0].parts[0].text as string;
+  const view = (await rpc<V1Task>(bridge.endpoint, getTaskBody(ours.taskId))).result;
+  const statusText = view.status.message!.parts[0]!.text;
+  const ask = view.history[0]!.parts[0]!.text;
   // The equivalent task on the peer: same ask, same context, same status text.
-  const peerTask = (await rpc(peer.ready.endpoint as string, sendBody(ask, ours.contextId, hex(16), { statusText }), headers)).result.task as { id: string };
+  const peerTask = (await rpc<ProtoJson<SendMessageResponse>>(peer.ready.endpoint as string, sendBody(ask, ours.contextId, hex(16), { statusText }), headers)).result.task!;
 
   const bridgeGet: LoadJob = { url: bridge.endpoint, connections: 1, durationS: DURATION_S, headers, body: getTaskBody(ours.taskId) };
-  const peerGet: LoadJob = { url: peer.ready.endpoint as string, connections: 1, durationS: DURATION_S, headers, body: getTaskBody(peerTask.id) };
+  const peerGet: LoadJob = { url: peer.ready.endpoint as string, connections: 1, durationS: DURATION_S, headers, body: getTaskBody(peerTask.id!) };
   const bridgeBytes = (await rpc(bridge.endpoint, bridgeGet.body!)).bytes;
   const peerBytes = (await rpc(peerGet.url, peerGet.body!)).bytes;
 
@@ -61,9 +65,9 @@ try {
   };
   const check = async (): Promise<void> => {
     // JSON-RPC errors travel with HTTP 200: look at the answers between rounds.
-    const a = (await rpc(bridge.endpoint, bridgeGet.body!)).result;
-    const b = (await rpc(peerGet.url, peerGet.body!)).result;
-    if (a.status.state !== 'TASK_STATE_WORKING' || b.status.state !== 'TASK_STATE_WORKING') throw new Error('a task left WORKING during the run');
+    const a = (await rpc<V1Task>(bridge.endpoint, bridgeGet.body!)).result;
+    const b = (await rpc<ProtoJson<Task>>(peerGet.url, peerGet.body!)).result;
+    if (a.status.state !== 'TASK_STATE_WORKING' || b.status!.state !== 'TASK_STATE_WORKING') throw new Error('a task left WORKING during the run');
   };
 
   type Row = { c: number; bridge: LoadResult[]; peer: LoadResult[]; poll: LoadResult[]; polls: number };
@@ -83,7 +87,7 @@ try {
     // task, since every poll is stored on its task (see the second table for what that costs).
     const pollJob = async (): Promise<LoadJob> => {
       const t = await workingTask(bridge);
-      const first = (await rpc(bridge.endpoint, sendBody('status', t.contextId))).result.task;
+      const first = (await rpc<V1SendResult>(bridge.endpoint, sendBody('status', t.contextId))).result.task!;
       if (first.id !== t.taskId || first.status.state !== 'TASK_STATE_WORKING') throw new Error('the poll did not answer the WORKING task');
       return { url: bridge.endpoint, connections: c, durationS: DURATION_S, headers, body: sendBody('status', t.contextId, '[<id>]'), idReplacement: true };
     };

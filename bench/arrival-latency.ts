@@ -43,7 +43,7 @@ interface Run {
 async function taskWithReply(h: Harness): Promise<{ taskId: string; contextId: string; reply: Buffer }> {
   const contextId = `ctx-${hex(8)}`;
   const sent = await h.rpc(hermesBody('Summarise the three strongest 2025 RAG papers.', contextId));
-  const task = sent.json.result.task as { id: string; status: { state: string } };
+  const task = sent.json.result!.task!;
   if (task.status.state !== 'TASK_STATE_WORKING') throw new Error(`expected WORKING, got ${task.status.state}`);
   const envelope = h.receiver.requests.map((r) => r.envelope).find((e) => e?.task_id === task.id);
   if (!envelope) throw new Error('no webhook for the task');

@@ -112,7 +112,7 @@ async function measureSize(n: number, dkim: DkimFixture): Promise<SizeResult> {
     db0.close();
 
     const trace = new ImapTrace();
-    const mailbox = new MeteredMailbox(new ImapMailbox({ ...config.mailbox.imap!, folder: FOLDER }, trace.logger as never));
+    const mailbox = new MeteredMailbox(new ImapMailbox({ ...config.mailbox.imap!, folder: FOLDER }, trace.logger));
     app = await startApp(config, { log: createLogger('info', pino.destination('/dev/null')), mailbox, dkimResolver: dkim.resolver });
     await app.bridge.idle();
     const bridge = app.bridge;

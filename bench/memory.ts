@@ -23,6 +23,7 @@ import { dkimFixture, genuineReply } from './lib/mail-fixture.js';
 import { writeSection } from './lib/results.js';
 import { bytes, num, table, verdict } from './lib/stats.js';
 import { fillFinishedTasks } from './lib/store-fill.js';
+import type { V1Task } from '../src/a2a/wire.js';
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 100_000);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
@@ -46,7 +47,7 @@ const meter = startLoadMeter();
 const dir = mkdtempSync(join(tmpdir(), 'mb-bench-memory-'));
 const load = await startChild('load.ts');
 const rows: Row[] = [];
-let fillMs = 0;
+let fillMs: number;
 try {
   const dkim = dkimFixture();
   const template = await genuineReply(dkim, { taskId: '00000000-0000-4000-8000-000000000000', token: '0'.repeat(32) });
@@ -85,8 +86,8 @@ try {
       if (finished.length) {
         // Every GetTask for another finished task, all over the store.
         const sample = Array.from({ length: 5000 }, (_, i) => finished[(i * 7919) % finished.length]!);
-        const check = (await rpc(f.endpoint, getTaskBody(sample[0]!))).result;
-        if (check.status.state !== 'TASK_STATE_COMPLETED' || check.artifacts.length !== 1) throw new Error('a finished task did not read back as COMPLETED with its artifact');
+        const check = (await rpc<V1Task>(f.endpoint, getTaskBody(sample[0]!))).result;
+        if (check.status.state !== 'TASK_STATE_COMPLETED' || check.artifacts!.length !== 1) throw new Error('a finished task did not read back as COMPLETED with its artifact');
         spread = await under({ ...base, bodies: sample.map(getTaskBody) });
       }
       const wal = `${storePath}-wal`;

@@ -2,6 +2,7 @@ import { readdirSync, rmSync } from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import pinoRoll from 'pino-roll';
+import pretty from 'pino-pretty';
 
 /**
  * Paths pino blanks out wherever they appear in a log object (issue 6: no secret in logs). The
@@ -84,9 +85,21 @@ export function pruneLogFiles(file: string, keep: number): void {
 }
 
 /**
+ * Human-readable log lines for a terminal (pino-pretty, in-process and synchronous): the time, the
+ * level, the message, then the fields as JSON on the same line (so a field's text cannot drive the
+ * terminal). Redaction happens before, in the logger.
+ *
+ * @param destination a file descriptor (2: stderr) or a stream
+ */
+export function prettyDestination(destination: number | NodeJS.WritableStream, colorize: boolean): DestinationStream {
+  return pretty({ destination, sync: true, colorize, singleLine: true, translateTime: 'SYS:HH:MM:ss', ignore: 'name,pid,hostname' });
+}
+
+/**
  * The `serve` logger: JSON lines with secrets redacted, to stdout under systemd (journald keeps
  * and rotates them), else to `log.file` rotated by size with pino-roll (launchd never rotates its
- * StandardOutPath: FACTS.md "Service"), else — a foreground run without `log.file` — to stderr.
+ * StandardOutPath: FACTS.md "Service"), else — a foreground run without `log.file` — to stderr,
+ * as readable lines when stderr is a terminal (`o.terminal`).
  *
  * The file holds `log.max_size_mb` plus at most the lines of one event-loop turn: pino-roll runs in
  * this thread and writes each line synchronously, so its size check sees every line (through a
@@ -94,9 +107,9 @@ export function pruneLogFiles(file: string, keep: number): void {
  * and at every rotation, files beyond `max_files` rotated plus the current one are removed,
  * whichever run wrote them.
  */
-export async function createServiceLogger(c: LogConfig): Promise<Logger> {
+export async function createServiceLogger(c: LogConfig, o: { terminal?: boolean } = {}): Promise<Logger> {
   if (underSystemd()) return createLogger(c.level, pino.destination(1));
-  if (!c.file) return createLogger(c.level);
+  if (!c.file) return createLogger(c.level, o.terminal ? prettyDestination(2, true) : undefined);
   // pino-roll goes on writing the highest-numbered file: keep it and max_files older ones.
   pruneLogFiles(c.file, c.maxFiles + 1);
   const destination = await pinoRoll({

@@ -15,6 +15,7 @@ import { freePort } from '../../test/helpers/free-port.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../test/helpers/webhook-receiver.js';
 import { buildBridge } from './build.js';
 import { AGENT } from './mail-fixture.js';
+import type { V1SendResult } from '../../test/helpers/rpc-json.js';
 
 export const BEARER = TEST_BEARER;
 
@@ -38,14 +39,17 @@ export function getTaskBody(id: string): string {
   return JSON.stringify({ jsonrpc: '2.0', id: `task-${hex(8)}`, method: 'GetTask', params: { id } });
 }
 
-/** POSTs a JSON-RPC body and returns the parsed answer; throws on a non-200 or a JSON-RPC error. */
-export async function rpc(url: string, body: string, headers = rpcHeaders()): Promise<{ result: any; bytes: number }> {
+/**
+ * POSTs a JSON-RPC body and returns the parsed answer, its result read as `R` (the result type of the
+ * body's method: rpc-json.ts for the bridge); throws on a non-200 or a JSON-RPC error.
+ */
+export async function rpc<R = unknown>(url: string, body: string, headers = rpcHeaders()): Promise<{ result: R; bytes: number }> {
   const res = await fetch(url, { method: 'POST', headers, body });
   const text = await res.text();
   if (res.status !== 200) throw new Error(`${url}: HTTP ${res.status}: ${text.slice(0, 300)}`);
   const json = JSON.parse(text) as { result?: unknown; error?: { message: string } };
   if (json.error) throw new Error(`${url}: JSON-RPC error: ${json.error.message}`);
-  return { result: json.result, bytes: Buffer.byteLength(text) };
+  return { result: json.result as R, bytes: Buffer.byteLength(text) };
 }
 
 export interface BridgeFixture {
@@ -115,7 +119,7 @@ export async function startBridgeFixture(o: BridgeFixtureOptions = {}): Promise<
   const proc = spawn(process.execPath, [...serviceFlags, ...(o.execArgv ?? []), main, '--config', configDir.configPath, 'serve'], { stdio: ['ignore', 'ignore', 'pipe'] });
   live.add(proc);
   let stderr = '';
-  proc.stderr!.on('data', (d: Buffer) => {
+  proc.stderr.on('data', (d: Buffer) => {
     if (stderr.length < 20_000) stderr += d.toString('utf8');
   });
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
@@ -154,8 +158,8 @@ export async function startBridgeFixture(o: BridgeFixtureOptions = {}): Promise<
  */
 export async function workingTask(f: BridgeFixture, ask = 'Survey the 2025 papers on retrieval-augmented generation and summarise the three strongest.'): Promise<{ taskId: string; contextId: string }> {
   const contextId = `ctx-${hex(8)}`;
-  const sent = await rpc(f.endpoint, sendBody(ask, contextId));
-  const task = sent.result.task as { id: string; status: { state: string } };
+  const sent = await rpc<V1SendResult>(f.endpoint, sendBody(ask, contextId));
+  const task = sent.result.task!;
   if (task.status.state !== 'TASK_STATE_WORKING') throw new Error(`expected a WORKING task, got ${task.status.state}`);
   await rpc(f.endpoint, getTaskBody(task.id));
   return { taskId: task.id, contextId };

@@ -110,7 +110,7 @@ export function serveParent(info: Record<string, unknown>, handler: (m: Record<s
     );
   });
   const stop = (): void => {
-    onStop().finally(() => process.exit(0));
+    void onStop().finally(() => process.exit(0));
   };
   process.on('SIGTERM', stop);
   process.on('disconnect', stop);

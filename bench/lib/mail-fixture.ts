@@ -32,9 +32,9 @@ export function dkimFixture(): DkimFixture {
   const key = generateDkimKey();
   const name = dkimTxtName(SELECTOR, AGENT.domain);
   const chunks = key.publicKeyTxt.match(/.{1,255}/g) ?? [];
-  const resolver: DnsResolver = async (qname, rrtype) => {
-    if (qname.toLowerCase().replace(/\.$/, '') === name && rrtype === 'TXT') return [chunks];
-    throw Object.assign(new Error(`queryTxt ENOTFOUND ${qname}`), { code: 'ENOTFOUND' });
+  const resolver: DnsResolver = (qname, rrtype) => {
+    if (qname.toLowerCase().replace(/\.$/, '') === name && rrtype === 'TXT') return Promise.resolve([chunks]);
+    return Promise.reject(Object.assign(new Error(`queryTxt ENOTFOUND ${qname}`), { code: 'ENOTFOUND' }));
   };
   return { privateKeyPem: key.privateKeyPem, resolver };
 }

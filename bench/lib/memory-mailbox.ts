@@ -18,16 +18,16 @@ export class MemoryMailbox implements Mailbox {
     }
   }
 
-  async check(req: CheckRequest): Promise<CheckResult> {
+  check(req: CheckRequest): Promise<CheckResult> {
     const fresh = this.#messages.filter((m) => m.uid > req.watermark.lastUid);
     const messages = fresh.slice(0, req.maxFetch);
-    return {
+    return Promise.resolve({
       uidValidity: '1',
       uidValidityChanged: req.watermark.uidValidity !== null && req.watermark.uidValidity !== '1',
       messages,
       more: fresh.length > messages.length,
       bytesFetched: messages.reduce((n, m) => n + m.raw.length, 0),
-    };
+    });
   }
 
   async close(): Promise<void> {}

@@ -16,7 +16,7 @@ import { jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import { serveParent } from './child.js';
 
 const executor: AgentExecutor = {
-  async execute(ctx, bus) {
+  execute(ctx, bus) {
     const user = ctx.userMessage;
     const statusText = String(user.metadata?.statusText ?? 'The job is with the cloud agent.');
     const now = new Date();
@@ -44,6 +44,7 @@ const executor: AgentExecutor = {
       }),
     );
     bus.finished();
+    return Promise.resolve();
   },
   async cancelTask() {},
 };
@@ -70,9 +71,7 @@ const card: AgentCard = {
 const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
 app.use('/a2a', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
 
-serveParent({ endpoint: url, port, instance: randomUUID() }, async (m) => {
-  throw new Error(`unknown request ${String(m.type)}`);
-}, () => new Promise<void>((resolve) => {
+serveParent({ endpoint: url, port, instance: randomUUID() }, (m) => Promise.reject(new Error(`unknown request ${String(m.type)}`)), () => new Promise<void>((resolve) => {
   server.close(() => resolve());
   server.closeAllConnections();
 }));

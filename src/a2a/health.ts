@@ -4,11 +4,28 @@ import { failedDispatchCount } from '../store/attempts.js';
 import { getMailboxState } from '../store/mailbox-state.js';
 import { VERSION } from './agent-card.js';
 
+/** The `GET /health` body; times are ISO-8601 UTC (core/time.ts), null when not reached yet. */
+export interface HealthJson {
+  status: 'ok' | 'degraded';
+  version: string;
+  store: { ok: boolean };
+  mailbox: {
+    kind: string;
+    lastCheckAt: string | null;
+    lastResult: string | null;
+    lastError: string | null;
+    errorSince: string | null;
+    lastSuccessAt: string | null;
+  };
+  tasks: { open: number; byState: Record<string, number> };
+  dispatches: { pending: number; failed: number };
+}
+
 /**
  * `GET /health` (BRIEF §3): store ok, last mailbox check (time, result, error), open tasks,
  * failed dispatches. Holds no secret and no task content: it is served without auth.
  */
-export function health(bridge: Bridge): Record<string, unknown> {
+export function health(bridge: Bridge): HealthJson {
   const { db, mailbox } = bridge.ctx;
   let storeOk = true;
   let byState: Record<string, number> = {};

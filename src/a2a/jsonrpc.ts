@@ -40,7 +40,7 @@ export function parseRequest(body: Buffer, dialect: '1.0' | '0.3'): JsonRpcReque
   const r = doc as Record<string, unknown>;
   const id = r.id;
   const idOk = typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) || id === null;
-  const safeId: JsonRpcId = idOk ? (id as JsonRpcId) : null;
+  const safeId: JsonRpcId = idOk ? id : null;
   if (r.jsonrpc !== '2.0') return errorResponse(safeId, new A2AError('invalidRequest', 'jsonrpc must be "2.0"'), dialect);
   if (!('id' in r) || !idOk) {
     return errorResponse(null, new A2AError('invalidRequest', 'id must be a string, a number or null (notifications are not supported)'), dialect);

@@ -3,7 +3,7 @@ import type { AgentConfig } from '../config/config.js';
 import type { Bridge } from '../core/bridge.js';
 import { A2AError } from './errors.js';
 import { parseListParams, parseSendParams, parseTaskIdParams } from './params.js';
-import { v1AgentText, v1Task } from './wire.js';
+import { v1AgentText, v1Task, type V1ListTasksResult, type V1SendMessageResult } from './wire.js';
 import { v03AgentText, v03Task } from './wire-v03.js';
 
 /** Who is calling and in which dialect; the dialect follows the method name (BRIEF §3). */
@@ -15,12 +15,10 @@ export interface CallContext {
 
 type Handler = (bridge: Bridge, params: unknown, c: CallContext) => Promise<unknown>;
 
-const unsupported = (what: string): Handler => async () => {
-  throw new A2AError('unsupportedOperation', `${what} is not supported by this agent (capabilities.streaming is false); poll with SendMessage on the same contextId or GetTask`);
-};
-const noPush: Handler = async () => {
-  throw new A2AError('pushNotificationNotSupported', 'push notifications are not supported (capabilities.pushNotifications is false)');
-};
+const unsupported = (what: string): Handler => () =>
+  Promise.reject(new A2AError('unsupportedOperation', `${what} is not supported by this agent (capabilities.streaming is false); poll with SendMessage on the same contextId or GetTask`));
+const noPush: Handler = () =>
+  Promise.reject(new A2AError('pushNotificationNotSupported', 'push notifications are not supported (capabilities.pushNotifications is false)'));
 
 /** The A2A v1.0 JSON-RPC methods (A2A v1.0 §9.4). */
 export const V1_METHODS: Readonly<Record<string, Handler>> = {
@@ -31,8 +29,8 @@ export const V1_METHODS: Readonly<Record<string, Handler>> = {
       { messageId: p.messageId, contextId: p.contextId, taskId: p.taskId, text: p.text, contentSha256: p.contentSha256, deadlineMs: p.deadlineMs, caller: c.caller },
       { returnImmediately: p.returnImmediately, historyLength: p.historyLength },
     );
-    if ('message' in r) return { message: v1AgentText(r.message.contextId, r.message.text, randomUUID()) };
-    return { task: v1Task(r.task) };
+    if ('message' in r) return { message: v1AgentText(r.message.contextId, r.message.text, randomUUID()) } satisfies V1SendMessageResult;
+    return { task: v1Task(r.task) } satisfies V1SendMessageResult;
   },
   GetTask: async (bridge, params, c) => {
     const p = parseTaskIdParams(params);
@@ -53,7 +51,7 @@ export const V1_METHODS: Readonly<Record<string, Handler>> = {
       nextPageToken: r.nextPageToken,
       pageSize: p.pageSize,
       totalSize: r.totalSize,
-    };
+    } satisfies V1ListTasksResult;
   },
   CancelTask: async (bridge, params, c) => v1Task(await bridge.cancel(c.agent, parseTaskIdParams(params).id)),
   SendStreamingMessage: unsupported('SendStreamingMessage'),
@@ -63,9 +61,8 @@ export const V1_METHODS: Readonly<Record<string, Handler>> = {
   ListTaskPushNotificationConfigs: noPush,
   DeleteTaskPushNotificationConfig: noPush,
   // A2A v1.0 §3.3.4 (CORE-CAP-003): capabilities.extendedAgentCard is false ⇒ UnsupportedOperationError.
-  GetExtendedAgentCard: async () => {
-    throw new A2AError('unsupportedOperation', 'this agent has no extended card (capabilities.extendedAgentCard is false)');
-  },
+  GetExtendedAgentCard: () =>
+    Promise.reject(new A2AError('unsupportedOperation', 'this agent has no extended card (capabilities.extendedAgentCard is false)')),
 };
 
 /** The A2A v0.3 JSON-RPC methods: bare results in v0.3 shapes. The grammars never overlap (BRIEF §3). */
@@ -91,9 +88,8 @@ export const V03_METHODS: Readonly<Record<string, Handler>> = {
   'tasks/pushNotificationConfig/get': noPush,
   'tasks/pushNotificationConfig/list': noPush,
   'tasks/pushNotificationConfig/delete': noPush,
-  'agent/getAuthenticatedExtendedCard': async () => {
-    throw new A2AError('unsupportedOperation', 'this agent has no extended card (supportsAuthenticatedExtendedCard is false)');
-  },
+  'agent/getAuthenticatedExtendedCard': () =>
+    Promise.reject(new A2AError('unsupportedOperation', 'this agent has no extended card (supportsAuthenticatedExtendedCard is false)')),
 };
 
 /** Resolves a method name to its handler and dialect; undefined for an unknown method. */

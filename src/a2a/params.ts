@@ -107,17 +107,18 @@ function dataText(data: unknown, i: number): string {
 function partText(p: Obj, i: number): string {
   const kinds = ['text', 'raw', 'url', 'data', 'file'].filter((k) => p[k] !== undefined);
   const kind = kinds.length === 1 ? kinds[0] : typeof p.kind === 'string' ? p.kind : undefined;
-  const mediaType = typeof p.mediaType === 'string' ? p.mediaType.toLowerCase() : undefined;
+  const givenMediaType = typeof p.mediaType === 'string' ? p.mediaType : undefined;
+  const mediaType = givenMediaType?.toLowerCase();
   if (kind === 'text' && typeof p.text === 'string') {
     // The agent receives text: a text part that says it is something else cannot be carried.
     if (mediaType !== undefined && mediaType !== '' && !mediaType.startsWith('text/')) {
-      throw new A2AError('contentTypeNotSupported', `message.parts[${i}]: a text part with mediaType ${p.mediaType} cannot be carried; send text/plain`);
+      throw new A2AError('contentTypeNotSupported', `message.parts[${i}]: a text part with mediaType ${givenMediaType} cannot be carried; send text/plain`);
     }
     return p.text.replace(new RegExp(LONE_SURROGATE, 'g'), '\uFFFD');
   }
   if (kind === 'data' && p.data !== undefined) {
     if (mediaType !== undefined && mediaType !== '' && !/^application\/([\w.+-]+\+)?json$/.test(mediaType)) {
-      throw new A2AError('contentTypeNotSupported', `message.parts[${i}]: a data part with mediaType ${p.mediaType} cannot be carried; send application/json`);
+      throw new A2AError('contentTypeNotSupported', `message.parts[${i}]: a data part with mediaType ${givenMediaType} cannot be carried; send application/json`);
     }
     return dataText(p.data, i);
   }
@@ -191,7 +192,7 @@ export function parseTaskIdParams(params: unknown): { id: string; historyLength?
 export function parseV1State(v: unknown, what: string): TaskState | undefined {
   if (v === undefined || v === null || v === 'TASK_STATE_UNSPECIFIED') return undefined;
   const s = typeof v === 'string' ? v.replace(/^TASK_STATE_/, '') : '';
-  if (!(TASK_STATES as readonly string[]).includes(s) || !String(v).startsWith('TASK_STATE_')) {
+  if (!(TASK_STATES as readonly string[]).includes(s) || typeof v !== 'string' || !v.startsWith('TASK_STATE_')) {
     throw new A2AError('invalidParams', `${what} must be a TaskState such as TASK_STATE_WORKING`);
   }
   return s as TaskState;
@@ -224,7 +225,7 @@ export function parseListParams(params: unknown): ListParams {
     contextId: optionalId(p, 'contextId', 'params'),
     state: parseV1State(field(p, 'status'), 'params.status'),
     pageSize: optionalInt(p, 'pageSize', 'params', 1, 100) ?? 50,
-    pageToken: pageToken ? (pageToken as string) : undefined,
+    pageToken: pageToken ? pageToken : undefined,
     historyLength: optionalInt(p, 'historyLength', 'params', 0, 1000),
     updatedAfter,
     includeArtifacts: optionalBool(p, 'includeArtifacts', 'params') ?? false,

@@ -40,6 +40,28 @@ function supportedVersion(header: string): '1.0' | '0.3' | null {
   return null;
 }
 
+/** A refused request (401, 403) is logged at most once per this many ms per status; the rest are counted. */
+const REFUSAL_LOG_EVERY_MS = 60_000;
+
+/**
+ * Logs refused requests at warn, at most one line per status per {@link REFUSAL_LOG_EVERY_MS}:
+ * a local process that hammers the port cannot flood the log; the next line says how many were
+ * left out. `fields` hold no secret (never the presented token) and no request body.
+ */
+function refusalLogger(log: Logger, now: () => number = Date.now): (status: 401 | 403, fields: Record<string, unknown>, msg: string) => void {
+  const last = new Map<number, { at: number; suppressed: number }>();
+  return (status, fields, msg) => {
+    const t = now();
+    const seen = last.get(status);
+    if (seen && t - seen.at < REFUSAL_LOG_EVERY_MS) {
+      seen.suppressed += 1;
+      return;
+    }
+    log.warn({ status, ...fields, ...(seen?.suppressed ? { suppressedSinceLast: seen.suppressed } : {}) }, msg);
+    last.set(status, { at: t, suppressed: 0 });
+  };
+}
+
 function digest(s: string): Buffer {
   return createHash('sha256').update(s, 'utf8').digest();
 }
@@ -59,6 +81,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
   }
   const bearer = digest(config.server.bearer);
   const agents = new Map(config.agents.map((a) => [a.name, a]));
+  const refused = refusalLogger(log);
   let baseUrl = '';
   let actualPort = port;
   const endpoint = (a: AgentConfig): string => `${baseUrl}/agents/${a.name}`;
@@ -100,6 +123,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     const auth = req.headers.authorization ?? '';
     const m = /^Bearer[ ]+(\S+)\s*$/i.exec(auth);
     if (!m || !timingSafeEqual(digest(m[1]!), bearer)) {
+      refused(401, { agent: agent.name, why: m ? 'wrong bearer' : 'no bearer' }, 'request refused: 401 (the caller must send the content of server.bearer_file)');
       send(res, 401, { error: 'missing or wrong bearer token' }, { 'www-authenticate': 'Bearer realm="a2a-mailbridge"' });
       return;
     }
@@ -142,6 +166,8 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (!hostAllowed(req.headers.host)) {
+      // The Host header is the caller's text: logged JSON-escaped and cut, for the operator to recognise.
+      refused(403, { host: String(req.headers.host ?? '').slice(0, 100) }, 'request refused: 403 (Host is not a loopback name)');
       send(res, 403, { error: 'Host header must name a loopback host (127.0.0.1, [::1] or localhost)' });
       return;
     }

@@ -1,15 +1,33 @@
+import type { LegacyRestTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import type { TaskView } from '../core/task-view.js';
 import { timestamp } from '../core/time.js';
 import type { MessageRow } from '../store/messages.js';
 import type { TaskState } from '../store/task-state.js';
-import type { JsonObject } from './wire.js';
+import type { Narrow } from './proto-json.js';
 
 /**
  * Rendering for the A2A v0.3 dialect (`message/send`, `tasks/get`, `tasks/cancel`): bare
  * results, `kind` tags on tasks, messages and parts, lowercase hyphenated states (FACTS.md "A2A").
+ *
+ * The shapes are the SDK's v0.3 JSON types. `@a2a-js/sdk/compat/v0_3` does not export them by name;
+ * they are taken from the signatures of its public v0.3 REST handler (`getTask` answers a v0.3
+ * Task, `sendMessage` a Task or Message), so a drift of the SDK's v0.3 shape is a compile error here.
  */
 
-const V03_STATES: Record<TaskState, string> = {
+type SdkV03Task = Awaited<ReturnType<LegacyRestTransportHandler['getTask']>>;
+type SdkV03Message = Extract<Awaited<ReturnType<LegacyRestTransportHandler['sendMessage']>>, { kind: 'message' }>;
+type SdkV03Artifact = NonNullable<SdkV03Task['artifacts']>[number];
+
+export type V03TaskStateName = SdkV03Task['status']['state'];
+export type V03TextPart = Extract<SdkV03Message['parts'][number], { kind: 'text' }>;
+export type V03Message = Narrow<SdkV03Message, { contextId: string; parts: V03TextPart[] }>;
+export type V03Artifact = Narrow<SdkV03Artifact, { name: string; parts: V03TextPart[] }>;
+export type V03TaskStatus = Narrow<SdkV03Task['status'], { timestamp: string; message?: V03Message }>;
+/** The bridge's members of `Task.metadata` (a free-form map in the protocol). */
+export type V03TaskMetadata = { agent: string; turn: number };
+export type V03Task = Narrow<SdkV03Task, { status: V03TaskStatus; artifacts: V03Artifact[]; history: V03Message[]; metadata: V03TaskMetadata }>;
+
+const V03_STATES: Record<TaskState, V03TaskStateName> = {
   SUBMITTED: 'submitted',
   WORKING: 'working',
   INPUT_REQUIRED: 'input-required',
@@ -19,22 +37,22 @@ const V03_STATES: Record<TaskState, string> = {
   REJECTED: 'rejected',
 };
 
-export function v03State(s: TaskState): string {
+export function v03State(s: TaskState): V03TaskStateName {
   return V03_STATES[s];
 }
 
-function textPart(text: string): JsonObject {
+function textPart(text: string): V03TextPart {
   return { kind: 'text', text };
 }
 
-function v03Message(m: MessageRow): JsonObject {
+function v03Message(m: MessageRow): V03Message {
   return { kind: 'message', messageId: m.messageId, contextId: m.contextId, taskId: m.taskId, role: m.role, parts: [textPart(m.text)] };
 }
 
 /** A v0.3 Task (`kind: "task"`). */
-export function v03Task(v: TaskView): JsonObject {
+export function v03Task(v: TaskView): V03Task {
   const { task } = v;
-  const status: JsonObject = { state: v03State(task.state), timestamp: timestamp(task.updatedAt) };
+  const status: V03TaskStatus = { state: v03State(task.state), timestamp: timestamp(task.updatedAt) };
   if (v.statusText !== null) {
     status.message = {
       kind: 'message',
@@ -57,6 +75,6 @@ export function v03Task(v: TaskView): JsonObject {
 }
 
 /** A v0.3 agent Message (`kind: "message"`). */
-export function v03AgentText(contextId: string, text: string, messageId: string): JsonObject {
+export function v03AgentText(contextId: string, text: string, messageId: string): V03Message {
   return { kind: 'message', messageId, contextId, role: 'agent', parts: [textPart(text)] };
 }

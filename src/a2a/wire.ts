@@ -1,25 +1,48 @@
+import type { Artifact, ListTasksResponse, Message, Part, SendMessageResponse, Task, TaskStatus } from '@a2a-js/sdk';
 import type { TaskView } from '../core/task-view.js';
 import { timestamp } from '../core/time.js';
 import type { ArtifactRow } from '../store/artifacts.js';
 import type { MessageRow } from '../store/messages.js';
 import type { TaskState } from '../store/task-state.js';
+import type { Narrow, ProtoJson, RoleName, TaskStateName } from './proto-json.js';
 
 /**
  * Rendering of tasks for the wire, A2A v1.0 ProtoJSON (camelCase, enums by name, ISO timestamps
  * with `Z`, parts without `kind`: FACTS.md "A2A"). The v0.3 dialect is rendered by wire-v03.ts.
+ *
+ * The shapes are the SDK's v1.0 types in ProtoJSON form (proto-json.ts), narrowed to the members
+ * the bridge always sets: a member the SDK renames or retypes is a compile error here.
  */
 
 export type JsonObject = Record<string, unknown>;
 
-export function v1State(s: TaskState): string {
+/** A text part; the bridge carries text only. */
+export type V1TextPart = Narrow<Extract<ProtoJson<Part>, { text: string }>, { text: string; mediaType: string }>;
+export type V1Message = Narrow<ProtoJson<Message>, { messageId: string; contextId: string; taskId?: string; role: RoleName; parts: V1TextPart[] }>;
+export type V1Artifact = Narrow<ProtoJson<Artifact>, { artifactId: string; name: string; description: string; parts: V1TextPart[] }>;
+export type V1TaskStatus = Narrow<ProtoJson<TaskStatus>, { state: TaskStateName; timestamp: string; message?: V1Message }>;
+/** The bridge's members of `Task.metadata` (a free-form map in the protocol). */
+export type V1TaskMetadata = { agent: string; turn: number; createdAt: string; deadline?: string };
+/** `artifacts` is absent from ListTasks entries unless `includeArtifacts` is set. */
+export type V1Task = Narrow<
+  ProtoJson<Task>,
+  { id: string; contextId: string; status: V1TaskStatus; artifacts?: V1Artifact[]; history: V1Message[]; metadata: V1TaskMetadata }
+>;
+/** The `SendMessage` result (`SendMessageResponse`, a `oneof`): the Task, or a Message when no task is open. */
+export type V1SendMessageResult =
+  | Narrow<Extract<ProtoJson<SendMessageResponse>, { task: unknown }>, { task: V1Task }>
+  | Narrow<Extract<ProtoJson<SendMessageResponse>, { message: unknown }>, { message: V1Message }>;
+export type V1ListTasksResult = Narrow<ProtoJson<ListTasksResponse>, { tasks: V1Task[]; nextPageToken: string; pageSize: number; totalSize: number }>;
+
+export function v1State(s: TaskState): TaskStateName {
   return `TASK_STATE_${s}`;
 }
 
-function textPart(text: string): JsonObject {
+function textPart(text: string): V1TextPart {
   return { text, mediaType: 'text/plain' };
 }
 
-export function v1Message(m: MessageRow): JsonObject {
+export function v1Message(m: MessageRow): V1Message {
   return {
     messageId: m.messageId,
     contextId: m.contextId,
@@ -29,7 +52,7 @@ export function v1Message(m: MessageRow): JsonObject {
   };
 }
 
-function v1Artifact(a: ArtifactRow): JsonObject {
+function v1Artifact(a: ArtifactRow): V1Artifact {
   return {
     artifactId: a.artifactId,
     name: a.name,
@@ -42,9 +65,9 @@ function v1Artifact(a: ArtifactRow): JsonObject {
  * A v1.0 Task. `includeArtifacts: false` omits `artifacts` (ListTasks); `history` is always the
  * view's (already bounded) history.
  */
-export function v1Task(v: TaskView, o: { includeArtifacts?: boolean } = {}): JsonObject {
+export function v1Task(v: TaskView, o: { includeArtifacts?: boolean } = {}): V1Task {
   const { task } = v;
-  const status: JsonObject = { state: v1State(task.state), timestamp: timestamp(task.updatedAt) };
+  const status: V1TaskStatus = { state: v1State(task.state), timestamp: timestamp(task.updatedAt) };
   if (v.statusText !== null) {
     status.message = {
       messageId: `status-${task.id}-${task.updatedAt}`,
@@ -54,14 +77,17 @@ export function v1Task(v: TaskView, o: { includeArtifacts?: boolean } = {}): Jso
       parts: [textPart(v.statusText)],
     };
   }
-  const out: JsonObject = { id: task.id, contextId: task.contextId, status };
-  if (o.includeArtifacts !== false) out.artifacts = v.artifacts.map(v1Artifact);
-  out.history = v.history.map(v1Message);
-  out.metadata = { agent: task.agent, turn: task.turn, createdAt: timestamp(task.createdAt), ...(task.deadlineAt !== null ? { deadline: timestamp(task.deadlineAt) } : {}) };
-  return out;
+  return {
+    id: task.id,
+    contextId: task.contextId,
+    status,
+    ...(o.includeArtifacts !== false ? { artifacts: v.artifacts.map(v1Artifact) } : {}),
+    history: v.history.map(v1Message),
+    metadata: { agent: task.agent, turn: task.turn, createdAt: timestamp(task.createdAt), ...(task.deadlineAt !== null ? { deadline: timestamp(task.deadlineAt) } : {}) },
+  };
 }
 
 /** A v1.0 agent Message (the answer to a poll word on a context with no task). */
-export function v1AgentText(contextId: string, text: string, messageId: string): JsonObject {
+export function v1AgentText(contextId: string, text: string, messageId: string): V1Message {
   return { messageId, contextId, role: 'ROLE_AGENT', parts: [textPart(text)] };
 }

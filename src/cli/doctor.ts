@@ -1,21 +1,26 @@
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
-import { ConfigError, loadConfig, type Config } from '../config/config.js';
+import { ConfigError, loadConfig, tomlSyntaxMessage, type Config } from '../config/config.js';
+import { exampleIdentities, exampleIdentitiesText } from '../config/example-identities.js';
 import { writableByOthers } from '../config/file-safety.js';
 import { readSecretFile, SecretFileError } from '../config/secret-file.js';
+import { missingSecretFix } from '../config/secret-kinds.js';
 import { openDb, StoreError } from '../store/db.js';
 import { taskCountsByState } from '../store/tasks.js';
 import { TERMINAL_STATES, type TaskState } from '../store/task-state.js';
 import { openMailbox } from '../app.js';
 import { loginCommand } from '../config/provider.js';
 import { MailboxError } from '../uplink/mailbox.js';
+import { plural } from '../plural.js';
+import { configPath } from './config-path.js';
 import { clean, cleanLines, printJson } from './format.js';
 import { probeDnsServer, probeWebhook } from './probes.js';
 
-export type CheckStatus = 'ok' | 'fail' | 'skip';
+/** `warn`: works, but is not what a real set-up has (an example name still configured); does not fail doctor. */
+export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skip';
 
-/** One line of the report. `fix` is one line, present on `fail` (and on `skip`, naming what to fix first). */
+/** One line of the report. `fix` is one line, present on `fail` and `warn` (and on `skip`, naming what to fix first). */
 export interface Check {
   name: string;
   status: CheckStatus;
@@ -40,13 +45,13 @@ export interface DoctorReport {
 }
 
 /** A `*_file` key the loader reads, from the raw TOML (so each file is checked even when the loader stops at the first). */
-interface SecretRef {
+export interface SecretRef {
   key: string;
   path: string;
   what: string;
 }
 
-type Doc = Record<string, unknown>;
+export type Doc = Record<string, unknown>;
 const table = (v: unknown): Doc => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Doc) : {});
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
@@ -84,7 +89,7 @@ export function splitFix(message: string): { problem: string; fix?: string } {
   return { problem: message.slice(0, i), fix: message.slice(i + 2).replace(/^run: /, '') };
 }
 
-function checkSecret(ref: SecretRef): Check {
+function checkSecret(ref: SecretRef, configFlag: string): Check {
   const name = `secret ${ref.key}`;
   try {
     readSecretFile(ref.path, ref.key);
@@ -92,6 +97,9 @@ function checkSecret(ref: SecretRef): Check {
     return { name, status: 'ok', detail: `${ref.path} (mode ${mode}, yours)` };
   } catch (err) {
     if (!(err instanceof SecretFileError)) throw err;
+    if ((err.cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') {
+      return { name, status: 'fail', detail: `secret file ${ref.path} does not exist`, fix: missingSecretFix(ref.key, ref.path, configFlag) };
+    }
     if (/placeholder/.test(err.message)) {
       return { name, status: 'fail', detail: `${ref.path} still holds a placeholder`, fix: `write ${ref.what} into ${ref.path} (the file stays mode 0600)` };
     }
@@ -103,12 +111,18 @@ function checkSecret(ref: SecretRef): Check {
 function checkConfigFile(file: string): { check: Check; doc?: Doc } {
   const name = 'config file';
   let doc: Doc;
+  let text: string;
   try {
-    doc = parseToml(readFileSync(file, 'utf8')) as Doc;
+    text = readFileSync(file, 'utf8');
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code) return { check: { name, status: 'fail', detail: `cannot read ${file}: ${code}`, fix: 'create it with: a2a-mailbridge init (or pass --config <file>)' } };
-    return { check: { name, status: 'fail', detail: `${file} is not valid TOML: ${(err as Error).message.split('\n')[0]}`, fix: 'correct the TOML syntax at the line shown' } };
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    return { check: { name, status: 'fail', detail: `cannot read ${file}: ${code}`, fix: 'create it with: a2a-mailbridge init (or pass --config <file>)' } };
+  }
+  try {
+    doc = parseToml(text);
+  } catch (err) {
+    const { problem, fix } = splitFix(tomlSyntaxMessage(file, text, err));
+    return { check: { name, status: 'fail', detail: problem, fix: fix ?? 'correct the TOML syntax' } };
   }
   for (const p of [file, dirname(file)]) {
     const mode = writableByOthers(p);
@@ -155,7 +169,7 @@ function checkStore(path: string): Check {
     db.close();
     const total = Object.values(counts).reduce((a, b) => a + (b ?? 0), 0);
     const open = Object.entries(counts).filter(([s]) => !TERMINAL_STATES.has(s as TaskState)).reduce((a, [, n]) => a + (n ?? 0), 0);
-    return { name, status: 'ok', detail: `${path}: quick_check ok, schema version ${version}, ${total} task(s), ${open} open` };
+    return { name, status: 'ok', detail: `${path}: quick_check ok, schema version ${version}, ${plural(total, 'task')}, ${open} open` };
   } catch (err) {
     if (!(err instanceof StoreError)) throw err;
     const { problem, fix } = splitFix(err.message);
@@ -267,7 +281,9 @@ export async function doctor(configFile: string): Promise<DoctorReport> {
   checks.push(first.check);
   if (!first.doc) return report;
   const refs = secretRefs(first.doc, dirname(file));
-  const secretChecks = refs.map(checkSecret);
+  // The commands a fix names carry --config unless this is the config they find by themselves.
+  const configFlag = resolve(configPath(undefined)) === file ? '' : ` --config ${file}`;
+  const secretChecks = refs.map((r) => checkSecret(r, configFlag));
   checks.push(...secretChecks);
   const { check, config } = checkConfig(file);
   checks.push(check);
@@ -280,10 +296,14 @@ export async function doctor(configFile: string): Promise<DoctorReport> {
     checks.push(await checkMailbox(config, passwordOk));
     for (let i = 0; i < config.agents.length; i++) checks.push(await checkWebhook(config, i));
     for (const server of config.dnsServers) checks.push(await checkDns(config, server));
+    const examples = exampleIdentities(config);
+    if (examples.length > 0) {
+      checks.push({ name: 'example identities', status: 'warn', detail: exampleIdentitiesText(examples), fix: `replace them in ${file} with your mailbox and the agent's real address, DKIM domain and webhook URL` });
+    }
     const tokenFile = refs.find((r) => r.key === 'server.bearer_file')?.path ?? 'your bearer file';
     report.hermes = hermesSnippet(config, tokenFile);
   }
-  report.ok = checks.every((c) => c.status === 'ok');
+  report.ok = checks.every((c) => c.status === 'ok' || c.status === 'warn');
   return report;
 }
 
@@ -300,7 +320,10 @@ export function formatDoctor(r: DoctorReport): string {
   }
   const failed = r.checks.filter((c) => c.status === 'fail').length;
   const skipped = r.checks.filter((c) => c.status === 'skip').length;
-  lines.push('', r.ok ? 'all checks passed' : `${failed} check(s) failed${skipped ? `, ${skipped} skipped` : ''}`);
+  const warned = r.checks.filter((c) => c.status === 'warn').length;
+  const warnings = warned ? `${plural(warned, 'warning')} to fix before real use` : '';
+  const summary = !r.ok ? `${plural(failed, 'check')} failed${skipped ? `, ${skipped} skipped` : ''}${warned ? `; ${warnings}` : ''}` : warned ? `no check failed, but ${warnings}` : 'all checks passed';
+  lines.push('', summary);
   return lines.join('\n');
 }
 
@@ -308,7 +331,7 @@ export function formatDoctor(r: DoctorReport): string {
  * `a2a-mailbridge doctor [--json]`: checks the config, each secret file, the store (read-only),
  * the mailbox (IMAP login and EXAMINE, or the Maildir folders), each webhook's DNS and TCP/TLS
  * reachability without waking the agent, and the configured DNS servers; prints the Hermes snippet.
- * @returns 0 when every check passed, else 1
+ * @returns 0 when no check failed (warnings, such as example names still configured, do not fail), else 1
  */
 export async function runDoctor(configFile: string, o: { json?: boolean }): Promise<number> {
   const report = await doctor(configFile);

@@ -10,6 +10,7 @@ import { iso } from '../core/time.js';
  * hostile input: a Subject may carry an escape sequence that rewrites the screen.
  */
 export function clean(text: string): string {
+  // eslint-disable-next-line no-control-regex -- matching control characters is this function's job
   return text.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
 }
 

@@ -3,6 +3,7 @@ import { parseCount, parseTime, parseVerdict } from './args.js';
 import { CliFailure, UsageError } from './errors.js';
 import { clean, isoJson, isoUtc, printJson, table, truncate } from './format.js';
 import { openReadOnly, type StoreLocation } from './open-store.js';
+import { resolveLedgerTask } from './task-id.js';
 
 /** Options of `a2a-mailbridge ledger`, as commander hands them over. */
 export interface LedgerOptions {
@@ -53,7 +54,11 @@ export function formatLedger(rows: readonly LedgerRow[]): string {
  * (`--limit` defaults to 50). With `--raw <id>` it writes that message's exact bytes to stdout
  * and nothing else; it refuses when stdout is a terminal, since raw mail may carry escape sequences.
  *
- * @returns the exit code: 0, or 1 when `--raw` names a row that does not exist or kept no bytes
+ * `--task` takes a task id or a unique prefix (the table prints 8 characters), or a task id that
+ * tagged mail names.
+ *
+ * @returns the exit code: 0, or 1 when `--raw` names a row that does not exist or kept no bytes, or
+ *   `--task` names no task and no mail
  * @throws UsageError for bad filters (or `--raw` with filters), ConfigError/StoreError
  */
 export function runLedger(where: StoreLocation, o: LedgerOptions, now = Date.now()): number {
@@ -78,13 +83,13 @@ export function runLedger(where: StoreLocation, o: LedgerOptions, now = Date.now
   const q = {
     limit: o.limit === undefined ? 50 : parseCount(o.limit, '--limit'),
     ...(o.verdict !== undefined ? { verdict: parseVerdict(o.verdict, '--verdict') } : {}),
-    ...(o.task !== undefined ? { taskId: o.task } : {}),
+
     ...(o.since !== undefined ? { since: parseTime(o.since, now, '--since') } : {}),
     ...(o.until !== undefined ? { until: parseTime(o.until, now, '--until') } : {}),
   };
   const db = openReadOnly(where);
   try {
-    const rows = queryLedger(db, q);
+    const rows = queryLedger(db, { ...q, ...(o.task !== undefined ? { taskId: resolveLedgerTask(db, o.task) } : {}) });
     if (o.json) printJson(rows.map(ledgerJson));
     else process.stdout.write(`${formatLedger(rows)}\n`);
     return 0;

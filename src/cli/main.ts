@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { Command, type CommanderError } from 'commander';
+import { Argument, Command, type CommanderError } from 'commander';
 import { VERSION } from '../a2a/agent-card.js';
 import { configPath } from './config-path.js';
 import { CliFailure } from './errors.js';
@@ -87,6 +87,18 @@ auth
   .action(async (name: string) => run(await (await import('./auth-login.js')).runAuthLogin(config(), name)));
 
 program
+  .command('config')
+  .description('print the config in effect: every key with its default filled in, paths absolute, secrets as their files only')
+  .option('--json', 'as JSON')
+  .action(async (o: { json?: boolean }) => run((await import('./show-config.js')).runConfig(config(), o)));
+
+program
+  .command('status')
+  .description('a short summary: is the bridge answering, store size, open tasks, the last mailbox check, failing webhooks, refused replies for open tasks')
+  .option('--json', 'as JSON')
+  .action(async (o: { json?: boolean }) => run(await (await import('./status.js')).runStatus(config(), o)));
+
+program
   .command('tasks')
   .description('list tasks, newest status first')
   .option('--agent <name>', 'only this agent')
@@ -110,7 +122,7 @@ program
   .command('ledger')
   .description('the mail ledger: every fetched message and its verdict, newest first')
   .option('--verdict <verdict>', 'an exact verdict (bad-token) or a prefix ending in ":" (auth:)')
-  .option('--task <id>', 'only mail tagged with this task')
+  .option('--task <id>', 'only mail tagged with this task: its id or a unique prefix (at least 4 characters)')
   .option('--since <time>', 'seen since: ISO time or age (30m, 2h, 7d)')
   .option('--until <time>', 'seen until: ISO time or age')
   .option('--limit <n>', 'at most n rows (default 50)')
@@ -130,16 +142,26 @@ program
 
 program
   .command('retry')
-  .description('re-dispatch a task whose webhook was never accepted (same job, fresh token and webhook-id)')
+  .description('re-dispatch a task that FAILED by dispatch (attempts exhausted, or refused by the webhook): same job, fresh token and webhook-id')
   .argument('<task>', 'task id, or a unique prefix of at least 4 characters')
   .action(async (task: string) => run(await (await import('./retry.js')).runRetry(config(), task)));
 
 program
   .command('backup')
-  .description('online copy of the store into a new file (mode 0600), checked with quick_check')
+  .description('online copy of the store into a new file (mode 0600, one file: no -wal/-shm), checked with quick_check')
   .argument('<file>', 'the new file; never overwritten')
   .option(...dbOption)
-  .action(async (file: string, o: { db?: string }) => run(await (await import('./backup.js')).runBackup(where(o), file)));
+  .option('--json', 'the file, its size, pages and schema version as JSON')
+  .action(async (file: string, o: { db?: string; json?: boolean }) => run(await (await import('./backup.js')).runBackup(where(o), file, o)));
+
+const secret = program.command('secret').description('the secret files the config names');
+secret
+  .command('new')
+  .description("(re)generate one secret file, mode 0600: the facade's bearer or an agent's whsec_ signing secret; never printed")
+  .argument('<name>', 'bearer, webhook-secret, or a key as doctor names it (server.bearer_file, agents[0].webhook.secret_file)')
+  .option('--agent <name>', 'with several agents: whose webhook secret')
+  .option('--force', 'replace an existing file (the old secret stops working)')
+  .action(async (name: string, o: { agent?: string; force?: boolean }) => run((await import('./secret.js')).runSecretNew(config(), name, o)));
 
 const service = program.command('service').description('the launchd or systemd service');
 service
@@ -150,6 +172,28 @@ service
   .option('--dry-run', 'print the file instead of writing it')
   .option('--force', 'replace an existing file')
   .action(async (o: ServiceInstallOptions) => run((await import('./service.js')).runServiceInstall(config(), o)));
+service
+  .command('uninstall')
+  .description('stop and unload the service (systemctl --user disable --now, or launchctl bootout) and remove its file; the config, store and logs stay')
+  .option('--launchd', 'the LaunchAgent (default on macOS)')
+  .option('--systemd', 'the systemd user unit (default elsewhere)')
+  .option('--dry-run', 'print what would be run and removed')
+  .action(async (o: { launchd?: boolean; systemd?: boolean; dryRun?: boolean }) => run((await import('./service-manage.js')).runServiceUninstall(o)));
+service
+  .command('status')
+  .description('is the service file installed and up to date, what the manager says, and does the bridge answer /health; exit 0 only when installed and answering')
+  .option('--launchd', 'the LaunchAgent (default on macOS)')
+  .option('--systemd', 'the systemd user unit (default elsewhere)')
+  .option('--json', 'as JSON')
+  .action(async (o: { launchd?: boolean; systemd?: boolean; json?: boolean }) => run(await (await import('./service-manage.js')).runServiceStatus(config(), o)));
+
+program
+  .command('completion')
+  .description('print a shell completion script, generated from this program (install: see the README)')
+  .addArgument(new Argument('<shell>', 'bash, zsh or fish').choices(['bash', 'zsh', 'fish']))
+  .action(async (shell: 'bash' | 'zsh' | 'fish') => {
+    process.stdout.write((await import('./completion.js')).completionScript(program, shell));
+  });
 
 program
   .command('demo')

@@ -16,7 +16,8 @@ export interface StoreLocation {
  * @throws ConfigError when the config is needed and does not load
  */
 export function storeFile(where: StoreLocation): string {
-  return where.db !== undefined ? resolve(where.db) : loadConfig(where.configFile).store.path;
+  // Only store.path is needed: the secret files are not read (they may not be in place yet).
+  return where.db !== undefined ? resolve(where.db) : loadConfig(where.configFile, { skipSecrets: true }).store.path;
 }
 
 /**

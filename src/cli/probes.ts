@@ -35,7 +35,7 @@ function open(address: string, port: number, tls: { servername?: string } | null
       clearTimeout(timer);
       resolveSocket(socket);
     });
-    socket.once('error', (err) => {
+    socket.once('error', (err: Error) => {
       clearTimeout(timer);
       socket.destroy();
       reject(err);

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { plural } from '../plural.js';
 import { openDb, StoreError } from '../store/db.js';
 import { countPrunable, pruneFinished, type PruneCounts } from '../store/prune.js';
 import { parseDays } from './args.js';
@@ -14,19 +15,20 @@ export interface PruneOptions {
   json?: boolean;
 }
 
+/** Each count and its noun in the singular. */
 const LABELS: [keyof PruneCounts, string][] = [
-  ['tasks', 'tasks'],
-  ['turns', 'turns'],
-  ['attempts', 'dispatch attempts'],
-  ['messages', 'messages'],
-  ['artifacts', 'artifacts'],
-  ['events', 'task events'],
-  ['ledger', 'ledger rows'],
+  ['tasks', 'task'],
+  ['turns', 'turn'],
+  ['attempts', 'dispatch attempt'],
+  ['messages', 'message'],
+  ['artifacts', 'artifact'],
+  ['events', 'task event'],
+  ['ledger', 'ledger row'],
 ];
 
 /** One line: `deleted 3 tasks, 4 turns, … (finished, or seen, before <cut>)`; `would delete` for a dry run. */
 export function formatPrune(counts: PruneCounts, cut: number, dryRun: boolean): string {
-  const parts = LABELS.map(([k, label]) => `${counts[k]} ${label}`).join(', ');
+  const parts = LABELS.map(([k, noun]) => plural(counts[k], noun)).join(', ');
   return `${dryRun ? 'would delete' : 'deleted'} ${parts} (tasks finished and mail seen before ${isoUtc(cut)}; open tasks and audit entries are kept)`;
 }
 

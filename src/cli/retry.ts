@@ -7,9 +7,12 @@ import { retryDispatch } from '../core/retry.js';
 import { webhookDispatcher } from '../downlink/deliver.js';
 import { createLogger } from '../log.js';
 import { openDb } from '../store/db.js';
+import { attemptsOf } from '../store/attempts.js';
 import { getTask, taskIdsWithPrefix } from '../store/tasks.js';
+import { getTurn } from '../store/turns.js';
 import { makeResolver } from '../uplink/dkim.js';
 import { CliFailure, UsageError } from './errors.js';
+import { retryRefusal } from './retry-refusal.js';
 
 /**
  * `a2a-mailbridge retry <task>` (issue 5): re-dispatches a task whose webhook was never accepted —
@@ -18,7 +21,8 @@ import { CliFailure, UsageError } from './errors.js';
  *
  * @returns 0 when the webhook accepted it or a later attempt is scheduled; 1 when it was refused
  * @throws UsageError for an ambiguous or short prefix; CliFailure for an unknown task or one that
- *   did not fail by dispatch; ConfigError, StoreError
+ *   did not fail by dispatch (the message says why, and for a SUBMITTED task when the bridge's own
+ *   next attempt is: see retry-refusal.ts); ConfigError, StoreError
  */
 export async function runRetry(configFile: string, idOrPrefix: string): Promise<number> {
   if (idOrPrefix.length < 4) throw new UsageError('give the task id or a prefix of at least 4 characters');
@@ -32,6 +36,9 @@ export async function runRetry(configFile: string, idOrPrefix: string): Promise<
     const task = getTask(db, ids[0]!)!;
     const agent = config.agents.find((a) => a.name === task.agent);
     if (!agent) throw new CliFailure(`task ${task.id} belongs to agent ${task.agent}, which is no longer in the config`);
+    const turn = getTurn(db, task.id, task.turn);
+    const refusal = retryRefusal({ task, turn, attempts: turn ? attemptsOf(db, turn.dispatchId) : [], agent, watch: config.mailbox.watch, now: Date.now() });
+    if (refusal !== null) throw new CliFailure(refusal);
     const ctx: BridgeContext = {
       config,
       db,

@@ -1,22 +1,33 @@
 import { startApp } from '../app.js';
 import { loadConfig } from '../config/config.js';
+import type { CheckSummary } from '../core/mail-check.js';
 import { createServiceLogger, underSystemd } from '../log.js';
+import { startupSummary } from './serve-summary.js';
 
 /**
  * `a2a-mailbridge serve`: runs the bridge until SIGINT/SIGTERM, then closes the socket, waits for
- * work under way (a mailbox check, webhook attempts) and closes the store.
+ * work under way (a mailbox check, webhook attempts) and closes the store. Once it listens, it
+ * waits up to `mailbox.check_wait_ms` for the first mailbox check and prints the start-up summary
+ * and its warnings on stderr (see serve-summary.ts).
  */
 export async function serve(configFile: string, o: { logLevel?: string }): Promise<void> {
   const config = loadConfig(configFile);
-  const log = await createServiceLogger({ ...config.log, level: o.logLevel ?? config.log.level });
+  const level = o.logLevel ?? config.log.level;
+  const terminal = process.stderr.isTTY;
+  const log = await createServiceLogger({ ...config.log, level }, { terminal });
   const app = await startApp(config, { log });
-  if (config.log.file && !underSystemd()) {
-    // The JSON log goes to a file: say once, on the terminal, where the bridge and its log are.
-    const rotated = config.log.file.replace(/(\.[^./]*)?$/, '.1$1');
-    process.stderr.write(
-      `a2a-mailbridge: listening on ${config.agents.map((a) => app.server.endpoint(a)).join(', ')}; log: ${rotated} (numbered as it rotates)\n`,
-    );
-  }
+  const waitedMs = config.mailbox.checkWaitMs;
+  const firstCheck = await Promise.race<CheckSummary | null>([
+    app.bridge.checkNow(),
+    new Promise((resolve) => setTimeout(() => resolve(null), waitedMs).unref()),
+  ]);
+  const logTo = underSystemd()
+    ? `the journal (journalctl --user -u a2a-mailbridge), level ${level}`
+    : config.log.file
+      ? `${config.log.file.replace(/(\.[^./]*)?$/, '.1$1')} (numbered as it rotates), level ${level}`
+      : `stderr${terminal ? ' as readable lines' : ' as JSON lines'}, level ${level}`;
+  const summary = startupSummary({ config, endpoints: config.agents.map((a) => app.server.endpoint(a)), firstCheck, waitedMs, logTo });
+  process.stderr.write(`${[...summary.lines, ...summary.warnings.map((w) => `warning: ${w}`)].join('\n')}\n`);
   const stop = (signal: string): void => {
     log.info({ signal }, 'stopping');
     app.close().then(

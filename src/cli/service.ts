@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { loadConfig } from '../config/config.js';
+import { effectiveConfig, loadConfig, type Config } from '../config/config.js';
 import { iso } from '../core/time.js';
 import { CliFailure, UsageError } from './errors.js';
 import { installDir, packageFile } from './install-dir.js';
@@ -30,7 +30,7 @@ export function defaultKind(platform: NodeJS.Platform = process.platform): Servi
 }
 
 function fill(template: string, p: ServicePaths, escape: (s: string) => string): string {
-  for (const [k, v] of Object.entries(p)) if (!isAbsolute(v)) throw new UsageError(`service install needs absolute paths; ${k} is ${JSON.stringify(v)}`);
+  for (const k of Object.keys(p) as (keyof ServicePaths)[]) if (!isAbsolute(p[k])) throw new UsageError(`service install needs absolute paths; ${k} is ${JSON.stringify(p[k])}`);
   let out = template;
   for (const [mark, key] of Object.entries(PLACEHOLDERS)) out = out.replaceAll(mark, escape(p[key]));
   const left = /@[A-Z_]+@/.exec(out);
@@ -86,6 +86,71 @@ export function loadCommand(kind: ServiceKind, file: string, uid = process.getui
   return `systemctl --user daemon-reload && systemctl --user enable --now ${SYSTEMD_UNIT}`;
 }
 
+/** Folders a unit with `PrivateTmp=yes` sees empty (its own /tmp and /var/tmp), and with `PrivateDevices=yes` its own /dev/shm. */
+const PRIVATE_FOLDERS = ['/tmp', '/var/tmp', '/dev/shm'];
+
+/** A path the systemd unit needs, and what it is (`store.path's folder`, `the config`…). */
+export interface NeededPath {
+  what: string;
+  path: string;
+}
+
+/**
+ * The paths among `needed` that lie under /tmp, /var/tmp or /dev/shm: the hardened unit runs with
+ * `PrivateTmp=yes` and `PrivateDevices=yes`, so it gets empty private copies of those folders and
+ * can never see these files (systemd.exec(5)).
+ */
+export function privateFolderConflicts(needed: readonly NeededPath[]): NeededPath[] {
+  return needed.filter((n) => PRIVATE_FOLDERS.some((d) => n.path === d || n.path.startsWith(`${d}/`)));
+}
+
+/** What the systemd unit must reach: the Node binary, the install, the config, the store's folder, the secret files and the Maildir. */
+export function unitNeeds(config: Config, paths: ServicePaths, secretFiles: readonly NeededPath[]): NeededPath[] {
+  return [
+    { what: 'the Node binary', path: paths.node },
+    { what: 'the install', path: paths.installDir },
+    { what: 'the config', path: paths.config },
+    { what: "store.path's folder", path: paths.stateDir },
+    ...secretFiles,
+    ...(config.mailbox.maildirPath !== undefined ? [{ what: 'mailbox.maildir.path', path: config.mailbox.maildirPath }] : []),
+  ];
+}
+
+/** The refusal naming each path the unit could never see, and what to do. */
+export function privateFolderMessage(conflicts: readonly NeededPath[]): string {
+  const list = conflicts.map((c) => `${c.path} (${c.what})`).join(', ');
+  return `the systemd unit runs with PrivateTmp=yes and PrivateDevices=yes, so it gets empty private /tmp, /var/tmp and /dev/shm and can never see ${list}; move ${conflicts.length === 1 ? 'it' : 'them'} out of those folders (e.g. a2a-mailbridge init --dir ~/.config/a2a-mailbridge, and a checkout under your home)`;
+}
+
+/** The secret files the config read, from its effective keys (`*_file`). */
+function secretFilesOf(config: Config): NeededPath[] {
+  const out: NeededPath[] = [];
+  const walk = (v: unknown, key: string): void => {
+    if (Array.isArray(v)) v.forEach((x, i) => walk(x, `${key}[${i}]`));
+    else if (typeof v === 'object' && v !== null) for (const [k, x] of Object.entries(v)) walk(x, key ? `${key}.${k}` : k);
+    else if (typeof v === 'string' && key.endsWith('_file')) out.push({ what: key, path: v });
+  };
+  walk(effectiveConfig(config), '');
+  return out;
+}
+
+/** The paths of this install, this Node and this config, as the service file names them. */
+export function servicePaths(configFile: string, config: Config): ServicePaths {
+  return { node: process.execPath, installDir: installDir(), config: resolve(configFile), stateDir: dirname(config.store.path) };
+}
+
+/**
+ * The service file `service install` writes for this config now (`service status` compares the
+ * installed one with it).
+ * @throws UsageError for a relative or unsafe path
+ */
+export function renderedService(kind: ServiceKind, configFile: string, config: Config, at: number): string {
+  const paths = servicePaths(configFile, config);
+  const templateName = kind === 'launchd' ? `${LAUNCHD_LABEL}.plist` : SYSTEMD_UNIT;
+  const template = readFileSync(packageFile(join('launchd', templateName)), 'utf8');
+  return kind === 'launchd' ? renderPlist(template, paths, at) : renderUnit(template, paths, at);
+}
+
 export interface ServiceInstallOptions {
   launchd?: boolean;
   systemd?: boolean;
@@ -102,29 +167,34 @@ export interface ServiceInstallOptions {
  * replaced only with `--force`.
  *
  * @returns the exit code (0)
+ * A systemd unit that could never see a path it needs (under /tmp, /var/tmp or /dev/shm: see
+ * {@link privateFolderConflicts}) is refused, naming each path; `--dry-run` prints it with a warning.
+ *
  * @throws UsageError (both kinds asked for, unsafe paths), ConfigError (the config does not
- *   load), CliFailure (the file exists, or `dist/cli/main.js` is missing: not built)
+ *   load), CliFailure (the file exists, `dist/cli/main.js` is missing: not built, or a needed path
+ *   is in a folder the systemd unit gets a private copy of)
  */
 export function runServiceInstall(configFile: string, o: ServiceInstallOptions, now = Date.now()): number {
   if (o.launchd && o.systemd) throw new UsageError('choose one of --launchd and --systemd');
   const kind: ServiceKind = o.launchd ? 'launchd' : o.systemd ? 'systemd' : defaultKind();
   const config = loadConfig(configFile);
-  const paths: ServicePaths = { node: process.execPath, installDir: installDir(), config: resolve(configFile), stateDir: dirname(config.store.path) };
-  const templateName = kind === 'launchd' ? `${LAUNCHD_LABEL}.plist` : SYSTEMD_UNIT;
-  const template = readFileSync(packageFile(join('launchd', templateName)), 'utf8');
-  const text = kind === 'launchd' ? renderPlist(template, paths, now) : renderUnit(template, paths, now);
+  const paths = servicePaths(configFile, config);
+  const text = renderedService(kind, configFile, config, now);
   const target = serviceTarget(kind);
   const command = loadCommand(kind, target);
   const entry = join(paths.installDir, 'dist', 'cli', 'main.js');
   const notBuilt = `${entry} does not exist; build first: npm run build (in ${paths.installDir})`;
+  const hidden = kind === 'systemd' ? privateFolderConflicts(unitNeeds(config, paths, secretFilesOf(config))) : [];
 
   if (o.dryRun) {
     process.stdout.write(text);
     const notes = [`# would write ${target}`, `# then load it with: ${command}`];
     if (!existsSync(entry)) notes.push(`# note: ${notBuilt}`);
+    if (hidden.length) notes.push(`# warning: ${privateFolderMessage(hidden)}`);
     process.stderr.write(`${notes.join('\n')}\n`);
     return 0;
   }
+  if (hidden.length) throw new CliFailure(`refusing to write ${target}: ${privateFolderMessage(hidden)}`);
   if (!existsSync(entry)) throw new CliFailure(notBuilt);
   if (existsSync(target) && !o.force) throw new CliFailure(`refusing to overwrite ${target}; pass --force to replace it`);
   if (!existsSync(paths.stateDir)) {

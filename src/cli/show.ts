@@ -1,12 +1,14 @@
 import { attemptsOfTask, type AttemptRow } from '../store/attempts.js';
 import type { Db } from '../store/db.js';
+import { isTerminal } from '../store/task-state.js';
 import { ledgerOfTask, type LedgerRow } from '../store/ledger.js';
-import { auditRows, getTask, taskEvents, taskIdsWithPrefix, type AuditRow, type TaskEvent, type TaskRow } from '../store/tasks.js';
+import { auditRows, getTask, taskEvents, type AuditRow, type TaskEvent, type TaskRow } from '../store/tasks.js';
 import { turnsOfTask, type TurnRow } from '../store/turns.js';
 import { CliFailure } from './errors.js';
 import { clean, cleanLines, gap, isoJson, isoUtc, printJson, table, truncate } from './format.js';
 import { ledgerJson } from './ledger.js';
 import { openReadOnly, type StoreLocation } from './open-store.js';
+import { resolveTaskId } from './task-id.js';
 import { taskJson } from './tasks.js';
 
 /** Everything the store holds about one task, as read for `show`. */
@@ -118,6 +120,19 @@ export function timeline(r: TaskRecord): TimelineEntry[] {
   return out.sort((a, b) => a.at - b.at || KIND_ORDER[a.kind] - KIND_ORDER[b.kind]);
 }
 
+/**
+ * The header's deadline: the task's while a turn awaits the agent; otherwise the current turn's,
+ * saying why it no longer runs (the task ended, or it waits for the caller's answer).
+ */
+export function deadlineText(r: TaskRecord): string {
+  const t = r.task;
+  if (t.deadlineAt !== null) return isoUtc(t.deadlineAt);
+  const turn = r.turns.find((x) => x.turn === t.turn);
+  if (!turn) return '-';
+  const why = isTerminal(t.state) ? `no longer applies: the task is ${t.state}` : t.state === 'INPUT_REQUIRED' ? 'no longer applies: waiting for the caller\'s answer' : 'not running';
+  return `${isoUtc(turn.deadlineAt)} (turn ${turn.turn}'s; ${why})`;
+}
+
 /** The human form of `show`: a header, the timeline as aligned lines, then the gaps of each turn. */
 export function formatShow(r: TaskRecord, now: number): string {
   const t = r.task;
@@ -128,14 +143,20 @@ export function formatShow(r: TaskRecord, now: number): string {
       `context   ${t.contextId}`,
       `state     ${t.state}${t.failedBy ? ` (failed by ${t.failedBy})` : ''}: ${t.stateReason ?? '-'}`,
       `caller    ${t.caller ?? '-'}`,
-      `created   ${isoUtc(t.createdAt)}   updated ${isoUtc(t.updatedAt)}   deadline ${isoUtc(t.deadlineAt)}`,
+      `created   ${isoUtc(t.createdAt)}   updated ${isoUtc(t.updatedAt)}   deadline ${deadlineText(r)}`,
     ].map(clean),
     '',
     table(['TIME (UTC)', 'WHAT'], timeline(r).map((e) => [isoUtc(e.at), e.text])),
   ];
+  // A point not reached by a finished task never will be: the clock stops when the task ended.
+  const endedAt = isTerminal(t.state) ? t.updatedAt : null;
   for (const g of turnGaps(r.turns, r.ledger, r.attempts)) {
-    const open = (ms: number | null, since: number | null): string =>
-      ms !== null ? gap(ms) : since !== null ? `not yet (${gap(now - since)} so far)` : '-';
+    const open = (ms: number | null, since: number | null): string => {
+      if (ms !== null) return gap(ms);
+      if (since === null) return '-';
+      if (endedAt !== null) return `never (${t.state} ${gap(Math.max(0, endedAt - since))} later)`;
+      return `not yet (${gap(now - since)} so far)`;
+    };
     lines.push(
       '',
       `turn ${g.turn} gaps`,
@@ -185,18 +206,6 @@ export function showJson(r: TaskRecord) {
     timeline: timeline(r).map((e) => ({ ...e, at: isoJson(e.at) })),
     gapsMs: turnGaps(r.turns, r.ledger, r.attempts),
   };
-}
-
-/**
- * The task with this id, or the one task whose id starts with it (at least 4 characters).
- * @throws CliFailure when none or several match
- */
-export function resolveTaskId(db: Db, idOrPrefix: string): string | undefined {
-  if (getTask(db, idOrPrefix)) return idOrPrefix;
-  if (idOrPrefix.length < 4) return undefined;
-  const ids = taskIdsWithPrefix(db, idOrPrefix, 6);
-  if (ids.length > 1) throw new CliFailure(`${idOrPrefix} matches several tasks (${ids.slice(0, 5).join(', ')}${ids.length > 5 ? ', …' : ''}); give more of the id`);
-  return ids[0];
 }
 
 /** Reads everything about one task. */

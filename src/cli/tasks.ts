@@ -1,5 +1,11 @@
+import { plural } from '../plural.js';
+import { lastAttemptOf } from '../store/attempts.js';
+import type { Db } from '../store/db.js';
+import { refusedRepliesOf } from '../store/ledger.js';
+import { isTerminal } from '../store/task-state.js';
 import type { TaskRow } from '../store/tasks.js';
 import { listTaskRows } from '../store/tasks.js';
+import { getTurn } from '../store/turns.js';
 import { parseCount, parseStates, parseTime } from './args.js';
 import { clean, isoJson, isoUtc, printJson, table, truncate } from './format.js';
 import { openReadOnly, type StoreLocation } from './open-store.js';
@@ -48,11 +54,35 @@ export function taskJson(t: TaskRow): TaskJson {
 }
 
 /**
- * The human table of `tasks`: one line per task, newest status first — status time, state,
- * agent, turn, task id (whole, to paste into `show`), context id and the cause of the latest
- * state change (cut to 70 characters; `show` has it whole).
+ * Why a task is where it is, in one line: for an open task, the refused replies first (the gates
+ * turned down mail tagged with it during this turn: see `ledger --task`); for a SUBMITTED task,
+ * its last webhook attempt and when the next one is due (not the "dispatch pending" it was
+ * created with); else the cause of the latest state change.
  */
-export function formatTasks(rows: readonly TaskRow[]): string {
+export function whyText(db: Db, t: TaskRow): string {
+  const parts: string[] = [];
+  const turn = isTerminal(t.state) ? undefined : getTurn(db, t.id, t.turn);
+  const refused = turn ? refusedRepliesOf(db, t.id, turn.createdAt) : undefined;
+  if (refused) parts.push(`${plural(refused.count, 'reply', 'replies')} refused (last: ${refused.lastVerdict})`);
+  if (t.state === 'SUBMITTED' && turn) {
+    const a = lastAttemptOf(db, turn.dispatchId);
+    if (!a) parts.push(`no webhook attempt yet${turn.nextAttemptAt !== null ? `; due ${isoUtc(turn.nextAttemptAt)}` : ''}`);
+    else if (a.outcome === null) parts.push(`webhook attempt ${a.attempt} under way since ${isoUtc(a.startedAt)}`);
+    else {
+      const http = a.httpStatus !== null ? ` (HTTP ${a.httpStatus})` : '';
+      const next = turn.nextAttemptAt !== null ? `; next attempt ${isoUtc(turn.nextAttemptAt)}` : '';
+      parts.push(`webhook attempt ${a.attempt} ${a.outcome === 'retry' ? 'failed' : a.outcome}${http}${a.error ? `: ${a.error}` : ''}${next}`);
+    }
+  } else parts.push(t.stateReason ?? '');
+  return parts.filter(Boolean).join('; ');
+}
+
+/**
+ * The human table of `tasks`: one line per task, newest status first — status time, state,
+ * agent, turn, task id (whole, to paste into `show`), context id and {@link whyText} (cut to 100
+ * characters; `--json` and `show` have it whole).
+ */
+export function formatTasks(rows: readonly TaskRow[], why: (t: TaskRow) => string = (t) => t.stateReason ?? ''): string {
   if (rows.length === 0) return 'no tasks match';
   return table(
     ['UPDATED (UTC)', 'STATE', 'AGENT', 'TURN', 'TASK', 'CONTEXT', 'WHY'],
@@ -63,7 +93,7 @@ export function formatTasks(rows: readonly TaskRow[]): string {
       String(t.turn),
       t.id,
       truncate(clean(t.contextId), 24),
-      truncate(clean(t.stateReason ?? ''), 70),
+      truncate(clean(why(t)), 100),
     ]),
   );
 }
@@ -85,8 +115,8 @@ export function runTasks(where: StoreLocation, o: TasksOptions, now = Date.now()
   const db = openReadOnly(where);
   try {
     const rows = listTaskRows(db, q);
-    if (o.json) printJson(rows.map(taskJson));
-    else process.stdout.write(`${formatTasks(rows)}\n`);
+    if (o.json) printJson(rows.map((t) => ({ ...taskJson(t), why: whyText(db, t) })));
+    else process.stdout.write(`${formatTasks(rows, (t) => whyText(db, t))}\n`);
     return 0;
   } finally {
     db.close();

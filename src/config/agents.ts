@@ -62,7 +62,7 @@ function parseWebhook(f: Fields, baseDir: string): WebhookConfig {
   else f.optionalString('bearer_file');
   if (needSecret) {
     out.signingSecret = secret(f, 'secret_file', baseDir, { token: true });
-    checkSigningSecret(f, 'secret_file', out.signingSecret);
+    if (out.signingSecret !== '') checkSigningSecret(f, 'secret_file', out.signingSecret);
   } else f.optionalString('secret_file');
   f.rejectUnknown();
   return out;

@@ -149,21 +149,28 @@ export interface Config {
 export { FASTMAIL_HOST_PATTERN } from '../uplink/providers.js';
 
 
+/**
+ * `server.listen`: a loopback IP literal and a port. `localhost` is taken as 127.0.0.1, bound
+ * literally: the name may resolve to ::1 first, or to something else on a machine whose hosts
+ * file says so (FACTS.md "Service": bind 127.0.0.1 literally).
+ */
 function parseListen(f: Fields): { host: string; port: number } {
   const key = f.key('listen');
   const v = f.string('listen', '127.0.0.1:8765');
   const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(v);
-  const host = m?.[1] ?? m?.[2];
+  const written = m?.[1] ?? m?.[2];
   const port = Number(m?.[3]);
-  if (!m || !host || !Number.isInteger(port) || port < 0 || port > 65535) {
+  if (!m || !written || !Number.isInteger(port) || port < 0 || port > 65535) {
     throw new ConfigError(key, `must be "<loopback ip>:<port>", e.g. "127.0.0.1:8765", got ${JSON.stringify(v)}`);
   }
+  const host = written.toLowerCase() === 'localhost' ? '127.0.0.1' : written;
   if (!isLoopbackLiteral(host)) {
     throw new ConfigError(
       key,
-      `${JSON.stringify(host)} is not a loopback address; a2a-mailbridge listens on loopback only. Use "127.0.0.1:${port}"`,
+      `${JSON.stringify(written)} is not a loopback address; a2a-mailbridge listens on loopback only (127.0.0.0/8, ::1 or localhost). Use "127.0.0.1:${port}"`,
     );
   }
+  f.setEffective('listen', host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`);
   return { host, port };
 }
 
@@ -171,6 +178,12 @@ function parseListen(f: Fields): { host: string; port: number } {
 export interface LoadOptions {
   /** An OAuth2 refresh token file may be missing (only `auth login`, which writes it). */
   allowMissingGrant?: boolean;
+  /**
+   * Read no secret file: every secret is '' and only its path is known. For the commands that need
+   * paths and addresses only (`config`, `status`, the read commands), so they work before the
+   * secrets are in place; `serve` and `doctor` read them all.
+   */
+  skipSecrets?: boolean;
 }
 
 function parseMailbox(f: Fields, baseDir: string, o: LoadOptions): MailboxConfig {
@@ -216,7 +229,7 @@ function parseMailbox(f: Fields, baseDir: string, o: LoadOptions): MailboxConfig
     t.rejectUnknown();
   } else {
     const t = f.table_('maildir', true);
-    out.maildirPath = resolve(baseDir, t.string('path'));
+    out.maildirPath = t.path('path', baseDir);
     t.rejectUnknown();
   }
   f.rejectUnknown();
@@ -231,7 +244,7 @@ function parseMailbox(f: Fields, baseDir: string, o: LoadOptions): MailboxConfig
  * @throws ConfigError naming the first bad key and the fix.
  */
 export function parseConfig(doc: Table, baseDir: string, file = '', o: LoadOptions = {}): Config {
-  const root = new Fields('', doc);
+  const root = new Fields('', doc, o.skipSecrets === true);
   const server = root.table_('server');
   const { host, port } = parseListen(server);
   const serverConfig: ServerConfig = {
@@ -244,18 +257,18 @@ export function parseConfig(doc: Table, baseDir: string, file = '', o: LoadOptio
     callerTimeoutMs: server.integer('caller_timeout_s', 30, 5, 3600) * 1000,
     waitBudgetMs: server.integer('wait_budget_s', 0, 0, 3600) * 1000,
   };
-  if (serverConfig.bearer.length < 16) throw new ConfigError(server.key('bearer_file'), 'the bearer must be at least 16 characters');
+  if (serverConfig.bearer !== '' && serverConfig.bearer.length < 16) throw new ConfigError(server.key('bearer_file'), 'the bearer must be at least 16 characters');
   server.rejectUnknown();
 
   const store = root.table_('store');
-  const storePath = resolve(baseDir, store.string('path', 'mailbridge.sqlite'));
+  const storePath = store.path('path', baseDir, 'mailbridge.sqlite');
   store.rejectUnknown();
 
   const mailbox = parseMailbox(root.table_('mailbox', true), baseDir, o);
   const logTable = root.table_('log');
   const log: LogConfig = {
     level: logTable.oneOf('level', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
-    ...(logTable.has('file') ? { file: resolve(baseDir, logTable.string('file')) } : {}),
+    ...(logTable.has('file') ? { file: logTable.path('file', baseDir) } : {}),
     maxBytes: logTable.integer('max_size_mb', 10, 1, 1024) * 1024 * 1024,
     maxFiles: logTable.integer('max_files', 5, 1, 100),
   };
@@ -294,7 +307,35 @@ export function parseConfig(doc: Table, baseDir: string, file = '', o: LoadOptio
       `the slowest answer (webhook timeout ${slowestHook / 1000} s + wait_budget_s ${serverConfig.waitBudgetMs / 1000} s + mailbox.check_wait_ms ${mailbox.checkWaitMs} ms) is not below server.caller_timeout_s (${serverConfig.callerTimeoutMs / 1000} s); lower wait_budget_s or the webhook timeout_s`,
     );
   }
-  return { file, log, server: serverConfig, store: { path: storePath }, mailbox, dnsServers, agents };
+  const config: Config = { file, log, server: serverConfig, store: { path: storePath }, mailbox, dnsServers, agents };
+  EFFECTIVE.set(config, root.effective);
+  return config;
+}
+
+/** The value in effect of every key, by config (see {@link effectiveConfig}). */
+const EFFECTIVE = new WeakMap<Config, Table>();
+
+/**
+ * Every key of the config as TOML would write it, with the defaults filled in: the values the
+ * readers of {@link parseConfig} took (times in seconds, paths absolute, `listen` as bound).
+ * Secrets appear only as their `*_file` paths. Undefined for a config not built by parseConfig.
+ */
+export function effectiveConfig(config: Config): Table | undefined {
+  return EFFECTIVE.get(config);
+}
+
+/**
+ * A TOML syntax error as a person fixes it: the problem with its line and column, then the line
+ * itself (its text cut to 120 characters), as `<problem>; <fix>`.
+ */
+export function tomlSyntaxMessage(file: string, text: string, err: unknown): string {
+  const at = err as { line?: number; column?: number; message?: string };
+  const first = String(at.message ?? err).split('\n')[0]!.replace(/^Invalid TOML document: /, '');
+  if (at.line === undefined) return `${file} is not valid TOML: ${first}; correct the TOML syntax`;
+  const where = `line ${at.line}${at.column !== undefined ? `, column ${at.column}` : ''}`;
+  const lineText = (text.split(/\r?\n/)[at.line - 1] ?? '').trim();
+  const shown = lineText.length > 120 ? `${lineText.slice(0, 119)}…` : lineText;
+  return `${file} is not valid TOML at ${where}: ${first}; correct ${where}: ${shown}`;
 }
 
 /**
@@ -308,7 +349,7 @@ export function loadConfig(path: string, o: LoadOptions = {}): Config {
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new ConfigError('(file)', `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? err}; create one with \`a2a-mailbridge init\``, { cause: err });
+    throw new ConfigError('(file)', `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}; create one with \`a2a-mailbridge init\``, { cause: err });
   }
   // Whoever can write the config (or swap the file in its folder) can point the bridge at their
   // own webhook or mailbox: refused like a secret others can read.
@@ -318,11 +359,9 @@ export function loadConfig(path: string, o: LoadOptions = {}): Config {
   }
   let doc: Table;
   try {
-    doc = parseToml(text) as Table;
+    doc = parseToml(text);
   } catch (err) {
-    const at = err as { line?: number; column?: number; message: string };
-    const where = at.line !== undefined ? ` at line ${at.line}${at.column !== undefined ? `, column ${at.column}` : ''}` : '';
-    throw new ConfigError('(syntax)', `${file} is not valid TOML${where}: ${at.message.split('\n')[0]}`, { cause: err });
+    throw new ConfigError('(syntax)', tomlSyntaxMessage(file, text, err), { cause: err });
   }
   return parseConfig(doc, dirname(file), file, o);
 }

@@ -1,8 +1,12 @@
 /**
  * Typed readers for one TOML table. Every failure throws a {@link ConfigError} that names the
  * dotted key and says what a valid value looks like, so a person can fix the file without
- * reading code.
+ * reading code. Each reader also records the value in effect — the file's, or the default — so
+ * `a2a-mailbridge config` prints every key a config has, defaults filled in, from the same code
+ * that validates it.
  */
+import { resolve } from 'node:path';
+import { distance } from 'fastest-levenshtein';
 
 /** Thrown for any invalid configuration. `key` is the dotted TOML key (e.g. `agents[0].webhook.url`). */
 export class ConfigError extends Error {
@@ -23,16 +27,40 @@ function describe(v: unknown): string {
   if (Array.isArray(v)) return 'an array';
   if (v === null || v === undefined) return 'nothing';
   if (typeof v === 'object') return 'a table';
-  return String(v);
+  return typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean' ? String(v) : typeof v;
 }
 
-/** A view of one table that remembers its dotted prefix and which keys were read. */
+/**
+ * The known key closest to an unknown one: within an edit distance of a third of its length (at
+ * least 2), or one that starts with the other (`bearer` → `bearer_file`); undefined when none is.
+ */
+export function nearestKey(unknown: string, known: Iterable<string>): string | undefined {
+  let best: { key: string; d: number } | undefined;
+  const u = unknown.toLowerCase();
+  for (const k of known) {
+    const d = distance(u, k.toLowerCase());
+    const prefix = Math.min(u.length, k.length) >= 3 && (k.startsWith(u) || u.startsWith(k));
+    if ((d <= Math.max(2, Math.floor(u.length / 3)) || prefix) && (!best || d < best.d)) best = { key: k, d };
+  }
+  return best?.key;
+}
+
+/** A view of one table that remembers its dotted prefix, which keys were read, and the value in effect of each. */
 export class Fields {
   private readonly seen = new Set<string>();
+  /** Every key a reader asked about, present or not: the candidates for a typo's suggestion. */
+  private readonly known = new Set<string>();
+  /** The value in effect of each key read, as TOML would write it (seconds, not ms; absolute paths). */
+  readonly effective: Table = {};
 
+  /**
+   * @param skipSecrets read no secret file (the `*_file` readers of values.ts record the path and
+   *   give ''): for commands that need the config's paths and addresses, never its secrets
+   */
   constructor(
     readonly prefix: string,
     private readonly table: Table,
+    readonly skipSecrets = false,
   ) {}
 
   key(name: string): string {
@@ -40,22 +68,35 @@ export class Fields {
   }
 
   has(name: string): boolean {
+    this.known.add(name);
     return this.table[name] !== undefined;
   }
 
   private raw(name: string): unknown {
     this.seen.add(name);
+    this.known.add(name);
     return this.table[name];
+  }
+
+  /** Records `value` as the value in effect of `name` (a reader's result, or a normalised form of it). */
+  setEffective<T>(name: string, value: T): T {
+    this.effective[name] = value;
+    return value;
   }
 
   string(name: string, fallback?: string): string {
     const v = this.raw(name);
     if (v === undefined) {
-      if (fallback !== undefined) return fallback;
+      if (fallback !== undefined) return this.setEffective(name, fallback);
       throw new ConfigError(this.key(name), 'is required (a string)');
     }
     if (typeof v !== 'string') throw new ConfigError(this.key(name), `must be a string, got ${describe(v)}`);
-    return v;
+    return this.setEffective(name, v);
+  }
+
+  /** A file or folder path, resolved against `baseDir` (the config file's folder); recorded absolute. */
+  path(name: string, baseDir: string, fallback?: string): string {
+    return this.setEffective(name, resolve(baseDir, this.string(name, fallback)));
   }
 
   optionalString(name: string): string | undefined {
@@ -65,20 +106,20 @@ export class Fields {
   integer(name: string, fallback: number | undefined, min: number, max: number): number {
     const v = this.raw(name);
     if (v === undefined) {
-      if (fallback !== undefined) return fallback;
+      if (fallback !== undefined) return this.setEffective(name, fallback);
       throw new ConfigError(this.key(name), `is required (an integer from ${min} to ${max})`);
     }
     if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
       throw new ConfigError(this.key(name), `must be an integer from ${min} to ${max}, got ${describe(v)}`);
     }
-    return v;
+    return this.setEffective(name, v);
   }
 
   boolean(name: string, fallback: boolean): boolean {
     const v = this.raw(name);
-    if (v === undefined) return fallback;
+    if (v === undefined) return this.setEffective(name, fallback);
     if (typeof v !== 'boolean') throw new ConfigError(this.key(name), `must be true or false, got ${describe(v)}`);
-    return v;
+    return this.setEffective(name, v);
   }
 
   oneOf<T extends string>(name: string, choices: readonly T[], fallback?: T): T {
@@ -91,11 +132,11 @@ export class Fields {
 
   stringArray(name: string, fallback: string[]): string[] {
     const v = this.raw(name);
-    if (v === undefined) return fallback;
+    if (v === undefined) return this.setEffective(name, fallback);
     if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) {
       throw new ConfigError(this.key(name), 'must be an array of strings');
     }
-    return v as string[];
+    return this.setEffective(name, v as string[]);
   }
 
   /**
@@ -117,27 +158,47 @@ export class Fields {
     const v = this.raw(name);
     if (v === undefined) {
       if (required) throw new ConfigError(this.key(name), 'is required (a table)');
-      return new Fields(this.key(name), {});
+      return this.child(name, new Fields(this.key(name), {}, this.skipSecrets));
     }
     if (typeof v !== 'object' || v === null || Array.isArray(v)) {
       throw new ConfigError(this.key(name), `must be a table, got ${describe(v)}`);
     }
-    return new Fields(this.key(name), v as Table);
+    return this.child(name, new Fields(this.key(name), v as Table, this.skipSecrets));
   }
 
   tableArray(name: string): Fields[] {
     const v = this.raw(name);
-    if (v === undefined) return [];
+    if (v === undefined) {
+      this.setEffective(name, []);
+      return [];
+    }
     if (!Array.isArray(v) || v.some((x) => typeof x !== 'object' || x === null || Array.isArray(x))) {
       throw new ConfigError(this.key(name), `must be an array of tables ([[${this.key(name)}]])`);
     }
-    return (v as Table[]).map((t, i) => new Fields(`${this.key(name)}[${i}]`, t));
+    const tables = (v as Table[]).map((t, i) => new Fields(`${this.key(name)}[${i}]`, t, this.skipSecrets));
+    this.setEffective(name, tables.map((t) => t.effective));
+    return tables;
   }
 
-  /** Throws for any key present in the table that no reader asked for (a typo is an error, not a silent default). */
+  private child(name: string, f: Fields): Fields {
+    this.setEffective(name, f.effective);
+    return f;
+  }
+
+  /**
+   * Throws for any key present in the table that no reader asked for (a typo is an error, not a
+   * silent default), suggesting the nearest known key, or else listing them.
+   */
   rejectUnknown(): void {
     for (const k of Object.keys(this.table)) {
-      if (!this.seen.has(k)) throw new ConfigError(this.key(k), 'is not a known key; check its spelling');
+      if (this.seen.has(k)) continue;
+      const near = nearestKey(k, this.known);
+      const where = this.prefix ? `[${this.prefix.replace(/\[\d+\]/g, '')}]` : 'the top level';
+      const list = [...this.known].sort().join(', ');
+      throw new ConfigError(
+        this.key(k),
+        near !== undefined ? `is not a known key; did you mean ${this.key(near)}? (known in ${where}: ${list})` : `is not a known key; the keys known in ${where} are: ${list}`,
+      );
     }
   }
 }

@@ -1,6 +1,7 @@
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { writableByOthers } from './file-safety.js';
+import { missingSecretFix } from './secret-kinds.js';
 
 /** Thrown when a secret file is missing, unsafe or unreadable. The message names the file and the fix. */
 export class SecretFileError extends Error {
@@ -49,7 +50,7 @@ export function readSecretFile(path: string, key: string): string {
     }
     if (code === 'ENOENT') {
       throw new SecretFileError(
-        `${key}: secret file ${path} does not exist; create it with mode 0600 (e.g. \`a2a-mailbridge init\`, or: umask 077 && printf '%s' '<secret>' > ${path})`,
+        `${key}: secret file ${path} does not exist; ${missingSecretFix(key, path)}`,
         path,
         { cause: err },
       );

@@ -1,6 +1,5 @@
 /** Value readers shared by the config's tables: addresses, loopback literals, secret files. */
 import { isIP } from 'node:net';
-import { resolve } from 'node:path';
 import { ConfigError, type Fields } from './fields.js';
 import { readSecretFile, SecretFileError } from './secret-file.js';
 
@@ -17,10 +16,12 @@ export function isLoopbackLiteral(host: string): boolean {
 /**
  * Reads the secret file a `*_file` key names (relative to `baseDir`) with the safety checks of
  * {@link readSecretFile}; a token (it goes into an HTTP header) must be one line of visible ASCII.
+ * With `f.skipSecrets` it reads nothing and returns '' (a real secret is never empty).
  * @throws ConfigError naming the key, the file and the fix
  */
 export function secret(f: Fields, name: string, baseDir: string, o: { token?: boolean } = {}): string {
-  const p = resolve(baseDir, f.string(name));
+  const p = f.path(name, baseDir);
+  if (f.skipSecrets) return '';
   let value: string;
   try {
     value = readSecretFile(p, f.key(name));

@@ -1,3 +1,4 @@
+import { plural } from '../plural.js';
 import { insertArtifact } from '../store/artifacts.js';
 import type { Db } from '../store/db.js';
 import { isMessageIdApplied, recordVerdict, type LedgerEntry } from '../store/ledger.js';
@@ -47,7 +48,7 @@ export function judgeAndApply(
   // Nothing is cut silently: what the reply format left out (quoted text, a signature) is counted.
   const omitted =
     reply.omittedLines > 0
-      ? `\n\n(${reply.omittedLines} line(s) after the answer were left out as quoted text or a signature; \`a2a-mailbridge ledger --raw ${ledgerId}\` shows the whole mail.)`
+      ? `\n\n(${plural(reply.omittedLines, 'line')} after the answer ${reply.omittedLines === 1 ? 'was' : 'were'} left out as quoted text or a signature; \`a2a-mailbridge ledger --raw ${ledgerId}\` shows the whole mail.)`
       : '';
   const answer = safeText(reply.answer) + omitted;
   const body = `${label}\n${answer}`;

@@ -75,6 +75,8 @@ export class Bridge {
       };
     }
     if (outcome.kind === 'new' || outcome.kind === 'answer') {
+      // Ids and counts only: the ask is the caller's text and stays out of the log.
+      this.ctx.log.info({ task: outcome.task.id, agent: agent.name, context: outcome.task.contextId, turn: outcome.task.turn }, outcome.kind === 'new' ? 'task created' : 'caller answered: next turn');
       failpoint('after-task-stored');
       // Answer once the first attempt has an outcome (the webhook timeout bounds it).
       const attempt = this.dispatch(outcome.dispatchId);
@@ -131,11 +133,12 @@ export class Bridge {
   }
 
   /** CancelTask; the optional cancel notice goes out in the background. @throws A2AError taskNotFound, taskNotCancelable */
-  async cancel(agent: AgentConfig, taskId: string, historyLength?: number): Promise<TaskView> {
+  cancel(agent: AgentConfig, taskId: string, historyLength?: number): Promise<TaskView> {
     const { task, changed } = cancelTask(this.ctx, agent, taskId);
+    if (changed) this.ctx.log.info({ task: task.id, agent: agent.name }, 'task canceled');
     this.shown(task);
     if (changed && agent.webhook.notifyCancel) this.track(sendCancelNotice(this.ctx, agent, task));
-    return viewTask(this.ctx, agent, task, historyLength);
+    return Promise.resolve(viewTask(this.ctx, agent, task, historyLength));
   }
 
   /**

@@ -1,5 +1,6 @@
 import { postWebhook, backoffMs, type DeliveryResult } from '../downlink/deliver.js';
 import { webhookHeaders } from '../downlink/sign.js';
+import { plural } from '../plural.js';
 import { attemptsOf, finishAttempt, startAttempt } from '../store/attempts.js';
 import { immediate } from '../store/db.js';
 import { getTask, transition } from '../store/tasks.js';
@@ -44,9 +45,10 @@ export async function attemptDispatch(ctx: BridgeContext, dispatchId: string): P
         attempts.length >= agent.webhook.maxAttempts
           ? `max_attempts ${agent.webhook.maxAttempts}`
           : `max_age_s ${agent.webhook.maxAgeMs / 1000}`;
-      const why = `dispatch exhausted after ${attempts.length} attempt(s) (${limit}): ${last?.error ?? 'no answer'}`;
+      const why = `dispatch exhausted after ${plural(attempts.length, 'attempt')} (${limit}): ${last?.error ?? 'no answer'}`;
       setDispatchState(db, dispatchId, { state: 'failed', nextAttemptAt: null });
       transition(db, task, 'FAILED', { at: now, cause: why, failedBy: 'dispatch', deadlineAt: null });
+      ctx.log.warn({ dispatchId, task: task.id, attempts: attempts.length }, 'dispatch exhausted: task FAILED');
       return null;
     }
     const attempt = startAttempt(db, { dispatchId, taskId: task.id, turn: turn.turn, at: now });
@@ -61,7 +63,9 @@ export async function attemptDispatch(ctx: BridgeContext, dispatchId: string): P
   const result = await postWebhook(agent.webhook.url, headers, envelope, agent.webhook.timeoutMs, ctx.dispatcher, ctx.now);
   if (result.outcome === 'accepted') failpoint('after-webhook-2xx');
   ctx.metrics?.attempts.inc({ outcome: result.outcome, kind: 'dispatch' });
-  ctx.log.info({ dispatchId, outcome: result.outcome, status: result.httpStatus, error: result.error }, 'webhook result');
+  const fields = { dispatchId, task: attempt.taskId, attempt: attempt.attempt, outcome: result.outcome, status: result.httpStatus, error: result.error };
+  if (result.outcome === 'accepted') ctx.log.info(fields, 'webhook result');
+  else ctx.log.warn(fields, 'webhook result: not accepted');
 
   immediate(db, () => {
     const at = ctx.now();
@@ -92,7 +96,7 @@ export async function attemptDispatch(ctx: BridgeContext, dispatchId: string): P
           const limit = attempt.attempt >= agent.webhook.maxAttempts ? `max_attempts ${agent.webhook.maxAttempts}` : `max_age_s ${agent.webhook.maxAgeMs / 1000}`;
           transition(db, task, 'FAILED', {
             at,
-            cause: `dispatch exhausted after ${attempt.attempt} attempt(s) (${limit}): ${result.error}`,
+            cause: `dispatch exhausted after ${plural(attempt.attempt, 'attempt')} (${limit}): ${result.error}`,
             failedBy: 'dispatch',
             deadlineAt: null,
           });

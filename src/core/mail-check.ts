@@ -1,3 +1,4 @@
+import { plural } from '../plural.js';
 import { immediate } from '../store/db.js';
 import { hasRawDigest, isSourceRecorded, recordVerdict, type LedgerEntry } from '../store/ledger.js';
 import { advanceWatermark, getMailboxState, recordCheck, resetWatermark } from '../store/mailbox-state.js';
@@ -16,6 +17,18 @@ const TEMPORARY_RETRY_MS = 24 * 3600_000;
 /** Raised by processMessage: judge this message again on a later check. */
 class DeferredMessage extends Error {
   override readonly name = 'DeferredMessage';
+}
+
+/**
+ * Logs a recorded verdict with ids only (issue 16: the operator sees refusals at the default
+ * level; no header, address or text of the mail goes into the log): an applied reply at info,
+ * untagged mail and copies at info, every other refusal at warn.
+ */
+function logVerdict(ctx: BridgeContext, verdict: Verdict, f: { ledgerId: number | null; task: string | null; agent: string | null; source: string }): void {
+  const fields = { verdict, ledgerId: f.ledgerId, task: f.task, agent: f.agent, source: f.source };
+  if (verdict.startsWith('applied:') || verdict === 'late:recorded') ctx.log.info(fields, 'reply applied');
+  else if (verdict === 'no-task-id' || verdict === 'duplicate') ctx.log.info(fields, 'mail skipped');
+  else ctx.log.warn(fields, `mail refused: ${verdict}; see a2a-mailbridge ledger${f.task ? ` --task ${f.task}` : ''}`);
 }
 
 /** Raw bytes kept for tagged mail refused before it authenticated, in bytes. */
@@ -77,10 +90,13 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
         ctx.metrics?.promotionSeconds.observe(Math.max(0, ctx.now() - msg.receivedAt) / 1000);
       }
     }
-    const applied = Object.entries(summary.verdicts)
-      .filter(([v]) => v.startsWith('applied:') || v === 'late:recorded')
-      .reduce((n, [, c]) => n + (c ?? 0), 0);
-    const line = `ok, ${summary.fetched} new message(s), ${applied} applied${result.more ? ', more waiting' : ''}`;
+    let applied = 0;
+    let refused = 0;
+    for (const [v, c] of Object.entries(summary.verdicts)) {
+      if (v.startsWith('applied:') || v === 'late:recorded') applied += c ?? 0;
+      else refused += c ?? 0;
+    }
+    const line = `ok, ${plural(summary.fetched, 'new message')}, ${applied} applied${refused ? `, ${refused} refused` : ''}${result.more ? ', more waiting' : ''}`;
     immediate(db, () => recordCheck(db, mailbox.folder, { at: ctx.now(), ok: true, result: line }));
   } catch (err) {
     const message = err instanceof MailboxError ? err.message : `unexpected error: ${(err as Error).message}`;
@@ -120,12 +136,16 @@ async function processMessage(ctx: BridgeContext, msg: FetchedMessage, uidValidi
     taskId,
     receivedAt: msg.receivedAt,
   });
-  const record = (refusal: Refusal, taskId: string | null, agent: string | null): Verdict | null =>
-    immediate(db, () => {
-      const id = recordVerdict(db, { ...entry(taskId, agent, taskId !== null), ...refusal });
+  const record = (refusal: Refusal, taskId: string | null, agent: string | null): Verdict | null => {
+    const id = immediate(db, () => {
+      const ledgerId = recordVerdict(db, { ...entry(taskId, agent, taskId !== null), ...refusal });
       advanceWatermark(db, mailbox.folder, uidValidity, msg.uid);
-      return id === null ? null : refusal.verdict;
+      return ledgerId;
     });
+    if (id === null) return null;
+    logVerdict(ctx, refusal.verdict, { ledgerId: id, task: taskId, agent, source: msg.source });
+    return refusal.verdict;
+  };
 
   // A message the mailbox holds but could not read: recorded with why, and the check goes on.
   if (msg.unreadable) return record({ verdict: `unreadable:${msg.unreadable.reason}`, reason: msg.unreadable.detail }, null, null);
@@ -155,20 +175,22 @@ async function processMessage(ctx: BridgeContext, msg: FetchedMessage, uidValidi
     if (refusal) return record(refusal, identified.taskId, identified.agent.name);
 
     const reply = await parseReply(msg.raw);
-    return immediate(db, () => {
-      let verdict: Verdict | null;
+    const judged = immediate(db, () => {
+      let out: { verdict: Verdict; ledgerId: number } | null;
       if (hasRawDigest(db, facts.rawSha256)) {
         // Recorded by a concurrent check of another process while this one authenticated.
         const id = recordVerdict(db, { ...entry(identified.taskId, identified.agent.name, true, true), verdict: 'duplicate', reason: 'gate 1: the same raw bytes are already in the ledger' });
-        verdict = id === null ? null : 'duplicate';
+        out = id === null ? null : { verdict: 'duplicate', ledgerId: id };
       } else {
         const { judgement, ledgerId } = judgeAndApply(db, identified, reply, entry(identified.taskId, identified.agent.name, true, true), ctx.now(), config.mailbox.dateSkewMs);
-        verdict = ledgerId === null ? null : judgement.verdict;
-        ctx.log.info({ task: identified.taskId, verdict: judgement.verdict, ledgerId }, 'reply judged');
+        out = ledgerId === null ? null : { verdict: judgement.verdict, ledgerId };
       }
       advanceWatermark(db, mailbox.folder, uidValidity, msg.uid);
-      return verdict;
+      return out;
     });
+    if (!judged) return null;
+    logVerdict(ctx, judged.verdict, { ledgerId: judged.ledgerId, task: identified.taskId, agent: identified.agent.name, source: msg.source });
+    return judged.verdict;
   } catch (err) {
     if (err instanceof DeferredMessage) throw err;
     // The parsers never throw on hostile bytes; if something else does, the message is still recorded.

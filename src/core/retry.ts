@@ -26,7 +26,7 @@ export function retryDispatch(ctx: BridgeContext, agent: AgentConfig, taskId: st
     if (task.state !== 'FAILED' || task.failedBy !== 'dispatch' || !turn || turn.dispatchState !== 'failed') {
       throw new A2AError(
         'unsupportedOperation',
-        `task ${taskId} is ${task.state.toLowerCase()}${task.failedBy ? ` (failed by ${task.failedBy})` : ''}; only a task whose webhook was never accepted can be retried`,
+        `task ${taskId} is ${task.state.toLowerCase()}${task.failedBy ? ` (failed by ${task.failedBy})` : ''}; only a task that failed by dispatch (attempts exhausted, or refused by the webhook) can be retried`,
       );
     }
     const now = ctx.now();

@@ -1,5 +1,7 @@
 import type { AgentConfig } from '../config/config.js';
+import { plural } from '../plural.js';
 import type { AttemptRow } from '../store/attempts.js';
+import { REFUSED_COUNT_CAP, type RefusedReplies } from '../store/ledger.js';
 import type { MailboxState } from '../store/mailbox-state.js';
 import type { TaskRow } from '../store/tasks.js';
 import type { TurnRow } from '../store/turns.js';
@@ -18,16 +20,44 @@ export interface StatusFacts {
   lateReplyAt: number | null;
   /** A poll word to suggest (the first non-empty one configured), so a caller's check is never taken for new work. */
   pollWord?: string;
+  /** Mail tagged with this task that the gates refused during the current turn, if any. */
+  refused?: RefusedReplies;
+  /** `mailbox.check_interval_s` in ms: a poll inside it answers from the store without a check. */
+  checkIntervalMs?: number;
+  /** `mailbox.watch`: replies are applied as they land, whatever the callers do. */
+  watch?: boolean;
   now: number;
 }
 
-function mailboxLine(m: MailboxState, now: number): string {
+/**
+ * What the caller is told about replies the gates refused: the count, the verdict (a name from
+ * the bridge's verdict table) and when, and the command the operator runs. Nothing of the mail
+ * itself — no subject, Message-ID or address — since anyone can send mail that names a task.
+ */
+function refusedLine(r: RefusedReplies, taskId: string, stillWaiting: boolean): string {
+  const what = r.count === 1 ? 'A reply for this task was' : `${plural(r.count, 'reply', 'replies')}${r.count >= REFUSED_COUNT_CAP ? ' or more' : ''} for this task were`;
+  const last = r.count === 1 ? `verdict ${r.lastVerdict}, seen ${iso(r.lastSeenAt)}` : `the last: verdict ${r.lastVerdict}, seen ${iso(r.lastSeenAt)}`;
+  const waits = stillWaiting ? ' and the task still waits for the agent' : '';
+  return `${what} refused by the bridge's authentication gates (${last}); it was not applied${waits}. The bridge's operator can see why with: a2a-mailbridge ledger --task ${taskId}`;
+}
+
+/**
+ * Where the mailbox stands, and when a poll is worth making: with `watch`, replies apply as they
+ * land; without it, a call inside `check_interval_s` of the last check answers from the store.
+ */
+function mailboxLine(m: MailboxState, now: number, intervalMs: number | undefined, watch: boolean): string {
   if (m.lastError && m.errorSince !== null) {
     const ok = m.lastSuccessAt !== null ? ` (last successful check ${iso(m.lastSuccessAt)})` : '';
     return `The mailbox is unreachable since ${iso(m.errorSince)}: ${m.lastError}${ok}; replies will be read once it is back.`;
   }
-  if (m.lastCheckAt === null) return 'The mailbox has not been checked yet.';
-  return `Mailbox last checked ${iso(m.lastCheckAt)} (${humanDuration(now - m.lastCheckAt)} ago: ${m.lastResult ?? 'ok'}).`;
+  if (m.lastCheckAt === null) return watch ? 'The mailbox has not been checked yet; it is watched.' : 'The mailbox has not been checked yet; the next call checks it.';
+  const last = `Mailbox last checked ${iso(m.lastCheckAt)} (${humanDuration(now - m.lastCheckAt)} ago: ${m.lastResult ?? 'ok'}).`;
+  if (watch) return `${last} The mailbox is watched: a reply is applied as it lands.`;
+  if (intervalMs === undefined) return last;
+  const due = m.lastCheckAt + intervalMs;
+  return due > now
+    ? `${last} The next check is due at ${iso(due)} (in ${humanDuration(due - now)}); a call before then answers from what is already known.`
+    : `${last} The next call checks it again.`;
 }
 
 /**
@@ -50,13 +80,15 @@ export function statusText(f: StatusFacts): string | null {
           : `The webhook to ${agent.name} has not been accepted yet (attempt ${a.attempt}: ${a.error ?? a.outcome}).`
         : `The job is stored; the webhook to ${agent.name} has not been sent yet.`;
       const next = turn?.nextAttemptAt ? ` Next attempt at ${iso(turn.nextAttemptAt)}.` : '';
-      return [`${tried}${next}`, deadline, callAgain].filter(Boolean).join(' ');
+      const refused = f.refused ? refusedLine(f.refused, task.id, true) : '';
+      return [`${tried}${next}`, refused, deadline, callAgain].filter(Boolean).join(' ');
     }
     case 'WORKING': {
       const since = turn?.acceptedAt ?? task.updatedAt;
       const lines = [
         `The job is with the cloud agent ${agent.name} since ${iso(since)} (${humanDuration(now - since)}); the webhook was accepted and its reply will come by email.`,
-        mailboxLine(f.mailbox, now),
+        mailboxLine(f.mailbox, now, f.checkIntervalMs, f.watch === true),
+        f.refused ? refusedLine(f.refused, task.id, true) : '',
         deadline,
         callAgain,
       ];
@@ -74,7 +106,8 @@ export function statusText(f: StatusFacts): string | null {
         f.lateReplyAt !== null
           ? ` A late reply from ${agent.name} arrived ${iso(f.lateReplyAt)}, after the deadline; it is attached as an artifact and was not applied.`
           : '';
-      return `Failed: ${task.stateReason ?? 'unknown cause'}.${late}`;
+      const refused = f.refused ? ` ${refusedLine(f.refused, task.id, false)}` : '';
+      return `Failed: ${task.stateReason ?? 'unknown cause'}.${late}${refused}`;
     }
     case 'CANCELED':
       return `Canceled: ${task.stateReason ?? 'canceled'}.`;

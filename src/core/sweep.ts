@@ -30,6 +30,6 @@ export function sweepDeadlines(ctx: BridgeContext): string[] {
       failed.push(task.id);
     });
   }
-  if (failed.length) ctx.log.info({ tasks: failed }, 'deadline sweep failed overdue tasks');
+  if (failed.length) ctx.log.warn({ tasks: failed }, 'deadline passed: tasks FAILED');
   return failed;
 }

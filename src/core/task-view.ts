@@ -1,6 +1,7 @@
 import type { AgentConfig } from '../config/config.js';
 import { artifactsOf, type ArtifactRow } from '../store/artifacts.js';
 import { lastAttemptOf } from '../store/attempts.js';
+import { refusedRepliesOf } from '../store/ledger.js';
 import { getMailboxState } from '../store/mailbox-state.js';
 import { historyOf, type MessageRow } from '../store/messages.js';
 import type { TaskRow } from '../store/tasks.js';
@@ -33,6 +34,9 @@ export function viewTask(ctx: BridgeContext, agent: AgentConfig, task: TaskRow, 
   const lastAttempt = turn && task.state === 'SUBMITTED' ? lastAttemptOf(ctx.db, turn.dispatchId) : undefined;
   const artifacts = artifactsOf(ctx.db, task.id);
   const late = artifacts.find((a) => a.name === 'late-reply');
+  // Refused replies matter while the task waits for the agent, and when it failed waiting (deadline).
+  const waiting = task.state === 'SUBMITTED' || task.state === 'WORKING' || (task.state === 'FAILED' && task.failedBy === 'deadline');
+  const refused = turn && waiting ? refusedRepliesOf(ctx.db, task.id, turn.createdAt) : undefined;
   const progress =
     task.state === 'WORKING' && turn?.replyStatus === 'working' && turn.replyText !== null
       ? `${agent.untrustedLabel}\n${capText(turn.replyText, PROGRESS_NOTE_MAX_CHARS, 'the task history')}`
@@ -49,6 +53,9 @@ export function viewTask(ctx: BridgeContext, agent: AgentConfig, task: TaskRow, 
       progressNote: progress,
       lateReplyAt: late ? late.createdAt : null,
       pollWord: ctx.config.server.pollWords.find((w) => w !== ''),
+      ...(refused ? { refused } : {}),
+      checkIntervalMs: ctx.config.mailbox.checkIntervalMs,
+      watch: ctx.config.mailbox.watch,
       now: ctx.now(),
     }),
     artifacts,

@@ -5,7 +5,7 @@
  * are kept; other C0 controls, DEL, C1 controls and the bidi embeddings, overrides and isolates
  * (U+202A–U+202E, U+2066–U+2069) are removed.
  */
-// eslint-disable-next-line no-control-regex
+// eslint-disable-next-line no-control-regex -- removing control characters is this pattern's job
 const CONTROLS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
 
 export function safeText(s: string): string {

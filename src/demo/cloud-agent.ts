@@ -92,9 +92,9 @@ export interface CloudAgent {
 const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
 /** The demo's deterministic "research result": echoes the ask so a round trip can be checked. */
-export async function defaultAnswer(e: Envelope): Promise<AgentAnswer> {
+export function defaultAnswer(e: Envelope): Promise<AgentAnswer> {
   const ask = e.ask.trim();
-  return {
+  return Promise.resolve({
     status: 'done',
     text: [
       `Research result for: ${ask.length > 200 ? `${ask.slice(0, 200)}...` : ask}`,
@@ -106,7 +106,7 @@ export async function defaultAnswer(e: Envelope): Promise<AgentAnswer> {
       `- asked by: ${e.from}`,
       `- earlier turns received: ${e.thread.length}`,
     ].join('\n'),
-  };
+  });
 }
 
 /**

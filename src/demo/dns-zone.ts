@@ -169,7 +169,7 @@ export async function startDnsZone(records: ZoneRecord[], opts: DnsZoneOptions =
     }
     if (q.type === 'response') return null;
     const question = q.questions?.[0];
-    const edns = q.additionals?.find((a) => a.type === 'OPT') as dnsPacket.OptAnswer | undefined;
+    const edns = q.additionals?.find((a) => a.type === 'OPT');
     const max = limit === null ? Infinity : edns ? Math.max(limit, edns.udpPayloadSize) : limit;
     const opcode = (q.flags ?? 0) & 0x7800;
     const reply = (rcode: keyof typeof RCODE, answers: dnsPacket.Answer[] = [], authorities: dnsPacket.Answer[] = []): Buffer => {

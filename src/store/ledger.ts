@@ -75,14 +75,66 @@ export function queryLedger(db: Db, q: LedgerQuery): LedgerRow[] {
   const where: string[] = [];
   const p: Record<string, unknown> = { limit: q.limit };
   if (q.verdict) {
-    if (/[:*]$/.test(q.verdict)) (where.push(`verdict LIKE @v`), (p.v = `${q.verdict.replace(/\*$/, '')}%`));
-    else (where.push('verdict = @v'), (p.v = q.verdict));
+    if (/[:*]$/.test(q.verdict)) {
+      where.push(`verdict LIKE @v`);
+      p.v = `${q.verdict.replace(/\*$/, '')}%`;
+    } else {
+      where.push('verdict = @v');
+      p.v = q.verdict;
+    }
   }
-  if (q.taskId) (where.push('task_id = @t'), (p.t = q.taskId));
-  if (q.since !== undefined) (where.push('seen_at >= @since'), (p.since = q.since));
-  if (q.until !== undefined) (where.push('seen_at <= @until'), (p.until = q.until));
+  if (q.taskId) {
+    where.push('task_id = @t');
+    p.t = q.taskId;
+  }
+  if (q.since !== undefined) {
+    where.push('seen_at >= @since');
+    p.since = q.since;
+  }
+  if (q.until !== undefined) {
+    where.push('seen_at <= @until');
+    p.until = q.until;
+  }
   const sql = `SELECT ${COLUMNS} FROM ledger ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT @limit`;
   return stmt(db, sql).all(p) as LedgerRow[];
+}
+
+/**
+ * The distinct task ids ledger rows name that equal `text`, or start with it when `prefix` (exact
+ * characters, no wildcards), at most `limit`, sorted. Tagged mail may name a task that does not exist.
+ */
+export function ledgerTaskIdsWithPrefix(db: Db, text: string, prefix: boolean, limit: number): string[] {
+  const sql = prefix
+    ? `SELECT DISTINCT task_id AS id FROM ledger WHERE substr(task_id, 1, ?) = ? ORDER BY id LIMIT ?`
+    : `SELECT DISTINCT task_id AS id FROM ledger WHERE task_id = ? ORDER BY id LIMIT ?`;
+  const rows = (prefix ? stmt(db, sql).all(text.length, text, limit) : stmt(db, sql).all(text, limit)) as { id: string }[];
+  return rows.map((r) => r.id);
+}
+
+/** Tagged mail for one task that the gates refused: how many (counted up to {@link REFUSED_COUNT_CAP}) and the newest. */
+export interface RefusedReplies {
+  count: number;
+  /** The newest refusal's verdict (a name from the verdict table: bridge text, never the mail's). */
+  lastVerdict: Verdict;
+  lastSeenAt: number;
+  lastLedgerId: number;
+}
+
+/** The count of {@link refusedRepliesOf} stops here, so a flood of forged mail costs a bounded read. */
+export const REFUSED_COUNT_CAP = 1000;
+
+/**
+ * Mail tagged with this task, seen at or after `since` (ms), that the gates refused: every verdict
+ * but `applied:*`, `late:recorded` and `duplicate` (a copy of mail judged before). Undefined when none.
+ */
+export function refusedRepliesOf(db: Db, taskId: string, since: number): RefusedReplies | undefined {
+  const refused = `task_id = ? AND seen_at >= ? AND verdict NOT LIKE 'applied:%' AND verdict NOT IN ('late:recorded', 'duplicate')`;
+  const last = stmt(db, `SELECT id, verdict, seen_at AS seenAt FROM ledger WHERE ${refused} ORDER BY id DESC LIMIT 1`).get(taskId, since) as
+    | { id: number; verdict: Verdict; seenAt: number }
+    | undefined;
+  if (!last) return undefined;
+  const { n } = stmt(db, `SELECT count(*) AS n FROM (SELECT 1 FROM ledger WHERE ${refused} LIMIT ${REFUSED_COUNT_CAP})`).get(taskId, since) as { n: number };
+  return { count: n, lastVerdict: last.verdict, lastSeenAt: last.seenAt, lastLedgerId: last.id };
 }
 
 export function ledgerOfTask(db: Db, taskId: string): LedgerRow[] {

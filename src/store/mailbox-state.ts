@@ -35,7 +35,7 @@ function forget(db: Db, folder: string): void {
 
 export function getMailboxState(db: Db, folder: string): MailboxState {
   let byFolder = cache.get(db);
-  if (!byFolder) cache.set(db, (byFolder = new Map()));
+  if (!byFolder) cache.set(db, (byFolder = new Map<string, MailboxState>()));
   const hit = byFolder.get(folder);
   if (hit) return { ...hit };
   const state = readMailboxState(db, folder);

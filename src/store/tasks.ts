@@ -108,9 +108,18 @@ export interface TaskFilter {
 export function listTasks(db: Db, f: TaskFilter): { rows: TaskRow[]; total: number } {
   const where: string[] = ['agent = @agent'];
   const params: Record<string, unknown> = { agent: f.agent, limit: f.limit };
-  if (f.contextId !== undefined) (where.push('context_id = @contextId'), (params.contextId = f.contextId));
-  if (f.state !== undefined) (where.push('state = @state'), (params.state = f.state));
-  if (f.updatedAfter !== undefined) (where.push('updated_at > @updatedAfter'), (params.updatedAfter = f.updatedAfter));
+  if (f.contextId !== undefined) {
+    where.push('context_id = @contextId');
+    params.contextId = f.contextId;
+  }
+  if (f.state !== undefined) {
+    where.push('state = @state');
+    params.state = f.state;
+  }
+  if (f.updatedAfter !== undefined) {
+    where.push('updated_at > @updatedAfter');
+    params.updatedAfter = f.updatedAfter;
+  }
   const base = where.join(' AND ');
   const total = (stmt(db, `SELECT count(*) AS n FROM tasks WHERE ${base}`).get(params) as { n: number }).n;
   let page = base;
@@ -261,13 +270,22 @@ export interface TaskRowQuery {
 export function listTaskRows(db: Db, q: TaskRowQuery): TaskRow[] {
   const where: string[] = [];
   const params: Record<string, unknown> = { limit: q.limit };
-  if (q.agent !== undefined) (where.push('agent = @agent'), (params.agent = q.agent));
+  if (q.agent !== undefined) {
+    where.push('agent = @agent');
+    params.agent = q.agent;
+  }
   if (q.states !== undefined) {
     const names = q.states.map((s, i) => ((params[`s${i}`] = s), `@s${i}`));
     where.push(names.length ? `state IN (${names.join(', ')})` : '0');
   }
-  if (q.contextId !== undefined) (where.push('context_id = @contextId'), (params.contextId = q.contextId));
-  if (q.updatedSince !== undefined) (where.push('updated_at >= @since'), (params.since = q.updatedSince));
+  if (q.contextId !== undefined) {
+    where.push('context_id = @contextId');
+    params.contextId = q.contextId;
+  }
+  if (q.updatedSince !== undefined) {
+    where.push('updated_at >= @since');
+    params.since = q.updatedSince;
+  }
   const sql = `SELECT * FROM tasks ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY updated_at DESC, id DESC LIMIT @limit`;
   return (stmt(db, sql).all(params) as RawTask[]).map(toRow);
 }

@@ -33,7 +33,7 @@ export function shrinkWal(db: Db): { before: number; after: number; busy: boolea
   if (before <= WAL_LIMIT_BYTES) return { before, after: before, busy: false };
   const timeout = db.pragma('busy_timeout', { simple: true }) as number;
   db.pragma('busy_timeout = 0');
-  let busy = true;
+  let busy: boolean;
   try {
     const [r] = db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number; log: number; checkpointed: number }[];
     busy = (r?.busy ?? 1) !== 0;

@@ -1,6 +1,6 @@
 declare module 'pino-roll' {
-  import type SonicBoom from 'sonic-boom';
-  /** pino-roll 4: a SonicBoom that rolls its file by size (and/or frequency); see its README. */
+  import type { DestinationStream } from 'pino';
+  /** pino-roll 4: a SonicBoom (a pino destination) that rolls its file by size (and/or frequency); see its README. */
   export default function pinoRoll(options: {
     file: string;
     size?: string | number;
@@ -10,5 +10,5 @@ declare module 'pino-roll' {
     sync?: boolean;
     /** `count` files kept; with `removeOtherLogFiles`, the current one included, whichever process wrote them. */
     limit?: { count?: number; removeOtherLogFiles?: boolean };
-  }): Promise<SonicBoom>;
+  }): Promise<DestinationStream>;
 }

@@ -9,6 +9,7 @@
  * write their results just under their own Received, in the same stamp (Gmail, iCloud, Yahoo), or
  * without an authserv-id (Microsoft): see src/uplink/providers.ts and docs/providers.md.
  */
+import { plural } from '../plural.js';
 import { parseAuthResults, parseIdlessAuthResults, type AuthResult, type ParsedAuthResults } from './auth-results.js';
 import { FASTMAIL_HOST_PATTERN, PRESETS, type ProviderName, type ResultsPlacement } from './providers.js';
 import type { HeaderField } from './raw-headers.js';
@@ -341,7 +342,7 @@ export function findTrustedResults(fields: readonly HeaderField[], profile: Prov
   disagreements('dkim', dkimSeen, results.conflicts);
   disagreements('dmarc', dmarcSeen, results.conflicts);
   disagreements('spf', spfSeen, results.conflicts);
-  const conflictText = results.conflicts.length ? `; ${results.conflicts.length} conflict(s): ${results.conflicts.join('; ')}` : '';
+  const conflictText = results.conflicts.length ? `; ${plural(results.conflicts.length, 'conflict')}: ${results.conflicts.join('; ')}` : '';
   return { ok: true, border: border.index, results, trusted: trustedIdx, reason: `${borderText}; trusted Authentication-Results ${trusted.join(', ')}${conflictText}` };
 }
 

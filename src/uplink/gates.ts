@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { AgentConfig } from '../config/config.js';
 import type { FailedBy, TaskState } from '../store/task-state.js';
+import { plural } from '../plural.js';
 import { dkimResultNames, findTrustedResults, type ProviderProfile } from './border.js';
 import { parseDkimSignatures, verifyDkimLocally, type DnsResolver } from './dkim.js';
 import { fieldsNamed, parseHeaderBlock, parseSingleAddress, splitMessage, type HeaderField } from './raw-headers.js';
@@ -131,7 +132,7 @@ export async function authenticate(raw: Buffer, m: Identified, o: AuthOptions): 
   // Gate 3: a line that is neither a field nor a continuation still verifies under relaxed DKIM
   // (it is not part of any field), but a MIME parser may take it for the start of the body.
   if (m.malformedHeaderLines > 0) {
-    return { verdict: 'auth:duplicate-header', reason: `gate 3: ${m.malformedHeaderLines} line(s) in the header block are neither a header field nor a continuation` };
+    return { verdict: 'auth:duplicate-header', reason: `gate 3: ${plural(m.malformedHeaderLines, 'line')} in the header block ${m.malformedHeaderLines === 1 ? 'is' : 'are'} neither a header field nor a continuation` };
   }
   // Gate 3: a prepended second From/Subject still verifies under DKIM when h= does not oversign (e2a PR #751).
   for (const name of ['From', 'Subject', 'Date', 'Message-ID']) {
@@ -201,7 +202,7 @@ export async function authenticate(raw: Buffer, m: Identified, o: AuthOptions): 
     const verified = candidates.find((s) => local.some((l) => l.b === s.b && l.status === 'pass'));
     if (!verified) {
       const mine = candidates.map((s) => local.find((x) => x.b === s.b));
-      const seen = candidates.map((s, i) => `s=${s.s}: ${mine[i] ? `${mine[i]!.status} (${mine[i]!.info})` : 'no result'}`).join('; ');
+      const seen = candidates.map((s, i) => `s=${s.s}: ${mine[i] ? `${mine[i].status} (${mine[i].info})` : 'no result'}`).join('; ');
       // Only a DNS failure for every candidate is temporary; a missing key or a bad signature is final.
       const temporary = mine.every((l) => l?.status === 'temperror');
       return { verdict: 'auth:dkim-unverified', reason: `gate 7: local DKIM verification of d=${m.agent.dkimDomain} did not pass (${seen})`, temporary };

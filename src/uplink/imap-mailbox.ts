@@ -195,12 +195,13 @@ export class ImapMailbox implements Mailbox {
    * Cuts the connection of any running check (that check then fails with kind `connect`); idempotent.
    * The mailbox stays usable: a later `check()` opens a new connection.
    */
-  async close(): Promise<void> {
+  close(): Promise<void> {
     for (const c of this.#active) {
       this.#aborted.add(c);
       c.close();
     }
     this.#active.clear();
+    return Promise.resolve();
   }
 
   /** Maps an imapflow failure to a short, password-free MailboxError. */

@@ -11,6 +11,7 @@ import { ImapMailbox } from '../../src/uplink/imap-mailbox.js';
 import { makeConfigDir, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET, type ConfigDir } from './config-dir.js';
 import { startDovecot, type DovecotHandle } from './dovecot.js';
 import { startWebhookReceiver, type PlannedResponse, type RecordedRequest, type WebhookReceiver } from './webhook-receiver.js';
+import type { ResultOfBody, RpcAnswer } from './rpc-json.js';
 
 export const AGENT_ADDRESS = 'agent@agent.example';
 export const AGENT_DOMAIN = 'agent.example';
@@ -43,8 +44,11 @@ export interface Harness {
   reply(envelope: Envelope, o?: Partial<ReplyMailOptions>): Promise<Buffer>;
   /** The envelope of the n-th webhook request (1-based). */
   envelope(n: number): Envelope;
-  /** A raw JSON-RPC POST to the agent endpoint (or `url`), with the bearer and `A2A-Version: 1.0` unless overridden. */
-  rpc(body: unknown, headers?: Record<string, string>, url?: string): Promise<{ status: number; json: any; headers: Headers }>;
+  /**
+   * A raw JSON-RPC POST to the agent endpoint (or `url`), with the bearer and `A2A-Version: 1.0` unless
+   * overridden. The answer reads as the result of the body's `method` (rpc-json.ts).
+   */
+  rpc<const B>(body: B, headers?: Record<string, string>, url?: string): Promise<{ status: number; json: RpcAnswer<ResultOfBody<B>>; headers: Headers }>;
   close(): Promise<void>;
 }
 
@@ -166,7 +170,7 @@ export function hermesBody(text: string, contextId: string, messageId = hex(16))
   return {
     jsonrpc: '2.0',
     id: `task-${hex(8)}`,
-    method: 'SendMessage',
+    method: 'SendMessage' as const,
     params: { message: { role: 'ROLE_USER', parts: [{ text, mediaType: 'text/plain' }], messageId, contextId } },
   };
 }
@@ -200,7 +204,7 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
     const app = await startApp(config, {
       log: createLogger('silent'),
       now: () => Date.now() + offset,
-      mailbox: new ImapMailbox({ ...config.mailbox.imap!, folder: config.mailbox.folder }, imapLogger as never),
+      mailbox: new ImapMailbox({ ...config.mailbox.imap!, folder: config.mailbox.folder }, imapLogger),
     });
     await app.bridge.idle(); // the start-up refresh: tests start from a settled bridge
     const endpoint = app.server.endpoint(config.agents[0]!);
@@ -252,13 +256,13 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
         body: typeof body === 'string' ? body : JSON.stringify(body),
       });
       const text = await res.text();
-      let json: unknown = null;
+      let json: unknown;
       try {
         json = JSON.parse(text);
       } catch {
         json = text;
       }
-      return { status: res.status, json, headers: res.headers };
+      return { status: res.status, json: json as RpcAnswer<ResultOfBody<typeof body>>, headers: res.headers };
     },
     async close() {
       await h.app.close();

@@ -23,11 +23,12 @@ export function writeSecret(dir: string, name: string, value: string, mode = 0o6
 }
 
 /**
- * Creates a folder with the three secrets and a config file whose text is `toml`. The secrets are
- * named `bearer`, `webhook-secret`, `webhook-bearer` and `imap-password` (value `pass`).
+ * Creates a folder (in `parent`, the system's temporary folder by default) with the three secrets
+ * and a config file whose text is `toml`. The secrets are named `bearer`, `webhook-secret`,
+ * `webhook-bearer` and `imap-password` (value `pass`).
  */
-export function makeConfigDir(toml: string): ConfigDir {
-  const dir = mkdtempSync(join(tmpdir(), 'mb-config-'));
+export function makeConfigDir(toml: string, parent = tmpdir()): ConfigDir {
+  const dir = mkdtempSync(join(parent, 'mb-config-'));
   writeSecret(dir, 'bearer', TEST_BEARER);
   writeSecret(dir, 'webhook-secret', TEST_WEBHOOK_SECRET);
   writeSecret(dir, 'webhook-bearer', TEST_WEBHOOK_BEARER);

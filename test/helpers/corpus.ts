@@ -103,16 +103,18 @@ export function zoneResolver(records: readonly ZoneRecordJson[]): DnsResolver {
     const key = r.name.toLowerCase().replace(/\.$/, '');
     byName.set(key, [...(byName.get(key) ?? []), r.data]);
   }
-  return async (name, rrtype) => {
+  return (name, rrtype) => {
     const key = String(name).toLowerCase().replace(/\.$/, '');
     const values = byName.get(key);
-    if (!values) throw dnsError('ENOTFOUND', name);
-    if (rrtype !== 'TXT') throw dnsError('ENODATA', name);
-    return values.map((v) => {
-      const chunks: string[] = [];
-      for (let i = 0; i < v.length; i += 255) chunks.push(v.slice(i, i + 255));
-      return chunks;
-    });
+    if (!values) return Promise.reject(dnsError('ENOTFOUND', name));
+    if (rrtype !== 'TXT') return Promise.reject(dnsError('ENODATA', name));
+    return Promise.resolve(
+      values.map((v) => {
+        const chunks: string[] = [];
+        for (let i = 0; i < v.length; i += 255) chunks.push(v.slice(i, i + 255));
+        return chunks;
+      }),
+    );
   };
 }
 

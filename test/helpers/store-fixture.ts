@@ -9,7 +9,6 @@ import { finishAttempt, startAttempt } from '../../src/store/attempts.js';
 import { immediate, openDb, type Db } from '../../src/store/db.js';
 import { recordVerdict, type LedgerEntry } from '../../src/store/ledger.js';
 import { insertMessage } from '../../src/store/messages.js';
-import type { TaskState } from '../../src/store/task-state.js';
 import { insertTask, transition, type TaskRow } from '../../src/store/tasks.js';
 import { insertTurn, recordReply, setDispatchState } from '../../src/store/turns.js';
 import type { Verdict } from '../../src/uplink/verdicts.js';
@@ -126,7 +125,7 @@ export function buildStore(path: string, now: number): Db {
     // CANCELED 50 days ago, before any webhook.
     const t4 = now - 50 * DAY;
     const c = task(db, IDS.oldCanceled, 'grok', t4, 'ctx-shared');
-    transition(db, c, 'CANCELED' as TaskState, { at: t4 + MIN, cause: 'canceled by the caller' });
+    transition(db, c, 'CANCELED', { at: t4 + MIN, cause: 'canceled by the caller' });
 
     // Untagged mail, old and recent: no task, no raw bytes.
     mail(db, now - 45 * DAY, 'no-task-id', { agent: null, reason: 'gate 2: no subject tag' });

@@ -132,7 +132,7 @@ export async function startWebhookReceiver(opts: WebhookReceiverOptions): Promis
     const body = raw ?? Buffer.alloc(0);
     const bearer = /^Bearer +(\S+) *$/i.exec(headers.authorization ?? '')?.[1] ?? null;
     const failure = raw === null ? `body over ${maxBody} bytes` : check(headers, body, bearer);
-    let envelope: Envelope | null = null;
+    let envelope: Envelope | null;
     try {
       envelope = JSON.parse(body.toString('utf8')) as Envelope;
     } catch {

@@ -79,8 +79,8 @@ describe('round trip (issue 2)', () => {
     expect(json.result.task.status.state).toBe('TASK_STATE_WORKING');
 
     // Patch numbers never count in version negotiation (A2A v1.0 §3.6).
-    expect((await suite.h.rpc(hermesBody('status', ctx), { 'a2a-version': '1.0.1' })).json.result.task.contextId).toBe(ctx);
-    expect((await suite.h.rpc(hermesBody('status', ctx), { 'a2a-version': '1.1' })).json.error.code).toBe(-32009);
+    expect((await suite.h.rpc(hermesBody('status', ctx), { 'a2a-version': '1.0.1' })).json.result!.task!.contextId).toBe(ctx);
+    expect((await suite.h.rpc(hermesBody('status', ctx), { 'a2a-version': '1.1' })).json.error!.code).toBe(-32009);
 
     const wrong = await suite.h.rpc(hermesBody('x', ctx), { authorization: 'Bearer not-the-bearer' });
     expect(wrong.status).toBe(401);
@@ -91,7 +91,7 @@ describe('round trip (issue 2)', () => {
   it('the same reply APPENDed again changes nothing; a reply whose only pass is a forged A-R below the border is refused', async () => {
     const ctx = `ctx-${hex(8)}`;
     const sent = await suite.h.rpc(hermesBody('Job two', ctx));
-    const taskId = sent.json.result.task.id as string;
+    const taskId = sent.json.result!.task!.id;
     const env = suite.h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === taskId)!;
 
     // Forged: the provider says dkim=none/dmarc=fail; a pass is written below the border by the sender.
@@ -102,7 +102,7 @@ describe('round trip (issue 2)', () => {
     });
     await suite.dovecot.append(forged);
     let polled = await suite.h.rpc(hermesBody('status', ctx));
-    expect(polled.json.result.task.status.state).toBe('TASK_STATE_WORKING');
+    expect(polled.json.result!.task!.status.state).toBe('TASK_STATE_WORKING');
     let verdicts = queryLedger(suite.h.app.bridge.ctx.db, { taskId, limit: 10 }).map((l) => l.verdict);
     expect(verdicts).toHaveLength(1);
     expect(verdicts[0]).toMatch(/^auth:/);
@@ -110,11 +110,11 @@ describe('round trip (issue 2)', () => {
     const genuine = await suite.h.reply(env, { answer: 'Real answer' });
     await suite.dovecot.append(genuine);
     polled = await suite.h.rpc(hermesBody('status', ctx));
-    expect(polled.json.result.task.status.state).toBe('TASK_STATE_COMPLETED');
+    expect(polled.json.result!.task!.status.state).toBe('TASK_STATE_COMPLETED');
     await suite.dovecot.append(genuine);
     polled = await suite.h.rpc(hermesBody('status', ctx));
-    expect(polled.json.result.task.status.state).toBe('TASK_STATE_COMPLETED');
-    expect(polled.json.result.task.artifacts).toHaveLength(1);
+    expect(polled.json.result!.task!.status.state).toBe('TASK_STATE_COMPLETED');
+    expect(polled.json.result!.task!.artifacts).toHaveLength(1);
     verdicts = queryLedger(suite.h.app.bridge.ctx.db, { taskId, limit: 10 }).map((l) => l.verdict).reverse();
     expect(verdicts.slice(1)).toEqual(['applied:done', 'duplicate']);
   });
@@ -124,16 +124,16 @@ describe('round trip (issue 2)', () => {
     await suite.h.rpc(hermesBody('First job', ctx));
     const sent = suite.h.receiver.requests.length;
     const r = await suite.h.rpc(hermesBody('Actually, also delete my repo', ctx));
-    expect(r.json.result.task.status.state).toBe('TASK_STATE_WORKING');
-    expect(r.json.result.task.status.message.parts[0].text).toMatch(/^Your message was not sent to grok: the task is still with it, and a task takes new input only when it asks for it \(input-required\)\. This call was a status check\.\n/);
+    expect(r.json.result!.task!.status.state).toBe('TASK_STATE_WORKING');
+    expect(r.json.result!.task!.status.message!.parts[0]!.text).toMatch(/^Your message was not sent to grok: the task is still with it, and a task takes new input only when it asks for it \(input-required\)\. This call was a status check\.\n/);
     expect(suite.h.receiver.requests.length).toBe(sent);
     const poll = await suite.h.rpc(hermesBody('status', ctx));
-    expect(poll.json.result.task.status.message.parts[0].text).not.toMatch(/was not sent/);
+    expect(poll.json.result!.task!.status.message!.parts[0]!.text).not.toMatch(/was not sent/);
   });
 
   it('keeps only 64 KiB of a refused tagged mail; malformed paths are 404, not 500', async () => {
     const ctx = `ctx-${hex(8)}`;
-    const taskId = (await suite.h.rpc(hermesBody('Job three', ctx))).json.result.task.id as string;
+    const taskId = (await suite.h.rpc(hermesBody('Job three', ctx))).json.result!.task!.id;
     const env = suite.h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === taskId)!;
     const big = await suite.h.reply(env, { from: 'Mallory <mallory@evil.test>', answer: 'x'.repeat(300_000), dkim: undefined });
     await suite.dovecot.append(big);
@@ -150,15 +150,15 @@ describe('round trip (issue 2)', () => {
   it('a task whose deadline passes with no reply is FAILED with the reason on the next call', async () => {
     const ctx = `ctx-${hex(8)}`;
     const sent = await suite.h.rpc(hermesBody('Slow job', ctx));
-    expect(sent.json.result.task.status.state).toBe('TASK_STATE_WORKING');
+    expect(sent.json.result!.task!.status.state).toBe('TASK_STATE_WORKING');
     suite.h.advance(2 * 3600_000);
     const polled = await suite.h.rpc(hermesBody('status', ctx));
-    const task = polled.json.result.task;
-    expect(task.status.state).toBe('TASK_STATE_FAILED');
-    expect(task.status.message.parts[0].text).toMatch(/^Failed: deadline \S+Z passed with no reply from grok\.$/);
+    const task = polled.json.result!.task;
+    expect(task!.status.state).toBe('TASK_STATE_FAILED');
+    expect(task!.status.message!.parts[0]!.text).toMatch(/^Failed: deadline \S+Z passed with no reply from grok\.$/);
     const n = suite.h.receiver.requests.length;
     const again = await suite.h.rpc(hermesBody('status', ctx));
-    expect(again.json.result.task.status.state).toBe('TASK_STATE_FAILED');
+    expect(again.json.result!.task!.status.state).toBe('TASK_STATE_FAILED');
     expect(suite.h.receiver.requests.length).toBe(n);
   });
 });

@@ -12,6 +12,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hex, startHarness, type Harness } from '../../helpers/bridge-harness.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
+import type { V1Task } from '../../../src/a2a/wire.js';
+import type { ResultOf } from '../../helpers/rpc-json.js';
 import type { PlannedResponse, RecordedRequest } from '../../helpers/webhook-receiver.js';
 import {
   appendReply,
@@ -25,6 +27,7 @@ import {
   post,
   rejection,
   rpcBody,
+  rpcPost,
   sdkSend,
   sdkTexts,
   sdkV1Client,
@@ -70,25 +73,25 @@ afterAll(async () => {
 });
 
 /** A raw v1.0 call to the grok endpoint (or `url`). */
-function call(method: string, params?: unknown, url = grok): Promise<RawResult> {
-  return post(url, rpcBody(method, params));
+function call<M extends string>(method: M, params?: unknown, url = grok): Promise<RawResult<ResultOf<M>>> {
+  return rpcPost(url, method, params);
 }
 
 /** Raw SendMessage of new work; asserts the answer is a WORKING task and returns it. */
-async function working(text = `Job ${hex(4)}`, o: { contextId?: string; url?: string } = {}): Promise<any> {
+async function working(text = `Job ${hex(4)}`, o: { contextId?: string; url?: string } = {}): Promise<V1Task> {
   const r = await call('SendMessage', v1SendParams(text, { contextId: o.contextId ?? ctx() }), o.url);
   expect(r.json.result?.task?.status?.state, r.text).toBe('TASK_STATE_WORKING');
-  return r.json.result.task;
+  return r.json.result!.task!;
 }
 
 /** A WORKING task answered by a genuine reply with `status`, then polled on its context; returns the polled task. */
-async function answered(status: 'done' | 'failed' | 'input-required', answer = `Answer ${hex(4)}`, url = grok): Promise<any> {
+async function answered(status: 'done' | 'failed' | 'input-required', answer = `Answer ${hex(4)}`, url = grok): Promise<V1Task> {
   const t = await working(undefined, { url });
   await appendReply(h, dovecot, t.id, { status, answer });
   const polled = await call('SendMessage', v1SendParams('status', { contextId: t.contextId }), url);
   const expected = { done: 'TASK_STATE_COMPLETED', failed: 'TASK_STATE_FAILED', 'input-required': 'TASK_STATE_INPUT_REQUIRED' }[status];
-  expect(polled.json.result.task.status.state, polled.text).toBe(expected);
-  return polled.json.result.task;
+  expect(polled.json.result!.task!.status.state, polled.text).toBe(expected);
+  return polled.json.result!.task!;
 }
 
 /** Every task id the grok endpoint lists (all pages). */
@@ -97,8 +100,8 @@ async function allListedIds(url = grok): Promise<string[]> {
   let pageToken = '';
   do {
     const r = await call('ListTasks', { pageSize: 100, ...(pageToken ? { pageToken } : {}) }, url);
-    ids.push(...r.json.result.tasks.map((t: { id: string }) => t.id));
-    pageToken = r.json.result.nextPageToken;
+    ids.push(...r.json.result!.tasks.map((t: { id: string }) => t.id));
+    pageToken = r.json.result!.nextPageToken;
   } while (pageToken);
   return ids;
 }
@@ -119,19 +122,19 @@ describe('SendMessage (TCK §3.1.1)', () => {
 
     // raw: the result holds exactly one of `task` / `message`
     const r = await call('SendMessage', v1SendParams('Summarise the news', { contextId: ctx() }));
-    expect(Object.keys(r.json.result)).toEqual(['task']);
-    expect(r.json.result.task.status.state).toBe('TASK_STATE_WORKING');
+    expect(Object.keys(r.json.result!)).toEqual(['task']);
+    expect(r.json.result!.task!.status.state).toBe('TASK_STATE_WORKING');
     const c4 = ctx();
     const r2 = await call('SendMessage', v1SendParams('status', { contextId: c4 }));
-    expect(Object.keys(r2.json.result)).toEqual(['message']);
-    expect(r2.json.result.message).toMatchObject({ role: 'ROLE_AGENT', contextId: c4 });
-    expect(r2.json.result.message.messageId.length).toBeGreaterThan(0);
+    expect(Object.keys(r2.json.result!)).toEqual(['message']);
+    expect(r2.json.result!.message).toMatchObject({ role: 'ROLE_AGENT', contextId: c4 });
+    expect(r2.json.result!.message!.messageId.length).toBeGreaterThan(0);
   });
 
   it('CORE-SEND-002 SendMessage with the taskId of a terminal task (completed, canceled) and new text is UnsupportedOperationError; a poll word returns the task (product rule)', async () => {
     const done = await answered('done');
     const canceled = await working();
-    expect((await call('CancelTask', { id: canceled.id })).json.result.status.state).toBe('TASK_STATE_CANCELED');
+    expect((await call('CancelTask', { id: canceled.id })).json.result!.status.state).toBe('TASK_STATE_CANCELED');
     const hooks = h.receiver.requests.length;
 
     for (const t of [done, canceled]) {
@@ -145,7 +148,7 @@ describe('SendMessage (TCK §3.1.1)', () => {
     for (const word of ['status', 'poll', 'check', '?', '']) {
       const r = await call('SendMessage', v1SendParams(word, { taskId: done.id }));
       expect(r.json.result?.task?.id, r.text).toBe(done.id);
-      expect(r.json.result.task.status.state).toBe('TASK_STATE_COMPLETED');
+      expect(r.json.result!.task!.status.state).toBe('TASK_STATE_COMPLETED');
     }
     const polled = asTask(await sdk.sendMessage(sdkSend('status', { taskId: canceled.id })));
     expect(polled.id).toBe(canceled.id);
@@ -169,7 +172,7 @@ describe('SendMessage (TCK §3.1.1)', () => {
     expect(err).toBeInstanceOf(ContentTypeNotSupportedError);
     expect(err.envelopeCode).toBe(-32005);
     expect(h.receiver.requests.length).toBe(hooks);
-    expect((await call('ListTasks', { contextId: c })).json.result.totalSize).toBe(0);
+    expect((await call('ListTasks', { contextId: c })).json.result!.totalSize).toBe(0);
   });
 });
 
@@ -179,8 +182,8 @@ describe('GetTask (TCK §3.1.3)', () => {
     const sent = asTask(await sdk.sendMessage(sdkSend('Compare three vector DBs', { contextId: c })));
     const w = await call('GetTask', { id: sent.id });
     expect(w.json.result).toMatchObject({ id: sent.id, contextId: c, status: { state: 'TASK_STATE_WORKING' } });
-    expect(w.json.result.status.message.parts[0].text).toMatch(new RegExp(`Call again with context_id ${c}`));
-    expect(w.json.result.artifacts).toEqual([]);
+    expect(w.json.result!.status.message!.parts[0]!.text).toMatch(new RegExp(`Call again with context_id ${c}`));
+    expect(w.json.result!.artifacts).toEqual([]);
 
     await appendReply(h, dovecot, sent.id, { answer: 'Qdrant, Milvus, pgvector.' });
     const got = await sdk.getTask({ tenant: '', id: sent.id });
@@ -191,15 +194,15 @@ describe('GetTask (TCK §3.1.3)', () => {
 
     // raw: a bare Task (not wrapped), the same state
     const r = await call('GetTask', { id: sent.id });
-    expect(r.json.result.task).toBeUndefined();
+    expect((r.json.result as Record<string, unknown>).task).toBeUndefined();
     expect(r.json.result).toMatchObject({ id: sent.id, contextId: c, status: { state: 'TASK_STATE_COMPLETED' } });
-    expect(r.json.result.status.timestamp).toMatch(ISO_Z);
-    expect(r.json.result.artifacts[0].parts[0].text).toBe(`${LABEL}\nQdrant, Milvus, pgvector.`);
+    expect(r.json.result!.status.timestamp).toMatch(ISO_Z);
+    expect(r.json.result!.artifacts![0]!.parts[0]!.text).toBe(`${LABEL}\nQdrant, Milvus, pgvector.`);
   });
 
   it("CORE-GET-002 GetTask of an unknown id, or of another agent's task, is TaskNotFoundError", async () => {
     const theirs = await working('Claude job', { url: claude });
-    expect((await call('GetTask', { id: theirs.id }, claude)).json.result.id).toBe(theirs.id);
+    expect((await call('GetTask', { id: theirs.id }, claude)).json.result!.id).toBe(theirs.id);
     for (const id of [randomUUID(), 'tck-nonexistent-task', theirs.id]) {
       const err = await rejection(() => sdk.getTask({ tenant: '', id }));
       expect(err).toBeInstanceOf(TaskNotFoundError);
@@ -241,24 +244,24 @@ describe('ListTasks (TCK §3.1.4)', () => {
     }
     const p1 = await call('ListTasks', { statusTimestampAfter: after, pageSize: 2 });
     expect(p1.json.result).toMatchObject({ pageSize: 2, totalSize: 3 });
-    expect(p1.json.result.tasks).toHaveLength(2);
-    expect(p1.json.result.nextPageToken).toMatch(/^\S+$/);
+    expect(p1.json.result!.tasks).toHaveLength(2);
+    expect(p1.json.result!.nextPageToken).toMatch(/^\S+$/);
     // snake_case names are accepted too (the TCK sends them)
-    const p2 = await call('ListTasks', { status_timestamp_after: after, page_size: 2, page_token: p1.json.result.nextPageToken });
-    expect(p2.json.result.tasks).toHaveLength(1);
-    expect(p2.json.result.nextPageToken).toBe('');
-    const ids = [...p1.json.result.tasks, ...p2.json.result.tasks].map((t: { id: string }) => t.id);
+    const p2 = await call('ListTasks', { status_timestamp_after: after, page_size: 2, page_token: p1.json.result!.nextPageToken });
+    expect(p2.json.result!.tasks).toHaveLength(1);
+    expect(p2.json.result!.nextPageToken).toBe('');
+    const ids = [...p1.json.result!.tasks, ...p2.json.result!.tasks].map((t: { id: string }) => t.id);
     expect(new Set(ids).size).toBe(3);
     expect([...ids].sort()).toEqual([...made].sort());
 
     // SDK v1.0: the same pages
     const s1 = await sdk.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 2, pageToken: '', statusTimestampAfter: after });
-    expect(s1.tasks.map((t) => t.id)).toEqual(p1.json.result.tasks.map((t: { id: string }) => t.id));
+    expect(s1.tasks.map((t) => t.id)).toEqual(p1.json.result!.tasks.map((t: { id: string }) => t.id));
     const s2 = await sdk.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 2, pageToken: s1.nextPageToken, statusTimestampAfter: after });
-    expect(s2.tasks.map((t) => t.id)).toEqual(p2.json.result.tasks.map((t: { id: string }) => t.id));
+    expect(s2.tasks.map((t) => t.id)).toEqual(p2.json.result!.tasks.map((t: { id: string }) => t.id));
     expect(s2.nextPageToken).toBe('');
 
-    expect((await call('ListTasks', { statusTimestampAfter: after })).json.result.pageSize).toBe(50);
+    expect((await call('ListTasks', { statusTimestampAfter: after })).json.result!.pageSize).toBe(50);
     for (const bad of [{ pageSize: 0 }, { pageSize: 101 }, { pageToken: 'not-a-token-this-server-issued' }]) {
       const body = rpcBody('ListTasks', bad);
       expectV1Error(await post(grok, body), body.id, -32602, 'INVALID_PARAMS');
@@ -278,7 +281,7 @@ describe('ListTasks (TCK §3.1.4)', () => {
     // A's status changes last: it must come first.
     await appendReply(h, dovecot, a.id);
     const r = await call('ListTasks', { statusTimestampAfter: after });
-    const tasks = r.json.result.tasks as { id: string; status: { state: string; timestamp: string } }[];
+    const tasks = r.json.result!.tasks as { id: string; status: { state: string; timestamp: string } }[];
     expect(tasks.map((t) => t.id)).toEqual([a.id, c.id, b.id]);
     expect(tasks[0]!.status.state).toBe('TASK_STATE_COMPLETED');
     const stamps = tasks.map((t) => Date.parse(t.status.timestamp));
@@ -294,11 +297,11 @@ describe('ListTasks (TCK §3.1.4)', () => {
     expect(empty.json.result).toEqual({ tasks: [], nextPageToken: '', pageSize: 50, totalSize: 0 });
     const t = await working('Only task', { contextId: c });
     const one = await call('ListTasks', { contextId: c, pageSize: 100 });
-    expect(one.json.result.tasks.map((x: { id: string }) => x.id)).toEqual([t.id]);
-    expect(Object.hasOwn(one.json.result, 'nextPageToken')).toBe(true);
-    expect(one.json.result.nextPageToken).toBe('');
+    expect(one.json.result!.tasks.map((x: { id: string }) => x.id)).toEqual([t.id]);
+    expect(Object.hasOwn(one.json.result!, 'nextPageToken')).toBe(true);
+    expect(one.json.result!.nextPageToken).toBe('');
     const exact = await call('ListTasks', { contextId: c, pageSize: 1 });
-    expect(exact.json.result.nextPageToken).toBe('');
+    expect(exact.json.result!.nextPageToken).toBe('');
     const s = await sdk.listTasks({ tenant: '', contextId: c, status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 1, pageToken: '', statusTimestampAfter: undefined });
     expect(s.tasks).toHaveLength(1);
     expect(s.nextPageToken).toBe('');
@@ -308,15 +311,15 @@ describe('ListTasks (TCK §3.1.4)', () => {
     const done = await answered('done', 'The listed answer.');
     for (const params of [{ contextId: done.contextId }, { contextId: done.contextId, includeArtifacts: false }, { context_id: done.contextId, include_artifacts: false }]) {
       const r = await call('ListTasks', params);
-      expect(r.json.result.tasks).toHaveLength(1);
-      expect(Object.hasOwn(r.json.result.tasks[0], 'artifacts'), JSON.stringify(params)).toBe(false);
+      expect(r.json.result!.tasks).toHaveLength(1);
+      expect(Object.hasOwn(r.json.result!.tasks[0]!, 'artifacts'), JSON.stringify(params)).toBe(false);
     }
     for (const params of [{ contextId: done.contextId, includeArtifacts: true }, { context_id: done.contextId, include_artifacts: true }]) {
       const r = await call('ListTasks', params);
-      expect(r.json.result.tasks[0].artifacts.map((a: any) => a.parts[0].text)).toEqual([`${LABEL}\nThe listed answer.`]);
+      expect(r.json.result!.tasks[0]!.artifacts!.map((a) => a.parts[0]!.text)).toEqual([`${LABEL}\nThe listed answer.`]);
     }
     // GetTask always carries them (control: the task has an artifact to omit).
-    expect((await call('GetTask', { id: done.id })).json.result.artifacts).toHaveLength(1);
+    expect((await call('GetTask', { id: done.id })).json.result!.artifacts).toHaveLength(1);
 
     const base = { tenant: '', contextId: done.contextId, status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined };
     expect((await sdk.listTasks(base)).tasks[0]!.artifacts).toEqual([]);
@@ -341,14 +344,14 @@ describe('CancelTask (TCK §3.1.5)', () => {
     // raw, on a second task
     const w = await working();
     const r = await call('CancelTask', { id: w.id });
-    expect(r.json.result.task).toBeUndefined();
+    expect((r.json.result as Record<string, unknown>).task).toBeUndefined();
     expect(r.json.result).toMatchObject({ id: w.id, status: { state: 'TASK_STATE_CANCELED' } });
 
     // the agent's reply to the canceled task arrives: recorded, never applied
     await appendReply(h, dovecot, t.id, { answer: 'too late' });
     const after = await call('GetTask', { id: t.id });
-    expect(after.json.result.status.state).toBe('TASK_STATE_CANCELED');
-    expect(after.json.result.artifacts).toEqual([]);
+    expect(after.json.result!.status.state).toBe('TASK_STATE_CANCELED');
+    expect(after.json.result!.artifacts).toEqual([]);
     expect(webhooksFor(h, t.id)).toBe(hooks);
   });
 
@@ -362,8 +365,8 @@ describe('CancelTask (TCK §3.1.5)', () => {
       const body = rpcBody('CancelTask', { id: t.id });
       expectV1Error(await post(grok, body), body.id, -32002, 'TASK_NOT_CANCELABLE');
     }
-    expect((await call('GetTask', { id: done.id })).json.result.status.state).toBe('TASK_STATE_COMPLETED');
-    expect((await call('GetTask', { id: failed.id })).json.result.status.state).toBe('TASK_STATE_FAILED');
+    expect((await call('GetTask', { id: done.id })).json.result!.status.state).toBe('TASK_STATE_COMPLETED');
+    expect((await call('GetTask', { id: failed.id })).json.result!.status.state).toBe('TASK_STATE_FAILED');
   });
 
   it("CORE-CANCEL-003 CancelTask of an unknown id, or of another agent's task, is TaskNotFoundError and cancels nothing", async () => {
@@ -374,7 +377,7 @@ describe('CancelTask (TCK §3.1.5)', () => {
       const body = rpcBody('CancelTask', { id });
       expectV1Error(await post(grok, body), body.id, -32001, 'TASK_NOT_FOUND');
     }
-    expect((await call('GetTask', { id: theirs.id }, claude)).json.result.status.state).toBe('TASK_STATE_WORKING');
+    expect((await call('GetTask', { id: theirs.id }, claude)).json.result!.status.state).toBe('TASK_STATE_WORKING');
   });
 });
 
@@ -383,27 +386,27 @@ describe('errors and capabilities (TCK §3.3)', () => {
     const noId = rpcBody('SendMessage', { message: { role: 'ROLE_USER', parts: [{ text: 'x' }] } });
     const r1 = await post(grok, noId);
     expectV1Error(r1, noId.id, -32602, 'INVALID_PARAMS');
-    expect(r1.json.error.message).toMatch(/messageId/);
+    expect(r1.json.error!.message).toMatch(/messageId/);
 
     const id = randomUUID();
     const r2 = await call('GetTask', { id });
-    expect(r2.json.error.message).toContain(id);
+    expect(r2.json.error!.message).toContain(id);
     const err = await rejection(() => sdk.getTask({ tenant: '', id }));
-    expect(err.message).toBe(r2.json.error.message);
+    expect(err.message).toBe(r2.json.error!.message);
 
     const unknown = rpcBody('SendMessageNow', {});
     const r3 = await post(grok, unknown);
     expectV1Error(r3, unknown.id, -32601, 'METHOD_NOT_FOUND');
-    expect(r3.json.error.message).toContain('SendMessageNow');
+    expect(r3.json.error!.message).toContain('SendMessageNow');
 
-    const r4 = await post(grok, rpcBody('GetTask', { id }), { 'a2a-version': '7.0' });
-    expect(r4.json.error.message).toMatch(/7\.0/);
-    expect(r4.json.error.message).toMatch(/1\.0/);
+    const r4 = await rpcPost(grok, 'GetTask', { id }, { 'a2a-version': '7.0' });
+    expect(r4.json.error!.message).toMatch(/7\.0/);
+    expect(r4.json.error!.message).toMatch(/1\.0/);
   });
 
   it('CORE-ERR-002 every invalid parameter is refused with -32602 before anything is stored or dispatched', async () => {
     const hooks = h.receiver.requests.length;
-    const listed = (await call('ListTasks', {})).json.result.totalSize as number;
+    const listed = (await call('ListTasks', {})).json.result!.totalSize;
     const msg = (over: Record<string, unknown>) => ({ message: { role: 'ROLE_USER', parts: [{ text: 'valid text' }], messageId: hex(16), contextId: ctx(), ...over } });
     const cases: [string, unknown][] = [
       ['SendMessage', {}],
@@ -444,7 +447,7 @@ describe('errors and capabilities (TCK §3.3)', () => {
     expect(await rejection(() => sdk.getTask({ tenant: '', id: '' }))).toBeInstanceOf(RequestMalformedError);
 
     expect(h.receiver.requests.length).toBe(hooks);
-    expect((await call('ListTasks', {})).json.result.totalSize).toBe(listed);
+    expect((await call('ListTasks', {})).json.result!.totalSize).toBe(listed);
   });
 
   it('CORE-CAP-001 with capabilities.pushNotifications false, every push config operation (and a push config in SendMessage) is PushNotificationNotSupportedError', async () => {
@@ -478,7 +481,7 @@ describe('errors and capabilities (TCK §3.3)', () => {
       expect(err.envelopeCode).toBe(-32003);
       expect(err.data).toEqual(errorInfo('PUSH_NOTIFICATION_NOT_SUPPORTED'));
     }
-    expect(wire.slice(before).map((x) => x.body.method)).toEqual([
+    expect(wire.slice(before).map((x) => x.body!.method)).toEqual([
       'CreateTaskPushNotificationConfig',
       'GetTaskPushNotificationConfig',
       'ListTaskPushNotificationConfigs',
@@ -503,7 +506,7 @@ describe('errors and capabilities (TCK §3.3)', () => {
     const sub = rpcBody('SubscribeToTask', { id: t.id });
     expectV1Error(await post(grok, sub), sub.id, -32004, 'UNSUPPORTED_OPERATION');
     expect(h.receiver.requests.length).toBe(hooks);
-    expect((await call('ListTasks', { contextId: c })).json.result.totalSize).toBe(0);
+    expect((await call('ListTasks', { contextId: c })).json.result!.totalSize).toBe(0);
 
     const err = await rejection(async () => {
       for await (const _ of sdk.resubscribeTask({ tenant: '', id: t.id })) void _;
@@ -528,7 +531,7 @@ describe('errors and capabilities (TCK §3.3)', () => {
     const err = await rejection(() => sdk.transport.getExtendedAgentCard({ tenant: '' }, { serviceParameters: { 'A2A-Version': '1.0' } }));
     expect(err).toBeInstanceOf(UnsupportedOperationError);
     expect(err.data).toEqual(errorInfo('UNSUPPORTED_OPERATION'));
-    expect(wire.at(-1)!.body.method).toBe('GetExtendedAgentCard');
+    expect(wire.at(-1)!.body!.method).toBe('GetExtendedAgentCard');
     // The SDK client itself does not ask for it, since the card says false.
     const before = wire.length;
     expect((await sdk.getAgentCard()).name).toBe('grok');
@@ -541,19 +544,19 @@ describe('multi-turn: contextId and taskId (TCK §3.4)', () => {
     const a = asTask(await sdk.sendMessage(sdkSend('No context given')));
     const b = await call('SendMessage', v1SendParams('No context either'));
     expect(a.contextId).toMatch(UUID);
-    expect(b.json.result.task.contextId).toMatch(UUID);
-    expect(a.contextId).not.toBe(b.json.result.task.contextId);
+    expect(b.json.result!.task!.contextId).toMatch(UUID);
+    expect(a.contextId).not.toBe(b.json.result!.task!.contextId);
     // the generated context works for the follow-up (a poll on the open task)
     const again = await call('SendMessage', v1SendParams('status', { contextId: a.contextId }));
-    expect(again.json.result.task.id).toBe(a.id);
+    expect(again.json.result!.task!.id).toBe(a.id);
   });
 
   it('CORE-MULTI-001a a generated contextId is in the response; a status poll that names no context is refused rather than answered on an invented one (product rule)', async () => {
     const r = await call('SendMessage', v1SendParams('Fresh job'));
-    expect(r.json.result.task.contextId).toMatch(UUID);
-    expect(r.json.result.task.status.message.contextId).toBe(r.json.result.task.contextId);
+    expect(r.json.result!.task!.contextId).toMatch(UUID);
+    expect(r.json.result!.task!.status.message!.contextId).toBe(r.json.result!.task!.contextId);
     const m = await call('SendMessage', v1SendParams('status'));
-    expect(m.json.error).toMatchObject({ code: -32602, message: expect.stringContaining('no contextId names the task to check') });
+    expect(m.json.error).toMatchObject({ code: -32602, message: expect.stringContaining('no contextId names the task to check') as unknown });
     const named = ctx();
     const sm = asMessage(await sdk.sendMessage(sdkSend('?', { contextId: named })));
     expect(sm.contextId).toBe(named);
@@ -562,10 +565,10 @@ describe('multi-turn: contextId and taskId (TCK §3.4)', () => {
   it('CORE-MULTI-002 a client-provided contextId is kept exactly, in the task, its status message and its history', async () => {
     const odd = `tck-client-context/${hex(4)} ü+%20:`;
     const r = await call('SendMessage', v1SendParams('Keep my context', { contextId: odd }));
-    const t = r.json.result.task;
-    expect(t.contextId).toBe(odd);
-    expect(t.status.message.contextId).toBe(odd);
-    expect(t.history.map((m: { contextId: string }) => m.contextId)).toEqual([odd]);
+    const t = r.json.result!.task;
+    expect(t!.contextId).toBe(odd);
+    expect(t!.status.message!.contextId).toBe(odd);
+    expect(t!.history.map((m: { contextId: string }) => m.contextId)).toEqual([odd]);
     const c = ctx();
     const s = asTask(await sdk.sendMessage(sdkSend('Keep mine too', { contextId: c })));
     expect(s.contextId).toBe(c);
@@ -601,11 +604,11 @@ describe('multi-turn: contextId and taskId (TCK §3.4)', () => {
     const params = v1SendParams('Replayed job', { contextId: ctx(), messageId });
     const once = await call('SendMessage', params);
     const twice = await call('SendMessage', params);
-    expect(twice.json.result.task.id).toBe(once.json.result.task.id);
+    expect(twice.json.result!.task!.id).toBe(once.json.result!.task!.id);
     // the same messageId with other content is refused (BRIEF §3), never a second task
     const reused = rpcBody('SendMessage', v1SendParams('Different text, same messageId', { contextId: ctx(), messageId }));
     expectV1Error(await post(grok, reused), reused.id, -32602, 'INVALID_PARAMS');
-    expect(webhooksFor(h, once.json.result.task.id)).toBe(1);
+    expect(webhooksFor(h, once.json.result!.task!.id)).toBe(1);
   });
 
   it('CORE-MULTI-004 a message whose taskId names no task is TaskNotFoundError, and nothing is dispatched', async () => {
@@ -620,14 +623,14 @@ describe('multi-turn: contextId and taskId (TCK §3.4)', () => {
   it('CORE-MULTI-005 with only a taskId, the contextId is inferred from the task (a poll on an open task, an answer to INPUT_REQUIRED)', async () => {
     const open = await working();
     const r = await call('SendMessage', v1SendParams('status', { taskId: open.id }));
-    expect(r.json.result.task).toMatchObject({ id: open.id, contextId: open.contextId });
+    expect(r.json.result!.task).toMatchObject({ id: open.id, contextId: open.contextId });
     const s = asTask(await sdk.sendMessage(sdkSend('any news?', { taskId: open.id })));
     expect(s.contextId).toBe(open.contextId);
     expect(webhooksFor(h, open.id)).toBe(1);
 
     const asking = await answered('input-required', 'Which year?');
     const answer = await call('SendMessage', v1SendParams('2024', { taskId: asking.id }));
-    expect(answer.json.result.task).toMatchObject({ id: asking.id, contextId: asking.contextId, status: { state: 'TASK_STATE_WORKING' } });
+    expect(answer.json.result!.task).toMatchObject({ id: asking.id, contextId: asking.contextId, status: { state: 'TASK_STATE_WORKING' } });
     expect(envelopeOf(h, asking.id)).toMatchObject({ turn: 2, ask: '2024' });
   });
 
@@ -639,7 +642,7 @@ describe('multi-turn: contextId and taskId (TCK §3.4)', () => {
     const err = await rejection(() => sdk.sendMessage(sdkSend('Mismatched context', { taskId: t.id, contextId: ctx() })));
     expect(err).toBeInstanceOf(RequestMalformedError);
     expect(h.receiver.requests.length).toBe(hooks);
-    expect((await call('GetTask', { id: t.id })).json.result.contextId).toBe(t.contextId);
+    expect((await call('GetTask', { id: t.id })).json.result!.contextId).toBe(t.contextId);
   });
 });
 
@@ -657,43 +660,43 @@ describe('history (TCK §3.2.4)', () => {
 
   beforeAll(async () => {
     const c = ctx();
-    task = (await call('SendMessage', v1SendParams('Q1: find the paper', { contextId: c, messageId: m1 }))).json.result.task;
+    task = (await call('SendMessage', v1SendParams('Q1: find the paper', { contextId: c, messageId: m1 }))).json.result!.task!;
     await appendReply(h, dovecot, task.id, { status: 'input-required', answer: 'Which year?' });
-    expect((await call('SendMessage', v1SendParams('status', { contextId: c }))).json.result.task.status.state).toBe('TASK_STATE_INPUT_REQUIRED');
-    expect((await call('SendMessage', v1SendParams('2024', { contextId: c, messageId: m3 }))).json.result.task.status.state).toBe('TASK_STATE_WORKING');
+    expect((await call('SendMessage', v1SendParams('status', { contextId: c }))).json.result!.task!.status.state).toBe('TASK_STATE_INPUT_REQUIRED');
+    expect((await call('SendMessage', v1SendParams('2024', { contextId: c, messageId: m3 }))).json.result!.task!.status.state).toBe('TASK_STATE_WORKING');
     await appendReply(h, dovecot, task.id, { status: 'done', answer: 'Paper X (2024).' });
-    expect((await call('SendMessage', v1SendParams('check', { contextId: c }))).json.result.task.status.state).toBe('TASK_STATE_COMPLETED');
+    expect((await call('SendMessage', v1SendParams('check', { contextId: c }))).json.result!.task!.status.state).toBe('TASK_STATE_COMPLETED');
   });
 
   it('CORE-HIST-001 GetTask with historyLength 0 returns no history', async () => {
     const r = await call('GetTask', { id: task.id, historyLength: 0 });
-    expect(r.json.result.history ?? []).toEqual([]);
+    expect(r.json.result!.history ?? []).toEqual([]);
     const snake = await call('GetTask', { id: task.id, history_length: 0 });
-    expect(snake.json.result.history ?? []).toEqual([]);
+    expect(snake.json.result!.history ?? []).toEqual([]);
     expect((await sdk.getTask({ tenant: '', id: task.id, historyLength: 0 })).history).toEqual([]);
     const listed = await call('ListTasks', { contextId: task.contextId, historyLength: 0 });
-    expect(listed.json.result.tasks[0].history ?? []).toEqual([]);
+    expect(listed.json.result!.tasks[0]!.history ?? []).toEqual([]);
   });
 
   it('CORE-HIST-002 history never holds more than historyLength messages, and keeps the newest', async () => {
     const all = expected();
     for (const n of [1, 2, 3, 4, 10]) {
       const r = await call('GetTask', { id: task.id, historyLength: n });
-      const got = r.json.result.history.map((m: any) => ({ role: m.role, text: m.parts[0].text }));
+      const got = r.json.result!.history.map((m) => ({ role: m.role, text: m.parts[0]!.text }));
       expect(got, `historyLength ${n}`).toEqual(all.slice(-Math.min(n, all.length)));
       const s = await sdk.getTask({ tenant: '', id: task.id, historyLength: n });
       expect(s.history.length).toBe(Math.min(n, all.length));
     }
     const listed = await call('ListTasks', { contextId: task.contextId, historyLength: 1 });
-    expect(listed.json.result.tasks[0].history).toHaveLength(1);
+    expect(listed.json.result!.tasks[0]!.history).toHaveLength(1);
   });
 
   it('CORE-HIST-003 SendMessage with configuration.historyLength 0 returns no history (and 1 returns one message)', async () => {
     const r = await call('SendMessage', { ...v1SendParams('status', { contextId: task.contextId }), configuration: { historyLength: 0 } });
-    expect(r.json.result.task.id).toBe(task.id);
-    expect(r.json.result.task.history ?? []).toEqual([]);
+    expect(r.json.result!.task!.id).toBe(task.id);
+    expect(r.json.result!.task!.history ?? []).toEqual([]);
     const one = await call('SendMessage', { ...v1SendParams('status', { contextId: task.contextId }), configuration: { historyLength: 1 } });
-    expect(one.json.result.task.history).toHaveLength(1);
+    expect(one.json.result!.task!.history).toHaveLength(1);
     const s = asTask(await sdk.sendMessage(sdkSend('status', { contextId: task.contextId, historyLength: 0 })));
     expect(s.id).toBe(task.id);
     expect(s.history).toEqual([]);
@@ -703,27 +706,27 @@ describe('history (TCK §3.2.4)', () => {
 
   it('CORE-HIST-004 GetTask returns the persisted messages of the task (asks and agent replies; polls are not kept)', async () => {
     const r = await call('GetTask', { id: task.id });
-    expect(r.json.result.history).toHaveLength(4);
+    expect(r.json.result!.history).toHaveLength(4);
     const s = await sdk.getTask({ tenant: '', id: task.id });
     expect(s.history.map((m) => m.role)).toEqual([Role.ROLE_USER, Role.ROLE_AGENT, Role.ROLE_USER, Role.ROLE_AGENT]);
   });
 
   it('CORE-HIST-005 history is in chronological order', async () => {
     const r = await call('GetTask', { id: task.id });
-    expect(r.json.result.history.map((m: any) => m.parts[0].text)).toEqual(expected().map((m) => m.text));
+    expect(r.json.result!.history.map((m) => m.parts[0]!.text)).toEqual(expected().map((m) => m.text));
     const s = await sdk.getTask({ tenant: '', id: task.id });
     expect(s.history.map((m) => sdkTexts(m.parts)[0])).toEqual(expected().map((m) => m.text));
   });
 
   it('CORE-HIST-006 history content matches the exchanged messages (messageId, role, text, task and context)', async () => {
     const r = await call('GetTask', { id: task.id });
-    const h0 = r.json.result.history;
+    const h0 = r.json.result!.history;
     expect(h0[0]).toMatchObject({ messageId: m1, role: 'ROLE_USER', taskId: task.id, contextId: task.contextId, parts: [{ text: 'Q1: find the paper' }] });
     expect(h0[2]).toMatchObject({ messageId: m3, role: 'ROLE_USER', taskId: task.id, contextId: task.contextId, parts: [{ text: '2024' }] });
     expect(h0[1]).toMatchObject({ role: 'ROLE_AGENT', taskId: task.id, parts: [{ text: `${LABEL}\nWhich year?` }] });
     expect(h0[3]).toMatchObject({ role: 'ROLE_AGENT', taskId: task.id, parts: [{ text: `${LABEL}\nPaper X (2024).` }] });
     // the agent's final message and the artifact say the same
-    expect(r.json.result.artifacts[0].parts[0].text).toBe(h0[3].parts[0].text);
+    expect(r.json.result!.artifacts![0]!.parts[0]!.text).toBe(h0[3]!.parts[0]!.text);
     const s = await sdk.getTask({ tenant: '', id: task.id });
     expect(s.history.map((m) => m.messageId).filter((x) => x === m1 || x === m3)).toEqual([m1, m3]);
   });
@@ -734,11 +737,11 @@ describe('execution mode (TCK §3.2.2)', () => {
     const hooks = h.receiver.requests.length;
     const c = ctx();
     const t = asTask(await sdk.sendMessage(sdkSend('Blocking by default', { contextId: c })));
-    expect(wire.at(-1)!.body.params.configuration?.returnImmediately).toBeUndefined();
+    expect(wire.at(-1)!.body!.params.configuration?.returnImmediately).toBeUndefined();
     expect(t.status?.state).toBe(TaskState.TASK_STATE_WORKING);
     expect(h.receiver.requests.length).toBe(hooks + 1);
     const raw = await call('SendMessage', { ...v1SendParams('Blocking, said so', { contextId: ctx() }), configuration: { returnImmediately: false } });
-    expect(raw.json.result.task.status.state).toBe('TASK_STATE_WORKING');
+    expect(raw.json.result!.task!.status.state).toBe('TASK_STATE_WORKING');
     expect(h.receiver.requests.length).toBe(hooks + 2);
   });
 
@@ -780,18 +783,18 @@ describe('execution mode (TCK §3.2.2)', () => {
 
     it('CORE-EXECUTION-MODE-001 (product rule, wait budget) an INPUT_REQUIRED reply during a blocking SendMessage is an interrupted state: the call answers it early', async () => {
       const { result, ms } = await replyDuringCall(
-        () => post(hb.endpoint, rpcBody('SendMessage', v1SendParams('Ambiguous job', { contextId: ctx() }))),
+        () => rpcPost(hb.endpoint, 'SendMessage', v1SendParams('Ambiguous job', { contextId: ctx() })),
         'input-required',
         'Which one?',
       );
-      expect(result.json.result.task.status.state).toBe('TASK_STATE_INPUT_REQUIRED');
-      expect(result.json.result.task.status.message.parts[0].text).toBe(`${LABEL}\nWhich one?`);
+      expect(result.json.result!.task!.status.state).toBe('TASK_STATE_INPUT_REQUIRED');
+      expect(result.json.result!.task!.status.message!.parts[0]!.text).toBe(`${LABEL}\nWhich one?`);
       expect(ms).toBeLessThan(4500);
     });
 
     it('CORE-EXECUTION-MODE-001 (product rule, wait budget) without a reply, a blocking SendMessage waits the budget and answers WORKING, below the caller timeout', async () => {
-      const r = await post(hb.endpoint, rpcBody('SendMessage', v1SendParams('Long job', { contextId: ctx() })));
-      expect(r.json.result.task.status.state).toBe('TASK_STATE_WORKING');
+      const r = await rpcPost(hb.endpoint, 'SendMessage', v1SendParams('Long job', { contextId: ctx() }));
+      expect(r.json.result!.task!.status.state).toBe('TASK_STATE_WORKING');
       expect(r.ms).toBeGreaterThanOrEqual(1000 + 4000 - 100);
       expect(r.ms).toBeLessThan(1000 + 4000 + 2500);
     });
@@ -799,18 +802,18 @@ describe('execution mode (TCK §3.2.2)', () => {
     it('CORE-EXECUTION-MODE-002 returnImmediately: true answers SUBMITTED before the webhook attempt has finished; the attempt completes in the background', async () => {
       const n = hb.receiver.requests.length;
       const c = ctx();
-      const r = await post(hb.endpoint, rpcBody('SendMessage', { ...v1SendParams('SLOW job', { contextId: c }), configuration: { returnImmediately: true } }));
+      const r = await rpcPost(hb.endpoint, 'SendMessage', { ...v1SendParams('SLOW job', { contextId: c }), configuration: { returnImmediately: true } });
       const answeredAt = Date.now();
-      expect(r.json.result.task.status.state).toBe('TASK_STATE_SUBMITTED');
-      expect(r.json.result.task.contextId).toBe(c);
+      expect(r.json.result!.task!.status.state).toBe('TASK_STATE_SUBMITTED');
+      expect(r.json.result!.task!.contextId).toBe(c);
       const [req] = (await hb.receiver.waitForRequests(n + 1)).slice(n);
-      expect(req!.envelope!.task_id).toBe(r.json.result.task.id);
+      expect(req!.envelope!.task_id).toBe(r.json.result!.task!.id);
       expect(answeredAt).toBeLessThan(req!.at + 1500);
       expect(r.ms).toBeLessThan(1500);
       // after the webhook's 202 the task is WORKING
       await sleep(req!.at + 1700 - Date.now());
-      const got = await post(hb.endpoint, rpcBody('GetTask', { id: r.json.result.task.id }));
-      expect(got.json.result.status.state).toBe('TASK_STATE_WORKING');
+      const got = await rpcPost(hb.endpoint, 'GetTask', { id: r.json.result!.task!.id });
+      expect(got.json.result!.status.state).toBe('TASK_STATE_WORKING');
 
       // SDK v1.0 with returnImmediately
       const t0 = performance.now();

@@ -4,26 +4,51 @@
  * headers, builders for the SDK's proto-shaped requests, and small waits. Requirement IDs and
  * texts come from the public A2A TCK (`tck/requirements/*.py`).
  */
-import { Role, type Message, type SendMessageRequest, type Task } from '@a2a-js/sdk';
+import { Role, type AgentCard, type Message, type SendMessageRequest, type Task } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
+import type { LegacyRestTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
+import type { JsonRpcA2AError } from '@a2a-js/sdk/errors';
+import type { ProtoJson } from '../../../src/a2a/proto-json.js';
 import { expect } from 'vitest';
 import type { Envelope } from '../../../src/downlink/envelope.js';
 import { hex, type Harness } from '../../helpers/bridge-harness.js';
 import { TEST_BEARER } from '../../helpers/config-dir.js';
 import type { DovecotHandle } from '../../helpers/dovecot.js';
+import type { ResultOf, RpcAnswer } from '../../helpers/rpc-json.js';
+
+/** A JSON-RPC request as an SDK client sent it; `params` is read member by member, as JSON. */
+export interface WireRequest<P = WireParams> {
+  jsonrpc: string;
+  id: string | number | null;
+  method: string;
+  params: P;
+}
+
+/** The JSON members the tests read in the params an SDK client sends (v1.0 and v0.3). */
+export interface WireParams {
+  id?: string;
+  historyLength?: number;
+  message?: { kind?: string; role?: string; parts: { kind?: string; text?: string }[] };
+  configuration?: { blocking?: boolean; returnImmediately?: boolean };
+}
+
+/** The v1.0 Agent Card as JSON: the SDK's `AgentCard` in ProtoJSON form. */
+export type V1AgentCardJson = ProtoJson<AgentCard>;
+/** The v0.3 Agent Card: the SDK's v0.3 type, as its public v0.3 REST handler answers it. */
+export type V03AgentCardJson = Awaited<ReturnType<LegacyRestTransportHandler['getAuthenticatedExtendedAgentCard']>>;
 
 /** One HTTP exchange an SDK client made, as it went over the wire. */
-export interface WireExchange {
+export interface WireExchange<R = unknown> {
   url: string;
   method: string;
   /** Request headers, lower-case names. */
   headers: Record<string, string>;
   /** The request body parsed as JSON (null for a GET). */
-  body: any;
+  body: WireRequest | null;
   status: number;
   responseHeaders: Record<string, string>;
   /** The response body parsed as JSON (the text when it does not parse). */
-  response: any;
+  response: RpcAnswer<R>;
 }
 
 /** A fetch that adds the bridge bearer and records every exchange (body and answer) in `log`. */
@@ -44,10 +69,10 @@ export function recordingFetch(log: WireExchange[]): typeof fetch {
       url,
       method: init?.method ?? 'GET',
       headers: Object.fromEntries([...headers.entries()]),
-      body: typeof init?.body === 'string' ? JSON.parse(init.body) : null,
+      body: typeof init?.body === 'string' ? (JSON.parse(init.body) as WireRequest) : null,
       status: res.status,
       responseHeaders: Object.fromEntries([...res.headers.entries()]),
-      response,
+      response: response as RpcAnswer,
     });
     return res;
   };
@@ -76,10 +101,11 @@ export async function sdkV03Client(cardBase: string, log: WireExchange[] = []): 
   ).createFromUrl(cardBase.endsWith('/') ? cardBase : `${cardBase}/`, '.well-known/agent.json');
 }
 
-export interface RawResult {
+export interface RawResult<R = unknown> {
   status: number;
   contentType: string | null;
-  json: any;
+  /** The body as a JSON-RPC answer (`undefined` when it is not JSON: a test reading it then fails). */
+  json: RpcAnswer<R>;
   text: string;
   ms: number;
 }
@@ -88,7 +114,7 @@ export interface RawResult {
  * A raw POST to `url`. `headers` replaces the defaults key by key; a value of `null` removes that
  * header (to send no `A2A-Version`, pass `{ 'a2a-version': null }`).
  */
-export async function post(url: string, body: unknown, headers: Record<string, string | null> = {}): Promise<RawResult> {
+export async function post<R = unknown>(url: string, body: unknown, headers: Record<string, string | null> = {}): Promise<RawResult<R>> {
   const merged: Record<string, string | null> = {
     'content-type': 'application/json',
     authorization: `Bearer ${TEST_BEARER}`,
@@ -101,19 +127,19 @@ export async function post(url: string, body: unknown, headers: Record<string, s
   const res = await fetch(url, { method: 'POST', headers: sent, body: typeof body === 'string' ? body : JSON.stringify(body) });
   const text = await res.text();
   const ms = performance.now() - started;
-  let json: unknown = null;
+  let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
     json = undefined;
   }
-  return { status: res.status, contentType: res.headers.get('content-type'), json, text, ms };
+  return { status: res.status, contentType: res.headers.get('content-type'), json: json as RpcAnswer<R>, text, ms };
 }
 
 let rpcIds = 0;
 
 /** A JSON-RPC 2.0 request object. */
-export function rpcBody(method: string, params?: unknown, id: string | number = `conf-${++rpcIds}`) {
+export function rpcBody<M extends string>(method: M, params?: unknown, id: string | number = `conf-${++rpcIds}`) {
   return params === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params };
 }
 
@@ -191,14 +217,23 @@ export function sdkTexts(parts: { content?: { $case: string; value: unknown } | 
   return parts.flatMap((p) => (p.content?.$case === 'text' ? [p.content.value as string] : []));
 }
 
-/** Calls `fn`, expecting a rejection; returns the error. */
-export async function rejection(fn: () => Promise<unknown>): Promise<any> {
+/** An error an SDK client call rejected with; the JSON-RPC members are there when the SDK set them. */
+export type SdkError = Error & Partial<JsonRpcA2AError>;
+
+/** Calls `fn`, expecting a rejection; returns the error. @throws when `fn` succeeds or rejects with a non-Error */
+export async function rejection(fn: () => Promise<unknown>): Promise<SdkError> {
   try {
     await fn();
   } catch (err) {
-    return err;
+    if (err instanceof Error) return err;
+    throw new Error(`expected an Error, the call rejected with ${String(err)}`, { cause: err });
   }
   throw new Error('expected the call to fail, it succeeded');
+}
+
+/** A raw JSON-RPC call typed by its method: the answer reads as that method's result. */
+export function rpcPost<M extends string>(url: string, method: M, params?: unknown, headers: Record<string, string | null> = {}): Promise<RawResult<ResultOf<M>>> {
+  return post<ResultOf<M>>(url, rpcBody(method, params), headers);
 }
 
 /** The `google.rpc.ErrorInfo` a v1.0 error carries (A2A v1.0 §9.5). */
@@ -214,9 +249,9 @@ export function expectV1Error(r: RawResult, id: unknown, code: number, reason: s
   expect(r.status, r.text).toBe(200);
   expect(r.json, r.text).toMatchObject({ jsonrpc: '2.0', id, error: { code } });
   expect(r.json.result).toBeUndefined();
-  expect(typeof r.json.error.message).toBe('string');
-  expect(r.json.error.message.length).toBeGreaterThan(0);
-  if (reason !== null) expect(r.json.error.data).toEqual(errorInfo(reason));
+  expect(typeof r.json.error!.message).toBe('string');
+  expect(r.json.error!.message.length).toBeGreaterThan(0);
+  if (reason !== null) expect(r.json.error!.data).toEqual(errorInfo(reason));
 }
 
 /** Asserts a v0.3 JSON-RPC error answer: code, message, and no ErrorInfo `data` (v0.3 has none). */
@@ -224,8 +259,8 @@ export function expectV03Error(r: RawResult, id: unknown, code: number): void {
   expect(r.status, r.text).toBe(200);
   expect(r.json, r.text).toMatchObject({ jsonrpc: '2.0', id, error: { code } });
   expect(r.json.result).toBeUndefined();
-  expect(r.json.error.message.length).toBeGreaterThan(0);
-  expect('data' in r.json.error).toBe(false);
+  expect(r.json.error!.message.length).toBeGreaterThan(0);
+  expect('data' in r.json.error!).toBe(false);
 }
 
 /** The latest webhook envelope the receiver got for `taskId`. */

@@ -12,6 +12,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hex, startHarness, type Harness } from '../../helpers/bridge-harness.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
+import type { V03Task } from '../../../src/a2a/wire-v03.js';
+import type { ResultOf, V03SendResult } from '../../helpers/rpc-json.js';
 import type { PlannedResponse, RecordedRequest } from '../../helpers/webhook-receiver.js';
 import {
   appendReply,
@@ -23,6 +25,7 @@ import {
   post,
   rejection,
   rpcBody,
+  rpcPost,
   sdkSend,
   sdkTexts,
   sdkV03Client,
@@ -31,6 +34,7 @@ import {
   V03_STATES,
   webhooksFor,
   type RawResult,
+  type V03AgentCardJson,
   type WireExchange,
   UUID,
   LABEL,
@@ -47,7 +51,7 @@ import {
 let dovecot: DovecotHandle;
 let h: Harness;
 let legacy: Client;
-const wire: WireExchange[] = [];
+const wire: WireExchange<V03SendResult>[] = [];
 let url: string;
 
 /** Webhooks answer at once, except for "SLOW" jobs (1.5 s), so returnImmediately/blocking:false can be seen. */
@@ -68,28 +72,28 @@ afterAll(async () => {
 });
 
 /** A raw v0.3 call (`A2A-Version: 0.3`). */
-function call(method: string, params?: unknown, headers: Record<string, string | null> = {}): Promise<RawResult> {
-  return post(url, rpcBody(method, params), { 'a2a-version': '0.3', ...headers });
+function call<M extends string>(method: M, params?: unknown, headers: Record<string, string | null> = {}): Promise<RawResult<ResultOf<M>>> {
+  return rpcPost(url, method, params, { 'a2a-version': '0.3', ...headers });
 }
 
 /** Raw message/send of new work; asserts a bare `working` task and returns it. */
-async function working(text = `Job ${hex(4)}`, contextId = ctx()): Promise<any> {
+async function working(text = `Job ${hex(4)}`, contextId = ctx()): Promise<V03Task> {
   const r = await call('message/send', v03SendParams(text, { contextId }));
   expect(r.json.result, r.text).toMatchObject({ kind: 'task', status: { state: 'working' } });
-  return r.json.result;
+  return r.json.result as V03Task; // a Task: `kind` was just checked
 }
 
 /** A task answered by a genuine reply, then read with tasks/get. */
-async function answered(status: 'done' | 'failed' | 'input-required', answer = `Answer ${hex(4)}`): Promise<any> {
+async function answered(status: 'done' | 'failed' | 'input-required', answer = `Answer ${hex(4)}`): Promise<V03Task> {
   const t = await working();
   await appendReply(h, dovecot, t.id, { status, answer });
   const r = await call('tasks/get', { id: t.id });
-  expect(r.json.result.status.state, r.text).toBe({ done: 'completed', failed: 'failed', 'input-required': 'input-required' }[status]);
-  return r.json.result;
+  expect(r.json.result!.status.state, r.text).toBe({ done: 'completed', failed: 'failed', 'input-required': 'input-required' }[status]);
+  return r.json.result!;
 }
 
 /** The last exchange the legacy SDK client made. */
-function lastWire(): WireExchange {
+function lastWire(): WireExchange<V03SendResult> {
   const x = wire.at(-1);
   if (!x) throw new Error('the legacy client sent nothing');
   return x;
@@ -114,14 +118,14 @@ describe('the legacy Agent Card', () => {
   });
 
   it('CARD-STRUCT-001 (v0.3) the legacy card has the v0.3 required fields (name, description, url, version, protocolVersion, capabilities, modes, skills) and a bearer scheme', async () => {
-    const card = (await (await fetch(`${url}/.well-known/agent.json`)).json()) as any;
-    for (const k of ['name', 'description', 'url', 'version', 'protocolVersion']) expect(typeof card[k] === 'string' && card[k].length > 0, k).toBe(true);
+    const card = (await (await fetch(`${url}/.well-known/agent.json`)).json()) as V03AgentCardJson;
+    for (const k of ['name', 'description', 'url', 'version', 'protocolVersion'] as const) expect(typeof card[k] === 'string' && card[k].length > 0, k).toBe(true);
     expect(card.capabilities).toMatchObject({ streaming: false, pushNotifications: false });
     expect(card.defaultInputModes.length).toBeGreaterThan(0);
     expect(card.defaultOutputModes.length).toBeGreaterThan(0);
     expect(card.skills.length).toBeGreaterThan(0);
-    for (const s of card.skills) for (const k of ['id', 'name', 'description']) expect(typeof s[k]).toBe('string');
-    expect(card.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    for (const s of card.skills) for (const k of ['id', 'name', 'description'] as const) expect(typeof s[k]).toBe('string');
+    expect(card.securitySchemes!.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
     expect(card.security).toEqual([{ bearer: [] }]);
     const parsed = await legacy.getAgentCard();
     expect(parsed.supportedInterfaces[0]).toMatchObject({ url, protocolBinding: 'JSONRPC', protocolVersion: '0.3.0' });
@@ -135,14 +139,14 @@ describe('message/send, tasks/get, tasks/cancel', () => {
     expect(t.status?.state).toBe(TaskState.TASK_STATE_WORKING);
     expect(t.contextId).toBe(c);
     const x = lastWire();
-    expect(x.body.method).toBe('message/send');
+    expect(x.body!.method).toBe('message/send');
     expect(x.headers['a2a-version']).toBe('0.3');
-    expect(x.body.params.message).toMatchObject({ kind: 'message', role: 'user', parts: [{ kind: 'text', text: 'Survey the RAG papers' }] });
+    expect(x.body!.params.message).toMatchObject({ kind: 'message', role: 'user', parts: [{ kind: 'text', text: 'Survey the RAG papers' }] });
     const res = x.response.result;
     expect(res).toMatchObject({ kind: 'task', id: t.id, contextId: c, status: { state: 'working' } });
-    expect(res.task).toBeUndefined();
-    expect(res.status.message).toMatchObject({ kind: 'message', role: 'agent', parts: [{ kind: 'text' }] });
-    expect(res.history).toEqual([expect.objectContaining({ kind: 'message', role: 'user', parts: [{ kind: 'text', text: 'Survey the RAG papers' }] })]);
+    expect((res as Record<string, unknown>).task).toBeUndefined();
+    expect(res!.status!.message).toMatchObject({ kind: 'message', role: 'agent', parts: [{ kind: 'text' }] });
+    expect(res!.history).toEqual([expect.objectContaining({ kind: 'message', role: 'user', parts: [{ kind: 'text', text: 'Survey the RAG papers' }] })]);
 
     const c2 = ctx();
     const m = asMessage(await legacy.sendMessage(sdkSend('status', { contextId: c2 })));
@@ -151,7 +155,7 @@ describe('message/send, tasks/get, tasks/cancel', () => {
 
     const raw = await call('message/send', v03SendParams('Raw v0.3 job', { contextId: ctx() }));
     expect(raw.json.result).toMatchObject({ kind: 'task', status: { state: 'working' } });
-    expect(raw.json.result.status.state).not.toMatch(/TASK_STATE/);
+    expect(raw.json.result!.status!.state).not.toMatch(/TASK_STATE/);
   });
 
   it('CORE-SEND-001 (v0.3) a follow-up on the same context is a poll (product rule): after the reply it returns the completed task with its artifact', async () => {
@@ -162,7 +166,7 @@ describe('message/send, tasks/get, tasks/cancel', () => {
     expect(done.id).toBe(t.id);
     expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     expect(done.artifacts.flatMap((a) => sdkTexts(a.parts))).toEqual([`${LABEL}\nA, B, C.`]);
-    expect(lastWire().response.result.artifacts).toEqual([expect.objectContaining({ parts: [{ kind: 'text', text: `${LABEL}\nA, B, C.` }] })]);
+    expect(lastWire().response.result!.artifacts).toEqual([expect.objectContaining({ parts: [{ kind: 'text', text: `${LABEL}\nA, B, C.` }] })]);
     expect(webhooksFor(h, t.id)).toBe(1);
   });
 
@@ -186,21 +190,21 @@ describe('message/send, tasks/get, tasks/cancel', () => {
     const req = sdkSend('x', { contextId: ctx() });
     req.message!.parts = [{ content: { $case: 'raw', value: Buffer.from('tck') }, metadata: undefined, filename: 'a.bin', mediaType: 'application/x-unsupported-tck-type' }];
     expect(await rejection(() => legacy.sendMessage(req))).toBeInstanceOf(ContentTypeNotSupportedError);
-    expect(lastWire().body.params.message.parts[0].kind).toBe('file');
+    expect(lastWire().body!.params.message!.parts[0]!.kind).toBe('file');
     expect(h.receiver.requests.length).toBe(hooks);
 
     const data = await call('message/send', { message: { kind: 'message', role: 'user', messageId: hex(16), contextId: ctx(), parts: [{ kind: 'data', data: { topic: 'RAG', n: 3 } }] } });
-    expect(data.json.result.status.state).toBe('working');
-    expect(JSON.parse(envelopeOf(h, data.json.result.id).ask)).toEqual({ topic: 'RAG', n: 3 });
+    expect(data.json.result!.status!.state).toBe('working');
+    expect(JSON.parse(envelopeOf(h, data.json.result!.id!).ask)).toEqual({ topic: 'RAG', n: 3 });
   });
 
   it('CORE-GET-001 (v0.3) tasks/get answers the bare task in v0.3 shape: kind tags, lowercase state, text parts with kind', async () => {
     const done = await answered('done', 'The v0.3 answer.');
     const r = await call('tasks/get', { id: done.id });
     expect(r.json.result).toMatchObject({ kind: 'task', id: done.id, contextId: done.contextId, status: { state: 'completed' } });
-    expect(r.json.result.artifacts).toEqual([expect.objectContaining({ artifactId: expect.any(String), parts: [{ kind: 'text', text: `${LABEL}\nThe v0.3 answer.` }] })]);
+    expect(r.json.result!.artifacts).toEqual([expect.objectContaining({ artifactId: expect.any(String) as unknown, parts: [{ kind: 'text', text: `${LABEL}\nThe v0.3 answer.` }] })]);
     const got = await legacy.getTask({ tenant: '', id: done.id });
-    expect(lastWire().body.method).toBe('tasks/get');
+    expect(lastWire().body!.method).toBe('tasks/get');
     expect(got.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     expect(got.artifacts.flatMap((a) => sdkTexts(a.parts))).toEqual([`${LABEL}\nThe v0.3 answer.`]);
     expect(got.history.map((m) => m.role)).toEqual([Role.ROLE_USER, Role.ROLE_AGENT]);
@@ -217,13 +221,13 @@ describe('message/send, tasks/get, tasks/cancel', () => {
   it('CORE-CANCEL-001 (v0.3) tasks/cancel answers the bare task with state "canceled"; again is idempotent (product rule)', async () => {
     const t = asTask(await legacy.sendMessage(sdkSend('To cancel via SDK', { contextId: ctx() })));
     const c = await legacy.cancelTask({ tenant: '', id: t.id, metadata: undefined });
-    expect(lastWire().body.method).toBe('tasks/cancel');
+    expect(lastWire().body!.method).toBe('tasks/cancel');
     expect(lastWire().response.result).toMatchObject({ kind: 'task', id: t.id, status: { state: 'canceled' } });
     expect(c.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
     const w = await working();
     const r = await call('tasks/cancel', { id: w.id });
     expect(r.json.result).toMatchObject({ kind: 'task', id: w.id, status: { state: 'canceled' } });
-    expect((await call('tasks/cancel', { id: w.id })).json.result.status.state).toBe('canceled');
+    expect((await call('tasks/cancel', { id: w.id })).json.result!.status.state).toBe('canceled');
   });
 
   it('CORE-CANCEL-002 (v0.3) tasks/cancel of a completed task is TaskNotCancelableError (-32002, no data)', async () => {
@@ -254,7 +258,7 @@ describe('v0.3 data model', () => {
 
     const failed = await answered('failed', 'Broken.');
     const states = new Set<string>([asking.status.state, failed.status.state, 'working']);
-    for (const t of [(await working()).id, asking.id, failed.id]) states.add((await call('tasks/get', { id: t })).json.result.status.state);
+    for (const t of [(await working()).id, asking.id, failed.id]) states.add((await call('tasks/get', { id: t })).json.result!.status.state);
     for (const st of states) expect(V03_STATES).toContain(st);
     expect([...states].sort()).toEqual(['failed', 'input-required', 'working']);
   });
@@ -262,26 +266,26 @@ describe('v0.3 data model', () => {
   it('DM-MSG-002 (v0.3) roles are "user" and "agent"; every task, message and part carries its kind tag (DM-PART-001)', async () => {
     const t = await answered('done', 'Tagged.');
     const r = (await call('tasks/get', { id: t.id })).json.result;
-    const messages = [...r.history, ...(r.status.message ? [r.status.message] : [])];
+    const messages = [...r!.history, ...(r!.status.message ? [r!.status.message] : [])];
     expect(messages.map((m: { role: string }) => m.role)).toEqual(['user', 'agent']);
     for (const m of messages) expect(m.kind).toBe('message');
-    const parts = [...messages.flatMap((m: any) => m.parts), ...r.artifacts.flatMap((a: any) => a.parts)];
+    const parts = [...messages.flatMap((m) => m.parts), ...r!.artifacts.flatMap((a) => a.parts)];
     expect(parts.length).toBeGreaterThanOrEqual(3);
     for (const p of parts) expect(['text', 'file', 'data']).toContain(p.kind);
   });
 
   it('CORE-HIST-001 (v0.3) tasks/get with historyLength 0 returns no history; 1 returns the newest message', async () => {
     const t = await answered('done', 'History answer.');
-    expect((await call('tasks/get', { id: t.id, historyLength: 0 })).json.result.history).toEqual([]);
-    const one = (await call('tasks/get', { id: t.id, historyLength: 1 })).json.result.history;
+    expect((await call('tasks/get', { id: t.id, historyLength: 0 })).json.result!.history).toEqual([]);
+    const one = (await call('tasks/get', { id: t.id, historyLength: 1 })).json.result!.history;
     expect(one).toEqual([expect.objectContaining({ role: 'agent', parts: [{ kind: 'text', text: `${LABEL}\nHistory answer.` }] })]);
     expect((await legacy.getTask({ tenant: '', id: t.id, historyLength: 0 })).history).toEqual([]);
-    expect(lastWire().body.params).toEqual({ id: t.id, historyLength: 0 });
+    expect(lastWire().body!.params).toEqual({ id: t.id, historyLength: 0 });
   });
 
   it('CORE-MULTI-001 (v0.3) / CORE-MULTI-002 (v0.3) a missing contextId is generated and returned; a given one is kept', async () => {
     const gen = await call('message/send', v03SendParams('No context'));
-    expect(gen.json.result.contextId).toMatch(UUID);
+    expect(gen.json.result!.contextId).toMatch(UUID);
     const msg = await call('message/send', v03SendParams('status'));
     expect(msg.json.error).toMatchObject({ code: -32602 });
     const named = `tck-v03-${hex(4)}`;
@@ -290,7 +294,7 @@ describe('v0.3 data model', () => {
     const c = `tck-v03-${hex(4)}`;
     const kept = asTask(await legacy.sendMessage(sdkSend('Keep my context', { contextId: c })));
     expect(kept.contextId).toBe(c);
-    expect(lastWire().response.result.contextId).toBe(c);
+    expect(lastWire().response.result!.contextId).toBe(c);
   });
 });
 
@@ -298,7 +302,7 @@ describe('v0.3 execution mode, capabilities, errors, versions', () => {
   it('CORE-EXECUTION-MODE-001 (v0.3, product rule) blocking: true (the SDK default) answers "working" once the webhook accepted the job', async () => {
     const n = h.receiver.requests.length;
     const t = asTask(await legacy.sendMessage(sdkSend('Blocking v0.3 job', { contextId: ctx() })));
-    expect(lastWire().body.params.configuration.blocking).toBe(true);
+    expect(lastWire().body!.params.configuration!.blocking).toBe(true);
     expect(t.status?.state).toBe(TaskState.TASK_STATE_WORKING);
     expect(h.receiver.requests.length).toBe(n + 1);
   });
@@ -309,17 +313,17 @@ describe('v0.3 execution mode, capabilities, errors, versions', () => {
     const answeredAt = Date.now();
     expect(r.json.result).toMatchObject({ kind: 'task', status: { state: 'submitted' } });
     const [req] = (await h.receiver.waitForRequests(n + 1)).slice(n);
-    expect(req!.envelope!.task_id).toBe(r.json.result.id);
+    expect(req!.envelope!.task_id).toBe(r.json.result!.id);
     expect(answeredAt).toBeLessThan(req!.at + 1500);
     expect(r.ms).toBeLessThan(1500);
 
     const t0 = performance.now();
     const s = asTask(await legacy.sendMessage(sdkSend('SLOW v0.3 job via SDK', { contextId: ctx(), returnImmediately: true })));
     expect(performance.now() - t0).toBeLessThan(1500);
-    expect(lastWire().body.params.configuration.blocking).toBe(false);
+    expect(lastWire().body!.params.configuration!.blocking).toBe(false);
     expect(s.status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
     await sleep(1600);
-    expect((await call('tasks/get', { id: s.id })).json.result.status.state).toBe('working');
+    expect((await call('tasks/get', { id: s.id })).json.result!.status.state).toBe('working');
   });
 
   it('CORE-CAP-001 (v0.3) every tasks/pushNotificationConfig/* method is PushNotificationNotSupportedError (-32003, no data)', async () => {
@@ -340,7 +344,7 @@ describe('v0.3 execution mode, capabilities, errors, versions', () => {
       ),
     );
     expect(err).toBeInstanceOf(PushNotificationNotSupportedError);
-    expect(lastWire().body.method).toBe('tasks/pushNotificationConfig/set');
+    expect(lastWire().body!.method).toBe('tasks/pushNotificationConfig/set');
   });
 
   it('CORE-CAP-002 (v0.3) message/stream and tasks/resubscribe are UnsupportedOperationError (-32004, no data), and start nothing', async () => {
@@ -355,7 +359,7 @@ describe('v0.3 execution mode, capabilities, errors, versions', () => {
       for await (const _ of legacy.resubscribeTask({ tenant: '', id: t.id })) void _;
     });
     expect(err).toBeInstanceOf(UnsupportedOperationError);
-    expect(lastWire().body.method).toBe('tasks/resubscribe');
+    expect(lastWire().body!.method).toBe('tasks/resubscribe');
     expect(h.receiver.requests.length).toBe(hooks);
   });
 
@@ -364,14 +368,14 @@ describe('v0.3 execution mode, capabilities, errors, versions', () => {
     expectV03Error(await post(url, body, { 'a2a-version': '0.3' }), body.id, -32004);
     const err = await rejection(() => legacy.transport.getExtendedAgentCard({ tenant: '' }, { serviceParameters: { 'A2A-Version': '0.3' } }));
     expect(err).toBeInstanceOf(UnsupportedOperationError);
-    expect(lastWire().body.method).toBe('agent/getAuthenticatedExtendedCard');
+    expect(lastWire().body!.method).toBe('agent/getAuthenticatedExtendedCard');
   });
 
   it('JSONRPC-ERR-001 (v0.3) v0.3 errors are JSON-RPC error objects with code and message and no ErrorInfo data', async () => {
     const badRole = rpcBody('message/send', { message: { kind: 'message', role: 'ROLE_USER', messageId: hex(16), parts: [{ kind: 'text', text: 'x' }] } });
     const r1 = await post(url, badRole, { 'a2a-version': '0.3' });
     expectV03Error(r1, badRole.id, -32602);
-    expect(r1.json.error.message).toMatch(/role/);
+    expect(r1.json.error!.message).toMatch(/role/);
     const noId = rpcBody('tasks/get', {});
     expectV03Error(await post(url, noId, { 'a2a-version': '0.3' }), noId.id, -32602);
     expectV03Error(await post(url, '{nope', { 'a2a-version': '0.3' }), null, -32700);
@@ -387,8 +391,8 @@ describe('v0.3 execution mode, capabilities, errors, versions', () => {
     for (const header of [{ 'a2a-version': null }, { 'a2a-version': '' }]) {
       const r = await call('message/send', v03SendParams('versionless', { contextId: ctx() }), header);
       expect(r.json.result, r.text).toMatchObject({ kind: 'task', status: { state: 'working' } });
-      const g = await call('tasks/get', { id: r.json.result.id }, header);
-      expect(g.json.result).toMatchObject({ kind: 'task', id: r.json.result.id });
+      const g = await call('tasks/get', { id: r.json.result!.id }, header);
+      expect(g.json.result).toMatchObject({ kind: 'task', id: r.json.result!.id });
     }
     for (const x of wire.filter((w) => w.method === 'POST')) expect(x.headers['a2a-version']).toBe('0.3');
   });

@@ -13,6 +13,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERRORS } from '../../../src/a2a/errors.js';
 import { hex, startHarness, type Harness } from '../../helpers/bridge-harness.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
+import type { Artifact, Message, Task } from '@a2a-js/sdk';
+import type { ProtoJson } from '../../../src/a2a/proto-json.js';
+import type { V1ListTasksResult, V1Task } from '../../../src/a2a/wire.js';
+import type { EitherOf, ResultOf, RpcAnswer, V1SendResult } from '../../helpers/rpc-json.js';
 import {
   appendReply,
   asTask,
@@ -26,12 +30,15 @@ import {
   recordingFetch,
   rejection,
   rpcBody,
+  rpcPost,
   sdkSend,
   sdkV1Client,
   v03SendParams,
   v1SendParams,
   V1_STATES,
   type RawResult,
+  type V03AgentCardJson,
+  type V1AgentCardJson,
   type WireExchange,
 } from './conformance-helpers.js';
 
@@ -50,7 +57,7 @@ import {
 let dovecot: DovecotHandle;
 let h: Harness;
 let sdk: Client;
-const wire: WireExchange[] = [];
+const wire: WireExchange<EitherOf<V1Task, V1SendResult>>[] = [];
 let url: string;
 
 beforeAll(async () => {
@@ -64,20 +71,21 @@ afterAll(async () => {
   await dovecot?.stop();
 });
 
-function call(method: string, params?: unknown, headers: Record<string, string | null> = {}): Promise<RawResult> {
-  return post(url, rpcBody(method, params), headers);
+function call<M extends string>(method: M, params?: unknown, headers: Record<string, string | null> = {}): Promise<RawResult<ResultOf<M>>> {
+  return rpcPost(url, method, params, headers);
 }
 
-async function getCard(path: string, init?: RequestInit): Promise<{ status: number; type: string | null; card: any }> {
+/** GET of a card path; the body read as a v1.0 card, or as `C` (the v0.3 card at `agent.json`). */
+async function getCard<C = V1AgentCardJson>(path: string, init?: RequestInit): Promise<{ status: number; type: string | null; card: C }> {
   const res = await fetch(`${h.app.server.baseUrl}${path}`, init);
-  return { status: res.status, type: res.headers.get('content-type'), card: await res.json() };
+  return { status: res.status, type: res.headers.get('content-type'), card: (await res.json()) as C };
 }
 
 /** Raw SendMessage of new work; returns the WORKING task. */
-async function working(text = `Job ${hex(4)}`): Promise<any> {
+async function working(text = `Job ${hex(4)}`): Promise<V1Task> {
   const r = await call('SendMessage', v1SendParams(text, { contextId: ctx() }));
   expect(r.json.result?.task?.status?.state, r.text).toBe('TASK_STATE_WORKING');
-  return r.json.result.task;
+  return r.json.result!.task!;
 }
 
 describe('Agent Card (TCK §8, §4.4.1)', () => {
@@ -108,74 +116,74 @@ describe('Agent Card (TCK §8, §4.4.1)', () => {
   it('CARD-PROTO-001 the card declares its protocols: JSONRPC interfaces, v1.0 first, Major.Minor versions', async () => {
     const { card } = await getCard('/agents/grok/.well-known/agent-card.json');
     expect(Array.isArray(card.supportedInterfaces)).toBe(true);
-    expect(card.supportedInterfaces.length).toBeGreaterThan(0);
-    expect(card.supportedInterfaces[0]).toEqual({ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' });
-    for (const i of card.supportedInterfaces) {
+    expect(card.supportedInterfaces!.length).toBeGreaterThan(0);
+    expect(card.supportedInterfaces![0]).toEqual({ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' });
+    for (const i of card.supportedInterfaces!) {
       expect(['JSONRPC', 'GRPC', 'HTTP+JSON']).toContain(i.protocolBinding);
       expect(i.protocolVersion).toMatch(/^\d+\.\d+$/);
     }
-    expect(card.supportedInterfaces.map((i: { protocolVersion: string }) => i.protocolVersion)).toEqual(['1.0', '0.3']);
+    expect(card.supportedInterfaces!.map((i) => i.protocolVersion)).toEqual(['1.0', '0.3']);
     // the SDK picks the v1.0 JSON-RPC interface from it
     expect(sdk.protocolVersion).toBe('1.0');
   });
 
   it('CARD-PROTO-002 every declared interface URL answers its declared binding and version (with and without a trailing slash)', async () => {
     const { card } = await getCard('/agents/grok/.well-known/agent-card.json');
-    for (const i of card.supportedInterfaces as { url: string; protocolVersion: string }[]) {
-      expect(new URL(i.url).href.replace(/\/$/, '')).toBe(i.url);
-      for (const target of [i.url, `${i.url}/`]) {
+    for (const i of card.supportedInterfaces!) {
+      expect(new URL(i.url!).href.replace(/\/$/, '')).toBe(i.url);
+      for (const target of [i.url!, `${i.url}/`]) {
         const id = randomUUID();
         if (i.protocolVersion === '1.0') {
           const body = rpcBody('GetTask', { id });
           expectV1Error(await post(target, body, { 'a2a-version': '1.0' }), body.id, -32001, 'TASK_NOT_FOUND');
         } else {
           const body = rpcBody('tasks/get', { id });
-          expectV03Error(await post(target, body, { 'a2a-version': i.protocolVersion }), body.id, -32001);
+          expectV03Error(await post(target, body, { 'a2a-version': i.protocolVersion! }), body.id, -32001);
         }
       }
     }
-    const { card: legacy } = await getCard('/agents/grok/.well-known/agent.json');
+    const { card: legacy } = await getCard<V03AgentCardJson>('/agents/grok/.well-known/agent.json');
     expect(legacy.url).toBe(url);
     expect(legacy.preferredTransport).toBe('JSONRPC');
   });
 
   it('CARD-STRUCT-001 the card has every required field: name, description, supportedInterfaces, version, capabilities, modes, skills, security', async () => {
     const { card } = await getCard('/agents/grok/.well-known/agent-card.json');
-    for (const k of ['name', 'description', 'version']) expect(typeof card[k] === 'string' && card[k].length > 0, k).toBe(true);
+    for (const k of ['name', 'description', 'version'] as const) expect(typeof card[k] === 'string' && card[k].length > 0, k).toBe(true);
     expect(card.capabilities).toEqual({ streaming: false, pushNotifications: false, extendedAgentCard: false });
     expect(card.defaultInputModes).toContain('text/plain');
     expect(card.defaultOutputModes).toContain('text/plain');
-    expect(card.skills.length).toBeGreaterThan(0);
-    for (const s of card.skills) {
-      for (const k of ['id', 'name', 'description']) expect(typeof s[k] === 'string' && s[k].length > 0, `skill.${k}`).toBe(true);
-      expect(s.tags.length).toBeGreaterThan(0);
+    expect(card.skills!.length).toBeGreaterThan(0);
+    for (const s of card.skills!) {
+      for (const k of ['id', 'name', 'description'] as const) expect(typeof s[k] === 'string' && s[k].length > 0, `skill.${k}`).toBe(true);
+      expect(s.tags!.length).toBeGreaterThan(0);
     }
-    expect(card.securitySchemes.bearer.httpAuthSecurityScheme.scheme).toMatch(/^bearer$/i);
-    for (const req of card.securityRequirements) for (const name of Object.keys(req.schemes)) expect(card.securitySchemes).toHaveProperty(name);
+    expect(card.securitySchemes!.bearer!.httpAuthSecurityScheme!.scheme).toMatch(/^bearer$/i);
+    for (const req of card.securityRequirements!) for (const name of Object.keys(req.schemes!)) expect(card.securitySchemes).toHaveProperty(name);
     // the SDK parses the same fields
     const parsed = await sdk.getAgentCard();
-    expect(parsed.skills.map((s) => s.id)).toEqual(card.skills.map((s: { id: string }) => s.id));
+    expect(parsed.skills.map((s) => s.id)).toEqual(card.skills!.map((s) => s.id));
     expect(parsed.securitySchemes.bearer?.scheme?.$case).toBe('httpAuthSecurityScheme');
     expect(parsed.capabilities?.streaming).toBe(false);
   });
 });
 
 describe('data model (TCK §4, §5.5–5.7)', () => {
-  /** Every task, message and result the server answered while building the fixture, raw. */
-  const tasks: any[] = [];
-  const messages: any[] = [];
-  const results: any[] = [];
+  /** Every task, message and result the server answered while building the fixture, raw, read as the protocol's shapes. */
+  const tasks: ProtoJson<Task>[] = [];
+  const messages: ProtoJson<Message>[] = [];
+  const results: RpcAnswer<V1SendResult | V1Task | V1ListTasksResult>[] = [];
   let ids: Record<'working' | 'done' | 'asking' | 'failed' | 'canceled', string>;
 
-  const collect = (r: RawResult): any => {
+  const collect = <R extends V1SendResult | V1Task | V1ListTasksResult>(r: RawResult<R>): R => {
     expect(r.json.error, r.text).toBeUndefined();
     results.push(r.json);
-    const res = r.json.result;
-    if (res.task) tasks.push(res.task);
-    else if (res.message) messages.push(res.message);
-    else if (res.tasks) tasks.push(...res.tasks);
-    else tasks.push(res);
-    return res;
+    const res: V1SendResult | V1Task | V1ListTasksResult = r.json.result!;
+    if ('task' in res && res.task) tasks.push(res.task);
+    else if ('message' in res && res.message) messages.push(res.message);
+    else if ('tasks' in res && res.tasks) tasks.push(...res.tasks);
+    else tasks.push(res as V1Task);
+    return r.json.result!;
   };
 
   beforeAll(async () => {
@@ -187,19 +195,19 @@ describe('data model (TCK §4, §5.5–5.7)', () => {
     const failed = await send('A job that fails');
     const canceled = await send('A job to cancel');
     await send('An immediate job', { configuration: { returnImmediately: true } });
-    await appendReply(h, dovecot, done.id, { answer: 'Completed answer.' });
-    await appendReply(h, dovecot, asking.id, { status: 'input-required', answer: 'Which one?' });
-    await appendReply(h, dovecot, failed.id, { status: 'failed', answer: 'It broke.' });
-    collect(await call('SendMessage', v1SendParams('status', { contextId: done.contextId })));
-    collect(await call('CancelTask', { id: canceled.id }));
-    for (const t of [w, done, asking, failed]) collect(await call('GetTask', { id: t.id }));
+    await appendReply(h, dovecot, done!.id, { answer: 'Completed answer.' });
+    await appendReply(h, dovecot, asking!.id, { status: 'input-required', answer: 'Which one?' });
+    await appendReply(h, dovecot, failed!.id, { status: 'failed', answer: 'It broke.' });
+    collect(await call('SendMessage', v1SendParams('status', { contextId: done!.contextId })));
+    collect(await call('CancelTask', { id: canceled!.id }));
+    for (const t of [w, done, asking, failed]) collect(await call('GetTask', { id: t!.id }));
     collect(await call('ListTasks', { includeArtifacts: true, pageSize: 100 }));
     collect(await call('SendMessage', v1SendParams('status', { contextId: ctx() })));
-    ids = { working: w.id, done: done.id, asking: asking.id, failed: failed.id, canceled: canceled.id };
+    ids = { working: w!.id, done: done!.id, asking: asking!.id, failed: failed!.id, canceled: canceled!.id };
   });
 
-  const allMessages = (): any[] => [...messages, ...tasks.flatMap((t) => [...(t.status.message ? [t.status.message] : []), ...(t.history ?? [])])];
-  const allArtifacts = (): any[] => tasks.flatMap((t) => t.artifacts ?? []);
+  const allMessages = (): ProtoJson<Message>[] => [...messages, ...tasks.flatMap((t) => [...(t.status!.message ? [t.status!.message] : []), ...(t.history ?? [])])];
+  const allArtifacts = (): ProtoJson<Artifact>[] => tasks.flatMap((t) => t.artifacts ?? []);
 
   it('DM-TASK-001 every Task (SendMessage, GetTask, ListTasks, CancelTask) has an id and a status', async () => {
     expect(tasks.length).toBeGreaterThanOrEqual(15);
@@ -214,7 +222,7 @@ describe('data model (TCK §4, §5.5–5.7)', () => {
   });
 
   it('DM-TASK-002 TaskState values are only the defined enumeration (here: submitted, working, input-required, completed, failed, canceled)', async () => {
-    const seen = new Set(tasks.map((t) => t.status.state));
+    const seen = new Set(tasks.map((t) => t.status!.state));
     for (const s of seen) expect(V1_STATES).toContain(s);
     for (const s of ['TASK_STATE_WORKING', 'TASK_STATE_COMPLETED', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED']) {
       expect(seen).toContain(s);
@@ -235,7 +243,7 @@ describe('data model (TCK §4, §5.5–5.7)', () => {
     for (const m of all) {
       expect(typeof m.messageId === 'string' && m.messageId.length > 0, JSON.stringify(m)).toBe(true);
       expect(typeof m.role).toBe('string');
-      expect(m.parts.length).toBeGreaterThan(0);
+      expect(m.parts!.length).toBeGreaterThan(0);
     }
   });
 
@@ -250,8 +258,8 @@ describe('data model (TCK §4, §5.5–5.7)', () => {
     const parts = [...allMessages().flatMap((m) => m.parts), ...allArtifacts().flatMap((a) => a.parts)];
     expect(parts.length).toBeGreaterThan(10);
     for (const p of parts) {
-      expect(['text', 'raw', 'url', 'data'].filter((k) => k in p), JSON.stringify(p)).toHaveLength(1);
-      expect('kind' in p).toBe(false);
+      expect(['text', 'raw', 'url', 'data'].filter((k) => k in p!), JSON.stringify(p)).toHaveLength(1);
+      expect('kind' in p!).toBe(false);
     }
   });
 
@@ -260,7 +268,7 @@ describe('data model (TCK §4, §5.5–5.7)', () => {
     expect(arts.length).toBeGreaterThanOrEqual(2);
     for (const a of arts) {
       expect(typeof a.artifactId === 'string' && a.artifactId.length > 0).toBe(true);
-      expect(a.parts.length).toBeGreaterThan(0);
+      expect(a.parts!.length).toBeGreaterThan(0);
     }
     const s = await sdk.getTask({ tenant: '', id: ids.done });
     expect(s.artifacts).toHaveLength(1);
@@ -269,8 +277,8 @@ describe('data model (TCK §4, §5.5–5.7)', () => {
 
   it('DM-STATUS-001 every TaskStatus has a valid state (and an ISO timestamp)', () => {
     for (const t of tasks) {
-      expect(V1_STATES).toContain(t.status.state);
-      expect(t.status.timestamp).toMatch(ISO_Z);
+      expect(V1_STATES).toContain(t.status!.state);
+      expect(t.status!.timestamp).toMatch(ISO_Z);
     }
   });
 
@@ -284,18 +292,18 @@ describe('data model (TCK §4, §5.5–5.7)', () => {
   });
 
   it('DM-SERIAL-002 enums are ProtoJSON string names (TASK_STATE_*, ROLE_*), never numbers', () => {
-    for (const t of tasks) expect(t.status.state).toMatch(/^TASK_STATE_[A-Z_]+$/);
+    for (const t of tasks) expect(t.status!.state).toMatch(/^TASK_STATE_[A-Z_]+$/);
     for (const m of allMessages()) expect(m.role).toMatch(/^ROLE_(USER|AGENT)$/);
   });
 
   it('DM-SERIAL-003 timestamps are ISO 8601 in UTC with Z', async () => {
-    const stamps = tasks.flatMap((t) => [t.status.timestamp, t.metadata?.createdAt, t.metadata?.deadline].filter((x) => x !== undefined));
+    const stamps = tasks.flatMap((t) => [t.status!.timestamp, t.metadata?.createdAt, t.metadata?.deadline].filter((x) => x !== undefined));
     expect(stamps.length).toBeGreaterThan(tasks.length);
     for (const s of stamps) expect(s).toMatch(ISO_Z);
     // requests carry them the same way: statusTimestampAfter in ISO with Z is read
     const future = new Date(Date.now() + 3600_000).toISOString();
-    expect((await call('ListTasks', { statusTimestampAfter: future })).json.result.totalSize).toBe(0);
-    const since2000 = (await call('ListTasks', { statusTimestampAfter: '2000-01-01T00:00:00Z' })).json.result.totalSize;
+    expect((await call('ListTasks', { statusTimestampAfter: future })).json.result!.totalSize).toBe(0);
+    const since2000 = (await call('ListTasks', { statusTimestampAfter: '2000-01-01T00:00:00Z' })).json.result!.totalSize;
     expect(since2000).toBeGreaterThanOrEqual(new Set(tasks.map((t) => t.id)).size);
   });
 
@@ -303,19 +311,19 @@ describe('data model (TCK §4, §5.5–5.7)', () => {
     // A fresh task, its status time as the server reports it, then that time as the filter.
     const t = await working('timestamp round trip');
     const got = (await call('GetTask', { id: t.id })).json.result;
-    const after = await call('ListTasks', { statusTimestampAfter: got.status.timestamp });
-    const listed = after.json.result.tasks as { id: string; status: { timestamp: string } }[];
+    const after = await call('ListTasks', { statusTimestampAfter: got!.status.timestamp });
+    const listed = after.json.result!.tasks as { id: string; status: { timestamp: string } }[];
     // every task listed must have a status timestamp strictly after the filter, as written on the wire
-    for (const x of listed) expect(Date.parse(x.status.timestamp), `${x.id} at ${x.status.timestamp}`).toBeGreaterThan(Date.parse(got.status.timestamp));
+    for (const x of listed) expect(Date.parse(x.status.timestamp), `${x.id} at ${x.status.timestamp}`).toBeGreaterThan(Date.parse(got!.status.timestamp));
     expect(listed.map((x) => x.id)).not.toContain(t.id);
   });
 
   it('DM-SERIAL-004 required fields are present in every answer, and a request missing one is refused', async () => {
     for (const r of results) {
       const res = r.result;
-      if (res.tasks) for (const k of ['tasks', 'nextPageToken', 'pageSize', 'totalSize']) expect(res).toHaveProperty(k);
+      if (res && 'tasks' in res) for (const k of ['tasks', 'nextPageToken', 'pageSize', 'totalSize']) expect(res).toHaveProperty(k);
     }
-    for (const a of allArtifacts()) expect(a.parts.length).toBeGreaterThan(0);
+    for (const a of allArtifacts()) expect(a.parts!.length).toBeGreaterThan(0);
     const base = { role: 'ROLE_USER', parts: [{ text: 'x' }], messageId: hex(16), contextId: ctx() };
     const hooks = h.receiver.requests.length;
     for (const drop of ['role', 'parts', 'messageId'] as const) {
@@ -345,10 +353,10 @@ describe('data model (TCK §4, §5.5–5.7)', () => {
       },
       configuration: { acceptedOutputModes: ['text/plain'], futureConfig: 7 },
     });
-    expect(r.json.result.task).toMatchObject({ contextId: c, status: { state: 'TASK_STATE_WORKING' } });
-    expect((await call('GetTask', { id: r.json.result.task.id, futureGetField: 'x' })).json.result.id).toBe(r.json.result.task.id);
-    expect((await call('ListTasks', { contextId: c, futureListField: [] })).json.result.totalSize).toBe(1);
-    expect((await call('CancelTask', { id: r.json.result.task.id, metadata: { why: 'test' }, futureCancelField: 1 })).json.result.status.state).toBe(
+    expect(r.json.result!.task).toMatchObject({ contextId: c, status: { state: 'TASK_STATE_WORKING' } });
+    expect((await call('GetTask', { id: r.json.result!.task!.id, futureGetField: 'x' })).json.result!.id).toBe(r.json.result!.task!.id);
+    expect((await call('ListTasks', { contextId: c, futureListField: [] })).json.result!.totalSize).toBe(1);
+    expect((await call('CancelTask', { id: r.json.result!.task!.id, metadata: { why: 'test' }, futureCancelField: 1 })).json.result!.status.state).toBe(
       'TASK_STATE_CANCELED',
     );
   });
@@ -387,16 +395,16 @@ describe('JSON-RPC binding (TCK §9, §5.4)', () => {
   it('JSONRPC-FMT-002 responses are application/json (results and errors); requests must be JSON (text/plain is refused, application/a2a+json accepted)', async () => {
     const hooks = h.receiver.requests.length;
     const results = [
-      await post(url, rpcBody('ListTasks', {})),
-      await post(url, rpcBody('GetTask', { id: randomUUID() })),
+      await rpcPost(url, 'ListTasks', {}),
+      await rpcPost(url, 'GetTask', { id: randomUUID() }),
       await post(url, '{oops'),
-      await post(url, rpcBody('SendMessage', v1SendParams('json charset', { contextId: ctx() })), { 'content-type': 'application/json; charset=utf-8' }),
-      await post(url, rpcBody('SendMessage', v1SendParams('a2a+json', { contextId: ctx() })), { 'content-type': 'application/a2a+json' }),
-    ];
+      await rpcPost(url, 'SendMessage', v1SendParams('json charset', { contextId: ctx() }), { 'content-type': 'application/json; charset=utf-8' }),
+      await rpcPost(url, 'SendMessage', v1SendParams('a2a+json', { contextId: ctx() }), { 'content-type': 'application/a2a+json' }),
+    ] as const;
     for (const r of results) expect(r.contentType).toMatch(/^application\/json/);
-    expect(results[3]!.json.result.task.status.state).toBe('TASK_STATE_WORKING');
-    expect(results[4]!.json.result.task.status.state).toBe('TASK_STATE_WORKING');
-    const text = await post(url, rpcBody('SendMessage', v1SendParams('as text/plain', { contextId: ctx() })), { 'content-type': 'text/plain' });
+    expect(results[3].json.result!.task!.status.state).toBe('TASK_STATE_WORKING');
+    expect(results[4].json.result!.task!.status.state).toBe('TASK_STATE_WORKING');
+    const text = await rpcPost(url, 'SendMessage', v1SendParams('as text/plain', { contextId: ctx() }), { 'content-type': 'text/plain' });
     expect(text.status).toBe(415);
     expect(h.receiver.requests.length).toBe(hooks + 2);
     // the SDK sends application/json
@@ -415,7 +423,7 @@ describe('JSON-RPC binding (TCK §9, §5.4)', () => {
     ] as const;
     for (const [m, p] of v1) expect((await call(m, p)).json.result, m).toBeDefined();
     for (const m of ['SendStreamingMessage', 'SubscribeToTask', 'GetExtendedAgentCard', 'CreateTaskPushNotificationConfig']) {
-      expect((await call(m, {})).json.error.code, m).not.toBe(-32601);
+      expect((await call(m, {})).json.error!.code, m).not.toBe(-32601);
     }
     for (const m of ['sendMessage', 'send_message', 'getTask', 'SENDMESSAGE', 'tasks/list', 'GetTasks']) {
       const body = rpcBody(m, { id: t.id });
@@ -423,8 +431,8 @@ describe('JSON-RPC binding (TCK §9, §5.4)', () => {
     }
     // the SDK's own calls use these names, and the server answers them
     await sdk.getTask({ tenant: '', id: t.id });
-    expect(wire.at(-1)!.body.method).toBe('GetTask');
-    expect(wire.at(-1)!.response.result.id).toBe(t.id);
+    expect(wire.at(-1)!.body!.method).toBe('GetTask');
+    expect(wire.at(-1)!.response.result!.id).toBe(t.id);
   });
 
   it('JSONRPC-SVC-002 service parameters travel as HTTP headers: A2A-Version (sent by the SDK, honoured by the server) and A2A-Extensions (accepted)', async () => {
@@ -437,13 +445,13 @@ describe('JSON-RPC binding (TCK §9, §5.4)', () => {
     }
     // the same body answers differently depending only on the header
     const body = rpcBody('GetTask', { id: randomUUID() });
-    expect((await post(url, body, { 'a2a-version': '1.0' })).json.error.code).toBe(-32001);
-    expect((await post(url, body, { 'a2a-version': '9.9' })).json.error.code).toBe(-32009);
-    expect((await post(url, body, { 'A2A-VERSION': '9.9', 'a2a-version': null })).json.error.code).toBe(-32009);
+    expect((await post(url, body, { 'a2a-version': '1.0' })).json.error!.code).toBe(-32001);
+    expect((await post(url, body, { 'a2a-version': '9.9' })).json.error!.code).toBe(-32009);
+    expect((await post(url, body, { 'A2A-VERSION': '9.9', 'a2a-version': null })).json.error!.code).toBe(-32009);
     const ext = await call('SendMessage', v1SendParams('with extensions', { contextId: ctx() }), {
       'a2a-extensions': 'https://example.invalid/ext/one/v1, https://example.invalid/ext/two/v1',
     });
-    expect(ext.json.result.task.status.state).toBe('TASK_STATE_WORKING');
+    expect(ext.json.result!.task!.status.state).toBe('TASK_STATE_WORKING');
   });
 
   it('JSONRPC-ERR-001 error responses use the JSON-RPC error object: integer code, string message, data an array of ProtoJSON Any', async () => {
@@ -458,10 +466,10 @@ describe('JSON-RPC binding (TCK §9, §5.4)', () => {
     for (const r of errors) {
       expect(r.status).toBe(200);
       const e = r.json.error;
-      expect(Number.isInteger(e.code), r.text).toBe(true);
-      expect(typeof e.message).toBe('string');
-      expect(Array.isArray(e.data)).toBe(true);
-      for (const any of e.data) expect(typeof any['@type']).toBe('string');
+      expect(Number.isInteger(e!.code), r.text).toBe(true);
+      expect(typeof e!.message).toBe('string');
+      expect(Array.isArray(e!.data)).toBe(true);
+      for (const any of e!.data!) expect(typeof any['@type']).toBe('string');
     }
   });
 
@@ -478,16 +486,16 @@ describe('JSON-RPC binding (TCK §9, §5.4)', () => {
       await call('GetTask', { id: randomUUID() }, { 'a2a-version': '3.0' }),
     ];
     for (const r of a2a) {
-      expect(r.json.error.code, r.text).toBeLessThanOrEqual(-32001);
-      expect(r.json.error.code).toBeGreaterThanOrEqual(-32099);
+      expect(r.json.error!.code, r.text).toBeLessThanOrEqual(-32001);
+      expect(r.json.error!.code).toBeGreaterThanOrEqual(-32099);
     }
-    expect((await call('Nope', {})).json.error.code).toBe(-32601);
-    expect((await call('GetTask', {})).json.error.code).toBe(-32602);
+    expect((await call('Nope', {})).json.error!.code).toBe(-32601);
+    expect((await call('GetTask', {})).json.error!.code).toBe(-32602);
   });
 
   it('JSONRPC-ERR-003 A2A errors carry one google.rpc.ErrorInfo (UPPER_SNAKE_CASE reason, domain a2a-protocol.org)', async () => {
     const r = await call('GetTask', { id: randomUUID() });
-    expect(r.json.error.data).toEqual(errorInfo('TASK_NOT_FOUND'));
+    expect(r.json.error!.data).toEqual(errorInfo('TASK_NOT_FOUND'));
     const err = await rejection(() => sdk.getTask({ tenant: '', id: randomUUID() }));
     expect(err.data).toEqual(errorInfo('TASK_NOT_FOUND'));
     expect(err.reason).toBe('TASK_NOT_FOUND');
@@ -496,9 +504,9 @@ describe('JSON-RPC binding (TCK §9, §5.4)', () => {
   it('JSONRPC-SSE-002 (error-code mapping) each A2A error type has its code and reason on the wire and the SDK class it maps to', async () => {
     const done = await working('to complete for mapping');
     await appendReply(h, dovecot, done.id);
-    expect((await call('GetTask', { id: done.id })).json.result.status.state).toBe('TASK_STATE_COMPLETED');
+    expect((await call('GetTask', { id: done.id })).json.result!.status.state).toBe('TASK_STATE_COMPLETED');
     const v1 = { serviceParameters: { 'A2A-Version': '1.0' } };
-    const table: [string, number, string, () => Promise<RawResult>, () => Promise<unknown>, any][] = [
+    const table: [string, number, string, () => Promise<RawResult>, () => Promise<unknown>, new (...args: never[]) => Error][] = [
       ['TaskNotFoundError', -32001, 'TASK_NOT_FOUND', () => call('GetTask', { id: randomUUID() }), () => sdk.getTask({ tenant: '', id: randomUUID() }), TaskNotFoundError],
       ['TaskNotCancelableError', -32002, 'TASK_NOT_CANCELABLE', () => call('CancelTask', { id: done.id }), () => sdk.cancelTask({ tenant: '', id: done.id, metadata: undefined }), TaskNotCancelableError],
       [
@@ -543,7 +551,7 @@ describe('JSON-RPC binding (TCK §9, §5.4)', () => {
     for (const [name, code, reason, raw, viaSdk, cls] of table) {
       const r = await raw();
       expect(r.json.error?.code, `${name}: ${r.text}`).toBe(code);
-      expect(r.json.error.data, name).toEqual(errorInfo(reason));
+      expect(r.json.error!.data, name).toEqual(errorInfo(reason));
       const err = await rejection(viaSdk);
       expect(err, name).toBeInstanceOf(cls);
       expect(err.envelopeCode, name).toBe(code);
@@ -560,10 +568,10 @@ describe('versioning (TCK §3.6.2)', () => {
     for (const v of ['1.0', '1', '1.0.0']) {
       const r = await call('SendMessage', v1SendParams(`v1 as ${v}`, { contextId: ctx() }), { 'a2a-version': v });
       expect(r.json.result?.task?.status?.state, `${v}: ${r.text}`).toBe('TASK_STATE_WORKING');
-      expect(r.json.result.task.kind).toBeUndefined();
+      expect((r.json.result!.task as Record<string, unknown>).kind).toBeUndefined();
     }
     for (const v of ['0.3', '0.3.0']) {
-      const r = await post(url, rpcBody('message/send', v03SendParams(`v0.3 as ${v}`, { contextId: ctx() })), { 'a2a-version': v });
+      const r = await rpcPost(url, 'message/send', v03SendParams(`v0.3 as ${v}`, { contextId: ctx() }), { 'a2a-version': v });
       expect(r.json.result, `${v}: ${r.text}`).toMatchObject({ kind: 'task', status: { state: 'working' } });
     }
     // the error dialect of a method-less answer follows the header
@@ -573,8 +581,8 @@ describe('versioning (TCK §3.6.2)', () => {
     expectV03Error(await post(url, unknown03, { 'a2a-version': '0.3' }), unknown03.id, -32601);
     // product rule: a v1.0 method name answers in v1.0 shape under A2A-Version 0.3, and vice versa
     const mixed = await call('SendMessage', v1SendParams('v1 name, 0.3 header', { contextId: ctx() }), { 'a2a-version': '0.3' });
-    expect(mixed.json.result.task.status.state).toBe('TASK_STATE_WORKING');
-    const mixed2 = await post(url, rpcBody('message/send', v03SendParams('v0.3 name, 1.0 header', { contextId: ctx() })), { 'a2a-version': '1.0' });
+    expect(mixed.json.result!.task!.status.state).toBe('TASK_STATE_WORKING');
+    const mixed2 = await rpcPost(url, 'message/send', v03SendParams('v0.3 name, 1.0 header', { contextId: ctx() }), { 'a2a-version': '1.0' });
     expect(mixed2.json.result).toMatchObject({ kind: 'task', status: { state: 'working' } });
   });
 
@@ -585,12 +593,12 @@ describe('versioning (TCK §3.6.2)', () => {
       const body = rpcBody('SendMessage', v1SendParams('versioned job', { contextId: c }));
       const r = await post(url, body, { 'a2a-version': v });
       expectV1Error(r, body.id, -32009, 'VERSION_NOT_SUPPORTED');
-      expect(r.json.error.message).toMatch(/1\.0/);
+      expect(r.json.error!.message).toMatch(/1\.0/);
       const legacy = rpcBody('message/send', v03SendParams('versioned job', { contextId: c }));
       expectV03Error(await post(url, legacy, { 'a2a-version': v }), legacy.id, -32009);
     }
     expect(h.receiver.requests.length).toBe(hooks);
-    expect((await call('ListTasks', { contextId: c })).json.result.totalSize).toBe(0);
+    expect((await call('ListTasks', { contextId: c })).json.result!.totalSize).toBe(0);
     const err = await rejection(() => sdk.transport.getTask({ tenant: '', id: randomUUID() }, { serviceParameters: { 'A2A-Version': '2.0' } }));
     expect(err).toBeInstanceOf(VersionNotSupportedError);
   });
@@ -598,14 +606,14 @@ describe('versioning (TCK §3.6.2)', () => {
   it('VER-SERVER-003 a missing or empty A2A-Version means 0.3 (v0.3 answers and errors); a v1.0 method name still answers in v1.0 shape (product rule)', async () => {
     for (const header of [{ 'a2a-version': null }, { 'a2a-version': '' }, { 'a2a-version': '  ' }]) {
       const what = JSON.stringify(header);
-      const r = await post(url, rpcBody('message/send', v03SendParams('no version', { contextId: ctx() })), header);
+      const r = await rpcPost(url, 'message/send', v03SendParams('no version', { contextId: ctx() }), header);
       expect(r.json.result, `${what}: ${r.text}`).toMatchObject({ kind: 'task', status: { state: 'working' } });
       const unknown = rpcBody('Nope', {});
       expectV03Error(await post(url, unknown, header), unknown.id, -32601);
       const parse = await post(url, '{', header);
       expectV03Error(parse, null, -32700);
-      const v1 = await post(url, rpcBody('SendMessage', v1SendParams('v1 name, no version', { contextId: ctx() })), header);
-      expect(v1.json.result.task.status.state, what).toBe('TASK_STATE_WORKING');
+      const v1 = await rpcPost(url, 'SendMessage', v1SendParams('v1 name, no version', { contextId: ctx() }), header);
+      expect(v1.json.result!.task!.status.state, what).toBe('TASK_STATE_WORKING');
     }
   });
 });

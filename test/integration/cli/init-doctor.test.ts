@@ -12,6 +12,7 @@ import { runCli } from '../../helpers/cli.js';
 import { TEST_WEBHOOK_SECRET } from '../../helpers/config-dir.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import type { DoctorReport } from '../../../src/cli/doctor.js';
 
 /**
  * Issue 6, acceptance 1, as a new user would: `init` → edit → `doctor` reports each check; a wrong
@@ -48,7 +49,7 @@ const doctor = (env?: NodeJS.ProcessEnv) => runCli(['--config', config, 'doctor'
 /** The report line of one check, and the line after it. */
 function line(stdout: string, name: string): { line: string; next: string } {
   const lines = stdout.split('\n');
-  const i = lines.findIndex((l) => new RegExp(`^(ok|fail|skip)\\s+${name.replace(/[[\]().]/g, '\\$&')} {2}`).test(l));
+  const i = lines.findIndex((l) => new RegExp(`^(ok|warn|fail|skip)\\s+${name.replace(/[[\]().]/g, '\\$&')} {2}`).test(l));
   expect(i, `no line for check "${name}" in:\n${stdout}`).toBeGreaterThanOrEqual(0);
   return { line: lines[i]!, next: lines[i + 1] ?? '' };
 }
@@ -101,7 +102,7 @@ describe('init → edit → doctor (issue 6, acceptance 1)', () => {
     expect(line(r.stdout, 'store, mailbox, webhook').line).toMatch(/^skip /);
   });
 
-  it('after the edit every check passes, the agent is not woken, and the Hermes snippet has a placeholder, never the bearer', async () => {
+  it('after the edit every check passes, the agent is not woken, the example names still in place are a warning, and the Hermes snippet has a placeholder, never the bearer', async () => {
     edit([
       [/^host = "imap\.fastmail\.com"$/m, 'host = "127.0.0.1"'],
       [/^port = 993$/m, `port = ${dovecot.port}`],
@@ -120,7 +121,7 @@ describe('init → edit → doctor (issue 6, acceptance 1)', () => {
     for (const name of ['config file', 'secret server.bearer_file', 'secret mailbox.imap.password_file', 'secret agents[0].webhook.secret_file', 'config', 'store', 'mailbox', 'webhook grok', `dns ${zone.address}`]) {
       expect(line(r.stdout, name).line, name).toMatch(/^ok /);
     }
-    expect(line(r.stdout, 'store').line).toMatch(new RegExp(`quick_check ok, schema version ${MIGRATIONS.length}, 0 task\\(s\\), 0 open$`));
+    expect(line(r.stdout, 'store').line).toMatch(new RegExp(`quick_check ok, schema version ${MIGRATIONS.length}, 0 tasks, 0 open$`));
     expect(line(r.stdout, 'mailbox').line).toMatch(/IMAP login as .* ok, EXAMINE INBOX ok \(UIDVALIDITY \d+\); read-only, nothing fetched$/);
     expect(line(r.stdout, 'webhook grok').line).toMatch(/TCP connected; no HTTP request sent$/);
     expect(receiver.requests).toHaveLength(0);
@@ -131,14 +132,20 @@ describe('init → edit → doctor (issue 6, acceptance 1)', () => {
     expect(r.stdout).toContain(
       ['a2a_agents:', '  grok:', '    url: http://127.0.0.1:8765/agents/grok', `    auth: {type: bearer, token: "<token from ${join(dir, 'secrets/bearer')}>"}`, '    timeout: 120'].join('\n'),
     );
-    expect(r.stdout.trimEnd().endsWith('all checks passed')).toBe(true);
+    // The agent's address and DKIM domain are still init's RFC 2606 examples (the test zone serves
+    // agent.example), and so is the mailbox address: a warning, not "all checks passed".
+    const ex = line(r.stdout, 'example identities');
+    expect(ex.line).toMatch(/^warn +example identities +mailbox\.address = me@example\.com, agents\[0\]\.address = agent@agent\.example, agents\[0\]\.dkim_domain = agent\.example are example names \(RFC 2606\)/);
+    expect(ex.next).toBe(`      fix: replace them in ${config} with your mailbox and the agent's real address, DKIM domain and webhook URL`);
+    expect(r.stdout.trimEnd().endsWith('no check failed, but 1 warning to fix before real use')).toBe(true);
+    expect(r.stdout).not.toContain('all checks passed');
 
     const j = await runCli(['--config', config, 'doctor', '--json']);
     expect(j.status).toBe(0);
-    const report = JSON.parse(j.stdout);
+    const report = JSON.parse(j.stdout) as DoctorReport;
     expect(report.ok).toBe(true);
-    expect(report.checks.map((c: { status: string }) => c.status).every((s: string) => s === 'ok')).toBe(true);
-    expect(report.hermes.agents).toEqual([{ name: 'grok', url: 'http://127.0.0.1:8765/agents/grok' }]);
+    expect(report.checks.filter((c: { status: string }) => c.status !== 'ok').map((c: { name: string; status: string }) => [c.name, c.status])).toEqual([['example identities', 'warn']]);
+    expect(report.hermes!.agents).toEqual([{ name: 'grok', url: 'http://127.0.0.1:8765/agents/grok' }]);
     expect(j.stdout).not.toContain(bearer);
   });
 
@@ -152,7 +159,7 @@ describe('init → edit → doctor (issue 6, acceptance 1)', () => {
       expect(m.line).toMatch(new RegExp(`^fail  mailbox +IMAP login failed for ${dovecot.user}$`));
       expect(m.next).toBe('      fix: check mailbox.imap.user and the password in mailbox.imap.password_file (most providers want an app password)');
       expect(r.stdout).not.toContain('not-the-password');
-      expect(r.stdout.trimEnd().endsWith('1 check(s) failed')).toBe(true);
+      expect(r.stdout.trimEnd().endsWith('1 check failed; 1 warning to fix before real use')).toBe(true);
     } finally {
       writeFileSync(pwFile, `${dovecot.password}\n`);
     }
@@ -189,7 +196,7 @@ describe('init → edit → doctor (issue 6, acceptance 1)', () => {
       expect(line(r.stdout, `dns ${zone.address}`).line).toMatch(/^ok /);
       const d = line(r.stdout, `dns 127.0.0.1:${closedPort}`);
       expect(d.line).toMatch(/^fail .*gave no answer for TXT _domainkey\.agent\.example/);
-      expect(d.next).toMatch(/^      fix: \[dns\] servers: use a server that answers for agent\.example/);
+      expect(d.next).toMatch(/^ {6}fix: \[dns\] servers: use a server that answers for agent\.example/);
     } finally {
       writeFileSync(config, text);
     }
@@ -203,7 +210,7 @@ describe('init → edit → doctor (issue 6, acceptance 1)', () => {
       expect(r.status).toBe(1);
       const c = line(r.stdout, 'config');
       expect(c.line).toMatch(/^fail .*config key server\.listen: "0\.0\.0\.0" is not a loopback address$/);
-      expect(c.next).toBe('      fix: a2a-mailbridge listens on loopback only. Use "127.0.0.1:8765"');
+      expect(c.next).toBe('      fix: a2a-mailbridge listens on loopback only (127.0.0.0/8, ::1 or localhost). Use "127.0.0.1:8765"');
       expect(r.stdout).not.toContain('a2a_agents:');
     } finally {
       writeFileSync(config, text);
@@ -213,7 +220,7 @@ describe('init → edit → doctor (issue 6, acceptance 1)', () => {
   it('a missing config file says to run init', async () => {
     const r = await runCli(['--config', join(root, 'nope.toml'), 'doctor']);
     expect(r.status).toBe(1);
-    expect(r.stdout).toMatch(/^fail  config file  cannot read .*nope\.toml: ENOENT\n      fix: create it with: a2a-mailbridge init/m);
+    expect(r.stdout).toMatch(/^fail {2}config file {2}cannot read .*nope\.toml: ENOENT\n {6}fix: create it with: a2a-mailbridge init/m);
   });
 });
 

@@ -1,11 +1,18 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BackupReport } from '../../../src/cli/backup.js';
+import type { LedgerJson } from '../../../src/cli/ledger.js';
+import type { showJson } from '../../../src/cli/show.js';
+import type { StatusReport } from '../../../src/cli/status.js';
+import type { TaskJson } from '../../../src/cli/tasks.js';
 import { openDb } from '../../../src/store/db.js';
 import { runCli } from '../../helpers/cli.js';
 import { makeConfigDir, minimalToml, type ConfigDir } from '../../helpers/config-dir.js';
 import { IDS, RAW_FORGED, buildStore } from '../../helpers/store-fixture.js';
+
+type ShowJson = ReturnType<typeof showJson>;
 
 /**
  * The operator's read commands (issue 6) and prune/backup (issue 5), run as child processes on a
@@ -35,7 +42,7 @@ afterAll(() => {
 describe('exit codes and --version', () => {
   it('--version prints the version; usage errors exit 2', async () => {
     const v = await runCli(['--version']);
-    expect([v.status, v.stdout.trim()]).toEqual([0, JSON.parse(readFileSync('package.json', 'utf8')).version]);
+    expect([v.status, v.stdout.trim()]).toEqual([0, (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version]);
     expect((await runCli(['no-such-command'])).status).toBe(2);
     expect((await runCli(['show'])).status).toBe(2);
     expect((await runCli(['tasks', '--no-such-option'])).status).toBe(2);
@@ -60,7 +67,7 @@ describe('tasks', () => {
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^UPDATED \(UTC\)\s+STATE\s+AGENT\s+TURN\s+TASK\s+CONTEXT\s+WHY$/);
     expect(lines.slice(1).map((l) => l.split(/\s+/)[4])).toEqual([IDS.inputRequired, IDS.recentFailed, IDS.oldWorking, IDS.oldCompleted, IDS.oldCanceled]);
-    expect(lines[1]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ  INPUT_REQUIRED  grok /);
+    expect(lines[1]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ {2}INPUT_REQUIRED {2}grok /);
   });
 
   it('filters by agent, state, context, age and count; --json', async () => {
@@ -75,9 +82,9 @@ describe('tasks', () => {
     expect(await ids('--context', 'ctx-shared')).toEqual([IDS.inputRequired, IDS.oldCanceled]);
     expect(await ids('--since', '3d')).toEqual([IDS.inputRequired, IDS.recentFailed]);
     expect(await ids('--limit', '1')).toEqual([IDS.inputRequired]);
-    const [first] = JSON.parse((await cli('tasks', '--json', '--limit', '1')).stdout);
+    const [first] = JSON.parse((await cli('tasks', '--json', '--limit', '1')).stdout) as TaskJson[];
     expect(first).toMatchObject({ state: 'INPUT_REQUIRED', agent: 'grok', contextId: 'ctx-shared', turn: 1 });
-    expect(first.updatedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(first!.updatedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   });
 });
 
@@ -85,7 +92,7 @@ describe('show', () => {
   it('prints the timeline with attempts, verdicts, state changes, the audit entry and the gaps', async () => {
     const r = await cli('show', IDS.oldCompleted);
     expect(r.status, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/^task      11111111-0000-4000-8000-000000000001$/m);
+    expect(r.stdout).toMatch(/^task {6}11111111-0000-4000-8000-000000000001$/m);
     expect(r.stdout).toMatch(/webhook attempt 1 \(turn 1\): retry, HTTP 503 after 200 ms: HTTP 503/);
     expect(r.stdout).toMatch(/webhook attempt 2 \(turn 1\): accepted, HTTP 202 after 1\.0 s/);
     expect(r.stdout).toMatch(/mail #\d+ applied:done: all gates passed/);
@@ -98,7 +105,7 @@ describe('show', () => {
   it('takes a unique prefix; --json; an unknown task exits 1', async () => {
     const j = await cli('show', '3333', '--json');
     expect(j.status, j.stderr).toBe(0);
-    const shown = JSON.parse(j.stdout);
+    const shown = JSON.parse(j.stdout) as ShowJson;
     expect(shown.task).toMatchObject({ id: IDS.recentFailed, state: 'FAILED', failedBy: 'deadline' });
     expect(shown.ledger.map((l: { verdict: string }) => l.verdict)).toEqual(['auth:from-mismatch']);
     expect(j.stdout).not.toContain('reply_token');
@@ -120,9 +127,9 @@ describe('ledger', () => {
     const rows = prefix.stdout.trimEnd().split('\n').slice(1);
     expect(rows.map((l) => l.split(/\s+/)[2])).toEqual(['auth:from-mismatch', 'auth:dkim-unaligned']);
     expect(prefix.stdout).not.toContain('\x1b');
-    const exact = JSON.parse((await cli('ledger', '--verdict', 'auth:from-mismatch', '--json')).stdout);
+    const exact = JSON.parse((await cli('ledger', '--verdict', 'auth:from-mismatch', '--json')).stdout) as LedgerJson[];
     expect(exact.map((l: { verdict: string }) => l.verdict)).toEqual(['auth:from-mismatch']);
-    const applied = JSON.parse((await cli('ledger', '--verdict', 'applied:', '--json')).stdout);
+    const applied = JSON.parse((await cli('ledger', '--verdict', 'applied:', '--json')).stdout) as LedgerJson[];
     expect(applied.map((l: { verdict: string }) => l.verdict).sort()).toEqual(['applied:done', 'applied:input-required']);
     const unknown = await cli('ledger', '--verdict', 'forged');
     expect(unknown.status).toBe(2);
@@ -130,11 +137,21 @@ describe('ledger', () => {
   });
 
   it('filters by task, time and count; JSON never holds the raw bytes', async () => {
-    const byTask = JSON.parse((await cli('ledger', '--task', IDS.oldWorking, '--json')).stdout);
+    const byTask = JSON.parse((await cli('ledger', '--task', IDS.oldWorking, '--json')).stdout) as LedgerJson[];
     expect(byTask.map((l: { verdict: string }) => l.verdict)).toEqual(['auth:dkim-unaligned']);
-    const recent = JSON.parse((await cli('ledger', '--since', '2d', '--json')).stdout);
+    // The TASK column prints 8 characters: that prefix (in any case) finds the same rows.
+    const table = (await cli('ledger', '--verdict', 'auth:dkim-unaligned')).stdout.trimEnd().split('\n');
+    const shortId = table[1]!.split(/\s+/)[3]!;
+    expect(shortId).toBe(IDS.oldWorking.slice(0, 8));
+    expect(JSON.parse((await cli('ledger', '--task', shortId, '--json')).stdout) as LedgerJson[]).toEqual(byTask);
+    expect(JSON.parse((await cli('ledger', '--task', shortId.toUpperCase(), '--json')).stdout) as LedgerJson[]).toEqual(byTask);
+    // A task that does not exist is said so, exit 1 — not an empty table with exit 0.
+    const none = await cli('ledger', '--task', 'ffffffff');
+    expect([none.status, none.stdout]).toEqual([1, '']);
+    expect(none.stderr).toBe('a2a-mailbridge: no such task: ffffffff, and no mail in the ledger names it; list the tasks with: a2a-mailbridge tasks\n');
+    const recent = JSON.parse((await cli('ledger', '--since', '2d', '--json')).stdout) as LedgerJson[];
     expect(recent.map((l: { verdict: string }) => l.verdict)).toEqual(['no-task-id', 'applied:input-required', 'auth:from-mismatch']);
-    const old = JSON.parse((await cli('ledger', '--until', '30d', '--json')).stdout);
+    const old = JSON.parse((await cli('ledger', '--until', '30d', '--json')).stdout) as LedgerJson[];
     expect(old.map((l: { verdict: string }) => l.verdict)).toEqual(['no-task-id', 'auth:dkim-unaligned', 'applied:done']);
     expect(JSON.parse((await cli('ledger', '--limit', '2', '--json')).stdout)).toHaveLength(2);
     const all = await cli('ledger', '--json');
@@ -143,19 +160,41 @@ describe('ledger', () => {
   });
 
   it('--raw <id> writes the exact bytes to stdout; rows without bytes, or no such row, exit 1', async () => {
-    const [forged] = JSON.parse((await cli('ledger', '--verdict', 'auth:from-mismatch', '--json')).stdout);
-    const raw = await cli('ledger', '--raw', String(forged.id));
+    const [forged] = JSON.parse((await cli('ledger', '--verdict', 'auth:from-mismatch', '--json')).stdout) as LedgerJson[];
+    const raw = await cli('ledger', '--raw', String(forged!.id));
     expect(raw.status, raw.stderr).toBe(0);
     expect(raw.stdoutBytes.equals(RAW_FORGED)).toBe(true);
-    const [untagged] = JSON.parse((await cli('ledger', '--verdict', 'no-task-id', '--json', '--limit', '1')).stdout);
-    const none = await cli('ledger', '--raw', String(untagged.id));
+    const [untagged] = JSON.parse((await cli('ledger', '--verdict', 'no-task-id', '--json', '--limit', '1')).stdout) as LedgerJson[];
+    const none = await cli('ledger', '--raw', String(untagged!.id));
     expect(none.status).toBe(1);
-    expect(none.stderr).toBe(`a2a-mailbridge: ledger row #${untagged.id} (no-task-id) kept no raw bytes: only tagged mail is kept\n`);
+    expect(none.stderr).toBe(`a2a-mailbridge: ledger row #${untagged!.id} (no-task-id) kept no raw bytes: only tagged mail is kept\n`);
     expect((await cli('ledger', '--raw', '99999')).status).toBe(1);
     expect((await cli('ledger', '--raw', '1', '--json')).status).toBe(2);
   });
 
   it('every read command left the store file as it was (opened read-only)', () => {
+    expect(sha(store)).toBe(digestBefore);
+  });
+});
+
+describe('status (issue 16)', () => {
+  it('sums up tasks, the mailbox, failing webhooks and refused replies for open tasks, read-only', async () => {
+    const r = await cli('status');
+    expect(r.status, r.stderr).toBe(0);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines[0]).toBe(`a2a-mailbridge status: ${c.configPath}`);
+    expect(lines[1]).toBe('bridge    not answering at http://127.0.0.1:0 (server.listen has port 0 (a new port at each start): cannot tell); start it: a2a-mailbridge serve, or a2a-mailbridge service status');
+    expect(lines[2]).toMatch(new RegExp(`^store {5}${store.replaceAll('.', '\\.')}: \\d+\\.\\d (KiB|MiB) on disk \\(with its -wal/-shm\\)$`));
+    expect(lines.slice(3)).toEqual([
+      'tasks     2 open (0 SUBMITTED, 1 WORKING, 1 INPUT_REQUIRED); 3 finished',
+      'mailbox   maildir, never checked yet',
+      'webhooks  none failing',
+      'refused   replies refused for 1 open task:',
+      expect.stringMatching(/^ {12}task 22222222 \(grok, WORKING\): 1 reply, last auth:dkim-unaligned \(\d+ d \d+ h ago\): a2a-mailbridge ledger --task 22222222$/),
+    ]);
+    const j = JSON.parse((await cli('status', '--json')).stdout) as StatusReport;
+    expect(j).toMatchObject({ tasks: { open: 2, finished: 3 }, failingWebhooks: [], refusedRepliesForOpenTasks: [{ taskId: IDS.oldWorking, count: 1, lastVerdict: 'auth:dkim-unaligned' }] });
+    expect(j.store.bytes).toBeGreaterThan(0);
     expect(sha(store)).toBe(digestBefore);
   });
 });
@@ -167,6 +206,9 @@ describe('backup and prune (issue 5)', () => {
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(new RegExp(`^backup written: ${target} \\(\\d+ bytes, \\d+ pages, schema version \\d+, quick_check ok\\)\\n$`));
     expect(statSync(target).mode & 0o777).toBe(0o600);
+    // One self-contained file: no -wal/-shm beside it (it is no longer in WAL mode).
+    const beside = (): string[] => readdirSync(c.dir).filter((f) => f.startsWith('backup.sqlite')).sort();
+    expect(beside()).toEqual(['backup.sqlite']);
     const copy = openDb(target, { readOnly: true });
     expect(copy.pragma('quick_check', { simple: true })).toBe('ok');
     expect((copy.prepare('SELECT count(*) AS n FROM tasks').get() as { n: number }).n).toBe(5);
@@ -179,20 +221,36 @@ describe('backup and prune (issue 5)', () => {
     // A backup is a store the read commands take with --db.
     const fromBackup = await runCli(['tasks', '--db', target, '--json']);
     expect(JSON.parse(fromBackup.stdout)).toHaveLength(5);
+    expect(beside()).toEqual(['backup.sqlite']);
+  });
+
+  it('backup --json reports the copy; a missing folder is refused with the command that creates it', async () => {
+    const target = join(c.dir, 'backup-json.sqlite');
+    const r = await cli('backup', target, '--json');
+    expect(r.status, r.stderr).toBe(0);
+    const report = JSON.parse(r.stdout) as BackupReport;
+    expect(report).toEqual({ file: target, bytes: statSync(target).size, pages: expect.any(Number) as unknown, schemaVersion: expect.any(Number) as unknown, quickCheck: 'ok' });
+    expect(report.bytes).toBe(report.pages * 4096);
+
+    const missing = join(c.dir, 'no-such-folder', 'b.sqlite');
+    const m = await cli('backup', missing);
+    expect(m.status).toBe(1);
+    expect(m.stderr).toBe(`a2a-mailbridge: the folder ${join(c.dir, 'no-such-folder')} does not exist; create it first (mkdir -m 700 -p ${join(c.dir, 'no-such-folder')}) or choose a file in an existing folder\n`);
+    expect(existsSync(join(c.dir, 'no-such-folder'))).toBe(false);
   });
 
   it('prune --dry-run counts and deletes nothing; prune then deletes exactly that, never an open task', async () => {
     expect((await cli('prune')).status).toBe(2);
     const dry = await cli('prune', '--older-than', '30', '--dry-run', '--json');
     expect(dry.status, dry.stderr).toBe(0);
-    const planned = JSON.parse(dry.stdout);
+    const planned: unknown = JSON.parse(dry.stdout);
     expect(planned).toMatchObject({ dryRun: true, tasks: 2, turns: 2, attempts: 2, messages: 2, artifacts: 1, events: 5, ledger: 2 });
     expect(sha(store)).toBe(digestBefore);
 
     const done = await cli('prune', '--older-than', '30');
     expect(done.status, done.stderr).toBe(0);
-    expect(done.stdout).toMatch(/^deleted 2 tasks, 2 turns, 2 dispatch attempts, 2 messages, 1 artifacts, 5 task events, 2 ledger rows \(tasks finished and mail seen before .*Z; open tasks and audit entries are kept\)\n$/);
-    const left = JSON.parse((await cli('tasks', '--json')).stdout).map((t: { id: string; state: string }) => [t.id, t.state]);
+    expect(done.stdout).toMatch(/^deleted 2 tasks, 2 turns, 2 dispatch attempts, 2 messages, 1 artifact, 5 task events, 2 ledger rows \(tasks finished and mail seen before .*Z; open tasks and audit entries are kept\)\n$/);
+    const left = (JSON.parse((await cli('tasks', '--json')).stdout) as TaskJson[]).map((t: { id: string; state: string }) => [t.id, t.state]);
     expect(left).toEqual([
       [IDS.inputRequired, 'INPUT_REQUIRED'],
       [IDS.recentFailed, 'FAILED'],
@@ -203,7 +261,7 @@ describe('backup and prune (issue 5)', () => {
 
     // Even a cut of 0 days leaves the open tasks.
     await cli('prune', '--older-than', '0');
-    const open = JSON.parse((await cli('tasks', '--json')).stdout).map((t: { id: string }) => t.id);
+    const open = (JSON.parse((await cli('tasks', '--json')).stdout) as TaskJson[]).map((t: { id: string }) => t.id);
     expect(open).toEqual([IDS.inputRequired, IDS.oldWorking]);
 
     const pruned = await cli('show', IDS.oldCompleted);

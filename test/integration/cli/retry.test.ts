@@ -9,6 +9,7 @@ import { hermesBody } from '../../helpers/bridge-harness.js';
 import { runCli } from '../../helpers/cli.js';
 import { makeConfigDir, minimalToml, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET } from '../../helpers/config-dir.js';
 import { startWebhookReceiver } from '../../helpers/webhook-receiver.js';
+import type { RpcAnswer, V1SendResult } from '../../helpers/rpc-json.js';
 
 let accept = false;
 const receiver = await startWebhookReceiver({
@@ -30,9 +31,9 @@ describe('a2a-mailbridge retry (issue 5)', () => {
       headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_BEARER}` },
       body: JSON.stringify(hermesBody('job for a wrong URL', 'ctx-retry')),
     });
-    const task = ((await res.json()) as any).result.task;
+    const task = ((await res.json()) as RpcAnswer<V1SendResult>).result!.task!;
     expect(task.status.state).toBe('TASK_STATE_FAILED');
-    expect(task.status.message.parts[0].text).toMatch(/the webhook refused the job \(HTTP 404\)/);
+    expect(task.status.message!.parts[0]!.text).toMatch(/the webhook refused the job \(HTTP 404\)/);
 
     accept = true;
     const run = await runCli(['--config', c.configPath, 'retry', task.id.slice(0, 8)]);
@@ -47,7 +48,7 @@ describe('a2a-mailbridge retry (issue 5)', () => {
 
     const again = await runCli(['--config', c.configPath, 'retry', task.id]);
     expect(again.status).toBe(1);
-    expect(again.stderr).toMatch(/is working; only a task whose webhook was never accepted can be retried/);
+    expect(again.stderr).toMatch(/is WORKING: its webhook was accepted at \S+Z and the agent has the job; its reply comes by email\. `retry` is for a task that FAILED by dispatch/);
     await app.close();
   });
 });

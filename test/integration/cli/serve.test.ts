@@ -16,7 +16,7 @@ describe('a2a-mailbridge serve refuses unsafe settings (issue 2, acceptance 7)',
     const r = cli(['--config', c.configPath, 'serve']);
     expect(r.status).toBe(2);
     expect(r.stderr).toBe(
-      'a2a-mailbridge: config key server.listen: "0.0.0.0" is not a loopback address; a2a-mailbridge listens on loopback only. Use "127.0.0.1:8765"\n',
+      'a2a-mailbridge: config key server.listen: "0.0.0.0" is not a loopback address; a2a-mailbridge listens on loopback only (127.0.0.0/8, ::1 or localhost). Use "127.0.0.1:8765"\n',
     );
   });
 

@@ -4,21 +4,32 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../helpers/cli.js';
+import { VERSION } from '../../../src/a2a/agent-card.js';
+import { startApp } from '../../../src/app.js';
+import { loadConfig } from '../../../src/config/config.js';
+import { createLogger } from '../../../src/log.js';
 import { makeConfigDir, minimalToml, type ConfigDir } from '../../helpers/config-dir.js';
+import { freePort } from '../../helpers/free-port.js';
 import { checkPlist } from '../../helpers/plist.js';
 
 /**
  * `service install` (issue 6, acceptance 1): the plist is valid XML following the plist DTD (a
  * structural check in test/helpers/plist.ts, since `plutil` exists only on macOS), and the
- * systemd unit passes `systemd-analyze verify` where that binary exists.
+ * systemd unit passes `systemd-analyze verify` where that binary exists. `service uninstall` and
+ * `service status` (issue 16) run with no service manager on PATH, so they behave the same on
+ * every machine.
  */
 let c: ConfigDir;
 let home: string;
 const built = existsSync(resolve('dist/cli/main.js'));
 const systemdAnalyze = spawnSync('systemd-analyze', ['--version'], { stdio: 'ignore' }).status === 0;
+/** The hardened unit cannot see /tmp: a checkout or Node under it cannot be installed (the refusal is tested below). */
+const installInTmp = ['/tmp/', '/var/tmp/', '/dev/shm/'].some((d) => resolve('.').startsWith(d) || process.execPath.startsWith(d));
 
 beforeAll(() => {
-  c = makeConfigDir(minimalToml());
+  // Not under /tmp (the unit could not see it): the checkout's own tmp/, which git ignores.
+  mkdirSync(resolve('tmp'), { recursive: true });
+  c = makeConfigDir(minimalToml(), resolve('tmp'));
   mkdirSync(join(c.dir, 'state'), { mode: 0o700 });
   home = mkdtempSync(join(tmpdir(), 'mb-home-'));
 });
@@ -27,8 +38,10 @@ afterAll(() => {
   for (const d of [c?.dir, home, ...cleanup]) if (d) rmSync(d, { recursive: true, force: true });
 });
 
-const env = () => ({ HOME: home, XDG_CONFIG_HOME: join(home, 'xdg') });
+/** No service manager on PATH: uninstall and status then say so instead of asking this machine's. */
+const env = () => ({ HOME: home, XDG_CONFIG_HOME: join(home, 'xdg'), PATH: join(home, 'no-bin') });
 const install = (...args: string[]) => runCli(['--config', c.configPath, 'service', 'install', ...args], { env: env() });
+const service = (...args: string[]) => runCli(['--config', c.configPath, 'service', ...args], { env: env() });
 
 describe('service install --dry-run', () => {
   it('the LaunchAgent plist parses as XML, follows the plist DTD, and holds only absolute paths', async () => {
@@ -85,7 +98,7 @@ describe('service install --dry-run', () => {
 });
 
 describe('service install', () => {
-  it.skipIf(!built)('writes the unit (0644) where systemd looks, prints the command, and replaces it only with --force', async () => {
+  it.skipIf(!built || installInTmp)('writes the unit (0644) where systemd looks, prints the command, and replaces it only with --force', async () => {
     const target = join(home, 'xdg', 'systemd', 'user', 'a2a-mailbridge.service');
     const r = await install('--systemd');
     expect(r.status, r.stderr).toBe(0);
@@ -113,5 +126,82 @@ describe('service install', () => {
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/config key server\.listen/);
     expect(existsSync(join(bad.dir, 'xdg'))).toBe(false);
+  });
+
+  it('refuses a systemd unit that could never see its config or store under /tmp, naming each path; --dry-run warns', async () => {
+    const inTmp = makeConfigDir(minimalToml(), '/tmp');
+    cleanup.push(inTmp.dir);
+    const e = { HOME: inTmp.dir, XDG_CONFIG_HOME: join(inTmp.dir, 'xdg') };
+    const r = await runCli(['--config', inTmp.configPath, 'service', 'install', '--systemd'], { env: e });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(new RegExp(`^a2a-mailbridge: refusing to write .*a2a-mailbridge\\.service: the systemd unit runs with PrivateTmp=yes and PrivateDevices=yes, so it gets empty private /tmp, /var/tmp and /dev/shm and can never see `));
+    for (const [p, what] of [[inTmp.configPath, 'the config'], [join(inTmp.dir, 'state'), "store.path's folder"], [join(inTmp.dir, 'bearer'), 'server.bearer_file'], [join(inTmp.dir, 'Maildir'), 'mailbox.maildir.path']]) {
+      expect(r.stderr).toContain(`${p} (${what})`);
+    }
+    expect(existsSync(join(inTmp.dir, 'xdg'))).toBe(false);
+    const dry = await runCli(['--config', inTmp.configPath, 'service', 'install', '--systemd', '--dry-run'], { env: e });
+    expect(dry.status).toBe(0);
+    expect(dry.stderr).toContain(`# warning: the systemd unit runs with PrivateTmp=yes`);
+    // launchd has no private /tmp: no refusal there.
+    expect((await runCli(['--config', inTmp.configPath, 'service', 'install', '--launchd', '--dry-run'], { env: e })).stderr).not.toContain('warning');
+  });
+});
+
+describe('service status and uninstall (issue 16)', () => {
+  it.skipIf(!built || installInTmp)('status tells installed, up to date, enabled, the manager, and whether the bridge answers; uninstall removes the file', async () => {
+    const target = join(home, 'xdg', 'systemd', 'user', 'a2a-mailbridge.service');
+    rmSync(target, { force: true });
+    const none = await service('status', '--systemd');
+    expect(none.status).toBe(1);
+    expect(none.stdout).toContain(`service file  not installed (would be ${target}; run: a2a-mailbridge service install)`);
+
+    expect((await install('--systemd')).status).toBe(0);
+    const s = await service('status', '--systemd');
+    expect(s.status).toBe(1); // installed, but no bridge answers
+    expect(s.stdout.split('\n')).toEqual([
+      `service file  ${target}`,
+      'up to date    yes',
+      'enabled       no',
+      'systemctl     systemctl is not on PATH',
+      'bridge        http://127.0.0.1:0/health: not answering (server.listen has port 0 (a new port at each start): cannot tell)',
+      '',
+    ]);
+    writeFileSync(target, readFileSync(target, 'utf8').replace('RestartSec=10', 'RestartSec=11'));
+    const j = JSON.parse((await service('status', '--systemd', '--json')).stdout) as unknown;
+    expect(j).toMatchObject({ kind: 'systemd', file: target, installed: true, upToDate: false, enabled: false, answering: false });
+
+    const dry = await service('uninstall', '--systemd', '--dry-run');
+    expect(dry.stdout).toBe(`would run: systemctl --user disable --now a2a-mailbridge.service\nwould remove: ${target}\nwould run: systemctl --user daemon-reload\n`);
+    expect(existsSync(target)).toBe(true);
+    const u = await service('uninstall', '--systemd');
+    expect(u.status, u.stderr).toBe(0);
+    expect(u.stdout).toBe(
+      [
+        'systemctl is not on PATH: not stopped here; if it runs, stop it with: systemctl --user disable --now a2a-mailbridge.service',
+        `removed ${target}`,
+        'systemctl --user daemon-reload: systemctl is not on PATH',
+        'the config, the store and the logs are kept',
+        '',
+      ].join('\n'),
+    );
+    expect(existsSync(target)).toBe(false);
+    expect(existsSync(c.configPath)).toBe(true);
+    const again = await service('uninstall', '--systemd');
+    expect([again.status, again.stdout]).toEqual([0, `no systemd service file at ${target}; nothing to uninstall\n`]);
+  });
+
+  it('status says the bridge answers when one runs on server.listen', async () => {
+    const port = await freePort();
+    const up = makeConfigDir(minimalToml({ listen: `127.0.0.1:${port}` }), resolve('tmp'));
+    cleanup.push(up.dir);
+    for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(up.dir, 'Maildir', sub), { recursive: true });
+    const app = await startApp(loadConfig(up.configPath), { log: createLogger('silent') });
+    try {
+      const r = await runCli(['--config', up.configPath, 'service', 'status', '--systemd', '--json'], { env: env() });
+      const j = JSON.parse(r.stdout) as unknown;
+      expect(j).toMatchObject({ answering: true, health: `http://127.0.0.1:${port}/health: ok (version ${VERSION})` });
+    } finally {
+      await app.close();
+    }
   });
 });

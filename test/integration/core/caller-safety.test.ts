@@ -7,7 +7,7 @@ import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 
 const suite = useHarness({});
 
-const send = async (text: string, ctx: string) => (await suite.h.rpc(hermesBody(text, ctx))).json.result.task;
+const send = async (text: string, ctx: string) => (await suite.h.rpc(hermesBody(text, ctx))).json.result!.task;
 const envelopeOf = (taskId: string) => suite.h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === taskId)!;
 
 describe('nothing the agent sent is lost or hidden', () => {
@@ -16,48 +16,48 @@ describe('nothing the agent sent is lost or hidden', () => {
     const task = await send('Job during a DNS outage', ctx);
     const working = suite.h.app.bridge.ctx.dkimResolver;
     suite.h.app.bridge.ctx.dkimResolver = makeResolver(['127.0.0.1:1'], { timeoutMs: 500 });
-    await suite.dovecot.append(await suite.h.reply(envelopeOf(task.id), { answer: 'Done despite DNS.' }));
+    await suite.dovecot.append(await suite.h.reply(envelopeOf(task!.id), { answer: 'Done despite DNS.' }));
     const during = await send('status', ctx);
-    expect(during.status.state).toBe('TASK_STATE_WORKING');
-    expect(during.status.message.parts[0].text).toMatch(/a reply could not be authenticated yet \(gate 7: local DKIM verification .* temperror/);
-    expect(queryLedger(suite.h.app.bridge.ctx.db, { taskId: task.id, limit: 5 })).toEqual([]);
+    expect(during!.status.state).toBe('TASK_STATE_WORKING');
+    expect(during!.status.message!.parts[0]!.text).toMatch(/a reply could not be authenticated yet \(gate 7: local DKIM verification .* temperror/);
+    expect(queryLedger(suite.h.app.bridge.ctx.db, { taskId: task!.id, limit: 5 })).toEqual([]);
     const health = (await (await fetch(`${new URL(suite.h.endpoint).origin}/health`)).json()) as { mailbox: { lastError: string } };
     expect(health.mailbox.lastError).toMatch(/judged again on the next check/);
 
     suite.h.app.bridge.ctx.dkimResolver = working;
     const after = await send('status', ctx);
-    expect(after.status.state).toBe('TASK_STATE_COMPLETED');
-    expect(after.artifacts[0].parts[0].text).toContain('Done despite DNS.');
-    expect(queryLedger(suite.h.app.bridge.ctx.db, { taskId: task.id, limit: 5 }).map((l) => l.verdict)).toEqual(['applied:done']);
+    expect(after!.status.state).toBe('TASK_STATE_COMPLETED');
+    expect(after!.artifacts![0]!.parts[0]!.text).toContain('Done despite DNS.');
+    expect(queryLedger(suite.h.app.bridge.ctx.db, { taskId: task!.id, limit: 5 }).map((l) => l.verdict)).toEqual(['applied:done']);
   });
 
   it('a result applied by another call is shown to its caller first, whatever the text, and starts no new work', async () => {
     const [c1, c2] = [`ctx-${hex(8)}`, `ctx-${hex(8)}`];
     const t1 = await send('First job', c1);
     await send('Second job', c2);
-    await suite.dovecot.append(await suite.h.reply(envelopeOf(t1.id), { answer: 'First answer.' }));
+    await suite.dovecot.append(await suite.h.reply(envelopeOf(t1!.id), { answer: 'First answer.' }));
     // The poll on c2 runs the shared mailbox check, which completes t1.
-    expect((await send('status', c2)).status.state).toBe('TASK_STATE_WORKING');
+    expect((await send('status', c2))!.status.state).toBe('TASK_STATE_WORKING');
     const sent = suite.h.receiver.requests.length;
     const shown = await send('Any update?', c1);
-    expect(shown.id).toBe(t1.id);
-    expect(shown.status.state).toBe('TASK_STATE_COMPLETED');
-    expect(shown.artifacts[0].parts[0].text).toContain('First answer.');
-    expect(shown.status.message.parts[0].text).toMatch(/^Your message was not sent to grok: this task had finished, and this is its result\. Send your message again to start a new task\.$/);
+    expect(shown!.id).toBe(t1!.id);
+    expect(shown!.status.state).toBe('TASK_STATE_COMPLETED');
+    expect(shown!.artifacts![0]!.parts[0]!.text).toContain('First answer.');
+    expect(shown!.status.message!.parts[0]!.text).toMatch(/^Your message was not sent to grok: this task had finished, and this is its result\. Send your message again to start a new task\.$/);
     expect(suite.h.receiver.requests.length).toBe(sent);
     // Once shown, new text on the context is new work, as before.
     const next = await send('Any update?', c1);
-    expect(next.id).not.toBe(t1.id);
+    expect(next!.id).not.toBe(t1!.id);
     expect(suite.h.receiver.requests.length).toBe(sent + 1);
   });
 
   it('an answer is never cut silently: quoted text after it is counted in a note', async () => {
     const ctx = `ctx-${hex(8)}`;
     const task = await send('Quote me', ctx);
-    const body = `reply_token: ${envelopeOf(task.id).reply_token}\nstatus: done\n---\nThe answer.\n\n> a Markdown quote that belongs to it\n\nOn Mon, 30 Nov 2026 at 10:00, me@bridge.test wrote:\n> Quote me\n`;
-    await suite.dovecot.append(await suite.h.reply(envelopeOf(task.id), { body }));
+    const body = `reply_token: ${envelopeOf(task!.id).reply_token}\nstatus: done\n---\nThe answer.\n\n> a Markdown quote that belongs to it\n\nOn Mon, 30 Nov 2026 at 10:00, me@bridge.test wrote:\n> Quote me\n`;
+    await suite.dovecot.append(await suite.h.reply(envelopeOf(task!.id), { body }));
     const done = await send('status', ctx);
-    const text = done.artifacts[0].parts[0].text as string;
-    expect(text).toMatch(/^\[UNTRUSTED — grok reply, verify before acting\]\nThe answer\.\n\n> a Markdown quote that belongs to it\n\n\(2 line\(s\) after the answer were left out as quoted text or a signature; `a2a-mailbridge ledger --raw \d+` shows the whole mail\.\)$/);
+    const text = done!.artifacts![0]!.parts[0]!.text;
+    expect(text).toMatch(/^\[UNTRUSTED — grok reply, verify before acting\]\nThe answer\.\n\n> a Markdown quote that belongs to it\n\n\(2 lines after the answer were left out as quoted text or a signature; `a2a-mailbridge ledger --raw \d+` shows the whole mail\.\)$/);
   });
 });

@@ -47,18 +47,20 @@ describe('the door', () => {
     expect(created).toHaveLength(3);
     expect(refused).toHaveLength(5);
     for (const r of refused) {
-      expect(r.json.error.code).toBe(-31001);
-      expect(r.json.error.message).toMatch(/^grok already has 3 open tasks, the limit \(agents\.max_open_tasks = 3\); no new task was created\. Cancel tasks you no longer need, or retry when one finishes: the earliest deadline is \S+Z, in \d+ s\.$/);
-      expect(r.json.error.data[0]).toMatchObject({ reason: 'LIMIT_REACHED', domain: 'a2a-mailbridge', metadata: { limit: 'agents.max_open_tasks', value: '3' } });
-      expect(r.json.error.data[1]).toEqual({ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: expect.stringMatching(/^\d+s$/) });
+      const error = r.json.error!;
+      const data = error.data as unknown[];
+      expect(error.code).toBe(-31001);
+      expect(error.message).toMatch(/^grok already has 3 open tasks, the limit \(agents\.max_open_tasks = 3\); no new task was created\. Cancel tasks you no longer need, or retry when one finishes: the earliest deadline is \S+Z, in \d+ s\.$/);
+      expect(data[0]).toMatchObject({ reason: 'LIMIT_REACHED', domain: 'a2a-mailbridge', metadata: { limit: 'agents.max_open_tasks', value: '3' } });
+      expect(data[1]).toEqual({ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: expect.stringMatching(/^\d+s$/) as unknown });
     }
     expect(counts()).toEqual({ tasks: before.tasks + 3, messages: before.messages + 3, turns: before.turns + 3 });
     expect(suite.h.receiver.requests.length).toBe(3);
 
     // A canceled task frees its place.
-    const first = created[0]!.json.result.task.id as string;
-    expect((await suite.h.rpc({ jsonrpc: '2.0', id: 1, method: 'CancelTask', params: { id: first } })).json.result.status.state).toBe('TASK_STATE_CANCELED');
-    expect((await send('After a cancel')).json.result.task.status.state).toBe('TASK_STATE_WORKING');
+    const first = created[0]!.json.result!.task!.id;
+    expect((await suite.h.rpc({ jsonrpc: '2.0', id: 1, method: 'CancelTask', params: { id: first } })).json.result?.status?.state).toBe('TASK_STATE_CANCELED');
+    expect((await send('After a cancel')).json.result?.task?.status?.state).toBe('TASK_STATE_WORKING');
   });
 
   it('caps jobs sent to the agent per rolling minute, and lets the next one through once the minute has passed', async () => {
@@ -68,17 +70,18 @@ describe('the door', () => {
     const before = counts();
     const hooks = suite.h.receiver.requests.length;
     const r = await send('One job too many');
-    expect(r.json.error.code).toBe(-31001);
-    const m = /^grok was sent 4 jobs in the last 60 s, the limit \(agents\.webhook\.max_per_minute = 4\); nothing was stored or sent\. Retry in (\d+) s \(after (\S+)\)\.$/.exec(r.json.error.message);
-    expect(m, r.json.error.message).not.toBeNull();
+    const error = r.json.error!;
+    expect(error.code).toBe(-31001);
+    const m = /^grok was sent 4 jobs in the last 60 s, the limit \(agents\.webhook\.max_per_minute = 4\); nothing was stored or sent\. Retry in (\d+) s \(after (\S+)\)\.$/.exec(error.message);
+    expect(m, error.message).not.toBeNull();
     const wait = Number(m![1]);
     expect(wait).toBeGreaterThan(0);
     expect(wait).toBeLessThanOrEqual(61);
-    expect(r.json.error.data[1].retryDelay).toBe(`${wait}s`);
+    expect((error.data as { retryDelay?: string }[])[1]?.retryDelay).toBe(`${wait}s`);
     expect(counts()).toEqual(before);
     expect(suite.h.receiver.requests.length).toBe(hooks);
 
     suite.h.advance(wait * 1000);
-    expect((await send('Once the minute has passed')).json.result.task.status.state).toBe('TASK_STATE_WORKING');
+    expect((await send('Once the minute has passed')).json.result?.task?.status?.state).toBe('TASK_STATE_WORKING');
   });
 });

@@ -10,29 +10,29 @@ import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 
 const suite = useHarness({});
 
-const send = async (text: string, ctx: string) => (await suite.h.rpc(hermesBody(text, ctx))).json.result.task;
+const send = async (text: string, ctx: string) => (await suite.h.rpc(hermesBody(text, ctx))).json.result!.task;
 
 describe('INPUT_REQUIRED round trip', () => {
   it('question → answer on the same context → second webhook with thread and new token → final answer', async () => {
     const ctx = `ctx-${hex(8)}`;
     const t1 = await send('Book me a flight to Lisbon', ctx);
-    expect(t1.status.state).toBe('TASK_STATE_WORKING');
+    expect(t1!.status.state).toBe('TASK_STATE_WORKING');
     const e1 = suite.h.envelope(1);
     expect(e1).toMatchObject({ turn: 1, ask: 'Book me a flight to Lisbon', thread: [] });
 
     await suite.dovecot.append(await suite.h.reply(e1, { status: 'input-required', answer: 'Which date?' }));
     const asked = await send('status', ctx);
-    expect(asked.status.state).toBe('TASK_STATE_INPUT_REQUIRED');
-    expect(asked.artifacts).toEqual([]);
-    expect(asked.status.message.parts[0].text).toBe('[UNTRUSTED — grok reply, verify before acting]\nWhich date?');
+    expect(asked!.status.state).toBe('TASK_STATE_INPUT_REQUIRED');
+    expect(asked!.artifacts).toEqual([]);
+    expect(asked!.status.message!.parts[0]!.text).toBe('[UNTRUSTED — grok reply, verify before acting]\nWhich date?');
 
     const answered = await send('The 3rd of March', ctx);
-    expect(answered.id).toBe(t1.id);
-    expect(answered.status.state).toBe('TASK_STATE_WORKING');
+    expect(answered!.id).toBe(t1!.id);
+    expect(answered!.status.state).toBe('TASK_STATE_WORKING');
     expect(suite.h.receiver.requests).toHaveLength(2);
     const e2 = suite.h.envelope(2);
     expect(e2).toMatchObject({
-      task_id: t1.id,
+      task_id: t1!.id,
       turn: 2,
       ask: 'The 3rd of March',
       thread: [
@@ -45,31 +45,31 @@ describe('INPUT_REQUIRED round trip', () => {
 
     // The first turn's token no longer applies, even in a fresh, authentic mail.
     await suite.dovecot.append(await suite.h.reply(e1, { answer: 'stale answer under the old token' }));
-    expect((await send('status', ctx)).status.state).toBe('TASK_STATE_WORKING');
+    expect((await send('status', ctx))!.status.state).toBe('TASK_STATE_WORKING');
 
     await suite.dovecot.append(await suite.h.reply(e2, { answer: 'Booked: TP1350 on 3 March.' }));
     const done = await send('status', ctx);
-    expect(done.status.state).toBe('TASK_STATE_COMPLETED');
-    expect(done.artifacts).toHaveLength(1);
-    expect(done.artifacts[0].parts[0].text).toBe('[UNTRUSTED — grok reply, verify before acting]\nBooked: TP1350 on 3 March.');
-    expect(done.history.map((m: any) => [m.role, m.parts[0].text])).toEqual([
+    expect(done!.status.state).toBe('TASK_STATE_COMPLETED');
+    expect(done!.artifacts).toHaveLength(1);
+    expect(done!.artifacts![0]!.parts[0]!.text).toBe('[UNTRUSTED — grok reply, verify before acting]\nBooked: TP1350 on 3 March.');
+    expect(done!.history.map((m) => [m.role, m.parts[0]!.text])).toEqual([
       ['ROLE_USER', 'Book me a flight to Lisbon'],
       ['ROLE_AGENT', '[UNTRUSTED — grok reply, verify before acting]\nWhich date?'],
       ['ROLE_USER', 'The 3rd of March'],
       ['ROLE_AGENT', '[UNTRUSTED — grok reply, verify before acting]\nBooked: TP1350 on 3 March.'],
     ]);
-    const verdicts = queryLedger(suite.h.app.bridge.ctx.db, { taskId: t1.id, limit: 10 }).map((l) => l.verdict).reverse();
+    const verdicts = queryLedger(suite.h.app.bridge.ctx.db, { taskId: t1!.id, limit: 10 }).map((l) => l.verdict).reverse();
     expect(verdicts).toEqual(['applied:input-required', 'bad-token', 'applied:done']);
   });
 
   it('a poll word while input is required is a poll, not an answer', async () => {
     const ctx = `ctx-${hex(8)}`;
     const t = await send('Plan a trip', ctx);
-    const env = suite.h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === t.id)!;
+    const env = suite.h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === t!.id)!;
     await suite.dovecot.append(await suite.h.reply(env, { status: 'input-required', answer: 'Where to?' }));
-    expect((await send('status', ctx)).status.state).toBe('TASK_STATE_INPUT_REQUIRED');
+    expect((await send('status', ctx))!.status.state).toBe('TASK_STATE_INPUT_REQUIRED');
     const sent = suite.h.receiver.requests.length;
-    expect((await send('?', ctx)).status.state).toBe('TASK_STATE_INPUT_REQUIRED');
+    expect((await send('?', ctx))!.status.state).toBe('TASK_STATE_INPUT_REQUIRED');
     expect(suite.h.receiver.requests.length).toBe(sent);
   });
 });

@@ -2,6 +2,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { queryLedger } from '../../../src/store/ledger.js';
 import { getAudit } from '../../../src/store/tasks.js';
 import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
+import type { V1Task } from '../../../src/a2a/wire.js';
+import type { RpcAnswer, V1SendResult } from '../../helpers/rpc-json.js';
 
 /**
  * Issue 4, acceptance 2: a Hermes-style caller with a 120 s read timeout, and an agent that answers
@@ -12,12 +14,12 @@ const HERMES_TIMEOUT_MS = 120_000;
 const durations: number[] = [];
 
 const suite = useHarness({ agentToml: 'deadline_s = 600' });
-afterAll(async () => {
+afterAll(() => {
   if (durations.length) console.log(`long-task scenario: ${durations.length} calls, slowest ${Math.max(...durations).toFixed(1)} ms`);
 });
 
 /** One a2a_call as Hermes makes it: new messageId, same contextId, aborted after 120 s. */
-async function hermesCall(text: string, contextId: string): Promise<any> {
+async function hermesCall(text: string, contextId: string): Promise<V1Task> {
   const started = performance.now();
   const res = await fetch(suite.h.endpoint, {
     method: 'POST',
@@ -26,13 +28,13 @@ async function hermesCall(text: string, contextId: string): Promise<any> {
     signal: AbortSignal.timeout(HERMES_TIMEOUT_MS),
   });
   expect(res.status).toBe(200);
-  const json = (await res.json()) as { result: { task: any } };
+  const json = (await res.json()) as RpcAnswer<V1SendResult>;
   durations.push(performance.now() - started);
-  return json.result.task;
+  return json.result!.task!;
 }
 
 /** What Hermes shows the model: the first text artifact, else status.message (FACTS.md). */
-function shown(task: any): string {
+function shown(task: V1Task): string {
   return task.artifacts?.[0]?.parts?.[0]?.text ?? task.status.message?.parts?.[0]?.text ?? '';
 }
 
@@ -54,14 +56,14 @@ describe('a job that outlives its deadline (issue 4, acceptance 2)', () => {
     task = await hermesCall('status', ctx);
     expect(task.status.state).toBe('TASK_STATE_FAILED');
     expect(shown(task)).toMatch(/^\[UNTRUSTED — grok reply, verify before acting\]\n\(This reply arrived .* after the task failed: deadline .*\)\nThe review, finally\.$/);
-    expect(task.status.message.parts[0].text).toMatch(/A late reply from grok arrived \S+, after the deadline; it is attached as an artifact and was not applied\./);
+    expect(task.status.message!.parts[0]!.text).toMatch(/A late reply from grok arrived \S+, after the deadline; it is attached as an artifact and was not applied\./);
 
     // Observers see it through GetTask and ListTasks too.
     const got = (await suite.h.rpc({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: task.id } })).json.result;
-    expect(got.artifacts.map((a: any) => a.name)).toEqual(['late-reply']);
+    expect(got!.artifacts!.map((a) => a.name)).toEqual(['late-reply']);
     const listed = (await suite.h.rpc({ jsonrpc: '2.0', id: 2, method: 'ListTasks', params: { contextId: ctx, includeArtifacts: true } })).json.result;
-    expect(listed.tasks).toHaveLength(1);
-    expect(listed.tasks[0].artifacts[0].parts[0].text).toContain('The review, finally.');
+    expect(listed!.tasks).toHaveLength(1);
+    expect(listed!.tasks[0]!.artifacts![0]!.parts[0]!.text).toContain('The review, finally.');
 
     // One webhook in total; nothing discarded: the ledger keeps the reply, the audit the failure.
     expect(suite.h.receiver.requests).toHaveLength(1);

@@ -36,8 +36,9 @@ async function start(over: Partial<CloudAgentOptions> = {}): Promise<CloudAgent>
     dkim: { domain: DOMAIN, selector: SELECTOR, privateKeyPem: key.privateKeyPem },
     signingSecret: SECRET,
     bearer: BEARER,
-    deliver: async (raw) => {
+    deliver: (raw) => {
       delivered.push(raw);
+      return Promise.resolve();
     },
     ...over,
   });
@@ -91,7 +92,7 @@ async function post(a: CloudAgent, body: Buffer, o: { id?: string; secret?: stri
 function zoneResolver() {
   const r = new Resolver({ timeout: 1000, tries: 1 });
   r.setServers([zone.address]);
-  return (name: string, type: string) => r.resolve(name, type as 'TXT') as Promise<string[][]>;
+  return (name: string, type: string) => r.resolve(name, type as 'TXT');
 }
 
 describe('startCloudAgent', () => {
@@ -187,7 +188,7 @@ describe('startCloudAgent', () => {
   it('uses the pluggable answer and delay; null means no reply; a failing deliver is recorded', async () => {
     const a = await start({
       replyDelayMs: 50,
-      answer: async (e) => (e.turn === 2 ? null : { status: 'input-required', text: 'Which region?' }),
+      answer: (e) => Promise.resolve(e.turn === 2 ? null : { status: 'input-required', text: 'Which region?' }),
     });
     const t0 = Date.now();
     await post(a, encodeEnvelope(envelope()));
@@ -202,9 +203,7 @@ describe('startCloudAgent', () => {
       address: `agent@${DOMAIN}`,
       dkim: { domain: DOMAIN, selector: SELECTOR, privateKeyPem: key.privateKeyPem },
       signingSecret: SECRET,
-      deliver: async () => {
-        throw new Error('mailbox down');
-      },
+      deliver: () => Promise.reject(new Error('mailbox down')),
     });
     await post(agent, encodeEnvelope(envelope()));
     await agent.idle();

@@ -34,7 +34,7 @@ export function spawnCli(args: string[], failpoint?: FailpointName): BridgeProce
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: REPO, env, stdio: ['ignore', 'ignore', 'pipe'] });
   const lines: string[] = [];
   let partial = '';
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+  child.stderr.setEncoding('utf8').on('data', (d: string) => {
     partial += d;
     const parts = partial.split('\n');
     partial = parts.pop()!;

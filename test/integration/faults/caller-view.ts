@@ -2,6 +2,8 @@
  * What a caller of the bridge sees (FACTS.md "Hermes Agent as the caller"): the text Hermes shows
  * the model, the status text, and GET /health.
  */
+import type { HealthJson } from '../../../src/a2a/health.js';
+import type { V1Task } from '../../../src/a2a/wire.js';
 import { hex, type Harness } from '../../helpers/bridge-harness.js';
 
 /** A fresh A2A context id. */
@@ -10,18 +12,18 @@ export function newContext(): string {
 }
 
 /** What Hermes shows the model: the first text artifact, else `status.message` (FACTS.md). */
-export function shown(task: any): string {
+export function shown(task: V1Task | undefined): string {
   return task?.artifacts?.[0]?.parts?.[0]?.text ?? task?.status?.message?.parts?.[0]?.text ?? '';
 }
 
 /** The `status.message` text of a wire task ('' when absent). */
-export function statusMessage(task: any): string {
+export function statusMessage(task: V1Task | undefined): string {
   return task?.status?.message?.parts?.[0]?.text ?? '';
 }
 
 /** GET /health of the harness's bridge. */
-export async function healthOf(h: Harness): Promise<any> {
+export async function healthOf(h: Harness): Promise<HealthJson> {
   const res = await fetch(`${h.app.server.baseUrl}/health`);
   if (res.status !== 200) throw new Error(`/health answered ${res.status}`);
-  return res.json();
+  return (await res.json()) as HealthJson;
 }

@@ -14,6 +14,8 @@ import { killAll, REPO, spawnCli } from './bridge-process.js';
 import { newContext, shown } from './caller-view.js';
 import { startImapProxy } from './imap-faults.js';
 import { Summary } from './summary.js';
+import type { V1Task } from '../../../src/a2a/wire.js';
+import type { Counts } from './store-load.js';
 
 /**
  * Issue 5, acceptance 3 — concurrency: many polls share one mailbox check; the sweep and the
@@ -40,7 +42,7 @@ afterAll(async () => {
 /** IMAP commands of one kind the bridge sent after index `from`. */
 const count = (h: Harness, from: number, verb: RegExp): number => h.imapCommands.slice(from).filter((c) => verb.test(c.replace(/^\S+ /, ''))).length;
 
-async function fiftyPolls(h: Harness, ctx: string): Promise<{ answers: any[]; errors: string[]; slowest: number }> {
+async function fiftyPolls(h: Harness, ctx: string): Promise<{ answers: (V1Task | undefined)[]; errors: string[]; slowest: number }> {
   const errors: string[] = [];
   const started = performance.now();
   const answers = await Promise.all(
@@ -69,8 +71,8 @@ describe('50 concurrent polls share one mailbox check (issue 5, acceptance 3)', 
     });
     await h.app.bridge.idle();
     const ctx = newContext();
-    const first = (await h.rpc(hermesBody('Summarise the report', ctx))).json.result.task;
-    expect(first.status.state).toBe('TASK_STATE_WORKING');
+    const first = (await h.rpc(hermesBody('Summarise the report', ctx))).json.result!.task;
+    expect(first!.status.state).toBe('TASK_STATE_WORKING');
     await dovecot.append(await h.reply(h.envelope(1), { answer: 'Shared by fifty polls.' }), { folder });
     h.advance(16_000); // the next check is due
 
@@ -83,7 +85,7 @@ describe('50 concurrent polls share one mailbox check (issue 5, acceptance 3)', 
     // Every poll joined the check (or came after it): all 50 see the applied reply.
     expect(answers.filter((t) => t?.status.state === 'TASK_STATE_COMPLETED')).toHaveLength(50);
     expect(answers.every((t) => shown(t).endsWith('Shared by fifty polls.'))).toBe(true);
-    expect(ledgerOfTask(h.app.bridge.ctx.db, first.id).map((l) => l.verdict)).toEqual(['applied:done']);
+    expect(ledgerOfTask(h.app.bridge.ctx.db, first!.id).map((l) => l.verdict)).toEqual(['applied:done']);
     summary.add('50 concurrent polls, check due (check_interval_s = 15)', `1 EXAMINE, 1 LOGIN, 0 errors, all 50 answered 200 COMPLETED within ${Math.round(slowest)} ms; reply applied once`);
   });
 
@@ -99,8 +101,8 @@ describe('50 concurrent polls share one mailbox check (issue 5, acceptance 3)', 
     });
     await h.app.bridge.idle();
     const ctx = newContext();
-    const first = (await h.rpc(hermesBody('Summarise the report', ctx))).json.result.task;
-    expect(first.status.state).toBe('TASK_STATE_WORKING');
+    const first = (await h.rpc(hermesBody('Summarise the report', ctx))).json.result!.task;
+    expect(first!.status.state).toBe('TASK_STATE_WORKING');
 
     const before = h.imapCommands.length;
     const acceptedBefore = proxy.stats.accepted;
@@ -115,12 +117,12 @@ describe('50 concurrent polls share one mailbox check (issue 5, acceptance 3)', 
 });
 
 /** Runs store-load.ts processes in parallel and returns their counts. */
-async function load(store: string, roles: { role: string; n: number }[]): Promise<any[]> {
+async function load(store: string, roles: { role: string; n: number }[]): Promise<Counts[]> {
   const startAt = Date.now() + 2500; // every process is up (tsx start) before the first transaction
   return Promise.all(
     roles.map(
       ({ role, n }, index) =>
-        new Promise<any>((resolve, reject) => {
+        new Promise<Counts>((resolve, reject) => {
           const child = spawn(process.execPath, ['--import', 'tsx', 'test/integration/faults/store-load.ts', role, store, String(n), String(startAt), String(index % 2)], {
             cwd: REPO,
             stdio: ['ignore', 'pipe', 'pipe'],
@@ -131,7 +133,7 @@ async function load(store: string, roles: { role: string; n: number }[]): Promis
           child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
           child.once('exit', (code) => {
             if (code !== 0) return reject(new Error(`store-load ${role} exited ${code}: ${err}`));
-            resolve(JSON.parse(out.trim()));
+            resolve(JSON.parse(out.trim()) as Counts);
           });
         }),
     ),

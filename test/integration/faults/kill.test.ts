@@ -18,6 +18,8 @@ import { killAll, quickCheck, readStore, startBridgeProcess, type BridgeProcess 
 import { newContext, shown } from './caller-view.js';
 import { freePort } from '../../helpers/free-port.js';
 import { Summary } from './summary.js';
+import type { V1Task } from '../../../src/a2a/wire.js';
+import type { ResultOfBody, RpcAnswer } from '../../helpers/rpc-json.js';
 
 /**
  * Issue 5, acceptance 2 — kill tests. The bridge runs as a child process (`serve`, from source)
@@ -75,7 +77,7 @@ afterEach(async () => {
 });
 
 /** A JSON-RPC POST to the bridge; `null` when the connection was cut (the process died). */
-async function post(s: Setup, body: unknown): Promise<{ status: number; json: any } | { cut: string }> {
+async function post<B>(s: Setup, body: B): Promise<{ status: number; json: RpcAnswer<ResultOfBody<B>> } | { cut: string }> {
   try {
     const res = await fetch(s.url, {
       method: 'POST',
@@ -83,24 +85,28 @@ async function post(s: Setup, body: unknown): Promise<{ status: number; json: an
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(30_000),
     });
-    return { status: res.status, json: await res.json() };
+    return { status: res.status, json: (await res.json()) as RpcAnswer<ResultOfBody<B>> };
   } catch (err) {
     const e = err as Error & { cause?: { code?: string; message?: string } };
     return { cut: `${e.message}: ${e.cause?.code ?? e.cause?.message ?? ''}` };
   }
 }
 
-/** A call that must answer: HTTP 200 and a task. */
-async function answered(s: Setup, body: unknown): Promise<any> {
+/** What {@link answered} returns: the Task of a SendMessage, else the method's result. */
+type Answer<B> = B extends { method: 'SendMessage' } ? V1Task : ResultOfBody<B>;
+
+/** A call that must answer: HTTP 200 and a task (or, for another method, its result). */
+async function answered<const B>(s: Setup, body: B): Promise<Answer<B>> {
   const r = await post(s, body);
   if ('cut' in r) throw new Error(`the call was cut: ${r.cut}`);
   expect(r.status).toBe(200);
   expect(r.json.error).toBeUndefined();
-  return r.json.result.task ?? r.json.result;
+  const result = r.json.result as { task?: V1Task } | undefined;
+  return (result?.task ?? result) as Answer<B>;
 }
 
 /** Polls on `ctx` until the task is in `state` (the dispatch or check after a restart runs in the background). */
-async function pollUntil(s: Setup, ctx: string, state: string, timeoutMs = 15_000): Promise<any> {
+async function pollUntil(s: Setup, ctx: string, state: string, timeoutMs = 15_000): Promise<V1Task> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const task = await answered(s, hermesBody('status', ctx));
@@ -140,7 +146,7 @@ describe('SIGKILL at a failpoint, then a restart (issue 5, acceptance 2)', () =>
     const task = await pollUntil(s, ctx, 'TASK_STATE_WORKING');
     expect(task).toMatchObject({ id: stored!.id, status: { state: 'TASK_STATE_WORKING' } });
     const listed = await answered(s, { jsonrpc: '2.0', id: 2, method: 'ListTasks', params: { contextId: ctx } });
-    expect(listed.tasks.map((t: any) => t.id)).toEqual([stored!.id]);
+    expect(listed.tasks.map((t) => t.id)).toEqual([stored!.id]);
     expect(quickCheck(s.store)).toBe('ok');
     await p2.stop();
     expect(s.receiver.requests).toHaveLength(1);

@@ -12,6 +12,8 @@ import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
 import { healthOf, newContext, shown, statusMessage } from './caller-view.js';
 import { multiAppend, startImapProxy, startSilentServer, type ImapProxy } from './imap-faults.js';
 import { Summary } from './summary.js';
+import type { HealthJson } from '../../../src/a2a/health.js';
+import type { V1Task } from '../../../src/a2a/wire.js';
 
 /**
  * Issue 5, acceptance 1 — mailbox faults. None may fail an A2A call: every poll answers HTTP 200
@@ -58,13 +60,13 @@ async function proxy(mode: 'pass' | 'refuse' = 'pass'): Promise<ImapProxy> {
 }
 
 /** One Hermes-style call: HTTP 200, a task result (never a JSON-RPC error), and the time it took. */
-async function call(h: Harness, text: string, ctx: string): Promise<{ task: any; ms: number }> {
+async function call(h: Harness, text: string, ctx: string): Promise<{ task: V1Task; ms: number }> {
   const started = performance.now();
   const r = await h.rpc(hermesBody(text, ctx));
   const ms = performance.now() - started;
   expect(r.status).toBe(200);
   expect(r.json.error).toBeUndefined();
-  return { task: r.json.result.task, ms };
+  return { task: r.json.result!.task!, ms };
 }
 
 /** Starts a task whose webhook is accepted (WORKING); returns its context, id and envelope. */
@@ -81,7 +83,7 @@ const UNREACHABLE = /The mailbox is unreachable since (\S+Z): ([\s\S]*?)(?: \(la
  * A poll while the mailbox fails: 200, WORKING, the status text names the error and since when,
  * and /health agrees. Returns what was shown.
  */
-async function expectUnreachable(h: Harness, ctx: string, error: RegExp): Promise<{ since: string; lastSuccess: string | null; text: string; health: any; ms: number }> {
+async function expectUnreachable(h: Harness, ctx: string, error: RegExp): Promise<{ since: string; lastSuccess: string | null; text: string; health: HealthJson; ms: number }> {
   const { task, ms } = await call(h, 'status', ctx);
   expect(task.status.state).toBe('TASK_STATE_WORKING');
   const text = statusMessage(task);
@@ -137,7 +139,7 @@ describe('mailbox faults never fail an A2A call (issue 5, acceptance 1)', () => 
     await dovecot.append(await h.reply(h.envelope(1), { answer: 'Done while the mailbox was away.', date: new Date(h.app.bridge.ctx.now()) }), { folder: h.folder });
     const down2 = await expectUnreachable(h, ctx, /ECONNREFUSED/);
     expect(down2.since).toBe(down1.since);
-    expect(Date.parse(down2.health.mailbox.lastCheckAt)).toBeGreaterThan(Date.parse(down1.since) + 60_000);
+    expect(Date.parse(down2.health.mailbox.lastCheckAt!)).toBeGreaterThan(Date.parse(down1.since) + 60_000);
 
     await p.setMode('pass');
     const back = await call(h, 'status', ctx);
@@ -146,7 +148,7 @@ describe('mailbox faults never fail an A2A call (issue 5, acceptance 1)', () => 
     const health = await healthOf(h);
     expect(health.status).toBe('ok');
     expect(health.mailbox).toMatchObject({ lastError: null, errorSince: null });
-    expect(Date.parse(health.mailbox.lastSuccessAt)).toBeGreaterThan(Date.parse(firstSuccess));
+    expect(Date.parse(health.mailbox.lastSuccessAt!)).toBeGreaterThan(Date.parse(firstSuccess));
     expect(ledgerOfTask(h.app.bridge.ctx.db, id).map((l) => l.verdict)).toEqual(['applied:done']);
     expect(h.receiver.requests).toHaveLength(1);
     summary.add(
@@ -215,7 +217,7 @@ describe('mailbox faults never fail an A2A call (issue 5, acceptance 1)', () => 
     expect(shown(back.task)).toContain('Survives a cut connection.');
     expect(ledgerOfTask(h.app.bridge.ctx.db, id).map((l) => l.verdict)).toEqual(['applied:done']);
     expect(artifactsOf(h.app.bridge.ctx.db, id)).toHaveLength(1);
-    summary.add('connection dropped mid-FETCH (proxy cuts inside the BODY.PEEK[] literal)', `200 WORKING, "unreachable since <t>: ${down.health.mailbox.lastError.replace(String(p.port), '<port>')}"; no ledger row, watermark unchanged; next poll with the connection intact → applied:done once, COMPLETED, 1 artifact`);
+    summary.add('connection dropped mid-FETCH (proxy cuts inside the BODY.PEEK[] literal)', `200 WORKING, "unreachable since <t>: ${down.health.mailbox.lastError!.replace(String(p.port), '<port>')}"; no ledger row, watermark unchanged; next poll with the connection intact → applied:done once, COMPLETED, 1 artifact`);
   });
 
   it('a message the server cannot FETCH: recorded unreadable:fetch, the reply behind it applied, the watermark past both', async () => {

@@ -29,7 +29,8 @@ const iterations = Number(iterationsText);
 const index = Number(indexText);
 const FOLDER = 'INBOX';
 
-interface Counts {
+/** What one process prints (one JSON line on stdout) when it is done. */
+export interface Counts {
   role: string;
   index: number;
   /** Read-then-write transactions that committed or ran to their end. */
@@ -60,13 +61,13 @@ function counting(db: Db): Db {
           const tx = target.transaction(fn);
           return Object.assign((...a: unknown[]) => tx(...a), {
             immediate: (...a: unknown[]) => timed(() => tx.immediate(...a)),
-            deferred: tx.deferred,
-            exclusive: tx.exclusive,
+            deferred: (...a: unknown[]) => tx.deferred(...a),
+            exclusive: (...a: unknown[]) => tx.exclusive(...a),
           });
         };
       }
-      const v = Reflect.get(target, prop, target);
-      return typeof v === 'function' ? v.bind(target) : v;
+      const v: unknown = Reflect.get(target, prop, target);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
     },
   });
 }

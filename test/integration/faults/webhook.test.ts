@@ -12,6 +12,7 @@ import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
 import { startWebhookReceiver, type PlannedResponse, type RecordedRequest, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
 import { healthOf, newContext, shown, statusMessage } from './caller-view.js';
 import { Summary } from './summary.js';
+import type { V1Task } from '../../../src/a2a/wire.js';
 
 /**
  * Issue 5, acceptance 1 — webhook delivery faults. Each test drives the bridge through the A2A
@@ -49,12 +50,12 @@ async function harness(respond: (req: RecordedRequest, n: number) => PlannedResp
 }
 
 /** One Hermes-style call; returns the wire task and how long the answer took. */
-async function call(h: Harness, text: string, ctx: string): Promise<{ task: any; ms: number }> {
+async function call(h: Harness, text: string, ctx: string): Promise<{ task: V1Task; ms: number }> {
   const started = performance.now();
   const r = await h.rpc(hermesBody(text, ctx));
   expect(r.status).toBe(200);
   expect(r.json.error).toBeUndefined();
-  return { task: r.json.result.task, ms: performance.now() - started };
+  return { task: r.json.result!.task!, ms: performance.now() - started };
 }
 
 const db = (h: Harness) => h.app.bridge.ctx.db;
@@ -84,7 +85,7 @@ describe('webhook delivery faults (issue 5, acceptance 1)', () => {
 
     const first = await call(h, 'Summarise the report', ctx);
     expect(first.task.status.state).toBe('TASK_STATE_SUBMITTED');
-    const id = first.task.id as string;
+    const id = first.task.id;
     const [a1] = attempts(h, id);
     expect(a1).toMatchObject({ attempt: 1, outcome: 'retry', httpStatus: null, error: 'network error: ECONNREFUSED' });
     const t1 = turnOf(h, id);
@@ -125,7 +126,7 @@ describe('webhook delivery faults (issue 5, acceptance 1)', () => {
     expect(first.ms).toBeGreaterThanOrEqual(900);
     expect(first.ms).toBeLessThan(3000);
     expect(first.task.status.state).toBe('TASK_STATE_SUBMITTED');
-    const id = first.task.id as string;
+    const id = first.task.id;
     expect(attempts(h, id)).toMatchObject([{ attempt: 1, outcome: 'retry', httpStatus: null, error: 'timed out after 1000 ms' }]);
     expect(statusMessage(first.task)).toMatch(/^The webhook to grok has not been accepted yet \(attempt 1: timed out after 1000 ms\)\. Next attempt at \S+Z\./);
 
@@ -147,7 +148,7 @@ describe('webhook delivery faults (issue 5, acceptance 1)', () => {
     const ctx = newContext();
     const first = await call(h, 'Summarise the report', ctx);
     expect(first.task.status.state).toBe('TASK_STATE_SUBMITTED');
-    const id = first.task.id as string;
+    const id = first.task.id;
     const [a1] = attempts(h, id);
     expect(a1).toMatchObject({ attempt: 1, outcome: 'retry', httpStatus: 503, error: 'HTTP 503' });
     const wait = turnOf(h, id).nextAttemptAt! - a1!.finishedAt!;
@@ -178,7 +179,7 @@ describe('webhook delivery faults (issue 5, acceptance 1)', () => {
     const ctx = newContext();
     const first = await call(h, 'Summarise the report', ctx);
     expect(first.task.status.state).toBe('TASK_STATE_SUBMITTED');
-    const id = first.task.id as string;
+    const id = first.task.id;
     const [a1] = attempts(h, id);
     expect(a1).toMatchObject({ attempt: 1, outcome: 'retry', httpStatus: status, error: `HTTP ${status}` });
     const wait = turnOf(h, id).nextAttemptAt! - a1!.finishedAt!;
@@ -191,18 +192,18 @@ describe('webhook delivery faults (issue 5, acceptance 1)', () => {
     summary.add(`HTTP ${status}${status === 429 ? ' (retry-after: 30)' : ''}`, `retried: next attempt after ${wait} ms, then 202 → WORKING; 2 POSTs, 1 webhook-id, attempts [${outcomes(attempts(h, id))}]`);
   });
 
-  it('500 on every attempt until max_attempts: FAILED "dispatch exhausted after N attempt(s): <last error>", then nothing more is sent', async () => {
+  it('500 on every attempt until max_attempts: FAILED "dispatch exhausted after N attempts: <last error>", then nothing more is sent', async () => {
     const h = await harness(() => ({ status: 500 }), 'max_attempts = 3');
     const ctx = newContext();
     let r = await call(h, 'Summarise the report', ctx);
-    const id = r.task.id as string;
+    const id = r.task.id;
     for (let i = 2; i <= 3; i++) {
       expect(r.task.status.state).toBe('TASK_STATE_SUBMITTED');
       h.advance(5000);
       r = await call(h, 'status', ctx);
     }
     expect(r.task.status.state).toBe('TASK_STATE_FAILED');
-    expect(shown(r.task)).toBe('Failed: dispatch exhausted after 3 attempt(s) (max_attempts 3): HTTP 500.');
+    expect(shown(r.task)).toBe('Failed: dispatch exhausted after 3 attempts (max_attempts 3): HTTP 500.');
     const rows = attempts(h, id);
     expect(rows.map((a) => [a.attempt, a.outcome, a.httpStatus])).toEqual([[1, 'retry', 500], [2, 'retry', 500], [3, 'retry', 500]]);
     expect(getTask(db(h), id)).toMatchObject({ state: 'FAILED', failedBy: 'dispatch' });
@@ -213,7 +214,7 @@ describe('webhook delivery faults (issue 5, acceptance 1)', () => {
     expect(h.receiver.requests).toHaveLength(3);
     expectOneDispatch(h.receiver.requests, turnOf(h, id).dispatchId);
     expect((await healthOf(h)).dispatches).toEqual({ pending: 0, failed: 1 });
-    summary.add('HTTP 500 until max_attempts = 3', `3 POSTs (1 webhook-id, 3 timestamps/signatures), attempts [${outcomes(rows)}] → FAILED "dispatch exhausted after 3 attempt(s) (max_attempts 3): HTTP 500"; no POST after; /health dispatches.failed = 1`);
+    summary.add('HTTP 500 until max_attempts = 3', `3 POSTs (1 webhook-id, 3 timestamps/signatures), attempts [${outcomes(rows)}] → FAILED "dispatch exhausted after 3 attempts (max_attempts 3): HTTP 500"; no POST after; /health dispatches.failed = 1`);
   });
 
   it('max_age_s exceeded: FAILED with the last error on the next call, without another POST', async () => {
@@ -221,15 +222,15 @@ describe('webhook delivery faults (issue 5, acceptance 1)', () => {
     const ctx = newContext();
     const first = await call(h, 'Summarise the report', ctx);
     expect(first.task.status.state).toBe('TASK_STATE_SUBMITTED');
-    const id = first.task.id as string;
+    const id = first.task.id;
     h.advance(31_000);
     const later = await call(h, 'status', ctx);
     expect(later.task.status.state).toBe('TASK_STATE_FAILED');
-    expect(shown(later.task)).toBe('Failed: dispatch exhausted after 1 attempt(s) (max_age_s 30): HTTP 503.');
+    expect(shown(later.task)).toBe('Failed: dispatch exhausted after 1 attempt (max_age_s 30): HTTP 503.');
     expect(h.receiver.requests).toHaveLength(1);
     expect(attempts(h, id).map((a) => [a.attempt, a.outcome, a.httpStatus])).toEqual([[1, 'retry', 503]]);
     expect(getTask(db(h), id)).toMatchObject({ state: 'FAILED', failedBy: 'dispatch' });
-    summary.add('max_age_s = 30 exceeded (503s)', `poll at +31 s → FAILED "dispatch exhausted after 1 attempt(s) (max_age_s 30): HTTP 503" without a new POST; 1 POST in total`);
+    summary.add('max_age_s = 30 exceeded (503s)', `poll at +31 s → FAILED "dispatch exhausted after 1 attempt (max_age_s 30): HTTP 503" without a new POST; 1 POST in total`);
   });
 
   it.each([301, 302])('%i: FAILED at once, the redirect is not followed', async (status) => {
@@ -281,17 +282,17 @@ describe('webhook delivery faults (issue 5, acceptance 1)', () => {
     const h = await harness((_r, n) => (n === 1 ? { status: 503 } : n === 2 ? 'hang' : { status: 202 }), 'timeout_s = 2', 'check_interval_s = 3600\ncheck_wait_ms = 300');
     const ctx = newContext();
     const first = await call(h, 'Summarise the report', ctx);
-    const id = first.task.id as string;
+    const id = first.task.id;
     expect(attempts(h, id)).toHaveLength(1);
 
     h.advance(3000); // attempt 2 is due
-    const burst = async (): Promise<any[]> => {
+    const burst = async (): Promise<V1Task[]> => {
       const answers = await Promise.all(Array.from({ length: 50 }, () => h.rpc(hermesBody('status', ctx))));
       for (const a of answers) {
         expect(a.status).toBe(200);
         expect(a.json.error).toBeUndefined();
       }
-      return answers.map((a) => a.json.result.task);
+      return answers.map((a) => a.json.result!.task!);
     };
     const during = await burst();
     expect(h.receiver.requests).toHaveLength(2);
@@ -330,7 +331,7 @@ describe('webhook delivery faults (issue 5, acceptance 1)', () => {
     const ctx = newContext();
     const r = await call(h, 'Summarise the report', ctx);
     expect(r.task.status.state).toBe('TASK_STATE_FAILED');
-    const id = r.task.id as string;
+    const id = r.task.id;
     const oldTurn = turnOf(h, id);
     const agent = h.config.agents[0]!;
     const bridgeCtx = h.app.bridge.ctx;
@@ -377,14 +378,14 @@ describe('webhook delivery faults (issue 5, acceptance 1)', () => {
         return err;
       }
     };
-    expect(refused(id)).toMatchObject({ kind: 'unsupportedOperation', message: expect.stringMatching(/is completed; only a task whose webhook was never accepted can be retried$/) });
+    expect(refused(id)).toMatchObject({ kind: 'unsupportedOperation', message: expect.stringMatching(/is completed; only a task that failed by dispatch \(attempts exhausted, or refused by the webhook\) can be retried$/) as unknown });
     const working = await call(h, 'Another job', newContext());
     expect(working.task.status.state).toBe('TASK_STATE_WORKING');
-    expect(refused(working.task.id)).toMatchObject({ kind: 'unsupportedOperation', message: expect.stringMatching(/is working;/) });
+    expect(refused(working.task.id)).toMatchObject({ kind: 'unsupportedOperation', message: expect.stringMatching(/is working;/) as unknown });
     h.advance(3_601_000);
     await call(h, 'status', working.task.contextId);
     expect(getTask(db(h), working.task.id)).toMatchObject({ state: 'FAILED', failedBy: 'deadline' });
-    expect(refused(working.task.id)).toMatchObject({ kind: 'unsupportedOperation', message: expect.stringMatching(/is failed \(failed by deadline\)/) });
+    expect(refused(working.task.id)).toMatchObject({ kind: 'unsupportedOperation', message: expect.stringMatching(/is failed \(failed by deadline\)/) as unknown });
     expect(refused('00000000-0000-4000-8000-000000000000')).toMatchObject({ kind: 'taskNotFound' });
     expect(h.receiver.requests).toHaveLength(3); // the refusals sent nothing
     summary.add(

@@ -7,6 +7,7 @@ import { loadConfig } from '../../../src/config/config.js';
 import { createServiceLogger } from '../../../src/log.js';
 import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 import { TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET } from '../../helpers/config-dir.js';
+import type { RpcAnswer, V1SendResult } from '../../helpers/rpc-json.js';
 
 
 const suite = useHarness({});
@@ -14,10 +15,10 @@ const suite = useHarness({});
 describe('GET /metrics (issue 6, acceptance 3)', () => {
   it('parses as Prometheus text format and counts tasks, verdicts, attempts and checks', async () => {
     const ctx = `ctx-${hex(8)}`;
-    const task = (await suite.h.rpc(hermesBody('metrics job', ctx))).json.result.task;
-    const env = suite.h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === task.id)!;
+    const task = (await suite.h.rpc(hermesBody('metrics job', ctx))).json.result!.task;
+    const env = suite.h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === task!.id)!;
     await suite.dovecot.append(await suite.h.reply(env));
-    expect((await suite.h.rpc(hermesBody('status', ctx))).json.result.task.status.state).toBe('TASK_STATE_COMPLETED');
+    expect((await suite.h.rpc(hermesBody('status', ctx))).json.result!.task!.status.state).toBe('TASK_STATE_COMPLETED');
 
     const res = await fetch(`${new URL(suite.h.endpoint).origin}/metrics`);
     expect(res.status).toBe(200);
@@ -48,18 +49,18 @@ describe('logs (issue 6, acceptance 3)', () => {
     const endpoint = app.server.endpoint(config.agents[0]!);
     const ctx = `ctx-${hex(8)}`;
     const post = (text: string) =>
-      fetch(endpoint, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_BEARER}` }, body: JSON.stringify(hermesBody(text, ctx)) }).then((r) => r.json() as Promise<any>);
-    const task = (await post('log job')).result.task;
+      fetch(endpoint, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_BEARER}` }, body: JSON.stringify(hermesBody(text, ctx)) }).then((r) => r.json() as Promise<RpcAnswer<V1SendResult>>);
+    const task = (await post('log job')).result!.task!;
     const env = suite.h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === task.id)!;
     await suite.dovecot.append(await suite.h.reply(env));
-    expect((await post('status')).result.task.status.state).toBe('TASK_STATE_COMPLETED');
+    expect((await post('status')).result!.task!.status.state).toBe('TASK_STATE_COMPLETED');
     await app.close();
     await new Promise<void>((resolve) => log.flush(() => resolve()));
     await new Promise((r) => setTimeout(r, 300));
     const dir = join(suite.h.configDir.dir, 'logs');
     const text = readdirSync(dir).map((f) => readFileSync(join(dir, f), 'utf8')).join('');
     expect(text).toContain('"webhook result"');
-    expect(text).toContain('"reply judged"');
+    expect(text).toContain('"reply applied"');
     for (const secret of [TEST_BEARER, TEST_WEBHOOK_SECRET, TEST_WEBHOOK_SECRET.slice(6), TEST_WEBHOOK_BEARER, suite.dovecot.password, env.reply_token]) {
       expect(text.includes(secret), `log holds a secret: ${secret.slice(0, 6)}…`).toBe(false);
     }

@@ -34,18 +34,18 @@ async function waitForState(taskId: string, states: string[], timeoutMs = 15_000
 
 describe('the watcher', () => {
   it('applies a reply APPENDed to Dovecot without any A2A call', async () => {
-    const task = (await h.rpc(hermesBody('watched job', `ctx-${hex(8)}`))).json.result.task;
-    expect(task.status.state).toBe('TASK_STATE_WORKING');
-    const env = h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === task.id)!;
+    const task = (await h.rpc(hermesBody('watched job', `ctx-${hex(8)}`))).json.result!.task;
+    expect(task!.status.state).toBe('TASK_STATE_WORKING');
+    const env = h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === task!.id)!;
     await dovecot.append(await h.reply(env));
-    expect(await waitForState(task.id, ['COMPLETED'])).toBe('COMPLETED');
+    expect(await waitForState(task!.id, ['COMPLETED'])).toBe('COMPLETED');
   });
 
   it('retries a refused webhook on its timer, with no call, honouring retry-after', async () => {
-    const task = (await h.rpc(hermesBody('flaky', `ctx-${hex(8)}`))).json.result.task;
-    expect(task.status.state).toBe('TASK_STATE_SUBMITTED');
-    expect(await waitForState(task.id, ['WORKING'])).toBe('WORKING');
-    const ids = h.receiver.requests.filter((r) => r.envelope?.task_id === task.id).map((r) => r.id);
+    const task = (await h.rpc(hermesBody('flaky', `ctx-${hex(8)}`))).json.result!.task;
+    expect(task!.status.state).toBe('TASK_STATE_SUBMITTED');
+    expect(await waitForState(task!.id, ['WORKING'])).toBe('WORKING');
+    const ids = h.receiver.requests.filter((r) => r.envelope?.task_id === task!.id).map((r) => r.id);
     expect(ids.length).toBeGreaterThanOrEqual(2);
     expect(new Set(ids).size).toBe(1);
   });

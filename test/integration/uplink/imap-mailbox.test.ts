@@ -387,21 +387,26 @@ function fakeImap(s: Socket, o: { stallBody: boolean }): void {
       const [tag, ...rest] = line.split(' ');
       const cmd = rest.join(' ').toUpperCase();
       const ok = (text = 'done'): boolean => s.write(`${tag} OK ${text}\r\n`);
+      // Untagged data, then the tagged OK (which, as in this fake from the start, is skipped if write() reports backpressure).
+      const reply = (data: string | Buffer): void => {
+        if (s.write(data)) ok();
+      };
       if (cmd.startsWith('LOGIN')) ok('[CAPABILITY IMAP4rev1] logged in');
-      else if (cmd.startsWith('CAPABILITY')) s.write('* CAPABILITY IMAP4rev1\r\n') && ok();
-      else if (cmd.startsWith('NAMESPACE')) s.write('* NAMESPACE (("" ".")) NIL NIL\r\n') && ok();
-      else if (cmd.startsWith('LIST')) s.write('* LIST () "." INBOX\r\n') && ok();
+      else if (cmd.startsWith('CAPABILITY')) reply('* CAPABILITY IMAP4rev1\r\n');
+      else if (cmd.startsWith('NAMESPACE')) reply('* NAMESPACE (("" ".")) NIL NIL\r\n');
+      else if (cmd.startsWith('LIST')) reply('* LIST () "." INBOX\r\n');
       else if (cmd.startsWith('LSUB')) ok();
       else if (cmd.startsWith('EXAMINE')) {
         s.write('* 1 EXISTS\r\n* OK [UIDVALIDITY 7] ok\r\n* OK [UIDNEXT 2] ok\r\n');
         ok('[READ-ONLY] examined');
-      } else if (cmd.startsWith('UID SEARCH')) s.write('* SEARCH 1\r\n') && ok();
-      else if (cmd.startsWith('UID FETCH') && cmd.includes('RFC822.SIZE')) s.write(`* 1 FETCH (UID 1 RFC822.SIZE ${body.length})\r\n`) && ok();
+      } else if (cmd.startsWith('UID SEARCH')) reply('* SEARCH 1\r\n');
+      else if (cmd.startsWith('UID FETCH') && cmd.includes('RFC822.SIZE')) reply(`* 1 FETCH (UID 1 RFC822.SIZE ${body.length})\r\n`);
       else if (cmd.startsWith('UID FETCH') && cmd.includes('BODY.PEEK[]')) {
         if (o.stallBody) s.write(Buffer.concat([Buffer.from(`* 1 FETCH (UID 1 BODY[] {${body.length}}\r\n`), body.subarray(0, 20)]));
-        else s.write(Buffer.concat([Buffer.from(`* 1 FETCH (UID 1 BODY[] {${body.length}}\r\n`), body, Buffer.from(')\r\n')])) && ok();
-      } else if (cmd.startsWith('LOGOUT')) s.write('* BYE bye\r\n') && ok() && s.end();
-      else s.write(`${tag} BAD unknown\r\n`);
+        else reply(Buffer.concat([Buffer.from(`* 1 FETCH (UID 1 BODY[] {${body.length}}\r\n`), body, Buffer.from(')\r\n')]));
+      } else if (cmd.startsWith('LOGOUT')) {
+        if (s.write('* BYE bye\r\n') && ok()) s.end();
+      } else s.write(`${tag} BAD unknown\r\n`);
     }
   });
 }

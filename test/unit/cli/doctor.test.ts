@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { formatDoctor, hermesSnippet, secretRefs, splitFix, type DoctorReport } from '../../../src/cli/doctor.js';
+import { doctor, formatDoctor, hermesSnippet, secretRefs, splitFix, type DoctorReport } from '../../../src/cli/doctor.js';
 import type { Config } from '../../../src/config/config.js';
+import { makeConfigDir } from '../../helpers/config-dir.js';
 
 describe('doctor: pure parts', () => {
   it('finds every secret file the loader would read, per mailbox kind and webhook auth', () => {
@@ -75,7 +76,40 @@ describe('doctor: pure parts', () => {
       'fail  webhook grok               evil \\u{1b}[2J text',
       '      fix: check the URL',
       '',
-      '2 check(s) failed, 1 skipped',
+      '2 checks failed, 1 skipped',
+    ]);
+  });
+
+  it('a warning does not fail doctor, but the summary no longer says "all checks passed" (issue 16)', () => {
+    const r: DoctorReport = {
+      ok: true,
+      config: '/c.toml',
+      checks: [
+        { name: 'config', status: 'ok', detail: 'fine' },
+        { name: 'example identities', status: 'warn', detail: 'mailbox.address = me@example.com is an example name', fix: 'replace it' },
+      ],
+      hermes: null,
+    };
+    expect(formatDoctor(r).split('\n').slice(1)).toEqual([
+      'ok    config              fine',
+      'warn  example identities  mailbox.address = me@example.com is an example name',
+      '      fix: replace it',
+      '',
+      'no check failed, but 1 warning to fix before real use',
+    ]);
+  });
+
+  it('a TOML syntax error names the line and shows it (issue 16)', async () => {
+    const c = makeConfigDir('[server]\nlisten = "127.0.0.1:8765\nbearer_file = "bearer"\n');
+    const r = await doctor(c.configPath);
+    expect(r.ok).toBe(false);
+    expect(r.checks).toEqual([
+      {
+        name: 'config file',
+        status: 'fail',
+        detail: `${c.configPath} is not valid TOML at line 2, column 25: control characters are not allowed in strings`,
+        fix: 'correct line 2, column 25: listen = "127.0.0.1:8765',
+      },
     ]);
   });
 });

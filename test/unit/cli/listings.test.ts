@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { formatLedger, ledgerJson } from '../../../src/cli/ledger.js';
-import { formatTasks, taskJson } from '../../../src/cli/tasks.js';
+import { formatTasks, taskJson, whyText } from '../../../src/cli/tasks.js';
 import { formatPrune } from '../../../src/cli/prune.js';
 import { queryLedger } from '../../../src/store/ledger.js';
 import { listTaskRows } from '../../../src/store/tasks.js';
@@ -20,6 +20,16 @@ describe('tasks and ledger listings', () => {
     expect(taskJson(rows[0]!)).toMatchObject({ id: IDS.inputRequired, updatedAt: '2026-06-01T11:00:00.000Z', createdAt: '2026-06-01T10:00:00.000Z' });
   });
 
+  it('tasks WHY: an open task names the replies the gates refused in this turn; a finished one its cause', () => {
+    const rows = listTaskRows(db, { limit: 10 });
+    const why = (id: string) => whyText(db, rows.find((r) => r.id === id)!);
+    expect(why(IDS.oldWorking)).toBe('1 reply refused (last: auth:dkim-unaligned); webhook accepted (HTTP 202) on attempt 1');
+    expect(why(IDS.inputRequired)).toBe('the agent asked for input');
+    // FAILED: the forgery tagged with it is no longer news to the operator of an open task.
+    expect(why(IDS.recentFailed)).toBe('deadline passed with no reply from claude');
+    expect(formatTasks(rows, (t) => whyText(db, t))).toContain('1 reply refused (last: auth:dkim-unaligned)');
+  });
+
   it('ledger: hostile header text is inert, raw bytes never appear', () => {
     const rows = queryLedger(db, { verdict: 'auth:', limit: 10 });
     expect(rows.map((r) => r.verdict)).toEqual(['auth:from-mismatch', 'auth:dkim-unaligned']);
@@ -34,7 +44,7 @@ describe('tasks and ledger listings', () => {
 
   it('prune: one line of counts, saying what stays', () => {
     expect(formatPrune({ tasks: 2, turns: 2, attempts: 2, messages: 2, artifacts: 1, events: 5, ledger: 2 }, NOW, true)).toBe(
-      'would delete 2 tasks, 2 turns, 2 dispatch attempts, 2 messages, 1 artifacts, 5 task events, 2 ledger rows (tasks finished and mail seen before 2026-06-01T12:00:00Z; open tasks and audit entries are kept)',
+      'would delete 2 tasks, 2 turns, 2 dispatch attempts, 2 messages, 1 artifact, 5 task events, 2 ledger rows (tasks finished and mail seen before 2026-06-01T12:00:00Z; open tasks and audit entries are kept)',
     );
   });
 });

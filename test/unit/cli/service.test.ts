@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { defaultKind, loadCommand, renderPlist, renderUnit, serviceTarget, type ServicePaths } from '../../../src/cli/service.js';
+import { defaultKind, loadCommand, privateFolderConflicts, privateFolderMessage, renderPlist, renderUnit, serviceTarget, type ServicePaths } from '../../../src/cli/service.js';
 import { UsageError } from '../../../src/cli/errors.js';
 import { checkPlist } from '../../helpers/plist.js';
 
@@ -114,5 +114,26 @@ describe('service install: where and how', () => {
       'launchctl bootstrap gui/501 /Users/me/Library/LaunchAgents/com.a2a-mailbridge.plist',
     );
     expect(loadCommand('systemd', 'x')).toBe('systemctl --user daemon-reload && systemctl --user enable --now a2a-mailbridge.service');
+  });
+});
+
+describe('paths a hardened systemd unit can never see (issue 16)', () => {
+  it('finds what lies under /tmp, /var/tmp or /dev/shm, and names each path and what it is', () => {
+    const needed = [
+      { what: 'the config', path: '/tmp/mb/config.toml' },
+      { what: "store.path's folder", path: '/var/tmp/state' },
+      { what: 'mailbox.maildir.path', path: '/dev/shm/Maildir' },
+      { what: 'the install', path: '/home/me/a2a-mailbridge' },
+      { what: 'a look-alike', path: '/tmpfoo/x' },
+      { what: 'the folder itself', path: '/tmp' },
+    ];
+    const found = privateFolderConflicts(needed);
+    expect(found.map((f) => f.what)).toEqual(['the config', "store.path's folder", 'mailbox.maildir.path', 'the folder itself']);
+    expect(privateFolderMessage(found.slice(0, 1))).toBe(
+      'the systemd unit runs with PrivateTmp=yes and PrivateDevices=yes, so it gets empty private /tmp, /var/tmp and /dev/shm and can never see /tmp/mb/config.toml (the config); move it out of those folders (e.g. a2a-mailbridge init --dir ~/.config/a2a-mailbridge, and a checkout under your home)',
+    );
+    // The template really has both settings the message names.
+    expect(unitTemplate).toMatch(/^PrivateTmp=yes$/m);
+    expect(unitTemplate).toMatch(/^PrivateDevices=yes$/m);
   });
 });

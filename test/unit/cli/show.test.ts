@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatShow, readTaskRecord, resolveTaskId, showJson, timeline, turnGaps } from '../../../src/cli/show.js';
+import { formatShow, readTaskRecord, showJson, timeline, turnGaps } from '../../../src/cli/show.js';
+import { resolveTaskId } from '../../../src/cli/task-id.js';
 import { CliFailure } from '../../../src/cli/errors.js';
 import { insertTask } from '../../../src/store/tasks.js';
 import { IDS, buildStore } from '../../helpers/store-fixture.js';
@@ -42,11 +43,11 @@ describe('show: the timeline and the measured gaps', () => {
     expect(json).not.toContain('a'.repeat(32));
     expect(json).not.toContain('envelope');
     expect(json).not.toContain('replyToken');
-    const parsed = JSON.parse(json);
+    const parsed = JSON.parse(json) as ReturnType<typeof showJson>;
     expect(parsed.task).toMatchObject({ id: IDS.oldCompleted, state: 'COMPLETED' });
-    expect(parsed.attempts.map((a: { httpStatus: number }) => a.httpStatus)).toEqual([503, 202]);
-    expect(parsed.gapsMs[0].mailDateToSeen).toBe(20_000);
-    expect(parsed.audit.map((a: { state: string; seq: number }) => [a.seq, a.state])).toEqual([[1, 'COMPLETED']]);
+    expect(parsed.attempts.map((a) => a.httpStatus)).toEqual([503, 202]);
+    expect(parsed.gapsMs[0]!.mailDateToSeen).toBe(20_000);
+    expect(parsed.audit.map((a) => [a.seq, a.state])).toEqual([[1, 'COMPLETED']]);
   });
 
   it('a unique prefix finds a task; an ambiguous one is refused', () => {

@@ -1,7 +1,8 @@
 import { chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../../src/config/config.js';
+import { parse, stringify } from 'smol-toml';
+import { ConfigError, effectiveConfig, loadConfig, parseConfig, type Config } from '../../../src/config/config.js';
 import { makeConfigDir, minimalToml, TEST_BEARER, TEST_WEBHOOK_SECRET, writeSecret } from '../../helpers/config-dir.js';
 
 describe('loadConfig', () => {
@@ -24,7 +25,6 @@ describe('loadConfig', () => {
   it.each([
     ['0.0.0.0:8765', /not a loopback address.*Use "127\.0\.0\.1:8765"/],
     ['192.168.1.5:80', /not a loopback address/],
-    ['localhost:8765', /not a loopback address/],
     ['[::]:8765', /not a loopback address/],
     ['127.0.0.1', /must be "<loopback ip>:<port>"/],
   ])('refuses listen = %s and says what to change', (listen, msg) => {
@@ -37,6 +37,17 @@ describe('loadConfig', () => {
   it('accepts IPv6 loopback', () => {
     const c = makeConfigDir(minimalToml({ listen: '[::1]:9000' }));
     expect(loadConfig(c.configPath).server).toMatchObject({ host: '::1', port: 9000 });
+  });
+
+  it('accepts localhost and binds 127.0.0.1 literally (issue 16)', () => {
+    for (const listen of ['localhost:8765', 'LocalHost:8765']) {
+      const c = makeConfigDir(minimalToml({ listen }));
+      const cfg = loadConfig(c.configPath);
+      expect(cfg.server).toMatchObject({ host: '127.0.0.1', port: 8765 });
+      expect(effectiveConfig(cfg)!.server).toMatchObject({ listen: '127.0.0.1:8765' });
+    }
+    const lan = makeConfigDir(minimalToml({ listen: 'my-laptop.local:8765' }));
+    expect(() => loadConfig(lan.configPath)).toThrow('config key server.listen: "my-laptop.local" is not a loopback address; a2a-mailbridge listens on loopback only (127.0.0.0/8, ::1 or localhost). Use "127.0.0.1:8765"');
   });
 
   it('refuses a world-readable secret naming the key, the file and the fix', () => {
@@ -78,7 +89,7 @@ describe('loadConfig', () => {
 
   it('names unknown keys, wrong types and bad values', () => {
     const typo = makeConfigDir(minimalToml().replace('[mailbox]', '[mailbox]\ncheck_intervall_s = 3'));
-    expect(() => loadConfig(typo.configPath)).toThrow('config key mailbox.check_intervall_s: is not a known key');
+    expect(() => loadConfig(typo.configPath)).toThrow('config key mailbox.check_intervall_s: is not a known key; did you mean mailbox.check_interval_s? (known in [mailbox]: ');
     const type = makeConfigDir(minimalToml().replace('[mailbox]', '[mailbox]\ncheck_interval_s = "3"'));
     expect(() => loadConfig(type.configPath)).toThrow(/config key mailbox\.check_interval_s: must be an integer/);
     const url = makeConfigDir(minimalToml({ webhookUrl: 'http://agent.example/hook' }));
@@ -171,9 +182,65 @@ describe('second hostile trial', () => {
       expect(() => loadConfig(c.configPath), `${key} = ${value}`).toThrow(/matches hosts that are not your provider's/);
     }
   });
-  it('names the line and column of a TOML syntax error', () => {
+  it('names the line and column of a TOML syntax error, and shows the line', () => {
     const c = makeConfigDir('[server]\nlisten = "127.0.0.1:1"\nbearer_file = \n');
-    expect(() => loadConfig(c.configPath)).toThrow(/is not valid TOML at line 3, column \d+: /);
+    expect(() => loadConfig(c.configPath)).toThrow(/is not valid TOML at line 3, column \d+: .*; correct line 3, column \d+: bearer_file =$/);
+  });
+  it('suggests the nearest known key for a typo, or lists the keys of that table (issue 16)', () => {
+    const cases: [string, string][] = [
+      ['[server]', 'bearer = "bearer"'],
+      ['[mailbox]', 'wach = true'],
+      ['[agents.webhook]', 'max_atempts = 3'],
+    ];
+    const wanted = ['did you mean server.bearer_file?', 'did you mean mailbox.watch?', 'did you mean agents[0].webhook.max_attempts?'];
+    cases.forEach(([table, line], i) => {
+      const c = makeConfigDir(minimalToml().replace(table, () => `${table}\n${line}`));
+      expect(() => loadConfig(c.configPath)).toThrow(wanted[i]);
+    });
+    const far = makeConfigDir(minimalToml().replace('[store]', '[store]\ncolour = "blue"'));
+    expect(() => loadConfig(far.configPath)).toThrow('config key store.colour: is not a known key; the keys known in [store] are: path');
+    const top = makeConfigDir(`mailboxes = 1\n${minimalToml()}`);
+    expect(() => loadConfig(top.configPath)).toThrow(/config key mailboxes: is not a known key; did you mean mailbox\? \(known in the top level: agents, dns, log, mailbox, server, store\)/);
+  });
+});
+
+describe('the config in effect (issue 16: a2a-mailbridge config)', () => {
+  it('loads without reading a secret file when told to: paths known, values empty', () => {
+    const c = makeConfigDir(minimalToml());
+    for (const f of ['bearer', 'webhook-secret', 'webhook-bearer']) chmodSync(join(c.dir, f), 0o644); // unsafe: a full load refuses
+    expect(() => loadConfig(c.configPath)).toThrow(/has mode 0644/);
+    const config = loadConfig(c.configPath, { skipSecrets: true });
+    expect(config.server.bearer).toBe('');
+    expect(config.agents[0]!.webhook).toMatchObject({ signingSecret: '', bearer: '' });
+    expect(effectiveConfig(config)!.server).toMatchObject({ bearer_file: join(c.dir, 'bearer') });
+  });
+
+  /** A Config as plain data: patterns by source, URLs by href. */
+  const plain = (c: Config): unknown => JSON.parse(JSON.stringify(c, (_k, v: unknown) => (v instanceof RegExp ? `/${v.source}/${v.flags}` : v instanceof URL ? v.href : v)));
+
+  it('holds every key with its default, and parsed again gives the same config', () => {
+    const extra = `
+[log]
+level = "debug"
+[dns]
+servers = ["127.0.0.1:5353"]
+`;
+    const c = makeConfigDir(minimalToml({ listen: 'localhost:8765' }) + extra);
+    const config = loadConfig(c.configPath);
+    const effective = effectiveConfig(config)!;
+    expect(effective).toMatchObject({
+      server: { listen: '127.0.0.1:8765', bearer_file: join(c.dir, 'bearer'), name: 'a2a-mailbridge', caller_timeout_s: 30 },
+      store: { path: join(c.dir, 'state/bridge.sqlite') },
+      mailbox: { kind: 'maildir', check_interval_s: 15, check_wait_ms: 5000, watch: false, provider: 'fastmail', maildir: { path: join(c.dir, 'Maildir') } },
+      log: { level: 'debug', max_size_mb: 10 },
+      dns: { servers: ['127.0.0.1:5353'] },
+      agents: [{ name: 'grok', tag: 'GROK', deadline_s: 3600, webhook: { auth: 'both', timeout_s: 10, secret_file: join(c.dir, 'webhook-secret') } }],
+    });
+    expect(JSON.stringify(effective)).not.toContain(TEST_BEARER);
+    expect(JSON.stringify(effective)).not.toContain(TEST_WEBHOOK_SECRET);
+    // Every default written out and read back, from another folder: the same config.
+    const again = parseConfig(parse(stringify(effective)), '/elsewhere', config.file);
+    expect(plain(again)).toEqual(plain(config));
   });
 });
 

@@ -26,9 +26,9 @@ beforeAll(() => {
 
 /** A mailauth resolver serving only the agent's key; anything else is ENOTFOUND (FACTS.md). */
 function resolver(txt: string) {
-  return async (name: string, type: string): Promise<string[][]> => {
-    if (type === 'TXT' && name === dkimTxtName(SELECTOR, DOMAIN)) return [[txt.slice(0, 255), txt.slice(255)]];
-    throw Object.assign(new Error(`queryTxt ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
+  return (name: string, type: string): Promise<string[][]> => {
+    if (type === 'TXT' && name === dkimTxtName(SELECTOR, DOMAIN)) return Promise.resolve([[txt.slice(0, 255), txt.slice(255)]]);
+    return Promise.reject(Object.assign(new Error(`queryTxt ENOTFOUND ${name}`), { code: 'ENOTFOUND' }));
   };
 }
 

@@ -179,7 +179,7 @@ describe('findTrustedResults', () => {
       { result: 'pass', headerFrom: 'agent.example' },
     ]);
     expect(out.results.conflicts).toEqual(['dmarc disagrees: fail (Authentication-Results #0), pass (Authentication-Results #1)']);
-    expect(out.reason).toContain('1 conflict(s)');
+    expect(out.reason).toContain('1 conflict:');
   });
 
   it('reports a dkim disagreement on the same header.d and header.b, but not on different signatures', () => {

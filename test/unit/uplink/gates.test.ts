@@ -71,7 +71,7 @@ describe('gate 3: lines that are neither a field nor a continuation', () => {
     // …but gate 3 refuses it first, and without local verification (trusting the provider's dkim=pass) too.
     for (const verifyDkim of [true, false]) {
       const refusal = await authenticate(hostile, identified as never, { profile: profileOf(manifest), verifyDkim, resolver });
-      expect(refusal).toMatchObject({ verdict: 'auth:duplicate-header', reason: 'gate 3: 1 line(s) in the header block are neither a header field nor a continuation' });
+      expect(refusal).toMatchObject({ verdict: 'auth:duplicate-header', reason: 'gate 3: 1 line in the header block is neither a header field nor a continuation' });
     }
   });
 });

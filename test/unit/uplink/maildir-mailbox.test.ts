@@ -230,7 +230,7 @@ describe('MaildirMailbox', () => {
     expect((await box.check(req({ isRecorded: (s) => r.messages.some((m) => m.source === s) }))).messages).toEqual([]);
   });
 
-  it('a file that cannot be opened (EACCES) is handed out as unreadable: permission, and the others still are', async () => {
+  it('a file that cannot be opened (EACCES) is handed out as unreadable: permission, and the others still are', () => {
     put('1.readable', mail({ subject: 'first' }), T0 + 1);
     chmodSync(put('2.private', mail({ subject: 'second' }), T0 + 2), 0o000);
     put('3.readable', mail({ subject: 'third' }), T0 + 3);

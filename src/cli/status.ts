@@ -1,0 +1,133 @@
+import { existsSync } from 'node:fs';
+import { loadConfig, type Config } from '../config/config.js';
+import { humanDuration, iso } from '../core/time.js';
+import { plural } from '../plural.js';
+import { openDb } from '../store/db.js';
+import { getMailboxState, type MailboxState } from '../store/mailbox-state.js';
+import { dispatchFailuresSince, failingDispatches, refusedForOpenTasks, type FailingDispatch, type RefusedForOpenTask } from '../store/overview.js';
+import { TASK_STATES, TERMINAL_STATES, type TaskState } from '../store/task-state.js';
+import { taskCountsByState } from '../store/tasks.js';
+import { clean, isoJson, printJson } from './format.js';
+import { probeHealth, type HealthProbe } from './health-probe.js';
+import { storeBytes } from './serve-summary.js';
+
+/** How many failing webhooks and refused-reply tasks the summary lists. */
+const LIST_LIMIT = 10;
+const WEEK_MS = 7 * 86_400_000;
+
+/** What `status --json` prints; times ISO. */
+export interface StatusReport {
+  config: string;
+  bridge: { answering: boolean; url: string; status: string | null; version: string | null; why: string | null };
+  store: { path: string; exists: boolean; bytes: number };
+  tasks: { open: number; finished: number; byState: Partial<Record<TaskState, number>> } | null;
+  mailbox: { kind: string; lastCheckAt: string | null; lastResult: string | null; lastError: string | null; errorSince: string | null } | null;
+  failingWebhooks: (Omit<FailingDispatch, 'nextAttemptAt'> & { nextAttemptAt: string | null })[];
+  dispatchFailuresLast7Days: number;
+  refusedRepliesForOpenTasks: (Omit<RefusedForOpenTask, 'lastSeenAt'> & { lastSeenAt: string | null })[];
+}
+
+/** The `mailbox_state` key of the configured folder (the IMAP folder name, or the Maildir path). */
+function folderKey(config: Config): string {
+  return config.mailbox.kind === 'imap' ? config.mailbox.folder : config.mailbox.maildirPath!;
+}
+
+function bytes(n: number): string {
+  return n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+/**
+ * Gathers the report: the store opened read-only (safe beside a running bridge), and `GET /health`
+ * on `server.listen` when a bridge answers there.
+ */
+export async function statusReport(config: Config, now: number): Promise<StatusReport> {
+  const probe: HealthProbe = await probeHealth(config);
+  const path = config.store.path;
+  const exists = existsSync(path);
+  const report: StatusReport = {
+    config: config.file,
+    bridge: probe.up
+      ? { answering: true, url: probe.url, status: String(probe.health.status), version: String(probe.health.version), why: null }
+      : { answering: false, url: probe.url, status: null, version: null, why: probe.why },
+    store: { path, exists, bytes: exists ? storeBytes(path) : 0 },
+    tasks: null,
+    mailbox: null,
+    failingWebhooks: [],
+    dispatchFailuresLast7Days: 0,
+    refusedRepliesForOpenTasks: [],
+  };
+  if (!exists) return report;
+  const db = openDb(path, { readOnly: true });
+  try {
+    const byState = taskCountsByState(db);
+    const sum = (open: boolean): number => TASK_STATES.filter((s) => TERMINAL_STATES.has(s) !== open).reduce((n, s) => n + (byState[s] ?? 0), 0);
+    report.tasks = { open: sum(true), finished: sum(false), byState };
+    const m: MailboxState = getMailboxState(db, folderKey(config));
+    report.mailbox = { kind: config.mailbox.kind, lastCheckAt: isoJson(m.lastCheckAt), lastResult: m.lastResult, lastError: m.lastError, errorSince: isoJson(m.errorSince) };
+    report.failingWebhooks = failingDispatches(db, LIST_LIMIT).map((f) => ({ ...f, nextAttemptAt: isoJson(f.nextAttemptAt) }));
+    report.dispatchFailuresLast7Days = dispatchFailuresSince(db, now - WEEK_MS);
+    report.refusedRepliesForOpenTasks = refusedForOpenTasks(db, LIST_LIMIT).map((r) => ({ ...r, lastSeenAt: isoJson(r.lastSeenAt) }));
+  } finally {
+    db.close();
+  }
+  return report;
+}
+
+/** The human summary: one labelled line per subject, a line per failing webhook and refused-reply task, each with the command that tells more. */
+export function formatStatus(r: StatusReport, now: number): string {
+  const ago = (t: string | null): string => (t === null ? '' : ` (${humanDuration(now - Date.parse(t))} ago)`);
+  const lines = [`a2a-mailbridge status: ${r.config}`];
+  lines.push(
+    r.bridge.answering
+      ? `bridge    answering at ${r.bridge.url.replace(/\/health$/, '')} (version ${r.bridge.version}, /health status ${r.bridge.status})`
+      : `bridge    not answering at ${r.bridge.url.replace(/\/health$/, '')} (${r.bridge.why}); start it: a2a-mailbridge serve, or a2a-mailbridge service status`,
+  );
+  if (!r.store.exists) {
+    lines.push(`store     ${r.store.path} does not exist yet; serve creates it on its first start`);
+    return lines.join('\n');
+  }
+  lines.push(`store     ${r.store.path}: ${bytes(r.store.bytes)} on disk (with its -wal/-shm)`);
+  const t = r.tasks!;
+  const openStates = TASK_STATES.filter((s) => !TERMINAL_STATES.has(s)).map((s) => `${t.byState[s] ?? 0} ${s}`).join(', ');
+  lines.push(`tasks     ${t.open} open (${openStates}); ${t.finished} finished`);
+  const m = r.mailbox!;
+  if (m.lastError !== null && m.errorSince !== null) lines.push(`mailbox   UNREACHABLE since ${iso(Date.parse(m.errorSince))}${ago(m.errorSince)}: ${m.lastError}; a2a-mailbridge doctor checks the settings`);
+  else if (m.lastCheckAt === null) lines.push(`mailbox   ${m.kind}, never checked yet`);
+  else lines.push(`mailbox   ${m.kind}, last checked ${iso(Date.parse(m.lastCheckAt))}${ago(m.lastCheckAt)}: ${m.lastResult ?? 'ok'}`);
+  if (r.failingWebhooks.length === 0) lines.push('webhooks  none failing');
+  else {
+    lines.push(`webhooks  ${plural(r.failingWebhooks.length, 'dispatch', 'dispatches')} not accepted yet${r.failingWebhooks.length === LIST_LIMIT ? ' (the first 10)' : ''}:`);
+    for (const f of r.failingWebhooks) {
+      const last = f.outcome === null ? `attempt ${f.attempt} under way` : `attempt ${f.attempt} ${f.outcome === 'retry' ? 'failed' : f.outcome}${f.httpStatus !== null ? ` (HTTP ${f.httpStatus})` : ''}${f.error ? `: ${f.error}` : ''}`;
+      const next = f.nextAttemptAt !== null ? `; next ${iso(Date.parse(f.nextAttemptAt))}` : '';
+      lines.push(`            task ${f.taskId.slice(0, 8)} (${f.agent}) ${last}${next}: a2a-mailbridge show ${f.taskId.slice(0, 8)}`);
+    }
+  }
+  if (r.dispatchFailuresLast7Days > 0) {
+    lines.push(`          ${plural(r.dispatchFailuresLast7Days, 'task')} FAILED by dispatch in the last 7 days: a2a-mailbridge tasks --state failed --since 7d`);
+  }
+  if (r.refusedRepliesForOpenTasks.length === 0) lines.push('refused   no reply refused for an open task');
+  else {
+    lines.push(`refused   replies refused for ${plural(r.refusedRepliesForOpenTasks.length, 'open task')}:`);
+    for (const x of r.refusedRepliesForOpenTasks) {
+      lines.push(`            task ${x.taskId.slice(0, 8)} (${x.agent}, ${x.state}): ${plural(x.count, 'reply', 'replies')}, last ${x.lastVerdict}${ago(x.lastSeenAt)}: a2a-mailbridge ledger --task ${x.taskId.slice(0, 8)}`);
+    }
+  }
+  return lines.map(clean).join('\n');
+}
+
+/**
+ * `a2a-mailbridge status [--json]`: a short summary of what `/health` knows and what needs a look
+ * — whether the bridge answers, the store's size on disk, open tasks, the last mailbox check,
+ * webhooks not accepted yet, refused replies for open tasks — from the store opened read-only,
+ * and `/health` when the bridge is up. Informational: exit 0 whatever it finds.
+ *
+ * @returns the exit code (0)
+ * @throws ConfigError, StoreError
+ */
+export async function runStatus(configFile: string, o: { json?: boolean }, now = Date.now()): Promise<number> {
+  const report = await statusReport(loadConfig(configFile, { skipSecrets: true }), now);
+  if (o.json) printJson(report);
+  else process.stdout.write(`${formatStatus(report, now)}\n`);
+  return 0;
+}

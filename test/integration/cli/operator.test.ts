@@ -1,0 +1,109 @@
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApp, type App } from '../../../src/app.js';
+import { loadConfig } from '../../../src/config/config.js';
+import { iso } from '../../../src/core/time.js';
+import { createLogger } from '../../../src/log.js';
+import { getTask } from '../../../src/store/tasks.js';
+import { getTurn } from '../../../src/store/turns.js';
+import { hermesBody } from '../../helpers/bridge-harness.js';
+import { runCli } from '../../helpers/cli.js';
+import type { RpcAnswer, V1SendResult } from '../../helpers/rpc-json.js';
+import type { V1Task } from '../../../src/a2a/wire.js';
+import type { TaskJson } from '../../../src/cli/tasks.js';
+import { makeConfigDir, minimalToml, TEST_BEARER, type ConfigDir } from '../../helpers/config-dir.js';
+import { freePort } from '../../helpers/free-port.js';
+
+/**
+ * The operator's first hour (issue 16), on a running bridge whose webhook refuses connections:
+ * what `tasks`, `retry` and `show` say about a task that is SUBMITTED and then CANCELED.
+ */
+let c: ConfigDir;
+let app: App;
+let taskId: string;
+const cli = (...args: string[]) => runCli(['--config', c.configPath, ...args]);
+
+async function rpc(method: string, params: unknown): Promise<V1Task> {
+  const res = await fetch(app.server.endpoint(app.bridge.ctx.config.agents[0]!), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_BEARER}`, 'a2a-version': '1.0' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  return ((await res.json()) as { result: V1Task }).result;
+}
+
+beforeAll(async () => {
+  // Nothing listens on this port: every webhook attempt ends in ECONNREFUSED and is retried.
+  c = makeConfigDir(minimalToml({ webhookUrl: `http://127.0.0.1:${await freePort()}/hook`, listen: `127.0.0.1:${await freePort()}` }));
+  for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(c.dir, 'Maildir', sub), { recursive: true });
+  app = await startApp(loadConfig(c.configPath), { log: createLogger('silent') });
+  const body = hermesBody('a job for an agent that is down', 'ctx-operator');
+  const res = await fetch(app.server.endpoint(app.bridge.ctx.config.agents[0]!), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_BEARER}` },
+    body: JSON.stringify(body),
+  });
+  const task = ((await res.json()) as RpcAnswer<V1SendResult>).result!.task!;
+  expect(task.status.state).toBe('TASK_STATE_SUBMITTED');
+  taskId = task.id;
+});
+afterAll(async () => {
+  await app?.close();
+  if (c) rmSync(c.dir, { recursive: true, force: true });
+});
+
+describe('a SUBMITTED task whose only attempt got ECONNREFUSED', () => {
+  it('tasks: WHY shows the last webhook error and the next attempt time, not "dispatch pending"', async () => {
+    const next = getTurn(app.bridge.ctx.db, taskId, 1)!.nextAttemptAt!;
+    const r = await cli('tasks');
+    expect(r.status, r.stderr).toBe(0);
+    const line = r.stdout.split('\n').find((l) => l.includes(taskId))!;
+    expect(line).toMatch(/ SUBMITTED /);
+    expect(line).toContain(`webhook attempt 1 failed: network error: ECONNREFUSED; next attempt ${iso(next)}`);
+    expect(line).not.toContain('dispatch pending');
+    const [j] = JSON.parse((await cli('tasks', '--json')).stdout) as (TaskJson & { why: string })[];
+    expect(j!.why).toBe(`webhook attempt 1 failed: network error: ECONNREFUSED; next attempt ${iso(next)}`);
+  });
+
+  it('retry refuses with the real rule and says when the next automatic attempt is', async () => {
+    const next = getTurn(app.bridge.ctx.db, taskId, 1)!.nextAttemptAt!;
+    const r = await cli('retry', taskId.slice(0, 8));
+    expect([r.status, r.stdout]).toEqual([1, '']);
+    expect(r.stderr).toContain(`task ${taskId} is SUBMITTED: its webhook has not been accepted yet, and the bridge retries it by itself; attempt 1 failed: network error: ECONNREFUSED; `);
+    // The first backoff is short: by the time the CLI runs, the attempt may already be due.
+    const at = iso(next).replaceAll('.', '\\.');
+    expect(r.stderr).toMatch(new RegExp(`the next automatic attempt \\(2 of max_attempts 8\\) is (at ${at} \\(in [^)]+\\)|due now \\(since ${at}\\))`));
+    expect(r.stderr).toContain('on the first A2A call after that (mailbox.watch is off)');
+    expect(r.stderr).toContain('`retry` is for a task that FAILED by dispatch (its attempts exhausted, or refused by the webhook)');
+    expect(r.stderr).not.toMatch(/never accepted/);
+    expect(getTask(app.bridge.ctx.db, taskId)!.state).toBe('SUBMITTED');
+  });
+});
+
+describe('status beside a running bridge', () => {
+  it('says the bridge answers and lists the webhook that is not accepted, with the command that shows it', async () => {
+    const r = await cli('status');
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`bridge    answering at ${app.server.baseUrl} (version `);
+    expect(r.stdout).toContain('/health status ok)');
+    expect(r.stdout).toContain('webhooks  1 dispatch not accepted yet:\n');
+    expect(r.stdout).toMatch(new RegExp(`\\n {12}task ${taskId.slice(0, 8)} \\(grok\\) attempt \\d failed: network error: ECONNREFUSED; next \\S+Z: a2a-mailbridge show ${taskId.slice(0, 8)}\\n`));
+    expect(r.stdout).toMatch(/\nmailbox {3}maildir, last checked \S+Z \(\d+ s ago\): ok, 0 new messages, 0 applied\n/);
+  });
+});
+
+describe('show on a terminal task', () => {
+  it('stops counting "so far" once the task is CANCELED, and the header names the turn\'s deadline', async () => {
+    const canceled = await rpc('CancelTask', { id: taskId });
+    expect(canceled.status.state).toBe('TASK_STATE_CANCELED');
+    const turn = getTurn(app.bridge.ctx.db, taskId, 1)!;
+    const r = await cli('show', taskId);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`deadline ${iso(turn.deadlineAt)} \\(turn 1's; no longer applies: the task is CANCELED\\)\\n`));
+    expect(r.stdout).not.toContain('deadline -');
+    expect(r.stdout).not.toContain('so far');
+    expect(r.stdout).toMatch(/dispatch → webhook accepted\s+never \(CANCELED \d/);
+    expect(r.stdout).toMatch(/dispatch → promoted\s+never \(CANCELED \d/);
+  });
+});
