@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: every benchmark of issue 7, one after the other, each in a process of its own
+ * `npm run bench`: every benchmark of issues 7 and 10, one after the other, each in a process of its own
  * (so none inherits another's heap, JIT state or children). Each writes its own section of
  * bench/RESULTS.md. Goals are reported in the tables, never asserted; the exit code is non-zero
  * only when a script failed to run.
@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { RESULTS_PATH } from './lib/results.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const SCRIPTS = ['a2a-overhead', 'mailbox-check', 'gates', 'arrival-latency', 'memory'];
+const SCRIPTS = ['a2a-overhead', 'mailbox-check', 'maildir-check', 'gates', 'reply-parse', 'arrival-latency', 'store-bounds', 'memory'];
 
 const failed: string[] = [];
 for (const name of SCRIPTS) {

@@ -12,13 +12,13 @@ import { describeMachine, machineLine } from './machine.js';
 export const RESULTS_PATH = join(dirname(fileURLToPath(import.meta.url)), '..', 'RESULTS.md');
 
 /** The order sections appear in, whatever order the scripts ran in. */
-const ORDER = ['a2a-overhead', 'mailbox-check', 'gates', 'arrival-latency', 'memory'];
+const ORDER = ['a2a-overhead', 'mailbox-check', 'maildir-check', 'gates', 'reply-parse', 'arrival-latency', 'store-bounds', 'memory'];
 
 const HEADER = `# a2a-mailbridge benchmarks
 
 Written by the scripts in \`bench/\` (\`npm run bench\` runs all; each runs alone with
 \`npx tsx bench/<name>.ts\`). Figures are what one run measured on the machine named in each
-section; nothing here is asserted by a test. Goals are from issue 7.
+section; nothing here is asserted by a test. Goals are from issues 7 and 10.
 `;
 
 /** The code measured: the commit, and whether src/ had uncommitted changes (read-only git queries). */

@@ -5,6 +5,7 @@ import type { TaskState } from '../store/task-state.js';
 import { getTask, listTasks, markOutcomeShown, type TaskRow } from '../store/tasks.js';
 import { isTerminal } from '../store/task-state.js';
 import { dueDispatches } from '../store/turns.js';
+import { shrinkWal } from '../store/wal.js';
 import { cancelTask, sendCancelNotice } from './cancel.js';
 import type { BridgeContext } from './context.js';
 import { attemptDispatch } from './dispatch.js';
@@ -26,6 +27,9 @@ export interface ListQuery {
   historyLength?: number;
 }
 
+/** How often a refresh looks at the store's WAL, in ms (store/wal.ts). */
+const STORE_MAINTENANCE_MS = 60_000;
+
 /** How often a blocking SendMessage checks the mailbox while it waits, in ms. */
 const WAIT_CHECK_EVERY_MS = 2000;
 
@@ -46,6 +50,8 @@ export class Bridge {
   private moreWaiting = false;
   private readonly dispatching = new Map<string, Promise<unknown>>();
   private readonly background = new Set<Promise<unknown>>();
+  /** When the store's WAL was last looked at (bridge clock, ms); 0 at start, so the first refresh does. */
+  private maintainedAt = 0;
 
   constructor(readonly ctx: BridgeContext) {}
 
@@ -201,6 +207,23 @@ export class Bridge {
     if (this.checkDue()) work.push(this.checkNow());
     if (work.length) await Promise.race([Promise.allSettled(work), sleep(budget)]);
     this.sweep();
+    this.maintainStore();
+  }
+
+  /**
+   * At most once a minute (on the bridge clock): truncate a WAL that grew while a reader held a
+   * snapshot (store/wal.ts). Never waits for a reader and never fails the call it runs in.
+   */
+  private maintainStore(): void {
+    const now = this.ctx.now();
+    if (now - this.maintainedAt < STORE_MAINTENANCE_MS) return;
+    this.maintainedAt = now;
+    try {
+      const r = shrinkWal(this.ctx.db);
+      if (r.before !== r.after) this.ctx.log.info({ walBytes: r.before, now: r.after }, 'store WAL truncated');
+    } catch (err) {
+      this.ctx.log.warn({ err: (err as Error).message }, 'store WAL maintenance postponed');
+    }
   }
 
   /** True when the last check is older than `mailbox.check_interval_s`, or messages are waiting. */

@@ -147,6 +147,9 @@ async function processMessage(ctx: BridgeContext, msg: FetchedMessage, uidValidi
     return refusal.verdict;
   };
 
+  // A message the mailbox holds but could not read: recorded with why, and the check goes on.
+  if (msg.unreadable) return record({ verdict: `unreadable:${msg.unreadable.reason}`, reason: msg.unreadable.detail }, null, null);
+
   try {
     const identified = identify(facts, config.agents, (sha) => hasRawDigest(db, sha));
     const tagged = 'taskId' in identified ? identified : identified.tagged;

@@ -8,6 +8,7 @@ import { isTerminal } from '../store/task-state.js';
 import { getTask, insertTask, latestTaskOfContext, transition, type TaskRow } from '../store/tasks.js';
 import { insertTurn, revokeTokens, turnsOfTask } from '../store/turns.js';
 import type { BridgeContext } from './context.js';
+import { enforceAgentCaps } from './limits.js';
 import { mintToken } from './token.js';
 import { iso } from './time.js';
 
@@ -103,7 +104,7 @@ function openTurn(ctx: BridgeContext, agent: AgentConfig, task: TaskRow, turn: n
  *
  * @throws A2AError invalidParams (a reused `messageId` with other content, an empty new task,
  *   a `taskId` of another context), taskNotFound (an unknown `taskId`), unsupportedOperation (new
- *   work addressed by `taskId` to a terminal task).
+ *   work addressed by `taskId` to a terminal task), limitReached (a per-agent cap: see limits.ts).
  */
 export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput): SendOutcome {
   const { db } = ctx;
@@ -158,6 +159,7 @@ export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput)
       return { kind: 'poll', task: target, ignoredText: 'unseen-outcome' };
     }
     if (target?.state === 'INPUT_REQUIRED') {
+      enforceAgentCaps(db, agent, now, false);
       const turn = target.turn + 1;
       const deadlineAt = now + (input.deadlineMs ?? agent.deadlineMs);
       const dispatchId = openTurn(ctx, agent, target, turn, input.text, deadlineAt, now);
@@ -177,6 +179,7 @@ export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput)
       return { kind: 'no-task', contextId };
     }
 
+    enforceAgentCaps(db, agent, now, true);
     const deadlineAt = now + (input.deadlineMs ?? agent.deadlineMs);
     const task: TaskRow = {
       id: randomUUID(),

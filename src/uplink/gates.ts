@@ -119,6 +119,8 @@ export interface AuthOptions {
 }
 
 const DMARC_FATAL = new Set(['fail', 'temperror', 'permerror']);
+/** Header fields that say how the body is decoded (RFC 2045 §4–6): never more than one of each. */
+const MIME_FIELDS = ['Content-Type', 'Content-Transfer-Encoding', 'MIME-Version'] as const;
 /** Header fields the aligned signature must cover (its h= tag, lower-cased). */
 const SIGNED_HEADERS = ['from', 'subject', 'date', 'message-id'] as const;
 
@@ -136,6 +138,13 @@ export async function authenticate(raw: Buffer, m: Identified, o: AuthOptions): 
   for (const name of ['From', 'Subject', 'Date', 'Message-ID']) {
     const n = fieldsNamed(m.fields, name).length;
     if (n !== 1) return { verdict: 'auth:duplicate-header', reason: `gate 3: ${n} ${name} headers; exactly one is required` };
+  }
+  // Gate 3: the MIME fields decide how the body is decoded. A DKIM verifier binds the signed
+  // (lowest) instance of a field (RFC 6376 §5.4.2) while a MIME parser reads the top one, so a
+  // prepended unsigned Content-Type changes the text judged without breaking the signature.
+  for (const name of MIME_FIELDS) {
+    const n = fieldsNamed(m.fields, name).length;
+    if (n > 1) return { verdict: 'auth:duplicate-header', reason: `gate 3: ${n} ${name} headers; at most one is allowed` };
   }
   const from = parseSingleAddress(fieldsNamed(m.fields, 'from')[0]!.value);
   if (!('address' in from)) {
@@ -245,7 +254,14 @@ export function judgeReply(m: Identified, reply: ParsedReply, t: TaskFacts): Jud
     return { verdict: 'duplicate', reason: `gate 8a: Message-ID ${m.messageId} was already applied to this task` };
   }
   if (reply.token === null) {
-    const why = reply.tokenProblem === 'several' ? 'more than one reply_token line' : reply.tokenProblem === 'only-in-quote' ? 'the reply_token appears only in quoted text' : 'no reply_token line in the reply block';
+    const why =
+      reply.tokenProblem === 'several'
+        ? 'more than one reply_token line'
+        : reply.tokenProblem === 'only-in-quote'
+          ? 'the reply_token appears only in quoted text'
+          : reply.tokenProblem === 'unparsed'
+            ? `the body was not read: ${reply.unparsed ?? 'over the parse budget'}`
+            : 'no reply_token line in the reply block';
     return { verdict: 'no-token', reason: `gate 9: ${why}` };
   }
   if (!t.tokenMatches(reply.token)) return { verdict: 'bad-token', reason: "gate 9: the reply_token is not the task's live token (used, revoked or wrong)" };
