@@ -172,6 +172,9 @@ async function startStack(o: Options, logFile: string): Promise<Stack> {
     log: createLogger('info', logStream),
     replyDelayMs: o.replyDelayMs,
     mailboxToml: 'watch = true\nwatch_tick_s = 1',
+    // The kit sends far more new tasks a minute than a person would (agents.max_open_tasks, max_per_minute).
+    agentToml: 'max_open_tasks = 10000',
+    webhookToml: 'max_per_minute = 10000',
   }).catch((err: unknown) => {
     logStream.end();
     throw err;

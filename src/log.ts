@@ -1,4 +1,7 @@
+import { readdirSync, rmSync } from 'node:fs';
+import { basename, dirname, extname, join } from 'node:path';
 import { pino, type DestinationStream, type Logger } from 'pino';
+import pinoRoll from 'pino-roll';
 import pretty from 'pino-pretty';
 
 /**
@@ -39,13 +42,46 @@ export interface LogConfig {
   file?: string;
   /** Size at which the file is rotated, in bytes. */
   maxBytes: number;
-  /** Rotated files kept. */
+  /** Rotated files kept beside the one being written (so at most `maxFiles + 1` files). */
   maxFiles: number;
 }
 
 /** True when systemd started us with journald on stdout (it sets JOURNAL_STREAM and INVOCATION_ID). */
 export function underSystemd(env: NodeJS.ProcessEnv = process.env): boolean {
   return Boolean(env.JOURNAL_STREAM && env.INVOCATION_ID);
+}
+
+/**
+ * The numbered files pino-roll writes for `file` (`logs/mailbridge.log` → `mailbridge.<n>.log`,
+ * a file without an extension gets `.log`), as `[name, n]`, oldest (lowest n) first.
+ */
+export function rolledLogFiles(file: string): [string, number][] {
+  const ext = extname(file) || '.log';
+  const base = basename(file, extname(file));
+  const dir = dirname(file);
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const out: [string, number][] = [];
+  for (const name of names) {
+    if (!name.startsWith(`${base}.`) || !name.endsWith(ext)) continue;
+    const n = name.slice(base.length + 1, name.length - ext.length);
+    if (/^\d+$/.test(n)) out.push([join(dir, name), Number(n)]);
+  }
+  return out.sort((a, b) => a[1] - b[1]);
+}
+
+/**
+ * Removes the oldest numbered log files so that at most `keep` remain. pino-roll prunes only when
+ * it rotates, so without this a run that never rotates leaves what earlier runs wrote (10 restarts
+ * with `max_files = 2` left 11 files).
+ */
+export function pruneLogFiles(file: string, keep: number): void {
+  const files = rolledLogFiles(file);
+  for (const [path] of files.slice(0, Math.max(0, files.length - keep))) rmSync(path, { force: true });
 }
 
 /**
@@ -64,15 +100,26 @@ export function prettyDestination(destination: number | NodeJS.WritableStream, c
  * and rotates them), else to `log.file` rotated by size with pino-roll (launchd never rotates its
  * StandardOutPath), else — a foreground run without `log.file` — to stderr,
  * as readable lines when stderr is a terminal (`o.terminal`).
+ *
+ * The file holds `log.max_size_mb` plus at most the lines of one event-loop turn: pino-roll runs in
+ * this thread and writes each line synchronously, so its size check sees every line (through a
+ * worker-thread transport it saw the batches, and a burst wrote files of 3× the size). At start
+ * and at every rotation, files beyond `max_files` rotated plus the current one are removed,
+ * whichever run wrote them.
  */
-export function createServiceLogger(c: LogConfig, o: { terminal?: boolean } = {}): Logger {
+export async function createServiceLogger(c: LogConfig, o: { terminal?: boolean } = {}): Promise<Logger> {
   if (underSystemd()) return createLogger(c.level, pino.destination(1));
   if (!c.file) return createLogger(c.level, o.terminal ? prettyDestination(2, true) : undefined);
-  const transport = pino.transport({
-    target: 'pino-roll',
-    options: { file: c.file, size: `${Math.max(1, Math.round(c.maxBytes / 1024))}k`, limit: { count: c.maxFiles }, mkdir: true },
+  // pino-roll goes on writing the highest-numbered file: keep it and max_files older ones.
+  pruneLogFiles(c.file, c.maxFiles + 1);
+  const destination = await pinoRoll({
+    file: c.file,
+    size: `${Math.max(1, Math.round(c.maxBytes / 1024))}k`,
+    limit: { count: c.maxFiles + 1, removeOtherLogFiles: true },
+    mkdir: true,
+    sync: true,
   });
-  return createLogger(c.level, transport);
+  return createLogger(c.level, destination);
 }
 
 /**

@@ -18,6 +18,12 @@ export const ERRORS = {
   contentTypeNotSupported: { code: -32005, reason: 'CONTENT_TYPE_NOT_SUPPORTED', message: 'Incompatible content types' },
   extendedAgentCardNotConfigured: { code: -32007, reason: 'EXTENDED_AGENT_CARD_NOT_CONFIGURED', message: 'Extended Agent Card not configured' },
   versionNotSupported: { code: -32009, reason: 'VERSION_NOT_SUPPORTED', message: 'Version not supported' },
+  /**
+   * Not an A2A error: a per-agent cap of this bridge (agents.max_open_tasks,
+   * agents.webhook.max_per_minute) was reached. A code from the range JSON-RPC 2.0 §5.1 leaves to
+   * the application, away from the -32000…-32099 block A2A draws its codes from.
+   */
+  limitReached: { code: -31001, reason: 'LIMIT_REACHED', message: 'Limit reached' },
 } as const;
 
 export type ErrorKind = keyof typeof ERRORS;
@@ -29,11 +35,16 @@ const FROM_CORE: Record<BridgeErrorCode, ErrorKind> = {
   // A2A v1.0 §3.1.1: new work sent by taskId to a task in a terminal state.
   'task-closed': 'unsupportedOperation',
   'invalid-request': 'invalidParams',
+  'limit-reached': 'limitReached',
 };
 
 /** The `google.rpc.ErrorInfo` type URL and domain that v1.0 puts in `error.data`. */
 export const ERROR_INFO_TYPE = 'type.googleapis.com/google.rpc.ErrorInfo';
 export const ERROR_DOMAIN = 'a2a-protocol.org';
+/** The ErrorInfo domain of the errors that are this bridge's own, not A2A's (`limitReached`). */
+export const BRIDGE_ERROR_DOMAIN = 'a2a-mailbridge';
+/** google.rpc.RetryInfo (google/rpc/error_details.proto): how long to wait before retrying. */
+export const RETRY_INFO_TYPE = 'type.googleapis.com/google.rpc.RetryInfo';
 
 /** An error answered to the caller as a JSON-RPC error object. The message is shown to the calling model. */
 export class A2AError extends Error {
@@ -42,6 +53,8 @@ export class A2AError extends Error {
     readonly kind: ErrorKind,
     message?: string,
     readonly metadata?: Record<string, string>,
+    /** When the same call may succeed, in whole seconds from now (sent as google.rpc.RetryInfo in v1.0). */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message ?? ERRORS[kind].message);
   }
@@ -54,16 +67,18 @@ export interface JsonRpcErrorObject {
 }
 
 /**
- * Renders an error for the wire. v1.0 carries an array holding one ErrorInfo in `data`; v0.3
- * has no ErrorInfo, so `data` is omitted there.
+ * Renders an error for the wire. v1.0 carries an array holding one ErrorInfo in `data` (and a
+ * google.rpc.RetryInfo when the error says when to retry); v0.3 has no ErrorInfo, so `data` is
+ * omitted there and the message alone says it.
  */
 export function toJsonRpcError(err: A2AError, dialect: '1.0' | '0.3'): JsonRpcErrorObject {
   const spec = ERRORS[err.kind];
   const out: JsonRpcErrorObject = { code: spec.code, message: err.message };
   if (dialect === '1.0') {
-    out.data = [
-      { '@type': ERROR_INFO_TYPE, reason: spec.reason, domain: ERROR_DOMAIN, ...(err.metadata ? { metadata: err.metadata } : {}) },
-    ];
+    const domain = err.kind === 'limitReached' ? BRIDGE_ERROR_DOMAIN : ERROR_DOMAIN;
+    const details: Record<string, unknown>[] = [{ '@type': ERROR_INFO_TYPE, reason: spec.reason, domain, ...(err.metadata ? { metadata: err.metadata } : {}) }];
+    if (err.retryAfterSeconds !== undefined) details.push({ '@type': RETRY_INFO_TYPE, retryDelay: `${err.retryAfterSeconds}s` });
+    out.data = details;
   }
   return out;
 }
@@ -71,6 +86,6 @@ export function toJsonRpcError(err: A2AError, dialect: '1.0' | '0.3'): JsonRpcEr
 /** The caller's error for anything a method handler threw: A2A errors as they are, core errors by the table; null for a defect. */
 export function asA2AError(err: unknown): A2AError | null {
   if (err instanceof A2AError) return err;
-  if (err instanceof BridgeError) return new A2AError(FROM_CORE[err.code], err.message);
+  if (err instanceof BridgeError) return new A2AError(FROM_CORE[err.code], err.message, err.details.metadata, err.details.retryAfterSeconds);
   return null;
 }

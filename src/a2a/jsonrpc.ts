@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { A2AError, toJsonRpcError, type JsonRpcErrorObject } from './errors.js';
 
 /**
@@ -19,9 +20,13 @@ export type JsonRpcResponse =
 
 /**
  * Parses a request body.
- * @returns the request, or an error response ready to send (-32700 bad JSON, -32600 bad envelope)
+ * @returns the request, or an error response ready to send (-32700 bad JSON or a body that is not
+ *   valid UTF-8, -32600 bad envelope)
  */
 export function parseRequest(body: Buffer, dialect: '1.0' | '0.3'): JsonRpcRequest | JsonRpcResponse {
+  // JSON text exchanged between systems must be UTF-8 (RFC 8259 §8.1). Decoding other bytes would
+  // turn them into U+FFFD and store and dispatch text the caller never sent.
+  if (!isUtf8(body)) return errorResponse(null, new A2AError('parseError', 'Parse error: the body is not valid UTF-8 (RFC 8259 §8.1)'), dialect);
   let doc: unknown;
   try {
     doc = JSON.parse(body.toString('utf8'));

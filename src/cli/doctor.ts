@@ -3,6 +3,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { ConfigError, loadConfig, tomlSyntaxMessage, type Config } from '../config/config.js';
 import { exampleIdentities, exampleIdentitiesText } from '../config/example-identities.js';
+import { writableByOthers } from '../config/file-safety.js';
 import { readSecretFile, SecretFileError } from '../config/secret-file.js';
 import { missingSecretFix } from '../config/secret-kinds.js';
 import { Store, StoreError } from '../store/store.js';
@@ -123,11 +124,9 @@ function checkConfigFile(file: string): { check: Check; doc?: Doc } {
     return { check: { name, status: 'fail', detail: problem, fix: fix ?? 'correct the TOML syntax' } };
   }
   for (const p of [file, dirname(file)]) {
-    const st = statSync(p);
-    const mode = st.mode & 0o777;
-    // A sticky folder (like /tmp) lets others add files but not replace ours.
-    if (mode & 0o022 && !(p !== file && st.mode & 0o1000)) {
-      return { check: { name, status: 'fail', detail: `${p} is writable by others (mode ${mode.toString(8).padStart(4, '0')}); they could redirect the bridge`, fix: `chmod go-w ${p}` }, doc };
+    const mode = writableByOthers(p);
+    if (mode !== null) {
+      return { check: { name, status: 'fail', detail: `${p} is writable by others (mode ${mode}); they could redirect the bridge`, fix: `chmod go-w ${p}` }, doc };
     }
   }
   return { check: { name, status: 'ok', detail: `${file} (TOML ok)` }, doc };

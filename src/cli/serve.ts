@@ -14,7 +14,7 @@ export async function serve(configFile: string, o: { logLevel?: string }): Promi
   const config = loadConfig(configFile);
   const level = o.logLevel ?? config.log.level;
   const terminal = process.stderr.isTTY;
-  const log = createServiceLogger({ ...config.log, level }, { terminal });
+  const log = await createServiceLogger({ ...config.log, level }, { terminal });
   const app = await startApp(config, { log });
   const waitedMs = config.mailbox.checkWaitMs;
   const firstCheck = await Promise.race<CheckSummary | null>([

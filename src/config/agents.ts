@@ -4,6 +4,13 @@ import type { AgentConfig, WebhookAuth, WebhookConfig } from './config.js';
 import { ConfigError, type Fields } from './fields.js';
 import { ADDRESS_RE, isLoopbackLiteral, secret } from './values.js';
 
+/**
+ * Per-agent caps against a runaway caller (a local agent in a loop created 10,000 tasks and woke
+ * the cloud agent 10,000 times in 30 s): room for a person's fan-out of parallel jobs, not for a loop.
+ */
+export const DEFAULT_MAX_OPEN_TASKS = 20;
+export const DEFAULT_WEBHOOKS_PER_MINUTE = 10;
+
 const NAME_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 const TAG_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/;
 const DOMAIN_RE = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/;
@@ -49,6 +56,7 @@ function parseWebhook(f: Fields, baseDir: string): WebhookConfig {
     maxAttempts: f.integer('max_attempts', 8, 1, 100),
     maxAgeMs: f.integer('max_age_s', 3600, 1, 7 * 86400) * 1000,
     notifyCancel: f.boolean('notify_cancel', false),
+    maxPerMinute: f.integer('max_per_minute', DEFAULT_WEBHOOKS_PER_MINUTE, 1, 10_000),
   };
   if (needBearer) out.bearer = secret(f, 'bearer_file', baseDir, { token: true });
   else f.optionalString('bearer_file');
@@ -86,6 +94,7 @@ export function parseAgent(f: Fields, baseDir: string): AgentConfig {
     address,
     dkimDomain,
     deadlineMs: f.integer('deadline_s', 3600, 10, 30 * 86400) * 1000,
+    maxOpenTasks: f.integer('max_open_tasks', DEFAULT_MAX_OPEN_TASKS, 1, 100_000),
     untrustedLabel: f.string('untrusted_label', `[UNTRUSTED — ${name} reply, verify before acting]`),
     skills,
     webhook: parseWebhook(f.table_('webhook', true), baseDir),

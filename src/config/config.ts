@@ -6,6 +6,7 @@ import type { LogConfig } from '../log.js';
 import { parseAgent } from './agents.js';
 import type { ProviderProfile } from '../uplink/border.js';
 import type { ProviderName } from '../uplink/providers.js';
+import { writableByOthers } from './file-safety.js';
 import { ConfigError, Fields, type Table } from './fields.js';
 import { parseImapAuth, parseProvider, type OAuth2Config } from './provider.js';
 import { ADDRESS_RE, isLoopbackLiteral, secret } from './values.js';
@@ -30,6 +31,12 @@ export interface WebhookConfig {
   maxAgeMs: number;
   /** Send the agent a best-effort notice (the envelope with `cancel: true`) when a task is canceled. */
   notifyCancel: boolean;
+  /**
+   * New dispatches (a new task, or the caller's answer to INPUT_REQUIRED: each wakes the agent)
+   * accepted per rolling 60 s; more are refused with the `limitReached` error. Retries of a
+   * dispatch do not count (max_attempts bounds them).
+   */
+  maxPerMinute: number;
 }
 
 export interface SkillConfig {
@@ -51,6 +58,8 @@ export interface AgentConfig {
   dkimDomain: string;
   /** Default deadline of a turn, in ms from dispatch. */
   deadlineMs: number;
+  /** Tasks of this agent that may be open (SUBMITTED, WORKING or INPUT_REQUIRED) at once; a new one beyond is refused. */
+  maxOpenTasks: number;
   /** First line of every artifact built from this agent's mail. */
   untrustedLabel: string;
   skills: SkillConfig[];
@@ -331,7 +340,8 @@ export function tomlSyntaxMessage(file: string, text: string, err: unknown): str
 
 /**
  * Reads and validates a TOML config file.
- * @throws ConfigError for a missing file, a TOML syntax error (with line) or an invalid key.
+ * @throws ConfigError for a missing file, a file or folder others can write, a TOML syntax error
+ *   (with line) or an invalid key.
  */
 export function loadConfig(path: string, o: LoadOptions = {}): Config {
   const file = isAbsolute(path) ? path : resolve(path);
@@ -340,6 +350,12 @@ export function loadConfig(path: string, o: LoadOptions = {}): Config {
     text = readFileSync(file, 'utf8');
   } catch (err) {
     throw new ConfigError('(file)', `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}; create one with \`a2a-mailbridge init\``, { cause: err });
+  }
+  // Whoever can write the config (or swap the file in its folder) can point the bridge at their
+  // own webhook or mailbox: refused like a secret others can read.
+  for (const p of [file, dirname(file)]) {
+    const mode = writableByOthers(p);
+    if (mode !== null) throw new ConfigError('(file)', `${p} is writable by others (mode ${mode}), so they could redirect the bridge; run: chmod go-w ${p}`);
   }
   let doc: Table;
   try {

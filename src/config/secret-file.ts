@@ -1,4 +1,6 @@
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { writableByOthers } from './file-safety.js';
 import { missingSecretFix } from './secret-kinds.js';
 
 /** Thrown when a secret file is missing, unsafe or unreadable. The message names the file and the fix. */
@@ -18,17 +20,19 @@ const MAX_SECRET_BYTES = 64 * 1024;
 
 /**
  * Reads a secret from a file the way ssh and libpq treat private files (docs/architecture.md,
- * "Operating"): opened with O_NOFOLLOW, checked on the open handle with fstat (so a swap between
- * check and read is impossible), and refused unless it is a regular file owned by the current user
- * with no group or other permission bits (`mode & 0o077 == 0`). One trailing newline (LF or CRLF)
- * is trimmed; any other whitespace is kept, because it may be part of the secret (a password). A
- * value still holding a `replace-with-` placeholder from secrets.example is refused.
+ * "Operating"): opened with O_NOFOLLOW, checked on the open handle with fstat (so a swap between check and read
+ * is impossible), and refused unless it is a regular file owned by the current user with no
+ * group or other permission bits (`mode & 0o077 == 0`), in a folder others cannot write. One
+ * trailing newline (LF or CRLF) is trimmed; any other whitespace is kept, because it may be part
+ * of the secret (a password). A value still holding a `replace-with-` placeholder from
+ * secrets.example is refused.
  *
  * @param path absolute path of the file
  * @param key the config key that named the file, used in error messages (e.g. `server.bearer_file`)
  * @returns the secret as a UTF-8 string
  * @throws SecretFileError when the file is a symlink, not a regular file, owned by another user,
- *   group/other-accessible, empty, or larger than 64 KiB; the message says what to run.
+ *   group/other-accessible, in a folder others can write, empty, or larger than 64 KiB; the
+ *   message says what to run.
  */
 export function readSecretFile(path: string, key: string): string {
   let fd: number;
@@ -71,6 +75,15 @@ export function readSecretFile(path: string, key: string): string {
       const mode = (st.mode & 0o777).toString(8).padStart(4, '0');
       throw new SecretFileError(
         `${key}: secret file ${path} has mode ${mode}, readable by others; run: chmod 600 ${path}`,
+        path,
+      );
+    }
+    // A folder others can write lets them replace the file with one of their own making.
+    const dir = dirname(path);
+    const dirMode = writableByOthers(dir);
+    if (dirMode !== null) {
+      throw new SecretFileError(
+        `${key}: secret file ${path} is in ${dir}, which others can write (mode ${dirMode}), so they could replace the secret; run: chmod go-w ${dir}`,
         path,
       );
     }

@@ -37,6 +37,9 @@ export interface ListQuery {
   historyLength?: number;
 }
 
+/** How often a refresh looks at the store's WAL, in ms (store/wal.ts). */
+const STORE_MAINTENANCE_MS = 60_000;
+
 /** How often a blocking SendMessage checks the mailbox while it waits, in ms. */
 const WAIT_CHECK_EVERY_MS = 2000;
 
@@ -57,6 +60,8 @@ export class Bridge {
   private moreWaiting = false;
   private readonly dispatching = new Map<string, Promise<unknown>>();
   private readonly background = new Set<Promise<unknown>>();
+  /** When the store's WAL was last looked at (bridge clock, ms); 0 at start, so the first refresh does. */
+  private maintainedAt = 0;
 
   /** Every committed task change, after its commit (src/core/events.ts). */
   readonly events: BridgeEvents;
@@ -222,6 +227,23 @@ export class Bridge {
     if (this.checkDue()) work.push(this.checkNow());
     if (work.length) await Promise.race([Promise.allSettled(work), sleep(budget)]);
     this.sweep();
+    this.maintainStore();
+  }
+
+  /**
+   * At most once a minute (on the bridge clock): truncate a WAL that grew while a reader held a
+   * snapshot (store/wal.ts). Never waits for a reader and never fails the call it runs in.
+   */
+  private maintainStore(): void {
+    const now = this.ctx.now();
+    if (now - this.maintainedAt < STORE_MAINTENANCE_MS) return;
+    this.maintainedAt = now;
+    try {
+      const r = this.ctx.store.shrinkWal();
+      if (r.before !== r.after) this.ctx.log.info({ walBytes: r.before, now: r.after }, 'store WAL truncated');
+    } catch (err) {
+      this.ctx.log.warn({ err: (err as Error).message }, 'store WAL maintenance postponed');
+    }
   }
 
   /** True when the last check is older than `mailbox.check_interval_s`, or messages are waiting. */

@@ -8,15 +8,26 @@
  * - `task-closed`: the task accepts no new work (a terminal task addressed by id, a retry of a
  *   task whose webhook was accepted);
  * - `invalid-request`: the request cannot be used as it is (a reused messageId, an empty new
- *   task, a taskId of another context, a page token this server did not issue).
+ *   task, a taskId of another context, a page token this server did not issue);
+ * - `limit-reached`: a per-agent cap of this bridge (`agents.max_open_tasks`,
+ *   `agents.webhook.max_per_minute`) was reached; `details` names the key, its value and when to
+ *   retry.
  */
-export type BridgeErrorCode = 'task-not-found' | 'task-not-cancelable' | 'task-closed' | 'invalid-request';
+export type BridgeErrorCode = 'task-not-found' | 'task-not-cancelable' | 'task-closed' | 'invalid-request' | 'limit-reached';
+
+export interface BridgeErrorDetails {
+  /** Machine-readable facts for the caller (the config key and value, an ISO retry time). */
+  metadata?: Record<string, string>;
+  /** When the same call may succeed, in whole seconds from now. */
+  retryAfterSeconds?: number;
+}
 
 export class BridgeError extends Error {
   override readonly name = 'BridgeError';
   constructor(
     readonly code: BridgeErrorCode,
     message: string,
+    readonly details: BridgeErrorDetails = {},
   ) {
     super(message);
   }

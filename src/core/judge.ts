@@ -26,6 +26,7 @@ import {
   type ReplyStatusWord,
   type TaskTag,
 } from '../uplink/gates.js';
+import type { UnreadableReason } from '../uplink/mailbox.js';
 import { parseReply, type ParsedReply } from '../uplink/reply-format.js';
 import { tokensEqual } from './token.js';
 
@@ -48,6 +49,8 @@ export interface IncomingMessage {
   tooLarge: boolean;
   /** When the mailbox received it, ms since the epoch; null if unknown. */
   receivedAt: number | null;
+  /** The mailbox holds it but could not read it (`raw` is then what was read, often nothing). */
+  unreadable?: { reason: UnreadableReason; detail: string };
 }
 
 /** The configuration the gates read (`mailbox.*` and the agents). */
@@ -129,6 +132,7 @@ export type Decision =
  * (docs/architecture.md, "The gates"). The first rule that refuses names the verdict; a reply is
  * applied only when every gate passed.
  *
+ * 0. the mailbox could not read it ⇒ `unreadable:<reason>` (nothing about it can be judged);
  * 1. gate 1: the same raw bytes are in the ledger ⇒ `duplicate`;
  * 2. larger than `mailbox.max_message_bytes` ⇒ `too-large` (refused whole, body never read);
  * 3. gate 2: exactly one subject tag of a configured agent, else `no-task-id`;
@@ -155,6 +159,10 @@ export async function judgeMessage<R>(msg: IncomingMessage, facts: JudgeFacts<R>
   /** Tagged mail refused before it authenticated keeps its head; untagged mail nothing. */
   const early = (r: Refusal): R => facts.settle(() => refuse(r, tag ? 'head' : 'none'));
 
+  if (msg.unreadable) {
+    const { reason, detail } = msg.unreadable;
+    return facts.settle(() => ({ kind: 'refuse', verdict: `unreadable:${reason}`, reason: detail, message, tag: null, evidence: 'none' }));
+  }
   if (store.seenDigest(message.rawSha256)) return early(DUPLICATE_BYTES);
   if (msg.tooLarge) {
     return early({ verdict: 'too-large', reason: `${msg.size} bytes, over mailbox.max_message_bytes (${rules.maxMessageBytes}); refused whole` });

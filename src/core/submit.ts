@@ -6,6 +6,7 @@ import type { StoreTx } from '../store/store.js';
 import type { TaskRow } from '../store/task-rows.js';
 import { isTerminal } from '../store/task-state.js';
 import type { BridgeContext } from './context.js';
+import { enforceAgentCaps } from './limits.js';
 import { mintToken } from './token.js';
 import { iso } from './time.js';
 
@@ -100,7 +101,7 @@ function openTurn(ctx: BridgeContext, tx: StoreTx, agent: AgentConfig, task: Tas
  *
  * @throws BridgeError invalid-request (a reused `messageId` with other content, an empty new task,
  *   a `taskId` of another context), task-not-found (an unknown `taskId`), task-closed (new
- *   work addressed by `taskId` to a terminal task).
+ *   work addressed by `taskId` to a terminal task), limit-reached (a per-agent cap: see limits.ts).
  */
 export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput): SendOutcome {
   return ctx.store.tx((tx): SendOutcome => {
@@ -154,6 +155,7 @@ export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput)
       return { kind: 'poll', task: target, ignoredText: 'unseen-outcome' };
     }
     if (target?.state === 'INPUT_REQUIRED') {
+      enforceAgentCaps(tx, agent, now, false);
       const turn = target.turn + 1;
       const deadlineAt = now + (input.deadlineMs ?? agent.deadlineMs);
       const dispatchId = openTurn(ctx, tx, agent, target, turn, input.text, deadlineAt, now);
@@ -173,6 +175,7 @@ export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput)
       return { kind: 'no-task', contextId };
     }
 
+    enforceAgentCaps(tx, agent, now, true);
     const deadlineAt = now + (input.deadlineMs ?? agent.deadlineMs);
     const task: TaskRow = {
       id: randomUUID(),

@@ -23,6 +23,10 @@ export interface DemoWorldOptions {
   replyDelayMs: number;
   /** Extra TOML lines for [mailbox] (e.g. `watch = true`). */
   mailboxToml?: string;
+  /** Extra TOML lines for the agent's table (e.g. `max_open_tasks = 1000`). */
+  agentToml?: string;
+  /** Extra TOML lines for its [agents.webhook] table (e.g. `max_per_minute = 1000`). */
+  webhookToml?: string;
 }
 
 /** A bridge with everything it talks to, all on loopback, in one temporary folder. */
@@ -115,12 +119,14 @@ name = "${DEMO_AGENT}"
 address = "${DEMO_AGENT_ADDRESS}"
 dkim_domain = "${DEMO_AGENT_DOMAIN}"
 deadline_s = 600
+${o.agentToml ?? ''}
 [agents.webhook]
 url = "${agent.url}"
 auth = "both"
 bearer_file = "webhook-bearer"
 secret_file = "webhook-secret"
 timeout_s = 5
+${o.webhookToml ?? ''}
 `,
       { mode: 0o600 },
     );

@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { MIGRATIONS } from './migrations.js';
 import type { TaskChange } from './task-rows.js';
+import { WAL_LIMIT_BYTES } from './wal.js';
 
 /** A connection; held by the store (src/store/store.ts) and handed to nothing outside store/. */
 export type Db = Database.Database;
@@ -29,8 +30,8 @@ export interface OpenOptions {
 }
 
 /**
- * Opens (creating when needed) the SQLite store: WAL journal, a busy timeout, foreign keys on,
- * `PRAGMA quick_check` at start-up, then the pending migrations.
+ * Opens (creating when needed) the SQLite store: WAL journal with a size limit (wal.ts), a busy
+ * timeout, foreign keys on, `PRAGMA quick_check` at start-up, then the pending migrations.
  *
  * @param path file path, `:memory:`, or the image of a store (`db.serialize()`) to open in memory
  * @throws StoreError when quick_check reports damage, or the file was written by a newer schema.
@@ -49,6 +50,8 @@ export function openDb(path: string | Buffer, options: OpenOptions = {}): Db {
     if (!options.readOnly) {
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = NORMAL');
+      // A WAL that grew while a reader held a snapshot is cut back when the log restarts (wal.ts).
+      db.pragma(`journal_size_limit = ${WAL_LIMIT_BYTES}`);
     }
     db.pragma('foreign_keys = ON');
     const check = db.pragma('quick_check', { simple: true });

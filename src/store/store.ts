@@ -5,12 +5,14 @@ import { immediate, openDb, StoreError, type Db, type OpenOptions, type Writer }
 import { ledgerReads, ledgerWrites } from './ledger.js';
 import { mailboxReads, mailboxWrites } from './mailbox-state.js';
 import { messageReads, messageWrites } from './messages.js';
+import { limitReads } from './limits.js';
 import { overviewReads } from './overview.js';
 import { pruneReads, pruneWrites } from './prune.js';
 import { statsReads } from './stats.js';
 import { taskEventReads } from './task-events.js';
 import { taskReads, taskWrites, type TaskChange } from './task-rows.js';
 import { dispatchWrites, turnReads, turnWrites } from './turns.js';
+import { shrinkWal, walBytes } from './wal.js';
 
 export { StoreError } from './db.js';
 export { REFUSED_COUNT_CAP } from './ledger.js';
@@ -28,6 +30,7 @@ function reads(db: Db) {
     mailbox: mailboxReads(db),
     stats: statsReads(db),
     overview: overviewReads(db),
+    limits: limitReads(db),
     retention: pruneReads(db),
   };
 }
@@ -73,6 +76,7 @@ export class Store {
   readonly mailbox;
   readonly stats;
   readonly overview;
+  readonly limits;
   readonly retention;
   readonly #db: Db;
   readonly #tx: StoreTx;
@@ -94,6 +98,7 @@ export class Store {
     this.mailbox = r.mailbox;
     this.stats = r.stats;
     this.overview = r.overview;
+    this.limits = r.limits;
     this.retention = r.retention;
     const inTx = (): boolean => this.#depth > 0;
     const writer: Writer = {
@@ -154,6 +159,28 @@ export class Store {
   /** An online copy into `file` (SQLite's backup API: consistent while others write). */
   backup(file: string): Promise<{ totalPages: number }> {
     return this.#db.backup(file);
+  }
+
+  /**
+   * Truncates a WAL over its size limit when no reader holds an old snapshot (src/store/wal.ts);
+   * never waits. Call it outside a transaction.
+   * @returns the WAL size before and after, in bytes, and whether a reader kept it from finishing
+   */
+  shrinkWal(): { before: number; after: number; busy: boolean } {
+    return shrinkWal(this.#db);
+  }
+
+  /** The connection's settings that bound waiting and the WAL (`PRAGMA busy_timeout`, `journal_size_limit`). */
+  settings(): { busyTimeoutMs: number; journalSizeLimit: number } {
+    return {
+      busyTimeoutMs: this.#db.pragma('busy_timeout', { simple: true }) as number,
+      journalSizeLimit: this.#db.pragma('journal_size_limit', { simple: true }) as number,
+    };
+  }
+
+  /** The size of the store's WAL file in bytes (0 when there is none, or in memory). */
+  walBytes(): number {
+    return walBytes(this.#db);
   }
 
   /**

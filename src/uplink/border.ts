@@ -164,7 +164,11 @@ function normDomain(d: string | null): string | null {
 /** Pushes a conflict for every key whose results differ across the trusted fields. */
 function disagreements(method: string, entries: { key: string; label: string; result: string; where: string }[], conflicts: string[]): void {
   const byKey = new Map<string, typeof entries>();
-  for (const e of entries) byKey.set(e.key, [...(byKey.get(e.key) ?? []), e]);
+  for (const e of entries) {
+    const group = byKey.get(e.key);
+    if (group) group.push(e);
+    else byKey.set(e.key, [e]);
+  }
   for (const group of byKey.values()) {
     if (new Set(group.map((e) => e.result)).size < 2) continue;
     const first = group[0];
@@ -255,6 +259,8 @@ export function findTrustedResults(fields: readonly HeaderField[], profile: Prov
   const trustedIdx: number[] = [];
   const others: string[] = [];
   const dkimSeen: { key: string; label: string; result: string; where: string }[] = [];
+  const dkimKeys = new Set<string>();
+  const dmarcKeys = new Set<string>();
   const dmarcSeen: typeof dkimSeen = [];
   const spfSeen: typeof dkimSeen = [];
   const expected = profile.idless ? 'no authserv-id (written by the border hop)' : `an authserv-id matching ${profile.methodIds ? Object.values(profile.methodIds).join(' / ') : profile.authservId}`;
@@ -298,13 +304,22 @@ export function findTrustedResults(fields: readonly HeaderField[], profile: Prov
           headerB: oneProp(r, 'header', 'b', where, results.conflicts),
           headerS: oneProp(r, 'header', 's', where, results.conflicts),
         };
-        const dup = results.dkim.some((d) => JSON.stringify(d) === JSON.stringify(entry));
-        if (!dup) results.dkim.push(entry);
+        // One provider field may list a result per DKIM-Signature, and a sender may add thousands:
+        // duplicates are found by key (a scan per entry was quadratic).
+        const dkimKey = JSON.stringify(entry);
+        if (!dkimKeys.has(dkimKey)) {
+          dkimKeys.add(dkimKey);
+          results.dkim.push(entry);
+        }
         const label = `header.d=${entry.headerD ?? '(none)'} header.b=${entry.headerB ?? '(none)'}`;
         dkimSeen.push({ key: `${entry.headerD}|${entry.headerB ?? `s=${entry.headerS}`}`, label, result: r.result, where });
       } else if (r.method === 'dmarc') {
         const headerFrom = normDomain(oneProp(r, 'header', 'from', where, results.conflicts));
-        if (!results.dmarc.some((d) => d.result === r.result && d.headerFrom === headerFrom)) results.dmarc.push({ result: r.result, headerFrom });
+        const dmarcKey = `${r.result}|${headerFrom}`;
+        if (!dmarcKeys.has(dmarcKey)) {
+          dmarcKeys.add(dmarcKey);
+          results.dmarc.push({ result: r.result, headerFrom });
+        }
         dmarcSeen.push({ key: '', label: '', result: r.result, where });
       } else if (r.method === 'spf') {
         const mailfrom = oneProp(r, 'smtp', 'mailfrom', where, results.conflicts);

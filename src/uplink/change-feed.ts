@@ -11,11 +11,15 @@ import { imapAuth } from './oauth2.js';
  */
 export interface ChangeFeed {
   /**
-   * Runs until `signal` aborts, calling `onChange` when the folder may hold new mail;
-   * reconnects on its own with backoff. Never rejects.
+   * Runs until `signal` aborts, calling `onChange` when the folder may hold new mail — `connected`
+   * right after each (re)connect (mail may have come while no one watched), `exists` on a notice
+   * from the server or the file system; reconnects on its own with backoff. Never rejects.
    */
-  run(onChange: () => void, signal: AbortSignal): Promise<void>;
+  run(onChange: (cause: ChangeCause) => void, signal: AbortSignal): Promise<void>;
 }
+
+/** Why a feed signalled: a (re)connect's catch-up, or a new-mail notice. */
+export type ChangeCause = 'connected' | 'exists';
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
@@ -30,10 +34,13 @@ export function reconnectDelayMs(failures: number): number {
 }
 
 /**
- * IMAP IDLE (RFC 2177) on one long-lived connection: EXAMINE the folder (read-only), let imapflow
- * keep IDLE running (restarted every 5 min so NATs keep the connection), and signal on `exists`
- * (imapflow fires it on a read-only mailbox too). A dropped connection is replaced after a backoff;
- * an ImapFlow instance cannot reconnect, so each connection is a new one.
+ * IMAP IDLE (RFC 2177) on one long-lived connection: EXAMINE the folder (read-only), enter IDLE at
+ * once and let imapflow keep it running (restarted every 5 min so NATs keep the connection), and
+ * signal on `exists` (imapflow fires it on a read-only mailbox too). imapflow enters IDLE only
+ * after `autoIdleDelay` of quiet (15 s by default), and no notice comes before: the delay is 0 here,
+ * as the connection sends nothing else. Every (re)connect is followed by a catch-up signal. A
+ * dropped connection is replaced after a backoff; an ImapFlow instance cannot reconnect, so each
+ * connection is a new one.
  */
 export function imapIdleFeed(cfg: ImapMailboxConfig, log: Logger): ChangeFeed {
   return {
@@ -49,7 +56,7 @@ export function imapIdleFeed(cfg: ImapMailboxConfig, log: Logger): ChangeFeed {
           await sleep(reconnectDelayMs(failures), signal);
           continue;
         }
-        const client = imapClient(cfg, auth, { maxIdleTime: 5 * 60_000, socketTimeout: 10 * 60_000 });
+        const client = imapClient(cfg, auth, { maxIdleTime: 5 * 60_000, autoIdleDelay: 0, socketTimeout: 10 * 60_000 });
         client.on('error', (err: Error) => log.warn({ err: err.message }, 'IMAP IDLE connection error'));
         const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
         const abort = (): void => void client.logout().catch(() => client.close());
@@ -58,9 +65,9 @@ export function imapIdleFeed(cfg: ImapMailboxConfig, log: Logger): ChangeFeed {
         try {
           await client.connect();
           await client.mailboxOpen(cfg.folder, { readOnly: true });
-          client.on('exists', () => onChange());
+          client.on('exists', () => onChange('exists'));
           log.info({ folder: cfg.folder }, 'watching the mailbox with IMAP IDLE');
-          onChange(); // mail that arrived while we were not connected
+          onChange('connected'); // mail that arrived while we were not connected
           await closed;
         } catch (err) {
           log.warn({ err: (err as Error).message }, 'IMAP IDLE could not start');
@@ -88,13 +95,13 @@ export function maildirFeed(dir: string, log: Logger): ChangeFeed {
         try {
           const failed = new Promise<void>((resolve) => {
             for (const sub of ['new', 'cur']) {
-              const w = watch(join(dir, sub), () => onChange());
+              const w = watch(join(dir, sub), () => onChange('exists'));
               w.on('error', (err) => (log.warn({ err: err.message }, 'Maildir watch failed'), resolve()));
               watchers.push(w);
             }
             signal.addEventListener('abort', () => resolve(), { once: true });
           });
-          onChange();
+          onChange('connected');
           failures = 0;
           await failed;
         } catch (err) {

@@ -13,6 +13,7 @@ import { isIPv4, isIPv6 } from 'node:net';
 import { Resolver } from 'node:dns/promises';
 import { dkimVerify } from 'mailauth';
 import type { DKIMResult, DNSResolver } from 'mailauth';
+import { BudgetError, offload, OFFLOAD_MIN_BYTES } from './offload.js';
 import { parseHeaders, type HeaderField } from './raw-headers.js';
 
 export interface DkimSignatureInfo {
@@ -154,11 +155,27 @@ type MailauthDkimResult = DKIMResult & { info?: string };
  * (each lookup bounded by `options.timeoutMs`, default 10000 ms, then `temperror`).
  *
  * @param options.now the time for `t=`/`x=` checks (default: now).
+ * @param options.budgetMs the time budget of a large message's verification, done on the offload
+ *   worker (default `OFFLOAD_BUDGET_MS`); past it every signature is `neutral`, with the budget in `info`.
  * @returns one entry per signature mailauth could read, in field order; an empty list for an
  *   unsigned message. When mailauth itself fails, every signature we can parse is returned with
  *   status `temperror` and the error in `info`. Never throws.
  */
-export async function verifyDkimLocally(raw: Buffer, resolver: DnsResolver, options: { timeoutMs?: number; now?: Date } = {}): Promise<LocalDkimResult[]> {
+export async function verifyDkimLocally(raw: Buffer, resolver: DnsResolver, options: { timeoutMs?: number; now?: Date; budgetMs?: number } = {}): Promise<LocalDkimResult[]> {
+  if (raw.length < OFFLOAD_MIN_BYTES) return verifyDkimHere(raw, resolver, options);
+  // A large body is canonicalized and hashed on the worker thread (offload.ts), within a time budget.
+  try {
+    const jobOptions = { ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}), ...(options.now ? { now: options.now.getTime() } : {}) };
+    return (await offload('dkim', raw, { resolver, options: jobOptions, ...(options.budgetMs !== undefined ? { budgetMs: options.budgetMs } : {}) })) as LocalDkimResult[];
+  } catch (err) {
+    const why = err instanceof BudgetError ? `local DKIM verification ${err.message}` : `local DKIM verification failed: ${(err as Error).message}`;
+    const status = err instanceof BudgetError ? 'neutral' : 'temperror';
+    return parseDkimSignatures(parseHeaders(raw)).map((o) => ({ d: o.d, s: o.s, b: o.b, status, bodyLengthLimited: o.bodyLengthLimited, info: why }));
+  }
+}
+
+/** {@link verifyDkimLocally} on this thread, whatever the size (the offload worker runs this). Never throws. */
+export async function verifyDkimHere(raw: Buffer, resolver: DnsResolver, options: { timeoutMs?: number; now?: Date } = {}): Promise<LocalDkimResult[]> {
   const timeoutMs = options.timeoutMs ?? 10_000;
   let ours: DkimSignatureInfo[] = [];
   try {

@@ -105,10 +105,14 @@ export function taskTag(facts: MessageFacts, agents: readonly AgentConfig[]): Ta
   return { verdict: 'no-task-id', reason };
 }
 
+/** Header fields that say how the body is decoded (RFC 2045 §4–6): never more than one of each. */
+const MIME_FIELDS = ['Content-Type', 'Content-Transfer-Encoding', 'MIME-Version'] as const;
+
 /**
- * Gate 3: the header block is well formed and From, Subject, Date and Message-ID appear exactly
+ * Gate 3: the header block is well formed; From, Subject, Date and Message-ID appear exactly
  * once (RFC 5322 §3.6 allows at most one of each; a prepended second From or Subject still
- * verifies under DKIM when h= does not oversign, RFC 6376 §8.15), and From holds one address.
+ * verifies under DKIM when h= does not oversign, RFC 6376 §8.15), Content-Type,
+ * Content-Transfer-Encoding and MIME-Version at most once; and From holds one address.
  * @returns the From address, lower-cased
  */
 export function headerShape(facts: MessageFacts): { fromAddress: string } | Refusal {
@@ -120,6 +124,13 @@ export function headerShape(facts: MessageFacts): { fromAddress: string } | Refu
   for (const name of ['From', 'Subject', 'Date', 'Message-ID']) {
     const n = fieldsNamed(facts.fields, name).length;
     if (n !== 1) return { verdict: 'auth:duplicate-header', reason: `gate 3: ${n} ${name} headers; exactly one is required` };
+  }
+  // Gate 3: the MIME fields decide how the body is decoded. A DKIM verifier binds the signed
+  // (lowest) instance of a field (RFC 6376 §5.4.2) while a MIME parser reads the top one, so a
+  // prepended unsigned Content-Type changes the text judged without breaking the signature.
+  for (const name of MIME_FIELDS) {
+    const n = fieldsNamed(facts.fields, name).length;
+    if (n > 1) return { verdict: 'auth:duplicate-header', reason: `gate 3: ${n} ${name} headers; at most one is allowed` };
   }
   const from = parseSingleAddress(fieldsNamed(facts.fields, 'from')[0]!.value);
   if (!('address' in from)) {
@@ -257,7 +268,14 @@ export function replayedMessageId(messageId: string): Refusal {
  */
 export function tokenHolds(reply: ParsedReply, matches: (presented: string) => boolean): Refusal | null {
   if (reply.token === null) {
-    const why = reply.tokenProblem === 'several' ? 'more than one reply_token line' : reply.tokenProblem === 'only-in-quote' ? 'the reply_token appears only in quoted text' : 'no reply_token line in the reply block';
+    const why =
+      reply.tokenProblem === 'several'
+        ? 'more than one reply_token line'
+        : reply.tokenProblem === 'only-in-quote'
+          ? 'the reply_token appears only in quoted text'
+          : reply.tokenProblem === 'unparsed'
+            ? `the body was not read: ${reply.unparsed ?? 'over the parse budget'}`
+            : 'no reply_token line in the reply block';
     return { verdict: 'no-token', reason: `gate 9: ${why}` };
   }
   if (!matches(reply.token)) return { verdict: 'bad-token', reason: "gate 9: the reply_token is not the task's live token (used, revoked or wrong)" };

@@ -11,6 +11,12 @@
  * MOVE, EXPUNGE, and no flag changes (`\Seen` stays as it was because every body fetch is PEEK).
  * Every FETCH is collected whole (`fetchAll`) before the next command (imapflow #159: a command
  * issued inside `for await` over `fetch()` deadlocks).
+ *
+ * One message the server cannot serve never holds back the folder: when a FETCH is refused (a
+ * tagged NO/BAD, or a BYE — Dovecot hangs up on a message file it cannot open), each UID is fetched
+ * alone, on a fresh connection when needed; a UID refused twice is returned `unreadable: fetch`
+ * and the caller records it and moves the watermark past it. A timeout or a dropped connection
+ * still fails the whole check (nothing is recorded; the next check tries again).
  */
 import { AuthenticationFailure, type ImapFlow, type ImapFlowError, type Logger, type SearchObject } from 'imapflow';
 import type { ImapConfig } from '../config/config.js';
@@ -75,32 +81,24 @@ export class ImapMailbox implements Mailbox {
    * @throws MailboxError `connect`, `auth`, `tls`, `timeout` or `protocol`; the message never holds the password.
    */
   async check(req: CheckRequest): Promise<CheckResult> {
-    const cfg = this.#config;
     const literalCap = Math.max(req.maxMessageBytes, HEADER_BLOCK_CAP_BYTES) + LITERAL_MARGIN_BYTES;
     // The password, or an OAuth2 access token (src/uplink/oauth2.ts); a grant that is gone fails here with kind `auth`.
-    const auth = await imapAuth(cfg);
-    const client = imapClient(cfg, auth, {
-      logger: this.#logger,
-      disableAutoIdle: true,
-      socketTimeout: cfg.timeoutMs,
-      maxLiteralSize: literalCap,
-      maxResponseSize: literalCap + MAX_LINE_BYTES,
-      maxLineLength: MAX_LINE_BYTES,
-    });
-    // imapflow #302: without a listener a socket error or timeout is an uncaught 'error' event.
-    // The first one is kept: a command then rejects with a vaguer NoConnection.
-    let eventError: ImapFlowError | undefined;
-    client.on('error', (err: ImapFlowError) => {
-      eventError ??= err;
-    });
-    this.#active.add(client);
-    let phase: Phase = 'connect';
+    const auth = await imapAuth(this.#config);
+    const session = new Session(this.#client(literalCap, auth), this.#active);
+    const wm = req.watermark;
+    let uidValidity = '';
+    /** Opens a fresh connection after the server hung up on a FETCH; the folder must be the same. */
+    const reopen = async (): Promise<void> => {
+      session.replace(this.#client(literalCap, auth));
+      await session.client.connect();
+      const box = await session.client.mailboxOpen(this.folder, { readOnly: true });
+      if (box.uidValidity.toString(10) !== uidValidity) throw new MailboxError(`IMAP UIDVALIDITY of ${this.folder} changed during the check`, 'protocol');
+    };
     try {
-      await client.connect();
-      phase = 'examine';
-      const box = await client.mailboxOpen(this.folder, { readOnly: true });
-      const uidValidity = box.uidValidity.toString(10);
-      const wm = req.watermark;
+      await session.client.connect();
+      session.phase = 'examine';
+      const box = await session.client.mailboxOpen(this.folder, { readOnly: true });
+      uidValidity = box.uidValidity.toString(10);
       const uidValidityChanged = wm.uidValidity !== null && wm.uidValidity !== uidValidity;
       // Never checked, or the folder was recreated: everything is new (the ledger dedupes).
       const after = wm.uidValidity === uidValidity ? wm.lastUid : 0;
@@ -110,45 +108,49 @@ export class ImapMailbox implements Mailbox {
         ...req.subjectContains.map((subject) => ({ subject })),
       ];
       // Nothing to narrow on means nothing may be read (the person's other mail is never fetched).
-      if (box.exists === 0 || terms.length === 0 || after >= MAX_UID) return await done(client, result);
+      if (box.exists === 0 || terms.length === 0 || after >= MAX_UID) return await done(session.client, result);
 
-      phase = 'search';
-      const found = await client.search({ uid: `${after + 1}:*`, or: terms }, { uid: true });
+      session.phase = 'search';
+      const found = await session.client.search({ uid: `${after + 1}:*`, or: terms }, { uid: true });
       // imapflow answers false when the server refused the SEARCH (NO/BAD): not "nothing matched".
       if (!Array.isArray(found)) throw new MailboxError(`IMAP SEARCH in ${this.folder} was refused by the server`, 'protocol');
       // `UID n:*` matches the highest UID even when it is below n (RFC 3501 §6.4.8; ushahidi #1509).
       const fresh = [...new Set(found)].filter((u) => Number.isInteger(u) && u > after).sort((a, b) => a - b);
       const chosen = fresh.slice(0, Math.max(0, req.maxFetch));
       result.more = fresh.length > chosen.length;
-      if (chosen.length === 0) return await done(client, result);
+      if (chosen.length === 0) return await done(session.client, result);
 
-      phase = 'fetch';
+      session.phase = 'fetch';
+      const refused = new Map<number, string>();
       const sizes = new Map<number, number>();
       const arrived = new Map<number, number>();
-      for (const m of await client.fetchAll(chosen.join(','), { uid: true, size: true, internalDate: true }, { uid: true })) {
+      const meta = await fetchIsolating(session, reopen, chosen, { uid: true, size: true, internalDate: true }, (m) => m.size !== undefined, refused);
+      for (const m of meta.values()) {
         if (m.size !== undefined) sizes.set(m.uid, m.size);
         const at = m.internalDate instanceof Date ? m.internalDate.getTime() : Number.NaN;
         if (!Number.isNaN(at)) arrived.set(m.uid, at);
       }
-      // A UID without a size was expunged meanwhile (or not asked for): skipped.
-      const present = chosen.filter((u) => sizes.has(u));
+      // A UID neither answered nor refused was expunged meanwhile (or not asked for): skipped.
+      const present = chosen.filter((u) => sizes.has(u) && !refused.has(u));
       const small = present.filter((u) => sizes.get(u)! <= req.maxMessageBytes);
       const large = present.filter((u) => sizes.get(u)! > req.maxMessageBytes);
-      // Keyed by UID and kept only when the data asked for is there: an unsolicited FETCH (a flag
-      // change by another session) for the same UID must not replace it.
       const bodies = new Map<number, Buffer>();
-      if (small.length) {
-        for (const m of await client.fetchAll(small.join(','), { uid: true, source: true }, { uid: true })) if (m.source) bodies.set(m.uid, m.source);
-      }
-      if (large.length) {
-        const query = { uid: true, bodyParts: [{ key: 'HEADER', maxLength: HEADER_BLOCK_CAP_BYTES }] };
-        for (const m of await client.fetchAll(large.join(','), query, { uid: true })) if (m.headers) bodies.set(m.uid, m.headers);
-      }
+      for (const m of (await fetchIsolating(session, reopen, small, { uid: true, source: true }, (m) => !!m.source, refused)).values()) bodies.set(m.uid, m.source!);
+      const headerQuery = { uid: true, bodyParts: [{ key: 'HEADER', maxLength: HEADER_BLOCK_CAP_BYTES }] };
+      for (const m of (await fetchIsolating(session, reopen, large, headerQuery, (m) => !!m.headers, refused)).values()) bodies.set(m.uid, m.headers!);
 
-      for (const uid of present) {
-        const size = sizes.get(uid)!;
+      for (const uid of chosen) {
+        const source = `imap:${this.folder}:${uidValidity}:${uid}`;
+        const why = refused.get(uid);
+        if (why !== undefined) {
+          // The server will not hand this one message over: recorded as such, the rest go on.
+          const msg: FetchedMessage = { uid, source, raw: Buffer.alloc(0), size: sizes.get(uid) ?? 0, tooLarge: false, receivedAt: arrived.get(uid) ?? null, unreadable: { reason: 'fetch', detail: `IMAP FETCH of UID ${uid} in ${this.folder} refused twice: ${why}` } };
+          result.messages.push(msg);
+          continue;
+        }
+        const size = sizes.get(uid);
         let raw = bodies.get(uid);
-        if (!raw) continue; // expunged between the two FETCHes
+        if (size === undefined || !raw) continue; // expunged between the FETCHes
         let tooLarge = size > req.maxMessageBytes;
         if (!tooLarge && raw.length > req.maxMessageBytes) {
           // The server under-reported RFC822.SIZE: keep the promise of "header block only".
@@ -156,17 +158,28 @@ export class ImapMailbox implements Mailbox {
           raw = headerBlock(raw);
         }
         result.bytesFetched += raw.length;
-        const msg: FetchedMessage = { uid, source: `imap:${this.folder}:${uidValidity}:${uid}`, raw, size, tooLarge, receivedAt: arrived.get(uid) ?? null };
+        const msg: FetchedMessage = { uid, source, raw, size, tooLarge, receivedAt: arrived.get(uid) ?? null };
         result.messages.push(msg);
       }
-      return await done(client, result);
+      return await done(session.client, result);
     } catch (err) {
       if (err instanceof MailboxError) throw err;
-      throw this.#toMailboxError(err as ImapFlowError, eventError, phase, this.#aborted.has(client));
+      throw this.#toMailboxError(err as ImapFlowError, session.eventError, session.phase, this.#aborted.has(session.client));
     } finally {
-      client.close();
-      this.#active.delete(client);
+      session.closeAll();
     }
+  }
+
+  /** A new imapflow client for one connection (an instance cannot reconnect). */
+  #client(literalCap: number, auth: Awaited<ReturnType<typeof imapAuth>>): ImapFlow {
+    return imapClient(this.#config, auth, {
+      logger: this.#logger,
+      disableAutoIdle: true,
+      socketTimeout: this.#config.timeoutMs,
+      maxLiteralSize: literalCap,
+      maxResponseSize: literalCap + MAX_LINE_BYTES,
+      maxLineLength: MAX_LINE_BYTES,
+    });
   }
 
   /**
@@ -230,6 +243,118 @@ function tlsReason(err: ImapFlowError | undefined, eventError: ImapFlowError | u
   const reason = (openssl?.[1] ?? message.split('\n')[0] ?? '').replace(/\s+/g, ' ').trim();
   const code = source?.code && source.code !== reason ? source.code : '';
   return [reason || 'handshake failed', code && `(${code})`].filter(Boolean).join(' ');
+}
+
+/**
+ * The connections of one check: normally one; a new one after the server hung up on a FETCH it
+ * could not serve (Dovecot answers a message file it cannot open with `BYE FETCH failed`).
+ */
+class Session {
+  phase: Phase = 'connect';
+  /** The first 'error' event of the current connection (imapflow #302: a command then rejects with a vaguer NoConnection). */
+  eventError: ImapFlowError | undefined;
+  readonly #all: ImapFlow[] = [];
+
+  constructor(
+    public client: ImapFlow,
+    private readonly active: Set<ImapFlow>,
+  ) {
+    this.#track(client);
+  }
+
+  replace(client: ImapFlow): void {
+    this.client.close();
+    this.eventError = undefined;
+    this.client = client;
+    this.#track(client);
+  }
+
+  #track(client: ImapFlow): void {
+    // imapflow #302: without a listener a socket error or timeout is an uncaught 'error' event.
+    client.on('error', (err: ImapFlowError) => {
+      if (client === this.client) this.eventError ??= err;
+    });
+    this.#all.push(client);
+    this.active.add(client);
+  }
+
+  closeAll(): void {
+    for (const c of this.#all) {
+      c.close();
+      this.active.delete(c);
+    }
+  }
+}
+
+/** RFC 5530 response codes that say "not now" rather than "not this message". */
+const TRANSIENT_RESPONSE_CODES = new Set(['UNAVAILABLE', 'INUSE', 'LIMIT', 'OVERQUOTA', 'CONTACTADMIN']);
+
+/**
+ * Why the server refused a FETCH, when it did: a tagged NO or BAD (not a transient RFC 5530 code,
+ * not a throttle), or a BYE. Null for anything else (a timeout, a reset connection): those fail the
+ * check as before.
+ */
+function refusal(err: unknown): string | null {
+  const e = err as ImapFlowError;
+  if (e?.code === 'ETHROTTLE') return null;
+  if (e?.responseStatus === 'NO' || e?.responseStatus === 'BAD') {
+    if (TRANSIENT_RESPONSE_CODES.has((e.serverResponseCode ?? '').toUpperCase())) return null;
+    return `${e.responseStatus}${e.serverResponseCode ? ` [${e.serverResponseCode}]` : ''} ${e.responseText ?? ''}`.trim();
+  }
+  if (e?.code === 'NoConnection' && e.reason) return `BYE ${e.reason}`;
+  return null;
+}
+
+type FetchQuery = Parameters<ImapFlow['fetchAll']>[1];
+type Fetched = Awaited<ReturnType<ImapFlow['fetchAll']>>[number];
+
+/**
+ * `UID FETCH` of `uids` in one command; when the server refuses it (see `refusal`), each UID alone,
+ * so one message the server cannot serve does not hold back the others. A UID refused alone twice
+ * (the second time on a fresh connection when the server hung up) goes into `refused` with the
+ * server's words. Other failures are thrown.
+ *
+ * @param has whether an answer holds what was asked for
+ * @returns the answers by UID (UIDs already in `refused` are not asked for)
+ */
+async function fetchIsolating(
+  session: Session,
+  reopen: () => Promise<void>,
+  uids: number[],
+  query: FetchQuery,
+  has: (m: Fetched) => boolean,
+  refused: Map<number, string>,
+): Promise<Map<number, Fetched>> {
+  const out = new Map<number, Fetched>();
+  const asked = uids.filter((u) => !refused.has(u));
+  if (asked.length === 0) return out;
+  const once = async (set: number[]): Promise<void> => {
+    if (!session.client.usable) await reopen();
+    // Only answers holding what was asked: an unsolicited FETCH (a flag change by another
+    // session) for the same UID must not replace one.
+    for (const m of await session.client.fetchAll(set.join(','), query, { uid: true })) if (has(m) && set.includes(m.uid)) out.set(m.uid, m);
+  };
+  try {
+    await once(asked);
+    return out;
+  } catch (err) {
+    if (refusal(err) === null) throw err;
+  }
+  for (const uid of asked) {
+    let why: string | null = null;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        await once([uid]);
+        why = null;
+        break;
+      } catch (err) {
+        why = refusal(err);
+        if (why === null) throw err;
+      }
+    }
+    if (why !== null) refused.set(uid, why);
+  }
+  return out;
 }
 
 /** LOGOUT politely; a failing LOGOUT does not spoil a finished check (the socket is closed anyway). */

@@ -10,9 +10,10 @@
 export interface Watermark {
   uidValidity: string | null;
   /**
-   * Highest UID already handed out and recorded. IMAP returns only messages with a greater UID;
-   * a Maildir, which has no UIDs, re-reads a short window below it and skips what `isRecorded`
-   * says was recorded (see maildir-mailbox.ts).
+   * Highest UID already handed out and recorded. IMAP returns only messages with a greater UID.
+   * A Maildir has no UIDs: there it is the newest delivery time (mtime, ms) of a message recorded,
+   * for information only; the Maildir reader keys on the file names `isRecorded` knows instead
+   * (see maildir-mailbox.ts).
    */
   lastUid: number;
 }
@@ -31,11 +32,19 @@ export interface CheckRequest {
   /** Messages larger than this, in bytes, are returned with `tooLarge` and their header block only. */
   maxMessageBytes: number;
   /**
-   * Whether a source key was recorded already. Used by kinds without stable UIDs (Maildir) to
-   * skip messages they cannot order strictly; IMAP ignores it.
+   * Whether a source key was recorded already. Used by kinds without UIDs (Maildir) to hand out
+   * each message exactly once; IMAP ignores it.
    */
   isRecorded?: (source: string) => boolean;
 }
+
+/**
+ * Why a message the folder holds could not be read (a per-message failure, never the mailbox's):
+ * `permission` — the file cannot be opened (EACCES, EPERM); `vanished` — it was deleted between
+ * reading its header block and reading it whole; `io` — another read error of that one file (EIO);
+ * `fetch` — the IMAP server refused to FETCH that one message (NO, or BYE, twice).
+ */
+export type UnreadableReason = 'permission' | 'vanished' | 'io' | 'fetch';
 
 export interface FetchedMessage {
   /** IMAP UID (strictly greater than the watermark's lastUid), or the Maildir file's mtime in ms. */
@@ -49,13 +58,19 @@ export interface FetchedMessage {
   tooLarge: boolean;
   /** When the mailbox received it, ms since the epoch (IMAP INTERNALDATE, Maildir mtime); null if unknown. */
   receivedAt: number | null;
+  /**
+   * Set when this message could not be read: the caller records it (verdict `unreadable:<reason>`)
+   * and goes on with the rest. `raw` then holds what was read (the header block of a message that
+   * vanished after it was read), often nothing.
+   */
+  unreadable?: { reason: UnreadableReason; detail: string };
 }
 
 export interface CheckResult {
   uidValidity: string;
   /** True when the folder's UIDVALIDITY differs from the watermark's: the folder was rescanned from UID 1. */
   uidValidityChanged: boolean;
-  /** Ascending by uid. */
+  /** Ascending by uid (Maildir: by mtime, then unique name); unreadable ones in their place. */
   messages: FetchedMessage[];
   /** More matching messages are waiting beyond `maxFetch`. */
   more: boolean;
@@ -68,8 +83,10 @@ export interface Mailbox {
   /** The key of this folder in the `mailbox_state` table. */
   readonly folder: string;
   /**
-   * One read-only pass over the folder.
-   * @throws MailboxError for connection, login, TLS, timeout and protocol failures.
+   * One read-only pass over the folder. A message that cannot be read is returned with
+   * `unreadable` set; it never fails the pass.
+   * @throws MailboxError for connection, login, TLS, timeout and protocol failures, and for a
+   *   folder that cannot be listed.
    */
   check(req: CheckRequest): Promise<CheckResult>;
   /** Releases any connection; idempotent. */

@@ -1,128 +1,237 @@
 /**
- * The Maildir mailbox: reads a local Maildir folder's `new/` and `cur/` read-only. A person's MUA
- * (or our demo) writes into the same folder, so nothing here renames a file, moves it from `new/`
- * to `cur/`, or changes a flag (flags live in the file name after
- * `:2,`); files are only listed, stat'ed and read.
+ * The Maildir mailbox: reads a local Maildir folder's `new/` and `cur/`
+ * read-only. A person's MUA (or our demo) writes into the same folder, so nothing here renames a
+ * file, moves it from `new/` to `cur/`, or changes a flag (flags live in the file name after
+ * `:2,`); files are only listed, lstat'ed and read.
  *
- * Maildir has no UIDs. Messages are ordered by (mtime in ms, unique name); a message's "uid" is its
- * mtime in ms, and the watermark's `lastUid` is the mtime of the newest message handed out. Because
- * file-system clocks are coarse (1 s or 2 s on some file systems) and two deliveries can share an
- * mtime, each check looks at every file with mtime ≥ lastUid − 2000 ms and skips those whose
- * source the caller says are recorded (`req.isRecorded`). So, unlike IMAP, a returned uid may be
- * equal to or slightly below `lastUid`. A file delivered later with an mtime older than that window
- * (a copy that keeps an old mtime) is not seen.
+ * Keyed on names, not times. A message is its *unique name*, the file name before the first `:`
+ * (the `:2,<flags>` info suffix, Maildir spec), so a message a MUA moves from `new/` to `cur/` or
+ * re-flags stays the same message; its source key is `maildir:<folder path>:<unique name>`. Each
+ * check lists both directories and hands out every unique name the caller has not recorded
+ * (`req.isRecorded`), whatever the file's mtime: a sync tool that keeps an old mtime (a `rename`,
+ * OfflineIMAP's `utime_from_header`) or a forged future date hides nothing. Only names not seen
+ * before are opened: names recorded, names whose header block did not match the narrowing, and
+ * entries that are not regular files are remembered in memory and not touched again. Per check the
+ * cost is a stat of each directory — a listing only when one changed (its mtime moved), and at
+ * least once a minute — plus at most {@link MAILDIR_HEADER_READS_PER_CHECK} header reads (after a
+ * restart the narrowing misses are learnt again over several checks; `more` says so). Files are taken oldest first by (mtime, unique name); a returned uid is the mtime in ms,
+ * clamped to now, and the watermark built from it is for information only.
  *
- * The source key is `maildir:<folder path>:<unique name>`, the unique name being the file name
- * before the first `:` (the `:2,<flags>` info suffix, Maildir spec), so a message a MUA moves from
- * `new/` to `cur/` or re-flags keeps its key (a rename keeps the mtime too).
+ * One bad entry never stops the mailbox: a symlink, FIFO, socket or directory is not mail and is
+ * skipped, and a file that cannot be opened (EACCES) or vanishes after its header block matched is
+ * returned with `unreadable` set, so the caller records it and goes on. Only a folder that cannot be listed, or a process-wide shortage
+ * (EMFILE…), fails the check.
  *
  * UIDVALIDITY: the folder directory's birth time in ns, in decimal (the inode number on file
  * systems that report no birth time). It stays the same for the life of the folder and changes
  * when the folder is replaced (deleted and created again, or another directory moved into its
- * place); then the whole folder is rescanned and the ledger dedupes. Not the inode alone: ext4
- * and tmpfs hand a freshly deleted directory's inode number to the next mkdir.
+ * place); then what this reader remembers is dropped and the folder is read again (the ledger
+ * dedupes). Not the inode alone: ext4 and tmpfs hand a freshly deleted directory's inode number to
+ * the next mkdir.
  */
 import { constants as fsConstants, type Dirent } from 'node:fs';
-import { mkdir, open, readdir, readFile, rename, stat, unlink } from 'node:fs/promises';
-import { hostname } from 'node:os';
+import { lstat, open, readdir, stat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import libmime from 'libmime';
-import { MailboxError, type CheckRequest, type CheckResult, type FetchedMessage, type Mailbox } from './mailbox.js';
+import { MailboxError, type CheckRequest, type CheckResult, type FetchedMessage, type Mailbox, type UnreadableReason } from './mailbox.js';
+import { headerBlock, matches } from './maildir-narrowing.js';
+
+export { deliverToMaildir } from './maildir-deliver.js';
 
 /** Bytes read from the start of a file to find its header block (narrowing, and `tooLarge` messages). */
 export const MAILDIR_HEADER_CAP_BYTES = 256 * 1024;
-/** How far below the watermark's mtime a check still looks, in ms (coarse file-system clocks). */
-export const MAILDIR_MTIME_SLACK_MS = 2000;
+/** Header blocks read per check at most (files not seen before); the rest wait, with `more` set. */
+export const MAILDIR_HEADER_READS_PER_CHECK = 2000;
+/** Entries looked up or lstat'ed between two yields to the event loop. */
+const YIELD_EVERY = 1000;
+/** A full listing at least this often, in ms, even when the directories' mtimes did not move. */
+const MAILDIR_RELIST_MS = 60_000;
+/** How old a directory mtime must be, against the listing, to be trusted unchanged, in ms (coarse timestamps). */
+const MAILDIR_MTIME_SLACK_MS = 2000;
+/** Errors that say nothing about one file but about the process or the system: the check fails and is retried. */
+const TRANSIENT_CODES = new Set(['EMFILE', 'ENFILE', 'ENOMEM', 'EAGAIN', 'EBUSY', 'EINTR', 'ETIMEDOUT']);
+/** Open flags: never follow a symlink swapped in after the lstat; never block on a FIFO. */
+const OPEN_FLAGS = fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK;
 
-interface Entry {
-  /** `new` or `cur`. */
-  sub: string;
+type Sub = 'new' | 'cur';
+
+/** A unique name not yet settled: where it is, and (once lstat'ed) its mtime and size. */
+interface Pending {
+  sub: Sub;
   name: string;
-  unique: string;
-  mtimeMs: number;
-  size: number;
+  mtimeMs?: number;
+  size?: number;
+  /** isRecorded was asked since the name was last handed out. */
+  asked: boolean;
 }
+
+/** A file chosen for this check: its header block matched the narrowing, or it could not be read at all. */
+interface Chosen {
+  unique: string;
+  p: Pending;
+  header: Buffer;
+  unreadable?: FetchedMessage['unreadable'];
+}
+
+/** A read of one file: its first bytes and its size now, or why not. */
+type Read = { ok: Buffer; size: number } | { gone: true } | { skip: true } | { unreadable: UnreadableReason; detail: string };
+
+const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** A Maildir folder (the directory holding `cur/`, `new/` and `tmp/`), read without changing anything. */
 export class MaildirMailbox implements Mailbox {
   readonly kind = 'maildir' as const;
   /** The folder path, as given; the key of this folder in `mailbox_state` and in source keys. */
   readonly folder: string;
-  /**
-   * Files whose header block did not match, by unique name, with the mtime and size they had:
-   * not read again while unchanged (a busy personal Maildir would otherwise be re-read on every
-   * check until the agent's first reply moves the watermark).
-   */
-  readonly #misses = new Map<string, { mtimeMs: number; size: number }>();
-  /** The narrowing the misses were judged by; other narrowing, other misses. */
+  /** Unique names not settled yet (new to this process, or handed out and not yet recorded). */
+  readonly #pending = new Map<string, Pending>();
+  /** Unique names the ledger holds: never opened again. */
+  readonly #recorded = new Set<string>();
+  /** Unique names whose header block did not match `#missesFor`: the person's other mail, never opened again. */
+  readonly #misses = new Set<string>();
   #missesFor = '';
+  /** Unique names that are not regular files (symlink, FIFO, socket, directory). */
+  readonly #skipped = new Set<string>();
+  /** The UIDVALIDITY all the above belongs to. */
+  #uidValidity: string | null = null;
+  /** The pending entries oldest first, as the last check sorted them (see #candidates). */
+  #order: [string, Pending][] | null = null;
+  /** The directories' mtimes when the last listing was taken, and when (ms): see #unchangedSinceListing. */
+  #listed: { newM: bigint | null; curM: bigint | null; at: number } | null = null;
 
-  constructor(dir: string) {
+  readonly #afterHeaderRead: ((file: string) => void | Promise<void>) | undefined;
+
+  /**
+   * @param dir the Maildir folder
+   * @param o.afterHeaderRead called with a file's path after its header block was read and before
+   *   it is read whole (a test uses it to delete a file mid-read)
+   */
+  constructor(dir: string, o: { afterHeaderRead?: (file: string) => void | Promise<void> } = {}) {
     this.folder = dir;
+    this.#afterHeaderRead = o.afterHeaderRead;
   }
 
   /**
    * One read-only pass (see the file comment).
-   * @throws MailboxError kind `io` when the folder is missing, is not a Maildir, or cannot be read.
+   * @throws MailboxError kind `io` when the folder is missing, is not a Maildir, cannot be listed,
+   *   or the process is out of file descriptors or memory.
    */
   async check(req: CheckRequest): Promise<CheckResult> {
-    const uidValidity = await this.#uidValidity();
+    const uidValidity = await this.#readUidValidity();
+    if (this.#uidValidity !== uidValidity) {
+      this.#forget();
+      this.#uidValidity = uidValidity;
+    }
     const wm = req.watermark;
     const uidValidityChanged = wm.uidValidity !== null && wm.uidValidity !== uidValidity;
-    const after = wm.uidValidity === uidValidity ? wm.lastUid : 0;
-    const since = after > 0 ? after - MAILDIR_MTIME_SLACK_MS : -Infinity;
     const result: CheckResult = { uidValidity, uidValidityChanged, messages: [], more: false, bytesFetched: 0 };
 
-    const listing = await this.#list();
-    const seen = new Set(listing.map((e) => e.unique));
-    for (const key of this.#misses.keys()) if (!seen.has(key)) this.#misses.delete(key);
     const narrowing = req.fromAddresses.length > 0 || req.subjectContains.length > 0;
-    if (!narrowing) return result; // nothing to narrow on means nothing may be read
     const criteria = JSON.stringify([req.fromAddresses, req.subjectContains]);
+    let relist = false;
     if (criteria !== this.#missesFor) {
-      this.#misses.clear();
+      this.#misses.clear(); // other narrowing, other misses: listed again below
       this.#missesFor = criteria;
+      relist = true;
     }
-
-    const candidates = listing
-      .filter((e) => e.mtimeMs >= since)
-      .filter((e) => !req.isRecorded?.(this.#source(e.unique)))
-      .sort((a, b) => a.mtimeMs - b.mtimeMs || (a.unique < b.unique ? -1 : a.unique > b.unique ? 1 : 0));
+    const dirs = await this.#dirTimes();
+    if (!narrowing) return result; // nothing to narrow on means nothing may be read
+    if (relist || !this.#unchangedSinceListing(dirs)) {
+      await this.#refresh(await this.#list());
+      this.#listed = { ...dirs, at: Date.now() };
+    }
+    await this.#settleRecorded(req);
+    const candidates = await this.#candidates();
 
     const limit = Math.max(0, req.maxFetch);
-    const chosen: { entry: Entry; header: Buffer }[] = [];
-    for (const e of candidates) {
-      const miss = this.#misses.get(e.unique);
-      if (miss && miss.mtimeMs === e.mtimeMs && miss.size === e.size) continue;
-      const head = await this.#readHead(e);
-      if (!head) continue; // vanished
-      if (!matches(head.header, req)) {
-        this.#misses.set(e.unique, { mtimeMs: e.mtimeMs, size: e.size });
+    const chosen: Chosen[] = [];
+    const moved: [string, Pending][] = [];
+    let reads = 0;
+    for (const [unique, p] of candidates) {
+      if (reads === MAILDIR_HEADER_READS_PER_CHECK) {
+        result.more = true; // not known: the rest are read on the next check
+        break;
+      }
+      reads++;
+      const seen = await this.#examine(unique, p, req);
+      if (seen === 'gone') moved.push([unique, p]);
+      if (typeof seen === 'string') continue;
+      if (chosen.length === limit) {
+        result.more = true; // one more is known to wait; it stays pending
+        break;
+      }
+      chosen.push(seen);
+    }
+
+    const lost: Chosen[] = [];
+    for (const c of chosen) this.#handOut(c.unreadable ? this.#message(c, req.maxMessageBytes, c.header, c.unreadable) : await this.#whole(c, req.maxMessageBytes), c, lost, result);
+    if (moved.length || lost.length) await this.#followMoves(moved, lost, limit - chosen.length, req, result);
+    result.messages.sort((a, b) => a.uid - b.uid || (a.source < b.source ? -1 : a.source > b.source ? 1 : 0));
+    return result;
+  }
+
+  /** Reads a pending file's header block and judges it by the narrowing: a match (or an unreadable file) to hand out, or why not. */
+  async #examine(unique: string, p: Pending, req: CheckRequest): Promise<Chosen | 'gone' | 'skip' | 'miss'> {
+    const head = await this.#read(p, MAILDIR_HEADER_CAP_BYTES);
+    if ('gone' in head) return 'gone'; // moved or deleted since the listing
+    if ('skip' in head) {
+      this.#settle(unique, this.#skipped);
+      return 'skip';
+    }
+    if ('unreadable' in head) return { unique, p, header: Buffer.alloc(0), unreadable: { reason: head.unreadable, detail: head.detail } };
+    const header = headerBlock(head.ok);
+    if (!matches(header, req)) {
+      this.#settle(unique, this.#misses);
+      return 'miss';
+    }
+    await this.#afterHeaderRead?.(join(this.folder, p.sub, p.name));
+    return { unique, p, header };
+  }
+
+  /** Adds a message to the result (or notes a file gone since its header block was read). */
+  #handOut(msg: FetchedMessage | 'gone' | 'skip', c: Chosen, lost: Chosen[], result: CheckResult): void {
+    if (msg === 'gone') lost.push(c);
+    if (typeof msg === 'string') return;
+    c.p.asked = false; // handed out: ask isRecorded again next time
+    result.bytesFetched += msg.raw.length;
+    result.messages.push(msg);
+  }
+
+  /**
+   * Files gone when read: a MUA may have moved them from new/ to cur/ or re-flagged them since the
+   * listing. One fresh listing finds them, and each is read once more from where it is now (up to
+   * `room` new matches). A file that matched and is in neither directory any more was deleted: it
+   * is returned as `unreadable: vanished`, with the header block read. A file gone twice waits for
+   * the next check (`more`).
+   */
+  async #followMoves(moved: [string, Pending][], lost: Chosen[], room: number, req: CheckRequest, result: CheckResult): Promise<void> {
+    const listing = await this.#list();
+    const relocate = (unique: string, p: Pending): boolean => {
+      const now = listing.get(unique);
+      if (now) Object.assign(p, { sub: now.sub, name: now.name });
+      return now !== undefined;
+    };
+    const again: Chosen[] = [];
+    for (const c of lost) {
+      if (relocate(c.unique, c.p)) again.push(c);
+      else this.#handOut(this.#message(c, req.maxMessageBytes, c.header, { reason: 'vanished', detail: `${join(this.folder, c.p.sub, c.p.name)} was deleted after its header block was read` }), c, [], result);
+    }
+    for (const [unique, p] of moved) {
+      if (!relocate(unique, p)) {
+        this.#pending.delete(unique); // deleted before anything was read: it is not in the folder
         continue;
       }
-      if (chosen.length === limit) {
+      const seen = await this.#examine(unique, p, req);
+      if (seen === 'gone') result.more = true;
+      if (typeof seen === 'string') continue;
+      if (room-- <= 0) {
         result.more = true;
         break;
       }
-      chosen.push({ entry: head.entry, header: head.header });
+      again.push(seen);
     }
-
-    for (const { entry, header } of chosen) {
-      const tooLarge = entry.size > req.maxMessageBytes;
-      let raw = header;
-      if (!tooLarge) {
-        const whole = await this.#readWhole(entry);
-        if (!whole) continue; // vanished between the header read and now
-        raw = whole.raw;
-      }
-      result.bytesFetched += raw.length;
-      // A file with an mtime in the future (clock skew, a sync tool that copies the Date header)
-      // must not carry the watermark past every later delivery: its uid is clamped to now.
-      const uid = Math.min(entry.mtimeMs, Date.now());
-      const msg: FetchedMessage = { uid, source: this.#source(entry.unique), raw, size: entry.size, tooLarge, receivedAt: uid };
-      result.messages.push(msg);
-    }
-    return result;
+    const gone: Chosen[] = [];
+    for (const c of again) this.#handOut(c.unreadable ? this.#message(c, req.maxMessageBytes, c.header, c.unreadable) : await this.#whole(c, req.maxMessageBytes), c, gone, result);
+    if (gone.length) result.more = true;
   }
 
   /** Holds nothing open; a no-op kept for the interface. */
@@ -132,7 +241,47 @@ export class MaildirMailbox implements Mailbox {
     return `maildir:${this.folder}:${unique}`;
   }
 
-  async #uidValidity(): Promise<string> {
+  #forget(): void {
+    this.#listed = null;
+    this.#order = null;
+    this.#pending.clear();
+    this.#recorded.clear();
+    this.#misses.clear();
+    this.#skipped.clear();
+  }
+
+  #settle(unique: string, into: Set<string>): void {
+    this.#pending.delete(unique);
+    into.add(unique);
+  }
+
+  /**
+   * The message handed out for a chosen entry, with `raw` as given (the header block only when the
+   * message is over `maxBytes`). A future mtime (clock skew, a sync tool that copies the Date
+   * header) gives a uid of now.
+   */
+  #message(c: Chosen, maxBytes: number, raw: Buffer, unreadable?: FetchedMessage['unreadable']): FetchedMessage {
+    const uid = Math.min(c.p.mtimeMs ?? 0, Date.now());
+    const size = c.p.size ?? raw.length;
+    const tooLarge = !unreadable && size > maxBytes;
+    return { uid, source: this.#source(c.unique), raw, size, tooLarge, receivedAt: uid, ...(unreadable ? { unreadable } : {}) };
+  }
+
+  /** Reads a matched message whole (or keeps its header block when over `maxBytes`); `gone` or `skip` when it cannot be. */
+  async #whole(c: Chosen, maxBytes: number): Promise<FetchedMessage | 'gone' | 'skip'> {
+    if ((c.p.size ?? 0) > maxBytes) return this.#message(c, maxBytes, c.header);
+    const whole = await this.#read(c.p, maxBytes + 1);
+    if ('gone' in whole) return 'gone';
+    if ('skip' in whole) {
+      this.#settle(c.unique, this.#skipped);
+      return 'skip';
+    }
+    if ('unreadable' in whole) return this.#message(c, maxBytes, c.header, { reason: whole.unreadable, detail: whole.detail });
+    c.p.size = whole.size; // a file rewritten since the lstat is judged by what it holds now
+    return this.#message(c, maxBytes, whole.size > maxBytes ? c.header : whole.ok);
+  }
+
+  async #readUidValidity(): Promise<string> {
     try {
       const s = await stat(this.folder, { bigint: true });
       if (!s.isDirectory()) throw new MailboxError(`Maildir ${this.folder} is not a directory`, 'io');
@@ -143,13 +292,11 @@ export class MaildirMailbox implements Mailbox {
     }
   }
 
-  /** Every message file in new/ then cur/, stat'ed; one entry per unique name. */
-  async #list(): Promise<Entry[]> {
-    const out = new Map<string, Entry>();
+  /** Every entry of new/ then cur/ by unique name (a name in both, mid-move, is taken from cur/). */
+  async #list(): Promise<Map<string, { sub: Sub; name: string; dirent: Dirent }>> {
+    const out = new Map<string, { sub: Sub; name: string; dirent: Dirent }>();
     let found = 0;
-    // new/ first: a message moved to cur/ between the two listings is then listed twice rather
-    // than not at all (its new/ entry fails to stat and is dropped).
-    for (const sub of ['new', 'cur']) {
+    for (const sub of ['new', 'cur'] as const) {
       let dirents: Dirent[];
       try {
         dirents = await readdir(join(this.folder, sub), { withFileTypes: true });
@@ -158,79 +305,160 @@ export class MaildirMailbox implements Mailbox {
         if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
         throw ioError(`cannot list ${join(this.folder, sub)}`, err);
       }
-      for (const d of dirents) {
-        if (d.name.startsWith('.') || d.isDirectory()) continue;
-        const unique = uniqueName(d.name);
-        if (out.has(unique)) continue;
-        const e = await this.#statEntry(sub, d.name);
-        if (e) out.set(unique, e);
-      }
+      for (const d of dirents) if (!d.name.startsWith('.')) out.set(uniqueName(d.name), { sub, name: d.name, dirent: d });
     }
     if (found === 0) throw new MailboxError(`${this.folder} is not a Maildir: it has neither new/ nor cur/`, 'io');
-    return [...out.values()];
+    return out;
   }
 
-  async #statEntry(sub: string, name: string): Promise<Entry | null> {
+  /**
+   * The modification times (ns) of new/ and cur/, read before any listing: a file added, removed
+   * or renamed changes its directory's mtime.
+   * @throws MailboxError io when neither exists (not a Maildir) or one cannot be stat'ed
+   */
+  async #dirTimes(): Promise<{ newM: bigint | null; curM: bigint | null }> {
+    const time = async (sub: Sub): Promise<bigint | null> => {
+      try {
+        return (await stat(join(this.folder, sub), { bigint: true })).mtimeNs;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+        throw ioError(`cannot stat ${join(this.folder, sub)}`, err);
+      }
+    };
+    const [newM, curM] = await Promise.all([time('new'), time('cur')]);
+    if (newM === null && curM === null) throw new MailboxError(`${this.folder} is not a Maildir: it has neither new/ nor cur/`, 'io');
+    return { newM, curM };
+  }
+
+  /**
+   * Whether the last listing still holds, so this check needs no new one (the way Dovecot syncs a
+   * Maildir): neither directory's mtime moved since it, the listing is less than a minute old, and
+   * it was taken at least 2 s after the newest of those mtimes — a change within the file system's
+   * timestamp granularity of an earlier one would leave the mtime as it was.
+   */
+  #unchangedSinceListing(dirs: { newM: bigint | null; curM: bigint | null }): boolean {
+    const last = this.#listed;
+    if (!last || last.newM !== dirs.newM || last.curM !== dirs.curM) return false;
+    const now = Date.now();
+    if (now - last.at >= MAILDIR_RELIST_MS) return false;
+    const newestMs = Number((dirs.newM ?? 0n) > (dirs.curM ?? 0n) ? dirs.newM : dirs.curM) / 1e6;
+    return last.at - newestMs >= MAILDIR_MTIME_SLACK_MS;
+  }
+
+  /** Brings the remembered names in line with a listing: gone names are dropped, new ones become pending. */
+  async #refresh(listing: Map<string, { sub: Sub; name: string; dirent: Dirent }>): Promise<void> {
+    let n = 0;
+    const breathe = async (): Promise<void> => {
+      if (++n % YIELD_EVERY === 0) await yieldToLoop(); // 100,000 names: let the event loop run between slices
+    };
+    for (const set of [this.#recorded, this.#misses, this.#skipped]) {
+      for (const u of set) {
+        if (!listing.has(u)) set.delete(u);
+        await breathe();
+      }
+    }
+    for (const u of this.#pending.keys()) if (!listing.has(u)) this.#pending.delete(u);
+    for (const [u, e] of listing) {
+      await breathe();
+      if (this.#recorded.has(u) || this.#misses.has(u) || this.#skipped.has(u)) continue;
+      // The directory entry's type is free with the listing (d_type); DT_UNKNOWN is settled by the lstat below.
+      if (e.dirent.isSymbolicLink() || e.dirent.isFIFO() || e.dirent.isDirectory() || e.dirent.isSocket() || e.dirent.isBlockDevice() || e.dirent.isCharacterDevice()) {
+        this.#settle(u, this.#skipped);
+        continue;
+      }
+      const p = this.#pending.get(u);
+      if (!p) this.#pending.set(u, { sub: e.sub, name: e.name, asked: false });
+      else if (p.sub !== e.sub || p.name !== e.name) Object.assign(p, { sub: e.sub, name: e.name }); // moved or re-flagged: same message
+    }
+  }
+
+  /** Asks the caller about every pending name not asked yet; the recorded ones are settled. */
+  async #settleRecorded(req: CheckRequest): Promise<void> {
+    if (!req.isRecorded) return;
+    let n = 0;
+    for (const [u, p] of this.#pending) {
+      if (p.asked) continue;
+      p.asked = true;
+      if (req.isRecorded(this.#source(u))) this.#settle(u, this.#recorded);
+      if (++n % YIELD_EVERY === 0) await yieldToLoop(); // a first check after a restart may ask 100,000 times
+    }
+  }
+
+  /** The pending entries, lstat'ed once each, oldest first by (mtime, unique name). */
+  async #candidates(): Promise<[string, Pending][]> {
+    const unstated = [...this.#pending].filter(([, p]) => p.mtimeMs === undefined);
+    const gone: [string, Pending][] = [];
+    // 32 at a time on the thread pool; each batch's await lets the event loop run.
+    for (let i = 0; i < unstated.length; i += 32) {
+      const batch = unstated.slice(i, i + 32);
+      const outcomes = await Promise.all(batch.map(([u, p]) => this.#lstat(u, p)));
+      outcomes.forEach((o, k) => o === 'gone' && gone.push(batch[k]!));
+    }
+    if (gone.length) {
+      // Moved (new/ → cur/, a flag) or deleted since the listing: one more listing says which.
+      const listing = await this.#list();
+      for (const [u, p] of gone) {
+        const now = listing.get(u);
+        if (!now) this.#pending.delete(u);
+        else if (now.sub !== p.sub || now.name !== p.name) await this.#lstat(u, Object.assign(p, { sub: now.sub, name: now.name }));
+      }
+    }
+    // The order is kept between checks while no entry got its first lstat (after a restart 100,000
+    // names are worked through 2,000 a check: sorting them on every check stalled the event loop).
+    if (unstated.length > 0 || gone.length > 0 || !this.#order) {
+      this.#order = [...this.#pending]
+        .filter(([, p]) => p.mtimeMs !== undefined)
+        .sort(([ua, a], [ub, b]) => a.mtimeMs! - b.mtimeMs! || (ua < ub ? -1 : ua > ub ? 1 : 0));
+    }
+    // Settled names drop out of the kept order for good.
+    const order = this.#order.filter(([u, p]) => this.#pending.get(u) === p);
+    this.#order = order;
+    return order;
+  }
+
+  /** Fills in a pending entry's mtime and size; `gone` when the name is no longer there. */
+  async #lstat(unique: string, p: Pending): Promise<'gone' | void> {
     try {
-      const s = await stat(join(this.folder, sub, name));
-      if (!s.isFile()) return null;
-      return { sub, name, unique: uniqueName(name), mtimeMs: Math.floor(s.mtimeMs), size: s.size };
+      const s = await lstat(join(this.folder, p.sub, p.name));
+      if (!s.isFile()) this.#settle(unique, this.#skipped);
+      else Object.assign(p, { mtimeMs: Math.floor(s.mtimeMs), size: s.size });
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw ioError(`cannot stat ${join(this.folder, sub, name)}`, err);
+      const code = (err as NodeJS.ErrnoException).code ?? '';
+      if (TRANSIENT_CODES.has(code)) throw ioError(`cannot lstat ${join(this.folder, p.sub, p.name)}`, err);
+      if (code === 'ENOENT') return 'gone';
+      // Not lstat-able otherwise (EACCES on the directory…): tried again next check.
     }
   }
 
   /**
-   * Where a message is now: a MUA may have moved it from new/ to cur/ or renamed it for a flag
-   * since the listing. Null when it is gone.
+   * Reads up to `cap` bytes from the start of a pending file: opened with O_NOFOLLOW and
+   * O_NONBLOCK and checked with fstat, so a symlink or FIFO swapped in after the lstat is skipped.
    */
-  async #relocate(e: Entry): Promise<Entry | null> {
-    for (const sub of ['cur', 'new']) {
-      let names: string[];
-      try {
-        names = await readdir(join(this.folder, sub));
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
-        throw ioError(`cannot list ${join(this.folder, sub)}`, err);
+  async #read(p: Pending, cap: number): Promise<Read> {
+    const path = join(this.folder, p.sub, p.name);
+    let fh: FileHandle | undefined;
+    try {
+      fh = await open(path, OPEN_FLAGS);
+      const st = await fh.stat();
+      if (!st.isFile()) return { skip: true };
+      const buf = Buffer.alloc(Math.min(cap, st.size));
+      let got = 0;
+      while (got < buf.length) {
+        const { bytesRead } = await fh.read(buf, got, buf.length - got, got);
+        if (bytesRead === 0) break;
+        got += bytesRead;
       }
-      const name = names.find((n) => uniqueName(n) === e.unique);
-      if (name && !(sub === e.sub && name === e.name)) return this.#statEntry(sub, name);
+      return { ok: buf.subarray(0, got), size: st.size };
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? '';
+      if (code === 'ENOENT') return { gone: true };
+      if (code === 'ELOOP' || code === 'EISDIR' || code === 'ENXIO') return { skip: true };
+      if (TRANSIENT_CODES.has(code)) throw ioError(`cannot read ${path}`, err);
+      const reason: UnreadableReason = code === 'EACCES' || code === 'EPERM' ? 'permission' : 'io';
+      return { unreadable: reason, detail: `${path}: ${code || (err as Error).message}` };
+    } finally {
+      await fh?.close().catch(() => undefined);
     }
-    return null;
-  }
-
-  /** Reads the header block (at most MAILDIR_HEADER_CAP_BYTES); follows one move; null when gone. */
-  async #readHead(e: Entry): Promise<{ entry: Entry; header: Buffer } | null> {
-    for (let entry: Entry | null = e, tries = 0; entry && tries < 2; tries++) {
-      try {
-        const fh = await open(join(this.folder, entry.sub, entry.name), fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
-        try {
-          const buf = Buffer.alloc(Math.min(MAILDIR_HEADER_CAP_BYTES, entry.size));
-          const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-          return { entry, header: headerBlock(buf.subarray(0, bytesRead)) };
-        } finally {
-          await fh.close();
-        }
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError(`cannot read ${join(this.folder, entry.sub, entry.name)}`, err);
-        entry = await this.#relocate(entry);
-      }
-    }
-    return null;
-  }
-
-  /** Reads the whole file; follows one move; null when gone. */
-  async #readWhole(e: Entry): Promise<{ entry: Entry; raw: Buffer } | null> {
-    for (let entry: Entry | null = e, tries = 0; entry && tries < 2; tries++) {
-      try {
-        return { entry, raw: await readFile(join(this.folder, entry.sub, entry.name), { flag: fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW }) };
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError(`cannot read ${join(this.folder, entry.sub, entry.name)}`, err);
-        entry = await this.#relocate(entry);
-      }
-    }
-    return null;
   }
 }
 
@@ -243,92 +471,4 @@ function ioError(what: string, err: unknown): MailboxError {
 export function uniqueName(fileName: string): string {
   const i = fileName.indexOf(':');
   return i < 0 ? fileName : fileName.slice(0, i);
-}
-
-/** The header block: up to and including the first empty line (CRLF or LF), or all of `buf`. */
-function headerBlock(buf: Buffer): Buffer {
-  const crlf = buf.indexOf('\r\n\r\n');
-  const lf = buf.indexOf('\n\n');
-  const ends = [crlf >= 0 ? crlf + 4 : -1, lf >= 0 ? lf + 2 : -1].filter((i) => i >= 0);
-  return ends.length ? buf.subarray(0, Math.min(...ends)) : buf;
-}
-
-/**
- * Unfolded header fields of a header block, names lower-cased, in order (duplicates kept).
- * RFC 5322 §2.2.3: a line starting with white space continues the previous field.
- */
-function headerFields(header: Buffer): { name: string; value: string }[] {
-  const out: { name: string; value: string }[] = [];
-  for (const line of header.toString('latin1').split(/\r?\n/)) {
-    if (/^[ \t]/.test(line) && out.length) {
-      out[out.length - 1]!.value += line;
-      continue;
-    }
-    const colon = line.indexOf(':');
-    if (colon <= 0) continue;
-    out.push({ name: line.slice(0, colon).trim().toLowerCase(), value: line.slice(colon + 1).trim() });
-  }
-  return out;
-}
-
-/**
- * The narrowing test, with IMAP SEARCH semantics (RFC 3501 §6.4.4: FROM and SUBJECT match a
- * case-insensitive substring): some From field contains one of `fromAddresses`, or some Subject,
- * decoded from RFC 2047 words (libmime), contains one of `subjectContains`. Every From and Subject
- * field counts, so a message with two of them still reaches the gates (which refuse it).
- */
-function matches(header: Buffer, req: CheckRequest): boolean {
-  const fields = headerFields(header);
-  const utf8 = (v: string): string => Buffer.from(v, 'latin1').toString('utf8');
-  const froms = fields.filter((f) => f.name === 'from').map((f) => decode(utf8(f.value)).toLowerCase());
-  const subjects = fields.filter((f) => f.name === 'subject').map((f) => decode(utf8(f.value)).toLowerCase());
-  const from = req.fromAddresses.map((a) => a.toLowerCase()).filter(Boolean);
-  const subj = req.subjectContains.map((s) => s.toLowerCase()).filter(Boolean);
-  return froms.some((v) => from.some((a) => v.includes(a))) || subjects.some((v) => subj.some((s) => v.includes(s)));
-}
-
-function decode(value: string): string {
-  try {
-    return libmime.decodeWords(value);
-  } catch {
-    return value;
-  }
-}
-
-let deliveries = 0;
-
-/**
- * Delivers one message into a Maildir the Maildir way: written and fsync'ed under `tmp/`, then
- * renamed into `new/` (so a reader never sees half a file). The name is
- * `<seconds>.M<microseconds>P<pid>Q<n>.<host>,S=<size>` (the Maildir convention; `/` and `:`
- * in the host name written as `\057` and `\072`). Creates `tmp/`, `new/` and `cur/` when missing.
- * File mode 0600.
- *
- * @param dir the Maildir folder (holding tmp/, new/, cur/)
- * @param raw the message bytes, kept exactly
- * @returns the path of the delivered file under `new/`
- * @throws the file-system error (e.g. EACCES) as is
- */
-export async function deliverToMaildir(dir: string, raw: Buffer | string): Promise<string> {
-  const bytes = typeof raw === 'string' ? Buffer.from(raw) : raw;
-  for (const sub of ['tmp', 'new', 'cur']) await mkdir(join(dir, sub), { recursive: true, mode: 0o700 });
-  const micros = BigInt(Math.floor((performance.timeOrigin + performance.now()) * 1000));
-  const seconds = micros / 1_000_000n;
-  const host = hostname().replace(/\//g, '\\057').replace(/:/g, '\\072') || 'localhost';
-  const usec = String(micros % 1_000_000n).padStart(6, '0'); // padded: names sort in delivery order
-  const name = `${seconds}.M${usec}P${process.pid}Q${++deliveries}.${host},S=${bytes.length}`;
-  const tmpPath = join(dir, 'tmp', name);
-  const newPath = join(dir, 'new', name);
-  const fh = await open(tmpPath, 'wx', 0o600);
-  try {
-    await fh.writeFile(bytes);
-    await fh.sync();
-  } catch (err) {
-    await fh.close().catch(() => undefined);
-    await unlink(tmpPath).catch(() => undefined);
-    throw err;
-  }
-  await fh.close();
-  await rename(tmpPath, newPath);
-  return newPath;
 }

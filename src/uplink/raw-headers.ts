@@ -89,7 +89,7 @@ export function parseHeaderBlock(raw: Buffer): { fields: HeaderField[]; malforme
     start = -1;
     const text = decodeBytes(bytes);
     const colon = text.indexOf(':');
-    const name = colon < 0 ? '' : text.slice(0, colon).replace(/[ \t]+$/, '');
+    const name = colon < 0 ? '' : trimSpaceTabEnd(text.slice(0, colon));
     if (colon < 0 || !FIELD_NAME.test(name)) {
       malformedLines++;
       return;
@@ -118,6 +118,17 @@ export function parseHeaderBlock(raw: Buffer): { fields: HeaderField[]; malforme
   }
   flush();
   return { fields, malformedLines };
+}
+
+/**
+ * `s` without the spaces and tabs at its end. A loop, not `/[ \t]+$/`: that pattern tries every
+ * space of a run and backtracks to its end, quadratic on a field name padded with a long run of
+ * spaces before an inner character (10 minutes for 0.5 MB).
+ */
+function trimSpaceTabEnd(s: string): string {
+  let end = s.length;
+  while (end > 0 && (s.charCodeAt(end - 1) === 0x20 || s.charCodeAt(end - 1) === 0x09)) end--;
+  return s.slice(0, end);
 }
 
 export function fieldsNamed(fields: readonly HeaderField[], name: string): HeaderField[] {

@@ -67,7 +67,9 @@ function hostOf(word: Word | undefined): string | null {
 /** IP addresses in a piece of Received text: `[1.2.3.4]`, `[IPv6:…]`, or a bare address word. */
 function ipsIn(text: string): string[] {
   const out: string[] = [];
-  for (const m of text.matchAll(/\[(?:ipv6:)?([^\]\s]+)\]/gi)) {
+  // A bracket's content stops at the next `[` too, so each attempt ends where the next one starts:
+  // a run of `[` without `]` is linear (it was quadratic).
+  for (const m of text.matchAll(/\[(?:ipv6:)?([^[\]\s]+)\]/gi)) {
     if (m[1] && (isIPv4(m[1]) || isIPv6(m[1]))) out.push(m[1].toLowerCase());
   }
   for (const w of text.split(/[\s,;=()]+/)) {

@@ -12,15 +12,17 @@
  * only the first of duplicate fields (src/uplink/raw-headers.ts reads them).
  */
 import { simpleParser, type SimpleParserOptions } from 'mailparser';
+import { BudgetError, offload, OFFLOAD_MIN_BYTES } from './offload.js';
 
 export interface ParsedReply {
   /** The `reply_token:` value as written (trimmed), or null; the gate compares it to the live token. */
   token: string | null;
   /**
    * `missing`: no `reply_token:` line before the `---` line of the reply block; `several`: more
-   * than one there; `only-in-quote`: none there but one in the quoted text below.
+   * than one there; `only-in-quote`: none there but one in the quoted text below; `unparsed`: the
+   * body was not read (see `unparsed`).
    */
-  tokenProblem: null | 'missing' | 'several' | 'only-in-quote';
+  tokenProblem: null | 'missing' | 'several' | 'only-in-quote' | 'unparsed';
   /** The `status:` value as written (trimmed), or null. */
   status: string | null;
   statusProblem: null | 'missing' | 'several';
@@ -30,7 +32,12 @@ export interface ParsedReply {
   omittedLines: number;
   /** Where the text came from: a text/plain part, the HTML (no text/plain part), or nothing readable. */
   bodyKind: 'text' | 'html' | 'none';
+  /** Set when the body was not read, and why (over the size or the time budget). */
+  unparsed?: string;
 }
+
+/** Messages larger than this, in bytes, are not parsed for a reply (the size budget). */
+export const REPLY_PARSE_MAX_BYTES = 32 * 1024 * 1024;
 
 const PARSER_OPTIONS: SimpleParserOptions = {
   ignoreEmbedded: true,
@@ -71,11 +78,10 @@ const STATUS_LINE = /^\s*status\s*:(.*)$/i;
 /** A token line anywhere in a quoted line (`> reply_token: …`). */
 const TOKEN_ANYWHERE = /(?:^|[\s>])reply_token\s*:/i;
 
-const QUOTED = /^\s*>/;
-/** `On <date>, <name> wrote:` on one line (a digit is required: the date). */
-const ON_WROTE = /^\s*On\s.*\d.*\swrote:\s*$/i;
-const ON_START = /^\s*On\s.*\d/i;
-const WROTE_END = /(?:^|\s)wrote:\s*$/i;
+/** `On ` opening a line (the attribution's start). */
+const ON_PREFIX = /^\s*On\s/i;
+/** ` wrote:` closing a line (the attribution's end). One start per position, fixed text: linear. */
+const WROTE_SUFFIX = /(?:^|\s)wrote:\s*$/i;
 const ORIGINAL_MESSAGE = /^\s*-{2,}\s*Original Message\s*-{2,}\s*$/i;
 const FORWARDED = /^\s*-{2,}\s*Forwarded message\s*-{2,}\s*$/i;
 const BEGIN_FORWARDED = /^\s*Begin forwarded message:\s*$/i;
@@ -87,36 +93,161 @@ const OUTLOOK_RULE = /^\s*_{10,}\s*$/;
 const MAX_MARKER_LINE = 400;
 
 /**
+ * The lines of a text without copying it: line `i` is `text.slice(start(i), end(i))`; line ends are
+ * CRLF, LF or a bare CR. Built in one pass; every question below is answered in O(1) per line, so
+ * the parse is linear in the text (a 3 MB reply of `____` lines took 60 s when each rule line
+ * searched the whole text for the next non-blank line).
+ */
+class Lines {
+  readonly count: number;
+  readonly #starts: Int32Array;
+
+  constructor(readonly text: string) {
+    let n = 1;
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (c === 10 || (c === 13 && text.charCodeAt(i + 1) !== 10)) n++;
+    }
+    const starts = new Int32Array(n + 1);
+    let k = 1;
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (c === 10 || (c === 13 && text.charCodeAt(i + 1) !== 10)) starts[k++] = i + 1;
+    }
+    starts[n] = text.length + 1; // as if a line end followed the last line
+    this.count = n;
+    this.#starts = starts;
+  }
+
+  start(i: number): number {
+    return this.#starts[i]!;
+  }
+
+  /** Where line `i` ends, before its line break. */
+  end(i: number): number {
+    const next = this.#starts[i + 1]!;
+    if (i === this.count - 1) return this.text.length;
+    return this.text.charCodeAt(next - 1) === 10 && this.text.charCodeAt(next - 2) === 13 ? next - 2 : next - 1;
+  }
+
+  length(i: number): number {
+    return this.end(i) - this.start(i);
+  }
+
+  at(i: number): string {
+    return i < 0 || i >= this.count ? '' : this.text.slice(this.start(i), this.end(i));
+  }
+
+  /** Only white space (`\s`), or empty. */
+  blank(i: number): boolean {
+    for (let p = this.start(i), e = this.end(i); p < e; p++) if (!isSpace(this.text.charCodeAt(p))) return false;
+    return true;
+  }
+
+  /** The first character that is not white space, or '' for a blank line. */
+  firstVisible(i: number): string {
+    for (let p = this.start(i), e = this.end(i); p < e; p++) if (!isSpace(this.text.charCodeAt(p))) return this.text[p]!;
+    return '';
+  }
+
+  /** Lines `from` (inclusive) to `to` (exclusive) joined with `\n`. */
+  join(from: number, to: number): string {
+    if (to <= from) return '';
+    const out: string[] = [];
+    for (let i = from; i < to; i++) out.push(this.at(i));
+    return out.join('\n');
+  }
+}
+
+/**
+ * `On <date>, <name> wrote:` on one line: `On` and whitespace first, `wrote:` last, and a digit (the
+ * date) between them. Tested piece by piece so each test is linear in the line (the one regular
+ * expression `^\s*On\s.*\d.*\swrote:\s*$` backtracks quadratically on a long line of digits).
+ */
+function isOnWrote(line: string): boolean {
+  const on = ON_PREFIX.exec(line);
+  const wrote = on && WROTE_SUFFIX.exec(line);
+  if (!on || !wrote || wrote.index < on[0].length) return false;
+  return /\d/.test(line.slice(on[0].length, wrote.index));
+}
+
+/** The attribution's first line when it is wrapped: `On` and whitespace, then a digit somewhere, and no `wrote:` yet. */
+function isOnStart(line: string): boolean {
+  const on = ON_PREFIX.exec(line);
+  return on !== null && /\d/.test(line.slice(on[0].length)) && !WROTE_SUFFIX.test(line);
+}
+
+/**
  * Whether line `i` opens quoted text by a header-like marker: `On … wrote:` (also wrapped over two
  * lines), `-----Original Message-----`, a forward banner, or an Outlook-style quoted header block
  * (`From:` followed within four lines by `Sent:`/`Date:` and `To:`/`Subject:`, with the `____` rule
- * Outlook puts above it; email_reply_parser #69).
+ * Outlook puts above it; email_reply_parser #69). Looks at most five lines ahead.
  */
-function opensQuoteByHeader(lines: readonly string[], i: number): boolean {
-  const line = lines[i] ?? '';
-  // Quote headers are short; the length bound also keeps the `.*` patterns linear on hostile input.
-  if (line.length > MAX_MARKER_LINE) return false;
-  if (ON_WROTE.test(line) || ORIGINAL_MESSAGE.test(line) || FORWARDED.test(line) || BEGIN_FORWARDED.test(line)) return true;
-  const next = lines[i + 1] ?? '';
-  if (ON_START.test(line) && !WROTE_END.test(line) && next.length <= MAX_MARKER_LINE && WROTE_END.test(next)) return true;
-  if (OUTLOOK_FROM.test(line)) {
-    const below = lines.slice(i + 1, i + 5);
-    return below.some((l) => OUTLOOK_SENT.test(l)) && below.some((l) => OUTLOOK_TO.test(l));
+function opensQuoteByHeader(lines: Lines, i: number): boolean {
+  // Quote headers are short; the length bound keeps every test below cheap on hostile input.
+  if (lines.length(i) > MAX_MARKER_LINE) return false;
+  // Each marker opens with its own character: a line is tested only for the markers it could be.
+  switch (lines.firstVisible(i)) {
+    case 'O':
+    case 'o': {
+      const line = lines.at(i);
+      if (isOnWrote(line)) return true;
+      return isOnStart(line) && i + 1 < lines.count && lines.length(i + 1) <= MAX_MARKER_LINE && WROTE_SUFFIX.test(lines.at(i + 1));
+    }
+    case '-': {
+      const line = lines.at(i);
+      return ORIGINAL_MESSAGE.test(line) || FORWARDED.test(line);
+    }
+    case 'B':
+    case 'b':
+      return BEGIN_FORWARDED.test(lines.at(i));
+    case 'F':
+    case 'f':
+    case '*':
+      return OUTLOOK_FROM.test(lines.at(i)) && outlookBlockBelow(lines, i);
+    case '_': {
+      // Outlook's divider line right above such a block belongs to the quote.
+      if (!OUTLOOK_RULE.test(lines.at(i))) return false;
+      const at = i + 1 < lines.count && lines.blank(i + 1) ? i + 2 : i + 1;
+      return at < lines.count && lines.length(at) <= MAX_MARKER_LINE && OUTLOOK_FROM.test(lines.at(at)) && outlookBlockBelow(lines, at);
+    }
+    default:
+      return false;
   }
-  // Outlook's divider line right above such a block belongs to the quote.
-  if (OUTLOOK_RULE.test(line)) {
-    const at = lines.findIndex((l, j) => j > i && l.trim() !== '');
-    return at > i && at <= i + 2 && OUTLOOK_FROM.test(lines[at] ?? '') && opensQuoteByHeader(lines, at);
-  }
-  return false;
 }
 
-/** Index of the first line of quoted text of any kind (`>` lines included), or `lines.length`. */
-function firstQuote(lines: readonly string[]): number {
-  for (let i = 0; i < lines.length; i++) {
-    if (QUOTED.test(lines[i] ?? '') || opensQuoteByHeader(lines, i)) return i;
+/** `Sent:`/`Date:` and `To:`/`Subject:` within the four lines below the `From:` line `i`. */
+function outlookBlockBelow(lines: Lines, i: number): boolean {
+  let sent = false;
+  let to = false;
+  for (let j = i + 1; j <= i + 4 && j < lines.count; j++) {
+    if (lines.length(j) > MAX_MARKER_LINE) continue;
+    const l = lines.at(j);
+    sent ||= OUTLOOK_SENT.test(l);
+    to ||= OUTLOOK_TO.test(l);
   }
-  return lines.length;
+  return sent && to;
+}
+
+/** Index of the first line of quoted text of any kind (`>` lines included), or `lines.count`. */
+function firstQuote(lines: Lines): number {
+  for (let i = 0; i < lines.count; i++) {
+    if (quotedLine(lines, i) || opensQuoteByHeader(lines, i)) return i;
+  }
+  return lines.count;
+}
+
+/** `^\s*>` without copying a long line: only its first visible character matters. */
+function quotedLine(lines: Lines, i: number): boolean {
+  return lines.firstVisible(i) === '>';
+}
+
+/** The code units JavaScript's `\s` matches (ECMA-262 WhiteSpace and LineTerminator). */
+function isSpace(c: number): boolean {
+  return (
+    c === 0x20 || (c >= 0x09 && c <= 0x0d) || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff
+  );
 }
 
 /** A signature block is short: a `-- ` line with more than this many lines after it is the answer's own. */
@@ -128,45 +259,57 @@ const MAX_SIGNATURE_LINES = 12;
  * short signature. Nothing else cuts it — not a Markdown `>` block quote, not a `--` line followed
  * by more text — so an answer is never cut short by its own formatting.
  */
-function answerEnd(lines: readonly string[], from: number): number {
-  for (let i = from; i < lines.length; i++) {
+function answerEnd(lines: Lines, from: number): number {
+  for (let i = from; i < lines.count; i++) {
     if (opensQuoteByHeader(lines, i)) return i;
-    if (SIGNATURE.test(lines[i] ?? '') && lines.length - i - 1 <= MAX_SIGNATURE_LINES) return i;
+    if (lines.count - i - 1 <= MAX_SIGNATURE_LINES && lines.length(i) <= MAX_MARKER_LINE && SIGNATURE.test(lines.at(i))) return i;
   }
-  return lines.length;
+  return lines.count;
 }
 
-function trimBlankLines(lines: readonly string[]): string {
-  let a = 0;
-  let b = lines.length;
-  while (a < b && (lines[a] ?? '').trim() === '') a++;
-  while (b > a && (lines[b - 1] ?? '').trim() === '') b--;
-  return lines.slice(a, b).join('\n');
+/** Lines `from`..`to` joined, blank lines at both ends left out. */
+function trimBlankLines(lines: Lines, from: number, to: number): string {
+  let a = from;
+  let b = to;
+  while (a < b && lines.blank(a)) a++;
+  while (b > a && lines.blank(b - 1)) b--;
+  return lines.join(a, b);
 }
 
 /**
  * Reads the reply block from already-decoded body text (exported for tests and for callers that
- * hold the text). See `parseReply` for the rules.
+ * hold the text). See `parseReply` for the rules. Linear in the text.
  */
 export function parseReplyText(text: string): Omit<ParsedReply, 'bodyKind'> {
-  const lines = text.replace(/^\uFEFF/, '').split(/\r\n|\n|\r/);
+  const lines = new Lines(text.replace(/^\uFEFF/, ''));
   const quoteAt = firstQuote(lines);
   let sepAt = -1;
   for (let i = 0; i < quoteAt; i++) {
-    if (SEPARATOR.test(lines[i] ?? '')) {
+    if (lines.length(i) <= MAX_MARKER_LINE && SEPARATOR.test(lines.at(i))) {
       sepAt = i;
       break;
     }
   }
-  const head = lines.slice(0, sepAt >= 0 ? sepAt : quoteAt);
-  const tokens = head.map((l) => TOKEN_LINE.exec(l)?.[1]).filter((v): v is string => v !== undefined);
-  const statuses = head.map((l) => STATUS_LINE.exec(l)?.[1]).filter((v): v is string => v !== undefined);
+  const headEnd = sepAt >= 0 ? sepAt : quoteAt;
+  const tokens: string[] = [];
+  const statuses: string[] = [];
+  for (let i = 0; i < headEnd; i++) {
+    const l = lines.at(i);
+    const t = TOKEN_LINE.exec(l)?.[1];
+    if (t !== undefined) tokens.push(t);
+    const s = STATUS_LINE.exec(l)?.[1];
+    if (s !== undefined) statuses.push(s);
+  }
 
   let token: string | null = null;
   let tokenProblem: ParsedReply['tokenProblem'] = null;
   if (tokens.length === 1) token = (tokens[0] ?? '').trim();
   else if (tokens.length > 1) tokenProblem = 'several';
-  else tokenProblem = lines.slice(quoteAt).some((l) => TOKEN_ANYWHERE.test(l)) ? 'only-in-quote' : 'missing';
+  else {
+    let inQuote = false;
+    for (let i = quoteAt; i < lines.count && !inQuote; i++) inQuote = TOKEN_ANYWHERE.test(lines.at(i));
+    tokenProblem = inQuote ? 'only-in-quote' : 'missing';
+  }
 
   let status: string | null = null;
   let statusProblem: ParsedReply['statusProblem'] = null;
@@ -174,9 +317,10 @@ export function parseReplyText(text: string): Omit<ParsedReply, 'bodyKind'> {
   if (statuses.length === 1) status = (statuses[0] ?? '').trim().toLowerCase();
   else statusProblem = statuses.length > 1 ? 'several' : 'missing';
 
-  const end = sepAt >= 0 ? answerEnd(lines, sepAt + 1) : lines.length;
-  const answer = sepAt >= 0 ? trimBlankLines(lines.slice(sepAt + 1, end)) : '';
-  const omittedLines = sepAt >= 0 ? lines.slice(end).filter((l) => l.trim() !== '').length : 0;
+  const end = sepAt >= 0 ? answerEnd(lines, sepAt + 1) : lines.count;
+  const answer = sepAt >= 0 ? trimBlankLines(lines, sepAt + 1, end) : '';
+  let omittedLines = 0;
+  if (sepAt >= 0) for (let i = end; i < lines.count; i++) if (!lines.blank(i)) omittedLines++;
   return { token, tokenProblem, status, statusProblem, answer, omittedLines };
 }
 
@@ -193,13 +337,36 @@ export function parseReplyText(text: string): Omit<ParsedReply, 'bodyKind'> {
  *   line followed by a short signature; blank lines around it trimmed; never cut otherwise,
  *   however long. What was left out is counted in `omittedLines`. Without `---` the answer is ''.
  *
+ * Budgets: a message over {@link REPLY_PARSE_MAX_BYTES} is not read, and a message of
+ * {@link OFFLOAD_MIN_BYTES} or more is decoded and parsed on a worker thread (the event loop keeps
+ * answering meanwhile) within the offload budget (offload.ts `OFFLOAD_BUDGET_MS`, or `budgetMs`);
+ * past either budget the result says why in `unparsed`, with no token.
+ *
  * @returns never throws, whatever the bytes; unreadable mail gives `bodyKind: 'none'`.
  */
-export async function parseReply(raw: Buffer): Promise<ParsedReply> {
+export async function parseReply(raw: Buffer, o: { budgetMs?: number } = {}): Promise<ParsedReply> {
+  if (raw.length > REPLY_PARSE_MAX_BYTES) {
+    return unparsedReply(`${raw.length} bytes, over the ${REPLY_PARSE_MAX_BYTES / 1024 / 1024} MiB reply parse budget`);
+  }
+  if (raw.length < OFFLOAD_MIN_BYTES) return parseReplyHere(raw);
+  try {
+    return (await offload('reply', raw, { budgetMs: o.budgetMs })) as ParsedReply;
+  } catch (err) {
+    if (err instanceof BudgetError) return unparsedReply(err.message);
+    throw err;
+  }
+}
+
+/** {@link parseReply} on this thread, without budgets (the worker runs this). Never throws. */
+export async function parseReplyHere(raw: Buffer): Promise<ParsedReply> {
   const { text, kind } = await bodyText(raw);
   try {
     return { ...parseReplyText(text), bodyKind: kind };
   } catch {
     return { token: null, tokenProblem: 'missing', status: null, statusProblem: 'missing', answer: '', omittedLines: 0, bodyKind: 'none' };
   }
+}
+
+function unparsedReply(why: string): ParsedReply {
+  return { token: null, tokenProblem: 'unparsed', status: null, statusProblem: 'missing', answer: '', omittedLines: 0, bodyKind: 'none', unparsed: why };
 }

@@ -6,7 +6,7 @@ export const VERDICTS = {
   duplicate: 'gate 1 / 8a: the same raw bytes, or a Message-ID already applied to this task',
   'too-large': 'the message is larger than mailbox.max_message_bytes; refused whole, never cut',
   'no-task-id': 'gate 2: not exactly one subject tag naming a task id; untagged mail is never instructions',
-  'auth:duplicate-header': 'gate 3: From, Subject, Date and Message-ID must each appear exactly once',
+  'auth:duplicate-header': 'gate 3: From, Subject, Date and Message-ID must each appear exactly once, Content-Type, Content-Transfer-Encoding and MIME-Version at most once',
   'auth:from-mismatch': "gate 4: From is not the agent's configured address",
   'auth:no-border': 'gate 5: no Received by the provider from an outside host; nothing can be trusted',
   'auth:no-trusted-results': "gate 5: no Authentication-Results above the border stamped by the provider's authserv-id",
@@ -25,6 +25,10 @@ export const VERDICTS = {
   'applied:failed': 'promoted: the agent reported failure; the task is FAILED',
   'applied:working': 'promoted: a progress note; the task stays WORKING',
   unreadable: 'the message could not be processed (a defect of ours); recorded so it is never retried silently',
+  'unreadable:permission': 'the mailbox holds the message but it cannot be opened (a Maildir file without read permission); deliver a readable copy to have it judged',
+  'unreadable:vanished': 'the message was deleted from the mailbox between reading its header block and reading it whole',
+  'unreadable:io': 'the mailbox holds the message but reading it failed (an I/O error of that one file)',
+  'unreadable:fetch': 'the IMAP server refused to FETCH the message, twice; the rest of the folder was read',
 } as const;
 
 export type Verdict = keyof typeof VERDICTS;

@@ -94,6 +94,12 @@ function tomlLines(defaults: string, extra: string | undefined): string {
 }
 
 /**
+ * The per-agent caps in the harness's config: a test file shares one bridge and creates far more
+ * tasks a minute than a person would; the tests of the caps set their own (`agentToml`, `webhookToml`).
+ */
+const HARNESS_CAPS = { agent: 'max_open_tasks = 10000', webhook: 'max_per_minute = 10000' };
+
+/**
  * The harness's config text: one agent `grok` (and `claude` with `secondAgent`) on a Dovecot, a
  * webhook receiver and a DNS zone; the `*Toml` options add or replace lines in their tables.
  */
@@ -127,13 +133,14 @@ servers = ["${o.zoneAddress}"]
 name = "grok"
 address = "${AGENT_ADDRESS}"
 dkim_domain = "${AGENT_DOMAIN}"
-${o.agentToml ?? ''}
+${tomlLines(HARNESS_CAPS.agent, o.agentToml)}
 [agents.webhook]
 ${tomlLines(`url = "${o.webhookUrl}"
 auth = "both"
 bearer_file = "webhook-bearer"
 secret_file = "webhook-secret"
-timeout_s = 5`, o.webhookToml)}
+timeout_s = 5
+${HARNESS_CAPS.webhook}`, o.webhookToml)}
 ${
   o.secondAgent
     ? `
@@ -141,12 +148,14 @@ ${
 name = "claude"
 address = "claude@agent.example"
 dkim_domain = "${AGENT_DOMAIN}"
+${HARNESS_CAPS.agent}
 [agents.webhook]
 url = "${o.webhookUrl}"
 auth = "both"
 bearer_file = "webhook-bearer"
 secret_file = "webhook-secret"
 timeout_s = 5
+${HARNESS_CAPS.webhook}
 `
     : ''
 }`;

@@ -132,6 +132,7 @@ export function corpusAgent(m: CorpusManifest): AgentConfig {
     address: m.agent.address,
     dkimDomain: m.agent.dkimDomain,
     deadlineMs: 3_600_000,
+    maxOpenTasks: 20,
     untrustedLabel: m.agent.untrustedLabel,
     skills: [],
     webhook: {
@@ -142,6 +143,7 @@ export function corpusAgent(m: CorpusManifest): AgentConfig {
       maxAttempts: 3,
       maxAgeMs: 3_600_000,
       notifyCancel: false,
+      maxPerMinute: 10,
     },
   };
 }

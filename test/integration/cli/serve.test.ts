@@ -28,4 +28,18 @@ describe('a2a-mailbridge serve refuses unsafe settings', () => {
     expect(r.status).toBe(2);
     expect(r.stderr).toContain(`secret file ${secret} has mode 0644, readable by others; run: chmod 600 ${secret}`);
   });
+
+  it('a config file, or its folder, that others can write fails with the path and the chmod', () => {
+    const c = makeConfigDir(minimalToml());
+    chmodSync(c.configPath, 0o666);
+    const file = cli(['--config', c.configPath, 'serve']);
+    expect(file.status).toBe(2);
+    expect(file.stderr).toBe(`a2a-mailbridge: config key (file): ${c.configPath} is writable by others (mode 0666), so they could redirect the bridge; run: chmod go-w ${c.configPath}\n`);
+    chmodSync(c.configPath, 0o600);
+    // The secrets here sit beside the config: the same folder, now writable by the group.
+    chmodSync(c.dir, 0o770);
+    const dir = cli(['--config', c.configPath, 'serve']);
+    expect(dir.status).toBe(2);
+    expect(dir.stderr).toContain(`${c.dir} is writable by others (mode 0770), so they could redirect the bridge; run: chmod go-w ${c.dir}`);
+  });
 });

@@ -1,6 +1,8 @@
-import { rmSync } from 'node:fs';
+import { chmodSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { iso } from '../../../src/core/time.js';
+import { ImapMailbox } from '../../../src/uplink/imap-mailbox.js';
 import { AGENT_ADDRESS, hermesBody, startHarness, type Harness, type HarnessOptions } from '../../helpers/bridge-harness.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
 import { healthOf, newContext, shown, statusMessage } from './caller-view.js';
@@ -98,6 +100,15 @@ async function expectUnreachable(h: Harness, ctx: string, error: RegExp): Promis
 /** An ISO timestamp cut to the second, as the status text prints it (`…:05Z`); null stays null. */
 function toSecond(t: string | null): string | null {
   return t === null ? null : iso(Date.parse(t));
+}
+
+/** The file in the shared Dovecot's Maildir (folder `.name/`, Maildir++) of the message whose text holds `marker`. */
+function messageFile(folder: string, marker: string): string {
+  for (const sub of ['cur', 'new']) {
+    const dir = join(dovecot.maildir, `.${folder}`, sub);
+    for (const f of readdirSync(dir)) if (readFileSync(join(dir, f), 'latin1').includes(marker)) return join(dir, f);
+  }
+  throw new Error(`no message with ${marker} in ${folder}`);
 }
 
 /** Counts of each verdict in a list of ledger rows. */
@@ -203,6 +214,33 @@ describe('mailbox faults never fail an A2A call', () => {
     expect(h.app.bridge.ctx.store.ledger.ofTask(id).map((l) => l.verdict)).toEqual(['applied:done']);
     expect(h.app.bridge.ctx.store.artifacts.of(id)).toHaveLength(1);
     summary.add('connection dropped mid-FETCH (proxy cuts inside the BODY.PEEK[] literal)', `200 WORKING, "unreachable since <t>: ${down.health.mailbox.lastError!.replace(String(p.port), '<port>')}"; no ledger row, watermark unchanged; next poll with the connection intact → applied:done once, COMPLETED, 1 artifact`);
+  });
+
+  it('a message the server cannot FETCH: recorded unreadable:fetch, the reply behind it applied, the watermark past both', async () => {
+    const h = await harness();
+    const db = () => h.app.bridge.ctx.store;
+    const t = await working(h);
+    const broken = await dovecot.append(await h.reply(h.envelope(t.n), { answer: 'Never readable.' }), { folder: h.folder });
+    // Dovecot caches the header fields a SEARCH reads (here: a read-only pass of our own reader),
+    // so only the FETCH of the broken message needs its file, made unreadable for the mail user.
+    const reader = new ImapMailbox({ ...h.config.mailbox.imap!, folder: h.folder });
+    const searched = await reader.check({ watermark: { uidValidity: null, lastUid: 0 }, fromAddresses: [AGENT_ADDRESS], subjectContains: ['[GROK:'], maxFetch: 50, maxMessageBytes: 1 << 20 });
+    expect(searched.messages).toHaveLength(1);
+    chmodSync(messageFile(h.folder, 'Never readable.'), 0o000);
+    const genuine = await dovecot.append(await h.reply(h.envelope(t.n), { answer: 'Read past the broken one.' }), { folder: h.folder });
+
+    const done = await call(h, 'status', t.ctx);
+    expect(done.task.status.state).toBe('TASK_STATE_COMPLETED');
+    expect(shown(done.task)).toContain('Read past the broken one.');
+    const rows = db().ledger.query({ limit: 10 }).filter((l) => l.source.startsWith(`imap:${h.folder}:`)).reverse();
+    expect(rows.map((l) => [Number(l.source.split(':').at(-1)), l.verdict])).toEqual([
+      [broken, 'unreadable:fetch'],
+      [genuine, 'applied:done'],
+    ]);
+    expect(rows[0]!.reason).toMatch(/^IMAP FETCH of UID \d+ in F\d+ refused twice: BYE FETCH failed: Internal error occurred/);
+    expect(db().mailbox.state(h.folder).lastUid).toBe(genuine);
+    expect((await healthOf(h)).status).toBe('ok');
+    summary.add('a message file Dovecot cannot open (FETCH answered with BYE)', `its UID fetched alone twice on fresh connections, then recorded unreadable:fetch ("${rows[0]!.reason.replace(/ \[\d{4}-[^\]]*\]/, '')}"); the reply behind it applied:done in the same check; watermark at UID ${genuine}; /health ok`);
   });
 
   it('UIDVALIDITY change: the folder is rescanned, the already-applied reply is a duplicate, the new reply is applied', async () => {

@@ -45,7 +45,7 @@ describe('logs', () => {
     // A second bridge on the same parts, logging everything to a file through the service logger.
     const config = loadConfig(suite.h.configDir.configPath);
     const file = join(suite.h.configDir.dir, 'logs', 'mailbridge.log');
-    const log = createServiceLogger({ level: 'trace', file, maxBytes: 1024 * 1024, maxFiles: 3 });
+    const log = await createServiceLogger({ level: 'trace', file, maxBytes: 1024 * 1024, maxFiles: 3 });
     const app = await startApp({ ...config, store: { path: join(suite.h.configDir.dir, 'state', 'logs.sqlite') } }, { log });
     await app.bridge.idle(); // the start-up check, so the poll below runs a check of its own
     const endpoint = app.server.endpoint(config.agents[0]!);

@@ -1,4 +1,6 @@
+import { chmodSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
 import type { Logger } from 'imapflow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ImapMailbox, type ImapMailboxConfig } from '../../../src/uplink/imap-mailbox.js';
@@ -26,6 +28,15 @@ function mail(o: { from?: string; subject?: string; body?: string } = {}): Buffe
     `From: ${o.from ?? `Agent <${AGENT}>`}\r\nTo: me@bridge.test\r\nSubject: ${o.subject ?? `reply ${seq}`}\r\n` +
       `Date: Tue, 1 Jan 2030 12:00:00 +0000\r\nMessage-ID: <m${seq}.${Date.now()}@agent.example>\r\n\r\n${o.body ?? `body ${seq}\r\n`}`,
   );
+}
+
+/** The file in Dovecot's Maildir (folder `.name/`, Maildir++) of the message whose text holds `marker`. */
+function messageFile(folder: string, marker: string): string {
+  for (const sub of ['cur', 'new']) {
+    const dir = join(dovecot.maildir, `.${folder}`, sub);
+    for (const f of readdirSync(dir)) if (readFileSync(join(dir, f), 'latin1').includes(marker)) return join(dir, f);
+  }
+  throw new Error(`no message with ${marker} in ${folder}`);
 }
 
 /** A fresh folder per test, so UIDs and UIDVALIDITY are the test's own. */
@@ -236,6 +247,31 @@ describe('ImapMailbox against Dovecot', () => {
     const page3 = await box.check(req({ maxFetch: 2, watermark: { uidValidity: page1.uidValidity, lastUid: uids[3]! } }));
     expect(page3.messages.map((m) => m.uid)).toEqual(uids.slice(4));
     expect(page3.more).toBe(false);
+  });
+
+  it('a message the server cannot FETCH is returned unreadable (fetch) and the messages around it are read', async () => {
+    const folder = await freshFolder();
+    const first = mail();
+    const broken = mail({ subject: 'the broken one' });
+    const last = mail();
+    const uids = [];
+    for (const m of [first, broken, last]) uids.push(await dovecot.append(m, { folder }));
+    // A first check: Dovecot caches the header fields SEARCH needs (as it does for mail a client
+    // has searched before), so below only the FETCH of the broken message needs its file.
+    expect((await new ImapMailbox(config(folder)).check(req())).messages).toHaveLength(3);
+    // The broken message's file, made unreadable for Dovecot's mail user: Dovecot then answers its
+    // FETCH with "BYE FETCH failed: Internal error occurred" and hangs up.
+    chmodSync(messageFile(folder, 'the broken one'), 0o000);
+    const log = recorder();
+    const r = await new ImapMailbox(config(folder), log.logger).check(req());
+    expect(r.messages.map((m) => [m.uid, m.unreadable?.reason ?? 'read'])).toEqual([[uids[0], 'read'], [uids[1], 'fetch'], [uids[2], 'read']]);
+    expect(r.messages.map((m) => m.raw)).toEqual([first, Buffer.alloc(0), last]);
+    expect(r.messages[1]!.unreadable!.detail).toMatch(new RegExp(`^IMAP FETCH of UID ${uids[1]} in ${folder} refused twice: BYE FETCH failed: Internal error occurred`));
+    expect(r.messages[1]!.size).toBe(broken.length);
+    // Still read-only on every connection it took.
+    const verbs = log.commands().map(verb);
+    expect(verbs.filter((v) => v === 'EXAMINE').length).toBeGreaterThan(1); // the server hung up: a new connection
+    for (const v of ['SELECT', 'STORE', 'UID STORE', 'COPY', 'UID COPY', 'MOVE', 'UID MOVE', 'EXPUNGE', 'UID EXPUNGE', 'APPEND']) expect(verbs).not.toContain(v);
   });
 
   it('reads nothing when there is nothing to narrow on', async () => {

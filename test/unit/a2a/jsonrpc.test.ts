@@ -21,6 +21,18 @@ describe('parseRequest (JSON-RPC 2.0 envelope)', () => {
     expect((r as { error: { code: number } }).error.code).toBe(code);
   });
 
+  it('a body that is not valid UTF-8 is -32700, even when it would parse with replacement characters', () => {
+    const text = Buffer.from('{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"text":"caf');
+    const body = Buffer.concat([text, Buffer.from([0xe9, 0xff]), Buffer.from('"}}}')]);
+    const r = parseRequest(body, '1.0') as { id: unknown; error: { code: number; message: string } };
+    expect(r.id).toBeNull();
+    expect(r.error.code).toBe(-32700);
+    expect(r.error.message).toMatch(/not valid UTF-8/);
+    // A lone surrogate half encoded in UTF-8 (CESU-8) is not UTF-8 either.
+    expect((parseRequest(Buffer.from([0x22, 0xed, 0xa0, 0x80, 0x22]), '0.3') as { error: { code: number } }).error.code).toBe(-32700);
+    expect(parseRequest(Buffer.from('{"jsonrpc":"2.0","id":1,"method":"X","params":{"t":"café ☕"}}'), '1.0')).toEqual({ id: 1, method: 'X', params: { t: 'café ☕' } });
+  });
+
   it('v1.0 errors carry google.rpc.ErrorInfo in data', () => {
     const r = parse('{') as { error: { data: unknown } };
     expect(r.error.data).toEqual([{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'PARSE_ERROR', domain: 'a2a-protocol.org' }]);

@@ -1,4 +1,4 @@
-import { chmodSync } from 'node:fs';
+import { chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, stringify } from 'smol-toml';
@@ -54,6 +54,37 @@ describe('loadConfig', () => {
     const c = makeConfigDir(minimalToml());
     chmodSync(join(c.dir, 'bearer'), 0o644);
     expect(() => loadConfig(c.configPath)).toThrow(`config key server.bearer_file: secret file ${join(c.dir, 'bearer')} has mode 0644, readable by others; run: chmod 600 ${join(c.dir, 'bearer')}`);
+  });
+
+  it('refuses a config file, or its folder, that others can write, naming the path and the chmod', () => {
+    const c = makeConfigDir(minimalToml());
+    chmodSync(c.configPath, 0o664);
+    expect(() => loadConfig(c.configPath)).toThrow(`config key (file): ${c.configPath} is writable by others (mode 0664), so they could redirect the bridge; run: chmod go-w ${c.configPath}`);
+    chmodSync(c.configPath, 0o644);
+    chmodSync(c.dir, 0o777);
+    expect(() => loadConfig(c.configPath)).toThrow(`config key (file): ${c.dir} is writable by others (mode 0777), so they could redirect the bridge; run: chmod go-w ${c.dir}`);
+    chmodSync(c.dir, 0o755);
+    expect(loadConfig(c.configPath).agents).toHaveLength(1);
+  });
+
+  it('refuses a secrets folder others can write, like a secret others can read', () => {
+    const c = makeConfigDir(minimalToml().replace('bearer_file = "bearer"', 'bearer_file = "secrets/bearer"'));
+    mkdirSync(join(c.dir, 'secrets'), { mode: 0o700 });
+    writeSecret(join(c.dir, 'secrets'), 'bearer', TEST_BEARER);
+    expect(loadConfig(c.configPath).server.bearer).toBe(TEST_BEARER);
+    chmodSync(join(c.dir, 'secrets'), 0o770);
+    expect(() => loadConfig(c.configPath)).toThrow(`config key server.bearer_file: secret file ${join(c.dir, 'secrets', 'bearer')} is in ${join(c.dir, 'secrets')}, which others can write (mode 0770), so they could replace the secret; run: chmod go-w ${join(c.dir, 'secrets')}`);
+  });
+
+  it('reads the per-agent caps with their defaults and bounds', () => {
+    const c = makeConfigDir(minimalToml());
+    const [agent] = loadConfig(c.configPath).agents;
+    expect(agent!.maxOpenTasks).toBe(20);
+    expect(agent!.webhook.maxPerMinute).toBe(10);
+    const set = makeConfigDir(minimalToml().replace('name = "grok"', 'name = "grok"\nmax_open_tasks = 5').replace('auth = "both"', 'auth = "both"\nmax_per_minute = 3'));
+    expect(loadConfig(set.configPath).agents[0]).toMatchObject({ maxOpenTasks: 5, webhook: { maxPerMinute: 3 } });
+    const zero = makeConfigDir(minimalToml().replace('auth = "both"', 'auth = "both"\nmax_per_minute = 0'));
+    expect(() => loadConfig(zero.configPath)).toThrow(/config key agents\[0\]\.webhook\.max_per_minute: must be an integer from 1 to 10000/);
   });
 
   it('names unknown keys, wrong types and bad values', () => {

@@ -41,6 +41,23 @@ describe('readSecretFile', () => {
     expect(() => readSecretFile(file('i', '\n', 0o600), 'k')).toThrow(/is empty/);
   });
 
+  it('refuses a safe file in a folder others can write, naming the folder and the chmod; a sticky folder is fine', () => {
+    const open = join(dir, 'open');
+    mkdirSync(open);
+    chmodSync(open, 0o777);
+    const p = join(open, 'bearer');
+    writeFileSync(p, 'secret', { mode: 0o600 });
+    expect(() => readSecretFile(p, 'server.bearer_file')).toThrow(
+      `server.bearer_file: secret file ${p} is in ${open}, which others can write (mode 0777), so they could replace the secret; run: chmod go-w ${open}`,
+    );
+    chmodSync(open, 0o775);
+    expect(() => readSecretFile(p, 'k')).toThrow(/mode 0775/);
+    chmodSync(open, 0o1777);
+    expect(readSecretFile(p, 'k')).toBe('secret');
+    chmodSync(open, 0o755);
+    expect(readSecretFile(p, 'k')).toBe('secret');
+  });
+
   it('names the config key in every error', () => {
     expect(() => readSecretFile(join(dir, 'nope'), 'agents[0].webhook.secret_file')).toThrow(/^agents\[0\]\.webhook\.secret_file: /);
   });

@@ -14,6 +14,7 @@ const hook: WebhookConfig = {
   maxAttempts: 3,
   maxAgeMs: 60_000,
   notifyCancel: false,
+  maxPerMinute: 10,
 };
 
 describe('webhookHeaders', () => {

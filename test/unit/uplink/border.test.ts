@@ -240,3 +240,19 @@ describe('findTrustedResults', () => {
     expect(out.results.dkim[0]).toEqual({ result: 'pass', headerD: 'agent.example', headerI: '@agent.example', headerB: 'AbCdEf12', headerS: 's1' });
   });
 });
+
+describe('the border parsers on hostile sizes', () => {
+  // Linear: each takes well under a second on 2 MB; the test's own timeout is the guard.
+  const MB2 = 2 * 1024 * 1024;
+  it('a Received `from` clause of `[` without `]` (the IP pattern was quadratic)', () => {
+    expect(parseReceived(`from ${'['.repeat(MB2)} by mx1.messagingengine.com`)).toMatchObject({ by: 'mx1.messagingengine.com', fromIps: [] });
+    expect(parseReceived(`from x (${'['.repeat(MB2)}[192.0.2.1]) by y`).fromIps).toEqual(['192.0.2.1']);
+  });
+  it('a trusted field listing a dkim result per DKIM-Signature: duplicates found by key (the scan was quadratic)', () => {
+    const n = 30_000;
+    const results = Array.from({ length: n }, (_, i) => `; dkim=pass header.d=a${i % 15_000}.example header.b=abcdefgh`).join('');
+    const fields = parseHeaders(Buffer.from(`Authentication-Results: mx1.messagingengine.com${results}\r\nReceived: from mail.agent.example (mail.agent.example [192.0.2.25]) by mx1.messagingengine.com\r\n\r\n`));
+    const out = findTrustedResults(fields, FASTMAIL_PROFILE);
+    expect(out.ok && out.results.dkim).toHaveLength(15_000);
+  });
+});

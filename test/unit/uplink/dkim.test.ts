@@ -2,6 +2,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { dkimSign } from 'mailauth';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { makeResolver, parseDkimSignatures, signaturesMatching, verifyDkimLocally, type DnsResolver } from '../../../src/uplink/dkim.js';
+import { OFFLOAD_MIN_BYTES } from '../../../src/uplink/offload.js';
 import { parseHeaders } from '../../../src/uplink/raw-headers.js';
 
 const MESSAGE = [
@@ -68,6 +69,22 @@ describe('verifyDkimLocally', () => {
     const [sig] = parseDkimSignatures(parseHeaders(raw));
     const results = await verifyDkimLocally(raw, resolver);
     expect(results).toEqual([{ d: 'agent.example', s: 's1', b: sig!.b, status: 'pass', bodyLengthLimited: false, info: expect.stringMatching(/^dkim=pass /) as unknown }]);
+  });
+
+  it('verifies a large message on the offload worker, its key lookups answered by the resolver of the caller, within a time budget', async () => {
+    const big = MESSAGE.replace('The answer.', `${'A long answer line.\r\n'.repeat(30_000)}The end.`);
+    expect(big.length).toBeGreaterThan(OFFLOAD_MIN_BYTES);
+    const raw = Buffer.from(await signed(big));
+    const [sig] = parseDkimSignatures(parseHeaders(raw));
+    expect(await verifyDkimLocally(raw, resolver)).toEqual([{ d: 'agent.example', s: 's1', b: sig!.b, status: 'pass', bodyLengthLimited: false, info: expect.stringMatching(/^dkim=pass /) as unknown }]);
+    const tampered = Buffer.from(raw.toString().replace('The end.', 'The End.'));
+    expect((await verifyDkimLocally(tampered, resolver))[0]).toMatchObject({ status: 'neutral', info: expect.stringContaining('body hash did not verify') as unknown });
+    // A lookup the resolver fails is a temperror, as on the main thread.
+    const down: DnsResolver = () => Promise.reject(Object.assign(new Error('queryTxt ETIMEOUT'), { code: 'ETIMEOUT' }));
+    expect((await verifyDkimLocally(raw, down))[0]?.status).toBe('temperror');
+    // Past its budget the verification is stopped: neutral (final), the budget named.
+    expect((await verifyDkimLocally(raw, resolver, { budgetMs: 1 }))[0]).toMatchObject({ status: 'neutral', info: expect.stringMatching(/^local DKIM verification not done within the 0\.001 s time budget/) as unknown });
+    expect((await verifyDkimLocally(raw, resolver))[0]?.status).toBe('pass'); // a fresh worker serves the next one
   });
 
   it('gives neutral, not fail, for a tampered body (so only pass is accepted)', async () => {

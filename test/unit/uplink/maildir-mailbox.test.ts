@@ -1,10 +1,12 @@
-import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { CheckRequest } from '../../../src/uplink/mailbox.js';
+import { checkAsUser } from '../../helpers/maildir-as-user.js';
 import { MailboxError } from '../../../src/uplink/mailbox.js';
-import { deliverToMaildir, MAILDIR_HEADER_CAP_BYTES, MaildirMailbox, uniqueName } from '../../../src/uplink/maildir-mailbox.js';
+import { deliverToMaildir, MAILDIR_HEADER_CAP_BYTES, MAILDIR_HEADER_READS_PER_CHECK, MaildirMailbox, uniqueName } from '../../../src/uplink/maildir-mailbox.js';
 
 const AGENT = 'agent@agent.example';
 const T0 = Date.UTC(2025, 0, 1, 12, 0, 0); // a round mtime base in the past (future mtimes are clamped to now), in ms
@@ -118,21 +120,80 @@ describe('MaildirMailbox', () => {
     expect(recorded.messages).toEqual([]);
   });
 
-  it('looks back 2000 ms below the watermark, skips what isRecorded knows, and ignores older files', async () => {
-    put('old', mail({ subject: 'old' }), T0 - 2001);
-    put('edge', mail({ subject: 'edge' }), T0 - 2000);
-    put('same', mail({ subject: 'same' }), T0);
-    put('newer', mail({ subject: 'newer' }), T0 + 10);
+  it('hands out every file exactly once whatever its mtime: kept old mtimes, dates taken from headers, a forged future date', async () => {
     const box = new MaildirMailbox(dir);
-    const { uidValidity } = await box.check(req());
-    const recorded = new Set([`maildir:${dir}:same`]);
+    const recorded = new Set<string>();
     const asked: string[] = [];
-    const r = await box.check(req({
-      watermark: { uidValidity, lastUid: T0 },
-      isRecorded: (s) => (asked.push(s), recorded.has(s)),
-    }));
-    expect(r.messages.map((m) => uniqueOf(m.source))).toEqual(['edge', 'newer']);
-    expect(asked).not.toContain(`maildir:${dir}:old`);
+    const check = async () => {
+      const r = await box.check(req({ isRecorded: (s) => (asked.push(s), recorded.has(s)) }));
+      for (const m of r.messages) recorded.add(m.source); // what the caller does: record each one
+      return r.messages.map((m) => uniqueOf(m.source));
+    };
+    // A forged tagged mail dated far in the future is read first and carries nothing forward.
+    put('1.forged', mail({ subject: '[GROK:x] forged' }), Date.UTC(2099, 0, 1));
+    put('2.today', mail({ subject: 'today' }), T0);
+    expect(await check()).toEqual(['2.today', '1.forged']);
+    // Later deliveries whose mtime is older than anything seen: a rename that kept the mtime, a
+    // sync tool setting mtime from the Date header (OfflineIMAP utime_from_header).
+    put('3.renamed-in', mail({ subject: 'kept mtime' }), T0 - 86_400_000, 'cur');
+    renameSync(join(dir, 'cur', '3.renamed-in'), join(dir, 'cur', '3.renamed-in:2,S'));
+    put('4.from-date', mail({ subject: 'Date header' }), Date.UTC(2001, 8, 9));
+    expect(await check()).toEqual(['4.from-date', '3.renamed-in']);
+    // Nothing twice: what was handed out is asked about once more (it may not have been recorded)…
+    asked.length = 0;
+    expect(await check()).toEqual([]);
+    expect(asked.map(uniqueOf).sort()).toEqual(['3.renamed-in', '4.from-date']);
+    // …and a name known to be recorded is not asked about again.
+    asked.length = 0;
+    expect(await check()).toEqual([]);
+    expect(asked).toEqual([]);
+    // A MUA that moves and flags a recorded message does not make it new.
+    renameSync(join(dir, 'new', '4.from-date'), join(dir, 'cur', '4.from-date:2,RS'));
+    expect(await check()).toEqual([]);
+  });
+
+  it('opens a file once: a name whose header block did not match is not read again', async () => {
+    const other = mail({ from: 'friend@else.example', subject: 'dinner' });
+    put('1.other', other, T0);
+    const box = new MaildirMailbox(dir);
+    expect((await box.check(req())).messages).toEqual([]);
+    // The same name now holding a matching message (Maildir files never change): not re-read.
+    const tagged = mail({ subject: '[GROK:x] same size!' });
+    expect(tagged.length).not.toBe(other.length);
+    writeFileSync(join(dir, 'new', '1.other'), tagged);
+    expect((await box.check(req())).messages).toEqual([]);
+    // A fresh reader (a restart) reads it, once.
+    expect((await new MaildirMailbox(dir).check(req())).messages.map((m) => uniqueOf(m.source))).toEqual(['1.other']);
+  });
+
+  it('lists the folder again only when a directory changed (its mtime moved)', async () => {
+    const hourAgo = new Date(Date.now() - 3600_000);
+    const age = () => ['new', 'cur'].forEach((sub) => utimesSync(join(dir, sub), hourAgo, hourAgo));
+    put('1.first', mail({ subject: 'first' }), T0 + 1);
+    age();
+    const box = new MaildirMailbox(dir);
+    expect((await box.check(req())).messages.map((m) => uniqueOf(m.source))).toEqual(['1.first']);
+    // A file that lands while new/ keeps its old mtime (a change inside one timestamp tick) is not
+    // listed: the directories look unchanged.
+    put('2.second', mail({ subject: 'second' }), T0 + 2);
+    age();
+    expect((await box.check(req())).messages.map((m) => uniqueOf(m.source))).toEqual(['1.first']);
+    // Any change moves the mtime: the next check lists again and finds both.
+    put('3.third', mail({ subject: 'third' }), T0 + 3);
+    expect((await box.check(req())).messages.map((m) => uniqueOf(m.source))).toEqual(['1.first', '2.second', '3.third']);
+  });
+
+  it(`reads at most ${MAILDIR_HEADER_READS_PER_CHECK} header blocks per check, says more are waiting, and reaches a reply behind them`, async () => {
+    const n = MAILDIR_HEADER_READS_PER_CHECK + 100;
+    const other = mail({ from: 'friend@else.example', subject: 'old mail' });
+    for (let i = 0; i < n; i++) put(`${String(i).padStart(5, '0')}.other`, other, T0 + i);
+    put('99999.reply', mail({ subject: '[GROK:x] the reply' }), T0 + n);
+    const box = new MaildirMailbox(dir);
+    const first = await box.check(req());
+    expect(first).toMatchObject({ messages: [], more: true });
+    const second = await box.check(req());
+    expect(second.messages.map((m) => uniqueOf(m.source))).toEqual(['99999.reply']);
+    expect(second.more).toBe(false);
   });
 
   it('skips files that vanish between the listing and the read, and follows one that moved to cur/', async () => {
@@ -154,6 +215,56 @@ describe('MaildirMailbox', () => {
     }));
     expect(r.messages.map((m) => uniqueOf(m.source))).toEqual(['1.first', '3.moved']);
     expect(r.messages[1]!.raw).toEqual(moved);
+  });
+
+  it('one bad entry never stops the check: a symlink, a FIFO and a directory are skipped, the mail around them read', async () => {
+    put('1.before', mail({ subject: 'before' }), T0 + 1);
+    symlinkSync('/etc/hostname', join(dir, 'new', '2.symlink'));
+    execFileSync('mkfifo', [join(dir, 'new', '3.fifo')]);
+    mkdirSync(join(dir, 'cur', '4.directory:2,S'));
+    put('5.after', mail({ subject: 'after' }), T0 + 5);
+    const box = new MaildirMailbox(dir);
+    const r = await box.check(req());
+    expect(r.messages.map((m) => uniqueOf(m.source))).toEqual(['1.before', '5.after']);
+    expect(r.messages.every((m) => m.unreadable === undefined)).toBe(true);
+    expect((await box.check(req({ isRecorded: (s) => r.messages.some((m) => m.source === s) }))).messages).toEqual([]);
+  });
+
+  it('a file that cannot be opened (EACCES) is handed out as unreadable: permission, and the others still are', () => {
+    put('1.readable', mail({ subject: 'first' }), T0 + 1);
+    chmodSync(put('2.private', mail({ subject: 'second' }), T0 + 2), 0o000);
+    put('3.readable', mail({ subject: 'third' }), T0 + 3);
+    const r = checkAsUser(dir, req());
+    expect(r.messages.map((m) => [uniqueOf(m.source), m.unreadable?.reason ?? 'read'])).toEqual([
+      ['1.readable', 'read'],
+      ['2.private', 'permission'],
+      ['3.readable', 'read'],
+    ]);
+    expect(r.messages[1]!.unreadable!.detail).toBe(`${join(dir, 'new', '2.private')}: EACCES`);
+    expect(r.messages[1]!.raw.length).toBe(0);
+    // Handed out once: recorded, it is not tried again.
+    expect(checkAsUser(dir, { ...req(), recorded: r.messages.map((m) => m.source) }).messages).toEqual([]);
+  });
+
+  it('a file deleted between its header block and the whole read is handed out as unreadable: vanished, with that header block', async () => {
+    const doomed = mail({ subject: '[GROK:x] deleted mid-read' });
+    put('1.doomed', doomed, T0 + 1);
+    put('2.moved', mail({ subject: 'moved mid-read' }), T0 + 2);
+    put('3.kept', mail({ subject: 'kept' }), T0 + 3);
+    const box = new MaildirMailbox(dir, {
+      afterHeaderRead: (file) => {
+        if (file.endsWith('1.doomed')) unlinkSync(file);
+        if (file.endsWith('2.moved')) renameSync(file, join(dir, 'cur', '2.moved:2,S'));
+      },
+    });
+    const r = await box.check(req());
+    expect(r.messages.map((m) => [uniqueOf(m.source), m.unreadable?.reason ?? 'read'])).toEqual([
+      ['1.doomed', 'vanished'],
+      ['2.moved', 'read'],
+      ['3.kept', 'read'],
+    ]);
+    expect(r.messages[0]!.raw.toString()).toBe(doomed.subarray(0, doomed.indexOf('\r\n\r\n') + 4).toString());
+    expect(r.messages[0]!.unreadable!.detail).toMatch(/1\.doomed was deleted after its header block was read$/);
   });
 
   it('returns the header block only, flagged tooLarge, for a message over maxMessageBytes', async () => {

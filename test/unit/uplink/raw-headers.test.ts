@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fieldsNamed, headerCounts, parseHeaders, parseSingleAddress, singleField, splitMessage } from '../../../src/uplink/raw-headers.js';
+import { fieldsNamed, headerCounts, parseHeaderBlock, parseHeaders, parseSingleAddress, singleField, splitMessage } from '../../../src/uplink/raw-headers.js';
 
 const crlf = (s: string): Buffer => Buffer.from(s.replace(/\r?\n/g, '\r\n'), 'utf8');
 
@@ -165,5 +165,21 @@ describe('parseSingleAddress', () => {
 
   it('takes the angle address over a display name that looks like an address', () => {
     expect(parseSingleAddress('agent@agent.example <evil@x.test>')).toEqual({ address: 'evil@x.test' });
+  });
+});
+
+describe('parseHeaderBlock on hostile sizes', () => {
+  // Linear: each takes well under a second on 2 MB; the test's own timeout is the guard (a field
+  // name padded with spaces before an inner character took 10 minutes on 0.5 MB).
+  const MB2 = 2 * 1024 * 1024;
+  it('a field name with a long run of spaces before an inner character is one malformed line', () => {
+    expect(parseHeaderBlock(Buffer.from(`X${' '.repeat(MB2)}y: v\r\nSubject: s\r\n\r\n`))).toMatchObject({ malformedLines: 1, fields: [{ name: 'Subject', value: 's' }] });
+  });
+  it('"Name :" with a long run of spaces and tabs before the colon is still that field', () => {
+    expect(parseHeaderBlock(Buffer.from(`From${' \t'.repeat(MB2 / 2)}: a@b.example\r\n\r\n`)).fields).toMatchObject([{ name: 'From', value: 'a@b.example' }]);
+  });
+  it('many short fields and many continuation lines', () => {
+    expect(parseHeaderBlock(Buffer.from(`${'X-A: b\r\n'.repeat(MB2 / 8)}\r\n`)).fields).toHaveLength(MB2 / 8);
+    expect(parseHeaderBlock(Buffer.from(`X-A: v\r\n${' c\r\n'.repeat(MB2 / 4)}\r\n`)).fields[0]!.value).toHaveLength(1 + 2 * (MB2 / 4));
   });
 });

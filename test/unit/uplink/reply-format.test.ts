@@ -1,6 +1,7 @@
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { describe, expect, it } from 'vitest';
-import { parseReply, parseReplyText, type ParsedReply } from '../../../src/uplink/reply-format.js';
+import { OFFLOAD_MIN_BYTES } from '../../../src/uplink/offload.js';
+import { parseReply, parseReplyHere, parseReplyText, REPLY_PARSE_MAX_BYTES, type ParsedReply } from '../../../src/uplink/reply-format.js';
 
 const TOKEN = '0123456789abcdef0123456789abcdef';
 const OLD = 'ffffffffffffffffffffffffffffffff';
@@ -227,7 +228,65 @@ describe('parseReplyText: the reply block', () => {
   });
 });
 
+describe('parseReply on large messages', () => {
+  it('parses a large reply on the offload worker with the same result as in place', async () => {
+    const answer = Array.from({ length: 20_000 }, (_, i) => `Line ${i}: ${'x'.repeat(30)}`).join('\n');
+    const mail = raw('Content-Type: text/plain; charset=utf-8', block(answer));
+    expect(mail.length).toBeGreaterThan(OFFLOAD_MIN_BYTES);
+    const off = await parseReply(mail);
+    expect(off).toEqual(good(answer));
+    expect(off).toEqual(await parseReplyHere(mail));
+  });
+
+  it('does not read a body past its time budget or its size budget, and says so', async () => {
+    const mail = raw('Content-Type: text/plain; charset=utf-8', block('x'.repeat(OFFLOAD_MIN_BYTES)));
+    expect(await parseReply(mail, { budgetMs: 1 })).toEqual({
+      token: null,
+      tokenProblem: 'unparsed',
+      status: null,
+      statusProblem: 'missing',
+      answer: '',
+      omittedLines: 0,
+      bodyKind: 'none',
+      unparsed: expect.stringMatching(/^not done within the 0\.001 s time budget \(\d+ bytes\)$/) as unknown,
+    });
+    const huge = Buffer.concat([mail, Buffer.alloc(REPLY_PARSE_MAX_BYTES)]);
+    expect(await parseReply(huge)).toMatchObject({ tokenProblem: 'unparsed', unparsed: `${huge.length} bytes, over the 32 MiB reply parse budget` });
+    expect((await parseReply(mail)).token).toBe(TOKEN); // a fresh worker serves the next one
+  });
+});
+
 describe('parseReplyText on hostile sizes', () => {
+  // Each shape as a 2 MB answer: linear parsing takes well under a second; the quadratic parse
+  // this replaces took about a minute on 3 MB of rule lines. The test's own timeout is the guard.
+  const MB2 = 2 * 1024 * 1024;
+  const fill = (line: string): string => line.repeat(Math.ceil(MB2 / line.length));
+  it.each([
+    ['Outlook rule lines', fill('______________________________\n')],
+    ['rule lines between blank lines', fill('____________\n\n')],
+    ['"On … wrote" look-alikes of digits', fill(`On ${'1'.repeat(390)}\n`)],
+    ['wrapped "On …" look-alikes', fill(`On 1 ${'a'.repeat(380)}\nwrite:\n`)],
+    ['From: blocks without Sent/To', fill('From: someone@example.com\nCc: x\n')],
+    ['quote markers', fill('> quoted text\n')],
+    ['deep quote nesting', fill(`${'>'.repeat(300)}\n`)],
+    ['many short lines', fill('a\n')],
+    ['blank lines', fill('\n')],
+    ['one long line', 'x'.repeat(MB2)],
+    ['long lines of white space', fill(`${' '.repeat(100_000)}\n`)],
+  ])('%s', (_shape, answer) => {
+    const r = parseReplyText(`${block(answer)}\nThe end.`);
+    expect(r).toMatchObject({ token: TOKEN, status: 'done' });
+    expect(r.answer.endsWith('The end.')).toBe(true);
+  });
+
+  it('still cuts at an Outlook block under a rule, and at `On … wrote:`, after a hostile run', () => {
+    const rules = '______________________________\n'.repeat(100_000);
+    const outlook = `________________________________\nFrom: Bridge <me@example.com>\nSent: Monday\nTo: Agent\nSubject: task\n\nold`;
+    expect(parseReplyText(block(`${rules}${outlook}`))).toMatchObject({ answer: rules.trimEnd(), omittedLines: 6 });
+    const digits = `On ${'1'.repeat(390)}\n`.repeat(20_000);
+    expect(parseReplyText(block(`${digits}\nOn Mon, 1 Jan 2030, me wrote:\n> old`)).answer).toBe(digits.trimEnd());
+  });
+
   it('stays linear on a long line that looks like the start of a quote header', () => {
     // Quote markers are only matched on lines up to 400 characters (MAX_MARKER_LINE), so the
     // patterns never backtrack over a hostile 200 KB line; the test's own timeout is the guard.

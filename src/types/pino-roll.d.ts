@@ -1,0 +1,14 @@
+declare module 'pino-roll' {
+  import type { DestinationStream } from 'pino';
+  /** pino-roll 4: a SonicBoom (a pino destination) that rolls its file by size (and/or frequency); see its README. */
+  export default function pinoRoll(options: {
+    file: string;
+    size?: string | number;
+    frequency?: string | number;
+    extension?: string;
+    mkdir?: boolean;
+    sync?: boolean;
+    /** `count` files kept; with `removeOtherLogFiles`, the current one included, whichever process wrote them. */
+    limit?: { count?: number; removeOtherLogFiles?: boolean };
+  }): Promise<DestinationStream>;
+}

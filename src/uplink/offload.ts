@@ -1,0 +1,153 @@
+/**
+ * The heavy per-message work of large messages — local DKIM verification (canonicalizing and
+ * hashing the body) and reply parsing (MIME decoding, the reply block) — run on one worker thread,
+ * so the event loop keeps answering `/health` and A2A calls while a 10 MB reply is judged (on the
+ * main thread each stalled it for 200–400 ms: bench/RESULTS.md, reply-parse). Small messages are
+ * judged in place: the round trip would cost more than the work.
+ *
+ * One long-lived worker serves jobs in turn; it is started on the first job, holds the process
+ * open only while jobs are pending, and is replaced when it dies. Each job has a time budget: past
+ * it the worker is stopped (a parser cannot be interrupted otherwise), the job fails with
+ * {@link BudgetError}, and the jobs still pending go to a fresh worker. DNS lookups of the worker's
+ * DKIM verification are made here, with the caller's resolver (which may be a function in this
+ * thread, as tests inject).
+ */
+import { Worker } from 'node:worker_threads';
+import type { DnsResolver } from './dkim.js';
+
+/** Messages of at least this many bytes are judged on the worker. */
+export const OFFLOAD_MIN_BYTES = 256 * 1024;
+/** The default time budget of one job, in ms (a linear parse of 10 MB takes well under 1 s). */
+export const OFFLOAD_BUDGET_MS = 10_000;
+
+/** A job ran over its time budget; the message says which budget. */
+export class BudgetError extends Error {
+  override readonly name = 'BudgetError';
+}
+
+export type JobKind = 'reply' | 'dkim';
+
+interface Job {
+  id: number;
+  kind: JobKind;
+  raw: Buffer;
+  options: Record<string, unknown>;
+  resolver?: DnsResolver;
+  budgetMs: number;
+  /** Workers the job was posted to: a job whose worker died twice fails rather than kill a third. */
+  posts: number;
+  timer?: NodeJS.Timeout;
+  resolve(value: unknown): void;
+  reject(err: Error): void;
+}
+
+/** What the worker posts. */
+export type FromWorker =
+  | { type: 'done'; id: number; result: unknown }
+  | { type: 'failed'; id: number; message: string }
+  | { type: 'dns'; id: number; lookup: number; name: string; rrtype: string };
+
+/** What the worker is sent. */
+export type ToWorker =
+  | { type: 'job'; id: number; kind: JobKind; raw: Uint8Array; options: Record<string, unknown> }
+  | { type: 'dns'; lookup: number; answer?: unknown; error?: { message: string; code?: string } };
+
+let worker: Worker | null = null;
+const pending = new Map<number, Job>();
+let nextId = 1;
+
+/** The worker's entry: the compiled `.js` beside this file, or the `.ts` source run through tsx. */
+function workerUrl(): { url: URL; execArgv: string[] } {
+  const fromSource = import.meta.url.endsWith('.ts');
+  return { url: new URL(fromSource ? './offload-worker.ts' : './offload-worker.js', import.meta.url), execArgv: fromSource ? ['--import', 'tsx'] : [] };
+}
+
+function start(): Worker {
+  const { url, execArgv } = workerUrl();
+  const w = new Worker(url, { execArgv });
+  w.unref();
+  w.on('message', (m: FromWorker) => {
+    const job = pending.get(m.id);
+    if (!job) return;
+    if (m.type === 'dns') {
+      const reply = (msg: ToWorker): void => {
+        if (worker === w) w.postMessage(msg);
+      };
+      Promise.resolve()
+        .then(() => job.resolver!(m.name, m.rrtype))
+        .then(
+          (answer) => reply({ type: 'dns', lookup: m.lookup, answer }),
+          (err: NodeJS.ErrnoException) => reply({ type: 'dns', lookup: m.lookup, error: { message: err?.message ?? String(err), ...(err?.code ? { code: err.code } : {}) } }),
+        );
+      return;
+    }
+    settle(job);
+    if (m.type === 'done') job.resolve(m.result);
+    else job.reject(new Error(m.message));
+  });
+  // A worker that died (a crash, an exhausted heap) leaves its jobs to a fresh one.
+  const lost = (why: string): void => {
+    if (worker !== w) return;
+    worker = null;
+    repost(why);
+  };
+  w.on('error', (err) => lost(err.message));
+  w.on('exit', (code) => lost(`the worker exited (${code})`));
+  return w;
+}
+
+/** Posts every pending job to a fresh worker (with the time each has left); a job lost twice fails. */
+function repost(why: string): void {
+  for (const job of [...pending.values()]) {
+    if (job.posts >= 2) {
+      settle(job);
+      job.reject(new Error(`the parse worker stopped twice while judging this message (${why})`));
+    } else post(ensure(), job);
+  }
+}
+
+function ensure(): Worker {
+  worker ??= start();
+  return worker;
+}
+
+function post(w: Worker, job: Job): void {
+  job.posts++;
+  w.ref();
+  w.postMessage({ type: 'job', id: job.id, kind: job.kind, raw: job.raw, options: job.options } satisfies ToWorker);
+}
+
+function settle(job: Job): void {
+  clearTimeout(job.timer);
+  pending.delete(job.id);
+  if (pending.size === 0) worker?.unref();
+}
+
+/**
+ * Runs one job on the worker.
+ *
+ * @param o.budgetMs the job's time budget (default {@link OFFLOAD_BUDGET_MS})
+ * @param o.resolver the DNS resolver a `dkim` job looks keys up with
+ * @param o.options passed to the job (`dkim`: `{ timeoutMs, now }`, `now` in ms)
+ * @returns the job's result
+ * @throws BudgetError when the job ran over its budget; Error when the worker job failed
+ */
+export function offload(kind: JobKind, raw: Buffer, o: { budgetMs?: number; resolver?: DnsResolver; options?: Record<string, unknown> } = {}): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const budgetMs = o.budgetMs ?? OFFLOAD_BUDGET_MS;
+    const job: Job = { id: nextId++, kind, raw, options: o.options ?? {}, budgetMs, posts: 0, resolve, reject, ...(o.resolver ? { resolver: o.resolver } : {}) };
+    pending.set(job.id, job);
+    job.timer = setTimeout(() => {
+      settle(job);
+      reject(new BudgetError(`not done within the ${budgetMs / 1000} s time budget (${raw.length} bytes)`));
+      // Stopping the worker is the only way to stop a parser that runs on; the other jobs move
+      // to a fresh one (a result the old one still posts is taken as well).
+      const w = worker;
+      worker = null;
+      if (w) void w.terminate();
+      if (pending.size) repost('another message ran over its budget');
+    }, budgetMs);
+    job.timer.unref();
+    post(ensure(), job);
+  });
+}

@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest';
+import { TEST_BEARER } from '../../helpers/config-dir.js';
+import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
+
+/**
+ * Bad input at the door: a body that is not UTF-8 changes nothing, and the per-agent caps (open
+ * tasks, jobs sent per minute) refuse a runaway caller with an error that names the limit and
+ * when to retry — atomically, so concurrent calls cannot slip past a cap.
+ */
+const suite = useHarness({ agentToml: 'max_open_tasks = 3', webhookToml: 'max_per_minute = 4' });
+
+function counts(): { tasks: number; messages: number; turns: number } {
+  const { tasks, messages, turns } = suite.h.app.bridge.ctx.store.stats.rowCounts();
+  return { tasks, messages, turns };
+}
+
+const send = (text: string) => suite.h.rpc(hermesBody(text, `ctx-${hex(8)}`));
+
+describe('the door', () => {
+  it('a body that is not valid UTF-8 gets -32700 and stores and dispatches nothing', async () => {
+    const before = counts();
+    const hooks = suite.h.receiver.requests.length;
+    const json = JSON.stringify(hermesBody('caf\u0000', `ctx-${hex(8)}`));
+    // The text "caf" followed by a byte that is not UTF-8 (0xE9 is é in latin1).
+    const bytes = Buffer.from(json.replace('\\u0000', '\u0001'), 'utf8');
+    bytes[bytes.indexOf(0x01)] = 0xe9;
+    const res = await fetch(suite.h.endpoint, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_BEARER}`, 'a2a-version': '1.0' },
+      body: bytes,
+    });
+    const body = (await res.json()) as { id: unknown; error: { code: number; message: string } };
+    expect(res.status).toBe(200);
+    expect(body.id).toBeNull();
+    expect(body.error.code).toBe(-32700);
+    expect(body.error.message).toMatch(/not valid UTF-8/);
+    expect(counts()).toEqual(before);
+    expect(suite.h.receiver.requests.length).toBe(hooks);
+  });
+
+  it('caps open tasks per agent atomically, names the limit and when to retry, and stores nothing beyond it', async () => {
+    const before = counts();
+    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => send(`Concurrent job ${i}`)));
+    const created = results.filter((r) => r.json.result?.task);
+    const refused = results.filter((r) => r.json.error);
+    expect(created).toHaveLength(3);
+    expect(refused).toHaveLength(5);
+    for (const r of refused) {
+      const error = r.json.error!;
+      const data = error.data as unknown[];
+      expect(error.code).toBe(-31001);
+      expect(error.message).toMatch(/^grok already has 3 open tasks, the limit \(agents\.max_open_tasks = 3\); no new task was created\. Cancel tasks you no longer need, or retry when one finishes: the earliest deadline is \S+Z, in \d+ s\.$/);
+      expect(data[0]).toMatchObject({ reason: 'LIMIT_REACHED', domain: 'a2a-mailbridge', metadata: { limit: 'agents.max_open_tasks', value: '3' } });
+      expect(data[1]).toEqual({ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: expect.stringMatching(/^\d+s$/) as unknown });
+    }
+    expect(counts()).toEqual({ tasks: before.tasks + 3, messages: before.messages + 3, turns: before.turns + 3 });
+    expect(suite.h.receiver.requests.length).toBe(3);
+
+    // A canceled task frees its place.
+    const first = created[0]!.json.result!.task!.id;
+    expect((await suite.h.rpc({ jsonrpc: '2.0', id: 1, method: 'CancelTask', params: { id: first } })).json.result?.status?.state).toBe('TASK_STATE_CANCELED');
+    expect((await send('After a cancel')).json.result?.task?.status?.state).toBe('TASK_STATE_WORKING');
+  });
+
+  it('caps jobs sent to the agent per rolling minute, and lets the next one through once the minute has passed', async () => {
+    // Four dispatches so far in this minute (the test above): one more place is freed, the cap is 4.
+    const open = suite.h.app.bridge.ctx.store.tasks.rows({ states: ['WORKING'], limit: 1 })[0]!;
+    await suite.h.rpc({ jsonrpc: '2.0', id: 2, method: 'CancelTask', params: { id: open.id } });
+    const before = counts();
+    const hooks = suite.h.receiver.requests.length;
+    const r = await send('One job too many');
+    const error = r.json.error!;
+    expect(error.code).toBe(-31001);
+    const m = /^grok was sent 4 jobs in the last 60 s, the limit \(agents\.webhook\.max_per_minute = 4\); nothing was stored or sent\. Retry in (\d+) s \(after (\S+)\)\.$/.exec(error.message);
+    expect(m, error.message).not.toBeNull();
+    const wait = Number(m![1]);
+    expect(wait).toBeGreaterThan(0);
+    expect(wait).toBeLessThanOrEqual(61);
+    expect((error.data as { retryDelay?: string }[])[1]?.retryDelay).toBe(`${wait}s`);
+    expect(counts()).toEqual(before);
+    expect(suite.h.receiver.requests.length).toBe(hooks);
+
+    suite.h.advance(wait * 1000);
+    expect((await send('Once the minute has passed')).json.result?.task?.status?.state).toBe('TASK_STATE_WORKING');
+  });
+});

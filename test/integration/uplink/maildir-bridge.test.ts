@@ -1,0 +1,126 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, rmSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApp, type App } from '../../../src/app.js';
+import { loadConfig } from '../../../src/config/config.js';
+import { startDnsZone, type DnsZone } from '../../../src/demo/dns-zone.js';
+import { buildReplyMail, dkimTxtName, generateDkimKey } from '../../../src/demo/reply-mail.js';
+import type { Envelope } from '../../../src/downlink/envelope.js';
+import { createLogger } from '../../../src/log.js';
+import { deliverToMaildir, MaildirMailbox } from '../../../src/uplink/maildir-mailbox.js';
+import { AGENT_ADDRESS, AGENT_DOMAIN, hermesBody, hex, PROVIDER, SELECTOR } from '../../helpers/bridge-harness.js';
+import { makeConfigDir, minimalToml, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET, type ConfigDir } from '../../helpers/config-dir.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+
+/**
+ * The bridge on a Maildir, end to end: every file that lands is judged once whatever its mtime,
+ * and entries that are not mail, or mail deleted mid-read, never stop a check.
+ */
+let zone: DnsZone;
+let receiver: WebhookReceiver;
+let dir: ConfigDir;
+let app: App;
+let maildir: string;
+let key: ReturnType<typeof generateDkimKey>;
+/** Files the Maildir reader deletes right after reading their header block (a MUA acting mid-check). */
+const deleteMidRead = new Set<string>();
+
+beforeAll(async () => {
+  key = generateDkimKey();
+  zone = await startDnsZone([{ name: dkimTxtName(SELECTOR, AGENT_DOMAIN), type: 'TXT', data: key.publicKeyTxt }]);
+  receiver = await startWebhookReceiver({ secret: TEST_WEBHOOK_SECRET, bearer: TEST_WEBHOOK_BEARER });
+  dir = makeConfigDir(`${minimalToml({ webhookUrl: receiver.url }).replace('[mailbox]', '[mailbox]\ncheck_interval_s = 0')}\n[dns]\nservers = ["${zone.address}"]\n`);
+  const config = loadConfig(dir.configPath);
+  maildir = config.mailbox.maildirPath!;
+  for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(maildir, sub), { recursive: true });
+  const mailbox = new MaildirMailbox(maildir, { afterHeaderRead: (file) => void (deleteMidRead.has(file) && unlinkSync(file)) });
+  app = await startApp(config, { log: createLogger('silent'), mailbox });
+  await app.bridge.idle();
+});
+afterAll(async () => {
+  await app?.close();
+  await receiver?.close();
+  await zone?.close();
+  rmSync(dir.dir, { recursive: true, force: true });
+});
+
+/** The parts of a SendMessage result these tests read. */
+interface TaskResult {
+  task: { id: string; status: { state: string }; artifacts: { parts: { text: string }[] }[] };
+}
+
+async function rpc(body: unknown): Promise<TaskResult> {
+  const res = await fetch(app.server.endpoint(app.bridge.ctx.config.agents[0]!), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_BEARER}`, 'a2a-version': '1.0' },
+    body: JSON.stringify(body),
+  });
+  return ((await res.json()) as { result: TaskResult }).result;
+}
+
+async function newTask(text: string): Promise<{ id: string; ctx: string; envelope: Envelope }> {
+  const ctx = `ctx-${hex(8)}`;
+  const task = (await rpc(hermesBody(text, ctx))).task;
+  const envelope = receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === task.id)!;
+  return { id: task.id, ctx, envelope };
+}
+
+function reply(env: Envelope, answer: string, from = `Grok Agent <${AGENT_ADDRESS}>`): Promise<Buffer> {
+  return buildReplyMail({
+    from,
+    to: env.reply_to,
+    subject: `Re: your job ${env.subject_tag}`,
+    token: env.reply_token,
+    status: 'done',
+    answer,
+    dkim: { domain: AGENT_DOMAIN, selector: SELECTOR, privateKeyPem: key.privateKeyPem },
+    provider: PROVIDER,
+  });
+}
+
+/** Delivers into new/ and sets the file's mtime (ms). */
+async function deliver(raw: Buffer, mtimeMs?: number): Promise<string> {
+  const path = await deliverToMaildir(maildir, raw);
+  if (mtimeMs !== undefined) utimesSync(path, new Date(mtimeMs), new Date(mtimeMs));
+  return path;
+}
+
+describe('the bridge on a Maildir', () => {
+  it('judges every file once whatever its mtime; a symlink, a FIFO and a reply deleted mid-read never stop the check', async () => {
+    const [a, b, c] = [await newTask('Job A'), await newTask('Job B'), await newTask('Job C')];
+    // A forged tagged mail dated far in the future (judged last: its mtime counts as now).
+    await deliver(await reply(a.envelope, 'Forged.', 'Grok Agent <agent@attacker.example>'), Date.UTC(2099, 0, 1));
+    // A's genuine reply, moved in by a tool that kept an mtime of a year ago.
+    await deliver(await reply(a.envelope, 'Answer A, with an old mtime.'), Date.now() - 365 * 86_400_000);
+    // Not mail: a symlink and a FIFO in new/.
+    symlinkSync('/etc/hostname', join(maildir, 'new', `${hex(4)}.symlink`));
+    execFileSync('mkfifo', [join(maildir, 'new', `${hex(4)}.fifo`)]);
+    writeFileSync(join(maildir, 'tmp', 'half-written'), 'From: agent@agent.example\r\n'); // tmp/ is never read
+    // B's reply, deleted by a MUA between its header block and the whole read.
+    deleteMidRead.add(await deliver(await reply(b.envelope, 'Answer B, deleted mid-read.')));
+    await deliver(await reply(c.envelope, 'Answer C.'));
+
+    const polled = await rpc(hermesBody('status', a.ctx));
+    expect(polled.task.status.state).toBe('TASK_STATE_COMPLETED');
+    expect(polled.task.artifacts[0]?.parts[0]?.text).toContain('Answer A, with an old mtime.');
+    expect((await rpc(hermesBody('status', c.ctx))).task.status.state).toBe('TASK_STATE_COMPLETED');
+    expect((await rpc(hermesBody('status', b.ctx))).task.status.state).toBe('TASK_STATE_WORKING');
+
+    const rows = app.bridge.ctx.store.ledger.query({ limit: 20 }).reverse();
+    expect(rows.map((r) => [r.taskId ?? r.subject, r.verdict])).toEqual([
+      [a.id, 'applied:done'],
+      [`Re: your job ${b.envelope.subject_tag}`, 'unreadable:vanished'],
+      [c.id, 'applied:done'],
+      [a.id, 'auth:from-mismatch'],
+    ]);
+    expect(rows[1]!.reason).toMatch(/was deleted after its header block was read$/);
+    const state = app.bridge.ctx.store.mailbox.state(app.bridge.ctx.mailbox.folder);
+    expect(state.lastError).toBeNull();
+    // Nothing is judged twice, and a later genuine reply with an old mtime is still seen.
+    expect((await app.bridge.checkNow()).fetched).toBe(0);
+    const d = await newTask('Job D');
+    await deliver(await reply(d.envelope, 'Answer D, dated from its Date header.'), Date.UTC(2001, 0, 1));
+    expect((await rpc(hermesBody('status', d.ctx))).task.status.state).toBe('TASK_STATE_COMPLETED');
+  });
+});
