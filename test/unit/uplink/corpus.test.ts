@@ -7,8 +7,9 @@
  * manifest's tasks; a sequence case first takes in the messages it names, in the same store. Any
  * difference is a false promotion or a false refusal.
  *
- * The second block covers the rules that rest on what the mailbox reports rather than on the
- * bytes: a message over the size limit, and a DKIM key lookup that fails temporarily.
+ * The second block covers the rules that rest on what the mailbox reports or the operator set
+ * rather than on the bytes: a message over the size limit, a DKIM key lookup that fails
+ * temporarily, and `mailbox.verify_dkim = false`.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { TEMPORARY_RETRY_MS } from '../../../src/core/judge.js';
@@ -137,6 +138,21 @@ describe('what the mailbox reports', () => {
       expect(recorded(await store.take(readMessage(GENUINE), { receivedAt: judgedAt })).verdict).toBe('applied:done');
     } finally {
       store.close();
+    }
+  });
+
+  it('without local verification, applies a reply only when the trusted dkim=pass names its signature by header.b', async () => {
+    const unverified = { ...setting, verifyDkim: false };
+    const named = readMessage(GENUINE);
+    const bySelector = Buffer.from(named.toString('latin1').replace(/ header\.b=[A-Za-z0-9+/]{8,}/, ''), 'latin1');
+    expect(bySelector.equals(named)).toBe(false);
+    for (const [raw, verdict] of [[named, 'applied:done'], [bySelector, 'auth:dkim-unverified']] as const) {
+      const store = corpusStore(manifest, unverified);
+      try {
+        expect(recorded(await store.take(raw)).verdict).toBe(verdict);
+      } finally {
+        store.close();
+      }
     }
   });
 
