@@ -3,6 +3,7 @@
 // with the reason; a local disable names its reason on the same line.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import { layers } from './eslint.layers.js';
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', '.node/', 'coverage/', 'test/fixtures/corpus/'] },
@@ -23,4 +24,5 @@ export default tseslint.config(
     files: ['**/*.js'],
     ...tseslint.configs.disableTypeChecked,
   },
+  ...layers,
 );

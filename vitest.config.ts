@@ -1,7 +1,12 @@
 import { defineConfig } from 'vitest/config';
 
-// Two suites (STYLE.md): test/unit is fast and opens no sockets; test/integration drives
-// Dovecot, loopback HTTP and child processes. `npm test` runs both.
+// Three projects (`npm test` runs them all; `npx vitest run --project unit` one of them):
+// - unit: fast, opens no sockets (seconds);
+// - property: the property tests of the message judge (test/unit/**/*.property.test.ts), which
+//   take longer, in a project of their own so the unit project stays fast;
+// - integration: drives Dovecot, loopback HTTP and child processes. Files run in parallel: each
+//   starts its own Dovecot, webhook receiver, DNS zone and bridge on ports of its own, under a
+//   temp dir of its own.
 export default defineConfig({
   test: {
     projects: [
@@ -9,7 +14,16 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
+          exclude: ['test/unit/**/*.property.test.ts'],
           environment: 'node',
+        },
+      },
+      {
+        test: {
+          name: 'property',
+          include: ['test/unit/**/*.property.test.ts'],
+          environment: 'node',
+          testTimeout: 120_000,
         },
       },
       {
@@ -20,7 +34,9 @@ export default defineConfig({
           globalSetup: ['test/helpers/global-setup.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
-          fileParallelism: false,
+          // The files wait on Dovecot, sockets and child processes far more than they compute: more
+          // of them at once than there are cores.
+          maxWorkers: 3,
         },
       },
     ],

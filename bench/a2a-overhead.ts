@@ -1,8 +1,8 @@
 /**
- * Issue 7, item 1: what one A2A call costs — GetTask, and a context poll (SendMessage on the
- * context of a WORKING task, no mailbox check due) — at 1, 16 and 64 concurrent connections,
- * against the peer a developer would pick instead: an `@a2a-js/sdk` server (DefaultRequestHandler
- * + express jsonRpcHandler + InMemoryTaskStore) answering GetTask for an equivalent task.
+ * What one A2A call costs — GetTask, and a context poll (SendMessage on the context of a WORKING
+ * task, no mailbox check due) — at 1, 16 and 64 concurrent connections, against the peer a
+ * developer would pick instead: an `@a2a-js/sdk` server (DefaultRequestHandler + express
+ * jsonRpcHandler + InMemoryTaskStore) answering GetTask for an equivalent task.
  *
  * Three processes: the bridge, the SDK peer and the load generator (autocannon) each run in a
  * child process of their own, on loopback. Bridge and peer are measured alternately in the same
@@ -16,8 +16,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { immediate, openDb } from '../src/store/db.js';
-import { insertMessage } from '../src/store/messages.js';
+import { Store } from '../src/store/store.js';
 import { getTaskBody, hex, rpc, rpcHeaders, sendBody, startBridgeFixture, workingTask } from './lib/bridge-fixture.js';
 import { startChild } from './lib/child.js';
 import type { LoadJob, LoadResult } from './lib/load.js';
@@ -107,10 +106,10 @@ try {
   let stored = 0;
   for (const polls of [0, 1_000, 10_000]) {
     if (polls > stored) {
-      const db = openDb(bridge.storePath);
-      immediate(db, () => {
+      const db = Store.open(bridge.storePath);
+      db.tx((tx) => {
         for (let i = stored; i < polls; i++) {
-          insertMessage(db, { agent: 'grok', messageId: `poll-${i}`, taskId: grown.taskId, contextId: grown.contextId, role: 'user', kind: 'poll', turn: 1, text: 'status', contentSha256: createHash('sha256').update('status').digest('hex'), createdAt: Date.now() });
+          tx.messages.insert({ agent: 'grok', messageId: `poll-${i}`, taskId: grown.taskId, contextId: grown.contextId, role: 'user', kind: 'poll', turn: 1, text: 'status', contentSha256: createHash('sha256').update('status').digest('hex'), createdAt: Date.now() });
         }
       });
       db.close();
@@ -156,7 +155,7 @@ try {
   const p99 = med(at64.bridge, 'p99');
   body.push(
     '',
-    'Goals (issue 7):',
+    'Goals:',
     `- GetTask throughput ≥ 1.5× the SDK peer at concurrency 64: ${ratio(med(at64.bridge, 'rps'), med(at64.peer, 'rps'))} — ${verdict(gain >= 1.5)}.`,
     `- GetTask p99 < 5 ms at concurrency 64: ${ms(p99)} — ${verdict(p99 < 5)}.`,
   );

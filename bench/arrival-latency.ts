@@ -1,6 +1,6 @@
 /**
- * Issue 7, item 4: arrival-to-visible latency — from a genuine reply landing in the mailbox (its
- * IMAP APPEND acknowledged by Dovecot) to an A2A answer showing the task COMPLETED.
+ * Arrival-to-visible latency — from a genuine reply landing in the mailbox (its IMAP APPEND
+ * acknowledged by Dovecot) to an A2A answer showing the task COMPLETED.
  * - request-driven (the default; `check_interval_s = 0` so the poll checks): one Hermes-style poll
  *   (SendMessage "status" on the task's context) right after the APPEND; the latency is that poll;
  * - watcher (`mailbox.watch = true`, IMAP IDLE; `check_interval_s = 3600` so polls never check):
@@ -15,7 +15,6 @@
  * Run: npx tsx bench/arrival-latency.ts   (needs Dovecot: apt-get install -y dovecot-imapd; skips without)
  * Knobs: BENCH_RUNS (default 20)
  */
-import { getMailboxState } from '../src/store/mailbox-state.js';
 import { findDovecot, startDovecot, type DovecotHandle } from '../test/helpers/dovecot.js';
 import { hermesBody, hex, startHarness, type Harness } from '../test/helpers/bridge-harness.js';
 import { startImapProxy } from '../test/integration/faults/imap-faults.js';
@@ -109,7 +108,7 @@ async function afterReconnect(): Promise<{ restart: Run[]; reconnect: Run[] }> {
   const dovecot = await startDovecot();
   const proxy = await startImapProxy(dovecot.port);
   const h = await startHarness({ dovecot: { ...dovecot, port: proxy.port }, mailboxToml: WATCH });
-  const lastCheck = (): number | null => getMailboxState(h.app.bridge.ctx.db, h.config.mailbox.folder).lastCheckAt;
+  const lastCheck = (): number | null => h.app.bridge.ctx.store.mailbox.state(h.config.mailbox.folder).lastCheckAt;
   try {
     const out = { restart: [] as Run[], reconnect: [] as Run[] };
     await appendAndWatch(h, dovecot, await taskWithReply(h)); // warm-up
@@ -173,7 +172,7 @@ const body = [
   '',
   `(Re)connect rows: the reply is APPENDed as soon as the watcher's catch-up check after the (re)connect has finished; the cut is a TCP proxy in front of Dovecot closing every connection (the watcher reconnects after its 1 s backoff, before the APPEND).`,
   '',
-  'Goals (issues 7 and 10):',
+  'Goals:',
   w ? `- Watcher arrival-to-visible median < 2 s: ${ms(wMedian)} — ${verdict(wMedian < 2000)}.` : '- Watcher arrival-to-visible median < 2 s: watcher: not implemented/measured.',
   `- The first reply after a (re)connect visible < 2 s (before: 15 s, imapflow's auto-IDLE delay): worst ${ms(reconnectWorst)} — ${verdict(reconnectWorst < 2000)}.`,
 ];

@@ -1,10 +1,10 @@
 /**
- * Issue 7, item 2: one request-driven mailbox check (`Bridge.checkNow()`: connect, log in,
- * EXAMINE, one narrowed UID SEARCH after the watermark, FETCH BODY.PEEK of what is new, the gate
- * stack with local DKIM verification, one ledger transaction per message, LOGOUT) against a private
- * Dovecot 2.3 holding 1,000, 10,000 and 100,000 messages in the folder — with nothing new, and with
- * 10 new genuine replies. Time per check, message bytes fetched per check, and where the IMAP time
- * goes; the cost must not grow with the folder.
+ * One request-driven mailbox check (`Bridge.checkNow()`: connect, log in, EXAMINE, one narrowed UID
+ * SEARCH after the watermark, FETCH BODY.PEEK of what is new, the gate stack with local DKIM
+ * verification, one ledger transaction per message, LOGOUT) against a private Dovecot 2.3 holding
+ * 1,000, 10,000 and 100,000 messages in the folder — with nothing new, and with 10 new genuine
+ * replies. Time per check, message bytes fetched per check, and where the IMAP time goes; the cost
+ * must not grow with the folder.
  *
  * Populating: each folder size gets a Dovecot of its own (test/helpers/dovecot.ts: Maildir, no
  * other folder or activity to disturb it). The messages are written straight into the user's
@@ -23,8 +23,7 @@ import { pino } from 'pino';
 import { startApp } from '../src/app.js';
 import { loadConfig } from '../src/config/config.js';
 import { createLogger } from '../src/log.js';
-import { immediate, openDb } from '../src/store/db.js';
-import { advanceWatermark } from '../src/store/mailbox-state.js';
+import { Store } from '../src/store/store.js';
 import { ImapMailbox } from '../src/uplink/imap-mailbox.js';
 import { makeConfigDir, writeSecret } from '../test/helpers/config-dir.js';
 import { findDovecot, startDovecot, type DovecotHandle } from '../test/helpers/dovecot.js';
@@ -107,8 +106,8 @@ async function measureSize(n: number, dkim: DkimFixture): Promise<SizeResult> {
     writeSecret(configDir.dir, 'imap-password', dovecot.password);
     const config = loadConfig(configDir.configPath);
     // The watermark of a bridge that has read this folder before.
-    const db0 = openDb(storePath);
-    immediate(db0, () => advanceWatermark(db0, FOLDER, box.uidValidity.toString(10), box.uidNext - 1));
+    const db0 = Store.open(storePath);
+    db0.tx((tx) => tx.mailbox.advance(FOLDER, box.uidValidity.toString(10), box.uidNext - 1));
     db0.close();
 
     const trace = new ImapTrace();
@@ -132,7 +131,7 @@ async function measureSize(n: number, dkim: DkimFixture): Promise<SizeResult> {
     const idle: Sample[] = [];
     for (let i = 0; i < REPS; i++) idle.push(await once(0));
     const arrive = async (): Promise<void> => {
-      const tasks = insertWorkingTasks(bridge.ctx.db, NEW_REPLIES);
+      const tasks = insertWorkingTasks(bridge.ctx.store, NEW_REPLIES);
       const mails = await Promise.all(tasks.map((t) => genuineReply(dkim, t)));
       await withImap(dovecot, async (c) => {
         for (const m of mails) await c.append(FOLDER, m, []);
@@ -200,7 +199,7 @@ const body = [
   '',
   `Ratio ${num(last.size)}/${num(first.size)}: nothing new ${ratio(med(last.idle, 'total'), med(first.idle, 'total'))}; ${NEW_REPLIES} new checked at once ${ratio(med(last.fresh, 'total'), med(first.fresh, 'total'))}, ${SETTLE_MS / 1000} s later ${ratio(med(last.settled, 'total'), med(first.settled, 'total'))}. The bytes fetched are the same at every size, and so are SEARCH and FETCH: the growth is all in EXAMINE, i.e. in Dovecot opening the folder.`,
   '',
-  'Goals (issue 7):',
+  'Goals:',
   `- Check with nothing new < 50 ms at ${num(last.size)} messages: ${ms(med(last.idle, 'total'))} — ${verdict(med(last.idle, 'total') < 50)}.`,
   `- Within 1.5× of the ${num(first.size)}-message figure: ${idleRatio.toFixed(2)}× — ${verdict(idleRatio <= 1.5)} (with ${NEW_REPLIES} new, checked at once: ${freshRatio.toFixed(2)}×).`,
 ];

@@ -1,5 +1,5 @@
 /**
- * Issue 10, item 1: a Maildir keyed on the names it has judged, not on an mtime window — the cost
+ * a Maildir keyed on the names it has judged, not on an mtime window — the cost
  * of a check by folder size. A Maildir of BENCH_MAILDIR_N messages (default 100,000; ≈2 KiB each,
  * every 20th an earlier tagged mail from the agent, the rest other mail: bench/lib/maildir-fill.ts),
  * read by the bridge (`startApp` with `kind = "maildir"`, `Bridge.checkNow()`, the SQLite ledger).
@@ -112,7 +112,7 @@ for (let i = 0; i < 5; i++) {
   dirRef.push(performance.now() - t);
 }
 // 10 genuine replies that keep an mtime of a year ago.
-const tasks = insertWorkingTasks(app.bridge.ctx.db, 10);
+const tasks = insertWorkingTasks(app.bridge.ctx.store, 10);
 for (const t of tasks) {
   const path = await deliverToMaildir(folder, await genuineReply(dkim, t));
   const old = new Date(Date.now() - 365 * 86_400_000);
@@ -161,7 +161,7 @@ const body = [
   '',
   `Reference, same run: \`readdir\` of \`cur/\` (${num(N)} names) alone: median ${ms(median(dirRef))} (p90 ${ms(quantile(dirRef, 0.9))}). A check with nothing new stats \`new/\` and \`cur/\` and lists them only when one changed (or a minute has passed); it opens no file.`,
   '',
-  'Goals (issue 10):',
+  'Goals:',
   `- Every file judged once whatever its mtime: ${fresh.applied} of 10 replies with a year-old mtime applied in the check after they landed — ${verdict(fresh.applied === 10)}.`,
   `- Per-check cost bounded for ${num(N)} files (only new names opened): nothing new ${ms(idleMedian)} (median; a bare listing of \`cur/\`: ${ms(median(dirRef))}); the slowest check ever ${ms(Math.max(startup, restartStartup, ...[...cold, ...restart].map((x) => x.ms)))} (at most 2,000 header reads a check).`,
 ];

@@ -1,8 +1,8 @@
 /**
- * Issue 7, item 5: resident memory of a bridge process whose store holds 100,000 finished tasks
- * and 100,000 ledger rows (raw bytes kept, as for every tagged reply), idle and while serving the
- * GetTask load of bench/a2a-overhead.ts (64 connections) — on one task, and spread over the
- * finished tasks. A bridge on an empty store is measured the same way for comparison.
+ * Resident memory of a bridge process whose store holds 100,000 finished tasks and 100,000 ledger
+ * rows (raw bytes kept, as for every tagged reply), idle and while serving the GetTask load of
+ * bench/a2a-overhead.ts (64 connections) — on one task, and spread over the finished tasks. A
+ * bridge on an empty store is measured the same way for comparison.
  *
  * The store is filled before the bridge starts, in one transaction through the store's own
  * functions (bench/lib/store-fill.ts). RSS is read from /proc/<pid>/status (VmRSS every 100 ms
@@ -13,7 +13,7 @@
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openDb } from '../src/store/db.js';
+import { Store } from '../src/store/store.js';
 import { getTaskBody, rpc, rpcHeaders, startBridgeFixture, workingTask } from './lib/bridge-fixture.js';
 import { buildBridge } from './lib/build.js';
 import { rssOf, startChild } from './lib/child.js';
@@ -53,7 +53,7 @@ try {
   const template = await genuineReply(dkim, { taskId: '00000000-0000-4000-8000-000000000000', token: '0'.repeat(32) });
   const fullPath = join(dir, 'full.sqlite');
   const filled = performance.now();
-  const db = openDb(fullPath);
+  const db = Store.open(fullPath);
   const ids = fillFinishedTasks(db, TASKS, template);
   db.close();
   fillMs = performance.now() - filled;
@@ -120,7 +120,7 @@ const body = [
     ]),
   ),
   '',
-  'Goal (issue 7):',
+  'Goal:',
   `- RSS < 150 MB with ${num(TASKS)} finished tasks and ${num(TASKS)} ledger rows under the GetTask load: peak ${(worst / MiB).toFixed(1)} MiB — ${verdict(worst < 150 * 1e6)}.`,
 ];
 writeSection('memory', 'Memory: RSS with a full store under GetTask load', body.join('\n'));

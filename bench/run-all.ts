@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: every benchmark of issues 7 and 10, one after the other, each in a process of its own
+ * `npm run bench`: every benchmark, one after the other, each in a process of its own
  * (so none inherits another's heap, JIT state or children). Each writes its own section of
  * bench/RESULTS.md. Goals are reported in the tables, never asserted; the exit code is non-zero
  * only when a script failed to run.

@@ -1,7 +1,7 @@
 /**
- * Issue 4, acceptance 5: runs the public A2A conformance kit's (a2aproject/a2a-tck) v0.3
- * mandatory suite against a running a2a-mailbridge, with Debian's Python (`/usr/bin/python3` and
- * the packages `scripts/install-tck-deps.sh` installs), and writes the summary to
+ * Runs the public A2A conformance kit's (a2aproject/a2a-tck) v0.3 mandatory suite against a running
+ * a2a-mailbridge, with Debian's Python (`/usr/bin/python3` and the packages
+ * `scripts/install-tck-deps.sh` installs), and writes the summary to
  * `scripts/conformance-tck.last.md`.
  *
  *   npx tsx scripts/conformance-tck.ts --tck /tmp/a2a-tck [--tck-rev eb1f804] [--mode both|as-is|adapted]
@@ -63,7 +63,6 @@ import type { App } from '../src/app.js';
 import type { CloudAgent } from '../src/demo/cloud-agent.js';
 import { startDemoWorld } from '../src/demo/world.js';
 import { createLogger } from '../src/log.js';
-import { queryLedger } from '../src/store/ledger.js';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -402,11 +401,10 @@ async function runMode(o: Options, mode: Mode): Promise<ModeResult> {
     // Let replies still in flight land, so the store's counts are final.
     await stack.agent.idle();
     await new Promise((r) => setTimeout(r, 1500));
-    const db = stack.app.bridge.ctx.db;
-    const tasksByState: Record<string, number> = {};
-    for (const r of db.prepare('SELECT state, count(*) AS n FROM tasks GROUP BY state').all() as { state: string; n: number }[]) tasksByState[r.state] = r.n;
+    const db = stack.app.bridge.ctx.store;
+    const tasksByState: Record<string, number> = db.stats.tasksByState();
     const ledger: Record<string, number> = {};
-    for (const l of queryLedger(db, { limit: 100000 })) ledger[l.verdict] = (ledger[l.verdict] ?? 0) + 1;
+    for (const l of db.ledger.query({ limit: 100000 })) ledger[l.verdict] = (ledger[l.verdict] ?? 0) + 1;
     const results = existsSync(junit) ? parseJunit(readFileSync(junit, 'utf8')) : null;
     const hits = adapter?.hits ?? [];
     return {

@@ -8,7 +8,7 @@ import { startWatcher, type Watcher } from './core/watcher.js';
 import { imapIdleFeed, maildirFeed, type ChangeFeed } from './uplink/change-feed.js';
 import { recoverAtStart } from './core/recover.js';
 import { webhookDispatcher } from './downlink/deliver.js';
-import { openDb } from './store/db.js';
+import { Store } from './store/store.js';
 import { makeResolver, type DnsResolver } from './uplink/dkim.js';
 import { ImapMailbox } from './uplink/imap-mailbox.js';
 import type { Mailbox } from './uplink/mailbox.js';
@@ -30,15 +30,59 @@ export function openMailbox(config: Config, now?: () => number): Mailbox {
   return new MaildirMailbox(m.maildirPath!);
 }
 
-export interface AppOptions {
+export interface BuildOptions {
   log: Logger;
   /** Replace parts for tests: the clock, the mailbox, the DKIM resolver, the webhook dispatcher. */
   now?: () => number;
   mailbox?: Mailbox;
   dkimResolver?: DnsResolver;
   dispatcher?: Dispatcher;
+  /** Prometheus instruments for `GET /metrics` (serve); a one-shot CLI command needs none. */
+  metrics?: boolean;
+}
+
+export interface AppOptions extends Omit<BuildOptions, 'metrics'> {
   /** With `mailbox.watch`: replaces the change feed (null: the timer only). */
   changeFeed?: ChangeFeed | null;
+}
+
+/** A bridge on its store, mailbox and webhook dispatcher, without a server. */
+export interface BuiltBridge {
+  bridge: Bridge;
+  /** Waits for the work under way, closes the mailbox, the dispatcher (unless given) and the store. */
+  close(): Promise<void>;
+}
+
+/**
+ * The composition root: opens the store (quick_check, migrations) and builds the bridge on it —
+ * the one place that does, for `serve` (through {@link startApp}), the CLI commands that act
+ * (`retry`), the demo, the tests and the benchmarks.
+ *
+ * @throws StoreError when the store cannot be used
+ */
+export function buildBridge(config: Config, o: BuildOptions): BuiltBridge {
+  const store = Store.open(config.store.path);
+  const maxTimeout = Math.max(...config.agents.map((a) => a.webhook.timeoutMs));
+  const dispatcher = o.dispatcher ?? webhookDispatcher(maxTimeout);
+  const bridge = new Bridge({
+    config,
+    store,
+    mailbox: o.mailbox ?? openMailbox(config, o.now),
+    log: o.log,
+    now: o.now ?? Date.now,
+    random: Math.random,
+    dispatcher,
+    dkimResolver: o.dkimResolver ?? makeResolver(config.dnsServers),
+    ...(o.metrics ? { metrics: new BridgeMetrics(store) } : {}),
+  });
+  return {
+    bridge,
+    async close() {
+      await bridge.close();
+      if (!o.dispatcher) await dispatcher.close();
+      store.close();
+    },
+  };
 }
 
 export interface App {
@@ -48,32 +92,21 @@ export interface App {
 }
 
 /**
- * Opens the store (quick_check, migrations), builds the bridge and starts the loopback server.
- * The store is ready before the socket listens, so no call can reach a half-built bridge.
+ * `serve`: builds the bridge ({@link buildBridge}), resumes interrupted dispatches and starts the
+ * loopback server, then the watcher when `mailbox.watch` is on. The store is ready before the
+ * socket listens, so no call can reach a half-built bridge.
  *
  * @throws StoreError, ListenError, or the listen error (EADDRINUSE…)
  */
 export async function startApp(config: Config, o: AppOptions): Promise<App> {
-  const db = openDb(config.store.path);
-  const maxTimeout = Math.max(...config.agents.map((a) => a.webhook.timeoutMs));
-  const dispatcher = o.dispatcher ?? webhookDispatcher(maxTimeout);
-  const bridge = new Bridge({
-    config,
-    db,
-    mailbox: o.mailbox ?? openMailbox(config, o.now),
-    log: o.log,
-    now: o.now ?? Date.now,
-    random: Math.random,
-    dispatcher,
-    dkimResolver: o.dkimResolver ?? makeResolver(config.dnsServers),
-    metrics: new BridgeMetrics(db),
-  });
+  const built = buildBridge(config, { ...o, metrics: true });
+  const { bridge } = built;
   recoverAtStart(bridge.ctx);
   let server: RunningServer;
   try {
     server = await startServer(config, bridge, o.log);
   } catch (err) {
-    db.close();
+    await built.close();
     throw err;
   }
   bridge.resume();
@@ -93,9 +126,7 @@ export async function startApp(config: Config, o: AppOptions): Promise<App> {
     async close() {
       await watcher?.stop();
       await server.close();
-      await bridge.close();
-      if (!o.dispatcher) await dispatcher.close();
-      db.close();
+      await built.close();
     },
   };
 }

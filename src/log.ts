@@ -5,7 +5,7 @@ import pinoRoll from 'pino-roll';
 import pretty from 'pino-pretty';
 
 /**
- * Paths pino blanks out wherever they appear in a log object (issue 6: no secret in logs). The
+ * Paths pino blanks out wherever they appear in a log object (no secret in logs). The
  * code never logs a token, bearer or password on purpose; this is the second fence.
  */
 export const REDACT_PATHS = [
@@ -35,7 +35,7 @@ export const REDACT_PATHS = [
   'headers["webhook-signature"]',
 ];
 
-/** Where service logs go (issue 6): a rotating file, or stdout when systemd (journald) runs us. */
+/** Where service logs go: a rotating file, or stdout when systemd (journald) runs us. */
 export interface LogConfig {
   level: string;
   /** Absolute path of the log file (rotated copies are numbered beside it); unset: stderr. */
@@ -98,7 +98,7 @@ export function prettyDestination(destination: number | NodeJS.WritableStream, c
 /**
  * The `serve` logger: JSON lines with secrets redacted, to stdout under systemd (journald keeps
  * and rotates them), else to `log.file` rotated by size with pino-roll (launchd never rotates its
- * StandardOutPath: FACTS.md "Service"), else — a foreground run without `log.file` — to stderr,
+ * StandardOutPath), else — a foreground run without `log.file` — to stderr,
  * as readable lines when stderr is a terminal (`o.terminal`).
  *
  * The file holds `log.max_size_mb` plus at most the lines of one event-loop turn: pino-roll runs in

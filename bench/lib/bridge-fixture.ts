@@ -19,7 +19,7 @@ import type { V1SendResult } from '../../test/helpers/rpc-json.js';
 
 export const BEARER = TEST_BEARER;
 
-/** The headers Hermes sends on every JSON-RPC call (FACTS.md "Hermes"). */
+/** The headers Hermes sends on every JSON-RPC call (Hermes Agent, plugins/platforms/a2a/tools.py). */
 export function rpcHeaders(): Record<string, string> {
   return { 'content-type': 'application/json', authorization: `Bearer ${BEARER}`, 'a2a-version': '1.0' };
 }

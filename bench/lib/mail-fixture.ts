@@ -3,15 +3,11 @@
  * (`buildReplyMail`): DKIM-signed with an RSA-2048 key by the agent's domain, then stamped by the
  * provider's MX (Fastmail style), exactly what the gates must accept. The DKIM key is served by an
  * in-process resolver function, so no DNS is measured. Tasks the replies answer are written into
- * a store with the project's store functions.
+ * a store through the store's own writes.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { buildReplyMail, dkimTxtName, generateDkimKey } from '../../src/demo/reply-mail.js';
-import type { Db } from '../../src/store/db.js';
-import { immediate } from '../../src/store/db.js';
-import { insertMessage } from '../../src/store/messages.js';
-import { insertTask } from '../../src/store/tasks.js';
-import { insertTurn } from '../../src/store/turns.js';
+import type { Store } from '../../src/store/store.js';
 import type { DnsResolver } from '../../src/uplink/dkim.js';
 
 export const AGENT = { name: 'grok', tag: 'GROK', address: 'agent@agent.example', domain: 'agent.example' };
@@ -63,16 +59,16 @@ export function genuineReply(d: DkimFixture, task: BenchTask, date = new Date())
  * Inserts `n` WORKING tasks (task, turn with a live token accepted a minute ago, the caller's ask)
  * in one transaction, as `submit` + an accepted dispatch leave them.
  */
-export function insertWorkingTasks(db: Db, n: number, now = Date.now()): BenchTask[] {
+export function insertWorkingTasks(store: Store, n: number, now = Date.now()): BenchTask[] {
   const out: BenchTask[] = [];
-  immediate(db, () => {
+  store.tx((db) => {
     for (let i = 0; i < n; i++) {
       const taskId = randomUUID();
       const token = randomBytes(16).toString('hex');
       const createdAt = now - 60_000;
       const contextId = `ctx-${randomBytes(8).toString('hex')}`;
-      insertTask(db, { id: taskId, agent: AGENT.name, contextId, state: 'WORKING', stateReason: 'the webhook was accepted', failedBy: null, turn: 1, caller: 'a2a:bench', createdAt, updatedAt: createdAt, deadlineAt: now + 3600_000 });
-      insertTurn(db, {
+      db.tasks.insert({ id: taskId, agent: AGENT.name, contextId, state: 'WORKING', stateReason: 'the webhook was accepted', failedBy: null, turn: 1, caller: 'a2a:bench', createdAt, updatedAt: createdAt, deadlineAt: now + 3600_000 });
+      db.turns.insert({
         taskId,
         turn: 1,
         ask: 'Survey the 2025 papers on retrieval-augmented generation.',
@@ -89,7 +85,7 @@ export function insertWorkingTasks(db: Db, n: number, now = Date.now()): BenchTa
         repliedAt: null,
         createdAt,
       });
-      insertMessage(db, { agent: AGENT.name, messageId: randomBytes(16).toString('hex'), taskId, contextId, role: 'user', kind: 'ask', turn: 1, text: 'Survey the 2025 papers on retrieval-augmented generation.', contentSha256: '0'.repeat(64), createdAt });
+      db.messages.insert({ agent: AGENT.name, messageId: randomBytes(16).toString('hex'), taskId, contextId, role: 'user', kind: 'ask', turn: 1, text: 'Survey the 2025 papers on retrieval-augmented generation.', contentSha256: '0'.repeat(64), createdAt });
       out.push({ taskId, token });
     }
   });

@@ -18,7 +18,7 @@ const HEADER = `# a2a-mailbridge benchmarks
 
 Written by the scripts in \`bench/\` (\`npm run bench\` runs all; each runs alone with
 \`npx tsx bench/<name>.ts\`). Figures are what one run measured on the machine named in each
-section; nothing here is asserted by a test. Goals are from issues 7 and 10.
+section; nothing here is asserted by a test. Goals are the project's performance targets.
 `;
 
 /** The code measured: the commit, and whether src/ had uncommitted changes (read-only git queries). */

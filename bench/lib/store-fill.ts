@@ -1,17 +1,12 @@
 /**
- * Fills a store with finished work fast, through the store's own functions (so the rows are the
+ * Fills a store with finished work fast, through the store's own writes (so the rows are the
  * ones the bridge writes, whatever the schema version), in one transaction: per task the task, its
  * turn and the caller's ask (as `submit` leaves them), then what applying a genuine `done` reply
  * writes — the ledger row with the raw bytes, the reply on the turn, the agent's message, the
  * artifact, and the move to COMPLETED (task event and audit entry).
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { insertArtifact } from '../../src/store/artifacts.js';
-import { immediate, type Db } from '../../src/store/db.js';
-import { recordVerdict } from '../../src/store/ledger.js';
-import { insertMessage } from '../../src/store/messages.js';
-import { getTask, insertTask, transition } from '../../src/store/tasks.js';
-import { insertTurn, recordReply } from '../../src/store/turns.js';
+import type { Store } from '../../src/store/store.js';
 import { AGENT, ANSWER } from './mail-fixture.js';
 
 /**
@@ -19,18 +14,18 @@ import { AGENT, ANSWER } from './mail-fixture.js';
  * every tagged message), and returns their ids. `rawTemplate` is a reply as it sat in the mailbox;
  * each row gets a copy with a header line of its own, so digests differ.
  */
-export function fillFinishedTasks(db: Db, n: number, rawTemplate: Buffer): string[] {
+export function fillFinishedTasks(store: Store, n: number, rawTemplate: Buffer): string[] {
   const ids: string[] = [];
   const label = `[UNTRUSTED — ${AGENT.name} reply, verify before acting]`;
   const start = Date.now() - n * 60_000;
-  immediate(db, () => {
+  store.tx((db) => {
     for (let i = 0; i < n; i++) {
       const at = start + i * 60_000;
       const taskId = randomUUID();
       const contextId = `ctx-${randomBytes(8).toString('hex')}`;
       const ask = `Job ${i}: survey the 2025 papers on retrieval-augmented generation and summarise the three strongest.`;
-      insertTask(db, { id: taskId, agent: AGENT.name, contextId, state: 'WORKING', stateReason: 'the webhook was accepted', failedBy: null, turn: 1, caller: 'a2a:bench', createdAt: at, updatedAt: at, deadlineAt: at + 3600_000 });
-      insertTurn(db, {
+      db.tasks.insert({ id: taskId, agent: AGENT.name, contextId, state: 'WORKING', stateReason: 'the webhook was accepted', failedBy: null, turn: 1, caller: 'a2a:bench', createdAt: at, updatedAt: at, deadlineAt: at + 3600_000 });
+      db.turns.insert({
         taskId,
         turn: 1,
         ask,
@@ -47,11 +42,11 @@ export function fillFinishedTasks(db: Db, n: number, rawTemplate: Buffer): strin
         repliedAt: null,
         createdAt: at,
       });
-      insertMessage(db, { agent: AGENT.name, messageId: randomBytes(16).toString('hex'), taskId, contextId, role: 'user', kind: 'ask', turn: 1, text: ask, contentSha256: createHash('sha256').update(ask).digest('hex'), createdAt: at });
+      db.messages.insert({ agent: AGENT.name, messageId: randomBytes(16).toString('hex'), taskId, contextId, role: 'user', kind: 'ask', turn: 1, text: ask, contentSha256: createHash('sha256').update(ask).digest('hex'), createdAt: at });
 
       const raw = Buffer.concat([Buffer.from(`X-Bench-Copy: ${i}\r\n`), rawTemplate]);
       const repliedAt = at + 30 * 60_000;
-      const ledgerId = recordVerdict(db, {
+      const ledgerId = db.ledger.record({
         source: `imap:INBOX:1:${i + 1}`,
         seenAt: repliedAt,
         messageId: `<bench-${i}@${AGENT.domain}>`,
@@ -68,10 +63,10 @@ export function fillFinishedTasks(db: Db, n: number, rawTemplate: Buffer): strin
       });
       if (ledgerId === null) throw new Error('ledger row not written');
       const body = `${label}\n${ANSWER}`;
-      recordReply(db, taskId, 1, { status: 'done', text: ANSWER, ledgerId, at: repliedAt, revokeToken: true });
-      insertMessage(db, { agent: AGENT.name, messageId: `reply-${ledgerId}`, taskId, contextId, role: 'agent', kind: 'reply', turn: 1, text: body, contentSha256: createHash('sha256').update(raw).digest('hex'), createdAt: repliedAt });
-      insertArtifact(db, { artifactId: `reply-${ledgerId}`, taskId, turn: 1, name: 'reply', text: body, ledgerId, createdAt: repliedAt });
-      transition(db, getTask(db, taskId)!, 'COMPLETED', { at: repliedAt, cause: `completed by reply <bench-${i}@${AGENT.domain}> (ledger #${ledgerId})`, deadlineAt: null });
+      db.turns.recordReply(taskId, 1, { status: 'done', text: ANSWER, ledgerId, at: repliedAt, revokeToken: true });
+      db.messages.insert({ agent: AGENT.name, messageId: `reply-${ledgerId}`, taskId, contextId, role: 'agent', kind: 'reply', turn: 1, text: body, contentSha256: createHash('sha256').update(raw).digest('hex'), createdAt: repliedAt });
+      db.artifacts.insert({ artifactId: `reply-${ledgerId}`, taskId, turn: 1, name: 'reply', text: body, ledgerId, createdAt: repliedAt });
+      db.tasks.transition(db.tasks.get(taskId)!, 'COMPLETED', { at: repliedAt, cause: `completed by reply <bench-${i}@${AGENT.domain}> (ledger #${ledgerId})`, deadlineAt: null });
       ids.push(taskId);
     }
   });

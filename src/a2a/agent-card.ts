@@ -6,10 +6,10 @@ export const VERSION = '0.1.0';
 
 /**
  * The v1.0 Agent Card of one agent (A2A v1.0 §4.4.1). `supportedInterfaces[0]` names the exact
- * loopback URL of the agent's JSON-RPC endpoint, because Hermes posts to that URL (FACTS.md
- * "Hermes"). `capabilities.streaming` stays false until streaming is complete (newer Hermes
- * builds stream when it is true). A second interface entry says the same URL also answers the
- * v0.3 method names (routing is by method name: BRIEF §3).
+ * loopback URL of the agent's JSON-RPC endpoint, because Hermes posts to that URL (Hermes Agent,
+ * plugins/platforms/a2a/tools.py). `capabilities.streaming` stays false until streaming is complete
+ * (newer Hermes builds stream when it is true). A second interface entry says the same URL also
+ * answers the v0.3 method names (routing is by method name).
  *
  * The card is pure v1.0 ProtoJSON. A card that also carried the v0.3 fields would break strict
  * readers: v1.0 protobuf parsers refuse unknown fields, and v0.3 parsers need a `type` in each
@@ -39,8 +39,8 @@ export function agentCard(agent: AgentConfig, endpoint: string): JsonObject {
 }
 
 /**
- * The v0.3 Agent Card served at the legacy path `/.well-known/agent.json` (FACTS.md "A2A": v0.3
- * cards have a top-level `url` and `protocolVersion`).
+ * The v0.3 Agent Card served at the legacy path `/.well-known/agent.json` (in A2A v0.3, cards have
+ * a top-level `url` and `protocolVersion`).
  */
 export function legacyAgentCard(agent: AgentConfig, endpoint: string): JsonObject {
   return {

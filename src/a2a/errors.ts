@@ -1,7 +1,9 @@
+import { BridgeError, type BridgeErrorCode } from '../core/errors.js';
+
 /**
  * The JSON-RPC and A2A error table (A2A v1.0 §5.4 "Error handling", JSON-RPC 2.0 §5.1). One
- * place maps each error kind to its code and `google.rpc.ErrorInfo` reason. JSON-RPC errors
- * travel with HTTP 200.
+ * place maps each error kind to its code and `google.rpc.ErrorInfo` reason, and each code the
+ * core raises (src/core/errors.ts) to its kind. JSON-RPC errors travel with HTTP 200.
  */
 export const ERRORS = {
   parseError: { code: -32700, reason: 'PARSE_ERROR', message: 'Parse error' },
@@ -26,7 +28,17 @@ export const ERRORS = {
 
 export type ErrorKind = keyof typeof ERRORS;
 
-/** The `google.rpc.ErrorInfo` type URL and domain that v1.0 puts in `error.data` (FACTS.md "A2A"). */
+/** The A2A error each core error code is answered with. */
+const FROM_CORE: Record<BridgeErrorCode, ErrorKind> = {
+  'task-not-found': 'taskNotFound',
+  'task-not-cancelable': 'taskNotCancelable',
+  // A2A v1.0 §3.1.1: new work sent by taskId to a task in a terminal state.
+  'task-closed': 'unsupportedOperation',
+  'invalid-request': 'invalidParams',
+  'limit-reached': 'limitReached',
+};
+
+/** The `google.rpc.ErrorInfo` type URL and domain that v1.0 puts in `error.data`. */
 export const ERROR_INFO_TYPE = 'type.googleapis.com/google.rpc.ErrorInfo';
 export const ERROR_DOMAIN = 'a2a-protocol.org';
 /** The ErrorInfo domain of the errors that are this bridge's own, not A2A's (`limitReached`). */
@@ -69,4 +81,11 @@ export function toJsonRpcError(err: A2AError, dialect: '1.0' | '0.3'): JsonRpcEr
     out.data = details;
   }
   return out;
+}
+
+/** The caller's error for anything a method handler threw: A2A errors as they are, core errors by the table; null for a defect. */
+export function asA2AError(err: unknown): A2AError | null {
+  if (err instanceof A2AError) return err;
+  if (err instanceof BridgeError) return new A2AError(FROM_CORE[err.code], err.message, err.details.metadata, err.details.retryAfterSeconds);
+  return null;
 }

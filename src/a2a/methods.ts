@@ -6,7 +6,10 @@ import { parseListParams, parseSendParams, parseTaskIdParams } from './params.js
 import { v1AgentText, v1Task, type V1ListTasksResult, type V1SendMessageResult } from './wire.js';
 import { v03AgentText, v03Task } from './wire-v03.js';
 
-/** Who is calling and in which dialect; the dialect follows the method name (BRIEF §3). */
+/**
+ * Who is calling and in which dialect; the dialect follows the method name (docs/architecture.md,
+ * "Context rules").
+ */
 export interface CallContext {
   agent: AgentConfig;
   /** A short description of the caller for the audit entry (e.g. its User-Agent). */
@@ -24,11 +27,7 @@ const noPush: Handler = () =>
 export const V1_METHODS: Readonly<Record<string, Handler>> = {
   SendMessage: async (bridge, params, c) => {
     const p = parseSendParams(params, ['ROLE_USER']);
-    const r = await bridge.send(
-      c.agent,
-      { messageId: p.messageId, contextId: p.contextId, taskId: p.taskId, text: p.text, contentSha256: p.contentSha256, deadlineMs: p.deadlineMs, caller: c.caller },
-      { returnImmediately: p.returnImmediately, historyLength: p.historyLength },
-    );
+    const r = await bridge.send(c.agent, { ...p.message, caller: c.caller }, { returnImmediately: p.returnImmediately, historyLength: p.historyLength });
     if ('message' in r) return { message: v1AgentText(r.message.contextId, r.message.text, randomUUID()) } satisfies V1SendMessageResult;
     return { task: v1Task(r.task) } satisfies V1SendMessageResult;
   },
@@ -65,15 +64,14 @@ export const V1_METHODS: Readonly<Record<string, Handler>> = {
     Promise.reject(new A2AError('unsupportedOperation', 'this agent has no extended card (capabilities.extendedAgentCard is false)')),
 };
 
-/** The A2A v0.3 JSON-RPC methods: bare results in v0.3 shapes. The grammars never overlap (BRIEF §3). */
+/**
+ * The A2A v0.3 JSON-RPC methods: bare results in v0.3 shapes. The grammars never overlap
+ * (docs/architecture.md, "Context rules").
+ */
 export const V03_METHODS: Readonly<Record<string, Handler>> = {
   'message/send': async (bridge, params, c) => {
     const p = parseSendParams(params, ['user']);
-    const r = await bridge.send(
-      c.agent,
-      { messageId: p.messageId, contextId: p.contextId, taskId: p.taskId, text: p.text, contentSha256: p.contentSha256, deadlineMs: p.deadlineMs, caller: c.caller },
-      { returnImmediately: p.returnImmediately, historyLength: p.historyLength },
-    );
+    const r = await bridge.send(c.agent, { ...p.message, caller: c.caller }, { returnImmediately: p.returnImmediately, historyLength: p.historyLength });
     if ('message' in r) return v03AgentText(r.message.contextId, r.message.text, randomUUID());
     return v03Task(r.task);
   },

@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
-import { TASK_STATES, type TaskState } from '../store/task-state.js';
+import type { SendInput } from '../core/submit.js';
+import { TASK_STATES, type TaskState } from '../core/task-view.js';
 import { A2AError } from './errors.js';
 
 /**
- * Validation of method params. Every failure is an `A2AError` with a message that names the
- * field, so the calling model can correct itself. ProtoJSON accepts both lowerCamelCase and the
- * original snake_case field names (the conformance kit sends `history_length`, `context_id`;
- * FACTS.md "A2A"), so every field is looked up under both.
+ * Validation of method params. Every failure is an `A2AError` with a message that names the field,
+ * so the calling model can correct itself. ProtoJSON accepts both lowerCamelCase and the original
+ * snake_case field names (the conformance kit sends `history_length`, `context_id`; the ProtoJSON
+ * mapping of field names), so every field is looked up under both.
  */
 
 type Obj = Record<string, unknown>;
@@ -65,14 +66,12 @@ function optionalBool(o: Obj, name: string, what: string): boolean | undefined {
   return v;
 }
 
-/** The validated content of a SendMessage (v1.0) / message/send (v0.3). */
+/**
+ * The validated content of a SendMessage (v1.0) / message/send (v0.3): the caller's message as the
+ * core takes it (`message`, all but who asked), and how the answer is shaped.
+ */
 export interface SendParams {
-  messageId: string;
-  contextId?: string;
-  taskId?: string;
-  text: string;
-  contentSha256: string;
-  deadlineMs?: number;
+  message: Omit<SendInput, 'caller'>;
   historyLength?: number;
   /** v1.0 `configuration.returnImmediately`, or v0.3 `configuration.blocking: false`. */
   returnImmediately: boolean;
@@ -172,12 +171,7 @@ export function parseSendParams(params: unknown, roles: readonly string[]): Send
     .update(JSON.stringify([contextId ?? null, taskId ?? null, texts]))
     .digest('hex');
   return {
-    messageId,
-    contextId,
-    taskId,
-    text,
-    contentSha256,
-    deadlineMs,
+    message: { messageId, contextId, taskId, text, contentSha256, deadlineMs },
     historyLength,
     returnImmediately: returnImmediately === true || blocking === false,
   };

@@ -6,9 +6,9 @@ import { isLoopbackLiteral, type AgentConfig, type Config } from '../config/conf
 import type { Bridge } from '../core/bridge.js';
 import { agentCard, legacyAgentCard } from './agent-card.js';
 import { A2AError } from './errors.js';
+import { a2aHandler, dialectOfHeader } from './handler.js';
 import { health } from './health.js';
 import { errorResponse, isResponse, parseRequest, resultResponse, type JsonRpcResponse } from './jsonrpc.js';
-import { findMethod } from './methods.js';
 
 /** Thrown at start-up when the listen address is not a loopback literal (defence in depth beside config validation). */
 export class ListenError extends Error {
@@ -26,19 +26,6 @@ export interface RunningServer {
 }
 
 const CARD_PATHS = new Set(['/.well-known/agent-card.json', '/.well-known/agent.json']);
-/**
- * `A2A-Version` values we serve, by Major.Minor: patch numbers never count in negotiation
- * (A2A v1.0 §3.6), and a bare major means its latest minor.
- */
-function supportedVersion(header: string): '1.0' | '0.3' | null {
-  const m = /^(\d+)(?:\.(\d+)(?:\.\d+)?)?$/.exec(header);
-  if (!m) return null;
-  const major = Number(m[1]);
-  const minor = m[2] === undefined ? undefined : Number(m[2]);
-  if (major === 1 && (minor === undefined || minor === 0)) return '1.0';
-  if (major === 0 && minor === 3) return '0.3';
-  return null;
-}
 
 /** A refused request (401, 403) is logged at most once per this many ms per status; the rest are counted. */
 const REFUSAL_LOG_EVERY_MS = 60_000;
@@ -67,10 +54,11 @@ function digest(s: string): Buffer {
 }
 
 /**
- * Starts the A2A HTTP server (BRIEF §3): loopback only, enforced here again; the `Host` header
- * must name a loopback host (DNS rebinding: FACTS.md "Service"); JSON-RPC bodies are capped; the
- * bearer is compared in constant time (SHA-256 of both, then `timingSafeEqual`, so the length
- * leaks nothing). Cards and /health need no auth (Hermes' discover sends none).
+ * Starts the A2A HTTP server: loopback only, enforced here again; the `Host` header must name a
+ * loopback host (DNS rebinding); JSON-RPC bodies are capped; the bearer is compared in constant
+ * time (SHA-256 of both, then `timingSafeEqual`, so the length leaks nothing). Cards and /health
+ * need no auth (Hermes' discover sends none). The call itself goes to the transport-free handler
+ * (src/a2a/handler.ts).
  *
  * @throws ListenError for a non-loopback address; the listen error (EADDRINUSE…) otherwise
  */
@@ -80,6 +68,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     throw new ListenError(`refusing to listen on ${host}: a2a-mailbridge listens on loopback only; set server.listen = "127.0.0.1:${port}"`);
   }
   const bearer = digest(config.server.bearer);
+  const handleCall = a2aHandler(bridge, log);
   const agents = new Map(config.agents.map((a) => [a.name, a]));
   const refused = refusalLogger(log);
   let baseUrl = '';
@@ -137,29 +126,17 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       send(res, 413, { error: `request body over ${config.server.maxBodyBytes} bytes` }, { connection: 'close' });
       return;
     }
-    const versionHeader = String(req.headers['a2a-version'] ?? '').trim();
-    const parsed = parseRequest(body, versionHeader.startsWith('1') ? '1.0' : '0.3');
+    const version = String(req.headers['a2a-version'] ?? '').trim();
+    const parsed = parseRequest(body, dialectOfHeader(version));
     let response: JsonRpcResponse;
     if (isResponse(parsed)) response = parsed;
     else {
-      const found = findMethod(parsed.method);
-      const dialect = found?.dialect ?? (versionHeader.startsWith('0') || versionHeader === '' ? '0.3' : '1.0');
-      if (versionHeader !== '' && supportedVersion(versionHeader) === null) {
-        response = errorResponse(parsed.id, new A2AError('versionNotSupported', `A2A-Version ${versionHeader} is not supported; use 1.0 or 0.3`), dialect);
-      } else if (!found) {
-        response = errorResponse(parsed.id, new A2AError('methodNotFound', `Method not found: ${parsed.method}`), dialect);
-      } else {
-        try {
-          const caller = `a2a:${String(req.headers['user-agent'] ?? 'unknown').slice(0, 120)}`;
-          response = resultResponse(parsed.id, await found.handler(bridge, parsed.params ?? {}, { agent, caller }));
-        } catch (err) {
-          if (err instanceof A2AError) response = errorResponse(parsed.id, err, dialect);
-          else {
-            log.error({ err: (err as Error).message, stack: (err as Error).stack, method: parsed.method }, 'internal error');
-            response = errorResponse(parsed.id, new A2AError('internalError', 'Internal error; see the bridge log'), dialect);
-          }
-        }
-      }
+      const caller = `a2a:${String(req.headers['user-agent'] ?? 'unknown').slice(0, 120)}`;
+      const outcome = await handleCall({ agent, method: parsed.method, params: parsed.params, version, caller });
+      if (outcome.kind === 'result') response = resultResponse(parsed.id, outcome.result);
+      else if (outcome.kind === 'error') response = errorResponse(parsed.id, outcome.error, outcome.dialect);
+      // No method streams yet (capabilities.streaming is false); a stream here is a defect.
+      else response = errorResponse(parsed.id, new A2AError('internalError', 'Internal error; see the bridge log'), outcome.dialect);
     }
     send(res, 200, response);
   };

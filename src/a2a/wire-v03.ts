@@ -1,13 +1,11 @@
 import type { LegacyRestTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
-import type { TaskView } from '../core/task-view.js';
+import type { MessageView, TaskState, TaskView } from '../core/task-view.js';
 import { timestamp } from '../core/time.js';
-import type { MessageRow } from '../store/messages.js';
-import type { TaskState } from '../store/task-state.js';
 import type { Narrow } from './proto-json.js';
 
 /**
  * Rendering for the A2A v0.3 dialect (`message/send`, `tasks/get`, `tasks/cancel`): bare
- * results, `kind` tags on tasks, messages and parts, lowercase hyphenated states (FACTS.md "A2A").
+ * results, `kind` tags on tasks, messages and parts, lowercase hyphenated states (the A2A v1.0 JSON-RPC binding).
  *
  * The shapes are the SDK's v0.3 JSON types. `@a2a-js/sdk/compat/v0_3` does not export them by name;
  * they are taken from the signatures of its public v0.3 REST handler (`getTask` answers a v0.3
@@ -45,32 +43,31 @@ function textPart(text: string): V03TextPart {
   return { kind: 'text', text };
 }
 
-function v03Message(m: MessageRow): V03Message {
+function v03Message(m: MessageView): V03Message {
   return { kind: 'message', messageId: m.messageId, contextId: m.contextId, taskId: m.taskId, role: m.role, parts: [textPart(m.text)] };
 }
 
 /** A v0.3 Task (`kind: "task"`). */
 export function v03Task(v: TaskView): V03Task {
-  const { task } = v;
-  const status: V03TaskStatus = { state: v03State(task.state), timestamp: timestamp(task.updatedAt) };
+  const status: V03TaskStatus = { state: v03State(v.state), timestamp: timestamp(v.statusAt) };
   if (v.statusText !== null) {
     status.message = {
       kind: 'message',
-      messageId: `status-${task.id}-${task.updatedAt}`,
-      contextId: task.contextId,
-      taskId: task.id,
+      messageId: `status-${v.id}-${v.statusAt}`,
+      contextId: v.contextId,
+      taskId: v.id,
       role: 'agent',
       parts: [textPart(v.statusText)],
     };
   }
   return {
     kind: 'task',
-    id: task.id,
-    contextId: task.contextId,
+    id: v.id,
+    contextId: v.contextId,
     status,
     artifacts: v.artifacts.map((a) => ({ artifactId: a.artifactId, name: a.name, parts: [textPart(a.text)] })),
     history: v.history.map(v03Message),
-    metadata: { agent: task.agent, turn: task.turn },
+    metadata: { agent: v.agent, turn: v.turn },
   };
 }
 

@@ -1,14 +1,12 @@
 import type { Artifact, ListTasksResponse, Message, Part, SendMessageResponse, Task, TaskStatus } from '@a2a-js/sdk';
-import type { TaskView } from '../core/task-view.js';
+import type { ArtifactView, MessageView, TaskState, TaskView } from '../core/task-view.js';
 import { timestamp } from '../core/time.js';
-import type { ArtifactRow } from '../store/artifacts.js';
-import type { MessageRow } from '../store/messages.js';
-import type { TaskState } from '../store/task-state.js';
 import type { Narrow, ProtoJson, RoleName, TaskStateName } from './proto-json.js';
 
 /**
  * Rendering of tasks for the wire, A2A v1.0 ProtoJSON (camelCase, enums by name, ISO timestamps
- * with `Z`, parts without `kind`: FACTS.md "A2A"). The v0.3 dialect is rendered by wire-v03.ts.
+ * with `Z`, parts without `kind`: the A2A v1.0 JSON-RPC binding). The v0.3 dialect is rendered by
+ * wire-v03.ts.
  *
  * The shapes are the SDK's v1.0 types in ProtoJSON form (proto-json.ts), narrowed to the members
  * the bridge always sets: a member the SDK renames or retypes is a compile error here.
@@ -42,7 +40,7 @@ function textPart(text: string): V1TextPart {
   return { text, mediaType: 'text/plain' };
 }
 
-export function v1Message(m: MessageRow): V1Message {
+export function v1Message(m: MessageView): V1Message {
   return {
     messageId: m.messageId,
     contextId: m.contextId,
@@ -52,11 +50,11 @@ export function v1Message(m: MessageRow): V1Message {
   };
 }
 
-function v1Artifact(a: ArtifactRow): V1Artifact {
+function v1Artifact(a: ArtifactView): V1Artifact {
   return {
     artifactId: a.artifactId,
     name: a.name,
-    description: a.name === 'late-reply' ? 'An authenticated reply that arrived after the task failed; not applied' : 'The agent reply',
+    description: a.late ? 'An authenticated reply that arrived after the task failed; not applied' : 'The agent reply',
     parts: [textPart(a.text)],
   };
 }
@@ -66,24 +64,23 @@ function v1Artifact(a: ArtifactRow): V1Artifact {
  * view's (already bounded) history.
  */
 export function v1Task(v: TaskView, o: { includeArtifacts?: boolean } = {}): V1Task {
-  const { task } = v;
-  const status: V1TaskStatus = { state: v1State(task.state), timestamp: timestamp(task.updatedAt) };
+  const status: V1TaskStatus = { state: v1State(v.state), timestamp: timestamp(v.statusAt) };
   if (v.statusText !== null) {
     status.message = {
-      messageId: `status-${task.id}-${task.updatedAt}`,
-      contextId: task.contextId,
-      taskId: task.id,
+      messageId: `status-${v.id}-${v.statusAt}`,
+      contextId: v.contextId,
+      taskId: v.id,
       role: 'ROLE_AGENT',
       parts: [textPart(v.statusText)],
     };
   }
   return {
-    id: task.id,
-    contextId: task.contextId,
+    id: v.id,
+    contextId: v.contextId,
     status,
     ...(o.includeArtifacts !== false ? { artifacts: v.artifacts.map(v1Artifact) } : {}),
     history: v.history.map(v1Message),
-    metadata: { agent: task.agent, turn: task.turn, createdAt: timestamp(task.createdAt), ...(task.deadlineAt !== null ? { deadline: timestamp(task.deadlineAt) } : {}) },
+    metadata: { agent: v.agent, turn: v.turn, createdAt: timestamp(v.createdAt), ...(v.deadlineAt !== null ? { deadline: timestamp(v.deadlineAt) } : {}) },
   };
 }
 

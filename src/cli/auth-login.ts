@@ -1,5 +1,5 @@
 /**
- * `a2a-mailbridge auth login <provider>` (issue 13): the OAuth 2.0 device authorization grant
+ * `a2a-mailbridge auth login <provider>`: the OAuth 2.0 device authorization grant
  * (RFC 8628). Asks the device endpoint for a user code, prints the verification URL and the code,
  * polls the token endpoint at the interval the server gives (RFC 8628 §3.4–3.5: `slow_down` adds
  * 5 s), and stores the refresh token in `mailbox.imap.oauth2_refresh_token_file` with mode 0600.

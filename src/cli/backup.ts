@@ -1,6 +1,6 @@
 import { closeSync, constants, fchmodSync, openSync, rmSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { openDb } from '../store/db.js';
+import { Store } from '../store/store.js';
 import { CliFailure } from './errors.js';
 import { printJson } from './format.js';
 import { openReadOnly, type StoreLocation } from './open-store.js';
@@ -62,11 +62,11 @@ export async function runBackup(where: StoreLocation, file: string, o: { json?: 
       const { totalPages } = await db.backup(target);
       // The copy carries the store's WAL mode in its header: switch it to a rollback journal so it
       // is one file, and no reader of the backup leaves -wal/-shm files beside it.
-      const copy = openDb(target);
+      const copy = Store.open(target);
       let version: number;
       try {
-        copy.pragma('journal_mode = DELETE');
-        version = copy.pragma('user_version', { simple: true }) as number;
+        copy.useRollbackJournal();
+        version = copy.schemaVersion();
       } finally {
         copy.close();
       }

@@ -1,15 +1,16 @@
 /**
- * `doctor`'s look at the agent's most recent tagged mail (issue 13): the same gate-5 analysis as
- * `provider detect`, and whether the mail would pass gates 3–7 with the configured provider —
- * and, when not, why and what to change. Reads the store read-only; looks DKIM keys up in DNS.
+ * `doctor`'s look at the agent's most recent tagged mail: the same gate-5 analysis as `provider
+ * detect`, and whether the mail would pass gates 3–7 with the configured provider — and, when not,
+ * why and what to change. The mail is judged again by the judge itself (src/core/judge.ts) on a
+ * read-only store, nothing written. Looks DKIM keys up in DNS.
  */
 import { existsSync } from 'node:fs';
 import type { Config } from '../config/config.js';
-import { openDb } from '../store/db.js';
-import { rawOf } from '../store/ledger.js';
+import { judgeMessage, judgeRulesOf, type Decision } from '../core/judge.js';
+import type { LedgerRow } from '../store/ledger.js';
+import { Store } from '../store/store.js';
 import { configLines, detectProvider } from '../uplink/detect.js';
 import { makeResolver, type DnsResolver } from '../uplink/dkim.js';
-import { authenticate, identify, messageFacts } from '../uplink/gates.js';
 import type { Check } from './doctor.js';
 
 /**
@@ -20,35 +21,49 @@ export async function checkLatestTaggedMail(config: Config, resolver?: DnsResolv
   const name = 'latest agent mail';
   const path = config.store.path;
   if (!existsSync(path)) return { name, status: 'ok', detail: 'no store yet; once the agent has replied, doctor judges its latest mail here' };
-  let row: { id: number; verdict: string; receivedAt: number | null } | undefined;
-  let raw: Buffer | null = null;
-  const db = openDb(path, { readOnly: true });
+  const store = Store.open(path, { readOnly: true });
   try {
-    row = db.prepare(`SELECT id, verdict, received_at AS receivedAt FROM ledger WHERE task_id IS NOT NULL AND raw IS NOT NULL ORDER BY id DESC LIMIT 1`).get() as typeof row;
-    if (row) raw = rawOf(db, row.id);
+    const row: LedgerRow | undefined = store.ledger.latestTaggedWithRaw();
+    const raw = row ? store.ledger.raw(row.id) : null;
+    if (!row || !raw) return { name, status: 'ok', detail: 'no tagged mail from an agent in the ledger yet; once the agent has replied, doctor judges its latest mail here' };
+    const what = `ledger #${row.id} (${row.verdict})`;
+    // The ledger holds these very bytes: gate 1 is not asked. The decision is made, never committed.
+    const d = await judgeMessage<Decision>(
+      { raw, size: raw.length, tooLarge: false, receivedAt: row.receivedAt ?? null },
+      {
+        rules: judgeRulesOf(config),
+        resolver: resolver ?? makeResolver(config.dnsServers),
+        now: Date.now,
+        store: {
+          seenDigest: () => false,
+          task: (id) => {
+            const task = store.tasks.get(id);
+            return task && { task, turn: store.turns.get(task.id, task.turn) };
+          },
+          messageIdApplied: () => false,
+        },
+        settle: (decide) => decide(),
+      },
+    );
+    // Past gate 7 the judge keeps the whole message as evidence: the mail authenticated. A
+    // deferral (DNS did not answer for the key) is a refusal until it does.
+    if (d.kind === 'apply' || d.kind === 'late' || (d.kind === 'refuse' && d.evidence === 'whole')) {
+      return { name, status: 'ok', detail: `${what} passes gates 3–7 with provider ${config.mailbox.provider}` };
+    }
+    if (d.kind === 'refuse' && d.verdict === 'no-task-id') return { name, status: 'skip', detail: `${what}: ${d.reason}`, fix: 'no configured agent tag in it' };
+    const verdict = d.kind === 'refuse' ? d.verdict : 'auth:dkim-unverified';
+    const agent = d.kind === 'refuse' ? d.tag?.agent : config.agents.find((a) => row.taskId !== null && row.agent === a.name);
+    const detected = detectProvider(raw);
+    const lines = configLines(detected);
+    const gate5 = /^gate 5/.test(d.reason);
+    const fix =
+      detected.preset && (detected.preset !== config.mailbox.provider || detected.preset === 'self-hosted') && gate5
+        ? `this mail is stamped like ${detected.preset}: set in [mailbox] ${lines.join(', ')} (a2a-mailbridge provider detect --from ${agent?.address ?? '<agent address>'} explains)`
+        : gate5
+          ? `run a2a-mailbridge provider detect --from ${agent?.address ?? '<agent address>'} to see what your provider stamps`
+          : `the provider's stamp was read; the refusal is about the mail itself (${verdict}): check agents.dkim_domain and the agent's DKIM signing`;
+    return { name, status: 'fail', detail: `${what} would be refused: ${d.reason}`, fix };
   } finally {
-    db.close();
+    store.close();
   }
-  if (!row || !raw) return { name, status: 'ok', detail: 'no tagged mail from an agent in the ledger yet; once the agent has replied, doctor judges its latest mail here' };
-  const facts = messageFacts(raw);
-  const identified = identify(facts, config.agents, () => false);
-  const what = `ledger #${row.id} (${row.verdict})`;
-  if (!('taskId' in identified)) return { name, status: 'skip', detail: `${what}: ${identified.reason}`, fix: 'no configured agent tag in it' };
-  const refusal = await authenticate(raw, identified, {
-    profile: config.mailbox.profile,
-    verifyDkim: config.mailbox.verifyDkim,
-    resolver: resolver ?? makeResolver(config.dnsServers),
-    receivedAt: row.receivedAt,
-  });
-  if (!refusal) return { name, status: 'ok', detail: `${what} passes gates 3–7 with provider ${config.mailbox.provider}` };
-  const d = detectProvider(raw);
-  const lines = configLines(d);
-  const gate5 = /^gate 5/.test(refusal.reason);
-  const fix =
-    d.preset && (d.preset !== config.mailbox.provider || d.preset === 'self-hosted') && gate5
-      ? `this mail is stamped like ${d.preset}: set in [mailbox] ${lines.join(', ')} (a2a-mailbridge provider detect --from ${identified.agent.address} explains)`
-      : gate5
-        ? `run a2a-mailbridge provider detect --from ${identified.agent.address} to see what your provider stamps`
-        : `the provider's stamp was read; the refusal is about the mail itself (${refusal.verdict}): check agents.dkim_domain and the agent's DKIM signing`;
-  return { name, status: 'fail', detail: `${what} would be refused: ${refusal.reason}`, fix };
 }

@@ -6,8 +6,7 @@ import { exampleIdentities, exampleIdentitiesText } from '../config/example-iden
 import { writableByOthers } from '../config/file-safety.js';
 import { readSecretFile, SecretFileError } from '../config/secret-file.js';
 import { missingSecretFix } from '../config/secret-kinds.js';
-import { openDb, StoreError } from '../store/db.js';
-import { taskCountsByState } from '../store/tasks.js';
+import { Store, StoreError } from '../store/store.js';
 import { TERMINAL_STATES, type TaskState } from '../store/task-state.js';
 import { openMailbox } from '../app.js';
 import { loginCommand } from '../config/provider.js';
@@ -163,9 +162,9 @@ function checkStore(path: string): Check {
     return { name, status: 'fail', detail: `${path} and its folder are open to others; the store holds mail and reply tokens`, fix: `chmod 700 ${dirname(path)}` };
   }
   try {
-    const db = openDb(path, { readOnly: true });
-    const version = db.pragma('user_version', { simple: true }) as number;
-    const counts = taskCountsByState(db);
+    const db = Store.open(path, { readOnly: true });
+    const version = db.schemaVersion();
+    const counts = db.stats.tasksByState();
     db.close();
     const total = Object.values(counts).reduce((a, b) => a + (b ?? 0), 0);
     const open = Object.entries(counts).filter(([s]) => !TERMINAL_STATES.has(s as TaskState)).reduce((a, [, n]) => a + (n ?? 0), 0);

@@ -1,4 +1,4 @@
-import { getLedgerRow, queryLedger, rawOf, type LedgerRow } from '../store/ledger.js';
+import { type LedgerRow } from '../store/ledger.js';
 import { parseCount, parseTime, parseVerdict } from './args.js';
 import { CliFailure, UsageError } from './errors.js';
 import { clean, isoJson, isoUtc, printJson, table, truncate } from './format.js';
@@ -70,9 +70,9 @@ export function runLedger(where: StoreLocation, o: LedgerOptions, now = Date.now
     }
     const db = openReadOnly(where);
     try {
-      const row = getLedgerRow(db, id);
+      const row = db.ledger.row(id);
       if (!row) throw new CliFailure(`no ledger row #${id}; list them with: a2a-mailbridge ledger`);
-      const raw = row.hasRaw ? rawOf(db, id) : null;
+      const raw = row.hasRaw ? db.ledger.raw(id) : null;
       if (!raw) throw new CliFailure(`ledger row #${id} (${row.verdict}) kept no raw bytes: only tagged mail is kept`);
       process.stdout.write(raw);
       return 0;
@@ -89,7 +89,7 @@ export function runLedger(where: StoreLocation, o: LedgerOptions, now = Date.now
   };
   const db = openReadOnly(where);
   try {
-    const rows = queryLedger(db, { ...q, ...(o.task !== undefined ? { taskId: resolveLedgerTask(db, o.task) } : {}) });
+    const rows = db.ledger.query({ ...q, ...(o.task !== undefined ? { taskId: resolveLedgerTask(db, o.task) } : {}) });
     if (o.json) printJson(rows.map(ledgerJson));
     else process.stdout.write(`${formatLedger(rows)}\n`);
     return 0;

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { loadConfig } from '../config/config.js';
-import { openDb, StoreError, type Db } from '../store/db.js';
+import { Store, StoreError } from '../store/store.js';
 
 /** Where a command finds the store: `--db`, else `store.path` of the config file. */
 export interface StoreLocation {
@@ -21,14 +21,14 @@ export function storeFile(where: StoreLocation): string {
 }
 
 /**
- * Opens the store read-only (FACTS.md "SQLite": inspection tools open read-only), after
- * `quick_check` and the schema version check of `openDb`.
+ * Opens the store read-only (inspection never takes a write lock from a running bridge), after
+ * `quick_check` and the schema version check of `Store.open`.
  * @throws ConfigError, StoreError (no such file, damaged, another schema version)
  */
-export function openReadOnly(where: StoreLocation): Db {
+export function openReadOnly(where: StoreLocation): Store {
   const file = storeFile(where);
   if (!existsSync(file)) {
     throw new StoreError(`no store at ${file}; \`a2a-mailbridge serve\` creates it on its first start${where.db === undefined ? ' (config key store.path)' : ''}`);
   }
-  return openDb(file, { readOnly: true });
+  return Store.open(file, { readOnly: true });
 }

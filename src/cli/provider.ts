@@ -1,5 +1,5 @@
 /**
- * `a2a-mailbridge provider detect` (issue 13): reads one mail the user received from outside — a
+ * `a2a-mailbridge provider detect`: reads one mail the user received from outside — a
  * file, or read-only the newest message from a sender in the configured mailbox (IMAP EXAMINE and
  * BODY.PEEK, or a Maildir read without renaming) — and says which preset recognises its trusted
  * Authentication-Results, or prints the exact patterns for a self-hosted MTA, with what it found.

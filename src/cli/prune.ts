@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { plural } from '../plural.js';
-import { openDb, StoreError } from '../store/db.js';
-import { countPrunable, pruneFinished, type PruneCounts } from '../store/prune.js';
+import type { PruneCounts } from '../store/prune.js';
+import { Store, StoreError } from '../store/store.js';
 import { parseDays } from './args.js';
 import { UsageError } from './errors.js';
 import { isoJson, isoUtc, printJson } from './format.js';
@@ -49,16 +49,16 @@ export function runPrune(where: StoreLocation, o: PruneOptions, now = Date.now()
   if (o.dryRun) {
     const db = openReadOnly(where);
     try {
-      counts = countPrunable(db, cut);
+      counts = db.retention.countPrunable(cut);
     } finally {
       db.close();
     }
   } else {
     const file = storeFile(where);
     if (!existsSync(file)) throw new StoreError(`no store at ${file}; nothing to prune`);
-    const db = openDb(file);
+    const db = Store.open(file);
     try {
-      counts = pruneFinished(db, cut);
+      counts = db.tx((tx) => tx.retention.prune(cut));
     } finally {
       db.close();
     }

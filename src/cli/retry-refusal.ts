@@ -1,6 +1,6 @@
 /**
  * Why `a2a-mailbridge retry` refuses a task, in words that state the rule and what happens next
- * (issue 16: a SUBMITTED task whose attempt got ECONNREFUSED was told "only a task whose webhook
+ * (a SUBMITTED task whose attempt got ECONNREFUSED was told "only a task whose webhook
  * was never accepted can be retried"). The rule: only a task that FAILED by dispatch — its
  * attempts exhausted (`max_attempts`, `max_age_s`) or the webhook refused it (3xx/4xx, 410) — is
  * re-dispatched; any other task is either still being delivered by the bridge on its own, or
@@ -10,7 +10,7 @@ import type { AgentConfig } from '../config/config.js';
 import { humanDuration, iso } from '../core/time.js';
 import { plural } from '../plural.js';
 import type { AttemptRow } from '../store/attempts.js';
-import type { TaskRow } from '../store/tasks.js';
+import type { TaskRow } from '../store/task-rows.js';
 import type { TurnRow } from '../store/turns.js';
 
 /** What the refusal is built from: the task, its current turn and that turn's attempts (oldest first). */

@@ -1,5 +1,5 @@
 /**
- * What `serve` prints on stderr once it listens (issue 16): a short summary a person can check at
+ * What `serve` prints on stderr once it listens: a short summary a person can check at
  * a glance — version, config, store, mailbox and whether it answered, watch mode, each agent and
  * its webhook host, where the log goes — and every start-up warning (an unreachable mailbox,
  * RFC 2606 example names still configured). No secret and no path of a webhook URL (it may be a

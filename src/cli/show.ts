@@ -1,9 +1,11 @@
-import { attemptsOfTask, type AttemptRow } from '../store/attempts.js';
-import type { Db } from '../store/db.js';
+import type { AttemptRow } from '../store/attempts.js';
+import type { AuditRow } from '../store/audit.js';
+import type { LedgerRow } from '../store/ledger.js';
+import type { StoreReads } from '../store/store.js';
+import type { TaskEvent } from '../store/task-events.js';
+import type { TaskRow } from '../store/task-rows.js';
 import { isTerminal } from '../store/task-state.js';
-import { ledgerOfTask, type LedgerRow } from '../store/ledger.js';
-import { auditRows, getTask, taskEvents, type AuditRow, type TaskEvent, type TaskRow } from '../store/tasks.js';
-import { turnsOfTask, type TurnRow } from '../store/turns.js';
+import type { TurnRow } from '../store/turns.js';
 import { CliFailure } from './errors.js';
 import { clean, cleanLines, gap, isoJson, isoUtc, printJson, table, truncate } from './format.js';
 import { ledgerJson } from './ledger.js';
@@ -209,16 +211,16 @@ export function showJson(r: TaskRecord) {
 }
 
 /** Reads everything about one task. */
-export function readTaskRecord(db: Db, taskId: string): TaskRecord | undefined {
-  const task = getTask(db, taskId);
+export function readTaskRecord(db: StoreReads, taskId: string): TaskRecord | undefined {
+  const task = db.tasks.get(taskId);
   if (!task) return undefined;
   return {
     task,
-    turns: turnsOfTask(db, task.id),
-    attempts: attemptsOfTask(db, task.id),
-    ledger: ledgerOfTask(db, task.id),
-    events: taskEvents(db, task.id),
-    audit: auditRows(db, task.id),
+    turns: db.turns.ofTask(task.id),
+    attempts: db.attempts.ofTask(task.id),
+    ledger: db.ledger.ofTask(task.id),
+    events: db.events.of(task.id),
+    audit: db.audit.of(task.id),
   };
 }
 
@@ -235,7 +237,7 @@ export function runShow(where: StoreLocation, idOrPrefix: string, o: { json?: bo
     const id = resolveTaskId(db, idOrPrefix);
     const record = id === undefined ? undefined : readTaskRecord(db, id);
     if (!record) {
-      const audit = auditRows(db, idOrPrefix);
+      const audit = db.audit.of(idOrPrefix);
       if (audit.length === 0) {
         const hint = idOrPrefix.length < 4 ? ' (a prefix needs at least 4 characters)' : '';
         throw new CliFailure(`no task ${idOrPrefix}${hint}; list them with: a2a-mailbridge tasks`);

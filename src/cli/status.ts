@@ -2,11 +2,10 @@ import { existsSync } from 'node:fs';
 import { loadConfig, type Config } from '../config/config.js';
 import { humanDuration, iso } from '../core/time.js';
 import { plural } from '../plural.js';
-import { openDb } from '../store/db.js';
-import { getMailboxState, type MailboxState } from '../store/mailbox-state.js';
-import { dispatchFailuresSince, failingDispatches, refusedForOpenTasks, type FailingDispatch, type RefusedForOpenTask } from '../store/overview.js';
+import { Store } from '../store/store.js';
+import { type MailboxState } from '../store/mailbox-state.js';
+import type { FailingDispatch, RefusedForOpenTask } from '../store/overview.js';
 import { TASK_STATES, TERMINAL_STATES, type TaskState } from '../store/task-state.js';
-import { taskCountsByState } from '../store/tasks.js';
 import { clean, isoJson, printJson } from './format.js';
 import { probeHealth, type HealthProbe } from './health-probe.js';
 import { storeBytes } from './serve-summary.js';
@@ -57,16 +56,16 @@ export async function statusReport(config: Config, now: number): Promise<StatusR
     refusedRepliesForOpenTasks: [],
   };
   if (!exists) return report;
-  const db = openDb(path, { readOnly: true });
+  const db = Store.open(path, { readOnly: true });
   try {
-    const byState = taskCountsByState(db);
+    const byState = db.stats.tasksByState();
     const sum = (open: boolean): number => TASK_STATES.filter((s) => TERMINAL_STATES.has(s) !== open).reduce((n, s) => n + (byState[s] ?? 0), 0);
     report.tasks = { open: sum(true), finished: sum(false), byState };
-    const m: MailboxState = getMailboxState(db, folderKey(config));
+    const m: MailboxState = db.mailbox.state(folderKey(config));
     report.mailbox = { kind: config.mailbox.kind, lastCheckAt: isoJson(m.lastCheckAt), lastResult: m.lastResult, lastError: m.lastError, errorSince: isoJson(m.errorSince) };
-    report.failingWebhooks = failingDispatches(db, LIST_LIMIT).map((f) => ({ ...f, nextAttemptAt: isoJson(f.nextAttemptAt) }));
-    report.dispatchFailuresLast7Days = dispatchFailuresSince(db, now - WEEK_MS);
-    report.refusedRepliesForOpenTasks = refusedForOpenTasks(db, LIST_LIMIT).map((r) => ({ ...r, lastSeenAt: isoJson(r.lastSeenAt) }));
+    report.failingWebhooks = db.overview.failingDispatches(LIST_LIMIT).map((f) => ({ ...f, nextAttemptAt: isoJson(f.nextAttemptAt) }));
+    report.dispatchFailuresLast7Days = db.overview.dispatchFailuresSince(now - WEEK_MS);
+    report.refusedRepliesForOpenTasks = db.overview.refusedForOpenTasks(LIST_LIMIT).map((r) => ({ ...r, lastSeenAt: isoJson(r.lastSeenAt) }));
   } finally {
     db.close();
   }

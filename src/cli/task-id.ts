@@ -2,9 +2,7 @@
  * How the CLI finds a task from what a person typed: the whole id, or a unique prefix of at least
  * 4 characters — the tables print the first 8 — in any case (ids are lower-case UUIDs).
  */
-import type { Db } from '../store/db.js';
-import { ledgerTaskIdsWithPrefix } from '../store/ledger.js';
-import { getTask, taskIdsWithPrefix } from '../store/tasks.js';
+import type { StoreReads } from '../store/store.js';
 import { CliFailure } from './errors.js';
 
 /** The shortest prefix the CLI takes. */
@@ -20,11 +18,11 @@ function several(text: string, ids: readonly string[]): CliFailure {
  * @returns the whole id, or undefined when no task matches
  * @throws CliFailure when several tasks match
  */
-export function resolveTaskId(db: Db, idOrPrefix: string): string | undefined {
+export function resolveTaskId(db: StoreReads, idOrPrefix: string): string | undefined {
   const text = idOrPrefix.trim().toLowerCase();
-  if (getTask(db, text)) return text;
+  if (db.tasks.get(text)) return text;
   if (text.length < MIN_PREFIX) return undefined;
-  const ids = taskIdsWithPrefix(db, text, 6);
+  const ids = db.tasks.idsWithPrefix(text, 6);
   if (ids.length > 1) throw several(idOrPrefix, ids);
   return ids[0];
 }
@@ -35,11 +33,11 @@ export function resolveTaskId(db: Db, idOrPrefix: string): string | undefined {
  *
  * @throws CliFailure when nothing matches ("no such task"), or several ids do
  */
-export function resolveLedgerTask(db: Db, idOrPrefix: string): string {
+export function resolveLedgerTask(db: StoreReads, idOrPrefix: string): string {
   const task = resolveTaskId(db, idOrPrefix);
   if (task !== undefined) return task;
   const text = idOrPrefix.trim().toLowerCase();
-  const ids = text.length === 0 ? [] : ledgerTaskIdsWithPrefix(db, text, text.length >= MIN_PREFIX, 6);
+  const ids = text.length === 0 ? [] : db.ledger.taskIdsWithPrefix(text, text.length >= MIN_PREFIX, 6);
   if (ids.length > 1) throw several(idOrPrefix, ids);
   if (ids.length === 1) return ids[0]!;
   const hint = text.length < MIN_PREFIX ? ` (a prefix needs at least ${MIN_PREFIX} characters)` : '';

@@ -1,11 +1,7 @@
 import { plural } from '../plural.js';
-import { lastAttemptOf } from '../store/attempts.js';
-import type { Db } from '../store/db.js';
-import { refusedRepliesOf } from '../store/ledger.js';
+import type { StoreReads } from '../store/store.js';
 import { isTerminal } from '../store/task-state.js';
-import type { TaskRow } from '../store/tasks.js';
-import { listTaskRows } from '../store/tasks.js';
-import { getTurn } from '../store/turns.js';
+import type { TaskRow } from '../store/task-rows.js';
 import { parseCount, parseStates, parseTime } from './args.js';
 import { clean, isoJson, isoUtc, printJson, table, truncate } from './format.js';
 import { openReadOnly, type StoreLocation } from './open-store.js';
@@ -59,13 +55,13 @@ export function taskJson(t: TaskRow): TaskJson {
  * its last webhook attempt and when the next one is due (not the "dispatch pending" it was
  * created with); else the cause of the latest state change.
  */
-export function whyText(db: Db, t: TaskRow): string {
+export function whyText(db: StoreReads, t: TaskRow): string {
   const parts: string[] = [];
-  const turn = isTerminal(t.state) ? undefined : getTurn(db, t.id, t.turn);
-  const refused = turn ? refusedRepliesOf(db, t.id, turn.createdAt) : undefined;
+  const turn = isTerminal(t.state) ? undefined : db.turns.get(t.id, t.turn);
+  const refused = turn ? db.ledger.refusedRepliesOf(t.id, turn.createdAt) : undefined;
   if (refused) parts.push(`${plural(refused.count, 'reply', 'replies')} refused (last: ${refused.lastVerdict})`);
   if (t.state === 'SUBMITTED' && turn) {
-    const a = lastAttemptOf(db, turn.dispatchId);
+    const a = db.attempts.last(turn.dispatchId);
     if (!a) parts.push(`no webhook attempt yet${turn.nextAttemptAt !== null ? `; due ${isoUtc(turn.nextAttemptAt)}` : ''}`);
     else if (a.outcome === null) parts.push(`webhook attempt ${a.attempt} under way since ${isoUtc(a.startedAt)}`);
     else {
@@ -114,7 +110,7 @@ export function runTasks(where: StoreLocation, o: TasksOptions, now = Date.now()
   };
   const db = openReadOnly(where);
   try {
-    const rows = listTaskRows(db, q);
+    const rows = db.tasks.rows(q);
     if (o.json) printJson(rows.map((t) => ({ ...taskJson(t), why: whyText(db, t) })));
     else process.stdout.write(`${formatTasks(rows, (t) => whyText(db, t))}\n`);
     return 0;

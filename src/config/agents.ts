@@ -1,4 +1,4 @@
-/** The `[[agents]]` tables of the config: one cloud agent each, with its webhook (BRIEF §7). */
+/** The `[[agents]]` tables of the config: one cloud agent each, with its webhook. */
 import { Webhook } from 'standardwebhooks';
 import type { AgentConfig, WebhookAuth, WebhookConfig } from './config.js';
 import { ConfigError, type Fields } from './fields.js';

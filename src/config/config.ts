@@ -152,7 +152,7 @@ export { FASTMAIL_HOST_PATTERN } from '../uplink/providers.js';
 /**
  * `server.listen`: a loopback IP literal and a port. `localhost` is taken as 127.0.0.1, bound
  * literally: the name may resolve to ::1 first, or to something else on a machine whose hosts
- * file says so (FACTS.md "Service": bind 127.0.0.1 literally).
+ * file says so (bind 127.0.0.1 literally: `localhost` may resolve to ::1).
  */
 function parseListen(f: Fields): { host: string; port: number } {
   const key = f.key('listen');
@@ -297,7 +297,7 @@ export function parseConfig(doc: Table, baseDir: string, file = '', o: LoadOptio
     }
   }
   root.rejectUnknown();
-  // Every answer must come well inside the caller's timeout (BRIEF §1, "the two-minute curse"):
+  // Every answer must come well inside the caller's timeout (docs/architecture.md, "The data path"):
   // the worst case is one webhook attempt, then the blocking wait, then one mailbox check wait.
   const slowestHook = Math.max(...agents.map((a) => a.webhook.timeoutMs));
   const worst = slowestHook + serverConfig.waitBudgetMs + mailbox.checkWaitMs;

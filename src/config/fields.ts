@@ -142,7 +142,7 @@ export class Fields {
   /**
    * A whole-string, case-insensitive regular expression: the source is wrapped as `^(?:…)$`, so
    * an alternation such as `a|b` cannot match a mere prefix or suffix (`endsWith` accepts
-   * `evilmessagingengine.com`: FACTS.md). Leading `^` and trailing `$` in the source are dropped.
+   * `evilmessagingengine.com`). Leading `^` and trailing `$` in the source are dropped.
    */
   pattern(name: string, fallback?: string): RegExp {
     const source = this.string(name, fallback).replace(/^\^/, '').replace(/(?<!\\)\$$/, '');

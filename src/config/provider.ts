@@ -1,5 +1,5 @@
 /**
- * The provider keys of `[mailbox]` and the sign-in keys of `[mailbox.imap]` (issue 13): which
+ * The provider keys of `[mailbox]` and the sign-in keys of `[mailbox.imap]`: which
  * preset recognises the trusted Authentication-Results (src/uplink/providers.ts, docs/providers.md),
  * and password or OAuth2 sign-in for IMAP.
  */

@@ -19,8 +19,8 @@ export class SecretFileError extends Error {
 const MAX_SECRET_BYTES = 64 * 1024;
 
 /**
- * Reads a secret from a file the way ssh and libpq treat private files (FACTS.md, "Service"):
- * opened with O_NOFOLLOW, checked on the open handle with fstat (so a swap between check and read
+ * Reads a secret from a file the way ssh and libpq treat private files (docs/architecture.md,
+ * "Operating"): opened with O_NOFOLLOW, checked on the open handle with fstat (so a swap between check and read
  * is impossible), and refused unless it is a regular file owned by the current user with no
  * group or other permission bits (`mode & 0o077 == 0`), in a folder others cannot write. One
  * trailing newline (LF or CRLF) is trimmed; any other whitespace is kept, because it may be part

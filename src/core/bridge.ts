@@ -1,19 +1,29 @@
-import { A2AError } from '../a2a/errors.js';
+import { BridgeError } from './errors.js';
 import type { AgentConfig } from '../config/config.js';
-import { getMailboxState } from '../store/mailbox-state.js';
-import type { TaskState } from '../store/task-state.js';
-import { getTask, listTasks, markOutcomeShown, type TaskRow } from '../store/tasks.js';
-import { isTerminal } from '../store/task-state.js';
-import { dueDispatches } from '../store/turns.js';
-import { shrinkWal } from '../store/wal.js';
+import type { DispatchState } from '../store/dispatch-state.js';
+import type { MailboxState } from '../store/mailbox-state.js';
+import type { TaskRow } from '../store/task-rows.js';
+import { isTerminal, type TaskState } from '../store/task-state.js';
 import { cancelTask, sendCancelNotice } from './cancel.js';
 import type { BridgeContext } from './context.js';
+import { BridgeEvents } from './events.js';
 import { attemptDispatch } from './dispatch.js';
 import { failpoint } from './failpoints.js';
 import { checkMailbox, type CheckSummary } from './mail-check.js';
 import { submit, type SendInput } from './submit.js';
 import { sweepDeadlines } from './sweep.js';
 import { viewTask, type TaskView } from './task-view.js';
+
+/** What `GET /health` shows (src/a2a/health.ts renders it); counts are absent for states with none. */
+export interface HealthFacts {
+  /** The store answered the counts (false: it could not be read). */
+  storeOk: boolean;
+  tasksByState: Partial<Record<TaskState, number>>;
+  dispatchesByState: Partial<Record<DispatchState, number>>;
+  mailboxKind: 'imap' | 'maildir';
+  /** The last check's outcome; null when the store could not be read. */
+  mailbox: MailboxState | null;
+}
 
 /** The answer to a SendMessage: a task, or (a poll word on a context with no task) a plain message. */
 export type SendResult = { task: TaskView } | { message: { contextId: string; text: string } };
@@ -39,11 +49,11 @@ function sleep(ms: number): Promise<void> {
 }
 
 /**
- * The use cases (BRIEF §2 "src/bridge.ts"): submit, poll, apply replies, sweep deadlines,
- * cancel. In the default request-driven mode every A2A call first runs {@link refresh}: due
- * webhook attempts, at most one mailbox check when one is due (concurrent calls share it), then
- * the deadline sweep — each bounded in time, so every call answers well inside the caller's
- * timeout (BRIEF §1, failure 1).
+ * The use cases (docs/architecture.md, "The data path"): submit, poll, apply replies, sweep
+ * deadlines, cancel. In the default request-driven mode every A2A call first runs {@link refresh}:
+ * due webhook attempts, at most one mailbox check when one is due (concurrent calls share it), then
+ * the deadline sweep — each bounded in time, so every call answers well inside the caller's timeout
+ * (docs/architecture.md, "The data path").
  */
 export class Bridge {
   private check: Promise<CheckSummary> | null = null;
@@ -53,7 +63,17 @@ export class Bridge {
   /** When the store's WAL was last looked at (bridge clock, ms); 0 at start, so the first refresh does. */
   private maintainedAt = 0;
 
-  constructor(readonly ctx: BridgeContext) {}
+  /** Every committed task change, after its commit (src/core/events.ts). */
+  readonly events: BridgeEvents;
+
+  constructor(readonly ctx: BridgeContext) {
+    this.events = new BridgeEvents(ctx.log);
+    ctx.store.onTaskChange((c) => {
+      // Ids and states only: a cause may quote the mail (its Message-ID), which stays out of the log.
+      ctx.log.debug({ task: c.task.id, from: c.previous, to: c.task.state }, 'task changed');
+      this.events.emit(c);
+    });
+  }
 
   /**
    * SendMessage: the context rules, then the first dispatch attempt (new work) or a refresh (a
@@ -101,7 +121,7 @@ export class Bridge {
     return { task: view };
   }
 
-  /** GetTask. @throws A2AError taskNotFound for an unknown id or another agent's task. */
+  /** GetTask. @throws BridgeError task-not-found for an unknown id or another agent's task. */
   async get(agent: AgentConfig, taskId: string, historyLength?: number): Promise<TaskView> {
     await this.refresh();
     return this.view(agent, taskId, historyLength);
@@ -113,10 +133,10 @@ export class Bridge {
     let before: { updatedAt: number; id: string } | undefined;
     if (q.pageToken) {
       const m = /^(\d+):([0-9a-f-]{36})$/.exec(Buffer.from(q.pageToken, 'base64url').toString('utf8'));
-      if (!m) throw new A2AError('invalidParams', 'pageToken is not a token this server issued');
+      if (!m) throw new BridgeError('invalid-request', 'pageToken is not a token this server issued');
       before = { updatedAt: Number(m[1]), id: m[2]! };
     }
-    const { rows, total } = listTasks(this.ctx.db, {
+    const { rows, total } = this.ctx.store.tasks.list({
       agent: agent.name,
       contextId: q.contextId,
       state: q.state,
@@ -132,7 +152,7 @@ export class Bridge {
     return { tasks: page.map((t) => viewTask(this.ctx, agent, t, q.historyLength)), nextPageToken, totalSize: total };
   }
 
-  /** CancelTask; the optional cancel notice goes out in the background. @throws A2AError taskNotFound, taskNotCancelable */
+  /** CancelTask; the optional cancel notice goes out in the background. @throws BridgeError task-not-found, task-not-cancelable */
   cancel(agent: AgentConfig, taskId: string, historyLength?: number): Promise<TaskView> {
     const { task, changed } = cancelTask(this.ctx, agent, taskId);
     if (changed) this.ctx.log.info({ task: task.id, agent: agent.name }, 'task canceled');
@@ -142,20 +162,20 @@ export class Bridge {
   }
 
   /**
-   * The blocking wait (issue 4): while the task awaits the agent, check the mailbox every
-   * {@link WAIT_CHECK_EVERY_MS} until `server.wait_budget_s` is spent. The config guarantees the
-   * budget, plus one webhook attempt and one check wait, stays below `server.caller_timeout_s`.
+   * The blocking wait: while the task awaits the agent, check the mailbox every {@link
+   * WAIT_CHECK_EVERY_MS} until `server.wait_budget_s` is spent. The config guarantees the budget,
+   * plus one webhook attempt and one check wait, stays below `server.caller_timeout_s`.
    */
   private async waitWhileAwaitingAgent(taskId: string): Promise<void> {
     const budget = this.ctx.config.server.waitBudgetMs;
     const until = performance.now() + budget;
     while (budget > 0) {
-      const state = getTask(this.ctx.db, taskId)?.state;
+      const state = this.ctx.store.tasks.get(taskId)?.state;
       const left = until - performance.now();
       if ((state !== 'SUBMITTED' && state !== 'WORKING') || left <= 0) return;
       await Promise.race([Promise.allSettled([this.checkNow()]), sleep(left)]);
       this.sweep();
-      const now = getTask(this.ctx.db, taskId)?.state;
+      const now = this.ctx.store.tasks.get(taskId)?.state;
       if (now !== 'SUBMITTED' && now !== 'WORKING') return; // the check just applied a reply
       await sleep(Math.min(WAIT_CHECK_EVERY_MS, Math.max(0, until - performance.now())));
     }
@@ -180,8 +200,8 @@ export class Bridge {
   }
 
   private view(agent: AgentConfig, taskId: string, historyLength?: number): TaskView {
-    const task: TaskRow | undefined = getTask(this.ctx.db, taskId);
-    if (!task || task.agent !== agent.name) throw new A2AError('taskNotFound', `Task ${taskId} not found`);
+    const task: TaskRow | undefined = this.ctx.store.tasks.get(taskId);
+    if (!task || task.agent !== agent.name) throw new BridgeError('task-not-found', `Task ${taskId} not found`);
     this.shown(task);
     return viewTask(this.ctx, agent, task, historyLength);
   }
@@ -190,7 +210,7 @@ export class Bridge {
   private shown(task: TaskRow): void {
     if (!isTerminal(task.state) || (task.outcomeShownAt ?? null) !== null) return;
     try {
-      markOutcomeShown(this.ctx.db, task.id, this.ctx.now());
+      this.ctx.store.tx((tx) => tx.tasks.markOutcomeShown(task.id, this.ctx.now()));
     } catch (err) {
       this.ctx.log.warn({ err: (err as Error).message, task: task.id }, 'could not record that the outcome was shown');
     }
@@ -203,7 +223,7 @@ export class Bridge {
    */
   async refresh(): Promise<void> {
     const budget = this.ctx.config.mailbox.checkWaitMs;
-    const work: Promise<unknown>[] = dueDispatches(this.ctx.db, this.ctx.now()).map((t) => this.dispatch(t.dispatchId));
+    const work: Promise<unknown>[] = this.ctx.store.turns.dueDispatches(this.ctx.now()).map((t) => this.dispatch(t.dispatchId));
     if (this.checkDue()) work.push(this.checkNow());
     if (work.length) await Promise.race([Promise.allSettled(work), sleep(budget)]);
     this.sweep();
@@ -219,7 +239,7 @@ export class Bridge {
     if (now - this.maintainedAt < STORE_MAINTENANCE_MS) return;
     this.maintainedAt = now;
     try {
-      const r = shrinkWal(this.ctx.db);
+      const r = this.ctx.store.shrinkWal();
       if (r.before !== r.after) this.ctx.log.info({ walBytes: r.before, now: r.after }, 'store WAL truncated');
     } catch (err) {
       this.ctx.log.warn({ err: (err as Error).message }, 'store WAL maintenance postponed');
@@ -229,7 +249,7 @@ export class Bridge {
   /** True when the last check is older than `mailbox.check_interval_s`, or messages are waiting. */
   checkDue(): boolean {
     if (this.moreWaiting) return true;
-    const last = getMailboxState(this.ctx.db, this.ctx.mailbox.folder).lastCheckAt;
+    const last = this.ctx.store.mailbox.state(this.ctx.mailbox.folder).lastCheckAt;
     return last === null || this.ctx.now() - last >= this.ctx.config.mailbox.checkIntervalMs;
   }
 
@@ -258,6 +278,22 @@ export class Bridge {
       this.dispatching.set(dispatchId, p);
     }
     return p;
+  }
+
+  /** The counts and the last mailbox check, for `GET /health`; never throws. */
+  health(): HealthFacts {
+    const { store, mailbox } = this.ctx;
+    try {
+      return {
+        storeOk: true,
+        tasksByState: store.stats.tasksByState(),
+        dispatchesByState: store.stats.dispatchesByState(),
+        mailboxKind: mailbox.kind,
+        mailbox: store.mailbox.state(mailbox.folder),
+      };
+    } catch {
+      return { storeOk: false, tasksByState: {}, dispatchesByState: {}, mailboxKind: mailbox.kind, mailbox: null };
+    }
   }
 
   /** Starts a refresh in the background (at start-up: resume due dispatches, read mail that came while stopped). */

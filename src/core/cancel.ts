@@ -1,13 +1,10 @@
-import { A2AError } from '../a2a/errors.js';
+import { BridgeError } from './errors.js';
 import type { AgentConfig } from '../config/config.js';
 import { postWebhook } from '../downlink/deliver.js';
 import { encodeEnvelope, type Envelope } from '../downlink/envelope.js';
 import { webhookHeaders } from '../downlink/sign.js';
-import { finishAttempt, startAttempt } from '../store/attempts.js';
-import { immediate } from '../store/db.js';
 import { isTerminal } from '../store/task-state.js';
-import { getTask, transition, type TaskRow } from '../store/tasks.js';
-import { getTurn, revokeTokens, setDispatchState, turnsOfTask } from '../store/turns.js';
+import type { TaskRow } from '../store/task-rows.js';
 import type { BridgeContext } from './context.js';
 
 /**
@@ -15,7 +12,7 @@ import type { BridgeContext } from './context.js';
  * and is recorded, never applied), stops a pending dispatch, and records the cause. Idempotent on
  * a canceled task.
  *
- * @throws A2AError taskNotFound (unknown, or another agent's task), taskNotCancelable (another terminal state)
+ * @throws BridgeError task-not-found (unknown, or another agent's task), task-not-cancelable (another terminal state)
  */
 export function cancelTask(
   ctx: BridgeContext,
@@ -23,29 +20,28 @@ export function cancelTask(
   taskId: string,
   cause = 'canceled by the caller',
 ): { task: TaskRow; changed: boolean } {
-  const { db } = ctx;
-  return immediate(db, () => {
-    const task = getTask(db, taskId);
-    if (!task || task.agent !== agent.name) throw new A2AError('taskNotFound', `Task ${taskId} not found`);
+  return ctx.store.tx((tx) => {
+    const task = tx.tasks.get(taskId);
+    if (!task || task.agent !== agent.name) throw new BridgeError('task-not-found', `Task ${taskId} not found`);
     if (task.state === 'CANCELED') return { task, changed: false };
     if (isTerminal(task.state)) {
-      throw new A2AError('taskNotCancelable', `Task ${taskId} is ${task.state.toLowerCase()} and cannot be canceled`);
+      throw new BridgeError('task-not-cancelable', `Task ${taskId} is ${task.state.toLowerCase()} and cannot be canceled`);
     }
-    const turn = getTurn(db, task.id, task.turn);
-    if (turn?.dispatchState === 'pending') setDispatchState(db, turn.dispatchId, { state: 'canceled', nextAttemptAt: null });
-    revokeTokens(db, task.id);
-    return { task: transition(db, task, 'CANCELED', { at: ctx.now(), cause, deadlineAt: null }), changed: true };
+    const turn = tx.turns.get(task.id, task.turn);
+    if (turn?.dispatchState === 'pending') tx.dispatch.move(turn.dispatchId, 'canceled', { nextAttemptAt: null });
+    tx.turns.revokeTokens(task.id);
+    return { task: tx.tasks.transition(task, 'CANCELED', { at: ctx.now(), cause, deadlineAt: null }), changed: true };
   });
 }
 
 /**
- * The optional cancel notice (issue 4; `agents.webhook.notify_cancel`): one best-effort POST of
+ * The optional cancel notice (`agents.webhook.notify_cancel`): one best-effort POST of
  * the current turn's envelope with `cancel: true`, signed like a dispatch under its own
  * `webhook-id` and recorded as an attempt. It is not retried: the task is canceled whatever the
  * agent answers, and a reply it still sends resolves to `bad-token` (the token was revoked).
  */
 export async function sendCancelNotice(ctx: BridgeContext, agent: AgentConfig, task: TaskRow): Promise<void> {
-  const turn = turnsOfTask(ctx.db, task.id).at(-1);
+  const turn = ctx.store.turns.ofTask(task.id).at(-1);
   if (!turn) return;
   const envelope: Envelope = {
     ...(JSON.parse(turn.envelope.toString('utf8')) as Envelope),
@@ -54,10 +50,10 @@ export async function sendCancelNotice(ctx: BridgeContext, agent: AgentConfig, t
   };
   const body = encodeEnvelope(envelope);
   const dispatchId = `cancel_${task.id.replaceAll('-', '')}`;
-  const attempt = immediate(ctx.db, () => startAttempt(ctx.db, { dispatchId, taskId: task.id, turn: turn.turn, at: ctx.now() }));
+  const attempt = ctx.store.tx((tx) => tx.attempts.start({ dispatchId, taskId: task.id, turn: turn.turn, at: ctx.now() }));
   const headers = webhookHeaders(agent.webhook, dispatchId, body, new Date(ctx.now()));
   const r = await postWebhook(agent.webhook.url, headers, body, agent.webhook.timeoutMs, ctx.dispatcher, ctx.now);
   ctx.metrics?.attempts.inc({ outcome: r.outcome, kind: 'cancel' });
-  immediate(ctx.db, () => finishAttempt(ctx.db, attempt.id, { at: ctx.now(), outcome: r.outcome, httpStatus: r.httpStatus, error: r.error }));
+  ctx.store.tx((tx) => tx.attempts.finish(attempt.id, { at: ctx.now(), outcome: r.outcome, httpStatus: r.httpStatus, error: r.error }));
   ctx.log.info({ task: task.id, dispatchId, outcome: r.outcome, status: r.httpStatus }, 'cancel notice');
 }

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { AgentConfig, Config } from '../config/config.js';
-import type { Db } from '../store/db.js';
+import type { Store } from '../store/store.js';
 import type { DnsResolver } from '../uplink/dkim.js';
 import type { Mailbox } from '../uplink/mailbox.js';
 import type { BridgeMetrics } from './metrics.js';
@@ -9,7 +9,7 @@ import type { BridgeMetrics } from './metrics.js';
 /** Everything the use cases need, injected so tests can pin the clock and the network. */
 export interface BridgeContext {
   config: Config;
-  db: Db;
+  store: Store;
   mailbox: Mailbox;
   log: Logger;
   /** The clock, ms since the epoch. */

@@ -1,10 +1,6 @@
 import { postWebhook, backoffMs, type DeliveryResult } from '../downlink/deliver.js';
 import { webhookHeaders } from '../downlink/sign.js';
 import { plural } from '../plural.js';
-import { attemptsOf, finishAttempt, startAttempt } from '../store/attempts.js';
-import { immediate } from '../store/db.js';
-import { getTask, transition } from '../store/tasks.js';
-import { setDispatchState, turnByDispatchId } from '../store/turns.js';
 import { agentByName, type BridgeContext } from './context.js';
 import { failpoint } from './failpoints.js';
 
@@ -12,7 +8,7 @@ import { failpoint } from './failpoints.js';
 const LEASE_MARGIN_MS = 30_000;
 
 /**
- * One delivery attempt of a pending dispatch (BRIEF §4, issue 5). The attempt row and a lease
+ * One delivery attempt of a pending dispatch (docs/architecture.md, "The data path"). The attempt row and a lease
  * (`next_attempt_at` pushed past the timeout) are committed before the network call, so a crash
  * mid-flight leads to a resend with the same `webhook-id` after the lease, and a second caller
  * does not send concurrently. The outcome and any state change are committed in one transaction.
@@ -20,25 +16,25 @@ const LEASE_MARGIN_MS = 30_000;
  * @returns the delivery result, or null when nothing was due (already accepted, failed, canceled, leased)
  */
 export async function attemptDispatch(ctx: BridgeContext, dispatchId: string): Promise<DeliveryResult | null> {
-  const { db } = ctx;
-  const claim = immediate(db, () => {
-    const turn = turnByDispatchId(db, dispatchId);
+  const { store } = ctx;
+  const claim = store.tx((tx) => {
+    const turn = tx.turns.byDispatchId(dispatchId);
     if (!turn || turn.dispatchState !== 'pending') return null;
     const now = ctx.now();
     if (turn.nextAttemptAt !== null && turn.nextAttemptAt > now) return null;
-    const task = getTask(db, turn.taskId);
+    const task = tx.tasks.get(turn.taskId);
     if (!task) return null;
     const agent = agentByName(ctx.config, task.agent);
     if (!agent) {
-      setDispatchState(db, dispatchId, { state: 'failed', nextAttemptAt: null });
+      tx.dispatch.move(dispatchId, 'failed', { nextAttemptAt: null });
       return null;
     }
     if (task.state !== 'SUBMITTED' || task.turn !== turn.turn) {
       // The task moved on without this dispatch (canceled, swept, or a reply arrived first).
-      setDispatchState(db, dispatchId, { state: task.state === 'CANCELED' ? 'canceled' : 'failed', nextAttemptAt: null });
+      tx.dispatch.move(dispatchId, task.state === 'CANCELED' ? 'canceled' : 'failed', { nextAttemptAt: null });
       return null;
     }
-    const attempts = attemptsOf(db, dispatchId);
+    const attempts = tx.attempts.of(dispatchId);
     const last = attempts.at(-1);
     if (attempts.length >= agent.webhook.maxAttempts || now - turn.createdAt > agent.webhook.maxAgeMs) {
       const limit =
@@ -46,13 +42,13 @@ export async function attemptDispatch(ctx: BridgeContext, dispatchId: string): P
           ? `max_attempts ${agent.webhook.maxAttempts}`
           : `max_age_s ${agent.webhook.maxAgeMs / 1000}`;
       const why = `dispatch exhausted after ${plural(attempts.length, 'attempt')} (${limit}): ${last?.error ?? 'no answer'}`;
-      setDispatchState(db, dispatchId, { state: 'failed', nextAttemptAt: null });
-      transition(db, task, 'FAILED', { at: now, cause: why, failedBy: 'dispatch', deadlineAt: null });
       ctx.log.warn({ dispatchId, task: task.id, attempts: attempts.length }, 'dispatch exhausted: task FAILED');
+      tx.dispatch.move(dispatchId, 'failed', { nextAttemptAt: null });
+      tx.tasks.transition(task, 'FAILED', { at: now, cause: why, failedBy: 'dispatch', deadlineAt: null });
       return null;
     }
-    const attempt = startAttempt(db, { dispatchId, taskId: task.id, turn: turn.turn, at: now });
-    setDispatchState(db, dispatchId, { state: 'pending', nextAttemptAt: now + agent.webhook.timeoutMs + LEASE_MARGIN_MS });
+    const attempt = tx.attempts.start({ dispatchId, taskId: task.id, turn: turn.turn, at: now });
+    tx.dispatch.move(dispatchId, 'pending', { nextAttemptAt: now + agent.webhook.timeoutMs + LEASE_MARGIN_MS });
     return { attempt, agent, envelope: turn.envelope };
   });
   if (!claim) return null;
@@ -67,18 +63,18 @@ export async function attemptDispatch(ctx: BridgeContext, dispatchId: string): P
   if (result.outcome === 'accepted') ctx.log.info(fields, 'webhook result');
   else ctx.log.warn(fields, 'webhook result: not accepted');
 
-  immediate(db, () => {
+  store.tx((tx) => {
     const at = ctx.now();
-    finishAttempt(db, attempt.id, { at, outcome: result.outcome, httpStatus: result.httpStatus, error: result.error });
-    const turn = turnByDispatchId(db, dispatchId);
-    const task = getTask(db, attempt.taskId);
+    tx.attempts.finish(attempt.id, { at, outcome: result.outcome, httpStatus: result.httpStatus, error: result.error });
+    const turn = tx.turns.byDispatchId(dispatchId);
+    const task = tx.tasks.get(attempt.taskId);
     if (!turn || !task || turn.dispatchState !== 'pending') return;
     const current = task.state === 'SUBMITTED' && task.turn === turn.turn;
     switch (result.outcome) {
       case 'accepted':
-        setDispatchState(db, dispatchId, { state: 'accepted', nextAttemptAt: null, acceptedAt: at });
+        tx.dispatch.move(dispatchId, 'accepted', { nextAttemptAt: null, acceptedAt: at });
         if (current) {
-          transition(db, task, 'WORKING', {
+          tx.tasks.transition(task, 'WORKING', {
             at,
             cause: `webhook accepted (HTTP ${result.httpStatus}) on attempt ${attempt.attempt}`,
           });
@@ -88,13 +84,13 @@ export async function attemptDispatch(ctx: BridgeContext, dispatchId: string): P
         const exhausted = attempt.attempt >= agent.webhook.maxAttempts || at - turn.createdAt > agent.webhook.maxAgeMs;
         if (!exhausted) {
           const delay = backoffMs(attempt.attempt, result.retryAfterMs, ctx.random);
-          setDispatchState(db, dispatchId, { state: 'pending', nextAttemptAt: at + delay });
+          tx.dispatch.move(dispatchId, 'pending', { nextAttemptAt: at + delay });
           return;
         }
-        setDispatchState(db, dispatchId, { state: 'failed', nextAttemptAt: null });
+        tx.dispatch.move(dispatchId, 'failed', { nextAttemptAt: null });
         if (current) {
           const limit = attempt.attempt >= agent.webhook.maxAttempts ? `max_attempts ${agent.webhook.maxAttempts}` : `max_age_s ${agent.webhook.maxAgeMs / 1000}`;
-          transition(db, task, 'FAILED', {
+          tx.tasks.transition(task, 'FAILED', {
             at,
             cause: `dispatch exhausted after ${plural(attempt.attempt, 'attempt')} (${limit}): ${result.error}`,
             failedBy: 'dispatch',
@@ -105,13 +101,13 @@ export async function attemptDispatch(ctx: BridgeContext, dispatchId: string): P
       }
       case 'failed':
       case 'gone':
-        setDispatchState(db, dispatchId, { state: 'failed', nextAttemptAt: null });
+        tx.dispatch.move(dispatchId, 'failed', { nextAttemptAt: null });
         if (current) {
           const why =
             result.outcome === 'gone'
               ? `the webhook answered HTTP 410 Gone; dispatch stopped`
               : `the webhook refused the job (${result.error}); check agents.webhook.url and its auth`;
-          transition(db, task, 'FAILED', { at, cause: why, failedBy: 'dispatch', deadlineAt: null });
+          tx.tasks.transition(task, 'FAILED', { at, cause: why, failedBy: 'dispatch', deadlineAt: null });
         }
         return;
     }

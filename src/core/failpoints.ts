@@ -1,5 +1,5 @@
 /**
- * Failpoints for crash tests (issue 5, acceptance 2): when the environment variable
+ * Failpoints for crash tests: when the environment variable
  * `A2A_MAILBRIDGE_FAILPOINT` names a point, the process kills itself with SIGKILL on reaching
  * it — no cleanup, no flush, exactly like a power cut. Unset (always, outside the kill tests),
  * a failpoint is one string comparison.

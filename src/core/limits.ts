@@ -1,7 +1,6 @@
-import { A2AError } from '../a2a/errors.js';
 import type { AgentConfig } from '../config/config.js';
-import { dispatchesSince, openTasksOf } from '../store/limits.js';
-import type { Db } from '../store/db.js';
+import type { StoreTx } from '../store/store.js';
+import { BridgeError } from './errors.js';
 import { iso } from './time.js';
 
 /** `iso` rounded up to the whole second, so a retry at the time shown is never early. */
@@ -20,12 +19,12 @@ export const DISPATCH_WINDOW_MS = 60_000;
  *
  * @param newTask true when the call would create a task (an answer adds a turn to an open one)
  * @param now the clock, ms since the epoch
- * @throws A2AError `limitReached` naming the config key, its value and when to retry
+ * @throws BridgeError `limit-reached` naming the config key, its value and when to retry
  *   (`retryAfterSeconds`; for open tasks only when one of them has a deadline)
  */
-export function enforceAgentCaps(db: Db, agent: AgentConfig, now: number, newTask: boolean): void {
+export function enforceAgentCaps(tx: StoreTx, agent: AgentConfig, now: number, newTask: boolean): void {
   if (newTask) {
-    const open = openTasksOf(db, agent.name);
+    const open = tx.limits.openTasksOf(agent.name);
     if (open.count >= agent.maxOpenTasks) {
       const limit = `agents.max_open_tasks = ${agent.maxOpenTasks}`;
       const at = open.earliestDeadlineAt;
@@ -34,25 +33,23 @@ export function enforceAgentCaps(db: Db, agent: AgentConfig, now: number, newTas
         at === null
           ? 'retry when the caller has answered or canceled one of them'
           : `retry when one finishes: the earliest deadline is ${iso(at)}, in ${wait} s`;
-      throw new A2AError(
-        'limitReached',
+      throw new BridgeError(
+        'limit-reached',
         `${agent.name} already has ${open.count} open tasks, the limit (${limit}); no new task was created. Cancel tasks you no longer need, or ${when}.`,
-        { limit: 'agents.max_open_tasks', value: String(agent.maxOpenTasks), ...(at === null ? {} : { retryAt: iso(at) }) },
-        wait,
+        { metadata: { limit: 'agents.max_open_tasks', value: String(agent.maxOpenTasks), ...(at === null ? {} : { retryAt: iso(at) }) }, ...(wait === undefined ? {} : { retryAfterSeconds: wait }) },
       );
     }
   }
   const since = now - DISPATCH_WINDOW_MS;
-  const recent = dispatchesSince(db, agent.name, since);
+  const recent = tx.limits.dispatchesSince(agent.name, since);
   if (recent.count >= agent.webhook.maxPerMinute) {
     const freeAt = (recent.oldestAt ?? now) + DISPATCH_WINDOW_MS + 1;
     const wait = Math.max(1, Math.ceil((freeAt - now) / 1000));
     const limit = `agents.webhook.max_per_minute = ${agent.webhook.maxPerMinute}`;
-    throw new A2AError(
-      'limitReached',
+    throw new BridgeError(
+      'limit-reached',
       `${agent.name} was sent ${recent.count} jobs in the last 60 s, the limit (${limit}); nothing was stored or sent. Retry in ${wait} s (after ${isoUp(freeAt)}).`,
-      { limit: 'agents.webhook.max_per_minute', value: String(agent.webhook.maxPerMinute), retryAt: isoUp(freeAt) },
-      wait,
+      { metadata: { limit: 'agents.webhook.max_per_minute', value: String(agent.webhook.maxPerMinute), retryAt: isoUp(freeAt) }, retryAfterSeconds: wait },
     );
   }
 }

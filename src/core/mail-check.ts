@@ -1,38 +1,13 @@
+import type { Logger } from 'pino';
 import { plural } from '../plural.js';
-import { immediate } from '../store/db.js';
-import { hasRawDigest, isSourceRecorded, recordVerdict, type LedgerEntry } from '../store/ledger.js';
-import { advanceWatermark, getMailboxState, recordCheck, resetWatermark } from '../store/mailbox-state.js';
-import { authenticate, identify, messageFacts, parseReply, type Refusal } from '../uplink/gates.js';
+import type { Store, StoreTx } from '../store/store.js';
+import type { DnsResolver } from '../uplink/dkim.js';
+import { messageFacts } from '../uplink/gates.js';
 import { MailboxError, type FetchedMessage } from '../uplink/mailbox.js';
 import type { Verdict } from '../uplink/verdicts.js';
-import { judgeAndApply } from './apply-reply.js';
+import { recordDecision } from './apply-reply.js';
 import type { BridgeContext } from './context.js';
-
-/**
- * How long a message whose authentication failed temporarily (DNS) is judged again on every
- * check before its verdict is recorded for good, in ms (from its arrival in the mailbox).
- */
-const TEMPORARY_RETRY_MS = 24 * 3600_000;
-
-/** Raised by processMessage: judge this message again on a later check. */
-class DeferredMessage extends Error {
-  override readonly name = 'DeferredMessage';
-}
-
-/**
- * Logs a recorded verdict with ids only (issue 16: the operator sees refusals at the default
- * level; no header, address or text of the mail goes into the log): an applied reply at info,
- * untagged mail and copies at info, every other refusal at warn.
- */
-function logVerdict(ctx: BridgeContext, verdict: Verdict, f: { ledgerId: number | null; task: string | null; agent: string | null; source: string }): void {
-  const fields = { verdict, ledgerId: f.ledgerId, task: f.task, agent: f.agent, source: f.source };
-  if (verdict.startsWith('applied:') || verdict === 'late:recorded') ctx.log.info(fields, 'reply applied');
-  else if (verdict === 'no-task-id' || verdict === 'duplicate') ctx.log.info(fields, 'mail skipped');
-  else ctx.log.warn(fields, `mail refused: ${verdict}; see a2a-mailbridge ledger${f.task ? ` --task ${f.task}` : ''}`);
-}
-
-/** Raw bytes kept for tagged mail refused before it authenticated, in bytes. */
-const REFUSED_RAW_KEEP_BYTES = 64 * 1024;
+import { judgeMessage, judgeRulesOf, type Decision, type JudgeRules, type JudgeStore } from './judge.js';
 
 /** What one mailbox check did. */
 export interface CheckSummary {
@@ -47,16 +22,17 @@ export interface CheckSummary {
 }
 
 /**
- * Runs one read-only mailbox check (BRIEF §5): fetch what is new after the watermark, pass each
- * message through the gate stack, and commit each verdict — with any promotion and the
- * watermark move — in one transaction per message. A mailbox failure is recorded (for the
- * callers' status text and /health) and returned, never thrown: it must not fail an A2A call.
+ * Runs one read-only mailbox check (docs/architecture.md, "The data path"): fetch what is new
+ * after the watermark, and hand each message to {@link intake}, in order. A mailbox failure is
+ * recorded (for the callers' status text and /health) and returned, never thrown: it must not
+ * fail an A2A call.
  */
 export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
-  const { db, config, mailbox } = ctx;
+  const { store, config, mailbox } = ctx;
   const started = ctx.now();
-  const state = getMailboxState(db, mailbox.folder);
+  const state = store.mailbox.state(mailbox.folder);
   const summary: CheckSummary = { ok: true, fetched: 0, verdicts: {}, more: false, durationMs: 0 };
+  const intakeCtx: IntakeContext = { store, rules: judgeRulesOf(config), resolver: ctx.dkimResolver, now: ctx.now, log: ctx.log, folder: mailbox.folder };
   try {
     const result = await mailbox.check({
       watermark: { uidValidity: state.uidValidity, lastUid: state.lastUid },
@@ -64,26 +40,24 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
       subjectContains: config.agents.map((a) => `[${a.tag}:`),
       maxFetch: config.mailbox.maxFetchPerCheck,
       maxMessageBytes: config.mailbox.maxMessageBytes,
-      isRecorded: (source) => isSourceRecorded(db, source),
+      isRecorded: (source) => store.ledger.isSourceRecorded(source),
     });
     if (result.uidValidityChanged) {
       ctx.log.warn({ folder: mailbox.folder, was: state.uidValidity, now: result.uidValidity }, 'UIDVALIDITY changed; rescanning');
-      immediate(db, () => resetWatermark(db, mailbox.folder, result.uidValidity));
+      store.tx((tx) => tx.mailbox.reset(mailbox.folder, result.uidValidity));
     }
     summary.fetched = result.messages.length;
     summary.more = result.more;
     for (const msg of result.messages) {
-      let verdict: Verdict | null;
-      try {
-        verdict = await processMessage(ctx, msg, result.uidValidity);
-      } catch (err) {
-        if (!(err instanceof DeferredMessage)) throw err;
+      const outcome = await intake(intakeCtx, msg, result.uidValidity);
+      if (outcome.kind === 'deferred') {
         // Stop here, in order: the watermark stays before this message, so the next check judges
         // it (and everything after it) again.
         summary.more = true;
-        throw new MailboxError(`a reply could not be authenticated yet (${err.message}); it will be judged again on the next check`, 'io');
+        throw new MailboxError(`a reply could not be authenticated yet (${outcome.reason}); it will be judged again on the next check`, 'io');
       }
-      if (!verdict) continue;
+      if (outcome.kind !== 'recorded') continue;
+      const { verdict } = outcome;
       summary.verdicts[verdict] = (summary.verdicts[verdict] ?? 0) + 1;
       ctx.metrics?.verdicts.inc({ verdict });
       if ((verdict.startsWith('applied:') || verdict === 'late:recorded') && msg.receivedAt !== null) {
@@ -97,104 +71,105 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
       else refused += c ?? 0;
     }
     const line = `ok, ${plural(summary.fetched, 'new message')}, ${applied} applied${refused ? `, ${refused} refused` : ''}${result.more ? ', more waiting' : ''}`;
-    immediate(db, () => recordCheck(db, mailbox.folder, { at: ctx.now(), ok: true, result: line }));
+    store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: true, result: line }));
   } catch (err) {
     const message = err instanceof MailboxError ? err.message : `unexpected error: ${(err as Error).message}`;
     summary.ok = false;
     summary.error = message;
     ctx.log.warn({ err: message, folder: mailbox.folder }, 'mailbox check failed');
-    immediate(db, () => recordCheck(db, mailbox.folder, { at: ctx.now(), ok: false, result: 'failed', error: message }));
+    store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: false, result: 'failed', error: message }));
   }
   summary.durationMs = ctx.now() - started;
+  ctx.log.debug({ folder: mailbox.folder, ok: summary.ok, fetched: summary.fetched, more: summary.more, ms: summary.durationMs }, 'mailbox check done');
   ctx.metrics?.checks.inc({ result: summary.ok ? 'ok' : 'error' });
   ctx.metrics?.checkSeconds.observe(summary.durationMs / 1000);
   return summary;
 }
 
-/** Passes one message through the gates and commits its verdict. Returns the verdict, or null if already recorded. */
-async function processMessage(ctx: BridgeContext, msg: FetchedMessage, uidValidity: string): Promise<Verdict | null> {
-  const { db, config, mailbox } = ctx;
-  if (isSourceRecorded(db, msg.source)) {
-    immediate(db, () => advanceWatermark(db, mailbox.folder, uidValidity, msg.uid));
-    return null;
+/**
+ * Logs a recorded verdict with ids only (the operator sees refusals at the default level; no
+ * header, address or text of the mail goes into the log): an applied reply at info, untagged mail
+ * and copies at info, every other refusal at warn.
+ */
+function logVerdict(log: Logger, verdict: Verdict, f: { ledgerId: number | null; task: string | null; agent: string | null; source: string }): void {
+  const fields = { verdict, ledgerId: f.ledgerId, task: f.task, agent: f.agent, source: f.source };
+  if (verdict.startsWith('applied:') || verdict === 'late:recorded') log.info(fields, 'reply applied');
+  else if (verdict === 'no-task-id' || verdict === 'duplicate') log.info(fields, 'mail skipped');
+  else log.warn(fields, `mail refused: ${verdict}; see a2a-mailbridge ledger${f.task ? ` --task ${f.task}` : ''}`);
+}
+
+/** What {@link intake} needs: the store, the gates' configuration, DNS, the clock, the log, the folder's watermark key. */
+export interface IntakeContext {
+  store: Store;
+  rules: JudgeRules;
+  resolver: DnsResolver;
+  now: () => number;
+  log: Logger;
+  folder: string;
+}
+
+/**
+ * What became of one message:
+ * - `recorded`: judged, and its decision committed (ledger row, any promotion, the watermark);
+ * - `seen`: this copy (source) was recorded before; only the watermark moved;
+ * - `deferred`: its DKIM key could not be looked up yet; nothing was written.
+ */
+export type Intake =
+  | { kind: 'recorded'; verdict: Verdict; reason: string; ledgerId: number; decision: Exclude<Decision, { kind: 'defer' }> }
+  | { kind: 'seen' }
+  | { kind: 'deferred'; reason: string };
+
+/**
+ * One fetched message through the judge (src/core/judge.ts) and into the store: the judge's
+ * deciding step runs inside one `BEGIN IMMEDIATE` transaction that also records the decision
+ * (src/core/apply-reply.ts) and moves the watermark past the message. A message the judge fails
+ * on (a defect of ours) is still recorded, as `unreadable`, so it is never retried silently.
+ */
+export async function intake(c: IntakeContext, msg: FetchedMessage, uidValidity: string): Promise<Intake> {
+  const { store } = c;
+  if (store.ledger.isSourceRecorded(msg.source)) {
+    store.tx((tx) => tx.mailbox.advance(c.folder, uidValidity, msg.uid));
+    return { kind: 'seen' };
   }
-  const facts = messageFacts(msg.raw, msg.size);
-  // Raw bytes are evidence: kept whole for authenticated mail, and only the first 64 KiB (the
-  // header block and the start of the body) for tagged mail refused before authentication
-  // passed — anyone can send that, and it must not fill the disk.
-  const entry = (taskId: string | null, agent: string | null, keepRaw: boolean, authenticated = false): Omit<LedgerEntry, 'verdict' | 'reason'> => ({
-    source: msg.source,
-    seenAt: ctx.now(),
-    messageId: facts.messageId,
-    fromHeader: facts.from,
-    subject: facts.subject,
-    dateHeader: facts.date,
-    size: msg.size,
-    rawSha256: facts.rawSha256,
-    raw: !keepRaw ? null : authenticated ? msg.raw : msg.raw.subarray(0, REFUSED_RAW_KEEP_BYTES),
-    agent,
-    taskId,
-    receivedAt: msg.receivedAt,
-  });
-  const record = (refusal: Refusal, taskId: string | null, agent: string | null): Verdict | null => {
-    const id = immediate(db, () => {
-      const ledgerId = recordVerdict(db, { ...entry(taskId, agent, taskId !== null), ...refusal });
-      advanceWatermark(db, mailbox.folder, uidValidity, msg.uid);
-      return ledgerId;
-    });
-    if (id === null) return null;
-    logVerdict(ctx, refusal.verdict, { ledgerId: id, task: taskId, agent, source: msg.source });
-    return refusal.verdict;
+  // Read outside and inside the deciding transaction alike: `store` reads what it holds now.
+  const reads: JudgeStore = {
+    seenDigest: (sha) => store.ledger.hasRawDigest(sha),
+    task: (id) => {
+      const task = store.tasks.get(id);
+      return task && { task, turn: store.turns.get(task.id, task.turn) };
+    },
+    messageIdApplied: (taskId, messageId) => store.ledger.isMessageIdApplied(taskId, messageId),
   };
-
-  // A message the mailbox holds but could not read: recorded with why, and the check goes on.
-  if (msg.unreadable) return record({ verdict: `unreadable:${msg.unreadable.reason}`, reason: msg.unreadable.detail }, null, null);
-
+  /** Records the decision and moves the watermark past the message, in the open transaction. */
+  const commit = (tx: StoreTx, d: Exclude<Decision, { kind: 'defer' }>): Intake => {
+    const ledgerId = recordDecision(tx, d, { source: msg.source, raw: msg.raw, receivedAt: msg.receivedAt, at: c.now() });
+    tx.mailbox.advance(c.folder, uidValidity, msg.uid);
+    return ledgerId === null ? { kind: 'seen' } : { kind: 'recorded', verdict: d.verdict, reason: d.reason, ledgerId, decision: d };
+  };
+  /** After the commit: the verdict in the log. */
+  const logged = (out: Intake): Intake => {
+    if (out.kind === 'recorded') {
+      const tag = out.decision.kind === 'refuse' ? out.decision.tag : out.decision.on.tag;
+      logVerdict(c.log, out.verdict, { ledgerId: out.ledgerId, task: tag?.taskId ?? null, agent: tag?.agent.name ?? null, source: msg.source });
+    }
+    return out;
+  };
   try {
-    const identified = identify(facts, config.agents, (sha) => hasRawDigest(db, sha));
-    const tagged = 'taskId' in identified ? identified : identified.tagged;
-    const taskId = tagged?.taskId ?? null;
-    const agentName = tagged?.agent.name ?? null;
-    if (msg.tooLarge && !('verdict' in identified && identified.verdict === 'duplicate')) {
-      const why = `${msg.size} bytes, over mailbox.max_message_bytes (${config.mailbox.maxMessageBytes}); refused whole`;
-      return record({ verdict: 'too-large', reason: why }, taskId, agentName);
-    }
-    if ('verdict' in identified) return record({ verdict: identified.verdict, reason: identified.reason }, taskId, agentName);
-
-    const refusal = await authenticate(msg.raw, identified, {
-      profile: config.mailbox.profile,
-      verifyDkim: config.mailbox.verifyDkim,
-      resolver: ctx.dkimResolver,
-      receivedAt: msg.receivedAt,
-    });
-    if (refusal?.temporary) {
-      const since = msg.receivedAt ?? ctx.now();
-      if (ctx.now() - since < TEMPORARY_RETRY_MS) throw new DeferredMessage(refusal.reason);
-      return record({ ...refusal, reason: `${refusal.reason}; still failing ${Math.round(TEMPORARY_RETRY_MS / 3600_000)} h after arrival` }, identified.taskId, identified.agent.name);
-    }
-    if (refusal) return record(refusal, identified.taskId, identified.agent.name);
-
-    const reply = await parseReply(msg.raw);
-    const judged = immediate(db, () => {
-      let out: { verdict: Verdict; ledgerId: number } | null;
-      if (hasRawDigest(db, facts.rawSha256)) {
-        // Recorded by a concurrent check of another process while this one authenticated.
-        const id = recordVerdict(db, { ...entry(identified.taskId, identified.agent.name, true, true), verdict: 'duplicate', reason: 'gate 1: the same raw bytes are already in the ledger' });
-        out = id === null ? null : { verdict: 'duplicate', ledgerId: id };
-      } else {
-        const { judgement, ledgerId } = judgeAndApply(db, identified, reply, entry(identified.taskId, identified.agent.name, true, true), ctx.now(), config.mailbox.dateSkewMs);
-        out = ledgerId === null ? null : { verdict: judgement.verdict, ledgerId };
-      }
-      advanceWatermark(db, mailbox.folder, uidValidity, msg.uid);
-      return out;
-    });
-    if (!judged) return null;
-    logVerdict(ctx, judged.verdict, { ledgerId: judged.ledgerId, task: identified.taskId, agent: identified.agent.name, source: msg.source });
-    return judged.verdict;
+    return logged(await judgeMessage<Intake>(msg, {
+      rules: c.rules,
+      resolver: c.resolver,
+      now: c.now,
+      store: reads,
+      settle: (decide) =>
+        store.tx((tx): Intake => {
+          const d = decide();
+          return d.kind === 'defer' ? { kind: 'deferred', reason: d.reason } : commit(tx, d);
+        }),
+    }));
   } catch (err) {
-    if (err instanceof DeferredMessage) throw err;
     // The parsers never throw on hostile bytes; if something else does, the message is still recorded.
-    ctx.log.error({ err: (err as Error).message, source: msg.source }, 'message could not be processed');
-    return record({ verdict: 'unreadable', reason: `processing failed: ${(err as Error).message}` }, null, null);
+    c.log.error({ err: (err as Error).message, source: msg.source }, 'message could not be processed');
+    const reason = `processing failed: ${(err as Error).message}`;
+    return logged(store.tx((tx) => commit(tx, { kind: 'refuse', verdict: 'unreadable', reason, message: messageFacts(msg.raw, msg.size), tag: null, evidence: 'none' })));
   }
 }

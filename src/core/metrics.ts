@@ -1,9 +1,9 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Db } from '../store/db.js';
+import type { Store } from '../store/store.js';
 import { TASK_STATES } from '../store/task-state.js';
 
 /**
- * The bridge's Prometheus metrics (issue 6), exposed at `GET /metrics` in the text format.
+ * The bridge's Prometheus metrics, exposed at `GET /metrics` in the text format.
  * Counters count since the process started; the task and ledger gauges are read from the store
  * at each scrape, so they survive restarts. No label carries task content or an address.
  */
@@ -20,7 +20,7 @@ export class BridgeMetrics {
   /** From the mailbox receiving a reply (IMAP INTERNALDATE, Maildir mtime) to its promotion, in s. */
   readonly promotionSeconds: Histogram;
 
-  constructor(db: Db) {
+  constructor(store: Store) {
     const registers = [this.registry];
     this.verdicts = new Counter({ name: 'a2a_mailbridge_verdicts_total', help: 'Mail ledger verdicts recorded since start, by verdict', labelNames: ['verdict'], registers });
     this.attempts = new Counter({ name: 'a2a_mailbridge_webhook_attempts_total', help: 'Webhook POSTs since start, by outcome and kind', labelNames: ['outcome', 'kind'], registers });
@@ -43,9 +43,8 @@ export class BridgeMetrics {
       labelNames: ['state'],
       registers,
       collect() {
-        const rows = db.prepare(`SELECT state, count(*) AS n FROM tasks GROUP BY state`).all() as { state: string; n: number }[];
-        const by = new Map(rows.map((r) => [r.state, r.n]));
-        for (const s of TASK_STATES) this.set({ state: s }, by.get(s) ?? 0);
+        const by = store.stats.tasksByState();
+        for (const s of TASK_STATES) this.set({ state: s }, by[s] ?? 0);
       },
     });
     new Gauge({
@@ -55,8 +54,7 @@ export class BridgeMetrics {
       registers,
       collect() {
         this.reset();
-        const rows = db.prepare(`SELECT verdict, count(*) AS n FROM ledger GROUP BY verdict`).all() as { verdict: string; n: number }[];
-        for (const r of rows) this.set({ verdict: r.verdict }, r.n);
+        for (const [verdict, n] of Object.entries(store.stats.ledgerByVerdict())) this.set({ verdict }, n);
       },
     });
     new Gauge({
@@ -64,7 +62,7 @@ export class BridgeMetrics {
       help: 'Webhook dispatches waiting for an attempt',
       registers,
       collect() {
-        this.set((db.prepare(`SELECT count(*) AS n FROM turns WHERE dispatch_state = 'pending'`).get() as { n: number }).n);
+        this.set(store.stats.dispatchesByState().pending ?? 0);
       },
     });
   }

@@ -1,13 +1,11 @@
-import { immediate } from '../store/db.js';
-import { recoverInterruptedAttempts } from '../store/turns.js';
 import type { BridgeContext } from './context.js';
 
 /**
- * Start-up recovery (issue 5): a dispatch that was in flight when the process died is resumed
+ * Start-up recovery: a dispatch that was in flight when the process died is resumed
  * with the same `webhook-id` on the next step, instead of waiting out its lease. Everything else
  * needs no repair: every state change was committed in one transaction, or not at all.
  */
 export function recoverAtStart(ctx: BridgeContext): void {
-  const n = immediate(ctx.db, () => recoverInterruptedAttempts(ctx.db, ctx.now()));
+  const n = ctx.store.tx((tx) => tx.dispatch.recoverInterrupted(ctx.now()));
   if (n) ctx.log.warn({ attempts: n }, 'webhook attempts were interrupted by a stop; their dispatches are due again');
 }

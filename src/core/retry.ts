@@ -1,31 +1,29 @@
 import { randomUUID } from 'node:crypto';
-import { A2AError } from '../a2a/errors.js';
+import { BridgeError } from './errors.js';
 import type { AgentConfig } from '../config/config.js';
 import { encodeEnvelope, replyInstructions, type Envelope } from '../downlink/envelope.js';
-import { immediate } from '../store/db.js';
-import { getTask, reopenAfterDispatchFailure, type TaskRow } from '../store/tasks.js';
-import { getTurn, replaceDispatch } from '../store/turns.js';
+import type { TaskRow } from '../store/task-rows.js';
 import type { BridgeContext } from './context.js';
 import { iso } from './time.js';
 import { mintToken } from './token.js';
 
 /**
- * `a2a-mailbridge retry <task>` (issue 5): re-dispatches a task whose webhook was never accepted.
+ * `a2a-mailbridge retry <task>`: re-dispatches a task whose webhook was never accepted.
  * The envelope keeps the turn, ask and thread; it gets a fresh token, a new deadline and a new
- * `webhook-id` (a receiver that dedupes by id must not drop it). The task goes back to SUBMITTED.
+ * `webhook-id` (a receiver that dedupes by id must not drop it). The task goes back to SUBMITTED
+ * along the task state machine's `operator-retry` edge, the dispatch along its `redispatch` edge.
  *
  * @returns the reopened task and the new dispatch id, for an immediate attempt
- * @throws A2AError taskNotFound; unsupportedOperation when the task did not fail by dispatch
+ * @throws BridgeError task-not-found; task-closed when the task did not fail by dispatch
  */
 export function retryDispatch(ctx: BridgeContext, agent: AgentConfig, taskId: string): { task: TaskRow; dispatchId: string } {
-  const { db } = ctx;
-  return immediate(db, () => {
-    const task = getTask(db, taskId);
-    if (!task || task.agent !== agent.name) throw new A2AError('taskNotFound', `Task ${taskId} not found`);
-    const turn = getTurn(db, task.id, task.turn);
+  return ctx.store.tx((tx) => {
+    const task = tx.tasks.get(taskId);
+    if (!task || task.agent !== agent.name) throw new BridgeError('task-not-found', `Task ${taskId} not found`);
+    const turn = tx.turns.get(task.id, task.turn);
     if (task.state !== 'FAILED' || task.failedBy !== 'dispatch' || !turn || turn.dispatchState !== 'failed') {
-      throw new A2AError(
-        'unsupportedOperation',
+      throw new BridgeError(
+        'task-closed',
         `task ${taskId} is ${task.state.toLowerCase()}${task.failedBy ? ` (failed by ${task.failedBy})` : ''}; only a task that failed by dispatch (attempts exhausted, or refused by the webhook) can be retried`,
       );
     }
@@ -40,8 +38,8 @@ export function retryDispatch(ctx: BridgeContext, agent: AgentConfig, taskId: st
       constraints: replyInstructions({ replyTo: before.reply_to, subjectTag: before.subject_tag, token, deadline: iso(deadlineAt) }),
     };
     const dispatchId = `msg_${randomUUID().replaceAll('-', '')}`;
-    replaceDispatch(db, task.id, turn.turn, { dispatchId, envelope: encodeEnvelope(envelope), replyToken: token, deadlineAt, at: now });
-    const reopened = reopenAfterDispatchFailure(db, task, { at: now, cause: `retried by the operator (new webhook-id ${dispatchId})`, deadlineAt });
+    tx.dispatch.redispatch(task.id, turn.turn, { fromDispatchId: turn.dispatchId, dispatchId, envelope: encodeEnvelope(envelope), replyToken: token, deadlineAt, at: now });
+    const reopened = tx.tasks.transition(task, 'SUBMITTED', { at: now, cause: `retried by the operator (new webhook-id ${dispatchId})`, deadlineAt, edge: 'operator-retry' });
     return { task: reopened, dispatchId };
   });
 }

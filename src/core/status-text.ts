@@ -1,9 +1,10 @@
 import type { AgentConfig } from '../config/config.js';
 import { plural } from '../plural.js';
 import type { AttemptRow } from '../store/attempts.js';
-import { REFUSED_COUNT_CAP, type RefusedReplies } from '../store/ledger.js';
+import type { RefusedReplies } from '../store/ledger.js';
+import { REFUSED_COUNT_CAP } from '../store/store.js';
 import type { MailboxState } from '../store/mailbox-state.js';
-import type { TaskRow } from '../store/tasks.js';
+import type { TaskRow } from '../store/task-rows.js';
 import type { TurnRow } from '../store/turns.js';
 import { humanDuration, iso } from './time.js';
 
@@ -61,7 +62,7 @@ function mailboxLine(m: MailboxState, now: number, intervalMs: number | undefine
 }
 
 /**
- * The `status.message` text of a task (BRIEF §3 "What the caller reads"). Hermes shows the first
+ * The `status.message` text of a task (docs/architecture.md, "What the caller reads"). Hermes shows the first
  * text artifact, else this text, so for every non-completed state it must say plainly where the
  * job is and what to do next. Returns null when an artifact carries the answer and no note is due.
  */

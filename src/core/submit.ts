@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { A2AError } from '../a2a/errors.js';
+import { BridgeError } from './errors.js';
 import type { AgentConfig } from '../config/config.js';
 import { encodeEnvelope, replyInstructions, subjectTag, type Envelope, type ThreadEntry } from '../downlink/envelope.js';
-import { immediate } from '../store/db.js';
-import { insertMessage, messageById } from '../store/messages.js';
+import type { StoreTx } from '../store/store.js';
+import type { TaskRow } from '../store/task-rows.js';
 import { isTerminal } from '../store/task-state.js';
-import { getTask, insertTask, latestTaskOfContext, transition, type TaskRow } from '../store/tasks.js';
-import { insertTurn, revokeTokens, turnsOfTask } from '../store/turns.js';
 import type { BridgeContext } from './context.js';
 import { enforceAgentCaps } from './limits.js';
 import { mintToken } from './token.js';
@@ -28,7 +26,7 @@ export interface SendInput {
 }
 
 /**
- * What a SendMessage came to (BRIEF §3 "Context rules"):
+ * What a SendMessage came to (docs/architecture.md, "Context rules"):
  * - `new`: a task was created and its first turn awaits dispatch;
  * - `answer`: the caller answered INPUT_REQUIRED; the next turn awaits dispatch;
  * - `poll`: a follow-up on an open task (or a poll word on a finished one): no dispatch;
@@ -51,14 +49,13 @@ function isPollWord(ctx: BridgeContext, text: string): boolean {
 }
 
 /** Builds the envelope of a turn and inserts the turn with a fresh token (the previous tokens are revoked). */
-function openTurn(ctx: BridgeContext, agent: AgentConfig, task: TaskRow, turn: number, ask: string, deadlineAt: number, now: number): string {
-  const { db } = ctx;
+function openTurn(ctx: BridgeContext, tx: StoreTx, agent: AgentConfig, task: TaskRow, turn: number, ask: string, deadlineAt: number, now: number): string {
   const thread: ThreadEntry[] = [];
-  for (const t of turnsOfTask(db, task.id)) {
+  for (const t of tx.turns.ofTask(task.id)) {
     thread.push({ turn: t.turn, role: 'user', text: t.ask });
     if (t.replyText !== null && t.replyStatus !== 'working') thread.push({ turn: t.turn, role: 'agent', text: t.replyText });
   }
-  revokeTokens(db, task.id);
+  tx.turns.revokeTokens(task.id);
   const token = mintToken();
   const dispatchId = `msg_${randomUUID().replaceAll('-', '')}`;
   const tag = subjectTag(agent.tag, task.id);
@@ -76,7 +73,7 @@ function openTurn(ctx: BridgeContext, agent: AgentConfig, task: TaskRow, turn: n
     reply_to: ctx.config.mailbox.address,
     subject_tag: tag,
   };
-  insertTurn(db, {
+  tx.turns.insert({
     taskId: task.id,
     turn,
     ask,
@@ -99,42 +96,41 @@ function openTurn(ctx: BridgeContext, agent: AgentConfig, task: TaskRow, turn: n
 /**
  * Applies the context rules to one SendMessage, in one `BEGIN IMMEDIATE` transaction, so the
  * task and its turn are committed before any network call and two concurrent calls cannot both
- * create or dispatch (a2a-js PR #632; A2A #928). The caller's message is stored under its
+ * create or dispatch. The caller's message is stored under its
  * `messageId`, durably, for dedupe across restarts.
  *
- * @throws A2AError invalidParams (a reused `messageId` with other content, an empty new task,
- *   a `taskId` of another context), taskNotFound (an unknown `taskId`), unsupportedOperation (new
- *   work addressed by `taskId` to a terminal task), limitReached (a per-agent cap: see limits.ts).
+ * @throws BridgeError invalid-request (a reused `messageId` with other content, an empty new task,
+ *   a `taskId` of another context), task-not-found (an unknown `taskId`), task-closed (new
+ *   work addressed by `taskId` to a terminal task), limit-reached (a per-agent cap: see limits.ts).
  */
 export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput): SendOutcome {
-  const { db } = ctx;
-  return immediate(db, (): SendOutcome => {
+  return ctx.store.tx((tx): SendOutcome => {
     const now = ctx.now();
-    const seen = messageById(db, agent.name, input.messageId);
+    const seen = tx.messages.byId(agent.name, input.messageId);
     if (seen) {
       if (seen.contentSha256 !== input.contentSha256) {
-        throw new A2AError('invalidParams', `messageId ${input.messageId} was already used for a different message; use a new messageId`);
+        throw new BridgeError('invalid-request', `messageId ${input.messageId} was already used for a different message; use a new messageId`);
       }
-      const replayed = getTask(db, seen.taskId);
+      const replayed = tx.tasks.get(seen.taskId);
       // `prune` removes a task with its messages; a row left behind must not crash the call.
-      if (!replayed) throw new A2AError('invalidParams', `messageId ${input.messageId} belonged to a task that no longer exists; use a new messageId`);
+      if (!replayed) throw new BridgeError('invalid-request', `messageId ${input.messageId} belonged to a task that no longer exists; use a new messageId`);
       return { kind: 'replay', task: replayed };
     }
 
     let target: TaskRow | undefined;
     if (input.taskId !== undefined) {
-      target = getTask(db, input.taskId);
-      if (!target || target.agent !== agent.name) throw new A2AError('taskNotFound', `Task ${input.taskId} not found`);
+      target = tx.tasks.get(input.taskId);
+      if (!target || target.agent !== agent.name) throw new BridgeError('task-not-found', `Task ${input.taskId} not found`);
       if (input.contextId !== undefined && input.contextId !== target.contextId) {
-        throw new A2AError('invalidParams', `task ${target.id} belongs to another contextId`);
+        throw new BridgeError('invalid-request', `task ${target.id} belongs to another contextId`);
       }
     } else if (input.contextId !== undefined) {
-      target = latestTaskOfContext(db, agent.name, input.contextId);
+      target = tx.tasks.latestOfContext(agent.name, input.contextId);
     }
     const contextId = input.contextId ?? target?.contextId ?? randomUUID();
     const poll = isPollWord(ctx, input.text);
     const message = (task: TaskRow, kind: 'ask' | 'poll', turn: number): void =>
-      insertMessage(db, {
+      tx.messages.insert({
         agent: agent.name,
         messageId: input.messageId,
         taskId: task.id,
@@ -159,27 +155,27 @@ export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput)
       return { kind: 'poll', task: target, ignoredText: 'unseen-outcome' };
     }
     if (target?.state === 'INPUT_REQUIRED') {
-      enforceAgentCaps(db, agent, now, false);
+      enforceAgentCaps(tx, agent, now, false);
       const turn = target.turn + 1;
       const deadlineAt = now + (input.deadlineMs ?? agent.deadlineMs);
-      const dispatchId = openTurn(ctx, agent, target, turn, input.text, deadlineAt, now);
-      const task = transition(db, target, 'SUBMITTED', { at: now, cause: `the caller answered (turn ${turn})`, turn, deadlineAt });
+      const dispatchId = openTurn(ctx, tx, agent, target, turn, input.text, deadlineAt, now);
+      const task = tx.tasks.transition(target, 'SUBMITTED', { at: now, cause: `the caller answered (turn ${turn})`, turn, deadlineAt });
       message(task, 'ask', turn);
       return { kind: 'answer', task, dispatchId };
     }
     if (target && input.taskId !== undefined) {
-      throw new A2AError(
-        'unsupportedOperation',
+      throw new BridgeError(
+        'task-closed',
         `Task ${target.id} is ${target.state.toLowerCase()}; it accepts no new work. Send without taskId to start a new task on this context.`,
       );
     }
-    if (input.text.trim() === '') throw new A2AError('invalidParams', 'the message has no text to send to the agent');
+    if (input.text.trim() === '') throw new BridgeError('invalid-request', 'the message has no text to send to the agent');
     if (poll) {
-      if (input.contextId === undefined) throw new A2AError('invalidParams', `"${input.text.trim()}" asks for a status, but no contextId names the task to check`);
+      if (input.contextId === undefined) throw new BridgeError('invalid-request', `"${input.text.trim()}" asks for a status, but no contextId names the task to check`);
       return { kind: 'no-task', contextId };
     }
 
-    enforceAgentCaps(db, agent, now, true);
+    enforceAgentCaps(tx, agent, now, true);
     const deadlineAt = now + (input.deadlineMs ?? agent.deadlineMs);
     const task: TaskRow = {
       id: randomUUID(),
@@ -194,8 +190,8 @@ export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput)
       updatedAt: now,
       deadlineAt,
     };
-    insertTask(db, task);
-    const dispatchId = openTurn(ctx, agent, task, 1, input.text, deadlineAt, now);
+    tx.tasks.insert(task);
+    const dispatchId = openTurn(ctx, tx, agent, task, 1, input.text, deadlineAt, now);
     message(task, 'ask', 1);
     return { kind: 'new', task, dispatchId };
   });

@@ -1,6 +1,9 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 
-/** Reply tokens are 32 lowercase hex characters (128 bits from the CSPRNG), one per dispatch (BRIEF §5). */
+/**
+ * Reply tokens are 32 lowercase hex characters (128 bits from the CSPRNG), one per dispatch
+ * (docs/architecture.md, "The reply format").
+ */
 export const TOKEN_RE = /^[0-9a-f]{32}$/;
 
 export function mintToken(): string {

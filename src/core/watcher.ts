@@ -7,11 +7,11 @@ export interface Watcher {
 }
 
 /**
- * The optional watcher (issue 6, `mailbox.watch = true`): replies are applied as they land
- * instead of on the next call. Each change signal runs a check (concurrent signals fold into one
- * check plus, if more came in meanwhile, one more, so nothing that arrived mid-check is missed);
- * a timer runs the request-driven step — due webhook attempts, a due check, the deadline sweep —
- * every `tickMs` even when nobody calls.
+ * The optional watcher (`mailbox.watch = true`): replies are applied as they land instead of on the
+ * next call. Each change signal runs a check (concurrent signals fold into one check plus, if more
+ * came in meanwhile, one more, so nothing that arrived mid-check is missed); a timer runs the
+ * request-driven step — due webhook attempts, a due check, the deadline sweep — every `tickMs` even
+ * when nobody calls.
  */
 export function startWatcher(bridge: Bridge, feed: ChangeFeed | null, tickMs: number): Watcher {
   const abort = new AbortController();

@@ -1,9 +1,9 @@
 /**
- * The simulated cloud agent of `a2a-mailbridge demo` (BRIEF §7) and of the integration tests: the
- * far side of the round trip. It receives the bridge's webhook exactly as a real receiver would,
- * answers 202 at once, then "works", and sends its answer the only way a real agent can: as an
- * email, DKIM-signed by its domain and stamped by the provider's MX (`buildReplyMail`), handed
- * to a pluggable `deliver` (a Maildir writer in the demo, an IMAP APPEND in tests).
+ * The simulated cloud agent of `a2a-mailbridge demo` and of the integration tests: the far side of
+ * the round trip. It receives the bridge's webhook exactly as a real receiver would, answers 202 at
+ * once, then "works", and sends its answer the only way a real agent can: as an email, DKIM-signed
+ * by its domain and stamped by the provider's MX (`buildReplyMail`), handed to a pluggable
+ * `deliver` (a Maildir writer in the demo, an IMAP APPEND in tests).
  *
  * Request checks, in order (answers in brackets):
  * 1. path and method (404, 405); declared size over the cap (413);
@@ -14,9 +14,9 @@
  *    timestamp more than 5 min old or new);
  * 5. the body is a JSON envelope (400); then 202 and the work starts after the answer.
  *
- * A retried delivery carries the same `webhook-id` (BRIEF §4); it is answered 202 again and
- * recorded, but never produces a second reply. Without Standard Webhooks the dedupe key is the
- * envelope's `reply_token`, which is also one per dispatch.
+ * A retried delivery carries the same `webhook-id` (docs/architecture.md, "The webhook envelope");
+ * it is answered 202 again and recorded, but never produces a second reply. Without Standard
+ * Webhooks the dedupe key is the envelope's `reply_token`, which is also one per dispatch.
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -56,7 +56,7 @@ export interface CloudAgentOptions {
   answer?: (envelope: Envelope) => Promise<AgentAnswer | null>;
   /** Time the agent "works" before sending, in ms; default 0. */
   replyDelayMs?: number;
-  /** Request body cap, in bytes; default 1 MiB (FACTS.md: cap request bodies). */
+  /** Request body cap, in bytes; default 1 MiB (request bodies are capped). */
   maxBodyBytes?: number;
   /** Called with each failure of the background work (answer, build or deliver). */
   onError?: (err: Error) => void;
@@ -110,8 +110,8 @@ export function defaultAnswer(e: Envelope): Promise<AgentAnswer> {
 }
 
 /**
- * Checks that a parsed JSON value has the envelope's shape (BRIEF §4, `src/downlink/envelope.ts`).
- * Returns the reason it does not, or null.
+ * Checks that a parsed JSON value has the envelope's shape (docs/architecture.md, "The webhook
+ * envelope"). Returns the reason it does not, or null.
  */
 export function envelopeProblem(v: unknown): string | null {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return 'the body is not a JSON object';
@@ -164,7 +164,10 @@ function send(res: ServerResponse, status: number, body: Record<string, unknown>
   res.end(text);
 }
 
-/** A Subject of the form `Re: <anything> <tag>` (BRIEF §5), ASCII so the tag is never encoded. */
+/**
+ * A Subject of the form `Re: <anything> <tag>` (docs/architecture.md, "The reply format"), ASCII so
+ * the tag is never encoded.
+ */
 function replySubject(e: Envelope): string {
   const first = e.ask.split('\n')[0]!.replace(/\s+/g, ' ').trim();
   const snippet = /^[\x20-\x7e]{1,60}$/.test(first) && !first.includes('[') ? first : 'your request';
@@ -266,7 +269,7 @@ export async function startCloudAgent(o: CloudAgentOptions): Promise<CloudAgent>
     let parsed: unknown;
     if (webhook) {
       try {
-        // FACTS.md: verify() JSON-parses the body after the signature matched.
+        // standardwebhooks' verify() JSON-parses the body after the signature matched.
         parsed = webhook.verify(text, {
           'webhook-id': headers['webhook-id'] ?? '',
           'webhook-timestamp': headers['webhook-timestamp'] ?? '',

@@ -1,8 +1,8 @@
 /**
- * A tiny authoritative DNS server for a static test zone, on loopback UDP with TCP on the same
- * port for answers too long for a datagram (BRIEF §7: "the resolver's servers are configurable,
- * which also lets tests and the demo serve a test zone from loopback"). The bridge's local DKIM
- * verifier looks selector keys up through a `node:dns/promises` `Resolver` whose
+ * A tiny authoritative DNS server for a static test zone, on loopback UDP with TCP on the same port
+ * for answers too long for a datagram (the resolver's servers are configurable, which also lets
+ * tests and the demo serve a test zone from loopback"). The bridge's local DKIM verifier looks
+ * selector keys up through a `node:dns/promises` `Resolver` whose
  * `setServers([zone.address])` points here, exactly as it would at a real name server.
  *
  * What it answers (RFC 1035 §4.1.1 header codes, RFC 2308 negative answers):
@@ -250,21 +250,12 @@ export async function startDnsZone(records: ZoneRecord[], opts: DnsZoneOptions =
   return { host, port, address: formatAddress(host, port), queries, close: () => (closed ??= close()) };
 }
 
-function listenUdp(socket: Socket, host: string, port: number): Promise<void> {
+/** Starts `target` listening (`start` calls its bind or listen with the callback) and resolves once it does. */
+function listening(target: { once(e: 'error', l: (err: Error) => void): unknown; off(e: 'error', l: (err: Error) => void): unknown }, start: (ready: () => void) => void): Promise<void> {
   return new Promise((resolve, reject) => {
-    socket.once('error', reject);
-    socket.bind(port, host, () => {
-      socket.off('error', reject);
-      resolve();
-    });
-  });
-}
-
-function listenTcp(server: NetServer, host: string, port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
+    target.once('error', reject);
+    start(() => {
+      target.off('error', reject);
       resolve();
     });
   });
@@ -279,10 +270,10 @@ function listenTcp(server: NetServer, host: string, port: number): Promise<void>
 async function bindBoth(host: string, port: number): Promise<{ udp: Socket; tcp: NetServer }> {
   for (let attempt = 1; ; attempt++) {
     const udp = createSocket(isIP(host) === 6 ? 'udp6' : 'udp4');
-    await listenUdp(udp, host, port);
+    await listening(udp, (ready) => udp.bind(port, host, ready));
     const tcp = createServer();
     try {
-      await listenTcp(tcp, host, udp.address().port);
+      await listening(tcp, (ready) => tcp.listen(udp.address().port, host, ready));
       return { udp, tcp };
     } catch (err) {
       await new Promise<void>((resolve) => udp.close(() => resolve()));

@@ -1,8 +1,8 @@
 /**
- * The mail factory: the raw bytes of a cloud agent's reply (BRIEF §5) as they would sit in the
- * person's mailbox after the provider accepted them — composed by the agent, DKIM-signed by the
- * agent's domain, then stamped by the provider's MX. The demo's simulated agent and the tests
- * build every reply (good and forged) here.
+ * The mail factory: the raw bytes of a cloud agent's reply (docs/architecture.md, "The reply
+ * format") as they would sit in the person's mailbox after the provider accepted them — composed by
+ * the agent, DKIM-signed by the agent's domain, then stamped by the provider's MX. The demo's
+ * simulated agent and the tests build every reply (good and forged) here.
  *
  * Header order of the result, top to bottom (RFC 5321 §4.4 and RFC 8601 §5: each hop prepends):
  * ```
@@ -18,7 +18,7 @@ import { createPrivateKey, generateKeyPairSync, randomBytes, randomUUID } from '
 import { dkimSign, type DKIMSignOptions } from 'mailauth';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 
-/** The four statuses of the reply block (BRIEF §5). */
+/** The four statuses of the reply block (docs/architecture.md, "The reply format"). */
 export type ReplyStatus = 'done' | 'input-required' | 'failed' | 'working';
 
 /** The agent's DKIM signing identity. */
@@ -86,7 +86,10 @@ export interface ReplyMailOptions {
   provider?: ProviderStamp;
 }
 
-/** The reply block of BRIEF §5: `reply_token: <token>\nstatus: <status>\n---\n<answer>`. */
+/**
+ * The reply block (docs/architecture.md, "The reply format"): `reply_token: <token>\nstatus:
+ * <status>\n---\n<answer>`.
+ */
 export function replyBody(token: string, status: string, answer: string): string {
   return `reply_token: ${token}\nstatus: ${status}\n---\n${answer}`;
 }

@@ -1,7 +1,6 @@
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { randomBytes } from 'node:crypto';
 import { createLogger } from '../log.js';
-import { queryLedger } from '../store/ledger.js';
 import { DEMO_AGENT_DOMAIN, startDemoWorld } from './world.js';
 
 export interface DemoOptions {
@@ -16,9 +15,9 @@ function hex(bytes: number): string {
 }
 
 /**
- * The caller side as Hermes does it (FACTS.md "Hermes"): a new messageId per call, the same
- * contextId, one text part, never a taskId. The SDK takes its in-memory form (role 1 = ROLE_USER,
- * parts as `{content: {$case, value}}`) and writes the ProtoJSON.
+ * The caller side as Hermes does it (Hermes Agent, plugins/platforms/a2a/tools.py): a new messageId
+ * per call, the same contextId, one text part, never a taskId. The SDK takes its in-memory form
+ * (role 1 = ROLE_USER, parts as `{content: {$case, value}}`) and writes the ProtoJSON.
  */
 function hermesMessage(text: string, contextId: string) {
   return {
@@ -35,7 +34,10 @@ function asTask(r: unknown): SdkTask {
   return r as SdkTask;
 }
 
-/** The text Hermes shows: the first text artifact, else status.message (FACTS.md "Hermes"). */
+/**
+ * The text Hermes shows: the first text artifact, else status.message (Hermes Agent,
+ * plugins/platforms/a2a/tools.py).
+ */
 function shownText(task: SdkTask): string {
   const fromParts = (parts: SdkPart[] | undefined): string | undefined =>
     parts?.find((p) => p.content?.$case === 'text')?.content?.value as string | undefined;
@@ -49,7 +51,7 @@ function shownText(task: SdkTask): string {
 const STATE_NAMES = ['UNSPECIFIED', 'SUBMITTED', 'WORKING', 'COMPLETED', 'FAILED', 'CANCELED', 'INPUT_REQUIRED', 'REJECTED', 'AUTH_REQUIRED'];
 
 /**
- * `a2a-mailbridge demo`: a full round trip on loopback (issue 2). It writes a real config with
+ * `a2a-mailbridge demo`: a full round trip on loopback. It writes a real config with
  * 0600 secret files into a temporary folder, starts a DNS zone serving the agent's DKIM key, a
  * simulated cloud agent (a webhook receiver that verifies the Standard Webhooks signature and the
  * bearer, then writes a DKIM-signed, provider-stamped reply into a Maildir), and the bridge; then
@@ -107,7 +109,7 @@ export async function demo(o: DemoOptions = {}): Promise<boolean> {
     for (const line of shown.split('\n')) out(`     ${line}`);
     out('');
 
-    const ledger = queryLedger(app.bridge.ctx.db, { limit: 10 });
+    const ledger = app.bridge.ctx.store.ledger.query({ limit: 10 });
     out(`ledger: ${ledger.map((l) => `${l.verdict} (${l.messageId ?? 'no Message-ID'})`).join(', ') || 'empty'}`);
     const ok =
       state1 === 'WORKING' &&

@@ -50,11 +50,11 @@ function hex(bytes: number): string {
 }
 
 /**
- * Sets up the demo's world (issue 2): a temporary folder with a real config and 0600 secret
- * files (so config loading and the secret-file checks run for real), a DNS zone serving a fresh
- * RSA-2048 DKIM key, a simulated cloud agent (verifies the Standard Webhooks signature and the
- * bearer, then mails a DKIM-signed, provider-stamped reply into a Maildir) and the bridge reading
- * that Maildir. Used by `a2a-mailbridge demo` and by the conformance-kit script.
+ * Sets up the demo's world: a temporary folder with a real config and 0600 secret files (so config
+ * loading and the secret-file checks run for real), a DNS zone serving a fresh RSA-2048 DKIM key, a
+ * simulated cloud agent (verifies the Standard Webhooks signature and the bearer, then mails a
+ * DKIM-signed, provider-stamped reply into a Maildir) and the bridge reading that Maildir. Used by
+ * `a2a-mailbridge demo` and by the conformance-kit script.
  *
  * @throws whatever a part throws while starting; the parts already started are stopped first
  */

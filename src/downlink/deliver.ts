@@ -14,9 +14,9 @@ export interface DeliveryResult {
 const MAX_RESPONSE_BYTES = 16 * 1024;
 
 /**
- * Classifies an HTTP status (issue 5): 2xx accepted; 408, 429 and 5xx are worth retrying; 410
- * means the hook is gone (stop); every other 3xx/4xx is a failure (a redirect is not followed:
- * the signed request must reach the configured URL or nothing).
+ * Classifies an HTTP status: 2xx accepted; 408, 429 and 5xx are worth retrying; 410 means the hook
+ * is gone (stop); every other 3xx/4xx is a failure (a redirect is not followed: the signed request
+ * must reach the configured URL or nothing).
  */
 export function classifyStatus(status: number): AttemptOutcome {
   if (status >= 200 && status < 300) return 'accepted';
@@ -59,10 +59,10 @@ export function webhookDispatcher(connectTimeoutMs: number): Dispatcher {
 }
 
 /**
- * One POST of the exact `body` bytes with `headers`, never following redirects.
- * Never throws: network errors and timeouts come back as `retry` with the reason in `error`.
- * A timeout after the request was written is ambiguous (the agent may already be working);
- * the reply token keeps a second reply from applying twice (FACTS.md).
+ * One POST of the exact `body` bytes with `headers`, never following redirects. Never throws:
+ * network errors and timeouts come back as `retry` with the reason in `error`. A timeout after the
+ * request was written is ambiguous (the agent may already be working); the reply token keeps a
+ * second reply from applying twice.
  *
  * @param timeoutMs total time for connect, headers and body
  */

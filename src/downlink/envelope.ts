@@ -1,7 +1,7 @@
 /**
- * The webhook envelope (BRIEF §4): the JSON body that wakes the cloud agent. It is serialised
- * once, stored with the turn, and the same bytes are signed and sent on every attempt (FACTS.md:
- * sign the exact bytes you send; never re-serialise).
+ * The webhook envelope (docs/architecture.md, "The webhook envelope"): the JSON body that wakes the
+ * cloud agent. It is serialised once, stored with the turn, and the same bytes are signed and sent
+ * on every attempt (a signature covers exact bytes: never re-serialise).
  */
 
 /** One earlier turn of the task, oldest first: what the caller asked and what the agent answered. */
@@ -37,12 +37,12 @@ export interface Envelope {
   cancel?: true;
 }
 
-/** The subject tag of a task: `[<TAG>:<task id>]` (BRIEF §5). */
+/** The subject tag of a task: `[<TAG>:<task id>]` (docs/architecture.md, "The reply format"). */
 export function subjectTag(tag: string, taskId: string): string {
   return `[${tag}:${taskId}]`;
 }
 
-/** The reply-format instructions carried in `constraints` (BRIEF §5). */
+/** The reply-format instructions carried in `constraints` (docs/architecture.md, "The reply format"). */
 export function replyInstructions(o: { replyTo: string; subjectTag: string; token: string; deadline: string }): string {
   return [
     `Reply by email to ${o.replyTo}, from your configured address, before ${o.deadline}.`,

@@ -2,10 +2,11 @@ import { Webhook } from 'standardwebhooks';
 import type { WebhookConfig } from '../config/config.js';
 
 /**
- * The request headers of one webhook attempt (BRIEF §4). `webhook-id` is the dispatch id, the
+ * The request headers of one webhook attempt (docs/architecture.md, "The webhook envelope").
+ * `webhook-id` is the dispatch id, the
  * same on every attempt; `webhook-timestamp` and `webhook-signature` are fresh per attempt
- * (FACTS.md; flipper PR #1022). The signature covers `${id}.${timestamp}.${body}` exactly as the
- * body bytes are sent (Standard Webhooks spec, "Signature scheme").
+ * (github.com/flippercloud/flipper/pull/1022). The signature covers `${id}.${timestamp}.${body}`
+ * exactly as the body bytes are sent (Standard Webhooks spec, "Signature scheme").
  *
  * @param at the attempt time; a Date, because `Webhook.sign` silently signs 1970 when given seconds
  * @returns header name → value; `authorization` for bearer, the three `webhook-*` headers for

@@ -1,7 +1,7 @@
-import type { Db } from './db.js';
+import type { Db, Writer } from './db.js';
 import { stmt } from './statements.js';
 
-/** Outcome of one webhook POST (issue 5): `accepted` 2xx, `retry` network/timeout/408/429/5xx, `failed` 3xx/4xx, `gone` 410. */
+/** Outcome of one webhook POST : `accepted` 2xx, `retry` network/timeout/408/429/5xx, `failed` 3xx/4xx, `gone` 410. */
 export type AttemptOutcome = 'accepted' | 'retry' | 'failed' | 'gone';
 
 export interface AttemptRow {
@@ -22,55 +22,34 @@ export interface AttemptRow {
 const SELECT = `SELECT id, dispatch_id AS dispatchId, task_id AS taskId, turn, attempt, started_at AS startedAt,
   finished_at AS finishedAt, outcome, http_status AS httpStatus, error FROM dispatch_attempts`;
 
-/** Records the start of an attempt (before the network call) and returns its row id. */
-export function startAttempt(db: Db, a: { dispatchId: string; taskId: string; turn: number; at: number }): AttemptRow {
-  const n =
-    (stmt(db, `SELECT max(attempt) AS n FROM dispatch_attempts WHERE dispatch_id = ?`).get(a.dispatchId) as { n: number | null })
-      .n ?? 0;
-  const info = stmt(db, `INSERT INTO dispatch_attempts (dispatch_id, task_id, turn, attempt, started_at) VALUES (?, ?, ?, ?, ?)`)
-    .run(a.dispatchId, a.taskId, a.turn, n + 1, a.at);
+export function attemptReads(db: Db) {
   return {
-    id: Number(info.lastInsertRowid),
-    dispatchId: a.dispatchId,
-    taskId: a.taskId,
-    turn: a.turn,
-    attempt: n + 1,
-    startedAt: a.at,
-    finishedAt: null,
-    outcome: null,
-    httpStatus: null,
-    error: null,
+    of(dispatchId: string): AttemptRow[] {
+      return stmt(db, `${SELECT} WHERE dispatch_id = ? ORDER BY attempt`).all(dispatchId) as AttemptRow[];
+    },
+
+    /** The newest attempt of a dispatch, if any. */
+    last(dispatchId: string): AttemptRow | undefined {
+      return stmt(db, `${SELECT} WHERE dispatch_id = ? ORDER BY attempt DESC LIMIT 1`).get(dispatchId) as AttemptRow | undefined;
+    },
+
+    ofTask(taskId: string): AttemptRow[] {
+      return stmt(db, `${SELECT} WHERE task_id = ? ORDER BY id`).all(taskId) as AttemptRow[];
+    },
   };
 }
 
-export function finishAttempt(
-  db: Db,
-  id: number,
-  r: { at: number; outcome: AttemptOutcome; httpStatus: number | null; error: string | null },
-): void {
-  stmt(db, `UPDATE dispatch_attempts SET finished_at = ?, outcome = ?, http_status = ?, error = ? WHERE id = ?`).run(
-    r.at,
-    r.outcome,
-    r.httpStatus,
-    r.error,
-    id,
-  );
-}
+export function attemptWrites(w: Writer) {
+  return {
+    /** Records the start of an attempt (before the network call) and returns its row. */
+    start(a: { dispatchId: string; taskId: string; turn: number; at: number }): AttemptRow {
+      const n = (stmt(w.db, `SELECT max(attempt) AS n FROM dispatch_attempts WHERE dispatch_id = ?`).get(a.dispatchId) as { n: number | null }).n ?? 0;
+      const info = stmt(w.db, `INSERT INTO dispatch_attempts (dispatch_id, task_id, turn, attempt, started_at) VALUES (?, ?, ?, ?, ?)`).run(a.dispatchId, a.taskId, a.turn, n + 1, a.at);
+      return { id: Number(info.lastInsertRowid), dispatchId: a.dispatchId, taskId: a.taskId, turn: a.turn, attempt: n + 1, startedAt: a.at, finishedAt: null, outcome: null, httpStatus: null, error: null };
+    },
 
-export function attemptsOf(db: Db, dispatchId: string): AttemptRow[] {
-  return stmt(db, `${SELECT} WHERE dispatch_id = ? ORDER BY attempt`).all(dispatchId) as AttemptRow[];
-}
-
-/** The newest attempt of a dispatch, if any. */
-export function lastAttemptOf(db: Db, dispatchId: string): AttemptRow | undefined {
-  return stmt(db, `${SELECT} WHERE dispatch_id = ? ORDER BY attempt DESC LIMIT 1`).get(dispatchId) as AttemptRow | undefined;
-}
-
-export function attemptsOfTask(db: Db, taskId: string): AttemptRow[] {
-  return stmt(db, `${SELECT} WHERE task_id = ? ORDER BY id`).all(taskId) as AttemptRow[];
-}
-
-/** Count of dispatches whose last attempt did not succeed and that are not pending any more (for /health). */
-export function failedDispatchCount(db: Db): number {
-  return (stmt(db, `SELECT count(*) AS n FROM turns WHERE dispatch_state = 'failed'`).get() as { n: number }).n;
+    finish(id: number, r: { at: number; outcome: AttemptOutcome; httpStatus: number | null; error: string | null }): void {
+      stmt(w.db, `UPDATE dispatch_attempts SET finished_at = ?, outcome = ?, http_status = ?, error = ? WHERE id = ?`).run(r.at, r.outcome, r.httpStatus, r.error, id);
+    },
+  };
 }

@@ -2,9 +2,20 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { MIGRATIONS } from './migrations.js';
+import type { TaskChange } from './task-rows.js';
 import { WAL_LIMIT_BYTES } from './wal.js';
 
+/** A connection; held by the store (src/store/store.ts) and handed to nothing outside store/. */
 export type Db = Database.Database;
+
+/**
+ * What the write functions of the store modules get: the connection, usable only while a store
+ * transaction is open (`db` throws otherwise), and the sink for the task changes they make.
+ */
+export interface Writer {
+  readonly db: Db;
+  changed(c: TaskChange): void;
+}
 
 /** Thrown when the database file cannot be used: damaged, from a newer version, or unopenable. */
 export class StoreError extends Error {
@@ -12,7 +23,7 @@ export class StoreError extends Error {
 }
 
 export interface OpenOptions {
-  /** Open without write access (CLI read commands, FACTS.md "SQLite"). Skips migrations. */
+  /** Open without write access (the CLI's read commands). Skips migrations. */
   readOnly?: boolean;
   /** How long a writer waits for a lock before SQLITE_BUSY, in ms. */
   busyTimeoutMs?: number;
@@ -22,16 +33,17 @@ export interface OpenOptions {
  * Opens (creating when needed) the SQLite store: WAL journal with a size limit (wal.ts), a busy
  * timeout, foreign keys on, `PRAGMA quick_check` at start-up, then the pending migrations.
  *
- * @param path file path, or `:memory:` for unit tests
+ * @param path file path, `:memory:`, or the image of a store (`db.serialize()`) to open in memory
  * @throws StoreError when quick_check reports damage, or the file was written by a newer schema.
  */
-export function openDb(path: string, options: OpenOptions = {}): Db {
-  if (path !== ':memory:' && !options.readOnly) mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+export function openDb(path: string | Buffer, options: OpenOptions = {}): Db {
+  if (typeof path === 'string' && path !== ':memory:' && !options.readOnly) mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const name = typeof path === 'string' ? path : '(image in memory)';
   let db: Db;
   try {
-    db = new Database(path, { readonly: options.readOnly ?? false, fileMustExist: options.readOnly ?? false });
+    db = typeof path === 'string' ? new Database(path, { readonly: options.readOnly ?? false, fileMustExist: options.readOnly ?? false }) : new Database(path);
   } catch (err) {
-    throw new StoreError(`cannot open the store ${path}: ${(err as Error).message}`, { cause: err });
+    throw new StoreError(`cannot open the store ${name}: ${(err as Error).message}`, { cause: err });
   }
   try {
     db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
@@ -48,7 +60,7 @@ export function openDb(path: string, options: OpenOptions = {}): Db {
       const detail = String(check).split('\n').map((l) => l.trim()).filter((l) => l && !/^\*\*\* in database/.test(l)).join('; ');
       const short = detail.length > 300 ? `${detail.slice(0, 300)}…` : detail;
       throw new StoreError(
-        `the store ${path} is damaged (quick_check: ${short}); restore it from a backup (a2a-mailbridge backup) or move it aside to start empty`,
+        `the store ${name} is damaged (quick_check: ${short}); restore it from a backup (a2a-mailbridge backup) or move it aside to start empty`,
       );
     }
     // quick_check read the whole file through the page cache: give that memory back (bench/: +18 MiB RSS on a 1 GB store).
@@ -56,12 +68,12 @@ export function openDb(path: string, options: OpenOptions = {}): Db {
     const version = db.pragma('user_version', { simple: true }) as number;
     if (version > MIGRATIONS.length) {
       throw new StoreError(
-        `the store ${path} has schema version ${version}, newer than this a2a-mailbridge understands (${MIGRATIONS.length}); upgrade a2a-mailbridge`,
+        `the store ${name} has schema version ${version}, newer than this a2a-mailbridge understands (${MIGRATIONS.length}); upgrade a2a-mailbridge`,
       );
     }
     if (!options.readOnly) migrate(db, version);
     else if (version < MIGRATIONS.length) {
-      throw new StoreError(`the store ${path} needs migrations; run a2a-mailbridge serve once to upgrade it`);
+      throw new StoreError(`the store ${name} needs migrations; run a2a-mailbridge serve once to upgrade it`);
     }
     return db;
   } catch (err) {
@@ -70,17 +82,17 @@ export function openDb(path: string, options: OpenOptions = {}): Db {
     const code = (err as { code?: string }).code ?? '';
     if (code.startsWith('SQLITE_NOTADB')) {
       throw new StoreError(
-        `the store ${path} is not an SQLite database: check store.path (or --db); if it is the store, it is damaged — restore it from a backup (a2a-mailbridge backup) or move it aside to start empty`,
+        `the store ${name} is not an SQLite database: check store.path (or --db); if it is the store, it is damaged — restore it from a backup (a2a-mailbridge backup) or move it aside to start empty`,
         { cause: err },
       );
     }
     if (code.startsWith('SQLITE_CORRUPT')) {
       throw new StoreError(
-        `the store ${path} is damaged (${(err as Error).message}); restore it from a backup (a2a-mailbridge backup) or move it aside to start empty`,
+        `the store ${name} is damaged (${(err as Error).message}); restore it from a backup (a2a-mailbridge backup) or move it aside to start empty`,
         { cause: err },
       );
     }
-    throw new StoreError(`the store ${path} cannot be used: ${(err as Error).message}`, { cause: err });
+    throw new StoreError(`the store ${name} cannot be used: ${(err as Error).message}`, { cause: err });
   }
 }
 
@@ -94,9 +106,9 @@ function migrate(db: Db, from: number): void {
 }
 
 /**
- * Runs `fn` in a `BEGIN IMMEDIATE` transaction (FACTS.md: a deferred transaction that reads then
- * writes gets SQLITE_BUSY at once under concurrency). `fn` must be synchronous and must not
- * hold a statement iterator across a write.
+ * Runs `fn` in a `BEGIN IMMEDIATE` transaction: a deferred transaction that reads then writes gets
+ * SQLITE_BUSY at once under concurrency (https://sqlite.org/lang_transaction.html). `fn` must be
+ * synchronous and must not hold a statement iterator across a write.
  */
 export function immediate<T>(db: Db, fn: () => T): T {
   return db.transaction(fn).immediate();

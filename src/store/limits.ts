@@ -11,7 +11,18 @@ import { stmt } from './statements.js';
  * (ms since the epoch; null when none has one). `+agent` keeps SQLite on the state index: the open
  * tasks are few, an agent's finished ones may be 100,000.
  */
-export function openTasksOf(db: Db, agent: string): { count: number; earliestDeadlineAt: number | null } {
+export function limitReads(db: Db) {
+  return {
+    openTasksOf(agent: string): { count: number; earliestDeadlineAt: number | null } {
+      return openTasksOf(db, agent);
+    },
+    dispatchesSince(agent: string, since: number): { count: number; oldestAt: number | null } {
+      return dispatchesSince(db, agent, since);
+    },
+  };
+}
+
+function openTasksOf(db: Db, agent: string): { count: number; earliestDeadlineAt: number | null } {
   const r = stmt(
     db,
     `SELECT count(*) AS count, min(deadline_at) AS earliestDeadlineAt FROM tasks
@@ -27,7 +38,7 @@ export function openTasksOf(db: Db, agent: string): { count: number; earliestDea
  * after `since` are looked at (the `tasks_by_updated` index): the cost follows the last minute's
  * activity, not the store's size.
  */
-export function dispatchesSince(db: Db, agent: string, since: number): { count: number; oldestAt: number | null } {
+function dispatchesSince(db: Db, agent: string, since: number): { count: number; oldestAt: number | null } {
   return stmt(
     db,
     `SELECT count(*) AS count, min(t.created_at) AS oldestAt FROM tasks k JOIN turns t ON t.task_id = k.id

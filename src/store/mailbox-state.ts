@@ -1,10 +1,10 @@
-import type { Db } from './db.js';
+import type { Db, Writer } from './db.js';
 import { stmt } from './statements.js';
 
 /**
  * The mailbox watermark and the last check's outcome, per folder. `uidValidity` is kept as a
  * decimal string because IMAP UIDVALIDITY is a 32-bit unsigned value that imapflow hands out as a
- * bigint (FACTS.md "IMAP"); for a Maildir the "UID" is a delivery-time ordinal (see maildir-mailbox).
+ * bigint (RFC 3501 §2.3.1.1: a 32-bit value); for a Maildir the "UID" is a delivery-time ordinal (see maildir-mailbox).
  */
 export interface MailboxState {
   folder: string;
@@ -33,62 +33,58 @@ function forget(db: Db, folder: string): void {
   cache.get(db)?.delete(folder);
 }
 
-export function getMailboxState(db: Db, folder: string): MailboxState {
-  let byFolder = cache.get(db);
-  if (!byFolder) cache.set(db, (byFolder = new Map<string, MailboxState>()));
-  const hit = byFolder.get(folder);
-  if (hit) return { ...hit };
-  const state = readMailboxState(db, folder);
-  byFolder.set(folder, state);
-  return { ...state };
+export function mailboxReads(db: Db) {
+  return {
+    state(folder: string): MailboxState {
+      let byFolder = cache.get(db);
+      if (!byFolder) {
+        byFolder = new Map<string, MailboxState>();
+        cache.set(db, byFolder);
+      }
+      const hit = byFolder.get(folder);
+      if (hit) return { ...hit };
+      const state = readMailboxState(db, folder);
+      byFolder.set(folder, state);
+      return { ...state };
+    },
+  };
 }
 
 function readMailboxState(db: Db, folder: string): MailboxState {
   const r = stmt(db, `${SELECT} WHERE folder = ?`).get(folder) as MailboxState | undefined;
-  return (
-    r ?? {
-      folder,
-      uidValidity: null,
-      lastUid: 0,
-      lastCheckAt: null,
-      lastResult: null,
-      lastError: null,
-      errorSince: null,
-      lastSuccessAt: null,
-    }
-  );
+  return r ?? { folder, uidValidity: null, lastUid: 0, lastCheckAt: null, lastResult: null, lastError: null, errorSince: null, lastSuccessAt: null };
 }
 
-/** Moves the watermark; called in the same transaction as the ledger row of the message at `uid`. */
-export function advanceWatermark(db: Db, folder: string, uidValidity: string, uid: number): void {
-  forget(db, folder);
-  stmt(db, 
-    `INSERT INTO mailbox_state (folder, uid_validity, last_uid) VALUES (?, ?, ?)
-     ON CONFLICT(folder) DO UPDATE SET
-       last_uid = CASE WHEN uid_validity IS excluded.uid_validity THEN max(last_uid, excluded.last_uid) ELSE excluded.last_uid END,
-       uid_validity = excluded.uid_validity`,
-  ).run(folder, uidValidity, uid);
-}
+export function mailboxWrites(w: Writer) {
+  return {
+    /** Moves the watermark; in the same transaction as the ledger row of the message at `uid`. */
+    advance(folder: string, uidValidity: string, uid: number): void {
+      forget(w.db, folder);
+      stmt(w.db,
+        `INSERT INTO mailbox_state (folder, uid_validity, last_uid) VALUES (?, ?, ?)
+         ON CONFLICT(folder) DO UPDATE SET
+           last_uid = CASE WHEN uid_validity IS excluded.uid_validity THEN max(last_uid, excluded.last_uid) ELSE excluded.last_uid END,
+           uid_validity = excluded.uid_validity`,
+      ).run(folder, uidValidity, uid);
+    },
 
-/** Resets the watermark when UIDVALIDITY changed: the next check rescans the folder (ledger dedupes). */
-export function resetWatermark(db: Db, folder: string, uidValidity: string): void {
-  forget(db, folder);
-  stmt(db, 
-    `INSERT INTO mailbox_state (folder, uid_validity, last_uid) VALUES (?, ?, 0)
-     ON CONFLICT(folder) DO UPDATE SET uid_validity = excluded.uid_validity, last_uid = 0`,
-  ).run(folder, uidValidity);
-}
+    /** Resets the watermark when UIDVALIDITY changed: the next check rescans the folder (the ledger dedupes). */
+    reset(folder: string, uidValidity: string): void {
+      forget(w.db, folder);
+      stmt(w.db,
+        `INSERT INTO mailbox_state (folder, uid_validity, last_uid) VALUES (?, ?, 0)
+         ON CONFLICT(folder) DO UPDATE SET uid_validity = excluded.uid_validity, last_uid = 0`,
+      ).run(folder, uidValidity);
+    },
 
-export function recordCheck(db: Db, folder: string, r: { at: number; ok: boolean; result: string; error?: string }): void {
-  forget(db, folder);
-  stmt(db, `INSERT INTO mailbox_state (folder) VALUES (?) ON CONFLICT(folder) DO NOTHING`).run(folder);
-  if (r.ok) {
-    stmt(db, 
-      `UPDATE mailbox_state SET last_check_at = ?, last_result = ?, last_error = NULL, error_since = NULL, last_success_at = ? WHERE folder = ?`,
-    ).run(r.at, r.result, r.at, folder);
-  } else {
-    stmt(db, 
-      `UPDATE mailbox_state SET last_check_at = ?, last_result = ?, last_error = ?, error_since = COALESCE(error_since, ?) WHERE folder = ?`,
-    ).run(r.at, r.result, r.error ?? r.result, r.at, folder);
-  }
+    recordCheck(folder: string, r: { at: number; ok: boolean; result: string; error?: string }): void {
+      forget(w.db, folder);
+      stmt(w.db, `INSERT INTO mailbox_state (folder) VALUES (?) ON CONFLICT(folder) DO NOTHING`).run(folder);
+      if (r.ok) {
+        stmt(w.db, `UPDATE mailbox_state SET last_check_at = ?, last_result = ?, last_error = NULL, error_since = NULL, last_success_at = ? WHERE folder = ?`).run(r.at, r.result, r.at, folder);
+      } else {
+        stmt(w.db, `UPDATE mailbox_state SET last_check_at = ?, last_result = ?, last_error = ?, error_since = COALESCE(error_since, ?) WHERE folder = ?`).run(r.at, r.result, r.error ?? r.result, r.at, folder);
+      }
+    },
+  };
 }

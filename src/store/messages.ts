@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Db, Writer } from './db.js';
 import { stmt } from './statements.js';
 
 /** A message in a task's history: the caller's asks (`user`) and the agent's labelled replies (`agent`). */
@@ -17,7 +17,7 @@ export interface MessageRow {
   /** The turn the message belongs to. */
   turn: number;
   text: string;
-  /** SHA-256 (hex) of the caller's parts, to tell a replay from a reused `messageId` (issue 4). */
+  /** SHA-256 (hex) of the caller's parts, to tell a replay from a reused `messageId`. */
   contentSha256: string;
   createdAt: number;
 }
@@ -25,23 +25,31 @@ export interface MessageRow {
 const SELECT = `SELECT seq, agent, message_id AS messageId, task_id AS taskId, context_id AS contextId, role, kind, turn, text,
   content_sha256 AS contentSha256, created_at AS createdAt FROM messages`;
 
-export function insertMessage(db: Db, m: Omit<MessageRow, 'seq'>): void {
-  stmt(db, 
-    `INSERT INTO messages (agent, message_id, task_id, context_id, role, kind, turn, text, content_sha256, created_at)
-     VALUES (@agent, @messageId, @taskId, @contextId, @role, @kind, @turn, @text, @contentSha256, @createdAt)`,
-  ).run(m);
+export function messageReads(db: Db) {
+  return {
+    /** The message stored under a caller's `messageId`, scoped per agent. Durable, so dedupe survives restarts. */
+    byId(agent: string, messageId: string): MessageRow | undefined {
+      return stmt(db, `${SELECT} WHERE agent = ? AND message_id = ?`).get(agent, messageId) as MessageRow | undefined;
+    },
+
+    /** The task's history (asks and replies, no polls), oldest first; with `last`, only the newest `last` messages. */
+    history(taskId: string, last?: number): MessageRow[] {
+      if (last === undefined) return stmt(db, `${SELECT} WHERE task_id = ? AND kind != 'poll' ORDER BY seq`).all(taskId) as MessageRow[];
+      // `last` is a validated integer (0–1000); written into the SQL, see dueDispatches.
+      const n = Math.max(0, Math.floor(last));
+      const rows = stmt(db, `${SELECT} WHERE task_id = ? AND kind != 'poll' ORDER BY seq DESC LIMIT ${n}`).all(taskId) as MessageRow[];
+      return rows.reverse();
+    },
+  };
 }
 
-/** The message stored under a caller's `messageId`, scoped per agent. Durable, so dedupe survives restarts. */
-export function messageById(db: Db, agent: string, messageId: string): MessageRow | undefined {
-  return stmt(db, `${SELECT} WHERE agent = ? AND message_id = ?`).get(agent, messageId) as MessageRow | undefined;
-}
-
-/** The task's history (asks and replies, no polls), oldest first; with `last`, only the newest `last` messages. */
-export function historyOf(db: Db, taskId: string, last?: number): MessageRow[] {
-  if (last === undefined) return stmt(db, `${SELECT} WHERE task_id = ? AND kind != 'poll' ORDER BY seq`).all(taskId) as MessageRow[];
-  // `last` is a validated integer (0–1000); written into the SQL, see dueDispatches.
-  const n = Math.max(0, Math.floor(last));
-  const rows = stmt(db, `${SELECT} WHERE task_id = ? AND kind != 'poll' ORDER BY seq DESC LIMIT ${n}`).all(taskId) as MessageRow[];
-  return rows.reverse();
+export function messageWrites(w: Writer) {
+  return {
+    insert(m: Omit<MessageRow, 'seq'>): void {
+      stmt(w.db,
+        `INSERT INTO messages (agent, message_id, task_id, context_id, role, kind, turn, text, content_sha256, created_at)
+         VALUES (@agent, @messageId, @taskId, @contextId, @role, @kind, @turn, @text, @contentSha256, @createdAt)`,
+      ).run(m);
+    },
+  };
 }

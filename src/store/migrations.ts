@@ -163,4 +163,71 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE tasks ADD COLUMN outcome_shown_at INTEGER;
   `,
+  // 6: the states of both state machines (src/store/task-state.ts, src/store/dispatch-state.ts)
+  // held by the schema: CHECK constraints on tasks, turns and task_events, which SQLite adds only
+  // by rebuilding a table. turns references tasks, so turns is rebuilt first against the new tasks
+  // table, both old tables are dropped (the child first), and the new ones renamed: RENAME
+  // rewrites the reference (https://sqlite.org/lang_altertable.html).
+  `
+  CREATE TABLE tasks_v6 (
+    id               TEXT PRIMARY KEY,
+    agent            TEXT NOT NULL,
+    context_id       TEXT NOT NULL,
+    state            TEXT NOT NULL CHECK (state IN ('SUBMITTED','WORKING','INPUT_REQUIRED','COMPLETED','FAILED','CANCELED','REJECTED')),
+    state_reason     TEXT,
+    failed_by        TEXT CHECK (failed_by IN ('deadline','dispatch','agent')),
+    turn             INTEGER NOT NULL,
+    caller           TEXT,
+    created_at       INTEGER NOT NULL,
+    updated_at       INTEGER NOT NULL,
+    deadline_at      INTEGER,
+    outcome_shown_at INTEGER,
+    CHECK (failed_by IS NULL OR state = 'FAILED')
+  ) STRICT;
+  INSERT INTO tasks_v6 (id, agent, context_id, state, state_reason, failed_by, turn, caller, created_at, updated_at, deadline_at, outcome_shown_at)
+    SELECT id, agent, context_id, state, state_reason, failed_by, turn, caller, created_at, updated_at, deadline_at, outcome_shown_at FROM tasks;
+
+  CREATE TABLE turns_v6 (
+    task_id         TEXT NOT NULL REFERENCES tasks_v6(id),
+    turn            INTEGER NOT NULL,
+    ask             TEXT NOT NULL,
+    reply_token     TEXT,
+    deadline_at     INTEGER NOT NULL,
+    dispatch_id     TEXT NOT NULL UNIQUE,
+    envelope        BLOB NOT NULL,
+    dispatch_state  TEXT NOT NULL CHECK (dispatch_state IN ('pending','accepted','failed','canceled')),
+    next_attempt_at INTEGER,
+    accepted_at     INTEGER,
+    reply_status    TEXT CHECK (reply_status IN ('done','input-required','failed','working')),
+    reply_text      TEXT,
+    reply_ledger_id INTEGER,
+    replied_at      INTEGER,
+    created_at      INTEGER NOT NULL,
+    PRIMARY KEY (task_id, turn)
+  ) STRICT;
+  INSERT INTO turns_v6 SELECT task_id, turn, ask, reply_token, deadline_at, dispatch_id, envelope, dispatch_state,
+    next_attempt_at, accepted_at, reply_status, reply_text, reply_ledger_id, replied_at, created_at FROM turns;
+
+  CREATE TABLE task_events_v6 (
+    id          INTEGER PRIMARY KEY,
+    task_id     TEXT NOT NULL,
+    at          INTEGER NOT NULL,
+    from_state  TEXT CHECK (from_state IN ('SUBMITTED','WORKING','INPUT_REQUIRED','COMPLETED','FAILED','CANCELED','REJECTED')),
+    to_state    TEXT NOT NULL CHECK (to_state IN ('SUBMITTED','WORKING','INPUT_REQUIRED','COMPLETED','FAILED','CANCELED','REJECTED')),
+    cause       TEXT NOT NULL
+  ) STRICT;
+  INSERT INTO task_events_v6 SELECT id, task_id, at, from_state, to_state, cause FROM task_events;
+
+  DROP TABLE turns;
+  DROP TABLE tasks;
+  DROP TABLE task_events;
+  ALTER TABLE tasks_v6 RENAME TO tasks;
+  ALTER TABLE turns_v6 RENAME TO turns;
+  ALTER TABLE task_events_v6 RENAME TO task_events;
+  CREATE INDEX tasks_by_context ON tasks(agent, context_id, created_at);
+  CREATE INDEX tasks_by_state ON tasks(state, deadline_at);
+  CREATE INDEX tasks_by_updated ON tasks(agent, updated_at);
+  CREATE INDEX turns_pending ON turns(dispatch_state, next_attempt_at);
+  CREATE INDEX task_events_by_task ON task_events(task_id, id);
+  `,
 ];

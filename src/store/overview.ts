@@ -1,5 +1,5 @@
 /**
- * Read-only queries for `a2a-mailbridge status` (issue 16): what needs the operator's eye across
+ * Read-only queries for `a2a-mailbridge status`: what needs the operator's eye across
  * all tasks — webhooks that keep failing, replies the gates refused for open tasks, dispatch
  * failures of late. Each is bounded by a limit; none writes.
  */
@@ -23,23 +23,35 @@ export interface FailingDispatch {
   nextAttemptAt: number | null;
 }
 
-/** Pending dispatches with at least one attempt that was not accepted, soonest next attempt first, at most `limit`. */
-export function failingDispatches(db: Db, limit: number): FailingDispatch[] {
-  return stmt(
-    db,
-    `SELECT t.task_id AS taskId, k.agent AS agent, t.turn AS turn, a.attempt AS attempt, a.outcome AS outcome,
-       a.http_status AS httpStatus, a.error AS error, t.next_attempt_at AS nextAttemptAt
-     FROM turns t
-     JOIN tasks k ON k.id = t.task_id
-     JOIN dispatch_attempts a ON a.id = (SELECT id FROM dispatch_attempts WHERE dispatch_id = t.dispatch_id ORDER BY attempt DESC LIMIT 1)
-     WHERE t.dispatch_state = 'pending' AND (a.outcome IS NULL OR a.outcome != 'accepted')
-     ORDER BY t.next_attempt_at LIMIT ?`,
-  ).all(limit) as FailingDispatch[];
-}
+export function overviewReads(db: Db) {
+  return {
+    /** Pending dispatches with at least one attempt that was not accepted, soonest next attempt first, at most `limit`. */
+    failingDispatches(limit: number): FailingDispatch[] {
+      return stmt(
+        db,
+        `SELECT t.task_id AS taskId, k.agent AS agent, t.turn AS turn, a.attempt AS attempt, a.outcome AS outcome,
+           a.http_status AS httpStatus, a.error AS error, t.next_attempt_at AS nextAttemptAt
+         FROM turns t
+         JOIN tasks k ON k.id = t.task_id
+         JOIN dispatch_attempts a ON a.id = (SELECT id FROM dispatch_attempts WHERE dispatch_id = t.dispatch_id ORDER BY attempt DESC LIMIT 1)
+         WHERE t.dispatch_state = 'pending' AND (a.outcome IS NULL OR a.outcome != 'accepted')
+         ORDER BY t.next_attempt_at LIMIT ?`,
+      ).all(limit) as FailingDispatch[];
+    },
 
-/** Tasks that FAILED by dispatch (their webhook never accepted the job) with a status change at or after `since` (ms). */
-export function dispatchFailuresSince(db: Db, since: number): number {
-  return (stmt(db, `SELECT count(*) AS n FROM tasks WHERE state = 'FAILED' AND failed_by = 'dispatch' AND updated_at >= ?`).get(since) as { n: number }).n;
+    /** Tasks that FAILED by dispatch (their webhook never accepted the job) with a status change at or after `since` (ms). */
+    dispatchFailuresSince(since: number): number {
+      return (stmt(db, `SELECT count(*) AS n FROM tasks WHERE state = 'FAILED' AND failed_by = 'dispatch' AND updated_at >= ?`).get(since) as { n: number }).n;
+    },
+
+    /**
+     * Open tasks (SUBMITTED, WORKING, INPUT_REQUIRED) with refused replies in their current turn —
+     * every verdict but `applied:*`, `late:recorded` and `duplicate` — newest refusal first, at most `limit`.
+     */
+    refusedForOpenTasks(limit: number): RefusedForOpenTask[] {
+      return refusedForOpenTasks(db, limit);
+    },
+  };
 }
 
 /** An open task with mail tagged for it that the gates refused during its current turn. */
@@ -52,11 +64,7 @@ export interface RefusedForOpenTask {
   lastSeenAt: number;
 }
 
-/**
- * Open tasks (SUBMITTED, WORKING, INPUT_REQUIRED) with refused replies in their current turn —
- * every verdict but `applied:*`, `late:recorded` and `duplicate` — newest refusal first, at most `limit`.
- */
-export function refusedForOpenTasks(db: Db, limit: number): RefusedForOpenTask[] {
+function refusedForOpenTasks(db: Db, limit: number): RefusedForOpenTask[] {
   return stmt(
     db,
     `SELECT g.taskId, g.agent, g.state, g.count, last.verdict AS lastVerdict, last.seen_at AS lastSeenAt

@@ -1,5 +1,5 @@
 /**
- * Retention (issue 5, `a2a-mailbridge prune`): finished tasks and old ledger rows go; an open
+ * Retention (`a2a-mailbridge prune`): finished tasks and old ledger rows go; an open
  * task — and every row it relies on — stays, however old.
  *
  * A task is prunable when its state is terminal, its status timestamp (`updated_at`, when it
@@ -14,7 +14,7 @@
  * (no task, an unknown task, or a prunable one). So the rows behind gate 1 (same raw bytes) and
  * gate 8a (Message-ID already applied) are kept for every open task.
  */
-import { immediate, type Db } from './db.js';
+import type { Db, Writer } from './db.js';
 import { TERMINAL_STATES } from './task-state.js';
 
 /** Rows deleted (or, for a dry run, that would be) per table. */
@@ -53,28 +53,32 @@ function empty(): PruneCounts {
   return { tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, events: 0, ledger: 0 };
 }
 
-/**
- * What {@link pruneFinished} would delete for this cut; reads only, so a read-only connection will do.
- * @param cut ms since the epoch: tasks finished before it and ledger rows seen before it
- */
-export function countPrunable(db: Db, cut: number): PruneCounts {
-  const out = empty();
-  for (const [key, table, where] of TARGETS) {
-    out[key] = (db.prepare(`SELECT count(*) AS n FROM ${table} WHERE ${where}`).get({ cut }) as { n: number }).n;
-  }
-  return out;
+export function pruneReads(db: Db) {
+  return {
+    /**
+     * What `prune` would delete for this cut; reads only, so a read-only store will do.
+     * @param cut ms since the epoch: tasks finished before it and ledger rows seen before it
+     */
+    countPrunable(cut: number): PruneCounts {
+      const out = empty();
+      for (const [key, table, where] of TARGETS) out[key] = (db.prepare(`SELECT count(*) AS n FROM ${table} WHERE ${where}`).get({ cut }) as { n: number }).n;
+      return out;
+    },
+  };
 }
 
-/**
- * Deletes finished tasks (with their rows) and old ledger rows, in one `BEGIN IMMEDIATE`
- * transaction, so a running bridge sees all of it or none.
- * @param cut ms since the epoch: tasks finished before it and ledger rows seen before it
- * @returns the number of rows deleted per table
- */
-export function pruneFinished(db: Db, cut: number): PruneCounts {
-  return immediate(db, () => {
-    const out = empty();
-    for (const [key, table, where] of TARGETS) out[key] = db.prepare(`DELETE FROM ${table} WHERE ${where}`).run({ cut }).changes;
-    return out;
-  });
+export function pruneWrites(w: Writer) {
+  return {
+    /**
+     * Deletes finished tasks (with their rows) and old ledger rows; inside the caller's
+     * transaction, so a running bridge sees all of it or none.
+     * @param cut ms since the epoch: tasks finished before it and ledger rows seen before it
+     * @returns the number of rows deleted per table
+     */
+    prune(cut: number): PruneCounts {
+      const out = empty();
+      for (const [key, table, where] of TARGETS) out[key] = w.db.prepare(`DELETE FROM ${table} WHERE ${where}`).run({ cut }).changes;
+      return out;
+    },
+  };
 }

@@ -9,6 +9,25 @@ import type { Db } from './db.js';
  */
 const cache = new WeakMap<Db, Map<string, Database.Statement>>();
 
+/**
+ * A WHERE clause built from optional filters: `narrow(clause, name, value)` adds `clause` and the
+ * named parameter when `value` is defined. `sql()` is the conditions joined with AND ('' for none).
+ */
+export function conditions(params: Record<string, unknown>, first: string[] = []) {
+  const where = [...first];
+  return {
+    narrow(clause: string, name: string, value: unknown): void {
+      if (value === undefined) return;
+      where.push(clause);
+      params[name] = value;
+    },
+    add(clause: string): void {
+      where.push(clause);
+    },
+    sql: (): string => where.join(' AND '),
+  };
+}
+
 export function stmt(db: Db, sql: string): Database.Statement {
   let byText = cache.get(db);
   if (!byText) {

@@ -1,6 +1,7 @@
 /**
- * The task state machine (BRIEF §6). Every state change in the product goes through
- * {@link assertTransition}; the allowed moves are this one table.
+ * The task state machine (docs/architecture.md, "The task state machine"). Every state change
+ * of a task goes through {@link assertTransition}; the allowed moves are this one table, and the
+ * store's schema holds the states (migration 6: CHECK constraints).
  *
  * States use the A2A v1.0 `TaskState` names without the `TASK_STATE_` prefix.
  */
@@ -23,11 +24,31 @@ export const TASK_STATES: readonly TaskState[] = [
   'REJECTED',
 ];
 
-/** Terminal states are sticky: nothing moves a task out of them (late replies are recorded, not applied). */
+/** Why a task failed; a deadline failure keeps the token live so a late reply is kept (docs/architecture.md). */
+export type FailedBy = 'deadline' | 'dispatch' | 'agent';
+
+export const FAILED_BY: readonly FailedBy[] = ['deadline', 'dispatch', 'agent'];
+
+/** Terminal states: nothing moves a task out of them but the operator's retry edge below (late replies are recorded, not applied). */
 export const TERMINAL_STATES: ReadonlySet<TaskState> = new Set(['COMPLETED', 'FAILED', 'CANCELED', 'REJECTED']);
 
 /** States in which the agent owes a reply: the deadline sweep and the reply gates treat these as open. */
 export const AWAITING_AGENT: ReadonlySet<TaskState> = new Set(['SUBMITTED', 'WORKING']);
+
+/**
+ * A guarded edge: allowed only for a task the guard accepts, and only when the caller names the
+ * edge (so no other move can take it by accident).
+ */
+interface GuardedEdge {
+  to: TaskState;
+  edge: TransitionEdge;
+  /** Whether the task may take the edge; `why` says what it requires. */
+  guard: (t: { failedBy: FailedBy | null }) => boolean;
+  why: string;
+}
+
+/** The named edges of the table; every other move is unnamed. */
+export type TransitionEdge = 'operator-retry';
 
 const ALLOWED: Record<TaskState, readonly TaskState[]> = {
   // SUBMITTED: stored, the webhook has not accepted the turn yet.
@@ -42,13 +63,17 @@ const ALLOWED: Record<TaskState, readonly TaskState[]> = {
   REJECTED: [],
 };
 
-/** Why a task failed; a deadline failure keeps the token live so a late reply is kept (BRIEF §1, failure 2). */
-export type FailedBy = 'deadline' | 'dispatch' | 'agent';
+const GUARDED: Partial<Record<TaskState, readonly GuardedEdge[]>> = {
+  // `a2a-mailbridge retry`: a task whose webhook was never accepted goes back to SUBMITTED with a
+  // new dispatch; the agent never had the job, so nothing it said is overridden.
+  FAILED: [{ to: 'SUBMITTED', edge: 'operator-retry', guard: (t) => t.failedBy === 'dispatch', why: 'only a task that failed by dispatch' }],
+};
 
 export function isTerminal(state: TaskState): boolean {
   return TERMINAL_STATES.has(state);
 }
 
+/** Whether the table allows the unnamed move `from` → `to`. */
 export function canTransition(from: TaskState, to: TaskState): boolean {
   return ALLOWED[from].includes(to);
 }
@@ -60,11 +85,22 @@ export class IllegalTransitionError extends Error {
     readonly taskId: string,
     readonly from: TaskState,
     readonly to: TaskState,
+    detail?: string,
   ) {
-    super(`task ${taskId}: illegal transition ${from} → ${to}`);
+    super(`task ${taskId}: illegal transition ${from} → ${to}${detail ? ` (${detail})` : ''}`);
   }
 }
 
-export function assertTransition(taskId: string, from: TaskState, to: TaskState): void {
-  if (!canTransition(from, to)) throw new IllegalTransitionError(taskId, from, to);
+/**
+ * @param edge the named edge the caller takes; required for, and only for, a guarded edge
+ * @throws IllegalTransitionError when the table has no such move, or its guard refuses the task
+ */
+export function assertTransition(task: { id: string; state: TaskState; failedBy: FailedBy | null }, to: TaskState, edge?: TransitionEdge): void {
+  if (edge === undefined) {
+    if (!canTransition(task.state, to)) throw new IllegalTransitionError(task.id, task.state, to);
+    return;
+  }
+  const e = GUARDED[task.state]?.find((g) => g.to === to && g.edge === edge);
+  if (!e) throw new IllegalTransitionError(task.id, task.state, to, `no ${edge} edge`);
+  if (!e.guard(task)) throw new IllegalTransitionError(task.id, task.state, to, `${edge}: ${e.why}`);
 }

@@ -1,8 +1,9 @@
 /**
  * A parser of one Authentication-Results field value (RFC 8601 §2.2). It walks the grammar
  * character by character, so text inside a quoted string or a comment (nested comments included,
- * RFC 5322 §3.2.2) can never become a result: `smtp.mailfrom="dkim=pass header.d=x"@evil.test`
- * or `(dkim=pass header.d=x)` stay a value and a comment (FACTS.md: reflected text, mailauth #74).
+ * RFC 5322 §3.2.2) can never become a result: `smtp.mailfrom="dkim=pass header.d=x"@evil.test` or
+ * `(dkim=pass header.d=x)` stay a value and a comment (reflected text:
+ * github.com/postalsys/mailauth/issues/74).
  *
  * Leniencies, each seen in real provider headers and each unable to create a result:
  * - a property without a ptype (`x-bits=2048`, `score=20`, Microsoft's `action=none`) is kept with

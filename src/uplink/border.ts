@@ -1,8 +1,8 @@
 /**
- * The border rule (FACTS.md, "Mail authentication"): only Authentication-Results stamped by our
- * own provider at the hop where its MX accepted the message from the outside are trusted.
- * Everything the sender wrote, forged provider lines included, sits below that hop's stamp.
- * When the hop or the results are missing we fail closed.
+ * The border rule (docs/architecture.md, "The gates", gate 5): only Authentication-Results
+ * stamped by our own provider at the hop where its MX accepted the message from the outside are
+ * trusted. Everything the sender wrote, forged provider lines included, sits below that hop's
+ * stamp. When the hop or the results are missing we fail closed.
  *
  * Each hop prepends its Received field (RFC 5321 §4.4) and the receiving MTA prepends its
  * Authentication-Results (RFC 8601 §5), so "above" means a smaller field index. Some providers
@@ -93,7 +93,7 @@ export interface TrustedResults {
   spf: { result: string }[];
   /**
    * Human-readable disagreements among the trusted fields, and trusted fields that could not be
-   * parsed. Callers treat any conflict as a failure (FACTS.md: "treat conflicts as failure").
+   * parsed. Callers treat any conflict as a failure (fail closed).
    */
   conflicts: string[];
 }
@@ -224,8 +224,8 @@ function stampWindow(fields: readonly HeaderField[], border: number, profile: Pr
 }
 
 /**
- * Finds the border and merges the trusted Authentication-Results (FACTS.md: Fastmail writes
- * several A-R fields per message; merge them and treat conflicts as failure).
+ * Finds the border and merges the trusted Authentication-Results (Fastmail writes several A-R
+ * fields per message; merge them and treat conflicts as failure).
  *
  * The border is the topmost Received field whose `by` host matches `profile.borderHost` and whose
  * peer is outside the provider (see `peerInside`). Trusted fields are the Authentication-Results

@@ -1,13 +1,13 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
-import { ImapFlow } from 'imapflow';
 import type { Logger } from 'pino';
 import type { ImapMailboxConfig } from './imap-mailbox.js';
+import { imapClient } from './imap-client.js';
 import { imapAuth } from './oauth2.js';
 
 /**
- * A feed of "new mail may have arrived" signals for the watcher (issue 6, `mailbox.watch`). It
- * never reads a message: the watcher answers each signal with an ordinary read-only check.
+ * A feed of "new mail may have arrived" signals for the watcher (`mailbox.watch`). It never reads a
+ * message: the watcher answers each signal with an ordinary read-only check.
  */
 export interface ChangeFeed {
   /**
@@ -36,7 +36,7 @@ export function reconnectDelayMs(failures: number): number {
 /**
  * IMAP IDLE (RFC 2177) on one long-lived connection: EXAMINE the folder (read-only), enter IDLE at
  * once and let imapflow keep it running (restarted every 5 min so NATs keep the connection), and
- * signal on `exists` (FACTS.md: the event fires on a read-only mailbox). imapflow enters IDLE only
+ * signal on `exists` (imapflow fires it on a read-only mailbox too). imapflow enters IDLE only
  * after `autoIdleDelay` of quiet (15 s by default), and no notice comes before: the delay is 0 here,
  * as the connection sends nothing else. Every (re)connect is followed by a catch-up signal. A
  * dropped connection is replaced after a backoff; an ImapFlow instance cannot reconnect, so each
@@ -56,21 +56,7 @@ export function imapIdleFeed(cfg: ImapMailboxConfig, log: Logger): ChangeFeed {
           await sleep(reconnectDelayMs(failures), signal);
           continue;
         }
-        const client = new ImapFlow({
-          host: cfg.host,
-          port: cfg.port,
-          secure: cfg.tls,
-          doSTARTTLS: cfg.tls ? undefined : false,
-          auth,
-          logger: false,
-          clientInfo: { name: 'a2a-mailbridge', version: false, vendor: false, 'support-url': false },
-          disableAutoEnable: true,
-          maxIdleTime: 5 * 60_000,
-          autoIdleDelay: 0,
-          connectionTimeout: cfg.timeoutMs,
-          greetingTimeout: cfg.timeoutMs,
-          socketTimeout: 10 * 60_000,
-        });
+        const client = imapClient(cfg, auth, { maxIdleTime: 5 * 60_000, autoIdleDelay: 0, socketTimeout: 10 * 60_000 });
         client.on('error', (err: Error) => log.warn({ err: err.message }, 'IMAP IDLE connection error'));
         const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
         const abort = (): void => void client.logout().catch(() => client.close());

@@ -1,5 +1,5 @@
 /**
- * Provider detection from one real mail (issue 13): which preset recognises the trusted
+ * Provider detection from one real mail: which preset recognises the trusted
  * Authentication-Results of a message the user received from outside, or — for a self-hosted MTA
  * — the exact `authserv_id` / `border_host` patterns that do, and what was found and ignored.
  * Pure: the CLI (src/cli/provider.ts) and `doctor` read the message and print the outcome.

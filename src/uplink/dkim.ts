@@ -1,7 +1,7 @@
 /**
- * DKIM-Signature facts read from the raw header fields (RFC 6376 §3.5), and local verification
- * with mailauth's `dkimVerify` (BRIEF §7: "local DKIM verification looks up selector keys in DNS";
- * the resolver's servers are configurable).
+ * DKIM-Signature facts read from the raw header fields (RFC 6376 §3.5), and local verification with
+ * mailauth's `dkimVerify` (local DKIM verification looks up selector keys in DNS; the resolver's
+ * servers are configurable).
  *
  * mailauth 7 runs in its lenient default mode (its strict mode refuses a `d=` with a trailing
  * dot, which genuine mail carries: test/fixtures/corpus 15) with one strict rule on: an rsa-sha1

@@ -1,21 +1,18 @@
 import { createHash } from 'node:crypto';
 import type { AgentConfig } from '../config/config.js';
-import type { FailedBy, TaskState } from '../store/task-state.js';
 import { plural } from '../plural.js';
-import { dkimResultNames, findTrustedResults, type ProviderProfile } from './border.js';
-import { parseDkimSignatures, verifyDkimLocally, type DnsResolver } from './dkim.js';
+import { dkimResultNames, findTrustedResults, type ProviderProfile, type TrustedResults } from './border.js';
+import { parseDkimSignatures, verifyDkimLocally, type DkimSignatureInfo, type DnsResolver } from './dkim.js';
 import { fieldsNamed, parseHeaderBlock, parseSingleAddress, splitMessage, type HeaderField } from './raw-headers.js';
-import { parseReply, type ParsedReply } from './reply-format.js';
+import type { ParsedReply } from './reply-format.js';
 import { decodeSubject, findTaskTags } from './subject-tag.js';
 import type { Verdict } from './verdicts.js';
 
 /**
- * The gate stack (BRIEF §5), as pure functions in three phases so the I/O stays at the edges:
- * 1. {@link identify} — gates 1–2, synchronous, needs only "were these bytes seen?";
- * 2. {@link authenticate} — gates 3–7, asynchronous (local DKIM verification looks keys up in DNS);
- * 3. {@link judgeReply} — gates 8–11, synchronous on facts about the task, run by the caller inside
- *    the transaction that records the verdict and applies the reply.
- * The first gate that fails names the verdict; nothing is promoted unless every gate passed.
+ * The rules of the gates, one pure function per gate (docs/architecture.md, "The gates"). Each
+ * returns a {@link Refusal} naming its verdict and why, or what the next gate needs. The order
+ * they run in, and every rule that is not a property of the message alone (the duplicate check,
+ * too-large mail, the DNS retry), live in one place: `judgeMessage` (src/core/judge.ts).
  */
 
 /** A gate's refusal: the verdict and a human reason naming the gate and the header or value. */
@@ -24,7 +21,7 @@ export interface Refusal {
   reason: string;
   /**
    * The refusal rests on a temporary failure (a DKIM key lookup that could not reach DNS): the
-   * caller should judge the message again later rather than record this verdict for good.
+   * judge may look at the message again later rather than record this verdict for good.
    */
   temporary?: boolean;
 }
@@ -43,14 +40,19 @@ export interface MessageFacts {
   date: string | null;
 }
 
-/** A message that passed gates 1–2: it names exactly one task of one configured agent. */
-export interface Identified extends MessageFacts {
+/** The one task a subject names: a task id and the configured agent whose tag carries it. */
+export interface TaskTag {
   agent: AgentConfig;
   taskId: string;
 }
 
 function first(fields: HeaderField[], name: string): string | null {
   return fieldsNamed(fields, name)[0]?.value ?? null;
+}
+
+/** True when a gate refused (every gate returns a Refusal or what the next gate needs). */
+export function isRefusal<T>(x: T | Refusal): x is Refusal {
+  return typeof x === 'object' && x !== null && 'verdict' in x;
 }
 
 /**
@@ -80,111 +82,118 @@ export function messageFacts(raw: Buffer, size = raw.length): MessageFacts {
   };
 }
 
+/** Gate 1's refusal: the same raw bytes are in the ledger already (a re-upload, a rescan, a copy). */
+export const DUPLICATE_BYTES: Refusal = { verdict: 'duplicate', reason: 'gate 1: the same raw bytes are already in the ledger' };
+
 /**
- * Gates 1–2: the same raw bytes were recorded before ⇒ `duplicate`; not exactly one subject tag
- * naming a task of a configured agent ⇒ `no-task-id` (untagged mail is FYI, never instructions).
+ * Gate 2: exactly one subject tag `[<TAG>:<task id>]` naming a task of a configured agent
+ * (untagged mail is FYI, never instructions). Every Subject field is read, so a second one cannot
+ * hide a tag. Also read before gate 2 decides, so a refusal by an earlier rule can name the task.
  */
-export function identify(
-  facts: MessageFacts,
-  agents: readonly AgentConfig[],
-  seenDigest: (sha256: string) => boolean,
-): Identified | (Refusal & { tagged?: { taskId: string; agent: AgentConfig } }) {
+export function taskTag(facts: MessageFacts, agents: readonly AgentConfig[]): TaskTag | Refusal {
   const subjects = fieldsNamed(facts.fields, 'subject');
   const tags = subjects.flatMap((f) => findTaskTags(decodeSubject(f.value)));
   const known = tags.filter((t) => agents.some((a) => a.tag.toUpperCase() === t.tag));
   const distinct = new Set(known.map((t) => `${t.tag}:${t.taskId}`));
   const tag = distinct.size === 1 ? known[0]! : undefined;
-  const agent = tag && agents.find((a) => a.tag.toUpperCase() === tag.tag)!;
-  if (seenDigest(facts.rawSha256)) {
-    // The tag is kept on the refusal only so the ledger row can name the task.
-    return { verdict: 'duplicate', reason: 'gate 1: the same raw bytes are already in the ledger', ...(tag && agent ? { tagged: { taskId: tag.taskId, agent } } : {}) };
-  }
-  if (!tag || !agent) {
-    const reason =
-      distinct.size === 0
-        ? `gate 2: no subject tag of a configured agent${tags.length ? ` (found ${tags.map((t) => t.tag).join(', ')})` : ''}`
-        : `gate 2: ${distinct.size} different task tags in the subject`;
-    return { verdict: 'no-task-id', reason };
-  }
-  return { ...facts, agent, taskId: tag.taskId };
+  const agent = tag && agents.find((a) => a.tag.toUpperCase() === tag.tag);
+  if (tag && agent) return { agent, taskId: tag.taskId };
+  const reason =
+    distinct.size === 0
+      ? `gate 2: no subject tag of a configured agent${tags.length ? ` (found ${tags.map((t) => t.tag).join(', ')})` : ''}`
+      : `gate 2: ${distinct.size} different task tags in the subject`;
+  return { verdict: 'no-task-id', reason };
 }
 
-export interface AuthOptions {
-  profile: ProviderProfile;
-  /** Verify the aligned signature locally with mailauth (issue 3: on by default). */
-  verifyDkim: boolean;
-  resolver: DnsResolver;
-  /** When the mailbox received the message (ms since the epoch), for key and `x=` expiry; now when unknown. */
-  receivedAt?: number | null;
-}
-
-const DMARC_FATAL = new Set(['fail', 'temperror', 'permerror']);
 /** Header fields that say how the body is decoded (RFC 2045 §4–6): never more than one of each. */
 const MIME_FIELDS = ['Content-Type', 'Content-Transfer-Encoding', 'MIME-Version'] as const;
-/** Header fields the aligned signature must cover (its h= tag, lower-cased). */
-const SIGNED_HEADERS = ['from', 'subject', 'date', 'message-id'] as const;
 
 /**
- * Gates 3–7 on an identified message (BRIEF §5; FACTS.md "Mail authentication").
- * @returns null when the message is authenticated as the agent's, else the refusal
+ * Gate 3: the header block is well formed; From, Subject, Date and Message-ID appear exactly
+ * once (RFC 5322 §3.6 allows at most one of each; a prepended second From or Subject still
+ * verifies under DKIM when h= does not oversign, RFC 6376 §8.15), Content-Type,
+ * Content-Transfer-Encoding and MIME-Version at most once; and From holds one address.
+ * @returns the From address, lower-cased
  */
-export async function authenticate(raw: Buffer, m: Identified, o: AuthOptions): Promise<Refusal | null> {
-  // Gate 3: a line that is neither a field nor a continuation still verifies under relaxed DKIM
-  // (it is not part of any field), but a MIME parser may take it for the start of the body.
-  if (m.malformedHeaderLines > 0) {
-    return { verdict: 'auth:duplicate-header', reason: `gate 3: ${plural(m.malformedHeaderLines, 'line')} in the header block ${m.malformedHeaderLines === 1 ? 'is' : 'are'} neither a header field nor a continuation` };
+export function headerShape(facts: MessageFacts): { fromAddress: string } | Refusal {
+  // A line that is neither a field nor a continuation still verifies under relaxed DKIM (it is
+  // not part of any field), but a MIME parser may take it for the start of the body.
+  if (facts.malformedHeaderLines > 0) {
+    return { verdict: 'auth:duplicate-header', reason: `gate 3: ${plural(facts.malformedHeaderLines, 'line')} in the header block ${facts.malformedHeaderLines === 1 ? 'is' : 'are'} neither a header field nor a continuation` };
   }
-  // Gate 3: a prepended second From/Subject still verifies under DKIM when h= does not oversign (e2a PR #751).
   for (const name of ['From', 'Subject', 'Date', 'Message-ID']) {
-    const n = fieldsNamed(m.fields, name).length;
+    const n = fieldsNamed(facts.fields, name).length;
     if (n !== 1) return { verdict: 'auth:duplicate-header', reason: `gate 3: ${n} ${name} headers; exactly one is required` };
   }
   // Gate 3: the MIME fields decide how the body is decoded. A DKIM verifier binds the signed
   // (lowest) instance of a field (RFC 6376 §5.4.2) while a MIME parser reads the top one, so a
   // prepended unsigned Content-Type changes the text judged without breaking the signature.
   for (const name of MIME_FIELDS) {
-    const n = fieldsNamed(m.fields, name).length;
+    const n = fieldsNamed(facts.fields, name).length;
     if (n > 1) return { verdict: 'auth:duplicate-header', reason: `gate 3: ${n} ${name} headers; at most one is allowed` };
   }
-  const from = parseSingleAddress(fieldsNamed(m.fields, 'from')[0]!.value);
+  const from = parseSingleAddress(fieldsNamed(facts.fields, 'from')[0]!.value);
   if (!('address' in from)) {
     return { verdict: 'auth:duplicate-header', reason: `gate 3: From must hold exactly one address (${from.problem})` };
   }
-  // Gate 4.
-  if (from.address !== m.agent.address) {
-    return { verdict: 'auth:from-mismatch', reason: `gate 4: From is ${from.address}, not ${m.agent.address}` };
-  }
-  // Gate 5: only Authentication-Results stamped by the provider above the border count.
-  const trust = findTrustedResults(m.fields, o.profile);
+  return { fromAddress: from.address };
+}
+
+/** Gate 4: From is the agent's configured address. */
+export function fromIsAgent(fromAddress: string, agent: AgentConfig): Refusal | null {
+  if (fromAddress === agent.address) return null;
+  return { verdict: 'auth:from-mismatch', reason: `gate 4: From is ${fromAddress}, not ${agent.address}` };
+}
+
+/**
+ * Gate 5: only Authentication-Results stamped by the provider's authserv-id above the border
+ * count (RFC 8601 §5; the border rule in src/uplink/border.ts).
+ */
+export function trustedResults(facts: MessageFacts, profile: ProviderProfile): TrustedResults | Refusal {
+  const trust = findTrustedResults(facts.fields, profile);
   if (!trust.ok) return { verdict: trust.verdict, reason: `gate 5: ${trust.reason}` };
-  const r = trust.results;
-  // Gate 6.
+  return trust.results;
+}
+
+const DMARC_FATAL = new Set(['fail', 'temperror', 'permerror']);
+
+/** Gate 6: no trusted dmarc=fail/temperror/permerror (RFC 7489 §6.6.2), and no conflict among the trusted results but on dkim. */
+export function dmarcHolds(r: TrustedResults): Refusal | null {
   const dmarcConflict = r.conflicts.filter((c) => !/^dkim\b/i.test(c));
   if (dmarcConflict.length) return { verdict: 'auth:dmarc-fail', reason: `gate 6: trusted results conflict: ${dmarcConflict.join('; ')}` };
   const badDmarc = r.dmarc.find((d) => DMARC_FATAL.has(d.result));
   if (badDmarc) return { verdict: 'auth:dmarc-fail', reason: `gate 6: trusted dmarc=${badDmarc.result}` };
-  // Gate 7: a trusted dkim=pass for exactly the agent domain, naming a signature present in the message.
+  return null;
+}
+
+/** Header fields the aligned signature must cover (its h= tag, lower-cased). */
+const SIGNED_HEADERS = ['from', 'subject', 'date', 'message-id'] as const;
+
+/**
+ * Gate 7, from the trusted results: a trusted dkim=pass for exactly the agent domain naming a
+ * DKIM-Signature present in the message — by header.b prefix (at least 8 characters, RFC 6008 §3),
+ * or, for providers that write no header.b (Yahoo: header.s; Microsoft: header.d only,
+ * docs/providers.md), by selector or domain, which local verification must then confirm — that
+ * signs From, Subject, Date and Message-ID (what the later gates rely on) and has no l= limit
+ * (RFC 6376 §8.2: text may be appended under it). A message may carry several such signatures (a
+ * key rotation signs with the old and the new key).
+ * @returns the signatures that may stand for the agent, for {@link dkimVerifies}, and whether a
+ *   trusted result named one of them by header.b (`pinned`)
+ */
+export function alignedSignatures(facts: MessageFacts, r: TrustedResults, agent: AgentConfig): { candidates: DkimSignatureInfo[]; pinned: boolean } | Refusal {
   if (r.conflicts.length) return { verdict: 'auth:dkim-unaligned', reason: `gate 7: trusted results conflict: ${r.conflicts.join('; ')}` };
-  // Every DKIM-Signature of the agent domain that a trusted dkim=pass names: by header.b prefix
-  // (at least 8 characters: RFC 6008 §3), or — providers that write no header.b (Yahoo: header.s;
-  // Microsoft: header.d only, docs/providers.md) — by selector or domain, which local verification
-  // must then confirm. A message may carry several (a key rotation signs with the old and the new
-  // key); one of them must also stand on its own below.
-  const signatures = parseDkimSignatures(m.fields).filter((s) => s.d === m.agent.dkimDomain);
-  const passes = r.dkim.filter((d) => d.result === 'pass' && d.headerD !== null && d.headerD.toLowerCase() === m.agent.dkimDomain);
+  const signatures = parseDkimSignatures(facts.fields).filter((s) => s.d === agent.dkimDomain);
+  const passes = r.dkim.filter((d) => d.result === 'pass' && d.headerD !== null && d.headerD.toLowerCase() === agent.dkimDomain);
   const named = signatures.map((s) => ({ s, how: passes.map((d) => dkimResultNames(d, s)) }));
   const aligned = named.filter((n) => n.how.some((h) => h !== null)).map((n) => n.s);
-  const pinned = new Set(named.filter((n) => n.how.includes('header.b')).map((n) => n.s));
+  const byHeaderB = new Set(named.filter((n) => n.how.includes('header.b')).map((n) => n.s));
   if (aligned.length === 0) {
     const seen = r.dkim.map((d) => `dkim=${d.result} header.d=${d.headerD ?? '?'}`).join(', ') || 'no dkim result';
     return {
       verdict: 'auth:dkim-unaligned',
-      reason: `gate 7: no trusted dkim=pass with header.d=${m.agent.dkimDomain} matching a DKIM-Signature (${seen})`,
+      reason: `gate 7: no trusted dkim=pass with header.d=${agent.dkimDomain} matching a DKIM-Signature (${seen})`,
     };
   }
-  // A signature counts only if it covers what the later gates rely on (the tag, the Date window,
-  // the Message-ID replay check), and has no l= limit: mailauth 4.x passes an l= signature with
-  // appended text (FACTS.md).
   const problems: string[] = [];
   const candidates = aligned.filter((s) => {
     const missing = SIGNED_HEADERS.filter((h) => !s.signedHeaders.includes(h));
@@ -193,66 +202,71 @@ export async function authenticate(raw: Buffer, m: Identified, o: AuthOptions): 
     return !s.bodyLengthLimited && missing.length === 0;
   });
   if (candidates.length === 0) return { verdict: 'auth:dkim-unverified', reason: `gate 7: no usable aligned DKIM-Signature (${problems.join('; ')})` };
-  if (!o.verifyDkim && !candidates.some((s) => pinned.has(s))) {
-    return { verdict: 'auth:dkim-unverified', reason: "gate 7: the provider's dkim=pass names no header.b, so only local verification can tell which signature passed, and mailbox.verify_dkim is false" };
+  return { candidates, pinned: candidates.some((s) => byHeaderB.has(s)) };
+}
+
+/**
+ * Gate 7 without local verification (`mailbox.verify_dkim = false`): only a trusted result that
+ * names the signature by header.b says which signature passed.
+ */
+export const UNPINNED_WITHOUT_VERIFICATION: Refusal = {
+  verdict: 'auth:dkim-unverified',
+  reason: "gate 7: the provider's dkim=pass names no header.b, so only local verification can tell which signature passed, and mailbox.verify_dkim is false",
+};
+
+/**
+ * Gate 7, locally (RFC 6376 §6): one of the candidate signatures verifies with mailauth, keys and
+ * x= expiry judged as of `receivedAt` (when the mailbox received the message; now when unknown).
+ * Only a DNS failure for every candidate is temporary; a missing key or a bad signature is final.
+ */
+export async function dkimVerifies(
+  raw: Buffer,
+  candidates: readonly DkimSignatureInfo[],
+  agent: AgentConfig,
+  resolver: DnsResolver,
+  receivedAt: number | null,
+): Promise<Refusal | null> {
+  const local = await verifyDkimLocally(raw, resolver, receivedAt ? { now: new Date(receivedAt) } : {});
+  if (candidates.some((s) => local.some((l) => l.b === s.b && l.status === 'pass'))) return null;
+  const mine = candidates.map((s) => local.find((x) => x.b === s.b));
+  const seen = candidates.map((s, i) => `s=${s.s}: ${mine[i] ? `${mine[i].status} (${mine[i].info})` : 'no result'}`).join('; ');
+  const temporary = mine.every((l) => l?.status === 'temperror');
+  return { verdict: 'auth:dkim-unverified', reason: `gate 7: local DKIM verification of d=${agent.dkimDomain} did not pass (${seen})`, temporary };
+}
+
+/** Gate 8: the tagged task exists and belongs to the agent whose tag the subject carries. */
+export function unknownTask(tag: TaskTag): Refusal {
+  return { verdict: 'unknown-task', reason: `gate 8: no task ${tag.taskId} for agent ${tag.agent.name}` };
+}
+
+/**
+ * Gate 8, the Date window (RFC 5322 §3.6.1): the reply's Date lies within `skewMs` before the
+ * current turn's dispatch and `skewMs` after now (all in ms since the epoch).
+ */
+export function dateInWindow(date: string | null, w: { dispatchedAt: number; now: number; skewMs: number }): Refusal | null {
+  const at = date === null ? Number.NaN : Date.parse(date);
+  if (Number.isNaN(at)) return { verdict: 'auth:date-window', reason: `gate 8: the Date header ${JSON.stringify(date)} cannot be parsed` };
+  if (at < w.dispatchedAt - w.skewMs) {
+    return { verdict: 'auth:date-window', reason: `gate 8: Date ${new Date(at).toISOString()} is before the dispatch of this turn (${new Date(w.dispatchedAt).toISOString()})` };
   }
-  if (o.verifyDkim) {
-    // Keys and x= expiry are judged as of when the mailbox received the message, not when we read it.
-    const local = await verifyDkimLocally(raw, o.resolver, o.receivedAt ? { now: new Date(o.receivedAt) } : {});
-    const verified = candidates.find((s) => local.some((l) => l.b === s.b && l.status === 'pass'));
-    if (!verified) {
-      const mine = candidates.map((s) => local.find((x) => x.b === s.b));
-      const seen = candidates.map((s, i) => `s=${s.s}: ${mine[i] ? `${mine[i].status} (${mine[i].info})` : 'no result'}`).join('; ');
-      // Only a DNS failure for every candidate is temporary; a missing key or a bad signature is final.
-      const temporary = mine.every((l) => l?.status === 'temperror');
-      return { verdict: 'auth:dkim-unverified', reason: `gate 7: local DKIM verification of d=${m.agent.dkimDomain} did not pass (${seen})`, temporary };
-    }
-  }
+  if (at > w.now + w.skewMs) return { verdict: 'auth:date-window', reason: `gate 8: Date ${new Date(at).toISOString()} is in the future` };
   return null;
 }
 
-/** What gates 8–11 need to know about the tagged task, read inside the applying transaction. */
-export interface TaskFacts {
-  /** The task exists and belongs to the agent whose tag the subject carries. */
-  exists: boolean;
-  state?: TaskState;
-  failedBy?: FailedBy | null;
-  /** True when this Message-ID was already applied (or kept late) for the task. */
-  messageIdApplied: boolean;
-  /** Constant-time comparison of a presented token with the live one (src/core/token.ts). */
-  tokenMatches: (presented: string) => boolean;
-  /**
-   * The Date window (issue 3): the reply's Date must lie within `skewMs` before the current
-   * turn's dispatch and `skewMs` after now (ms since the epoch). Omitted, no Date check is made.
-   */
-  dateWindow?: { dispatchedAt: number; now: number; skewMs: number };
+/**
+ * Gate 8a: a reply whose Message-ID was already applied (or kept late) for this task is a
+ * replay. It comes after authentication, so a forged mail cannot pre-empt a genuine reply by
+ * claiming its Message-ID.
+ */
+export function replayedMessageId(messageId: string): Refusal {
+  return { verdict: 'duplicate', reason: `gate 8a: Message-ID ${messageId} was already applied to this task` };
 }
 
-export type ReplyStatusWord = 'done' | 'input-required' | 'failed' | 'working';
-const STATUSES: ReadonlySet<string> = new Set(['done', 'input-required', 'failed', 'working']);
-
-/** The outcome of gates 8–11: a refusal, a late reply to keep, or a reply to apply. */
-export type Judgement =
-  | Refusal
-  | { verdict: 'late:recorded'; reason: string }
-  | { verdict: `applied:${ReplyStatusWord}`; reason: string; status: ReplyStatusWord };
-
-/** Gates 8–11 (BRIEF §5). Pure: the caller reads `TaskFacts` and applies the judgement in one transaction. */
-export function judgeReply(m: Identified, reply: ParsedReply, t: TaskFacts): Judgement {
-  if (!t.exists || !t.state) return { verdict: 'unknown-task', reason: `gate 8: no task ${m.taskId} for agent ${m.agent.name}` };
-  if (t.dateWindow) {
-    const w = t.dateWindow;
-    const date = m.date === null ? Number.NaN : Date.parse(m.date);
-    if (Number.isNaN(date)) return { verdict: 'auth:date-window', reason: `gate 8: the Date header ${JSON.stringify(m.date)} cannot be parsed` };
-    if (date < w.dispatchedAt - w.skewMs) {
-      return { verdict: 'auth:date-window', reason: `gate 8: Date ${new Date(date).toISOString()} is before the dispatch of this turn (${new Date(w.dispatchedAt).toISOString()})` };
-    }
-    if (date > w.now + w.skewMs) return { verdict: 'auth:date-window', reason: `gate 8: Date ${new Date(date).toISOString()} is in the future` };
-  }
-  // Gate 8a comes after authentication, so a forged mail cannot pre-empt a genuine reply by claiming its Message-ID.
-  if (m.messageId !== null && t.messageIdApplied) {
-    return { verdict: 'duplicate', reason: `gate 8a: Message-ID ${m.messageId} was already applied to this task` };
-  }
+/**
+ * Gate 9: the reply block holds one `reply_token:` line (docs/architecture.md, "The reply
+ * format") and it is the task's live token, compared in constant time by `matches`.
+ */
+export function tokenHolds(reply: ParsedReply, matches: (presented: string) => boolean): Refusal | null {
   if (reply.token === null) {
     const why =
       reply.tokenProblem === 'several'
@@ -264,20 +278,30 @@ export function judgeReply(m: Identified, reply: ParsedReply, t: TaskFacts): Jud
             : 'no reply_token line in the reply block';
     return { verdict: 'no-token', reason: `gate 9: ${why}` };
   }
-  if (!t.tokenMatches(reply.token)) return { verdict: 'bad-token', reason: "gate 9: the reply_token is not the task's live token (used, revoked or wrong)" };
-  const open = t.state === 'SUBMITTED' || t.state === 'WORKING';
-  if (!open) {
-    if (t.state === 'FAILED' && (t.failedBy === 'deadline' || t.failedBy === 'dispatch')) {
-      return { verdict: 'late:recorded', reason: `gate 10: the task failed (${t.failedBy}) before this authenticated reply; kept and shown` };
-    }
-    return { verdict: 'task-closed', reason: `gate 10: the task is ${t.state.toLowerCase()}` };
-  }
+  if (!matches(reply.token)) return { verdict: 'bad-token', reason: "gate 9: the reply_token is not the task's live token (used, revoked or wrong)" };
+  return null;
+}
+
+/**
+ * Gate 10: the task awaits the agent (SUBMITTED or WORKING). A task that FAILED by its deadline
+ * or its dispatch keeps an authenticated reply as `late` (shown, not applied); any other closed
+ * task refuses it.
+ */
+export function taskOpen(state: string, failedBy: string | null): Refusal | 'open' | 'late' {
+  if (state === 'SUBMITTED' || state === 'WORKING') return 'open';
+  if (state === 'FAILED' && (failedBy === 'deadline' || failedBy === 'dispatch')) return 'late';
+  return { verdict: 'task-closed', reason: `gate 10: the task is ${state.toLowerCase()}` };
+}
+
+/** The reply words of the status line. */
+export type ReplyStatusWord = 'done' | 'input-required' | 'failed' | 'working';
+const STATUSES: ReadonlySet<string> = new Set(['done', 'input-required', 'failed', 'working']);
+
+/** Gate 11: one status line with a known word. */
+export function replyStatus(reply: ParsedReply): ReplyStatusWord | Refusal {
   if (reply.status === null || !STATUSES.has(reply.status)) {
     const why = reply.statusProblem === 'several' ? 'more than one status line' : reply.status === null ? 'no status line' : `status "${reply.status}"`;
     return { verdict: 'bad-status', reason: `gate 11: ${why}; expected done, input-required, failed or working` };
   }
-  const status = reply.status as ReplyStatusWord;
-  return { verdict: `applied:${status}`, reason: `all gates passed; status ${status}`, status };
+  return reply.status as ReplyStatusWord;
 }
-
-export { parseReply };

@@ -1,8 +1,9 @@
 /**
- * The IMAP mailbox (BRIEF §5): one read-only pass per `check()`, over imapflow.
+ * The IMAP mailbox (docs/architecture.md, "The gates"): one read-only pass per `check()`, over
+ * imapflow.
  *
- * Per check: a new ImapFlow (an instance cannot reconnect, FACTS.md "IMAP") with an `error`
- * listener (imapflow #302: an unhandled socket timeout kills the process) → connect and log in →
+ * Per check: a new ImapFlow (an instance cannot reconnect) with an `error` listener (imapflow #302:
+ * an unhandled socket timeout kills the process) → connect and log in →
  * `EXAMINE <folder>` (never SELECT) → compare UIDVALIDITY with the watermark → one narrowed
  * `UID SEARCH UID <after+1>:* (OR FROM … SUBJECT …)` → `UID FETCH (RFC822.SIZE)` of the chosen
  * UIDs → `UID FETCH BODY.PEEK[]` for those within the size cap and `BODY.PEEK[HEADER]<0.256K>` for
@@ -17,8 +18,9 @@
  * and the caller records it and moves the watermark past it. A timeout or a dropped connection
  * still fails the whole check (nothing is recorded; the next check tries again).
  */
-import { AuthenticationFailure, ImapFlow, type ImapFlowError, type Logger, type SearchObject } from 'imapflow';
+import { AuthenticationFailure, type ImapFlow, type ImapFlowError, type Logger, type SearchObject } from 'imapflow';
 import type { ImapConfig } from '../config/config.js';
+import { imapClient } from './imap-client.js';
 import { MailboxError, type CheckRequest, type CheckResult, type FetchedMessage, type Mailbox } from './mailbox.js';
 import { imapAuth } from './oauth2.js';
 
@@ -168,23 +170,12 @@ export class ImapMailbox implements Mailbox {
     }
   }
 
-  /** A new ImapFlow for one connection (an instance cannot reconnect, FACTS.md "IMAP"). */
+  /** A new imapflow client for one connection (an instance cannot reconnect). */
   #client(literalCap: number, auth: Awaited<ReturnType<typeof imapAuth>>): ImapFlow {
-    const cfg = this.#config;
-    return new ImapFlow({
-      host: cfg.host,
-      port: cfg.port,
-      secure: cfg.tls,
-      doSTARTTLS: cfg.tls ? undefined : false,
-      auth,
+    return imapClient(this.#config, auth, {
       logger: this.#logger,
-      // Our name only: imapflow would otherwise fill in its own version and vendor under our name.
-      clientInfo: { name: 'a2a-mailbridge', version: false, vendor: false, 'support-url': false },
       disableAutoIdle: true,
-      disableAutoEnable: true,
-      connectionTimeout: cfg.timeoutMs,
-      greetingTimeout: cfg.timeoutMs,
-      socketTimeout: cfg.timeoutMs,
+      socketTimeout: this.#config.timeoutMs,
       maxLiteralSize: literalCap,
       maxResponseSize: literalCap + MAX_LINE_BYTES,
       maxLineLength: MAX_LINE_BYTES,

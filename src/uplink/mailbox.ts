@@ -1,7 +1,7 @@
 /**
- * The read-only mailbox, behind one interface for its two kinds (issue 2): `imap` (imapflow:
- * EXAMINE, narrowed UID SEARCH after the watermark, FETCH with BODY.PEEK, never a flag change)
- * and `maildir` (a local Maildir read without renaming a file or changing a flag).
+ * The read-only mailbox, behind one interface for its two kinds: `imap` (imapflow: EXAMINE,
+ * narrowed UID SEARCH after the watermark, FETCH with BODY.PEEK, never a flag change) and `maildir`
+ * (a local Maildir read without renaming a file or changing a flag).
  *
  * A mailbox never decides anything about a message: it hands raw bytes to the gate stack.
  */
@@ -21,8 +21,9 @@ export interface Watermark {
 export interface CheckRequest {
   watermark: Watermark;
   /**
-   * Narrowing (BRIEF §5): only messages From one of these addresses, or whose Subject contains
-   * one of these strings (the `[<TAG>:` prefixes), are fetched. The person's other mail is never read.
+   * Narrowing (docs/architecture.md, "The gates"): only messages From one of these addresses, or
+   * whose Subject contains one of these strings (the `[<TAG>:` prefixes), are fetched. The person's
+   * other mail is never read.
    */
   fromAddresses: string[];
   subjectContains: string[];

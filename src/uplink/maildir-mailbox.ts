@@ -1,5 +1,5 @@
 /**
- * The Maildir mailbox (BRIEF §5, issue 2): reads a local Maildir folder's `new/` and `cur/`
+ * The Maildir mailbox: reads a local Maildir folder's `new/` and `cur/`
  * read-only. A person's MUA (or our demo) writes into the same folder, so nothing here renames a
  * file, moves it from `new/` to `cur/`, or changes a flag (flags live in the file name after
  * `:2,`); files are only listed, lstat'ed and read.

@@ -1,5 +1,5 @@
 /**
- * The Maildir reader's narrowing (BRIEF §5): whether a message's header block names one of the
+ * The Maildir reader's narrowing (docs/architecture.md, "The reply format"): whether a message's header block names one of the
  * configured agents, read the way IMAP SEARCH would, so the person's other mail is never read whole.
  */
 import libmime from 'libmime';

@@ -1,12 +1,12 @@
 /**
- * Reads the newest message from one sender, read-only, for `provider detect --from` (issue 13):
+ * Reads the newest message from one sender, read-only, for `provider detect --from`:
  * IMAP with EXAMINE, one `UID SEARCH FROM`, one `UID FETCH BODY.PEEK[]` (no flag changes), or a
  * Maildir's new/ and cur/ without renaming a file.
  */
 import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { ImapFlow } from 'imapflow';
 import type { ImapConfig } from '../config/config.js';
+import { imapClient } from './imap-client.js';
 import { MailboxError } from './mailbox.js';
 import { fieldsNamed, parseHeaderBlock, parseSingleAddress, splitMessage } from './raw-headers.js';
 
@@ -26,20 +26,7 @@ function fromAddress(head: Buffer): string | null {
  * @throws MailboxError for connection, login and protocol failures
  */
 export async function newestImapMessageFrom(cfg: ImapConfig & { folder: string }, auth: { user: string; pass?: string; accessToken?: string }, address: string): Promise<Buffer | null> {
-  const client = new ImapFlow({
-    host: cfg.host,
-    port: cfg.port,
-    secure: cfg.tls,
-    doSTARTTLS: cfg.tls ? undefined : false,
-    auth,
-    logger: false,
-    clientInfo: { name: 'a2a-mailbridge', version: false, vendor: false, 'support-url': false },
-    disableAutoIdle: true,
-    disableAutoEnable: true,
-    connectionTimeout: cfg.timeoutMs,
-    greetingTimeout: cfg.timeoutMs,
-    socketTimeout: cfg.timeoutMs,
-  });
+  const client = imapClient(cfg, auth, { disableAutoIdle: true, socketTimeout: cfg.timeoutMs });
   client.on('error', () => undefined); // imapflow #302; the failing command reports it
   try {
     await client.connect();

@@ -1,5 +1,5 @@
 /**
- * OAuth2 access tokens for IMAP (issue 13): Microsoft 365 / Outlook.com accept no password for
+ * OAuth2 access tokens for IMAP: Microsoft 365 / Outlook.com accept no password for
  * IMAP, and many Google Workspace accounts cannot use app passwords. The refresh token lives in a
  * 0600 secret file (`mailbox.imap.oauth2_refresh_token_file`, written by `auth login`); the access
  * token is kept in memory only, refreshed before it expires (RFC 6749 §6) and once more after a

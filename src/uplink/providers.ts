@@ -1,5 +1,5 @@
 /**
- * Provider presets (issue 13): how each mailbox provider's trusted Authentication-Results are
+ * Provider presets: how each mailbox provider's trusted Authentication-Results are
  * recognised and where its border is. The sources for every layout are in docs/providers.md;
  * the short form is on each preset below.
  *

@@ -1,8 +1,8 @@
 /**
- * Our own parser of a message's raw header block, used for every trust decision (FACTS.md:
- * mailparser keeps only the *first* of duplicate headers, so it never sees a prepended second
- * From or a forged Authentication-Results). Order and duplicates are kept exactly; nothing here
- * throws on arbitrary bytes.
+ * Our own parser of a message's raw header block, used for every trust decision: mailparser keeps
+ * only the *first* of duplicate headers, so it never sees a prepended second From or a forged
+ * Authentication-Results). Order and duplicates are kept exactly; nothing here throws on arbitrary
+ * bytes.
  */
 import { isUtf8 } from 'node:buffer';
 import addressparser from 'nodemailer/lib/addressparser/index.js';

@@ -1,5 +1,5 @@
 /**
- * The reply body format (BRIEF §5):
+ * The reply body format (docs/architecture.md, "The reply format"):
  * ```
  * reply_token: <32 lowercase hex>
  * status: done | input-required | failed | working
@@ -8,7 +8,8 @@
  * ```
  * The body is decoded by mailparser (quoted-printable, base64, charsets, format=flowed, HTML-only
  * mail turned into text); embedded `message/rfc822` parts are kept out of the text, so a forwarded
- * message can carry neither a token nor an answer. Headers are never read here (FACTS.md).
+ * message can carry neither a token nor an answer. Headers are never read here: mailparser keeps
+ * only the first of duplicate fields (src/uplink/raw-headers.ts reads them).
  */
 import { simpleParser, type SimpleParserOptions } from 'mailparser';
 import { BudgetError, offload, OFFLOAD_MIN_BYTES } from './offload.js';
@@ -67,7 +68,10 @@ async function bodyText(raw: Buffer): Promise<{ text: string; kind: ParsedReply[
 
 /** RFC 3676 §4.3 signature separator `-- ` (the space is often stripped in transit). */
 const SIGNATURE = /^--[ \t]*$/;
-/** The separator line: exactly `---`, trailing whitespace allowed (FACTS.md). */
+/**
+ * The separator line: exactly `---`, trailing whitespace allowed (docs/architecture.md, "The reply
+ * format").
+ */
 const SEPARATOR = /^---\s*$/;
 const TOKEN_LINE = /^\s*reply_token\s*:(.*)$/i;
 const STATUS_LINE = /^\s*status\s*:(.*)$/i;
@@ -321,7 +325,7 @@ export function parseReplyText(text: string): Omit<ParsedReply, 'bodyKind'> {
 }
 
 /**
- * Parses a reply's body (BRIEF §5).
+ * Parses a reply's body (docs/architecture.md, "The reply format").
  *
  * - The *reply block* is the text before the first quote marker: a line starting with `>`,
  *   `On … wrote:` (one line or wrapped over two), `-----Original Message-----`, an Outlook-style

@@ -1,5 +1,6 @@
 /**
- * The Subject of a reply: RFC 2047 decoding and the task tags `[<TAG>:<task id>]` (BRIEF §5).
+ * The Subject of a reply: RFC 2047 decoding and the task tags `[<TAG>:<task id>]`
+ * (docs/architecture.md, "The reply format").
  */
 import libmime from 'libmime';
 
@@ -27,9 +28,9 @@ function decodeQ(text: string): Buffer {
 /**
  * Decodes a Subject value (RFC 2047). Adjacent encoded-words are joined: the whitespace between
  * them is dropped (RFC 2047 §6.2), and when they share a charset their *bytes* are joined before
- * the charset is decoded, so a character split across two words, `B` or `Q` or one of each,
- * comes out whole (FACTS.md: mailparser PR #89; libmime alone joins only B+B and Q+Q runs). The
- * charset conversion is libmime's; an unknown charset reads as UTF-8. Folding is removed.
+ * the charset is decoded, so a character split across two words, `B` or `Q` or one of each, comes
+ * out whole (github.com/nodemailer/mailparser/pull/89; libmime alone joins only B+B and Q+Q runs).
+ * The charset conversion is libmime's; an unknown charset reads as UTF-8. Folding is removed.
  *
  * @returns the decoded text; on any failure the input as it was. Never throws.
  */

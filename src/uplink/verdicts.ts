@@ -1,6 +1,6 @@
 /**
- * Every verdict the gate stack can record, in gate order (BRIEF §5). One table: the ledger, the
- * CLI filters, `/health` and the metrics all read these names.
+ * Every verdict the gate stack can record, in gate order (docs/architecture.md, "The gates"). One
+ * table: the ledger, the CLI filters, `/health` and the metrics all read these names.
  */
 export const VERDICTS = {
   duplicate: 'gate 1 / 8a: the same raw bytes, or a Message-ID already applied to this task',

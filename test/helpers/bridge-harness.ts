@@ -161,11 +161,30 @@ ${HARNESS_CAPS.webhook}
 }`;
 }
 
+/**
+ * A reply to `envelope` as the agent sends it: From the agent (claude's for a CLAUDE tag), the
+ * subject tag, token and status, DKIM-signed with `privateKeyPem` by the agent domain and stamped
+ * by the provider, unless overridden.
+ */
+export function agentReply(envelope: Envelope, privateKeyPem: string, over: Partial<ReplyMailOptions> = {}): Promise<Buffer> {
+  return buildReplyMail({
+    from: envelope.subject_tag.startsWith('[CLAUDE:') ? 'Claude <claude@agent.example>' : `Grok Agent <${AGENT_ADDRESS}>`,
+    to: envelope.reply_to,
+    subject: `Re: your job ${envelope.subject_tag}`,
+    token: envelope.reply_token,
+    status: 'done',
+    answer: 'Here is the result.',
+    dkim: { domain: AGENT_DOMAIN, selector: SELECTOR, privateKeyPem },
+    provider: PROVIDER,
+    ...over,
+  });
+}
+
 export function hex(bytes: number): string {
   return randomBytes(bytes).toString('hex');
 }
 
-/** The body Hermes sends (FACTS.md "Hermes"), as an object. */
+/** The body Hermes sends (Hermes Agent, plugins/platforms/a2a/tools.py), as an object. */
 export function hermesBody(text: string, contextId: string, messageId = hex(16)) {
   return {
     jsonrpc: '2.0',
@@ -237,18 +256,7 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
       if (!r?.envelope) throw new Error(`no webhook request #${n}`);
       return r.envelope;
     },
-    reply: (envelope, over = {}) =>
-      buildReplyMail({
-        from: envelope.subject_tag.startsWith('[CLAUDE:') ? 'Claude <claude@agent.example>' : `Grok Agent <${AGENT_ADDRESS}>`,
-        to: envelope.reply_to,
-        subject: `Re: your job ${envelope.subject_tag}`,
-        token: envelope.reply_token,
-        status: 'done',
-        answer: 'Here is the result.',
-        dkim: { domain: AGENT_DOMAIN, selector: SELECTOR, privateKeyPem: key.privateKeyPem },
-        provider: PROVIDER,
-        ...over,
-      }),
+    reply: (envelope, over = {}) => agentReply(envelope, key.privateKeyPem, over),
     rpc: async (body, headers = {}, url = h.endpoint) => {
       const res = await fetch(url, {
         method: 'POST',

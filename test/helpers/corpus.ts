@@ -1,5 +1,5 @@
 /**
- * The attack-mail corpus of issue 3 as the tests read it: the manifest and zone written by
+ * The attack-mail corpus as the tests read it: the manifest and zone written by
  * `test/fixtures/generate-corpus.ts`, a DNS resolver serving the static zone, the one agent the
  * corpus is addressed to. Type imports only: the generator uses this file too, and must not
  * depend on the code under test.

@@ -1,5 +1,5 @@
 /**
- * A private Dovecot 2.3 for integration tests (FACTS.md "IMAP (imapflow against Dovecot)"):
+ * A private Dovecot 2.3 for integration tests:
  * `dovecot -F -c <conf>` in the foreground on 127.0.0.1 and a free port, `ssl = no`, a static
  * passdb and userdb, a Maildir, `base_dir`, `state_dir` and the log file all under one temp dir.
  *

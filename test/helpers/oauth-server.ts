@@ -1,5 +1,5 @@
 /**
- * A loopback OAuth2 authorization server for the IMAP sign-in tests (issue 13), on node:http: the
+ * A loopback OAuth2 authorization server for the IMAP sign-in tests, on node:http: the
  * token endpoint (RFC 6749 §6 refresh grant, RFC 8628 §3.4 device-code grant), the device
  * authorization endpoint (RFC 8628 §3.1) and the token introspection endpoint Dovecot's `oauth2`
  * passdb asks (RFC 7662). Access tokens expire on this server's clock (real time); the test can

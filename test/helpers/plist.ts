@@ -1,8 +1,7 @@
 /**
- * A small, strict checker for XML property lists, written for the tests (issue 6, acceptance 1:
- * "a plist that `plutil -lint` would accept, validated as XML against the plist DTD"). It parses
- * the XML subset a plist uses — declaration, DOCTYPE, comments, elements, attributes, text with the
- * five predefined entities and character references — and then checks the structure of Apple's
+ * A small, strict checker for XML property lists, written for the tests. It parses the XML subset a
+ * plist uses — declaration, DOCTYPE, comments, elements, attributes, text with the five predefined
+ * entities and character references — and then checks the structure of Apple's
  * PropertyList-1.0.dtd:
  *
  *   plistObject = array | data | date | dict | real | integer | string | true | false

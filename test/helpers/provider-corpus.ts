@@ -1,25 +1,24 @@
 /**
- * The provider corpus of issue 13 as the tests read it (written by
- * test/fixtures/generate-provider-corpus.ts): its manifest, its messages, the profile each
- * preset builds, and a store model holding the live task the replies answer.
+ * The provider corpus as the tests read it (written by test/fixtures/generate-provider-corpus.ts):
+ * its manifest, its messages, the profile each preset builds, and the two ways a message is
+ * judged: `intake` on a store holding the live task the replies answer (the attack corpus's), and
+ * the real mailbox path.
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { openMailbox } from '../../src/app.js';
+import { buildBridge } from '../../src/app.js';
 import { loadConfig } from '../../src/config/config.js';
-import { checkMailbox } from '../../src/core/mail-check.js';
 import { createLogger } from '../../src/log.js';
-import { openDb } from '../../src/store/db.js';
-import { insertTask } from '../../src/store/tasks.js';
-import { insertTurn } from '../../src/store/turns.js';
+import { Store } from '../../src/store/store.js';
 import { profileOf, type ProviderProfile } from '../../src/uplink/border.js';
 import type { ProviderName } from '../../src/uplink/providers.js';
+import type { Verdict } from '../../src/uplink/verdicts.js';
 import type { ProviderCorpusManifest } from '../fixtures/generate-provider-corpus.js';
 import { makeConfigDir, minimalToml } from './config-dir.js';
 import { FIXTURES_DIR, loadManifest, loadZone, zoneResolver } from './corpus.js';
 import type { DovecotHandle } from './dovecot.js';
-import { storeModel, type StoreModel } from './gate-stack.js';
+import { corpusStore, type CorpusSetting } from './corpus-store.js';
 
 export const PROVIDER_CORPUS_DIR = join(FIXTURES_DIR, 'providers');
 
@@ -38,9 +37,20 @@ export function providerProfile(m: ProviderCorpusManifest, name: ProviderName): 
   return profileOf(name, { authservId: anchored(m.selfHosted.authservId), borderHost: anchored(m.selfHosted.borderHost) });
 }
 
-/** A fresh store model with the live task (the attack corpus's, which the provider corpus answers). */
-export function providerStore(): StoreModel {
-  return storeModel(loadManifest());
+/**
+ * Takes one message in through `intake` (src/core/mail-check.ts), as a mailbox check does, on a
+ * fresh store holding the live task (the attack corpus's, which the provider corpus answers).
+ * @returns the ledger verdict and reason
+ */
+export async function judgeInStore(raw: Buffer, setting: CorpusSetting): Promise<{ verdict: Verdict; reason: string }> {
+  const store = corpusStore(loadManifest(), setting);
+  try {
+    const out = await store.take(raw);
+    if (out.kind !== 'recorded') throw new Error(`expected a recorded verdict, got ${out.kind}`);
+    return { verdict: out.verdict, reason: out.reason };
+  } finally {
+    store.close();
+  }
 }
 
 /**
@@ -74,24 +84,27 @@ export async function judgeThroughMailbox(
   }
   const config = loadConfig(dir.configPath);
   if (o.expectProvider) expect(config.mailbox.provider).toBe(o.expectProvider);
-  const db = openDb(config.store.path);
+  const db = Store.open(config.store.path);
   const dispatchedAt = Date.parse(manifest.dispatchedAt);
-  insertTask(db, { id: manifest.liveTaskId, agent: 'grok', contextId: 'ctx-1', state: 'WORKING', stateReason: null, failedBy: null, turn: 1, caller: null, createdAt: dispatchedAt, updatedAt: dispatchedAt, deadlineAt: dispatchedAt + 86_400_000 });
-  insertTurn(db, {
-    taskId: manifest.liveTaskId, turn: 1, ask: 'Compare the 2024 figures.', replyToken: manifest.liveToken, deadlineAt: dispatchedAt + 86_400_000,
-    dispatchId: 'dispatch-1', envelope: Buffer.from('{}'), dispatchState: 'accepted', nextAttemptAt: null, acceptedAt: dispatchedAt,
-    replyStatus: null, replyText: null, replyLedgerId: null, repliedAt: null, createdAt: dispatchedAt,
+  db.tx((tx) => {
+    tx.tasks.insert({ id: manifest.liveTaskId, agent: 'grok', contextId: 'ctx-1', state: 'WORKING', stateReason: null, failedBy: null, turn: 1, caller: null, createdAt: dispatchedAt, updatedAt: dispatchedAt, deadlineAt: dispatchedAt + 86_400_000 });
+    tx.turns.insert({
+      taskId: manifest.liveTaskId, turn: 1, ask: 'Compare the 2024 figures.', replyToken: manifest.liveToken, deadlineAt: dispatchedAt + 86_400_000,
+      dispatchId: 'dispatch-1', envelope: Buffer.from('{}'), dispatchState: 'accepted', nextAttemptAt: null, acceptedAt: dispatchedAt,
+      replyStatus: null, replyText: null, replyLedgerId: null, repliedAt: null, createdAt: dispatchedAt,
+    });
   });
-  const mailbox = openMailbox(config);
+  db.close();
+  // The bridge as serve builds it (the composition root), on the store just written.
+  const built = buildBridge(config, { log: createLogger('silent'), now: () => Date.parse(manifest.judgedAt), dkimResolver: zoneResolver(loadZone().records) });
   try {
-    const summary = await checkMailbox({ config, db, mailbox, log: createLogger('silent'), now: () => Date.parse(manifest.judgedAt), random: Math.random, dkimResolver: zoneResolver(loadZone().records) });
+    const summary = await built.bridge.checkNow();
     expect(summary.ok, summary.error).toBe(true);
-    const rows = db.prepare('SELECT verdict, reason FROM ledger').all() as { verdict: string; reason: string }[];
+    const rows = built.bridge.ctx.store.ledger.query({ limit: 10 });
     expect(rows).toHaveLength(1);
-    return rows[0]!;
+    return { verdict: rows[0]!.verdict, reason: rows[0]!.reason };
   } finally {
-    await mailbox.close();
-    db.close();
+    await built.close();
     rmSync(dir.dir, { recursive: true, force: true });
   }
 }

@@ -1,16 +1,12 @@
 /**
- * A store with real rows, written through the store functions the bridge uses (so every row has
+ * A store with real rows, written through the store's own writes (so every row has
  * the shape the bridge gives it): tasks in several states and ages, their turns, webhook attempts,
  * messages, artifacts, ledger verdicts, task events and audit entries.
  */
 import { createHash } from 'node:crypto';
-import { insertArtifact } from '../../src/store/artifacts.js';
-import { finishAttempt, startAttempt } from '../../src/store/attempts.js';
-import { immediate, openDb, type Db } from '../../src/store/db.js';
-import { recordVerdict, type LedgerEntry } from '../../src/store/ledger.js';
-import { insertMessage } from '../../src/store/messages.js';
-import { insertTask, transition, type TaskRow } from '../../src/store/tasks.js';
-import { insertTurn, recordReply, setDispatchState } from '../../src/store/turns.js';
+import type { LedgerEntry } from '../../src/store/ledger.js';
+import { Store, type StoreTx } from '../../src/store/store.js';
+import type { TaskRow } from '../../src/store/task-rows.js';
 import type { Verdict } from '../../src/uplink/verdicts.js';
 
 export const DAY = 86_400_000;
@@ -40,10 +36,10 @@ function sha(b: Buffer | string): string {
 }
 
 let sourceN = 0;
-function mail(db: Db, at: number, verdict: Verdict, o: Partial<LedgerEntry> = {}): number {
+function mail(db: StoreTx, at: number, verdict: Verdict, o: Partial<LedgerEntry> = {}): number {
   const raw = o.raw ?? null;
   sourceN += 1;
-  return recordVerdict(db, {
+  return db.ledger.record({
     source: `imap:INBOX:1:${sourceN}`,
     seenAt: at,
     messageId: `<m${sourceN}@agent.example>`,
@@ -61,46 +57,46 @@ function mail(db: Db, at: number, verdict: Verdict, o: Partial<LedgerEntry> = {}
   })!;
 }
 
-function task(db: Db, id: string, agent: string, at: number, contextId = `ctx-${id.slice(0, 4)}`): TaskRow {
+function task(db: StoreTx, id: string, agent: string, at: number, contextId = `ctx-${id.slice(0, 4)}`): TaskRow {
   const t: TaskRow = { id, agent, contextId, state: 'SUBMITTED', stateReason: 'task stored; dispatch pending', failedBy: null, turn: 1, caller: 'hermes', createdAt: at, updatedAt: at, deadlineAt: at + DAY };
-  insertTask(db, t);
-  insertTurn(db, {
+  db.tasks.insert(t);
+  db.turns.insert({
     taskId: id, turn: 1, ask: `job for ${id.slice(0, 4)}`, replyToken: 'a'.repeat(32), deadlineAt: at + DAY, dispatchId: `msg_${id.slice(0, 8)}`,
     envelope: Buffer.from('{"reply_token":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}'), dispatchState: 'pending', nextAttemptAt: at, acceptedAt: null,
     replyStatus: null, replyText: null, replyLedgerId: null, repliedAt: null, createdAt: at,
   });
-  insertMessage(db, { agent, messageId: `caller-${id}`, taskId: id, contextId, role: 'user', kind: 'ask', turn: 1, text: 'job', contentSha256: sha(id), createdAt: at });
+  db.messages.insert({ agent, messageId: `caller-${id}`, taskId: id, contextId, role: 'user', kind: 'ask', turn: 1, text: 'job', contentSha256: sha(id), createdAt: at });
   return t;
 }
 
-function accept(db: Db, t: TaskRow, at: number, retryFirst = false): TaskRow {
+function accept(db: StoreTx, t: TaskRow, at: number, retryFirst = false): TaskRow {
   const dispatchId = `msg_${t.id.slice(0, 8)}`;
   if (retryFirst) {
-    const a = startAttempt(db, { dispatchId, taskId: t.id, turn: 1, at });
-    finishAttempt(db, a.id, { at: at + 200, outcome: 'retry', httpStatus: 503, error: 'HTTP 503' });
+    const a = db.attempts.start({ dispatchId, taskId: t.id, turn: 1, at });
+    db.attempts.finish(a.id, { at: at + 200, outcome: 'retry', httpStatus: 503, error: 'HTTP 503' });
   }
-  const a = startAttempt(db, { dispatchId, taskId: t.id, turn: 1, at: at + 1000 });
-  finishAttempt(db, a.id, { at: at + 2000, outcome: 'accepted', httpStatus: 202, error: null });
-  setDispatchState(db, dispatchId, { state: 'accepted', nextAttemptAt: null, acceptedAt: at + 2000 });
-  return transition(db, t, 'WORKING', { at: at + 2000, cause: `webhook accepted (HTTP 202) on attempt ${retryFirst ? 2 : 1}` });
+  const a = db.attempts.start({ dispatchId, taskId: t.id, turn: 1, at: at + 1000 });
+  db.attempts.finish(a.id, { at: at + 2000, outcome: 'accepted', httpStatus: 202, error: null });
+  db.dispatch.move(dispatchId, 'accepted', { nextAttemptAt: null, acceptedAt: at + 2000 });
+  return db.tasks.transition(t, 'WORKING', { at: at + 2000, cause: `webhook accepted (HTTP 202) on attempt ${retryFirst ? 2 : 1}` });
 }
 
 /**
  * Writes the fixture into a new store at `path` (or `:memory:`), relative to `now`.
  * @returns the open store
  */
-export function buildStore(path: string, now: number): Db {
-  const db = openDb(path);
-  immediate(db, () => {
+export function buildStore(path: string, now: number): Store {
+  const store = Store.open(path);
+  store.tx((db) => {
     // COMPLETED 40 days ago; the reply Date is 3 min after the webhook, seen 20 s after its Date.
     const t0 = now - 40 * DAY - 10 * MIN;
     let a = accept(db, task(db, IDS.oldCompleted, 'grok', t0), t0, true);
     const replyDate = t0 + 2000 + 3 * MIN;
     const seen = replyDate + 20_000;
     const lid = mail(db, seen, 'applied:done', { taskId: a.id, dateHeader: new Date(replyDate).toUTCString(), raw: Buffer.from('reply bytes'), reason: 'all gates passed' });
-    recordReply(db, a.id, 1, { status: 'done', text: 'the answer', ledgerId: lid, at: seen + 5, revokeToken: true });
-    insertArtifact(db, { artifactId: `reply-${lid}`, taskId: a.id, turn: 1, name: 'reply', text: '[UNTRUSTED]\nthe answer', ledgerId: lid, createdAt: seen + 5 });
-    transition(db, a, 'COMPLETED', { at: seen + 5, cause: `completed by reply (ledger #${lid})`, deadlineAt: null });
+    db.turns.recordReply(a.id, 1, { status: 'done', text: 'the answer', ledgerId: lid, at: seen + 5, revokeToken: true });
+    db.artifacts.insert({ artifactId: `reply-${lid}`, taskId: a.id, turn: 1, name: 'reply', text: '[UNTRUSTED]\nthe answer', ledgerId: lid, createdAt: seen + 5 });
+    db.tasks.transition(a, 'COMPLETED', { at: seen + 5, cause: `completed by reply (ledger #${lid})`, deadlineAt: null });
 
     // WORKING, accepted 40 days ago (a very long job), with an old refused forgery.
     const t1 = now - 40 * DAY;
@@ -110,7 +106,7 @@ export function buildStore(path: string, now: number): Db {
     // FAILED by deadline a day ago, agent claude, with a recent tagged forgery.
     const t2 = now - 2 * DAY;
     a = accept(db, task(db, IDS.recentFailed, 'claude', t2), t2);
-    transition(db, a, 'FAILED', { at: now - DAY, cause: 'deadline passed with no reply from claude', failedBy: 'deadline' });
+    db.tasks.transition(a, 'FAILED', { at: now - DAY, cause: 'deadline passed with no reply from claude', failedBy: 'deadline' });
     mail(db, now - 12 * 3_600_000, 'auth:from-mismatch', {
       taskId: a.id, agent: 'claude', raw: RAW_FORGED, fromHeader: 'Mallory <mallory@evil.example>', subject: `\x1b[31mdone [GROK:${a.id}]`, reason: 'gate 4: From mallory@evil.example is not agent@agent.example',
     });
@@ -119,17 +115,17 @@ export function buildStore(path: string, now: number): Db {
     const t3 = now - 2 * 3_600_000;
     a = accept(db, task(db, IDS.inputRequired, 'grok', t3, 'ctx-shared'), t3);
     const lid3 = mail(db, now - 3_600_000, 'applied:input-required', { taskId: a.id, raw: Buffer.from('ir') });
-    recordReply(db, a.id, 1, { status: 'input-required', text: 'which year?', ledgerId: lid3, at: now - 3_600_000, revokeToken: true });
-    transition(db, a, 'INPUT_REQUIRED', { at: now - 3_600_000, cause: 'the agent asked for input' });
+    db.turns.recordReply(a.id, 1, { status: 'input-required', text: 'which year?', ledgerId: lid3, at: now - 3_600_000, revokeToken: true });
+    db.tasks.transition(a, 'INPUT_REQUIRED', { at: now - 3_600_000, cause: 'the agent asked for input' });
 
     // CANCELED 50 days ago, before any webhook.
     const t4 = now - 50 * DAY;
     const c = task(db, IDS.oldCanceled, 'grok', t4, 'ctx-shared');
-    transition(db, c, 'CANCELED', { at: t4 + MIN, cause: 'canceled by the caller' });
+    db.tasks.transition(c, 'CANCELED', { at: t4 + MIN, cause: 'canceled by the caller' });
 
     // Untagged mail, old and recent: no task, no raw bytes.
     mail(db, now - 45 * DAY, 'no-task-id', { agent: null, reason: 'gate 2: no subject tag' });
     mail(db, now - MIN, 'no-task-id', { agent: null, reason: 'gate 2: no subject tag' });
   });
-  return db;
+  return store;
 }

@@ -1,8 +1,7 @@
 /**
  * The generic test webhook receiver: a real `node:http` server on 127.0.0.1 standing in for a
  * cloud agent's webhook endpoint, so downlink tests exercise the real socket path (timeouts,
- * resets, retry-after) rather than a mock (FACTS.md: "a real node:http server on 127.0.0.1 for
- * timeouts").
+ * resets, retry-after) rather than a mock.
  *
  * Every request is recorded, verified or not. Verification uses the official `standardwebhooks`
  * library (when `secret` is given) and a constant-time bearer compare (when `bearer` is given);
@@ -39,6 +38,8 @@ export interface RecordedRequest {
   failure: string | null;
   /** Arrival time, ms since the epoch. */
   at: number;
+  /** When the answer was written, ms since the epoch; null until then (and for a hung or reset request). */
+  answeredAt: number | null;
 }
 
 /** A scripted answer: a status (after `delayMs`), a hung request, or a TCP reset. */
@@ -152,6 +153,7 @@ export async function startWebhookReceiver(opts: WebhookReceiverOptions): Promis
       verified: failure === null,
       failure,
       at: Date.now(),
+      answeredAt: null,
     };
     requests.push(rec);
     for (const w of waiters) w();
@@ -162,6 +164,7 @@ export async function startWebhookReceiver(opts: WebhookReceiverOptions): Promis
     const write = (): void => {
       const text = plan.body ?? '';
       res.writeHead(plan.status, { 'content-length': Buffer.byteLength(text), ...plan.headers });
+      rec.answeredAt = Date.now();
       res.end(text);
     };
     if (!plan.delayMs) return write();

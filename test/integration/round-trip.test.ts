@@ -1,12 +1,11 @@
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { queryLedger } from '../../src/store/ledger.js';
 import { TEST_WEBHOOK_SECRET } from '../helpers/config-dir.js';
 import { hermesBody, hex, useHarness } from '../helpers/bridge-harness.js';
 
 /**
- * Issue 2, acceptance 3–6: the round trip on real parts — Dovecot on loopback, a node:http webhook
- * receiver verifying with the official standardwebhooks library, and the official @a2a-js/sdk client.
+ * The round trip on real parts — Dovecot on loopback, a node:http webhook receiver verifying with
+ * the official standardwebhooks library, and the official @a2a-js/sdk client.
  */
 
 const suite = useHarness({});
@@ -18,7 +17,7 @@ type SdkTask = { id: string; contextId: string; status: { state: number; message
 const WORKING = 2;
 const COMPLETED = 3;
 
-describe('round trip (issue 2)', () => {
+describe('round trip', () => {
   it('SDK send → WORKING; one signed webhook; signed reply APPENDed; send on the same context → COMPLETED; read-only IMAP', async () => {
     const contextId = `ctx-${hex(8)}`;
     const first = (await suite.h.client.sendMessage(sdkMessage('Survey RAG papers', contextId))) as SdkTask;
@@ -48,7 +47,7 @@ describe('round trip (issue 2)', () => {
     expect(got.status.state).toBe(COMPLETED);
     expect(suite.h.receiver.requests).toHaveLength(1);
 
-    const ledger = queryLedger(suite.h.app.bridge.ctx.db, { taskId: first.id, limit: 10 });
+    const ledger = suite.h.app.bridge.ctx.store.ledger.query({ taskId: first.id, limit: 10 });
     expect(ledger.map((l) => l.verdict)).toEqual(['applied:done']);
     expect(await suite.dovecot.flagsOf(uid)).toEqual(flagsBefore);
     const verbs = suite.h.imapCommands.map((c) => c.replace(/^\S+\s+/, '').split(' ').slice(0, 2).join(' ').toUpperCase());
@@ -103,7 +102,7 @@ describe('round trip (issue 2)', () => {
     await suite.dovecot.append(forged);
     let polled = await suite.h.rpc(hermesBody('status', ctx));
     expect(polled.json.result!.task!.status.state).toBe('TASK_STATE_WORKING');
-    let verdicts = queryLedger(suite.h.app.bridge.ctx.db, { taskId, limit: 10 }).map((l) => l.verdict);
+    let verdicts = suite.h.app.bridge.ctx.store.ledger.query({ taskId, limit: 10 }).map((l) => l.verdict);
     expect(verdicts).toHaveLength(1);
     expect(verdicts[0]).toMatch(/^auth:/);
 
@@ -115,7 +114,7 @@ describe('round trip (issue 2)', () => {
     polled = await suite.h.rpc(hermesBody('status', ctx));
     expect(polled.json.result!.task!.status.state).toBe('TASK_STATE_COMPLETED');
     expect(polled.json.result!.task!.artifacts).toHaveLength(1);
-    verdicts = queryLedger(suite.h.app.bridge.ctx.db, { taskId, limit: 10 }).map((l) => l.verdict).reverse();
+    verdicts = suite.h.app.bridge.ctx.store.ledger.query({ taskId, limit: 10 }).map((l) => l.verdict).reverse();
     expect(verdicts.slice(1)).toEqual(['applied:done', 'duplicate']);
   });
 
@@ -138,10 +137,11 @@ describe('round trip (issue 2)', () => {
     const big = await suite.h.reply(env, { from: 'Mallory <mallory@evil.test>', answer: 'x'.repeat(300_000), dkim: undefined });
     await suite.dovecot.append(big);
     await suite.h.rpc(hermesBody('status', ctx));
-    const row = suite.h.app.bridge.ctx.db.prepare('SELECT verdict, size, length(raw) AS kept FROM ledger WHERE task_id = ?').get(taskId) as { verdict: string; size: number; kept: number };
-    expect(row.verdict).toBe('auth:from-mismatch');
-    expect(row.size).toBeGreaterThan(300_000);
-    expect(row.kept).toBe(64 * 1024);
+    const store = suite.h.app.bridge.ctx.store;
+    const [row] = store.ledger.ofTask(taskId);
+    expect(row!.verdict).toBe('auth:from-mismatch');
+    expect(row!.size).toBeGreaterThan(300_000);
+    expect(store.ledger.raw(row!.id)?.length).toBe(64 * 1024);
     for (const path of ['/agents/%', '/agents/%E0%A4%A', '/agents/%C0%AF']) {
       expect((await fetch(`${new URL(suite.h.endpoint).origin}${path}`)).status).toBe(404);
     }

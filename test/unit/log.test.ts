@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger, prettyDestination } from '../../src/log.js';
 
-describe('readable log lines for a terminal (issue 16)', () => {
+describe('readable log lines for a terminal', () => {
   it('one line per entry: time, level, message, then the fields as JSON; secrets redacted, control characters escaped', () => {
     let out = '';
     const sink = new Writable({

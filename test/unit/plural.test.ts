@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { formatPrune } from '../../src/cli/prune.js';
 import { plural } from '../../src/plural.js';
 
-describe('plural (issue 16: "1 tasks")', () => {
+describe('plural ("1 tasks")', () => {
   it('the singular for exactly one, the plural otherwise, an irregular plural when given', () => {
     expect([plural(0, 'task'), plural(1, 'task'), plural(2, 'task')]).toEqual(['0 tasks', '1 task', '2 tasks']);
     expect(plural(1, 'entry', 'entries')).toBe('1 entry');

@@ -1,8 +1,8 @@
 /**
- * Shared helpers of the A2A conformance tests (issue 4, acceptance 1): the two @a2a-js/sdk clients
- * (v1.0, and v0.3 through the SDK's legacy transport), a raw JSON-RPC POST with full control of the
- * headers, builders for the SDK's proto-shaped requests, and small waits. Requirement IDs and
- * texts come from the public A2A TCK (`tck/requirements/*.py`).
+ * Shared helpers of the A2A conformance tests: the two @a2a-js/sdk clients (v1.0, and v0.3 through
+ * the SDK's legacy transport), a raw JSON-RPC POST with full control of the headers, builders for
+ * the SDK's proto-shaped requests, and small waits. Requirement IDs and texts come from the public
+ * A2A TCK (`tck/requirements/*.py`).
  */
 import { Role, type AgentCard, type Message, type SendMessageRequest, type Task } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
@@ -10,6 +10,7 @@ import type { LegacyRestTransportHandler } from '@a2a-js/sdk/compat/v0_3/server'
 import type { JsonRpcA2AError } from '@a2a-js/sdk/errors';
 import type { ProtoJson } from '../../../src/a2a/proto-json.js';
 import { expect } from 'vitest';
+import type { TaskChanged } from '../../../src/core/events.js';
 import type { Envelope } from '../../../src/downlink/envelope.js';
 import { hex, type Harness } from '../../helpers/bridge-harness.js';
 import { TEST_BEARER } from '../../helpers/config-dir.js';
@@ -285,17 +286,9 @@ export async function appendReply(
   await dovecot.append(await h.reply(envelopeOf(h, taskId), { status: o.status ?? 'done', answer: o.answer ?? 'Here is the result.' }));
 }
 
-/** Waits until `cond` holds, polling every 20 ms. @throws after `timeoutMs` */
-export async function waitUntil(cond: () => boolean, timeoutMs = 5000, what = 'condition'): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/** The bridge's next event moving a task of context `contextId` to WORKING (subscribe before the call that creates it). */
+export function workingOn(h: Harness, contextId: string): Promise<TaskChanged> {
+  return h.app.bridge.events.next((e) => e.task.contextId === contextId && e.task.state === 'WORKING');
 }
 
 /** A fresh context id. */

@@ -43,15 +43,15 @@ import {
 } from './conformance-helpers.js';
 
 /**
- * Issue 4, acceptance 1 — the Agent Card (CARD-*), data model (DM-*), JSON-RPC binding
- * (JSONRPC-*) and versioning (VER-SERVER-*) requirements of the public A2A conformance kit (TCK,
+ * The Agent Card (CARD-*), data model (DM-*), JSON-RPC binding (JSONRPC-*) and versioning
+ * (VER-SERVER-*) requirements of the public A2A conformance kit (TCK,
  * `tck/requirements/{agent_card,data_model,binding_jsonrpc,versioning}.py`) that apply to a
  * JSON-RPC server without streaming or push; through the @a2a-js/sdk v1.0 client and raw JSON-RPC.
  *
- * Product rule (BRIEF §3): the two grammars never overlap, so the server routes by method name —
- * a v1.0 method name answers in v1.0 shape whatever `A2A-Version` says, and a v0.3 name in v0.3
- * shape. The header decides the dialect of answers that have no method to go by (a parse error,
- * an unknown method) and refuses unsupported versions.
+ * Product rule (docs/architecture.md, "Context rules"): the two grammars never overlap, so the
+ * server routes by method name — a v1.0 method name answers in v1.0 shape whatever `A2A-Version`
+ * says, and a v0.3 name in v0.3 shape. The header decides the dialect of answers that have no
+ * method to go by (a parse error, an unknown method) and refuses unsupported versions.
  */
 
 let dovecot: DovecotHandle;

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDnsZone, type DnsZone } from '../../../src/demo/dns-zone.js';
-import { openDb } from '../../../src/store/db.js';
+import { Store } from '../../../src/store/store.js';
 import { MIGRATIONS } from '../../../src/store/migrations.js';
 import { runCli } from '../../helpers/cli.js';
 import { TEST_WEBHOOK_SECRET } from '../../helpers/config-dir.js';
@@ -15,10 +15,9 @@ import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhoo
 import type { DoctorReport } from '../../../src/cli/doctor.js';
 
 /**
- * Issue 6, acceptance 1, as a new user would: `init` → edit → `doctor` reports each check; a wrong
- * IMAP password and a world-readable secret each produce a one-line fix. Real parts: a private
- * Dovecot, a loopback webhook receiver (which must see no request: doctor never wakes the agent),
- * a loopback DNS zone.
+ * As a new user would: `init` → edit → `doctor` reports each check; a wrong IMAP password and a
+ * world-readable secret each produce a one-line fix. Real parts: a private Dovecot, a loopback
+ * webhook receiver (which must see no request: doctor never wakes the agent), a loopback DNS zone.
  */
 let dovecot: DovecotHandle;
 let receiver: WebhookReceiver;
@@ -63,7 +62,7 @@ function edit(replacements: [RegExp, string][]): void {
   writeFileSync(config, text);
 }
 
-describe('init → edit → doctor (issue 6, acceptance 1)', () => {
+describe('init → edit → doctor', () => {
   it('init writes a private folder with 0600 secrets and generated bearer and signing secret; a second init overwrites nothing', async () => {
     const r = await runCli(['init', '--dir', dir]);
     expect(r.stderr).toBe('');
@@ -113,7 +112,7 @@ describe('init → edit → doctor (issue 6, acceptance 1)', () => {
     ]);
     writeFileSync(join(dir, 'secrets/imap-password'), `${dovecot.password}\n`);
     expect(mode(join(dir, 'secrets/imap-password'))).toBe(0o600);
-    openDb(join(dir, 'state/mailbridge.sqlite')).close(); // a store, as serve leaves it
+    Store.open(join(dir, 'state/mailbridge.sqlite')).close(); // a store, as serve leaves it
 
     const r = await doctor();
     expect(r.stderr).toBe('');
@@ -237,6 +236,12 @@ describe.skipIf(!haveOpenssl)('doctor: https webhook reachability is a TLS hands
   let server: TlsServer;
   let certFile: string;
   const seen = { connections: 0, bytes: 0 };
+  /** Resolves when the server side of the next TLS connection has closed (all its bytes counted). */
+  let closed: Promise<void> = Promise.resolve();
+  let onClosed = (): void => {};
+  const expectClose = (): void => {
+    closed = new Promise((r) => (onClosed = r));
+  };
 
   beforeAll(async () => {
     if (!existsSync(config)) throw new Error('runs after the init → doctor tests');
@@ -248,6 +253,7 @@ describe.skipIf(!haveOpenssl)('doctor: https webhook reachability is a TLS hands
       seen.connections += 1;
       socket.on('data', (d: Buffer) => (seen.bytes += d.length));
       socket.on('error', () => {});
+      socket.on('close', () => onClosed());
     });
     server.on('tlsClientError', () => {});
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -258,11 +264,12 @@ describe.skipIf(!haveOpenssl)('doctor: https webhook reachability is a TLS hands
   });
 
   it('a certificate the system trusts: handshake ok, no byte of HTTP sent, the URL path not printed', async () => {
+    expectClose();
     const r = await doctor({ NODE_EXTRA_CA_CERTS: certFile });
     const w = line(r.stdout, 'webhook grok');
     expect(w.line).toMatch(/^ok .*TLSv1\.3 handshake ok, certificate valid until .*; no HTTP request sent$/);
     expect(r.stdout).not.toContain('secret-path');
-    await new Promise((res) => setTimeout(res, 100));
+    await closed;
     expect(seen.connections).toBe(1);
     expect(seen.bytes).toBe(0);
   });

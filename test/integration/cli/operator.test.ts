@@ -5,8 +5,6 @@ import { startApp, type App } from '../../../src/app.js';
 import { loadConfig } from '../../../src/config/config.js';
 import { iso } from '../../../src/core/time.js';
 import { createLogger } from '../../../src/log.js';
-import { getTask } from '../../../src/store/tasks.js';
-import { getTurn } from '../../../src/store/turns.js';
 import { hermesBody } from '../../helpers/bridge-harness.js';
 import { runCli } from '../../helpers/cli.js';
 import type { RpcAnswer, V1SendResult } from '../../helpers/rpc-json.js';
@@ -16,7 +14,7 @@ import { makeConfigDir, minimalToml, TEST_BEARER, type ConfigDir } from '../../h
 import { freePort } from '../../helpers/free-port.js';
 
 /**
- * The operator's first hour (issue 16), on a running bridge whose webhook refuses connections:
+ * The operator's first hour, on a running bridge whose webhook refuses connections:
  * what `tasks`, `retry` and `show` say about a task that is SUBMITTED and then CANCELED.
  */
 let c: ConfigDir;
@@ -55,7 +53,7 @@ afterAll(async () => {
 
 describe('a SUBMITTED task whose only attempt got ECONNREFUSED', () => {
   it('tasks: WHY shows the last webhook error and the next attempt time, not "dispatch pending"', async () => {
-    const next = getTurn(app.bridge.ctx.db, taskId, 1)!.nextAttemptAt!;
+    const next = app.bridge.ctx.store.turns.get(taskId, 1)!.nextAttemptAt!;
     const r = await cli('tasks');
     expect(r.status, r.stderr).toBe(0);
     const line = r.stdout.split('\n').find((l) => l.includes(taskId))!;
@@ -67,7 +65,7 @@ describe('a SUBMITTED task whose only attempt got ECONNREFUSED', () => {
   });
 
   it('retry refuses with the real rule and says when the next automatic attempt is', async () => {
-    const next = getTurn(app.bridge.ctx.db, taskId, 1)!.nextAttemptAt!;
+    const next = app.bridge.ctx.store.turns.get(taskId, 1)!.nextAttemptAt!;
     const r = await cli('retry', taskId.slice(0, 8));
     expect([r.status, r.stdout]).toEqual([1, '']);
     expect(r.stderr).toContain(`task ${taskId} is SUBMITTED: its webhook has not been accepted yet, and the bridge retries it by itself; attempt 1 failed: network error: ECONNREFUSED; `);
@@ -77,7 +75,7 @@ describe('a SUBMITTED task whose only attempt got ECONNREFUSED', () => {
     expect(r.stderr).toContain('on the first A2A call after that (mailbox.watch is off)');
     expect(r.stderr).toContain('`retry` is for a task that FAILED by dispatch (its attempts exhausted, or refused by the webhook)');
     expect(r.stderr).not.toMatch(/never accepted/);
-    expect(getTask(app.bridge.ctx.db, taskId)!.state).toBe('SUBMITTED');
+    expect(app.bridge.ctx.store.tasks.get(taskId)!.state).toBe('SUBMITTED');
   });
 });
 
@@ -97,7 +95,7 @@ describe('show on a terminal task', () => {
   it('stops counting "so far" once the task is CANCELED, and the header names the turn\'s deadline', async () => {
     const canceled = await rpc('CancelTask', { id: taskId });
     expect(canceled.status.state).toBe('TASK_STATE_CANCELED');
-    const turn = getTurn(app.bridge.ctx.db, taskId, 1)!;
+    const turn = app.bridge.ctx.store.turns.get(taskId, 1)!;
     const r = await cli('show', taskId);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(new RegExp(`deadline ${iso(turn.deadlineAt)} \\(turn 1's; no longer applies: the task is CANCELED\\)\\n`));

@@ -1,5 +1,5 @@
 /**
- * Issue 13 acceptance 2: `a2a-mailbridge provider detect` names the right preset for a sample of
+ * `a2a-mailbridge provider detect` names the right preset for a sample of
  * each provider, and for a self-hosted sample prints patterns that work: its output is pasted into
  * a config, which then promotes a genuine reply through the real mailbox path. `--from` reads the
  * newest message of a sender from Dovecot read-only (EXAMINE, BODY.PEEK: no flag changes).
@@ -22,7 +22,7 @@ const SAMPLES = [
   ['self-hosted', 'self-hosted/01-genuine-done.eml'],
 ] as const;
 
-describe('provider detect (issue 13)', () => {
+describe('provider detect', () => {
   it.each(SAMPLES)('names %s for %s', async (preset, file) => {
     const r = await runCli(['provider', 'detect', '--file', join(PROVIDER_CORPUS_DIR, file), '--json']);
     expect(r.status, r.stderr).toBe(0);

@@ -7,7 +7,8 @@ import type { LedgerJson } from '../../../src/cli/ledger.js';
 import type { showJson } from '../../../src/cli/show.js';
 import type { StatusReport } from '../../../src/cli/status.js';
 import type { TaskJson } from '../../../src/cli/tasks.js';
-import { openDb } from '../../../src/store/db.js';
+import { Store } from '../../../src/store/store.js';
+import { quickCheck } from '../faults/bridge-process.js';
 import { runCli } from '../../helpers/cli.js';
 import { makeConfigDir, minimalToml, type ConfigDir } from '../../helpers/config-dir.js';
 import { IDS, RAW_FORGED, buildStore } from '../../helpers/store-fixture.js';
@@ -15,10 +16,10 @@ import { IDS, RAW_FORGED, buildStore } from '../../helpers/store-fixture.js';
 type ShowJson = ReturnType<typeof showJson>;
 
 /**
- * The operator's read commands (issue 6) and prune/backup (issue 5), run as child processes on a
- * store with real rows (written through the store functions the bridge uses): filters, JSON,
- * exit codes, read-only access, `ledger --verdict auth:` by prefix, `ledger --raw`, prune never
- * touching an open task, backup that opens and passes quick_check.
+ * The operator's read commands and prune/backup, run as child processes on a store with real rows
+ * (written through the store functions the bridge uses): filters, JSON, exit codes, read-only
+ * access, `ledger --verdict auth:` by prefix, `ledger --raw`, prune never touching an open task,
+ * backup that opens and passes quick_check.
  */
 let c: ConfigDir;
 let store: string;
@@ -177,7 +178,7 @@ describe('ledger', () => {
   });
 });
 
-describe('status (issue 16)', () => {
+describe('status', () => {
   it('sums up tasks, the mailbox, failing webhooks and refused replies for open tasks, read-only', async () => {
     const r = await cli('status');
     expect(r.status, r.stderr).toBe(0);
@@ -199,7 +200,7 @@ describe('status (issue 16)', () => {
   });
 });
 
-describe('backup and prune (issue 5)', () => {
+describe('backup and prune', () => {
   it('backup writes a new 0600 file that opens and passes quick_check; it never overwrites', async () => {
     const target = join(c.dir, 'backup.sqlite');
     const r = await cli('backup', target);
@@ -209,9 +210,9 @@ describe('backup and prune (issue 5)', () => {
     // One self-contained file: no -wal/-shm beside it (it is no longer in WAL mode).
     const beside = (): string[] => readdirSync(c.dir).filter((f) => f.startsWith('backup.sqlite')).sort();
     expect(beside()).toEqual(['backup.sqlite']);
-    const copy = openDb(target, { readOnly: true });
-    expect(copy.pragma('quick_check', { simple: true })).toBe('ok');
-    expect((copy.prepare('SELECT count(*) AS n FROM tasks').get() as { n: number }).n).toBe(5);
+    expect(quickCheck(target)).toBe('ok');
+    const copy = Store.open(target, { readOnly: true });
+    expect(copy.stats.rowCounts().tasks).toBe(5);
     copy.close();
     const before = sha(target);
     const again = await cli('backup', target);

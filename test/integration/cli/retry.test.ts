@@ -4,7 +4,6 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startApp } from '../../../src/app.js';
 import { loadConfig } from '../../../src/config/config.js';
 import { createLogger } from '../../../src/log.js';
-import { getTask } from '../../../src/store/tasks.js';
 import { hermesBody } from '../../helpers/bridge-harness.js';
 import { runCli } from '../../helpers/cli.js';
 import { makeConfigDir, minimalToml, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET } from '../../helpers/config-dir.js';
@@ -19,7 +18,7 @@ const receiver = await startWebhookReceiver({
 });
 afterAll(() => receiver.close());
 
-describe('a2a-mailbridge retry (issue 5)', () => {
+describe('a2a-mailbridge retry', () => {
   it('re-dispatches a dispatch-failed task with a new webhook-id and a fresh token, and refuses other tasks', async () => {
     const c = makeConfigDir(minimalToml({ webhookUrl: receiver.url }));
     for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(c.dir, 'Maildir', sub), { recursive: true });
@@ -40,7 +39,7 @@ describe('a2a-mailbridge retry (issue 5)', () => {
     expect(run.stderr).toBe('');
     expect(run.status).toBe(0);
     expect(run.stdout).toMatch(new RegExp(`^task ${task.id} re-dispatched with webhook-id msg_[0-9a-f]{32}; first attempt accepted \\(HTTP 202\\); the task is WORKING\\n$`));
-    expect(getTask(app.bridge.ctx.db, task.id)?.state).toBe('WORKING');
+    expect(app.bridge.ctx.store.tasks.get(task.id)?.state).toBe('WORKING');
     expect(receiver.requests).toHaveLength(2);
     expect(receiver.distinctIds()).toHaveLength(2);
     expect(receiver.requests[1]!.envelope!.reply_token).not.toBe(receiver.requests[0]!.envelope!.reply_token);

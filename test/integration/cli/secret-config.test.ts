@@ -7,7 +7,7 @@ import { runCli } from '../../helpers/cli.js';
 import { makeConfigDir, minimalToml, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET } from '../../helpers/config-dir.js';
 
 /**
- * The two config commands of issue 16, as child processes: `secret new` (re)generates one secret
+ * The two config commands, as child processes: `secret new` (re)generates one secret
  * file, `config` prints the config in effect with secrets as paths only.
  */
 const c = makeConfigDir(minimalToml());

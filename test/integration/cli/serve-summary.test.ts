@@ -7,7 +7,7 @@ import { makeConfigDir, minimalToml, type ConfigDir } from '../../helpers/config
 import { freePort } from '../../helpers/free-port.js';
 
 /**
- * `serve` on stderr (issue 16): a start-up summary and its warnings, and readable log lines when
+ * `serve` on stderr: a start-up summary and its warnings, and readable log lines when
  * stderr is a terminal. The bridge runs as a child process; the test reads its stderr until the
  * summary is complete (an event, not a sleep), then stops it with SIGTERM.
  */

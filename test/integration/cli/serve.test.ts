@@ -10,7 +10,7 @@ function cli(args: string[]): { status: number | null; stderr: string } {
   return { status: r.status, stderr: r.stderr };
 }
 
-describe('a2a-mailbridge serve refuses unsafe settings (issue 2, acceptance 7)', () => {
+describe('a2a-mailbridge serve refuses unsafe settings', () => {
   it('a non-loopback listen address fails with the fix', () => {
     const c = makeConfigDir(minimalToml({ listen: '0.0.0.0:8765' }));
     const r = cli(['--config', c.configPath, 'serve']);

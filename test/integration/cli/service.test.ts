@@ -13,10 +13,10 @@ import { freePort } from '../../helpers/free-port.js';
 import { checkPlist } from '../../helpers/plist.js';
 
 /**
- * `service install` (issue 6, acceptance 1): the plist is valid XML following the plist DTD (a
+ * `service install`: the plist is valid XML following the plist DTD (a
  * structural check in test/helpers/plist.ts, since `plutil` exists only on macOS), and the
  * systemd unit passes `systemd-analyze verify` where that binary exists. `service uninstall` and
- * `service status` (issue 16) run with no service manager on PATH, so they behave the same on
+ * `service status` run with no service manager on PATH, so they behave the same on
  * every machine.
  */
 let c: ConfigDir;
@@ -147,7 +147,7 @@ describe('service install', () => {
   });
 });
 
-describe('service status and uninstall (issue 16)', () => {
+describe('service status and uninstall', () => {
   it.skipIf(!built || installInTmp)('status tells installed, up to date, enabled, the manager, and whether the bridge answers; uninstall removes the file', async () => {
     const target = join(home, 'xdg', 'systemd', 'user', 'a2a-mailbridge.service');
     rmSync(target, { force: true });

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { queryLedger } from '../../../src/store/ledger.js';
 import { makeResolver } from '../../../src/uplink/dkim.js';
 import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 
@@ -20,7 +19,7 @@ describe('nothing the agent sent is lost or hidden', () => {
     const during = await send('status', ctx);
     expect(during!.status.state).toBe('TASK_STATE_WORKING');
     expect(during!.status.message!.parts[0]!.text).toMatch(/a reply could not be authenticated yet \(gate 7: local DKIM verification .* temperror/);
-    expect(queryLedger(suite.h.app.bridge.ctx.db, { taskId: task!.id, limit: 5 })).toEqual([]);
+    expect(suite.h.app.bridge.ctx.store.ledger.query({ taskId: task!.id, limit: 5 })).toEqual([]);
     const health = (await (await fetch(`${new URL(suite.h.endpoint).origin}/health`)).json()) as { mailbox: { lastError: string } };
     expect(health.mailbox.lastError).toMatch(/judged again on the next check/);
 
@@ -28,7 +27,7 @@ describe('nothing the agent sent is lost or hidden', () => {
     const after = await send('status', ctx);
     expect(after!.status.state).toBe('TASK_STATE_COMPLETED');
     expect(after!.artifacts![0]!.parts[0]!.text).toContain('Done despite DNS.');
-    expect(queryLedger(suite.h.app.bridge.ctx.db, { taskId: task!.id, limit: 5 }).map((l) => l.verdict)).toEqual(['applied:done']);
+    expect(suite.h.app.bridge.ctx.store.ledger.query({ taskId: task!.id, limit: 5 }).map((l) => l.verdict)).toEqual(['applied:done']);
   });
 
   it('a result applied by another call is shown to its caller first, whatever the text, and starts no new work', async () => {

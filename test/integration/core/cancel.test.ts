@@ -1,10 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { attemptsOfTask } from '../../../src/store/attempts.js';
-import { queryLedger } from '../../../src/store/ledger.js';
-import { getAudit } from '../../../src/store/tasks.js';
 import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 
-/** Issue 4: CancelTask revokes the token, records the cause, notifies the agent when configured, and is idempotent. */
+/** CancelTask revokes the token, records the cause, notifies the agent when configured, and is idempotent. */
 
 const suite = useHarness({ webhookToml: 'notify_cancel = true' });
 
@@ -30,7 +27,7 @@ describe('CancelTask', () => {
     expect(again.result!.status.state).toBe('TASK_STATE_CANCELED');
     await suite.h.app.bridge.idle();
     expect(suite.h.receiver.requests.filter((r) => r.envelope?.cancel)).toHaveLength(1);
-    expect(attemptsOfTask(suite.h.app.bridge.ctx.db, task!.id).map((a) => [a.dispatchId.startsWith('cancel_'), a.outcome])).toEqual([
+    expect(suite.h.app.bridge.ctx.store.attempts.ofTask(task!.id).map((a) => [a.dispatchId.startsWith('cancel_'), a.outcome])).toEqual([
       [false, 'accepted'],
       [true, 'accepted'],
     ]);
@@ -39,9 +36,9 @@ describe('CancelTask', () => {
     const after = (await suite.h.rpc(hermesBody('status', ctx))).json.result!.task;
     expect(after!.status.state).toBe('TASK_STATE_CANCELED');
     expect(after!.artifacts).toEqual([]);
-    expect(queryLedger(suite.h.app.bridge.ctx.db, { taskId: task!.id, limit: 5 }).map((l) => l.verdict)).toEqual(['bad-token']);
-    expect(getAudit(suite.h.app.bridge.ctx.db, task!.id)).toMatchObject({ state: 'CANCELED', cause: 'canceled by the caller' });
-    expect(suite.h.app.bridge.ctx.db.prepare('SELECT count(*) AS n FROM audit WHERE task_id = ?').get(task!.id)).toEqual({ n: 1 });
+    expect(suite.h.app.bridge.ctx.store.ledger.query({ taskId: task!.id, limit: 5 }).map((l) => l.verdict)).toEqual(['bad-token']);
+    expect(suite.h.app.bridge.ctx.store.audit.latest(task!.id)).toMatchObject({ state: 'CANCELED', cause: 'canceled by the caller' });
+    expect(suite.h.app.bridge.ctx.store.audit.of(task!.id)).toHaveLength(1);
   });
 
   it('a completed task is not cancelable (-32002) and an unknown one is not found (-32001)', async () => {

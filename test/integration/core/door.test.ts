@@ -10,9 +10,8 @@ import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 const suite = useHarness({ agentToml: 'max_open_tasks = 3', webhookToml: 'max_per_minute = 4' });
 
 function counts(): { tasks: number; messages: number; turns: number } {
-  const db = suite.h.app.bridge.ctx.db;
-  const n = (table: string): number => (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
-  return { tasks: n('tasks'), messages: n('messages'), turns: n('turns') };
+  const { tasks, messages, turns } = suite.h.app.bridge.ctx.store.stats.rowCounts();
+  return { tasks, messages, turns };
 }
 
 const send = (text: string) => suite.h.rpc(hermesBody(text, `ctx-${hex(8)}`));
@@ -65,7 +64,7 @@ describe('the door', () => {
 
   it('caps jobs sent to the agent per rolling minute, and lets the next one through once the minute has passed', async () => {
     // Four dispatches so far in this minute (the test above): one more place is freed, the cap is 4.
-    const open = suite.h.app.bridge.ctx.db.prepare(`SELECT id FROM tasks WHERE state = 'WORKING' LIMIT 1`).get() as { id: string };
+    const open = suite.h.app.bridge.ctx.store.tasks.rows({ states: ['WORKING'], limit: 1 })[0]!;
     await suite.h.rpc({ jsonrpc: '2.0', id: 2, method: 'CancelTask', params: { id: open.id } });
     const before = counts();
     const hooks = suite.h.receiver.requests.length;

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 
 /**
- * Issue 4, acceptance 3: replaying one SendMessage 100 times (same messageId) and polling 100
- * times on an open context yields exactly one dispatch (A2A #928, Hermes PR #86322, a2a-js PR #632).
+ * Replaying one SendMessage 100 times (same messageId) and polling 100 times on an open context
+ * yields exactly one dispatch (A2A #928, Hermes PR #86322, a2a-js PR #632).
  */
 
 const suite = useHarness({});

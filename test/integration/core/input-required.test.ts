@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { queryLedger } from '../../../src/store/ledger.js';
 import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 
 /**
- * Issue 4, acceptance 4: an INPUT_REQUIRED round trip end to end on Dovecot: the agent asks, the
- * caller answers on the same context, the second webhook carries the thread and a new token, the
- * final answer is applied, and the first token no longer applies.
+ * An INPUT_REQUIRED round trip end to end on Dovecot: the agent asks, the caller answers on the
+ * same context, the second webhook carries the thread and a new token, the final answer is applied,
+ * and the first token no longer applies.
  */
 
 const suite = useHarness({});
@@ -58,7 +57,7 @@ describe('INPUT_REQUIRED round trip', () => {
       ['ROLE_USER', 'The 3rd of March'],
       ['ROLE_AGENT', '[UNTRUSTED — grok reply, verify before acting]\nBooked: TP1350 on 3 March.'],
     ]);
-    const verdicts = queryLedger(suite.h.app.bridge.ctx.db, { taskId: t1!.id, limit: 10 }).map((l) => l.verdict).reverse();
+    const verdicts = suite.h.app.bridge.ctx.store.ledger.query({ taskId: t1!.id, limit: 10 }).map((l) => l.verdict).reverse();
     expect(verdicts).toEqual(['applied:input-required', 'bad-token', 'applied:done']);
   });
 

@@ -1,14 +1,12 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { queryLedger } from '../../../src/store/ledger.js';
-import { getAudit } from '../../../src/store/tasks.js';
 import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 import type { V1Task } from '../../../src/a2a/wire.js';
 import type { RpcAnswer, V1SendResult } from '../../helpers/rpc-json.js';
 
 /**
- * Issue 4, acceptance 2: a Hermes-style caller with a 120 s read timeout, and an agent that answers
- * after the deadline. One webhook POST in total; every call answered inside the caller's timeout;
- * the late answer is visible on the next poll; nothing is discarded (ledger and audit agree).
+ * A Hermes-style caller with a 120 s read timeout, and an agent that answers after the deadline.
+ * One webhook POST in total; every call answered inside the caller's timeout; the late answer is
+ * visible on the next poll; nothing is discarded (ledger and audit agree).
  */
 const HERMES_TIMEOUT_MS = 120_000;
 const durations: number[] = [];
@@ -33,12 +31,15 @@ async function hermesCall(text: string, contextId: string): Promise<V1Task> {
   return json.result!.task!;
 }
 
-/** What Hermes shows the model: the first text artifact, else status.message (FACTS.md). */
+/**
+ * What Hermes shows the model: the first text artifact, else status.message (Hermes Agent,
+ * plugins/platforms/a2a/tools.py).
+ */
 function shown(task: V1Task): string {
   return task.artifacts?.[0]?.parts?.[0]?.text ?? task.status.message?.parts?.[0]?.text ?? '';
 }
 
-describe('a job that outlives its deadline (issue 4, acceptance 2)', () => {
+describe('a job that outlives its deadline', () => {
   it('fails by deadline with the reason, then keeps and shows the late authenticated answer', async () => {
     const ctx = `ctx-${hex(8)}`;
     let task = await hermesCall('Write a literature review on X', ctx);
@@ -67,9 +68,9 @@ describe('a job that outlives its deadline (issue 4, acceptance 2)', () => {
 
     // One webhook in total; nothing discarded: the ledger keeps the reply, the audit the failure.
     expect(suite.h.receiver.requests).toHaveLength(1);
-    const ledger = queryLedger(suite.h.app.bridge.ctx.db, { taskId: task.id, limit: 10 });
+    const ledger = suite.h.app.bridge.ctx.store.ledger.query({ taskId: task.id, limit: 10 });
     expect(ledger.map((l) => l.verdict)).toEqual(['late:recorded']);
-    const audit = getAudit(suite.h.app.bridge.ctx.db, task.id) as { state: string; failedBy: string; cause: string; verdicts: unknown[]; endedAt: string };
+    const audit = suite.h.app.bridge.ctx.store.audit.latest(task.id) as { state: string; failedBy: string; cause: string; verdicts: unknown[]; endedAt: string };
     expect(audit).toMatchObject({ state: 'FAILED', failedBy: 'deadline', verdicts: [] });
     expect(audit.cause).toMatch(/^deadline .* passed with no reply from grok$/);
     // The audit was written at the failure, before the late reply was seen: the two agree in time.
@@ -79,7 +80,7 @@ describe('a job that outlives its deadline (issue 4, acceptance 2)', () => {
     await suite.dovecot.append(await suite.h.reply(suite.h.envelope(1), { answer: 'The review, finally.' }));
     task = await hermesCall('status', ctx);
     expect(task.artifacts).toHaveLength(1);
-    expect(queryLedger(suite.h.app.bridge.ctx.db, { taskId: task.id, limit: 10 }).map((l) => l.verdict).sort()).toEqual(['bad-token', 'late:recorded']);
+    expect(suite.h.app.bridge.ctx.store.ledger.query({ taskId: task.id, limit: 10 }).map((l) => l.verdict).sort()).toEqual(['bad-token', 'late:recorded']);
     for (const d of durations) expect(d).toBeLessThan(HERMES_TIMEOUT_MS);
   });
 });

@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { iso } from '../../../src/core/time.js';
-import { getMailboxState } from '../../../src/store/mailbox-state.js';
 import type { V1Task } from '../../../src/a2a/wire.js';
 import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 
 /**
- * Issue 16, "silent today": a tagged reply refused at a gate used to show the caller only
+ * A tagged reply refused at a gate used to show the caller only
  * "1 new message(s), 0 applied" until the deadline. The status now says a reply for this task
  * was refused, with the verdict and the operator's command — and nothing the mail's sender chose.
  * It also says when the next mailbox check is due, since polls inside check_interval_s do not check.
@@ -25,7 +24,7 @@ describe('the caller hears about a refused reply', () => {
     const ctx = `ctx-${hex(8)}`;
     const first = await call('Summarise the report', ctx);
     expect(first.status.state).toBe('TASK_STATE_WORKING');
-    const lastCheck = getMailboxState(h.app.bridge.ctx.db, h.app.bridge.ctx.mailbox.folder).lastCheckAt!;
+    const lastCheck = h.app.bridge.ctx.store.mailbox.state(h.app.bridge.ctx.mailbox.folder).lastCheckAt!;
     expect(statusOf(first)).toContain(`Mailbox last checked ${iso(lastCheck)} (`);
     expect(statusOf(first)).toContain(`The next check is due at ${iso(lastCheck + 60_000)} (in `);
     expect(statusOf(first)).toContain('a call before then answers from what is already known.');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { demo } from '../../../src/demo/round-trip.js';
 
-describe('a2a-mailbridge demo (issue 2, acceptance 1)', () => {
+describe('a2a-mailbridge demo', () => {
   it('prints a WORKING answer with the dispatch note, then a COMPLETED answer starting with the untrusted label', async () => {
     const lines: string[] = [];
     const ok = await demo({ out: (l) => lines.push(l) });

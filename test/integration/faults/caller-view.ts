@@ -1,6 +1,6 @@
 /**
- * What a caller of the bridge sees (FACTS.md "Hermes Agent as the caller"): the text Hermes shows
- * the model, the status text, and GET /health.
+ * What a caller of the bridge sees (Hermes Agent, plugins/platforms/a2a/tools.py): the text Hermes
+ * shows the model, the status text, and GET /health.
  */
 import type { HealthJson } from '../../../src/a2a/health.js';
 import type { V1Task } from '../../../src/a2a/wire.js';
@@ -11,7 +11,10 @@ export function newContext(): string {
   return `ctx-${hex(8)}`;
 }
 
-/** What Hermes shows the model: the first text artifact, else `status.message` (FACTS.md). */
+/**
+ * What Hermes shows the model: the first text artifact, else `status.message` (Hermes Agent,
+ * plugins/platforms/a2a/tools.py).
+ */
 export function shown(task: V1Task | undefined): string {
   return task?.artifacts?.[0]?.parts?.[0]?.text ?? task?.status?.message?.parts?.[0]?.text ?? '';
 }

@@ -3,10 +3,8 @@ import { copyFileSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, s
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { openDb } from '../../../src/store/db.js';
-import { ledgerOfTask } from '../../../src/store/ledger.js';
-import { getMailboxState } from '../../../src/store/mailbox-state.js';
-import { insertTask } from '../../../src/store/tasks.js';
+import { Store } from '../../../src/store/store.js';
+import { quickCheck } from './bridge-process.js';
 import { hermesBody, startHarness, type Harness } from '../../helpers/bridge-harness.js';
 import { makeConfigDir, minimalToml } from '../../helpers/config-dir.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
@@ -18,9 +16,9 @@ import type { V1Task } from '../../../src/a2a/wire.js';
 import type { Counts } from './store-load.js';
 
 /**
- * Issue 5, acceptance 3 — concurrency: many polls share one mailbox check; the sweep and the
- * poller, in separate processes on one store file, never see SQLITE_BUSY; and a damaged store is
- * refused at start with a message that names the check and the fix.
+ * Concurrency: many polls share one mailbox check; the sweep and the poller, in separate processes
+ * on one store file, never see SQLITE_BUSY; and a damaged store is refused at start with a message
+ * that names the check and the fix.
  */
 let dovecot: DovecotHandle;
 let folders = 0;
@@ -60,19 +58,28 @@ async function fiftyPolls(h: Harness, ctx: string): Promise<{ answers: (V1Task |
   return { answers, errors, slowest: performance.now() - started };
 }
 
-describe('50 concurrent polls share one mailbox check (issue 5, acceptance 3)', () => {
+/**
+ * A bridge on a fresh folder of the file's Dovecot (reached at `port`: a proxy's, say), cleaned up
+ * after the file, settled, with one WORKING task on a new context.
+ */
+async function harnessWithTask(folder: string, port: number, mailboxToml: string): Promise<{ h: Harness; ctx: string; first: V1Task }> {
+  const h = await startHarness({ dovecot: { ...dovecot, port }, mailboxToml: `folder = "${folder}"\n${mailboxToml}` });
+  cleanup.push(async () => {
+    await h.close();
+    rmSync(h.configDir.dir, { recursive: true, force: true });
+  });
+  await h.app.bridge.idle();
+  const ctx = newContext();
+  const first = (await h.rpc(hermesBody('Summarise the report', ctx))).json.result!.task!;
+  expect(first.status.state).toBe('TASK_STATE_WORKING');
+  return { h, ctx, first };
+}
+
+describe('50 concurrent polls share one mailbox check', () => {
   it('check_interval_s = 15, check due: 50 polls at once → one EXAMINE, one LOGIN, zero errors; the reply is applied once and all 50 see it', async () => {
     const folder = `C${++folders}`;
     await dovecot.createFolder(folder);
-    const h = await startHarness({ dovecot, mailboxToml: `folder = "${folder}"\ncheck_interval_s = 15` });
-    cleanup.push(async () => {
-      await h.close();
-      rmSync(h.configDir.dir, { recursive: true, force: true });
-    });
-    await h.app.bridge.idle();
-    const ctx = newContext();
-    const first = (await h.rpc(hermesBody('Summarise the report', ctx))).json.result!.task;
-    expect(first!.status.state).toBe('TASK_STATE_WORKING');
+    const { h, ctx, first } = await harnessWithTask(folder, dovecot.port, 'check_interval_s = 15');
     await dovecot.append(await h.reply(h.envelope(1), { answer: 'Shared by fifty polls.' }), { folder });
     h.advance(16_000); // the next check is due
 
@@ -85,7 +92,7 @@ describe('50 concurrent polls share one mailbox check (issue 5, acceptance 3)', 
     // Every poll joined the check (or came after it): all 50 see the applied reply.
     expect(answers.filter((t) => t?.status.state === 'TASK_STATE_COMPLETED')).toHaveLength(50);
     expect(answers.every((t) => shown(t).endsWith('Shared by fifty polls.'))).toBe(true);
-    expect(ledgerOfTask(h.app.bridge.ctx.db, first!.id).map((l) => l.verdict)).toEqual(['applied:done']);
+    expect(h.app.bridge.ctx.store.ledger.ofTask(first.id).map((l) => l.verdict)).toEqual(['applied:done']);
     summary.add('50 concurrent polls, check due (check_interval_s = 15)', `1 EXAMINE, 1 LOGIN, 0 errors, all 50 answered 200 COMPLETED within ${Math.round(slowest)} ms; reply applied once`);
   });
 
@@ -94,15 +101,7 @@ describe('50 concurrent polls share one mailbox check (issue 5, acceptance 3)', 
     await dovecot.createFolder(folder);
     const proxy = await startImapProxy(dovecot.port, 'pass', 500);
     cleanup.push(() => proxy.close());
-    const h = await startHarness({ dovecot: { ...dovecot, port: proxy.port }, mailboxToml: `folder = "${folder}"` });
-    cleanup.push(async () => {
-      await h.close();
-      rmSync(h.configDir.dir, { recursive: true, force: true });
-    });
-    await h.app.bridge.idle();
-    const ctx = newContext();
-    const first = (await h.rpc(hermesBody('Summarise the report', ctx))).json.result!.task;
-    expect(first!.status.state).toBe('TASK_STATE_WORKING');
+    const { h, ctx } = await harnessWithTask(folder, proxy.port, '');
 
     const before = h.imapCommands.length;
     const acceptedBefore = proxy.stats.accepted;
@@ -140,7 +139,7 @@ async function load(store: string, roles: { role: string; n: number }[]): Promis
   );
 }
 
-describe('SQLite under contention and damage (issue 5, acceptance 3)', () => {
+describe('SQLite under contention and damage', () => {
   const dirs: string[] = [];
   afterAll(() => {
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
@@ -153,7 +152,7 @@ describe('SQLite under contention and damage (issue 5, acceptance 3)', () => {
 
   it('sweep and poller in 4 processes on one store: ≥ 1,000 read-then-write transactions, zero SQLITE_BUSY, every task failed exactly once', async () => {
     const store = join(tempDir(), 'bridge.sqlite');
-    openDb(store).close(); // created and migrated before the processes start
+    Store.open(store).close(); // created and migrated before the processes start
     const results = await load(store, [
       { role: 'sweeper', n: 100 },
       { role: 'sweeper', n: 100 },
@@ -172,20 +171,19 @@ describe('SQLite under contention and damage (issue 5, acceptance 3)', () => {
     const overlapMs = Math.min(...results.map((r) => r.lastAt)) - Math.max(...results.map((r) => r.firstAt));
     expect(overlapMs).toBeGreaterThan(0);
 
-    const db = openDb(store, { readOnly: true });
+    const db = Store.open(store, { readOnly: true });
     try {
-      const tasks = (db.prepare(`SELECT count(*) AS n, sum(state = 'FAILED') AS failed FROM tasks`).get() as { n: number; failed: number });
-      expect(tasks).toEqual({ n: 1000, failed: 1000 });
-      const failedOnce = db.prepare(`SELECT count(*) AS n FROM (SELECT task_id FROM task_events WHERE to_state = 'FAILED' GROUP BY task_id HAVING count(*) = 1)`).get() as { n: number };
-      expect(failedOnce.n).toBe(1000);
-      expect((db.prepare(`SELECT count(*) AS n FROM audit`).get() as { n: number }).n).toBe(1000);
+      expect(db.stats.tasksByState()).toEqual({ FAILED: 1000 });
+      const tasks = db.tasks.rows({ limit: 2000 });
+      const failedOnce = tasks.filter((t) => db.events.of(t.id).filter((e) => e.toState === 'FAILED').length === 1);
+      expect(failedOnce).toHaveLength(1000);
+      expect(db.stats.rowCounts()).toMatchObject({ tasks: 1000, audit: 1000, ledger: 600 });
       expect(results.filter((r) => r.role === 'sweeper').reduce((n, r) => n + r.failed, 0)).toBe(1000);
-      expect((db.prepare(`SELECT count(*) AS n FROM ledger`).get() as { n: number }).n).toBe(600);
-      expect(getMailboxState(db, 'INBOX').lastUid).toBe(600);
-      expect(db.pragma('quick_check', { simple: true })).toBe('ok');
+      expect(db.mailbox.state('INBOX').lastUid).toBe(600);
     } finally {
       db.close();
     }
+    expect(quickCheck(store)).toBe('ok');
     const maxTx = Math.max(...results.map((r) => r.maxTxMs));
     summary.add(
       '4 processes (2 sweepers seeding + sweepDeadlines, 2 pollers with the mail-check transaction) on one store',
@@ -194,7 +192,7 @@ describe('SQLite under contention and damage (issue 5, acceptance 3)', () => {
 
     // Control: the same poller transaction opened DEFERRED does meet SQLITE_BUSY, so the count above can see it.
     const control = join(tempDir(), 'control.sqlite');
-    openDb(control).close();
+    Store.open(control).close();
     const deferred = await load(control, [
       { role: 'poller-deferred', n: 300 },
       { role: 'poller-deferred', n: 300 },
@@ -206,12 +204,14 @@ describe('SQLite under contention and damage (issue 5, acceptance 3)', () => {
   /** A store with 300 tasks (enough pages to damage some in the middle), closed so the WAL is checkpointed. */
   const goodStore = (): string => {
     const good = join(tempDir(), 'good.sqlite');
-    const db = openDb(good);
+    const db = Store.open(good);
     for (let i = 0; i < 300; i++) {
-      insertTask(db, {
-        id: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, agent: 'grok', contextId: `ctx-${i}`, state: 'COMPLETED',
-        stateReason: 'x'.repeat(500), failedBy: null, turn: 1, caller: 'test', createdAt: i, updatedAt: i, deadlineAt: null,
-      });
+      db.tx((tx) =>
+        tx.tasks.insert({
+          id: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, agent: 'grok', contextId: `ctx-${i}`, state: 'COMPLETED',
+          stateReason: 'x'.repeat(500), failedBy: null, turn: 1, caller: 'test', createdAt: i, updatedAt: i, deadlineAt: null,
+        }),
+      );
     }
     db.close();
     return good;

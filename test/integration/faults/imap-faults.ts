@@ -1,7 +1,7 @@
 /**
- * IMAP faults on demand (issue 5): a TCP proxy in front of Dovecot that can refuse, stall or cut a
- * connection in the middle of a FETCH and come back on the same port; a server that never greets;
- * and a MULTIAPPEND that fills a folder with many messages in one command.
+ * IMAP faults on demand: a TCP proxy in front of Dovecot that can refuse, stall or cut a connection
+ * in the middle of a FETCH and come back on the same port; a server that never greets; and a
+ * MULTIAPPEND that fills a folder with many messages in one command.
  */
 import { createServer, createConnection, type Server, type Socket } from 'node:net';
 import { freePort } from '../../helpers/free-port.js';

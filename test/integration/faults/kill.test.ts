@@ -3,14 +3,9 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Envelope } from '../../../src/downlink/envelope.js';
 import { startDnsZone, type DnsZone } from '../../../src/demo/dns-zone.js';
-import { buildReplyMail, dkimTxtName, generateDkimKey } from '../../../src/demo/reply-mail.js';
-import { artifactsOf } from '../../../src/store/artifacts.js';
-import { attemptsOfTask } from '../../../src/store/attempts.js';
-import { ledgerOfTask } from '../../../src/store/ledger.js';
-import { getMailboxState } from '../../../src/store/mailbox-state.js';
-import { getTask, listTaskRows, taskEvents, type TaskRow } from '../../../src/store/tasks.js';
-import { turnsOfTask } from '../../../src/store/turns.js';
-import { AGENT_ADDRESS, AGENT_DOMAIN, harnessToml, hermesBody, PROVIDER, SELECTOR } from '../../helpers/bridge-harness.js';
+import { dkimTxtName, generateDkimKey } from '../../../src/demo/reply-mail.js';
+import { type TaskRow } from '../../../src/store/task-rows.js';
+import { agentReply, AGENT_DOMAIN, harnessToml, hermesBody, SELECTOR } from '../../helpers/bridge-harness.js';
 import { makeConfigDir, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET, writeSecret, type ConfigDir } from '../../helpers/config-dir.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
@@ -22,11 +17,11 @@ import type { V1Task } from '../../../src/a2a/wire.js';
 import type { ResultOfBody, RpcAnswer } from '../../helpers/rpc-json.js';
 
 /**
- * Issue 5, acceptance 2 — kill tests. The bridge runs as a child process (`serve`, from source)
- * against a real Dovecot, a real webhook receiver that dedupes by `webhook-id`, and a loopback
- * DNS zone with the agent's DKIM key. A failpoint makes the process SIGKILL itself (no clean-up,
- * no flush); it is then started again without the failpoint on the same store and port. After
- * every kill and every restart the store passes `PRAGMA quick_check`.
+ * Kill tests. The bridge runs as a child process (`serve`, from source) against a real Dovecot, a
+ * real webhook receiver that dedupes by `webhook-id`, and a loopback DNS zone with the agent's DKIM
+ * key. A failpoint makes the process SIGKILL itself (no clean-up, no flush); it is then started
+ * again without the failpoint on the same store and port. After every kill and every restart the
+ * store passes `PRAGMA quick_check`.
  */
 let dovecot: DovecotHandle;
 let zone: DnsZone;
@@ -63,7 +58,9 @@ async function setup(): Promise<Setup> {
   await dovecot.createFolder(folder);
   const receiver = await startWebhookReceiver({ secret: TEST_WEBHOOK_SECRET, bearer: TEST_WEBHOOK_BEARER });
   const port = await freePort();
-  const cfg = makeConfigDir(harnessToml({ dovecot, port, zoneAddress: zone.address, webhookUrl: receiver.url, mailboxToml: `folder = "${folder}"` }));
+  // A poll waits for the whole mailbox check (check_wait_ms), however slow the machine: the poll
+  // that applies a reply is then still open when the process kills itself while applying it.
+  const cfg = makeConfigDir(harnessToml({ dovecot, port, zoneAddress: zone.address, webhookUrl: receiver.url, mailboxToml: `folder = "${folder}"\ncheck_wait_ms = 20000` }));
   writeSecret(cfg.dir, 'imap-password', dovecot.password);
   afterCleanup.push(async () => {
     await receiver.close();
@@ -105,17 +102,16 @@ async function answered<const B>(s: Setup, body: B): Promise<Answer<B>> {
   return (result?.task ?? result) as Answer<B>;
 }
 
-/** Polls on `ctx` until the task is in `state` (the dispatch or check after a restart runs in the background). */
-async function pollUntil(s: Setup, ctx: string, state: string, timeoutMs = 15_000): Promise<V1Task> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const task = await answered(s, hermesBody('status', ctx));
-    if (task.status.state === state || Date.now() > until) return task;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+/**
+ * Waits for the bridge to log that the task moved to `state` (the dispatch or check after a
+ * restart runs in the background), then polls on `ctx` once.
+ */
+async function afterChange(s: Setup, p: BridgeProcess, taskId: string, ctx: string, state: string): Promise<V1Task> {
+  await p.log('task changed', (e) => e.task === taskId && e.to === state);
+  return answered(s, hermesBody('status', ctx));
 }
 
-const tasksIn = (store: string): TaskRow[] => readStore(store, (db) => listTaskRows(db, { limit: 100 }));
+const tasksIn = (store: string): TaskRow[] => readStore(store, (db) => db.tasks.rows({ limit: 100 }));
 
 async function died(p: BridgeProcess): Promise<string> {
   const { code, signal } = await p.exited;
@@ -123,7 +119,7 @@ async function died(p: BridgeProcess): Promise<string> {
   return `${signal ?? code}`;
 }
 
-describe('SIGKILL at a failpoint, then a restart (issue 5, acceptance 2)', () => {
+describe('SIGKILL at a failpoint, then a restart', () => {
   it('(a) after-task-stored: the call is cut, the task survives, and the dispatch happens after the restart — one webhook-id', async () => {
     const s = await setup();
     const ctx = newContext();
@@ -136,14 +132,14 @@ describe('SIGKILL at a failpoint, then a restart (issue 5, acceptance 2)', () =>
     expect(quickCheck(s.store)).toBe('ok');
     const [stored] = tasksIn(s.store);
     expect(stored).toMatchObject({ contextId: ctx, state: 'SUBMITTED' });
-    expect(readStore(s.store, (db) => turnsOfTask(db, stored!.id).map((t) => t.dispatchState))).toEqual(['pending']);
+    expect(readStore(s.store, (db) => db.turns.ofTask(stored!.id).map((t) => t.dispatchState))).toEqual(['pending']);
 
     const p2 = await startBridgeProcess(s.cfg.configPath);
     await s.receiver.waitForRequests(1, 10_000);
     // The caller retries the very same message after the reset: the same task, no second dispatch.
     const replay = await answered(s, body);
     expect(replay.id).toBe(stored!.id);
-    const task = await pollUntil(s, ctx, 'TASK_STATE_WORKING');
+    const task = await afterChange(s, p2, stored!.id, ctx, 'WORKING');
     expect(task).toMatchObject({ id: stored!.id, status: { state: 'TASK_STATE_WORKING' } });
     const listed = await answered(s, { jsonrpc: '2.0', id: 2, method: 'ListTasks', params: { contextId: ctx } });
     expect(listed.tasks.map((t) => t.id)).toEqual([stored!.id]);
@@ -170,17 +166,17 @@ describe('SIGKILL at a failpoint, then a restart (issue 5, acceptance 2)', () =>
     expect(quickCheck(s.store)).toBe('ok');
     const [stored] = tasksIn(s.store);
     expect(stored).toMatchObject({ contextId: ctx, state: 'SUBMITTED' });
-    expect(readStore(s.store, (db) => attemptsOfTask(db, stored!.id))).toMatchObject([{ attempt: 1, finishedAt: null, outcome: null }]);
+    expect(readStore(s.store, (db) => db.attempts.ofTask(stored!.id))).toMatchObject([{ attempt: 1, finishedAt: null, outcome: null }]);
 
     const p2 = await startBridgeProcess(s.cfg.configPath);
-    const task = await pollUntil(s, ctx, 'TASK_STATE_WORKING');
+    const task = await afterChange(s, p2, stored!.id, ctx, 'WORKING');
     expect(task.status.state).toBe('TASK_STATE_WORKING');
     expect(quickCheck(s.store)).toBe('ok');
     await p2.stop();
     expect(s.receiver.requests).toHaveLength(2);
-    expect(s.receiver.distinctIds()).toEqual([readStore(s.store, (db) => turnsOfTask(db, stored!.id)[0]!.dispatchId)]);
+    expect(s.receiver.distinctIds()).toEqual([readStore(s.store, (db) => db.turns.ofTask(stored!.id)[0]!.dispatchId)]);
     expect(s.receiver.requests.every((q) => q.verified)).toBe(true);
-    const attempts = readStore(s.store, (db) => attemptsOfTask(db, stored!.id));
+    const attempts = readStore(s.store, (db) => db.attempts.ofTask(stored!.id));
     expect(attempts.map((a) => [a.attempt, a.outcome, a.httpStatus, a.error])).toEqual([
       [1, 'retry', null, 'interrupted: the process stopped during the attempt'],
       [2, 'accepted', 202, null],
@@ -197,39 +193,32 @@ describe('SIGKILL at a failpoint, then a restart (issue 5, acceptance 2)', () =>
     const p1 = await startBridgeProcess(s.cfg.configPath, 'while-applying-reply');
     const first = await answered(s, hermesBody('Summarise the report', ctx));
     expect(first.status.state).toBe('TASK_STATE_WORKING');
+    // The start-up check must be over, or the poll below would join it and miss the reply.
+    await p1.log('mailbox check done');
     const env = s.receiver.requests[0]!.envelope as Envelope;
-    const raw = await buildReplyMail({
-      from: `Grok Agent <${AGENT_ADDRESS}>`,
-      to: env.reply_to,
-      subject: `Re: your job ${env.subject_tag}`,
-      token: env.reply_token,
-      status: 'done',
-      answer: 'Applied exactly once.',
-      dkim: { domain: AGENT_DOMAIN, selector: SELECTOR, privateKeyPem: key.privateKeyPem },
-      provider: PROVIDER,
-    });
+    const raw = await agentReply(env, key.privateKeyPem, { answer: 'Applied exactly once.' });
     const uid = await dovecot.append(raw, { folder: s.folder });
 
     const r = await post(s, hermesBody('status', ctx));
-    expect('cut' in r, 'the poll that applies the reply must be cut by the kill').toBe(true);
+    expect('cut' in r, `the poll that applies the reply must be cut by the kill; it answered ${JSON.stringify(r).slice(0, 600)}`).toBe(true);
     await died(p1);
     expect(quickCheck(s.store)).toBe('ok');
     expect(
-      readStore(s.store, (db) => [getTask(db, first.id)!.state, ledgerOfTask(db, first.id).length, artifactsOf(db, first.id).length, getMailboxState(db, s.folder).lastUid]),
+      readStore(s.store, (db) => [db.tasks.get(first.id)!.state, db.ledger.ofTask(first.id).length, db.artifacts.of(first.id).length, db.mailbox.state(s.folder).lastUid]),
     ).toEqual(['WORKING', 0, 0, 0]);
 
     const p2 = await startBridgeProcess(s.cfg.configPath);
-    const done = await pollUntil(s, ctx, 'TASK_STATE_COMPLETED');
+    const done = await afterChange(s, p2, first.id, ctx, 'COMPLETED');
     expect(done.status.state).toBe('TASK_STATE_COMPLETED');
     expect(shown(done)).toBe('[UNTRUSTED — grok reply, verify before acting]\nApplied exactly once.');
     for (let i = 0; i < 3; i++) expect((await answered(s, hermesBody('status', ctx))).artifacts).toHaveLength(1);
     expect(quickCheck(s.store)).toBe('ok');
     await p2.stop();
     const after = readStore(s.store, (db) => ({
-      ledger: ledgerOfTask(db, first.id).map((l) => [l.source, l.verdict]),
-      artifacts: artifactsOf(db, first.id).length,
-      completed: taskEvents(db, first.id).filter((e) => e.toState === 'COMPLETED').length,
-      replies: (db.prepare(`SELECT count(*) AS n FROM messages WHERE task_id = ? AND kind = 'reply'`).get(first.id) as { n: number }).n,
+      ledger: db.ledger.ofTask(first.id).map((l) => [l.source, l.verdict]),
+      artifacts: db.artifacts.of(first.id).length,
+      completed: db.events.of(first.id).filter((e) => e.toState === 'COMPLETED').length,
+      replies: db.messages.history(first.id).filter((m) => m.kind === 'reply').length,
     }));
     const validity = String(await dovecot.uidValidity(s.folder));
     expect(after).toEqual({ ledger: [[`imap:${s.folder}:${validity}:${uid}`, 'applied:done']], artifacts: 1, completed: 1, replies: 1 });

@@ -2,10 +2,6 @@ import { chmodSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { iso } from '../../../src/core/time.js';
-import { artifactsOf } from '../../../src/store/artifacts.js';
-import { ledgerOfTask, queryLedger } from '../../../src/store/ledger.js';
-import { getMailboxState } from '../../../src/store/mailbox-state.js';
-import { getTask, taskEvents } from '../../../src/store/tasks.js';
 import { ImapMailbox } from '../../../src/uplink/imap-mailbox.js';
 import { AGENT_ADDRESS, hermesBody, startHarness, type Harness, type HarnessOptions } from '../../helpers/bridge-harness.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
@@ -16,12 +12,12 @@ import type { HealthJson } from '../../../src/a2a/health.js';
 import type { V1Task } from '../../../src/a2a/wire.js';
 
 /**
- * Issue 5, acceptance 1 — mailbox faults. None may fail an A2A call: every poll answers HTTP 200
- * with the task's current state, its status text says the mailbox is unreachable and since when,
- * and GET /health shows the last success, the last error and since when. Faults come from a TCP
- * proxy in front of the real Dovecot (refuse, cut mid-FETCH, come back on the same port), a
- * silent server, a wrong password file and TLS against a plaintext port. Every test reads its own
- * folder, so watermarks and ledgers are its own.
+ * Mailbox faults. None may fail an A2A call: every poll answers HTTP 200 with the task's current
+ * state, its status text says the mailbox is unreachable and since when, and GET /health shows the
+ * last success, the last error and since when. Faults come from a TCP proxy in front of the real
+ * Dovecot (refuse, cut mid-FETCH, come back on the same port), a silent server, a wrong password
+ * file and TLS against a plaintext port. Every test reads its own folder, so watermarks and ledgers
+ * are its own.
  */
 let dovecot: DovecotHandle;
 let folders = 0;
@@ -122,7 +118,7 @@ function tally(verdicts: string[]): Record<string, number> {
   return out;
 }
 
-describe('mailbox faults never fail an A2A call (issue 5, acceptance 1)', () => {
+describe('mailbox faults never fail an A2A call', () => {
   it('connection refused: the poll answers WORKING with "unreachable since"; once the server is back the waiting reply is applied', async () => {
     const p = await proxy();
     const h = await harness({ dovecot: { ...dovecot, port: p.port } });
@@ -149,7 +145,7 @@ describe('mailbox faults never fail an A2A call (issue 5, acceptance 1)', () => 
     expect(health.status).toBe('ok');
     expect(health.mailbox).toMatchObject({ lastError: null, errorSince: null });
     expect(Date.parse(health.mailbox.lastSuccessAt!)).toBeGreaterThan(Date.parse(firstSuccess));
-    expect(ledgerOfTask(h.app.bridge.ctx.db, id).map((l) => l.verdict)).toEqual(['applied:done']);
+    expect(h.app.bridge.ctx.store.ledger.ofTask(id).map((l) => l.verdict)).toEqual(['applied:done']);
     expect(h.receiver.requests).toHaveLength(1);
     summary.add(
       'connection refused (nothing listens on the IMAP port)',
@@ -208,21 +204,21 @@ describe('mailbox faults never fail an A2A call (issue 5, acceptance 1)', () => 
     const down = await expectUnreachable(h, ctx, /./);
     expect(p.stats.dropped).toBeGreaterThanOrEqual(1);
     expect(h.imapCommands.some((c) => /UID FETCH .*BODY\.PEEK\[\]/.test(c))).toBe(true);
-    expect(ledgerOfTask(h.app.bridge.ctx.db, id)).toEqual([]);
-    expect(getMailboxState(h.app.bridge.ctx.db, h.folder).lastUid).toBe(0);
+    expect(h.app.bridge.ctx.store.ledger.ofTask(id)).toEqual([]);
+    expect(h.app.bridge.ctx.store.mailbox.state(h.folder).lastUid).toBe(0);
 
     await p.setMode('pass');
     const back = await call(h, 'status', ctx);
     expect(back.task.status.state).toBe('TASK_STATE_COMPLETED');
     expect(shown(back.task)).toContain('Survives a cut connection.');
-    expect(ledgerOfTask(h.app.bridge.ctx.db, id).map((l) => l.verdict)).toEqual(['applied:done']);
-    expect(artifactsOf(h.app.bridge.ctx.db, id)).toHaveLength(1);
+    expect(h.app.bridge.ctx.store.ledger.ofTask(id).map((l) => l.verdict)).toEqual(['applied:done']);
+    expect(h.app.bridge.ctx.store.artifacts.of(id)).toHaveLength(1);
     summary.add('connection dropped mid-FETCH (proxy cuts inside the BODY.PEEK[] literal)', `200 WORKING, "unreachable since <t>: ${down.health.mailbox.lastError!.replace(String(p.port), '<port>')}"; no ledger row, watermark unchanged; next poll with the connection intact → applied:done once, COMPLETED, 1 artifact`);
   });
 
   it('a message the server cannot FETCH: recorded unreadable:fetch, the reply behind it applied, the watermark past both', async () => {
     const h = await harness();
-    const db = () => h.app.bridge.ctx.db;
+    const db = () => h.app.bridge.ctx.store;
     const t = await working(h);
     const broken = await dovecot.append(await h.reply(h.envelope(t.n), { answer: 'Never readable.' }), { folder: h.folder });
     // Dovecot caches the header fields a SEARCH reads (here: a read-only pass of our own reader),
@@ -236,26 +232,26 @@ describe('mailbox faults never fail an A2A call (issue 5, acceptance 1)', () => 
     const done = await call(h, 'status', t.ctx);
     expect(done.task.status.state).toBe('TASK_STATE_COMPLETED');
     expect(shown(done.task)).toContain('Read past the broken one.');
-    const rows = queryLedger(db(), { limit: 10 }).filter((l) => l.source.startsWith(`imap:${h.folder}:`)).reverse();
+    const rows = db().ledger.query({ limit: 10 }).filter((l) => l.source.startsWith(`imap:${h.folder}:`)).reverse();
     expect(rows.map((l) => [Number(l.source.split(':').at(-1)), l.verdict])).toEqual([
       [broken, 'unreadable:fetch'],
       [genuine, 'applied:done'],
     ]);
     expect(rows[0]!.reason).toMatch(/^IMAP FETCH of UID \d+ in F\d+ refused twice: BYE FETCH failed: Internal error occurred/);
-    expect(getMailboxState(db(), h.folder).lastUid).toBe(genuine);
+    expect(db().mailbox.state(h.folder).lastUid).toBe(genuine);
     expect((await healthOf(h)).status).toBe('ok');
     summary.add('a message file Dovecot cannot open (FETCH answered with BYE)', `its UID fetched alone twice on fresh connections, then recorded unreadable:fetch ("${rows[0]!.reason.replace(/ \[\d{4}-[^\]]*\]/, '')}"); the reply behind it applied:done in the same check; watermark at UID ${genuine}; /health ok`);
   });
 
   it('UIDVALIDITY change: the folder is rescanned, the already-applied reply is a duplicate, the new reply is applied', async () => {
     const h = await harness();
-    const db = () => h.app.bridge.ctx.db;
+    const db = () => h.app.bridge.ctx.store;
     const a = await working(h);
     const replyA = await h.reply(h.envelope(a.n), { answer: 'Answer A.' });
     await dovecot.append(replyA, { folder: h.folder });
     expect((await call(h, 'status', a.ctx)).task.status.state).toBe('TASK_STATE_COMPLETED');
     const v1 = String(await dovecot.uidValidity(h.folder));
-    expect(getMailboxState(db(), h.folder)).toMatchObject({ uidValidity: v1, lastUid: 1 });
+    expect(db().mailbox.state(h.folder)).toMatchObject({ uidValidity: v1, lastUid: 1 });
 
     await dovecot.deleteFolder(h.folder);
     await dovecot.createFolder(h.folder);
@@ -272,8 +268,8 @@ describe('mailbox faults never fail an A2A call (issue 5, acceptance 1)', () => 
     const done = await call(h, 'status', b.ctx);
     expect(done.task.status.state).toBe('TASK_STATE_COMPLETED');
     expect(shown(done.task)).toContain('Answer B.');
-    expect(getMailboxState(db(), h.folder)).toMatchObject({ uidValidity: v2, lastUid: 3 });
-    const ledgerA = ledgerOfTask(db(), a.id);
+    expect(db().mailbox.state(h.folder)).toMatchObject({ uidValidity: v2, lastUid: 3 });
+    const ledgerA = db().ledger.ofTask(a.id);
     expect(ledgerA.map((l) => [l.source.split(':').slice(2).join(':'), l.verdict])).toEqual([
       [`${v1}:1`, 'applied:done'],
       [`${v2}:1`, 'duplicate'],
@@ -281,9 +277,9 @@ describe('mailbox faults never fail an A2A call (issue 5, acceptance 1)', () => 
     ]);
     expect(ledgerA[1]!.reason).toMatch(/raw bytes/);
     expect(ledgerA[2]!.reason).toMatch(/Message-ID/i);
-    expect(ledgerOfTask(db(), b.id).map((l) => l.verdict)).toEqual(['applied:done']);
-    expect(artifactsOf(db(), a.id)).toHaveLength(1);
-    expect(taskEvents(db(), a.id).filter((e) => e.toState === 'COMPLETED')).toHaveLength(1);
+    expect(db().ledger.ofTask(b.id).map((l) => l.verdict)).toEqual(['applied:done']);
+    expect(db().artifacts.of(a.id)).toHaveLength(1);
+    expect(db().events.of(a.id).filter((e) => e.toState === 'COMPLETED')).toHaveLength(1);
     const taskA = (await call(h, 'status', a.ctx)).task;
     expect(shown(taskA)).toContain('Answer A.');
     summary.add(
@@ -294,7 +290,7 @@ describe('mailbox faults never fail an A2A call (issue 5, acceptance 1)', () => 
 
   it('re-uploaded copies (same bytes, new UIDs) are duplicates, never applied twice', async () => {
     const h = await harness();
-    const db = () => h.app.bridge.ctx.db;
+    const db = () => h.app.bridge.ctx.store;
     const t = await working(h);
     const reply = await h.reply(h.envelope(t.n), { answer: 'Only once.' });
     const uid1 = await dovecot.append(reply, { folder: h.folder });
@@ -304,15 +300,15 @@ describe('mailbox faults never fail an A2A call (issue 5, acceptance 1)', () => 
     const again = await call(h, 'status', t.ctx);
     expect(again.task.status.state).toBe('TASK_STATE_COMPLETED');
     expect(new Set([uid1, uid2, uid3]).size).toBe(3);
-    const rows = ledgerOfTask(db(), t.id);
+    const rows = db().ledger.ofTask(t.id);
     expect(rows.map((l) => [Number(l.source.split(':').at(-1)), l.verdict])).toEqual([
       [uid1, 'applied:done'],
       [uid2, 'duplicate'],
       [uid3, 'duplicate'],
     ]);
-    expect(artifactsOf(db(), t.id)).toHaveLength(1);
+    expect(db().artifacts.of(t.id)).toHaveLength(1);
     expect(again.task.artifacts).toHaveLength(1);
-    expect(taskEvents(db(), t.id).filter((e) => e.toState === 'COMPLETED')).toHaveLength(1);
+    expect(db().events.of(t.id).filter((e) => e.toState === 'COMPLETED')).toHaveLength(1);
     summary.add('re-uploaded copies (same bytes, UIDs ' + `${uid1}, ${uid2}, ${uid3})`, 'first → applied:done; the copy in the same check and the copy in a later check → duplicate (gate 1); 1 artifact, 1 COMPLETED transition');
   });
 });
@@ -326,7 +322,7 @@ describe('mailbox faults never fail an A2A call (issue 5, acceptance 1)', () => 
 const BIG_N = Number(process.env.A2A_FAULTS_BIG_N ?? 100_000);
 const CAP = 25;
 
-describe(`a folder of ${BIG_N.toLocaleString('en')} messages stays bounded (issue 5, acceptance 1)`, () => {
+describe(`a folder of ${BIG_N.toLocaleString('en')} messages stays bounded`, () => {
   it('only matching mail is fetched, at most max_fetch_per_check per check; polls stay bounded; the reply is applied', { timeout: 150_000 }, async () => {
     const big = await startDovecot({ mailFormat: 'mdbox' });
     cleanup.push(() => big.stop());
@@ -364,7 +360,7 @@ describe(`a folder of ${BIG_N.toLocaleString('en')} messages stays bounded (issu
       polls.push((await call(h, 'status', t.ctx)).ms);
       await h.app.bridge.idle(); // the check may go on after the answer
       cycles.push(performance.now() - started);
-      state = getTask(h.app.bridge.ctx.db, t.id)!.state;
+      state = h.app.bridge.ctx.store.tasks.get(t.id)!.state;
     }
     expect(state).toBe('COMPLETED');
     const sent = h.imapCommands.slice(commandsBefore).map((c) => c.replace(/^\S+ /, ''));
@@ -391,7 +387,7 @@ describe(`a folder of ${BIG_N.toLocaleString('en')} messages stays bounded (issu
     for (const c of sent.filter((x) => /^UID SEARCH /i.test(x))) expect(c).toMatch(/^UID SEARCH UID \d+:\* OR /i);
     expect(sent.some((c) => /^(UID )?(STORE|COPY|MOVE|EXPUNGE)|^SELECT /i.test(c))).toBe(false);
 
-    const ledger = queryLedger(h.app.bridge.ctx.db, { limit: 1000 });
+    const ledger = h.app.bridge.ctx.store.ledger.query({ limit: 1000 });
     expect(ledger).toHaveLength(expectedUids.size);
     expect(tally(ledger.map((l) => l.verdict))).toEqual({ 'no-task-id': 60, 'auth:from-mismatch': 20, 'applied:done': 1 });
     const examines = sent.filter((c) => /^EXAMINE /i.test(c)).length;

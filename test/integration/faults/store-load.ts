@@ -1,6 +1,6 @@
 /**
- * One process of the SQLite contention test (concurrency.test.ts, issue 5 acceptance 3). Opens
- * the shared store with `openDb` (WAL, busy timeout) and, from `startAt` on, runs its role's
+ * One process of the SQLite contention test (concurrency.test.ts). Opens the shared store with
+ * `Store.open` (WAL, busy timeout) and, from `startAt` on, runs its role's
  * read-then-write transactions; prints one JSON line of counts on stdout.
  *
  *   node --import tsx test/integration/faults/store-load.ts <role> <store> <iterations> <startAt> <index>
@@ -11,18 +11,16 @@
  * - `poller`: each iteration is the mail check's per-message transaction: read the watermark and
  *   gate 1 (source and raw digest), insert a ledger row with 16 KB of raw bytes, advance the
  *   watermark, record the check — in one `BEGIN IMMEDIATE`;
- * - `poller-deferred`: the same transaction opened DEFERRED (the mistake FACTS.md warns about),
- *   as a control that the test can see SQLITE_BUSY at all.
+ * - `poller-deferred`: the same transaction opened DEFERRED on a plain connection (the mistake
+ *   https://sqlite.org/lang_transaction.html warns about), as a control that the test can see
+ *   SQLITE_BUSY at all.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import { sweepDeadlines } from '../../../src/core/sweep.js';
 import type { BridgeContext } from '../../../src/core/context.js';
-import { immediate, openDb, type Db } from '../../../src/store/db.js';
-import { hasRawDigest, isSourceRecorded, recordVerdict } from '../../../src/store/ledger.js';
-import { advanceWatermark, getMailboxState, recordCheck } from '../../../src/store/mailbox-state.js';
-import { insertTask } from '../../../src/store/tasks.js';
-import { insertTurn } from '../../../src/store/turns.js';
+import Database from 'better-sqlite3';
+import { Store, type StoreTx } from '../../../src/store/store.js';
 
 const [role = '', path = '', iterationsText = '0', startAtText = '0', indexText = '0'] = process.argv.slice(2);
 const iterations = Number(iterationsText);
@@ -52,21 +50,12 @@ function record(err: unknown): void {
   else counts.other.push('…');
 }
 
-/** `db` whose `BEGIN IMMEDIATE` transactions are counted and timed (the sweep's, one per candidate). */
-function counting(db: Db): Db {
-  return new Proxy(db, {
+/** `store` whose transactions are counted and timed (the sweep's, one per candidate). */
+function counting(store: Store): Store {
+  return new Proxy(store, {
     get(target, prop) {
-      if (prop === 'transaction') {
-        return (fn: (...a: unknown[]) => unknown) => {
-          const tx = target.transaction(fn);
-          return Object.assign((...a: unknown[]) => tx(...a), {
-            immediate: (...a: unknown[]) => timed(() => tx.immediate(...a)),
-            deferred: (...a: unknown[]) => tx.deferred(...a),
-            exclusive: (...a: unknown[]) => tx.exclusive(...a),
-          });
-        };
-      }
-      const v: unknown = Reflect.get(target, prop, target);
+      if (prop === 'tx') return (fn: Parameters<Store['tx']>[0]) => timed(() => target.tx(fn));
+      const v = Reflect.get(target, prop, target) as unknown;
       return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
     },
   });
@@ -83,16 +72,16 @@ function timed<T>(fn: () => T): T {
   }
 }
 
-function seedOverdue(db: Db, n: number): void {
+function seedOverdue(store: Store, n: number): void {
   const now = Date.now();
-  immediate(db, () => {
+  store.tx((db) => {
     for (let i = 0; i < n; i++) {
       const id = randomUUID();
-      insertTask(db, {
+      db.tasks.insert({
         id, agent: 'grok', contextId: `load-${index}`, state: 'WORKING', stateReason: 'seeded', failedBy: null, turn: 1,
         caller: 'store-load', createdAt: now - 10_000, updatedAt: now - 10_000, deadlineAt: now - 1000,
       });
-      insertTurn(db, {
+      db.turns.insert({
         taskId: id, turn: 1, ask: 'load', replyToken: randomUUID().replaceAll('-', ''), deadlineAt: now - 1000,
         dispatchId: `msg_${randomUUID().replaceAll('-', '')}`, envelope: Buffer.from('{}'), dispatchState: 'accepted',
         nextAttemptAt: null, acceptedAt: now - 9000, replyStatus: null, replyText: null, replyLedgerId: null, repliedAt: null, createdAt: now - 10_000,
@@ -103,28 +92,48 @@ function seedOverdue(db: Db, n: number): void {
 
 const raw = Buffer.alloc(16 * 1024, 'x');
 
-/** The mail check's per-message transaction for message `uid` (read, then write). */
-function pollerTx(db: Db, uid: number): void {
-  const source = `imap:${FOLDER}:1:${uid}`;
+function message(uid: number): { source: string; body: Buffer; sha: string } {
   const body = Buffer.concat([Buffer.from(`Message-ID: <${uid}@load>\r\n\r\n`), raw]);
-  const sha = createHash('sha256').update(body).digest('hex');
-  const state = getMailboxState(db, FOLDER);
-  if (isSourceRecorded(db, source) || hasRawDigest(db, sha)) return;
-  recordVerdict(db, {
+  return { source: `imap:${FOLDER}:1:${uid}`, body, sha: createHash('sha256').update(body).digest('hex') };
+}
+
+/** The mail check's per-message transaction for message `uid` (read, then write), through the store. */
+function pollerTx(db: StoreTx, uid: number): void {
+  const { source, body, sha } = message(uid);
+  const state = db.mailbox.state(FOLDER);
+  if (db.ledger.isSourceRecorded(source) || db.ledger.hasRawDigest(sha)) return;
+  db.ledger.record({
     source, seenAt: Date.now(), messageId: `<${uid}@load>`, fromHeader: 'x@load', subject: 'load', dateHeader: null,
     size: body.length, rawSha256: sha, raw: body, agent: null, taskId: null, verdict: 'no-task-id', reason: `load after ${state.lastUid}`,
   });
-  advanceWatermark(db, FOLDER, '1', uid);
-  recordCheck(db, FOLDER, { at: Date.now(), ok: true, result: `ok, load ${uid}` });
+  db.mailbox.advance(FOLDER, '1', uid);
+  db.mailbox.recordCheck(FOLDER, { at: Date.now(), ok: true, result: `ok, load ${uid}` });
+}
+
+/**
+ * The control: the same read-then-write opened DEFERRED, on a connection of its own. The store
+ * offers no deferred transaction (that is the point), so the control writes its SQL here.
+ */
+function deferredControlTx(db: Database.Database, uid: number): void {
+  const { source, body, sha } = message(uid);
+  db.transaction(() => {
+    db.prepare(`SELECT last_uid FROM mailbox_state WHERE folder = ?`).get(FOLDER);
+    if (db.prepare(`SELECT 1 FROM ledger WHERE source = ? OR raw_sha256 = ?`).get(source, sha)) return;
+    db.prepare(
+      `INSERT INTO ledger (source, seen_at, message_id, size, raw_sha256, raw, verdict, reason) VALUES (?, ?, ?, ?, ?, ?, 'no-task-id', 'control')`,
+    ).run(source, Date.now(), `<${uid}@load>`, body.length, sha, body);
+  }).deferred();
 }
 
 async function main(): Promise<void> {
-  const db = openDb(path);
+  const db = Store.open(path);
+  const control = role === 'poller-deferred' ? new Database(path) : null;
+  control?.pragma('busy_timeout = 5000');
   const wait = Number(startAtText) - Date.now();
   if (wait > 0) await new Promise((r) => setTimeout(r, wait));
   counts.firstAt = Date.now();
   if (role === 'sweeper') {
-    const ctx = { db: counting(db), now: Date.now, log: pino({ level: 'silent' }) } as unknown as BridgeContext;
+    const ctx = { store: counting(db), now: Date.now, log: pino({ level: 'silent' }) } as unknown as BridgeContext;
     for (let i = 0; i < iterations; i++) {
       try {
         seedOverdue(db, 5);
@@ -147,8 +156,8 @@ async function main(): Promise<void> {
     for (let i = 0; i < iterations; i++) {
       const uid = 1 + index + 2 * i; // the two pollers interleave UIDs
       try {
-        if (role === 'poller') timed(() => immediate(db, () => pollerTx(db, uid)));
-        else timed(() => db.transaction(() => pollerTx(db, uid)).deferred());
+        if (role === 'poller') timed(() => db.tx((tx) => pollerTx(tx, uid)));
+        else timed(() => deferredControlTx(control!, uid));
       } catch (err) {
         record(err);
       }
@@ -158,6 +167,7 @@ async function main(): Promise<void> {
   }
   counts.lastAt = Date.now();
   db.close();
+  control?.close();
   process.stdout.write(`${JSON.stringify(counts)}\n`);
 }
 

@@ -1,6 +1,6 @@
 /**
  * The fault → observed outcome lines of one test file, printed in afterAll: the issue's closing
- * note (issue 5, acceptance 4) is copied from them.
+ * note is copied from them.
  */
 export class Summary {
   readonly lines: string[] = [];

@@ -2,10 +2,8 @@ import { rmSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { retryDispatch } from '../../../src/core/retry.js';
 import { attemptDispatch } from '../../../src/core/dispatch.js';
-import { attemptsOfTask, type AttemptRow } from '../../../src/store/attempts.js';
-import { ledgerOfTask } from '../../../src/store/ledger.js';
-import { getTask, taskEvents } from '../../../src/store/tasks.js';
-import { getTurn, type TurnRow } from '../../../src/store/turns.js';
+import { type AttemptRow } from '../../../src/store/attempts.js';
+import { type TurnRow } from '../../../src/store/turns.js';
 import { hermesBody, startHarness, type Harness } from '../../helpers/bridge-harness.js';
 import { TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET } from '../../helpers/config-dir.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
@@ -15,12 +13,12 @@ import { Summary } from './summary.js';
 import type { V1Task } from '../../../src/a2a/wire.js';
 
 /**
- * Issue 5, acceptance 1 — webhook delivery faults. Each test drives the bridge through the A2A
- * surface (Hermes-style SendMessage on one context, polls with the poll word `status`) against a
- * real loopback receiver that verifies the Standard Webhooks signature, and asserts: the task's
- * state and reason text, the POSTs the receiver got, one distinct `webhook-id` per dispatch, a
- * fresh timestamp and signature per attempt, and the attempt rows in SQLite. The clock is moved
- * with `h.advance` (never more than the receivers' ±5 min signature tolerance in one test).
+ * Webhook delivery faults. Each test drives the bridge through the A2A surface (Hermes-style
+ * SendMessage on one context, polls with the poll word `status`) against a real loopback receiver
+ * that verifies the Standard Webhooks signature, and asserts: the task's state and reason text, the
+ * POSTs the receiver got, one distinct `webhook-id` per dispatch, a fresh timestamp and signature
+ * per attempt, and the attempt rows in SQLite. The clock is moved with `h.advance` (never more than
+ * the receivers' ±5 min signature tolerance in one test).
  */
 let dovecot: DovecotHandle;
 const live: Harness[] = [];
@@ -58,9 +56,9 @@ async function call(h: Harness, text: string, ctx: string): Promise<{ task: V1Ta
   return { task: r.json.result!.task!, ms: performance.now() - started };
 }
 
-const db = (h: Harness) => h.app.bridge.ctx.db;
-const attempts = (h: Harness, taskId: string): AttemptRow[] => attemptsOfTask(db(h), taskId);
-const turnOf = (h: Harness, taskId: string, turn = 1): TurnRow => getTurn(db(h), taskId, turn)!;
+const db = (h: Harness) => h.app.bridge.ctx.store;
+const attempts = (h: Harness, taskId: string): AttemptRow[] => db(h).attempts.ofTask(taskId);
+const turnOf = (h: Harness, taskId: string, turn = 1): TurnRow => db(h).turns.get(taskId, turn)!;
 
 /** The per-attempt headers: one id for the whole dispatch, and a timestamp and signature per attempt, all distinct. */
 function expectOneDispatch(reqs: RecordedRequest[], dispatchId: string): void {
@@ -76,7 +74,7 @@ function expectOneDispatch(reqs: RecordedRequest[], dispatchId: string): void {
 
 const outcomes = (rows: AttemptRow[]): string => rows.map((a) => `#${a.attempt} ${a.outcome}${a.httpStatus ? ` ${a.httpStatus}` : ''}${a.error && !a.httpStatus ? ` (${a.error})` : ''}`).join(', ');
 
-describe('webhook delivery faults (issue 5, acceptance 1)', () => {
+describe('webhook delivery faults', () => {
   it('network error (receiver port closed): stays SUBMITTED with the reason, retried on a later call with the same webhook-id', async () => {
     const h = await harness(() => ({ status: 202 }));
     const port = Number(new URL(h.receiver.url).port);
@@ -206,7 +204,7 @@ describe('webhook delivery faults (issue 5, acceptance 1)', () => {
     expect(shown(r.task)).toBe('Failed: dispatch exhausted after 3 attempts (max_attempts 3): HTTP 500.');
     const rows = attempts(h, id);
     expect(rows.map((a) => [a.attempt, a.outcome, a.httpStatus])).toEqual([[1, 'retry', 500], [2, 'retry', 500], [3, 'retry', 500]]);
-    expect(getTask(db(h), id)).toMatchObject({ state: 'FAILED', failedBy: 'dispatch' });
+    expect(db(h).tasks.get(id)).toMatchObject({ state: 'FAILED', failedBy: 'dispatch' });
     expect(turnOf(h, id)).toMatchObject({ dispatchState: 'failed', nextAttemptAt: null });
 
     h.advance(600_000);
@@ -229,7 +227,7 @@ describe('webhook delivery faults (issue 5, acceptance 1)', () => {
     expect(shown(later.task)).toBe('Failed: dispatch exhausted after 1 attempt (max_age_s 30): HTTP 503.');
     expect(h.receiver.requests).toHaveLength(1);
     expect(attempts(h, id).map((a) => [a.attempt, a.outcome, a.httpStatus])).toEqual([[1, 'retry', 503]]);
-    expect(getTask(db(h), id)).toMatchObject({ state: 'FAILED', failedBy: 'dispatch' });
+    expect(db(h).tasks.get(id)).toMatchObject({ state: 'FAILED', failedBy: 'dispatch' });
     summary.add('max_age_s = 30 exceeded (503s)', `poll at +31 s → FAILED "dispatch exhausted after 1 attempt (max_age_s 30): HTTP 503" without a new POST; 1 POST in total`);
   });
 
@@ -341,7 +339,7 @@ describe('webhook delivery faults (issue 5, acceptance 1)', () => {
     expect(dispatchId).not.toBe(oldTurn.dispatchId);
     const result = await attemptDispatch(bridgeCtx, dispatchId);
     expect(result).toMatchObject({ outcome: 'accepted', httpStatus: 202 });
-    expect(getTask(db(h), id)!.state).toBe('WORKING');
+    expect(db(h).tasks.get(id)!.state).toBe('WORKING');
 
     const [req1, req2] = h.receiver.requests;
     expect(h.receiver.requests).toHaveLength(2);
@@ -354,17 +352,17 @@ describe('webhook delivery faults (issue 5, acceptance 1)', () => {
     expect(env2.reply_token).not.toBe(env1.reply_token);
     expect(env2).toMatchObject({ task_id: id, turn: 1, ask: env1.ask, thread: env1.thread, subject_tag: env1.subject_tag, reply_to: env1.reply_to });
     expect(env2.constraints).toContain(env2.reply_token);
-    expect(attemptsOfTask(db(h), id).map((a) => [a.dispatchId, a.attempt, a.outcome, a.httpStatus])).toEqual([
+    expect(db(h).attempts.ofTask(id).map((a) => [a.dispatchId, a.attempt, a.outcome, a.httpStatus])).toEqual([
       [oldTurn.dispatchId, 1, 'failed', 404],
       [dispatchId, 1, 'accepted', 202],
     ]);
-    expect(taskEvents(db(h), id).map((e) => `${e.fromState}->${e.toState}`)).toEqual(['null->SUBMITTED', 'SUBMITTED->FAILED', 'FAILED->SUBMITTED', 'SUBMITTED->WORKING']);
+    expect(db(h).events.of(id).map((e) => `${e.fromState}->${e.toState}`)).toEqual(['null->SUBMITTED', 'SUBMITTED->FAILED', 'FAILED->SUBMITTED', 'SUBMITTED->WORKING']);
 
     // The old token is dead, the new one applies.
     await dovecot.append(await h.reply(env1, { answer: 'from the first envelope', date: new Date(bridgeCtx.now()) }));
     await dovecot.append(await h.reply(env2, { answer: 'from the retried envelope', date: new Date(bridgeCtx.now()) }));
     await h.app.bridge.checkNow();
-    expect(ledgerOfTask(db(h), id).map((l) => l.verdict)).toEqual(['bad-token', 'applied:done']);
+    expect(db(h).ledger.ofTask(id).map((l) => l.verdict)).toEqual(['bad-token', 'applied:done']);
     const done = await call(h, 'status', ctx);
     expect(done.task.status.state).toBe('TASK_STATE_COMPLETED');
     expect(shown(done.task)).toContain('from the retried envelope');
@@ -378,19 +376,19 @@ describe('webhook delivery faults (issue 5, acceptance 1)', () => {
         return err;
       }
     };
-    expect(refused(id)).toMatchObject({ kind: 'unsupportedOperation', message: expect.stringMatching(/is completed; only a task that failed by dispatch \(attempts exhausted, or refused by the webhook\) can be retried$/) as unknown });
+    expect(refused(id)).toMatchObject({ code: 'task-closed', message: expect.stringMatching(/is completed; only a task that failed by dispatch \(attempts exhausted, or refused by the webhook\) can be retried$/) as unknown });
     const working = await call(h, 'Another job', newContext());
     expect(working.task.status.state).toBe('TASK_STATE_WORKING');
-    expect(refused(working.task.id)).toMatchObject({ kind: 'unsupportedOperation', message: expect.stringMatching(/is working;/) as unknown });
+    expect(refused(working.task.id)).toMatchObject({ code: 'task-closed', message: expect.stringMatching(/is working;/) as unknown });
     h.advance(3_601_000);
     await call(h, 'status', working.task.contextId);
-    expect(getTask(db(h), working.task.id)).toMatchObject({ state: 'FAILED', failedBy: 'deadline' });
-    expect(refused(working.task.id)).toMatchObject({ kind: 'unsupportedOperation', message: expect.stringMatching(/is failed \(failed by deadline\)/) as unknown });
-    expect(refused('00000000-0000-4000-8000-000000000000')).toMatchObject({ kind: 'taskNotFound' });
+    expect(db(h).tasks.get(working.task.id)).toMatchObject({ state: 'FAILED', failedBy: 'deadline' });
+    expect(refused(working.task.id)).toMatchObject({ code: 'task-closed', message: expect.stringMatching(/is failed \(failed by deadline\)/) as unknown });
+    expect(refused('00000000-0000-4000-8000-000000000000')).toMatchObject({ code: 'task-not-found' });
     expect(h.receiver.requests).toHaveLength(3); // the refusals sent nothing
     summary.add(
       'operator retry of a task FAILED by dispatch (404)',
-      'task back to SUBMITTED, attemptDispatch → 202 → WORKING; new webhook-id, fresh reply_token (same task_id/turn/ask/thread); a reply with the old token → bad-token, with the new → applied:done; refused (unsupportedOperation) for completed, working and deadline-failed tasks, taskNotFound for an unknown id',
+      'task back to SUBMITTED, attemptDispatch → 202 → WORKING; new webhook-id, fresh reply_token (same task_id/turn/ask/thread); a reply with the old token → bad-token, with the new → applied:done; refused (task-closed) for completed, working and deadline-failed tasks, task-not-found for an unknown id',
     );
   });
 });

@@ -9,7 +9,7 @@ import type { RpcAnswer, V1SendResult } from '../../helpers/rpc-json.js';
 import { TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET } from '../../helpers/config-dir.js';
 
 /**
- * Issue 16, "silent today": at the default level (info) the bridge logs what an operator needs —
+ * At the default level (info) the bridge logs what an operator needs —
  * a refused reply, a 401 and a 403, a task created and canceled, a failing webhook at warn — and
  * no content (the ask, the mail's headers) and no secret.
  */

@@ -5,9 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startApp, type App } from '../../../src/app.js';
 import { loadConfig } from '../../../src/config/config.js';
 import { createLogger } from '../../../src/log.js';
-import { immediate } from '../../../src/store/db.js';
-import { recordVerdict } from '../../../src/store/ledger.js';
-import { WAL_LIMIT_BYTES, walBytes } from '../../../src/store/wal.js';
+import { WAL_LIMIT_BYTES } from '../../../src/store/wal.js';
 import { makeConfigDir, minimalToml } from '../../helpers/config-dir.js';
 
 /** The bridge keeps its store's WAL bounded: a minute (on its clock) after a pinned reader lets go, the WAL is truncated. */
@@ -25,24 +23,24 @@ describe('the store WAL under a pinned reader', () => {
     let offset = 0;
     app = await startApp(config, { log: createLogger('silent'), now: () => Date.now() + offset });
     await app.bridge.idle();
-    const db = app.bridge.ctx.db;
+    const db = app.bridge.ctx.store;
     const reader = new Database(config.store.path, { readonly: true });
     reader.prepare('BEGIN').run();
     reader.prepare('SELECT count(*) FROM ledger').get(); // like a `sqlite3` shell left open
     const raw = Buffer.alloc(100 * 1024, 0x61);
     for (let i = 0; i < 300; i++) {
-      immediate(db, () => recordVerdict(db, { source: `t:${i}`, seenAt: i, messageId: null, fromHeader: null, subject: null, dateHeader: null, size: raw.length, rawSha256: `s${i}`, raw, agent: null, taskId: null, verdict: 'no-task-id', reason: 'test' }));
+      db.tx((tx) => tx.ledger.record({ source: `t:${i}`, seenAt: i, messageId: null, fromHeader: null, subject: null, dateHeader: null, size: raw.length, rawSha256: `s${i}`, raw, agent: null, taskId: null, verdict: 'no-task-id', reason: 'test' }));
     }
-    expect(walBytes(db)).toBeGreaterThan(25 * 1024 * 1024);
+    expect(db.walBytes()).toBeGreaterThan(25 * 1024 * 1024);
     offset += 61_000;
     await app.bridge.refresh(); // the reader still holds its snapshot: nothing to do, nothing waited for
-    expect(walBytes(db)).toBeGreaterThan(25 * 1024 * 1024);
+    expect(db.walBytes()).toBeGreaterThan(25 * 1024 * 1024);
     reader.prepare('COMMIT').run();
     reader.close();
     await app.bridge.refresh(); // within the minute: not yet
-    expect(walBytes(db)).toBeGreaterThan(25 * 1024 * 1024);
+    expect(db.walBytes()).toBeGreaterThan(25 * 1024 * 1024);
     offset += 61_000;
     await app.bridge.refresh();
-    expect(walBytes(db)).toBeLessThanOrEqual(WAL_LIMIT_BYTES);
+    expect(db.walBytes()).toBeLessThanOrEqual(WAL_LIMIT_BYTES);
   });
 });

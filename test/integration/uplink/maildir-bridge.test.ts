@@ -8,7 +8,6 @@ import { startDnsZone, type DnsZone } from '../../../src/demo/dns-zone.js';
 import { buildReplyMail, dkimTxtName, generateDkimKey } from '../../../src/demo/reply-mail.js';
 import type { Envelope } from '../../../src/downlink/envelope.js';
 import { createLogger } from '../../../src/log.js';
-import { queryLedger } from '../../../src/store/ledger.js';
 import { deliverToMaildir, MaildirMailbox } from '../../../src/uplink/maildir-mailbox.js';
 import { AGENT_ADDRESS, AGENT_DOMAIN, hermesBody, hex, PROVIDER, SELECTOR } from '../../helpers/bridge-harness.js';
 import { makeConfigDir, minimalToml, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET, type ConfigDir } from '../../helpers/config-dir.js';
@@ -108,7 +107,7 @@ describe('the bridge on a Maildir', () => {
     expect((await rpc(hermesBody('status', c.ctx))).task.status.state).toBe('TASK_STATE_COMPLETED');
     expect((await rpc(hermesBody('status', b.ctx))).task.status.state).toBe('TASK_STATE_WORKING');
 
-    const rows = queryLedger(app.bridge.ctx.db, { limit: 20 }).reverse();
+    const rows = app.bridge.ctx.store.ledger.query({ limit: 20 }).reverse();
     expect(rows.map((r) => [r.taskId ?? r.subject, r.verdict])).toEqual([
       [a.id, 'applied:done'],
       [`Re: your job ${b.envelope.subject_tag}`, 'unreadable:vanished'],
@@ -116,7 +115,7 @@ describe('the bridge on a Maildir', () => {
       [a.id, 'auth:from-mismatch'],
     ]);
     expect(rows[1]!.reason).toMatch(/was deleted after its header block was read$/);
-    const state = app.bridge.ctx.db.prepare('SELECT last_error AS lastError FROM mailbox_state').get() as { lastError: string | null };
+    const state = app.bridge.ctx.store.mailbox.state(app.bridge.ctx.mailbox.folder);
     expect(state.lastError).toBeNull();
     // Nothing is judged twice, and a later genuine reply with an old mtime is still seen.
     expect((await app.bridge.checkNow()).fetched).toBe(0);

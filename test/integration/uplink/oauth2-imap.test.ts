@@ -1,5 +1,5 @@
 /**
- * Issue 13: OAuth2 sign-in for IMAP against Dovecot's `oauth2` passdb, whose token introspection
+ * OAuth2 sign-in for IMAP against Dovecot's `oauth2` passdb, whose token introspection
  * (and the token and device endpoints) a loopback server started here plays. Login with an access
  * token from the refresh token file; refresh before expiry on the bridge's clock; one retry with a
  * new token after the server refused one; a revoked grant named with the command that fixes it in
@@ -18,8 +18,6 @@ import { loadConfig, type Config } from '../../../src/config/config.js';
 import { checkMailbox } from '../../../src/core/mail-check.js';
 import { statusText } from '../../../src/core/status-text.js';
 import { REDACT_PATHS } from '../../../src/log.js';
-import { getMailboxState } from '../../../src/store/mailbox-state.js';
-import { getTask, insertTask } from '../../../src/store/tasks.js';
 import { ImapMailbox } from '../../../src/uplink/imap-mailbox.js';
 import { MailboxError, type CheckRequest } from '../../../src/uplink/mailbox.js';
 import { OAuth2RetryMailbox, tokenSourceFor } from '../../../src/uplink/oauth2.js';
@@ -49,7 +47,7 @@ function capture(): { lines: string[]; stream: Writable } {
   return { lines, stream: new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString('utf8')), cb()) }) };
 }
 
-describe('OAuth2 sign-in for IMAP (issue 13)', () => {
+describe('OAuth2 sign-in for IMAP', () => {
   let server: OAuthServer;
   let dovecot: DovecotHandle;
   let dir: ConfigDir;
@@ -125,9 +123,9 @@ describe('OAuth2 sign-in for IMAP (issue 13)', () => {
       const h = health(app.bridge) as { status: string; mailbox: { lastError: string } };
       expect(h.status).toBe('degraded');
       expect(h.mailbox.lastError).toMatch(/a2a-mailbridge auth login google/);
-      const db = app.bridge.ctx.db;
-      insertTask(db, { id: '3f6b1c2e-8d4a-4b7e-9a15-c2d3e4f5a6b7', agent: 'grok', contextId: 'ctx', state: 'WORKING', stateReason: null, failedBy: null, turn: 1, caller: null, createdAt: clock, updatedAt: clock, deadlineAt: clock + 3600_000 });
-      const text = statusText({ task: getTask(db, '3f6b1c2e-8d4a-4b7e-9a15-c2d3e4f5a6b7')!, agent: config.agents[0]!, turn: undefined, lastAttempt: undefined, mailbox: getMailboxState(db, 'INBOX'), progressNote: null, lateReplyAt: null, now: clock });
+      const db = app.bridge.ctx.store;
+      db.tx((tx) => tx.tasks.insert({ id: '3f6b1c2e-8d4a-4b7e-9a15-c2d3e4f5a6b7', agent: 'grok', contextId: 'ctx', state: 'WORKING', stateReason: null, failedBy: null, turn: 1, caller: null, createdAt: clock, updatedAt: clock, deadlineAt: clock + 3600_000 }));
+      const text = statusText({ task: db.tasks.get('3f6b1c2e-8d4a-4b7e-9a15-c2d3e4f5a6b7')!, agent: config.agents[0]!, turn: undefined, lastAttempt: undefined, mailbox: db.mailbox.state('INBOX'), progressNote: null, lateReplyAt: null, now: clock });
       expect(text).toMatch(/The mailbox is unreachable since .*a2a-mailbridge auth login google/);
     } finally {
       await app?.close();

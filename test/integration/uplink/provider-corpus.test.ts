@@ -1,5 +1,5 @@
 /**
- * Issue 13 acceptance 1 on the real mailbox path: every message of the provider corpus
+ * On the real mailbox path: every message of the provider corpus
  * (test/fixtures/providers/) is put into a real mailbox — a Dovecot folder by IMAP APPEND, and a
  * Maildir's new/ — and read by `checkMailbox` with a config that says `mailbox.provider = <its
  * preset>` (loaded by `loadConfig`), against a store holding the live task. The ledger verdict
@@ -27,7 +27,7 @@ function providerToml(m: ProviderCorpusMessage): string {
   return `provider = "self-hosted"\nauthserv_id = '${manifest.selfHosted.authservId}'\nborder_host = '${manifest.selfHosted.borderHost}'`;
 }
 
-describe('provider corpus through the mailbox (issue 13)', () => {
+describe('provider corpus through the mailbox', () => {
   let dovecot: DovecotHandle;
   beforeAll(async () => {
     dovecot = await startDovecot();

@@ -49,18 +49,18 @@ describe('parseSendParams', () => {
     message: { role: 'ROLE_USER', parts: [{ text: 'do it', mediaType: 'text/plain' }], messageId: 'a'.repeat(32), contextId: 'ctx-0123456789abcdef' },
   };
   it('reads the body Hermes sends', () => {
-    expect(parseSendParams(hermes, ['ROLE_USER'])).toMatchObject({ messageId: 'a'.repeat(32), contextId: 'ctx-0123456789abcdef', text: 'do it', returnImmediately: false });
+    expect(parseSendParams(hermes, ['ROLE_USER'])).toMatchObject({ message: { messageId: 'a'.repeat(32), contextId: 'ctx-0123456789abcdef', text: 'do it' }, returnImmediately: false });
   });
   it('accepts snake_case and v0.3 blocking:false', () => {
     const p = parseSendParams({ message: { role: 'user', parts: [{ kind: 'text', text: 'x' }], message_id: 'm', context_id: 'c' }, configuration: { blocking: false, history_length: 2 } }, ['user']);
-    expect(p).toMatchObject({ messageId: 'm', contextId: 'c', historyLength: 2, returnImmediately: true });
+    expect(p).toMatchObject({ message: { messageId: 'm', contextId: 'c' }, historyLength: 2, returnImmediately: true });
   });
   it('the same content hashes the same, other content differently', () => {
-    const a = parseSendParams(hermes, ['ROLE_USER']).contentSha256;
-    expect(parseSendParams(structuredClone(hermes), ['ROLE_USER']).contentSha256).toBe(a);
+    const a = parseSendParams(hermes, ['ROLE_USER']).message.contentSha256;
+    expect(parseSendParams(structuredClone(hermes), ['ROLE_USER']).message.contentSha256).toBe(a);
     const other = structuredClone(hermes);
     other.message.parts[0]!.text = 'do that';
-    expect(parseSendParams(other, ['ROLE_USER']).contentSha256).not.toBe(a);
+    expect(parseSendParams(other, ['ROLE_USER']).message.contentSha256).not.toBe(a);
   });
   it.each([
     [{}, 'invalidParams', /params.message must be an object/],
@@ -102,11 +102,11 @@ describe('hostile message parts', () => {
     expect(() => parseSendParams(msg([{ data: deep }]), ['ROLE_USER'])).toThrow(/nests deeper than 32 levels/);
     let ok: unknown = 1;
     for (let i = 0; i < 10; i++) ok = [ok];
-    expect(parseSendParams(msg([{ data: ok }]), ['ROLE_USER']).text).toContain('1');
+    expect(parseSendParams(msg([{ data: ok }]), ['ROLE_USER']).message.text).toContain('1');
   });
   it('refuses ids that are not well-formed UTF-16 and repairs lone surrogates in text', () => {
     expect(() => parseSendParams(msg([{ text: 'x' }], { contextId: 'ctx\ud800' }), ['ROLE_USER'])).toThrow(/well-formed/);
-    expect(parseSendParams(msg([{ text: 'a\udc00b' }]), ['ROLE_USER']).text).toBe('a\ufffdb');
+    expect(parseSendParams(msg([{ text: 'a\udc00b' }]), ['ROLE_USER']).message.text).toBe('a\ufffdb');
   });
 });
 
@@ -115,7 +115,7 @@ describe('part media types', () => {
   it('refuses a text or data part whose mediaType the agent cannot receive (CORE-SEND-003)', () => {
     expect(() => parseSendParams(msg({ text: 'x', mediaType: 'image/png' }), ['ROLE_USER'])).toThrow(expect.objectContaining({ kind: 'contentTypeNotSupported' }));
     expect(() => parseSendParams(msg({ data: { a: 1 }, mediaType: 'application/pdf' }), ['ROLE_USER'])).toThrow(expect.objectContaining({ kind: 'contentTypeNotSupported' }));
-    expect(parseSendParams(msg({ text: 'x', mediaType: 'text/markdown' }), ['ROLE_USER']).text).toBe('x');
-    expect(parseSendParams(msg({ data: { a: 1 }, mediaType: 'application/vnd.x+json' }), ['ROLE_USER']).text).toContain('"a": 1');
+    expect(parseSendParams(msg({ text: 'x', mediaType: 'text/markdown' }), ['ROLE_USER']).message.text).toBe('x');
+    expect(parseSendParams(msg({ data: { a: 1 }, mediaType: 'application/vnd.x+json' }), ['ROLE_USER']).message.text).toContain('"a": 1');
   });
 });

@@ -1,13 +1,12 @@
 /**
- * doctor's judgement of the agent's latest tagged mail (issue 13): with the wrong provider preset
+ * doctor's judgement of the agent's latest tagged mail: with the wrong provider preset
  * it fails and names the preset the mail is stamped like; with the right one it passes gates 3–7.
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { checkLatestTaggedMail } from '../../../src/cli/doctor-mail.js';
 import { loadConfig } from '../../../src/config/config.js';
-import { openDb } from '../../../src/store/db.js';
-import { recordVerdict } from '../../../src/store/ledger.js';
+import { Store } from '../../../src/store/store.js';
 import { makeConfigDir, minimalToml } from '../../helpers/config-dir.js';
 import { loadZone, zoneResolver } from '../../helpers/corpus.js';
 import { readProviderMessage } from '../../helpers/provider-corpus.js';
@@ -18,18 +17,18 @@ function configWith(providerLine: string | null, raw: Buffer | null) {
   const toml = minimalToml().replace('kind = "maildir"\n', `kind = "maildir"\n${providerLine ?? ''}\n`);
   const config = loadConfig(makeConfigDir(toml).configPath);
   if (raw) {
-    const db = openDb(config.store.path);
-    recordVerdict(db, {
+    const db = Store.open(config.store.path);
+    db.tx((tx) => tx.ledger.record({
       source: 'maildir:x:1', seenAt: Date.parse('2025-03-04T10:00:00Z'), messageId: null, fromHeader: null, subject: null, dateHeader: null,
       size: raw.length, rawSha256: createHash('sha256').update(raw).digest('hex'), raw, agent: 'grok', taskId: '3f6b1c2e-8d4a-4b7e-9a15-c2d3e4f5a6b7',
       verdict: 'auth:no-border', reason: 'gate 5', receivedAt: Date.parse('2025-03-04T09:10:00Z'),
-    });
+    }));
     db.close();
   }
   return config;
 }
 
-describe('doctor: latest agent mail (issue 13)', () => {
+describe('doctor: latest agent mail', () => {
   const gmail = readProviderMessage('gmail/01-genuine-done.eml');
 
   it('fails with the wrong preset and names the one the mail is stamped like', async () => {

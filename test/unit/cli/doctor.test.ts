@@ -80,7 +80,7 @@ describe('doctor: pure parts', () => {
     ]);
   });
 
-  it('a warning does not fail doctor, but the summary no longer says "all checks passed" (issue 16)', () => {
+  it('a warning does not fail doctor, but the summary no longer says "all checks passed"', () => {
     const r: DoctorReport = {
       ok: true,
       config: '/c.toml',
@@ -99,7 +99,7 @@ describe('doctor: pure parts', () => {
     ]);
   });
 
-  it('a TOML syntax error names the line and shows it (issue 16)', async () => {
+  it('a TOML syntax error names the line and shows it', async () => {
     const c = makeConfigDir('[server]\nlisten = "127.0.0.1:8765\nbearer_file = "bearer"\n');
     const r = await doctor(c.configPath);
     expect(r.ok).toBe(false);

@@ -38,7 +38,7 @@ describe('init: what it writes', () => {
     expect(cfg.server.bearer).toMatch(/^[0-9a-f]{64}$/);
     expect(cfg.agents[0]!.webhook.signingSecret).toMatch(/^whsec_/);
     expect(cfg.store.path).toBe(join(dir, 'state', 'mailbridge.sqlite'));
-    expect(cfg.mailbox.watch).toBe(true); // issue 16: a service moves replies, retries and deadlines on its own
+    expect(cfg.mailbox.watch).toBe(true); // a service moves replies, retries and deadlines on its own
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -2,8 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { formatLedger, ledgerJson } from '../../../src/cli/ledger.js';
 import { formatTasks, taskJson, whyText } from '../../../src/cli/tasks.js';
 import { formatPrune } from '../../../src/cli/prune.js';
-import { queryLedger } from '../../../src/store/ledger.js';
-import { listTaskRows } from '../../../src/store/tasks.js';
 import { IDS, RAW_FORGED, buildStore } from '../../helpers/store-fixture.js';
 
 const NOW = Date.parse('2026-06-01T12:00:00Z');
@@ -11,7 +9,7 @@ const db = buildStore(':memory:', NOW);
 
 describe('tasks and ledger listings', () => {
   it('tasks: newest status first, aligned, with whole ids to paste into show', () => {
-    const rows = listTaskRows(db, { limit: 10 });
+    const rows = db.tasks.rows({ limit: 10 });
     expect(rows.map((r) => r.id)).toEqual([IDS.inputRequired, IDS.recentFailed, IDS.oldWorking, IDS.oldCompleted, IDS.oldCanceled]);
     const lines = formatTasks(rows).split('\n');
     expect(lines[0]).toMatch(/^UPDATED \(UTC\)\s+STATE\s+AGENT\s+TURN\s+TASK\s+CONTEXT\s+WHY$/);
@@ -21,7 +19,7 @@ describe('tasks and ledger listings', () => {
   });
 
   it('tasks WHY: an open task names the replies the gates refused in this turn; a finished one its cause', () => {
-    const rows = listTaskRows(db, { limit: 10 });
+    const rows = db.tasks.rows({ limit: 10 });
     const why = (id: string) => whyText(db, rows.find((r) => r.id === id)!);
     expect(why(IDS.oldWorking)).toBe('1 reply refused (last: auth:dkim-unaligned); webhook accepted (HTTP 202) on attempt 1');
     expect(why(IDS.inputRequired)).toBe('the agent asked for input');
@@ -31,7 +29,7 @@ describe('tasks and ledger listings', () => {
   });
 
   it('ledger: hostile header text is inert, raw bytes never appear', () => {
-    const rows = queryLedger(db, { verdict: 'auth:', limit: 10 });
+    const rows = db.ledger.query({ verdict: 'auth:', limit: 10 });
     expect(rows.map((r) => r.verdict)).toEqual(['auth:from-mismatch', 'auth:dkim-unaligned']);
     const text = formatLedger(rows);
     expect(text).not.toContain('\x1b');

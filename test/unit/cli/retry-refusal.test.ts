@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { retryRefusal, type RetryFacts } from '../../../src/cli/retry-refusal.js';
 import { loadConfig } from '../../../src/config/config.js';
-import type { TaskRow } from '../../../src/store/tasks.js';
+import type { TaskRow } from '../../../src/store/task-rows.js';
 import type { TurnRow } from '../../../src/store/turns.js';
 import { makeConfigDir, minimalToml } from '../../helpers/config-dir.js';
 
@@ -16,7 +16,7 @@ const turn = (o: Partial<TurnRow>): TurnRow => ({
 });
 const facts = (t: Partial<TaskRow>, u: Partial<TurnRow> = {}, o: Partial<RetryFacts> = {}): RetryFacts => ({ task: task(t), turn: turn(u), attempts: [], agent, watch: false, now: NOW, ...o });
 
-describe('retry: the rule, said plainly (issue 16)', () => {
+describe('retry: the rule, said plainly', () => {
   it('a task FAILED by dispatch can be retried', () => {
     expect(retryRefusal(facts({ state: 'FAILED', failedBy: 'dispatch' }, { dispatchState: 'failed' }))).toBeNull();
   });

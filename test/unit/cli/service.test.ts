@@ -117,7 +117,7 @@ describe('service install: where and how', () => {
   });
 });
 
-describe('paths a hardened systemd unit can never see (issue 16)', () => {
+describe('paths a hardened systemd unit can never see', () => {
   it('finds what lies under /tmp, /var/tmp or /dev/shm, and names each path and what it is', () => {
     const needed = [
       { what: 'the config', path: '/tmp/mb/config.toml' },

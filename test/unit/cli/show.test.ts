@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { formatShow, readTaskRecord, showJson, timeline, turnGaps } from '../../../src/cli/show.js';
 import { resolveTaskId } from '../../../src/cli/task-id.js';
 import { CliFailure } from '../../../src/cli/errors.js';
-import { insertTask } from '../../../src/store/tasks.js';
 import { IDS, buildStore } from '../../helpers/store-fixture.js';
 
 const NOW = Date.parse('2026-06-01T12:00:00Z');
@@ -60,7 +59,7 @@ describe('show: the timeline and the measured gaps', () => {
   it('ambiguous prefixes name the candidates', () => {
     const db2 = buildStore(':memory:', NOW);
     for (const id of ['abcd0001-0000-4000-8000-000000000001', 'abcd0002-0000-4000-8000-000000000002']) {
-      insertTask(db2, { id, agent: 'grok', contextId: 'c', state: 'SUBMITTED', stateReason: null, failedBy: null, turn: 1, caller: null, createdAt: NOW, updatedAt: NOW, deadlineAt: null });
+      db2.tx((tx) => tx.tasks.insert({ id, agent: 'grok', contextId: 'c', state: 'SUBMITTED', stateReason: null, failedBy: null, turn: 1, caller: null, createdAt: NOW, updatedAt: NOW, deadlineAt: null }));
     }
     expect(() => resolveTaskId(db2, 'abcd')).toThrow(CliFailure);
     expect(() => resolveTaskId(db2, 'abcd')).toThrow(/matches several tasks/);

@@ -2,19 +2,18 @@ import { createHash } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CliFailure } from '../../../src/cli/errors.js';
 import { resolveLedgerTask, resolveTaskId } from '../../../src/cli/task-id.js';
-import { recordVerdict } from '../../../src/store/ledger.js';
 import { buildStore, IDS } from '../../helpers/store-fixture.js';
 
 const NOW = Date.UTC(2026, 5, 1, 12);
 
-describe('task ids as a person types them (issue 16: ledger --task <prefix>)', () => {
+describe('task ids as a person types them (ledger --task <prefix>)', () => {
   const db = buildStore(':memory:', NOW);
   // Tagged mail naming a task that never existed (a forger's guess) is in the ledger too.
   const ghost = 'ab12cd34-0000-4000-8000-00000000dead';
-  recordVerdict(db, {
+  db.tx((tx) => tx.ledger.record({
     source: 'imap:INBOX:1:999', seenAt: NOW, messageId: '<g@x>', fromHeader: 'x', subject: 'x', dateHeader: null, size: 1,
     rawSha256: createHash('sha256').update('ghost').digest('hex'), raw: null, agent: 'grok', taskId: ghost, verdict: 'unknown-task', reason: 'gate 8',
-  });
+  }));
   afterAll(() => db.close());
 
   it('the whole id, or an 8-character prefix as the tables print it, in any case', () => {

@@ -39,7 +39,7 @@ describe('loadConfig', () => {
     expect(loadConfig(c.configPath).server).toMatchObject({ host: '::1', port: 9000 });
   });
 
-  it('accepts localhost and binds 127.0.0.1 literally (issue 16)', () => {
+  it('accepts localhost and binds 127.0.0.1 literally', () => {
     for (const listen of ['localhost:8765', 'LocalHost:8765']) {
       const c = makeConfigDir(minimalToml({ listen }));
       const cfg = loadConfig(c.configPath);
@@ -186,7 +186,7 @@ describe('second hostile trial', () => {
     const c = makeConfigDir('[server]\nlisten = "127.0.0.1:1"\nbearer_file = \n');
     expect(() => loadConfig(c.configPath)).toThrow(/is not valid TOML at line 3, column \d+: .*; correct line 3, column \d+: bearer_file =$/);
   });
-  it('suggests the nearest known key for a typo, or lists the keys of that table (issue 16)', () => {
+  it('suggests the nearest known key for a typo, or lists the keys of that table', () => {
     const cases: [string, string][] = [
       ['[server]', 'bearer = "bearer"'],
       ['[mailbox]', 'wach = true'],
@@ -204,7 +204,7 @@ describe('second hostile trial', () => {
   });
 });
 
-describe('the config in effect (issue 16: a2a-mailbridge config)', () => {
+describe('the config in effect (a2a-mailbridge config)', () => {
   it('loads without reading a secret file when told to: paths known, values empty', () => {
     const c = makeConfigDir(minimalToml());
     for (const f of ['bearer', 'webhook-secret', 'webhook-bearer']) chmodSync(join(c.dir, f), 0o644); // unsafe: a full load refuses
@@ -244,7 +244,7 @@ servers = ["127.0.0.1:5353"]
   });
 });
 
-describe('mailbox.provider and OAuth2 sign-in (issue 13)', () => {
+describe('mailbox.provider and OAuth2 sign-in', () => {
   const withMailbox = (lines: string): string => minimalToml().replace('kind = "maildir"\n', `kind = "maildir"\n${lines}\n`);
 
   it('builds each preset, fastmail by default, and lets explicit patterns override it', () => {

@@ -17,7 +17,7 @@ describe('mailbridge.example.toml', () => {
     expect(cfg.server).toMatchObject({ host: '127.0.0.1', port: 8765 });
     expect(cfg.mailbox.imap).toMatchObject({ host: 'imap.fastmail.com', port: 993, tls: true });
     expect(cfg.agents.map((a) => a.name)).toEqual(['grok']);
-    // What init writes runs as a service: replies, retries and deadlines move without a caller (issue 16).
+    // What init writes runs as a service: replies, retries and deadlines move without a caller.
     expect(cfg.mailbox.watch).toBe(true);
   });
 });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { AgentConfig } from '../../../src/config/config.js';
 import { statusText, type StatusFacts } from '../../../src/core/status-text.js';
 import type { MailboxState } from '../../../src/store/mailbox-state.js';
-import type { TaskRow } from '../../../src/store/tasks.js';
+import type { TaskRow } from '../../../src/store/task-rows.js';
 
 const NOW = Date.parse('2026-06-01T12:00:00Z');
 const id = '5f92b50d-e4ec-41ba-823f-7e7281c53eee';
@@ -11,7 +11,7 @@ const mailbox: MailboxState = { folder: 'INBOX', uidValidity: '1', lastUid: 0, l
 const task = (o: Partial<TaskRow> = {}): TaskRow => ({ id, agent: 'grok', contextId: 'ctx-1', state: 'WORKING', stateReason: 'webhook accepted', failedBy: null, turn: 1, caller: null, createdAt: NOW - 60_000, updatedAt: NOW - 60_000, deadlineAt: NOW + 3_600_000, ...o });
 const facts = (o: Partial<StatusFacts> = {}): StatusFacts => ({ task: task(), agent, turn: undefined, lastAttempt: undefined, mailbox, progressNote: null, lateReplyAt: null, now: NOW, ...o });
 
-describe('status text (issue 16)', () => {
+describe('status text', () => {
   it('WORKING says when the next check is due, that the next call checks, or that the mailbox is watched', () => {
     expect(statusText(facts({ checkIntervalMs: 15_000 }))).toContain(
       'Mailbox last checked 2026-06-01T11:59:50Z (10 s ago: ok, 0 new messages, 0 applied). The next check is due at 2026-06-01T12:00:05Z (in 5 s); a call before then answers from what is already known.',

@@ -24,7 +24,10 @@ beforeAll(() => {
   key = generateDkimKey();
 });
 
-/** A mailauth resolver serving only the agent's key; anything else is ENOTFOUND (FACTS.md). */
+/**
+ * A mailauth resolver serving only the agent's key; anything else is ENOTFOUND, as mailauth expects
+ * of a resolver.
+ */
 function resolver(txt: string) {
   return (name: string, type: string): Promise<string[][]> => {
     if (type === 'TXT' && name === dkimTxtName(SELECTOR, DOMAIN)) return Promise.resolve([[txt.slice(0, 255), txt.slice(255)]]);

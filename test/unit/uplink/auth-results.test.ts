@@ -211,7 +211,7 @@ describe('parseAuthResults refuses what is off the grammar', () => {
   });
 });
 
-describe('parseIdlessAuthResults (Microsoft, issue 13)', () => {
+describe('parseIdlessAuthResults (Microsoft)', () => {
   const MS = 'spf=pass (sender IP is 192.0.2.25)\r\n smtp.mailfrom=agent.example; dkim=pass (signature was verified)\r\n header.d=agent.example;dmarc=pass action=none\r\n header.from=agent.example;compauth=pass reason=100';
 
   it('reads the id-less form, which the strict parser refuses', () => {

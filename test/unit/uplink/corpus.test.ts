@@ -1,18 +1,27 @@
 /**
- * Issue 3: the complete gate stack, proven on the corpus of attack mail in
+ * The message judge (src/core/judge.ts) proven on the corpus of attack mail in
  * `test/fixtures/corpus/` (written by `test/fixtures/generate-corpus.ts`; its manifest says what
- * each message models and the verdict BRIEF §5 requires). Each message runs through the pure
- * stack — `identify` → `authenticate` (local DKIM verification on, keys from `zone.json`) →
- * `parseReply` → `judgeReply` — against a live task; a sequence case first replays the messages
- * it names against the same store model. Any difference is a false promotion or a false refusal.
+ * each message models and the verdict docs/architecture.md requires). Each message is taken in
+ * by the code a mailbox check runs — `intake`: the judge with local DKIM verification on (keys
+ * from `zone.json`), then the ledger row and any promotion — against a real store holding the
+ * manifest's tasks; a sequence case first takes in the messages it names, in the same store. Any
+ * difference is a false promotion or a false refusal.
+ *
+ * The second block covers the rules that rest on what the mailbox reports or the operator set
+ * rather than on the bytes: a message over the size limit, a DKIM key lookup that fails
+ * temporarily, and `mailbox.verify_dkim = false`.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { corpusAgent, loadManifest, loadZone, profileOf, readMessage, zoneResolver } from '../../helpers/corpus.js';
-import { runStack, storeModel, type StackContext } from '../../helpers/gate-stack.js';
+import { TEMPORARY_RETRY_MS } from '../../../src/core/judge.js';
+import type { Intake } from '../../../src/core/mail-check.js';
+import type { DnsResolver } from '../../../src/uplink/dkim.js';
+import { messageFacts } from '../../../src/uplink/gates.js';
 import { isApplied, type Verdict } from '../../../src/uplink/verdicts.js';
+import { corpusAgent, loadManifest, loadZone, profileOf, readMessage, zoneResolver } from '../../helpers/corpus.js';
+import { corpusStore, type CorpusSetting } from '../../helpers/corpus-store.js';
 
 const manifest = loadManifest();
-const ctx: StackContext = {
+const setting: CorpusSetting = {
   agents: [corpusAgent(manifest)],
   profile: profileOf(manifest),
   resolver: zoneResolver(loadZone().records),
@@ -22,7 +31,12 @@ const ctx: StackContext = {
 const counts = new Map<Verdict, number>();
 const outcomes: { file: string; expected: Verdict; actual: Verdict }[] = [];
 
-describe('attack-mail corpus (issue 3)', () => {
+function recorded(i: Intake): Extract<Intake, { kind: 'recorded' }> {
+  if (i.kind !== 'recorded') throw new Error(`expected a recorded verdict, got ${i.kind}`);
+  return i;
+}
+
+describe('attack-mail corpus', () => {
   it('has at least 40 messages against one live task', () => {
     expect(manifest.messages.length).toBeGreaterThanOrEqual(40);
     expect(manifest.tasks.find((t) => t.id === manifest.liveTaskId)?.state).toBe('WORKING');
@@ -30,16 +44,21 @@ describe('attack-mail corpus (issue 3)', () => {
 
   for (const m of manifest.messages) {
     it(m.file, async () => {
-      const store = storeModel(manifest, m.task);
-      for (const before of m.precededBy ?? []) await runStack(readMessage(before), ctx, store);
-      const out = await runStack(readMessage(m.file), ctx, store);
-      counts.set(m.expect.verdict, (counts.get(m.expect.verdict) ?? 0) + 1);
-      outcomes.push({ file: m.file, expected: m.expect.verdict, actual: out.verdict });
-      expect({ verdict: out.verdict, reason: out.reason }).toEqual({
-        verdict: m.expect.verdict,
-        reason: m.expect.reason === undefined ? out.reason : expect.stringContaining(m.expect.reason) as unknown,
-      });
-      for (const part of m.answerIncludes ?? []) expect(out.reply?.answer).toContain(part);
+      const store = corpusStore(manifest, setting, m.task);
+      try {
+        for (const before of m.precededBy ?? []) await store.take(readMessage(before));
+        const out = recorded(await store.take(readMessage(m.file)));
+        counts.set(m.expect.verdict, (counts.get(m.expect.verdict) ?? 0) + 1);
+        outcomes.push({ file: m.file, expected: m.expect.verdict, actual: out.verdict });
+        expect({ verdict: out.verdict, reason: out.reason }).toEqual({
+          verdict: m.expect.verdict,
+          reason: m.expect.reason === undefined ? out.reason : (expect.stringContaining(m.expect.reason) as unknown),
+        });
+        const d = out.decision;
+        for (const part of m.answerIncludes ?? []) expect(d.kind === 'refuse' ? undefined : d.reply.answer).toContain(part);
+      } finally {
+        store.close();
+      }
     });
   }
 
@@ -57,5 +76,150 @@ describe('attack-mail corpus (issue 3)', () => {
         `other mismatches: ${other.length}${other.map((o) => `\n  ${o.file}: ${o.actual}, expected ${o.expected}`).join('')}`,
       ].join('\n'),
     );
+  });
+});
+
+describe('what the mailbox reports', () => {
+  const GENUINE = '01-genuine-done.eml';
+  const UNTAGGED = manifest.messages.find((m) => m.expect.verdict === 'no-task-id')!.file;
+  const judgedAt = Date.parse(manifest.judgedAt);
+
+  /** A resolver whose every lookup times out, as when DNS cannot be reached. */
+  const unreachable: DnsResolver = (name) => Promise.reject(Object.assign(new Error(`queryTxt ETIMEOUT ${name}`), { code: 'ETIMEOUT' }));
+
+  it('refuses a genuine reply over the size limit whole, keeping the head of its bytes', async () => {
+    const store = corpusStore(manifest, setting);
+    try {
+      const out = recorded(await store.take(readMessage(GENUINE), { tooLarge: true }));
+      expect(out).toMatchObject({ verdict: 'too-large', reason: expect.stringContaining('over mailbox.max_message_bytes') as unknown });
+      expect(out.decision).toMatchObject({ kind: 'refuse', evidence: 'head', tag: { taskId: manifest.liveTaskId } });
+      expect(store.store.tasks.get(manifest.liveTaskId)?.state).toBe('WORKING');
+    } finally {
+      store.close();
+    }
+  });
+
+  it('refuses untagged mail over the size limit as too-large, before gate 2', async () => {
+    const store = corpusStore(manifest, setting);
+    try {
+      expect(recorded(await store.take(readMessage(UNTAGGED), { tooLarge: true })).verdict).toBe('too-large');
+    } finally {
+      store.close();
+    }
+  });
+
+  it('calls a re-upload of the same bytes over the size limit a duplicate (gate 1 first)', async () => {
+    const store = corpusStore(manifest, setting);
+    try {
+      await store.take(readMessage(GENUINE));
+      expect(recorded(await store.take(readMessage(GENUINE), { tooLarge: true })).reason).toContain('gate 1');
+    } finally {
+      store.close();
+    }
+  });
+
+  it('defers a genuine reply whose DKIM key lookup fails for 24 h after arrival, then refuses it', async () => {
+    const store = corpusStore(manifest, { ...setting, resolver: unreachable });
+    try {
+      const arrived = judgedAt - 3600_000;
+      expect(await store.take(readMessage(GENUINE), { receivedAt: arrived })).toMatchObject({ kind: 'deferred', reason: expect.stringContaining('gate 7') as unknown });
+      expect(store.store.tasks.get(manifest.liveTaskId)?.state).toBe('WORKING');
+      const late = recorded(await store.take(readMessage(GENUINE), { receivedAt: arrived, now: arrived + TEMPORARY_RETRY_MS }));
+      expect(late).toMatchObject({ verdict: 'auth:dkim-unverified', reason: expect.stringContaining('still failing 24 h after arrival') as unknown });
+    } finally {
+      store.close();
+    }
+  });
+
+  it('applies the deferred reply once DNS answers again', async () => {
+    const store = corpusStore(manifest, setting);
+    try {
+      expect((await store.take(readMessage(GENUINE), { receivedAt: judgedAt, resolver: unreachable })).kind).toBe('deferred');
+      expect(recorded(await store.take(readMessage(GENUINE), { receivedAt: judgedAt })).verdict).toBe('applied:done');
+    } finally {
+      store.close();
+    }
+  });
+
+  it('without local verification, applies a reply only when the trusted dkim=pass names its signature by header.b', async () => {
+    const unverified = { ...setting, verifyDkim: false };
+    const named = readMessage(GENUINE);
+    const bySelector = Buffer.from(named.toString('latin1').replace(/ header\.b=[A-Za-z0-9+/]{8,}/, ''), 'latin1');
+    expect(bySelector.equals(named)).toBe(false);
+    for (const [raw, verdict] of [[named, 'applied:done'], [bySelector, 'auth:dkim-unverified']] as const) {
+      const store = corpusStore(manifest, unverified);
+      try {
+        expect(recorded(await store.take(raw)).verdict).toBe(verdict);
+      } finally {
+        store.close();
+      }
+    }
+  });
+
+  it('calls a reply a duplicate when another process records the same bytes while this one authenticates', async () => {
+    const store = corpusStore(manifest, setting);
+    const raw = readMessage(GENUINE);
+    // The key lookup is where the judge waits; the other process commits its verdict meanwhile.
+    const racing: DnsResolver = async (name, type) => {
+      store.store.tx((tx) =>
+        tx.ledger.record({
+          source: 'imap:INBOX:7:1', seenAt: judgedAt, messageId: null, fromHeader: null, subject: null, dateHeader: null, size: raw.length,
+          rawSha256: messageFacts(raw).rawSha256, raw: null, agent: null, taskId: null, verdict: 'applied:done', reason: 'the other process',
+        }),
+      );
+      return setting.resolver(name, type);
+    };
+    try {
+      const out = recorded(await store.take(raw, { resolver: racing }));
+      expect(out).toMatchObject({ verdict: 'duplicate', reason: expect.stringContaining('gate 1') as unknown });
+      expect(out.decision.evidence).toBe('whole');
+      expect(store.store.tasks.get(manifest.liveTaskId)?.state).toBe('WORKING');
+    } finally {
+      store.close();
+    }
+  });
+});
+
+/**
+ * Where two gates would refuse a message, the earlier one names the verdict: the order is part of
+ * the judge's contract (docs/architecture.md, "The gates"), so each pair of neighbouring gates
+ * that could be swapped has a message that fails both.
+ */
+describe('the gate order', () => {
+  const text = (file: string): string => readMessage(file).toString('latin1');
+  const bytes = (s: string): Buffer => Buffer.from(s, 'latin1');
+  const withFirstField = (file: string, field: string): Buffer => bytes(`${field}\r\n${text(file)}`);
+
+  async function verdictOf(raw: Buffer, live: Parameters<typeof corpusStore>[2] = {}): Promise<string> {
+    const store = corpusStore(manifest, setting, live);
+    try {
+      return recorded(await store.take(raw)).verdict;
+    } finally {
+      store.close();
+    }
+  }
+
+  it('gate 2 before gate 3: untagged mail with a second From is no-task-id', async () => {
+    expect(await verdictOf(withFirstField('25-untagged-mail-from-agent.eml', 'From: Mallory <mallory@evil.example>'))).toBe('no-task-id');
+  });
+
+  it('gate 3 before gates 4 and 5: a second From on mail with no border hop is auth:duplicate-header', async () => {
+    expect(await verdictOf(withFirstField('42-no-received-at-all.eml', 'From: Mallory <mallory@evil.example>'))).toBe('auth:duplicate-header');
+  });
+
+  it('gate 4 before gate 5: another From on mail with no border hop is auth:from-mismatch', async () => {
+    const raw = bytes(text('42-no-received-at-all.eml').replace('From: Grok Agent <agent@agent.example>', 'From: Mallory <mallory@evil.example>'));
+    expect(await verdictOf(raw)).toBe('auth:from-mismatch');
+  });
+
+  it('the Date window before gate 8a: a replayed Message-ID dated before the dispatch is auth:date-window', async () => {
+    const raw = readMessage('01-genuine-done.eml');
+    const f = messageFacts(raw);
+    const live = { appliedMessageIds: [f.messageId!], dispatchedAt: new Date(Date.parse(f.date!) + 2 * manifest.dateSkewMs).toISOString() };
+    expect(await verdictOf(raw, live)).toBe('auth:date-window');
+  });
+
+  it('gate 10 before gate 11: a bad status line to a task that is not open is task-closed', async () => {
+    expect(await verdictOf(readMessage('91-bad-status-word.eml'), { state: 'REJECTED' })).toBe('task-closed');
   });
 });

@@ -87,7 +87,7 @@ describe('verifyDkimLocally', () => {
     expect((await verifyDkimLocally(raw, resolver))[0]?.status).toBe('pass'); // a fresh worker serves the next one
   });
 
-  it('gives neutral, not fail, for a tampered body (FACTS.md: accept only pass)', async () => {
+  it('gives neutral, not fail, for a tampered body (so only pass is accepted)', async () => {
     const raw = Buffer.from((await signed(MESSAGE)).replace('The answer.', 'Another answer.'));
     const [r] = await verifyDkimLocally(raw, resolver);
     expect(r).toMatchObject({ status: 'neutral', info: expect.stringContaining('body hash did not verify') as unknown });

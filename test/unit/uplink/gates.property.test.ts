@@ -1,9 +1,10 @@
 /**
- * Property tests of the gate stack (issue 3), on top of the corpus (`corpus.test.ts`).
+ * Property tests of the message judge (src/core/judge.ts), on top of the corpus (`corpus.test.ts`).
  *
  * (a) Mutated genuine replies. The bases are genuine corpus replies, signed and stamped once by
- *     the generator; the properties mutate their bytes and run the whole pure stack, local DKIM
- *     verification included. Each mutation is classified before it is applied:
+ *     the generator; the properties mutate their bytes and take each result in through the code a
+ *     mailbox check runs (`intake`: the judge, local DKIM verification included, then the ledger
+ *     row and any promotion) against a real store holding the corpus's tasks. Each mutation is classified before it is applied:
  *
  *     authenticity-preserving (the verdict must stay exactly the base's):
  *       - a header field whose name is not signed (not in the signature's h=) and is none of
@@ -35,8 +36,8 @@
  *       - a body byte changed, text appended to the body, or the body re-encoded.
  *
  * (b) The parsers never throw (or reject) on arbitrary bytes, unicode strings and header-ish
- *     structures: parseHeaders, messageFacts, identify, parseAuthResults, findTrustedResults,
- *     parseReply, authenticate.
+ *     structures: parseHeaders, messageFacts, taskTag, parseAuthResults, findTrustedResults,
+ *     parseReply; and the judge never fails on them (`intake` never records `unreadable`).
  *
  * Run counts are set per property; together they exceed 10,000 cases.
  */
@@ -44,16 +45,35 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseAuthResults } from '../../../src/uplink/auth-results.js';
 import { findTrustedResults } from '../../../src/uplink/border.js';
-import { authenticate, identify, messageFacts, parseReply, type Identified } from '../../../src/uplink/gates.js';
+import type { Intake } from '../../../src/core/mail-check.js';
+import { messageFacts, taskTag } from '../../../src/uplink/gates.js';
 import { parseHeaders } from '../../../src/uplink/raw-headers.js';
+import { parseReply } from '../../../src/uplink/reply-format.js';
 import { isApplied, type Verdict } from '../../../src/uplink/verdicts.js';
-import { corpusAgent, loadManifest, loadZone, profileOf, readMessage, zoneResolver } from '../../helpers/corpus.js';
-import { runStack, storeModel, type StackContext } from '../../helpers/gate-stack.js';
+import { corpusAgent, loadManifest, loadZone, profileOf, readMessage, zoneResolver, type CorpusMessage } from '../../helpers/corpus.js';
+import { corpusStore, type CorpusSetting } from '../../helpers/corpus-store.js';
 
 const manifest = loadManifest();
 const agent = corpusAgent(manifest);
 const profile = profileOf(manifest);
-const ctx: StackContext = { agents: [agent], profile, resolver: zoneResolver(loadZone().records), verifyDkim: true };
+const setting: CorpusSetting = { agents: [agent], profile, resolver: zoneResolver(loadZone().records), verifyDkim: true };
+
+/** The verdict and reason `intake` recorded for the messages, in order, taken into a fresh corpus store. */
+async function judged(raws: Buffer[], live: CorpusMessage['task'] = {}): Promise<{ verdict: Verdict; reason: string }[]> {
+  const store = corpusStore(manifest, setting, live);
+  try {
+    const out: { verdict: Verdict; reason: string }[] = [];
+    for (const raw of raws) {
+      const i: Intake = await store.take(raw);
+      if (i.kind !== 'recorded') throw new Error(`expected a recorded verdict, got ${i.kind}`);
+      out.push({ verdict: i.verdict, reason: i.reason });
+    }
+    return out;
+  } finally {
+    store.close();
+  }
+}
+const judgedOne = async (raw: Buffer, live: CorpusMessage['task'] = {}) => (await judged([raw], live))[0]!;
 
 /** Cases run per property, by name; printed at the end. */
 const runs = new Map<string, number>();
@@ -429,11 +449,11 @@ const verdictsSeen = new Map<string, number>();
 const lateArb = fc.integer({ min: 0, max: 3 }).map((n) => n === 0);
 const DEADLINE_FAILED = { state: 'FAILED', failedBy: 'deadline' } as const;
 
-describe('gate stack properties (issue 3)', () => {
-  it('the bases are genuine replies the stack promotes unchanged', async () => {
+describe('message judge properties', () => {
+  it('the bases are genuine replies the judge promotes unchanged', async () => {
     expect(bases.length).toBeGreaterThanOrEqual(8);
     for (const base of bases) {
-      const out = await runStack(serialize(base.msg), ctx, storeModel(manifest));
+      const out = await judgedOne(serialize(base.msg));
       expect(out.verdict, base.file).toBe(base.expected);
     }
   });
@@ -445,7 +465,7 @@ describe('gate stack properties (issue 3)', () => {
         counted('(a) preserving mutations of genuine replies', async ([i, ps, late]: [number, Mutation[], boolean]) => {
           const base = bases[i]!;
           const { msg, applied } = applyAll(base, ps, null);
-          const out = await runStack(serialize(msg), ctx, storeModel(manifest, late ? DEADLINE_FAILED : {}));
+          const out = await judgedOne(serialize(msg), late ? DEADLINE_FAILED : {});
           verdictsSeen.set(`preserving → ${out.verdict}`, (verdictsSeen.get(`preserving → ${out.verdict}`) ?? 0) + 1);
           const expected = late ? 'late:recorded' : base.expected;
           expect({ verdict: out.verdict, file: base.file, applied }).toEqual({ verdict: expected, file: base.file, applied });
@@ -463,7 +483,7 @@ describe('gate stack properties (issue 3)', () => {
           const base = bases[i]!;
           const { msg, applied, broke } = applyAll(base, ps, b);
           fc.pre(broke);
-          const out = await runStack(serialize(msg), ctx, storeModel(manifest, late ? DEADLINE_FAILED : {}));
+          const out = await judgedOne(serialize(msg), late ? DEADLINE_FAILED : {});
           verdictsSeen.set(`breaking → ${out.verdict}`, (verdictsSeen.get(`breaking → ${out.verdict}`) ?? 0) + 1);
           expect({ promoted: isApplied(out.verdict) || out.verdict === 'late:recorded', file: base.file, applied, reason: out.reason }).toEqual({
             promoted: false,
@@ -484,13 +504,11 @@ describe('gate stack properties (issue 3)', () => {
         fc.tuple(fc.nat({ max: bases.length - 1 }), fc.array(preservingArb, { maxLength: 3 }), forced, lateArb),
         counted('(a) replays of applied genuine replies', async ([i, ps, f, late]: [number, Mutation[], Mutation, boolean]) => {
           const base = bases[i]!;
-          const store = storeModel(manifest, late ? DEADLINE_FAILED : {});
-          const first = await runStack(serialize(base.msg), ctx, store);
-          expect(first.verdict).toBe(late ? 'late:recorded' : base.expected);
           const { msg, applied } = applyAll(base, [...ps, f], null);
-          const again = await runStack(serialize(msg), ctx, store);
-          verdictsSeen.set(`replay → ${again.verdict}`, (verdictsSeen.get(`replay → ${again.verdict}`) ?? 0) + 1);
-          expect({ verdict: again.verdict, file: base.file, applied }).toEqual({ verdict: 'duplicate', file: base.file, applied });
+          const [first, again] = await judged([serialize(base.msg), serialize(msg)], late ? DEADLINE_FAILED : {});
+          expect(first!.verdict).toBe(late ? 'late:recorded' : base.expected);
+          verdictsSeen.set(`replay → ${again!.verdict}`, (verdictsSeen.get(`replay → ${again!.verdict}`) ?? 0) + 1);
+          expect({ verdict: again!.verdict, file: base.file, applied }).toEqual({ verdict: 'duplicate', file: base.file, applied });
         }),
       ),
       { numRuns: 600 },
@@ -541,22 +559,18 @@ const anyBytes: fc.Arbitrary<Buffer> = fc.oneof(
   headerishMessage,
 );
 
-function identified(raw: Buffer): Identified {
-  return { ...messageFacts(raw), agent, taskId: manifest.liveTaskId };
-}
-
-describe('the parsers never throw (issue 3)', () => {
-  it('parseHeaders, messageFacts and identify on any bytes', () => {
+describe('the parsers never throw', () => {
+  it('parseHeaders, messageFacts and taskTag on any bytes', () => {
     fc.assert(
       fc.property(
         anyBytes,
         (raw) => {
-          runs.set('(b) parseHeaders/messageFacts/identify', (runs.get('(b) parseHeaders/messageFacts/identify') ?? 0) + 1);
+          runs.set('(b) parseHeaders/messageFacts/taskTag', (runs.get('(b) parseHeaders/messageFacts/taskTag') ?? 0) + 1);
           const fields = parseHeaders(raw);
           expect(Array.isArray(fields)).toBe(true);
           const facts = messageFacts(raw);
-          const id = identify(facts, [agent], () => false);
-          expect('taskId' in id || typeof id.verdict === 'string').toBe(true);
+          const tag = taskTag(facts, [agent]);
+          expect('taskId' in tag || typeof tag.verdict === 'string').toBe(true);
         },
       ),
       { numRuns: 2500 },
@@ -596,12 +610,12 @@ describe('the parsers never throw (issue 3)', () => {
     );
   });
 
-  it('authenticate resolves on any bytes, local DKIM verification on', { timeout: 60_000 }, async () => {
+  it('the judge gives any bytes a verdict, local DKIM verification on, and never fails on them', { timeout: 60_000 }, async () => {
     await fc.assert(
       fc.asyncProperty(fc.oneof(anyBytes, splicedMessage, splicedMessage), async (raw) => {
-        runs.set('(b) authenticate', (runs.get('(b) authenticate') ?? 0) + 1);
-        const out = await authenticate(raw, identified(raw), { profile, verifyDkim: true, resolver: ctx.resolver });
-        expect(out === null || typeof out.verdict === 'string').toBe(true);
+        runs.set('(b) judgeMessage via intake', (runs.get('(b) judgeMessage via intake') ?? 0) + 1);
+        const out = await judgedOne(raw);
+        expect(out.verdict).not.toBe('unreadable');
       }),
       { numRuns: 1200 },
     );

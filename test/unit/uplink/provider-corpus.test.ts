@@ -1,6 +1,6 @@
 /**
- * Issue 13 acceptance 1, pure stack: every message of the provider corpus
- * (test/fixtures/providers/, written by generate-provider-corpus.ts) through the gate stack with
+ * Every message of the provider corpus (test/fixtures/providers/, written by
+ * generate-provider-corpus.ts) taken in through `intake` — the judge, then the ledger row — with
  * the profile of its own preset — genuine provider-shaped replies promote, every forgery aimed at
  * that provider's quirks is refused. The same files go through the real mailbox path on Dovecot
  * and a Maildir in test/integration/uplink/provider-corpus.test.ts.
@@ -8,15 +8,14 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { isApplied } from '../../../src/uplink/verdicts.js';
 import { corpusAgent, loadManifest, loadZone, zoneResolver } from '../../helpers/corpus.js';
-import { runStack } from '../../helpers/gate-stack.js';
-import { loadProviderManifest, providerProfile, providerStore, readProviderMessage } from '../../helpers/provider-corpus.js';
+import { judgeInStore, loadProviderManifest, providerProfile, readProviderMessage } from '../../helpers/provider-corpus.js';
 
 const manifest = loadProviderManifest();
 const agents = [corpusAgent(loadManifest())];
 const resolver = zoneResolver(loadZone().records);
 const outcomes: { provider: string; file: string; expected: string; actual: string }[] = [];
 
-describe('provider corpus (issue 13)', () => {
+describe('provider corpus', () => {
   it('has genuine and forged mail for every preset but Fastmail (its own corpus is test/fixtures/corpus)', () => {
     for (const p of ['gmail', 'outlook', 'icloud', 'yahoo', 'self-hosted']) {
       const mine = manifest.messages.filter((m) => m.provider === p);
@@ -27,7 +26,7 @@ describe('provider corpus (issue 13)', () => {
 
   for (const m of manifest.messages) {
     it(m.file, async () => {
-      const out = await runStack(readProviderMessage(m.file), { agents, profile: providerProfile(manifest, m.provider), resolver, verifyDkim: true }, providerStore());
+      const out = await judgeInStore(readProviderMessage(m.file), { agents, profile: providerProfile(manifest, m.provider), resolver, verifyDkim: true });
       outcomes.push({ provider: m.provider, file: m.file, expected: m.expect.verdict, actual: out.verdict });
       expect({ verdict: out.verdict, reason: out.reason }).toEqual({
         verdict: m.expect.verdict,
@@ -41,7 +40,7 @@ describe('provider corpus (issue 13)', () => {
     for (const m of genuine) {
       for (const other of ['gmail', 'outlook', 'icloud', 'yahoo', 'self-hosted'] as const) {
         if (other === m.provider) continue;
-        const out = await runStack(readProviderMessage(m.file), { agents, profile: providerProfile(manifest, other), resolver, verifyDkim: true }, providerStore());
+        const out = await judgeInStore(readProviderMessage(m.file), { agents, profile: providerProfile(manifest, other), resolver, verifyDkim: true });
         expect(isApplied(out.verdict), `${m.file} under ${other}: ${out.reason}`).toBe(false);
       }
     }
@@ -51,7 +50,7 @@ describe('provider corpus (issue 13)', () => {
     const forged = manifest.messages.filter((m) => !isApplied(m.expect.verdict) && ['gmail', 'icloud', 'self-hosted'].includes(m.provider));
     expect(forged.length).toBeGreaterThanOrEqual(12);
     for (const m of forged) {
-      const out = await runStack(readProviderMessage(m.file), { agents, profile: providerProfile(manifest, m.provider), resolver, verifyDkim: false }, providerStore());
+      const out = await judgeInStore(readProviderMessage(m.file), { agents, profile: providerProfile(manifest, m.provider), resolver, verifyDkim: false });
       expect(out.verdict, `${m.file}: ${out.reason}`).toBe(m.expect.verdict);
     }
   });

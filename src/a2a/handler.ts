@@ -1,0 +1,75 @@
+import type { Logger } from 'pino';
+import type { AgentConfig } from '../config/config.js';
+import type { Bridge } from '../core/bridge.js';
+import { A2AError, asA2AError } from './errors.js';
+import { findMethod } from './methods.js';
+
+/** The two A2A dialects served: v1.0 (`SendMessage`…) and v0.3 (`message/send`…). */
+export type Dialect = '1.0' | '0.3';
+
+/** One A2A call, whatever carried it: the JSON-RPC envelope is already parsed (src/a2a/jsonrpc.ts). */
+export interface A2ARequest {
+  /** The agent the call is addressed to (its endpoint). */
+  agent: AgentConfig;
+  method: string;
+  params: unknown;
+  /** The `A2A-Version` header, trimmed; '' when absent. */
+  version: string;
+  /** A short description of the caller for the audit entry (e.g. its User-Agent). */
+  caller: string;
+}
+
+/**
+ * What a call came to, in the dialect it is answered in: a result, an error, or a stream of
+ * events (for SendStreamingMessage and SubscribeToTask, A2A v1.0 §3.1.2 and §3.1.6; no method
+ * streams yet, capabilities.streaming is false).
+ */
+export type A2AOutcome =
+  | { kind: 'result'; dialect: Dialect; result: unknown }
+  | { kind: 'error'; dialect: Dialect; error: A2AError }
+  | { kind: 'stream'; dialect: Dialect; events: AsyncIterable<unknown> };
+
+/**
+ * `A2A-Version` values served, by Major.Minor: patch numbers never count in negotiation
+ * (A2A v1.0 §3.6), and a bare major means its latest minor.
+ */
+export function supportedVersion(header: string): Dialect | null {
+  const m = /^(\d+)(?:\.(\d+)(?:\.\d+)?)?$/.exec(header);
+  if (!m) return null;
+  const major = Number(m[1]);
+  const minor = m[2] === undefined ? undefined : Number(m[2]);
+  if (major === 1 && (minor === undefined || minor === 0)) return '1.0';
+  if (major === 0 && minor === 3) return '0.3';
+  return null;
+}
+
+/** The dialect of an answer that names no method (a body that is not a JSON-RPC request): v1.0 only when the header asks for it. */
+export function dialectOfHeader(version: string): Dialect {
+  return version.startsWith('1') ? '1.0' : '0.3';
+}
+
+/**
+ * The A2A handler, free of any transport: version negotiation, method dispatch, and the mapping
+ * of every error to the caller's JSON-RPC error (src/a2a/errors.ts). The HTTP server
+ * (src/a2a/server.ts) only listens, checks the Host, the bearer and the body, and hands over.
+ * A defect (an error that is neither A2A's nor the core's) is logged and answered -32603.
+ */
+export function a2aHandler(bridge: Bridge, log: Logger): (req: A2ARequest) => Promise<A2AOutcome> {
+  return async (req) => {
+    const found = findMethod(req.method);
+    // A method names its dialect; an unknown one is answered in the dialect the header asks for.
+    const dialect: Dialect = found?.dialect ?? (req.version.startsWith('0') || req.version === '' ? '0.3' : '1.0');
+    if (req.version !== '' && supportedVersion(req.version) === null) {
+      return { kind: 'error', dialect, error: new A2AError('versionNotSupported', `A2A-Version ${req.version} is not supported; use 1.0 or 0.3`) };
+    }
+    if (!found) return { kind: 'error', dialect, error: new A2AError('methodNotFound', `Method not found: ${req.method}`) };
+    try {
+      return { kind: 'result', dialect, result: await found.handler(bridge, req.params ?? {}, { agent: req.agent, caller: req.caller }) };
+    } catch (err) {
+      const known = asA2AError(err);
+      if (known) return { kind: 'error', dialect, error: known };
+      log.error({ err: (err as Error).message, stack: (err as Error).stack, method: req.method }, 'internal error');
+      return { kind: 'error', dialect, error: new A2AError('internalError', 'Internal error; see the bridge log') };
+    }
+  };
+}

@@ -1,0 +1,217 @@
+import type { AgentConfig, Config } from '../config/config.js';
+import type { TaskRow } from '../store/task-rows.js';
+import type { TurnRow } from '../store/turns.js';
+import type { ProviderProfile } from '../uplink/border.js';
+import type { DnsResolver } from '../uplink/dkim.js';
+import {
+  alignedSignatures,
+  dateInWindow,
+  dkimVerifies,
+  dmarcHolds,
+  DUPLICATE_BYTES,
+  fromIsAgent,
+  headerShape,
+  isRefusal,
+  messageFacts,
+  replayedMessageId,
+  replyStatus,
+  taskOpen,
+  taskTag,
+  tokenHolds,
+  trustedResults,
+  unknownTask,
+  UNPINNED_WITHOUT_VERIFICATION,
+  type MessageFacts,
+  type Refusal,
+  type ReplyStatusWord,
+  type TaskTag,
+} from '../uplink/gates.js';
+import type { UnreadableReason } from '../uplink/mailbox.js';
+import { parseReply, type ParsedReply } from '../uplink/reply-format.js';
+import { tokensEqual } from './token.js';
+
+/**
+ * How long a message whose DKIM key lookup failed temporarily (DNS) is judged again on every
+ * check before it is refused for good, in ms from its arrival in the mailbox.
+ */
+export const TEMPORARY_RETRY_MS = 24 * 3600_000;
+
+/** Raw bytes kept for tagged mail refused before it authenticated (`evidence: 'head'`), in bytes. */
+export const REFUSED_RAW_KEEP_BYTES = 64 * 1024;
+
+/** One message as the mailbox handed it over (src/uplink/mailbox.ts `FetchedMessage`). */
+export interface IncomingMessage {
+  /** The exact bytes (for `tooLarge`, the header block only). */
+  raw: Buffer;
+  /** Size of the whole message in bytes. */
+  size: number;
+  /** Larger than `mailbox.max_message_bytes`: refused whole, never cut. */
+  tooLarge: boolean;
+  /** When the mailbox received it, ms since the epoch; null if unknown. */
+  receivedAt: number | null;
+  /** The mailbox holds it but could not read it (`raw` is then what was read, often nothing). */
+  unreadable?: { reason: UnreadableReason; detail: string };
+}
+
+/** The configuration the gates read (`mailbox.*` and the agents). */
+export interface JudgeRules {
+  agents: readonly AgentConfig[];
+  profile: ProviderProfile;
+  /** Gate 7 also verifies the aligned signature locally (`mailbox.verify_dkim`). */
+  verifyDkim: boolean;
+  /** Gate 8's Date window: how far a Date may lie before the dispatch or after now, in ms. */
+  dateSkewMs: number;
+  /** `mailbox.max_message_bytes`, for the too-large reason. */
+  maxMessageBytes: number;
+}
+
+export function judgeRulesOf(config: Config): JudgeRules {
+  const m = config.mailbox;
+  return {
+    agents: config.agents,
+    profile: m.profile,
+    verifyDkim: m.verifyDkim,
+    dateSkewMs: m.dateSkewMs,
+    maxMessageBytes: m.maxMessageBytes,
+  };
+}
+
+/** The store reads the judge makes (src/core/mail-check.ts answers them from SQLite). */
+export interface JudgeStore {
+  /** Gate 1: a ledger row holds exactly these bytes (SHA-256, hex). */
+  seenDigest(rawSha256: string): boolean;
+  /** Gates 8–11: the task and its current turn; undefined when no such task exists. */
+  task(taskId: string): { task: TaskRow; turn: TurnRow | undefined } | undefined;
+  /** Gate 8a: a reply with this Message-ID was applied (or kept late) for the task. */
+  messageIdApplied(taskId: string, messageId: string): boolean;
+}
+
+/** What the judge reads besides the message. */
+export interface JudgeFacts<R> {
+  rules: JudgeRules;
+  /** DNS for gate 7's key lookups (mailauth resolver shape). */
+  resolver: DnsResolver;
+  /** The clock, ms since the epoch. */
+  now(): number;
+  store: JudgeStore;
+  /**
+   * Runs the step that makes the decision, and commits it. The judge calls this exactly once,
+   * with a synchronous `decide` whose store reads (the duplicate re-check, the task for gates
+   * 8–11) must see what the writes of the decision are committed against: the caller opens one
+   * store transaction, runs `decide`, writes its decision and commits (src/core/mail-check.ts).
+   * A caller that writes nothing may just return `decide()`.
+   */
+  settle(decide: () => Decision): R;
+}
+
+/**
+ * How much of the raw message the ledger keeps: all of it for authenticated mail (evidence), the
+ * first {@link REFUSED_RAW_KEEP_BYTES} for tagged mail refused before it authenticated (anyone
+ * can send that, and it must not fill the disk), nothing for untagged mail.
+ */
+export type Evidence = 'whole' | 'head' | 'none';
+
+/** The tagged task a decision is about, with what the store held when the decision was made. */
+export interface DecidedTask {
+  tag: TaskTag;
+  task: TaskRow;
+  turn: TurnRow;
+}
+
+/** The judge's answer for one message. Every kind but `defer` is recorded in the ledger. */
+export type Decision =
+  | { kind: 'refuse'; verdict: Refusal['verdict']; reason: string; message: MessageFacts; tag: TaskTag | null; evidence: Evidence }
+  /** Look at the message again on a later check; nothing is recorded (the watermark stays before it). */
+  | { kind: 'defer'; reason: string; message: MessageFacts }
+  | { kind: 'apply'; verdict: `applied:${ReplyStatusWord}`; reason: string; status: ReplyStatusWord; message: MessageFacts; on: DecidedTask; reply: ParsedReply; evidence: 'whole' }
+  /** An authenticated reply to a task that failed by its deadline or dispatch: kept and shown, not applied. */
+  | { kind: 'late'; verdict: 'late:recorded'; reason: string; message: MessageFacts; on: DecidedTask; reply: ParsedReply; evidence: 'whole' };
+
+/**
+ * The message judge: every gate, in order, and every rule about one fetched message
+ * (docs/architecture.md, "The gates"). The first rule that refuses names the verdict; a reply is
+ * applied only when every gate passed.
+ *
+ * 0. the mailbox could not read it ⇒ `unreadable:<reason>` (nothing about it can be judged);
+ * 1. gate 1: the same raw bytes are in the ledger ⇒ `duplicate`;
+ * 2. larger than `mailbox.max_message_bytes` ⇒ `too-large` (refused whole, body never read);
+ * 3. gate 2: exactly one subject tag of a configured agent, else `no-task-id`;
+ * 4. gates 3–7: header shape, From, trusted Authentication-Results above the border, DMARC,
+ *    an aligned DKIM signature that also verifies locally;
+ * 5. a DKIM key lookup that failed temporarily ⇒ `defer` for {@link TEMPORARY_RETRY_MS} after
+ *    arrival, then the refusal;
+ * 6. inside `settle`: gate 1 again (a concurrent process may have recorded the bytes while this
+ *    one authenticated), then gates 8–11 on the task as the store holds it: the task exists,
+ *    the Date window, gate 8a (Message-ID replay), the live token, the task awaits the agent
+ *    (or failed by deadline/dispatch ⇒ `late`), the status line.
+ *
+ * Never throws on hostile bytes; a defect of ours (or a store failure) propagates, and the
+ * caller records the message as `unreadable`.
+ *
+ * @returns what `facts.settle` returned for the decision
+ */
+export async function judgeMessage<R>(msg: IncomingMessage, facts: JudgeFacts<R>): Promise<R> {
+  const { rules, store } = facts;
+  const message = messageFacts(msg.raw, msg.size);
+  const tagged = taskTag(message, rules.agents);
+  const tag = isRefusal(tagged) ? null : tagged;
+  const refuse = (r: Refusal, evidence: Evidence): Decision => ({ kind: 'refuse', verdict: r.verdict, reason: r.reason, message, tag, evidence });
+  /** Tagged mail refused before it authenticated keeps its head; untagged mail nothing. */
+  const early = (r: Refusal): R => facts.settle(() => refuse(r, tag ? 'head' : 'none'));
+
+  if (msg.unreadable) {
+    const { reason, detail } = msg.unreadable;
+    return facts.settle(() => ({ kind: 'refuse', verdict: `unreadable:${reason}`, reason: detail, message, tag: null, evidence: 'none' }));
+  }
+  if (store.seenDigest(message.rawSha256)) return early(DUPLICATE_BYTES);
+  if (msg.tooLarge) {
+    return early({ verdict: 'too-large', reason: `${msg.size} bytes, over mailbox.max_message_bytes (${rules.maxMessageBytes}); refused whole` });
+  }
+  if (!tag) return early(tagged as Refusal);
+
+  const shape = headerShape(message);
+  if (isRefusal(shape)) return early(shape);
+  const from = fromIsAgent(shape.fromAddress, tag.agent);
+  if (from) return early(from);
+  const trusted = trustedResults(message, rules.profile);
+  if (isRefusal(trusted)) return early(trusted);
+  const dmarc = dmarcHolds(trusted);
+  if (dmarc) return early(dmarc);
+  const aligned = alignedSignatures(message, trusted, tag.agent);
+  if (isRefusal(aligned)) return early(aligned);
+  if (!rules.verifyDkim && !aligned.pinned) return early(UNPINNED_WITHOUT_VERIFICATION);
+  if (rules.verifyDkim) {
+    const dkim = await dkimVerifies(msg.raw, aligned.candidates, tag.agent, facts.resolver, msg.receivedAt);
+    if (dkim?.temporary) {
+      const since = msg.receivedAt ?? facts.now();
+      if (facts.now() - since < TEMPORARY_RETRY_MS) return facts.settle(() => ({ kind: 'defer', reason: dkim.reason, message }));
+      return early({ ...dkim, reason: `${dkim.reason}; still failing ${Math.round(TEMPORARY_RETRY_MS / 3600_000)} h after arrival` });
+    }
+    if (dkim) return early(dkim);
+  }
+
+  const reply = await parseReply(msg.raw);
+  return facts.settle((): Decision => {
+    // Authenticated from here on: the whole message is evidence.
+    const refused = (r: Refusal): Decision => refuse(r, 'whole');
+    if (store.seenDigest(message.rawSha256)) return refused(DUPLICATE_BYTES);
+    const found = store.task(tag.taskId);
+    if (!found || found.task.agent !== tag.agent.name || !found.turn) return refused(unknownTask(tag));
+    const { task, turn } = found;
+    const date = dateInWindow(message.date, { dispatchedAt: turn.createdAt, now: facts.now(), skewMs: rules.dateSkewMs });
+    if (date) return refused(date);
+    if (message.messageId !== null && store.messageIdApplied(task.id, message.messageId)) return refused(replayedMessageId(message.messageId));
+    const token = tokenHolds(reply, (presented) => tokensEqual(presented, turn.replyToken));
+    if (token) return refused(token);
+    const on: DecidedTask = { tag, task, turn };
+    const open = taskOpen(task.state, task.failedBy);
+    if (open === 'late') {
+      const reason = `gate 10: the task failed (${task.failedBy}) before this authenticated reply; kept and shown`;
+      return { kind: 'late', verdict: 'late:recorded', reason, message, on, reply, evidence: 'whole' };
+    }
+    if (open !== 'open') return refused(open);
+    const status = replyStatus(reply);
+    if (isRefusal(status)) return refused(status);
+    return { kind: 'apply', verdict: `applied:${status}`, reason: `all gates passed; status ${status}`, status, message, on, reply, evidence: 'whole' };
+  });
+}

@@ -1,0 +1,44 @@
+import type { Db } from './db.js';
+import { stmt } from './statements.js';
+import type { DispatchState } from './dispatch-state.js';
+import type { TaskState } from './task-state.js';
+
+/** Counts for `/health`, `/metrics` and `doctor`: whole-table aggregates, read at each request. */
+export function statsReads(db: Db) {
+  return {
+    /** Tasks per state; states with no task are absent. */
+    tasksByState(): Partial<Record<TaskState, number>> {
+      const out: Partial<Record<TaskState, number>> = {};
+      for (const r of stmt(db, `SELECT state, count(*) AS n FROM tasks GROUP BY state`).all() as { state: TaskState; n: number }[]) out[r.state] = r.n;
+      return out;
+    },
+
+    /** Ledger rows per verdict; verdicts never recorded are absent. */
+    ledgerByVerdict(): Record<string, number> {
+      const rows = stmt(db, `SELECT verdict, count(*) AS n FROM ledger GROUP BY verdict`).all() as { verdict: string; n: number }[];
+      return Object.fromEntries(rows.map((r) => [r.verdict, r.n]));
+    },
+
+    /** Turns per dispatch state; states with no turn are absent. */
+    dispatchesByState(): Partial<Record<DispatchState, number>> {
+      const out: Partial<Record<DispatchState, number>> = {};
+      for (const r of stmt(db, `SELECT dispatch_state AS s, count(*) AS n FROM turns GROUP BY dispatch_state`).all() as { s: DispatchState; n: number }[]) out[r.s] = r.n;
+      return out;
+    },
+
+    /** Rows per table (the tables the bridge writes), for tests and `doctor`. */
+    rowCounts(): Record<'tasks' | 'turns' | 'attempts' | 'messages' | 'artifacts' | 'events' | 'ledger' | 'audit', number> {
+      const n = (table: string): number => (stmt(db, `SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+      return {
+        tasks: n('tasks'),
+        turns: n('turns'),
+        attempts: n('dispatch_attempts'),
+        messages: n('messages'),
+        artifacts: n('artifacts'),
+        events: n('task_events'),
+        ledger: n('ledger'),
+        audit: n('audit'),
+      };
+    },
+  };
+}

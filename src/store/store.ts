@@ -1,0 +1,202 @@
+import { artifactReads, artifactWrites } from './artifacts.js';
+import { attemptReads, attemptWrites } from './attempts.js';
+import { auditReads } from './audit.js';
+import { immediate, openDb, StoreError, type Db, type OpenOptions, type Writer } from './db.js';
+import { ledgerReads, ledgerWrites } from './ledger.js';
+import { mailboxReads, mailboxWrites } from './mailbox-state.js';
+import { messageReads, messageWrites } from './messages.js';
+import { limitReads } from './limits.js';
+import { overviewReads } from './overview.js';
+import { pruneReads, pruneWrites } from './prune.js';
+import { statsReads } from './stats.js';
+import { taskEventReads } from './task-events.js';
+import { taskReads, taskWrites, type TaskChange } from './task-rows.js';
+import { dispatchWrites, turnReads, turnWrites } from './turns.js';
+import { shrinkWal, walBytes } from './wal.js';
+
+export { StoreError } from './db.js';
+export { REFUSED_COUNT_CAP } from './ledger.js';
+
+function reads(db: Db) {
+  return {
+    tasks: taskReads(db),
+    events: taskEventReads(db),
+    audit: auditReads(db),
+    turns: turnReads(db),
+    attempts: attemptReads(db),
+    ledger: ledgerReads(db),
+    messages: messageReads(db),
+    artifacts: artifactReads(db),
+    mailbox: mailboxReads(db),
+    stats: statsReads(db),
+    overview: overviewReads(db),
+    limits: limitReads(db),
+    retention: pruneReads(db),
+  };
+}
+
+function writes(db: Db, w: Writer) {
+  const r = reads(db);
+  return {
+    ...r,
+    tasks: { ...r.tasks, ...taskWrites(w) },
+    turns: { ...r.turns, ...turnWrites(w) },
+    dispatch: dispatchWrites(w),
+    attempts: { ...r.attempts, ...attemptWrites(w) },
+    ledger: { ...r.ledger, ...ledgerWrites(w) },
+    messages: { ...r.messages, ...messageWrites(w) },
+    artifacts: { ...r.artifacts, ...artifactWrites(w) },
+    mailbox: { ...r.mailbox, ...mailboxWrites(w) },
+    retention: { ...r.retention, ...pruneWrites(w) },
+  };
+}
+
+/** What the store can read, by concept. */
+export type StoreReads = ReturnType<typeof reads>;
+/** What a transaction can read and write: the reads, plus each concept's writes. Exists only inside {@link Store.tx}. */
+export type StoreTx = ReturnType<typeof writes>;
+
+/**
+ * The store (docs/architecture.md, "The store"): every SQL statement of the bridge lives in
+ * store/, behind this facade. Reads are methods of its concept fields (`store.tasks.get(id)`);
+ * writes exist only on the transaction object {@link tx} hands its function, and throw outside
+ * it. Both state machines (task and dispatch) are checked by the writes that move them, and the
+ * schema holds their states. After each transaction commits, every task change it made goes to
+ * the {@link onTaskChange} listeners, in order.
+ */
+export class Store {
+  readonly tasks;
+  readonly events;
+  readonly audit;
+  readonly turns;
+  readonly attempts;
+  readonly ledger;
+  readonly messages;
+  readonly artifacts;
+  readonly mailbox;
+  readonly stats;
+  readonly overview;
+  readonly limits;
+  readonly retention;
+  readonly #db: Db;
+  readonly #tx: StoreTx;
+  #depth = 0;
+  #pending: TaskChange[] = [];
+  readonly #listeners = new Set<(c: TaskChange) => void>();
+
+  private constructor(db: Db) {
+    this.#db = db;
+    const r = reads(db);
+    this.tasks = r.tasks;
+    this.events = r.events;
+    this.audit = r.audit;
+    this.turns = r.turns;
+    this.attempts = r.attempts;
+    this.ledger = r.ledger;
+    this.messages = r.messages;
+    this.artifacts = r.artifacts;
+    this.mailbox = r.mailbox;
+    this.stats = r.stats;
+    this.overview = r.overview;
+    this.limits = r.limits;
+    this.retention = r.retention;
+    const inTx = (): boolean => this.#depth > 0;
+    const writer: Writer = {
+      get db() {
+        if (!inTx()) throw new StoreError('a store write outside store.tx() (a defect)');
+        return db;
+      },
+      changed: (c) => void this.#pending.push(c),
+    };
+    this.#tx = writes(db, writer);
+  }
+
+  /**
+   * Opens (creating when needed) the store: WAL journal, busy timeout, foreign keys,
+   * `quick_check`, then the pending migrations (src/store/db.ts).
+   * @param path file path, `:memory:`, or an image from {@link image} to open in memory
+   * @throws StoreError when the file cannot be used (damaged, newer schema, not SQLite…)
+   */
+  static open(path: string | Buffer, options: OpenOptions = {}): Store {
+    return new Store(openDb(path, options));
+  }
+
+  /**
+   * Runs `fn` in one `BEGIN IMMEDIATE` transaction and commits (rolls back if it throws). A
+   * `tx` inside another joins it. `fn` must be synchronous. The task changes it made go to the
+   * listeners after the commit, never inside the transaction.
+   */
+  tx<T>(fn: (tx: StoreTx) => T): T {
+    if (this.#depth > 0) return fn(this.#tx);
+    this.#pending = [];
+    let result: T;
+    this.#depth = 1;
+    try {
+      result = immediate(this.#db, () => fn(this.#tx));
+    } catch (err) {
+      this.#pending = [];
+      throw err;
+    } finally {
+      this.#depth = 0;
+    }
+    const committed = this.#pending;
+    this.#pending = [];
+    for (const c of committed) for (const l of this.#listeners) l(c);
+    return result;
+  }
+
+  /** Calls `listener` with each committed task change (it must not throw). @returns the unsubscribe function */
+  onTaskChange(listener: (c: TaskChange) => void): () => void {
+    this.#listeners.add(listener);
+    return () => void this.#listeners.delete(listener);
+  }
+
+  /** `PRAGMA user_version`: the number of migrations applied. */
+  schemaVersion(): number {
+    return this.#db.pragma('user_version', { simple: true }) as number;
+  }
+
+  /** An online copy into `file` (SQLite's backup API: consistent while others write). */
+  backup(file: string): Promise<{ totalPages: number }> {
+    return this.#db.backup(file);
+  }
+
+  /**
+   * Truncates a WAL over its size limit when no reader holds an old snapshot (src/store/wal.ts);
+   * never waits. Call it outside a transaction.
+   * @returns the WAL size before and after, in bytes, and whether a reader kept it from finishing
+   */
+  shrinkWal(): { before: number; after: number; busy: boolean } {
+    return shrinkWal(this.#db);
+  }
+
+  /** The connection's settings that bound waiting and the WAL (`PRAGMA busy_timeout`, `journal_size_limit`). */
+  settings(): { busyTimeoutMs: number; journalSizeLimit: number } {
+    return {
+      busyTimeoutMs: this.#db.pragma('busy_timeout', { simple: true }) as number,
+      journalSizeLimit: this.#db.pragma('journal_size_limit', { simple: true }) as number,
+    };
+  }
+
+  /** The size of the store's WAL file in bytes (0 when there is none, or in memory). */
+  walBytes(): number {
+    return walBytes(this.#db);
+  }
+
+  /**
+   * Switches the file to a rollback journal (`journal_mode = DELETE`): one self-contained file,
+   * with no -wal/-shm beside it for its readers to leave (a backup copy).
+   */
+  useRollbackJournal(): void {
+    this.#db.pragma('journal_mode = DELETE');
+  }
+
+  /** The whole store as bytes, for {@link Store.open} in memory (test fixtures copy a seeded store this way). */
+  image(): Buffer {
+    return this.#db.serialize();
+  }
+
+  close(): void {
+    this.#db.close();
+  }
+}

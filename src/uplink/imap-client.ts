@@ -1,0 +1,25 @@
+import { ImapFlow, type ImapFlowOptions } from 'imapflow';
+import type { ImapConfig } from '../config/config.js';
+
+/**
+ * A new imapflow client for one connection (an instance cannot reconnect) with the options every
+ * connection of ours shares: the configured host, port and TLS (STARTTLS never attempted on a
+ * plaintext port), our name only in ID (imapflow would otherwise fill in its own version and
+ * vendor under our name), no automatic ENABLE, and the configured timeout for connecting and the
+ * greeting. `o` adds or overrides the rest (logger, IDLE, socket timeout, size limits).
+ */
+export function imapClient(cfg: ImapConfig, auth: ImapFlowOptions['auth'], o: Partial<ImapFlowOptions> = {}): ImapFlow {
+  return new ImapFlow({
+    host: cfg.host,
+    port: cfg.port,
+    secure: cfg.tls,
+    doSTARTTLS: cfg.tls ? undefined : false,
+    auth,
+    logger: false,
+    clientInfo: { name: 'a2a-mailbridge', version: false, vendor: false, 'support-url': false },
+    disableAutoEnable: true,
+    connectionTimeout: cfg.timeoutMs,
+    greetingTimeout: cfg.timeoutMs,
+    ...o,
+  });
+}
