@@ -18,6 +18,8 @@ const MAX_DATA_DEPTH = 32;
 const MAX_DATA_TEXT_BYTES = 1024 * 1024;
 /** A UTF-16 surrogate without its pair: such a string cannot round-trip through UTF-8. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/** An RFC 3339 `date-time` (§5.6): full date, `T`, full time with optional fraction, and `Z` or a numeric offset. */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$/;
 /** Deadlines a caller may ask for, in seconds (metadata `deadline_s`). */
 const DEADLINE_RANGE_S = [10, 30 * 86400] as const;
 
@@ -208,8 +210,10 @@ export function parseListParams(params: unknown): ListParams {
   const after = field(p, 'statusTimestampAfter');
   let updatedAfter: number | undefined;
   if (after !== undefined && after !== null) {
-    updatedAfter = typeof after === 'string' ? Date.parse(after) : Number.NaN;
-    if (Number.isNaN(updatedAfter)) throw new A2AError('invalidParams', 'params.statusTimestampAfter must be an ISO-8601 timestamp');
+    updatedAfter = typeof after === 'string' && RFC3339.test(after) ? Date.parse(after) : Number.NaN;
+    if (Number.isNaN(updatedAfter)) {
+      throw new A2AError('invalidParams', 'params.statusTimestampAfter must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z (A2A v1.0 §5.6.1)');
+    }
   }
   const pageToken = field(p, 'pageToken');
   if (pageToken !== undefined && pageToken !== null && typeof pageToken !== 'string') {

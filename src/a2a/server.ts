@@ -4,11 +4,13 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { isLoopbackLiteral, type AgentConfig, type Config } from '../config/config.js';
 import type { Bridge } from '../core/bridge.js';
-import { agentCard, legacyAgentCard } from './agent-card.js';
-import { A2AError } from './errors.js';
+import { cardFor, sendCard } from './card-route.js';
+import { A2AError, asA2AError } from './errors.js';
 import { a2aHandler, dialectOfHeader } from './handler.js';
 import { health } from './health.js';
-import { errorResponse, isResponse, parseRequest, resultResponse, type JsonRpcResponse } from './jsonrpc.js';
+import { errorResponse, isResponse, parseRequest, resultResponse, type JsonRpcId, type JsonRpcResponse } from './jsonrpc.js';
+import { writeSse } from './sse.js';
+import { StreamLimiter } from './stream-limit.js';
 
 /** Thrown at start-up when the listen address is not a loopback literal (defence in depth beside config validation). */
 export class ListenError extends Error {
@@ -68,9 +70,12 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     throw new ListenError(`refusing to listen on ${host}: a2a-mailbridge listens on loopback only; set server.listen = "127.0.0.1:${port}"`);
   }
   const bearer = digest(config.server.bearer);
-  const handleCall = a2aHandler(bridge, log);
+  const streams = new StreamLimiter(config.server.maxStreamsPerCaller);
+  const handleCall = a2aHandler(bridge, log, streams);
   const agents = new Map(config.agents.map((a) => [a.name, a]));
   const refused = refusalLogger(log);
+  /** When this config began to be served: the cards' Last-Modified. */
+  const servingSince = Date.now();
   let baseUrl = '';
   let actualPort = port;
   const endpoint = (a: AgentConfig): string => `${baseUrl}/agents/${a.name}`;
@@ -116,9 +121,13 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       send(res, 401, { error: 'missing or wrong bearer token' }, { 'www-authenticate': 'Bearer realm="a2a-mailbridge"' });
       return;
     }
+    const version = String(req.headers['a2a-version'] ?? '').trim();
     const type = req.headers['content-type'];
     if (type !== undefined && !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
-      send(res, 415, { error: 'content-type must be application/json' });
+      // A JSON-RPC error body, so a JSON-RPC client can read it (A2A v1.0 §9.5: ContentTypeNotSupportedError).
+      req.resume();
+      const err = new A2AError('contentTypeNotSupported', `Content-Type ${type.slice(0, 80)} is not supported; send application/json`);
+      send(res, 415, errorResponse(null, err, dialectOfHeader(version)));
       return;
     }
     const body = await readBody(req, config.server.maxBodyBytes);
@@ -126,19 +135,28 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       send(res, 413, { error: `request body over ${config.server.maxBodyBytes} bytes` }, { connection: 'close' });
       return;
     }
-    const version = String(req.headers['a2a-version'] ?? '').trim();
     const parsed = parseRequest(body, dialectOfHeader(version));
-    let response: JsonRpcResponse;
-    if (isResponse(parsed)) response = parsed;
-    else {
-      const caller = `a2a:${String(req.headers['user-agent'] ?? 'unknown').slice(0, 120)}`;
-      const outcome = await handleCall({ agent, method: parsed.method, params: parsed.params, version, caller });
-      if (outcome.kind === 'result') response = resultResponse(parsed.id, outcome.result);
-      else if (outcome.kind === 'error') response = errorResponse(parsed.id, outcome.error, outcome.dialect);
-      // No method streams yet (capabilities.streaming is false); a stream here is a defect.
-      else response = errorResponse(parsed.id, new A2AError('internalError', 'Internal error; see the bridge log'), outcome.dialect);
+    if (isResponse(parsed)) return send(res, 200, parsed);
+    const caller = `a2a:${String(req.headers['user-agent'] ?? 'unknown').slice(0, 120)}`;
+    const abort = new AbortController();
+    const outcome = await handleCall({ agent, method: parsed.method, params: parsed.params, version, caller, callerKey: digest(m[1]!).toString('hex').slice(0, 16), signal: abort.signal });
+    if (outcome.kind === 'stream') {
+      const n = await writeSse(req, res, outcome.events, (result) => resultResponse(parsed.id, result), (err) => streamError(parsed.id, err, outcome.dialect), {
+        keepAliveMs: config.server.streamKeepAliveMs,
+        abort,
+      });
+      log.debug({ agent: agent.name, method: parsed.method, events: n }, 'stream closed');
+      return;
     }
+    const response: JsonRpcResponse = outcome.kind === 'result' ? resultResponse(parsed.id, outcome.result) : errorResponse(parsed.id, outcome.error, outcome.dialect);
     send(res, 200, response);
+  };
+
+  /** The error event of a stream that failed after it started (a defect, or the store went away). */
+  const streamError = (id: JsonRpcId, err: unknown, dialect: '1.0' | '0.3'): JsonRpcResponse => {
+    const known = asA2AError(err);
+    if (!known) log.error({ err: (err as Error).message }, 'stream failed');
+    return errorResponse(id, known ?? new A2AError('internalError', 'Internal error; see the bridge log'), dialect);
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -168,7 +186,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
         return send(res, 404, { error: 'several agents: fetch /agents/<name>/.well-known/agent-card.json', agents: [...agents.keys()] });
       }
       const only = [...agents.values()][0]!;
-      return send(res, 200, path.endsWith('agent.json') ? legacyAgentCard(only, endpoint(only)) : agentCard(only, endpoint(only)));
+      return sendCard(req, res, cardFor(req, url, only, endpoint(only), path.endsWith('/agent.json')).body, servingSince);
     }
     const m = /^\/agents\/([^/]+)(\/.*)?$/.exec(path);
     let name: string | undefined;
@@ -182,7 +200,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     const rest = m[2] ?? '';
     if (CARD_PATHS.has(rest)) {
       if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });
-      return send(res, 200, rest.endsWith('agent.json') ? legacyAgentCard(agent, endpoint(agent)) : agentCard(agent, endpoint(agent)));
+      return sendCard(req, res, cardFor(req, url, agent, endpoint(agent), rest.endsWith('/agent.json')).body, servingSince);
     }
     if (rest === '' || rest === '/') {
       if (req.method !== 'POST') return send(res, 405, { error: 'JSON-RPC: use POST' }, { allow: 'POST' });

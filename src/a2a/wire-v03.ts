@@ -1,5 +1,5 @@
 import type { LegacyRestTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
-import type { MessageView, TaskState, TaskView } from '../core/task-view.js';
+import type { ArtifactView, MessageView, TaskState, TaskView } from '../core/task-view.js';
 import { timestamp } from '../core/time.js';
 import type { Narrow } from './proto-json.js';
 
@@ -47,8 +47,8 @@ function v03Message(m: MessageView): V03Message {
   return { kind: 'message', messageId: m.messageId, contextId: m.contextId, taskId: m.taskId, role: m.role, parts: [textPart(m.text)] };
 }
 
-/** A v0.3 Task (`kind: "task"`). */
-export function v03Task(v: TaskView): V03Task {
+/** A v0.3 TaskStatus (of a Task, or of a `status-update` event). */
+export function v03Status(v: TaskView): V03TaskStatus {
   const status: V03TaskStatus = { state: v03State(v.state), timestamp: timestamp(v.statusAt) };
   if (v.statusText !== null) {
     status.message = {
@@ -60,12 +60,22 @@ export function v03Task(v: TaskView): V03Task {
       parts: [textPart(v.statusText)],
     };
   }
+  return status;
+}
+
+/** A v0.3 Artifact (of a Task, or of an `artifact-update` event). */
+export function v03Artifact(a: ArtifactView): V03Artifact {
+  return { artifactId: a.artifactId, name: a.name, parts: [textPart(a.text)] };
+}
+
+/** A v0.3 Task (`kind: "task"`). */
+export function v03Task(v: TaskView): V03Task {
   return {
     kind: 'task',
     id: v.id,
     contextId: v.contextId,
-    status,
-    artifacts: v.artifacts.map((a) => ({ artifactId: a.artifactId, name: a.name, parts: [textPart(a.text)] })),
+    status: v03Status(v),
+    artifacts: v.artifacts.map(v03Artifact),
     history: v.history.map(v03Message),
     metadata: { agent: v.agent, turn: v.turn },
   };

@@ -10,7 +10,8 @@ import { BridgeEvents } from './events.js';
 import { attemptDispatch } from './dispatch.js';
 import { failpoint } from './failpoints.js';
 import { checkMailbox, type CheckSummary } from './mail-check.js';
-import { submit, type SendInput } from './submit.js';
+import { submit, type SendInput, type SendOutcome } from './submit.js';
+import { followTask, type TaskUpdate } from './task-follow.js';
 import { sweepDeadlines } from './sweep.js';
 import { viewTask, type TaskView } from './task-view.js';
 
@@ -43,6 +44,11 @@ const STORE_MAINTENANCE_MS = 60_000;
 /** How often a blocking SendMessage checks the mailbox while it waits, in ms. */
 const WAIT_CHECK_EVERY_MS = 2000;
 
+/** The answer to a poll word on a context with no task. */
+function noTaskText(contextId: string): string {
+  return `There is no task on context_id ${contextId} yet. Send the job's text to start one.`;
+}
+
 /** Resolves after `ms` (unref'd: it never holds the process open). */
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
@@ -60,6 +66,8 @@ export class Bridge {
   private moreWaiting = false;
   private readonly dispatching = new Map<string, Promise<unknown>>();
   private readonly background = new Set<Promise<unknown>>();
+  /** Starts (or joins) the watcher on demand; null when the composition root set none. */
+  private watchDemand: (() => () => void) | null = null;
   /** When the store's WAL was last looked at (bridge clock, ms); 0 at start, so the first refresh does. */
   private maintainedAt = 0;
 
@@ -87,12 +95,7 @@ export class Bridge {
   ): Promise<SendResult> {
     const outcome = submit(this.ctx, agent, input);
     if (outcome.kind === 'no-task') {
-      return {
-        message: {
-          contextId: outcome.contextId,
-          text: `There is no task on context_id ${outcome.contextId} yet. Send the job's text to start one.`,
-        },
-      };
+      return { message: { contextId: outcome.contextId, text: noTaskText(outcome.contextId) } };
     }
     if (outcome.kind === 'new' || outcome.kind === 'answer') {
       // Ids and counts only: the ask is the caller's text and stays out of the log.
@@ -108,7 +111,68 @@ export class Bridge {
       await this.refresh();
     }
     if (!o.returnImmediately) await this.waitWhileAwaitingAgent(outcome.task.id);
-    const view = this.view(agent, outcome.task.id, o.historyLength);
+    return { task: this.annotated(agent, outcome, this.view(agent, outcome.task.id, o.historyLength)) };
+  }
+
+  /**
+   * SendStreamingMessage (A2A v1.0 §3.1.2): the context rules as for {@link send}, then the
+   * task's updates from its state right after the submit: the stream subscribes before the first
+   * webhook attempt starts, so the caller sees SUBMITTED, then the attempt's outcome. Like a
+   * blocking send it holds the caller at most until the first attempt has an outcome and then
+   * `server.wait_budget_s` (docs/streaming.md); a final state ends it sooner.
+   */
+  sendStream(agent: AgentConfig, input: SendInput, signal?: AbortSignal): { message: { contextId: string; text: string } } | { updates: AsyncIterable<TaskUpdate> } {
+    const outcome = submit(this.ctx, agent, input);
+    if (outcome.kind === 'no-task') return { message: { contextId: outcome.contextId, text: noTaskText(outcome.contextId) } };
+    const first = this.annotated(agent, outcome, this.view(agent, outcome.task.id));
+    let started!: (attempt: Promise<unknown>) => void;
+    const until = new Promise<unknown>((resolve) => (started = resolve));
+    const updates = followTask(this, agent, outcome.task.id, { first, hold: { until, budgetMs: this.ctx.config.server.waitBudgetMs }, signal });
+    if (outcome.kind === 'new' || outcome.kind === 'answer') {
+      this.ctx.log.info({ task: outcome.task.id, agent: agent.name, context: outcome.task.contextId, turn: outcome.task.turn }, outcome.kind === 'new' ? 'task created (stream)' : 'caller answered: next turn (stream)');
+      failpoint('after-task-stored');
+      started(this.dispatch(outcome.dispatchId));
+      this.sweep();
+    } else {
+      const refreshed = this.refresh();
+      this.track(refreshed);
+      started(refreshed);
+    }
+    return { updates };
+  }
+
+  /**
+   * SubscribeToTask (A2A v1.0 §3.1.6): the task as the store has it, then its updates until a
+   * final state. A refresh runs in the background (a reply may be waiting in the mailbox).
+   * @throws BridgeError task-not-found
+   */
+  subscribe(agent: AgentConfig, taskId: string, signal?: AbortSignal): AsyncIterable<TaskUpdate> {
+    const updates = followTask(this, agent, taskId, { signal });
+    this.track(this.refresh());
+    return updates;
+  }
+
+  /** The task as a caller sees it; records that a terminal outcome was shown. @throws BridgeError task-not-found */
+  viewOf(agent: AgentConfig, taskId: string, historyLength?: number): TaskView {
+    return this.view(agent, taskId, historyLength);
+  }
+
+  /**
+   * Lets the composition root run the mailbox watcher on demand (docs/streaming.md): `demand`
+   * is called when something needs mail read in the background (an open stream, a push
+   * configuration of an open task) and returns the release.
+   */
+  setWatchDemand(demand: () => () => void): void {
+    this.watchDemand = demand;
+  }
+
+  /** Holds the watcher on demand until the returned release is called (a no-op without one). */
+  watchWhile(): () => void {
+    return this.watchDemand ? this.watchDemand() : () => undefined;
+  }
+
+  /** The notes a send adds to its task's status text (text that was not forwarded). */
+  private annotated(agent: AgentConfig, outcome: Exclude<SendOutcome, { kind: 'no-task' }>, view: TaskView): TaskView {
     if (outcome.kind === 'poll' && outcome.ignoredText === 'open' && view.statusText !== null) {
       view.statusText =
         `Your message was not sent to ${agent.name}: the task is still with it, and a task takes new input only when it asks for it (input-required). This call was a status check.\n` +
@@ -118,7 +182,7 @@ export class Bridge {
       const note = `Your message was not sent to ${agent.name}: this task had finished, and this is its result. Send your message again to start a new task.`;
       view.statusText = view.statusText === null ? note : `${note}\n${view.statusText}`;
     }
-    return { task: view };
+    return view;
   }
 
   /** GetTask. @throws BridgeError task-not-found for an unknown id or another agent's task. */

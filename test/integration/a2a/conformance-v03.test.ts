@@ -218,7 +218,7 @@ describe('message/send, tasks/get, tasks/cancel', () => {
     expect(err.data).toBeUndefined();
   });
 
-  it('CORE-CANCEL-001 (v0.3) tasks/cancel answers the bare task with state "canceled"; again is idempotent (product rule)', async () => {
+  it('CORE-CANCEL-001 (v0.3) tasks/cancel answers the bare task with state "canceled"; again is TaskNotCancelableError', async () => {
     const t = asTask(await legacy.sendMessage(sdkSend('To cancel via SDK', { contextId: ctx() })));
     const c = await legacy.cancelTask({ tenant: '', id: t.id, metadata: undefined });
     expect(lastWire().body!.method).toBe('tasks/cancel');
@@ -227,7 +227,7 @@ describe('message/send, tasks/get, tasks/cancel', () => {
     const w = await working();
     const r = await call('tasks/cancel', { id: w.id });
     expect(r.json.result).toMatchObject({ kind: 'task', id: w.id, status: { state: 'canceled' } });
-    expect((await call('tasks/cancel', { id: w.id })).json.result!.status.state).toBe('canceled');
+    expect((await call('tasks/cancel', { id: w.id })).json.error!.code).toBe(-32002);
   });
 
   it('CORE-CANCEL-002 (v0.3) tasks/cancel of a completed task is TaskNotCancelableError (-32002, no data)', async () => {

@@ -406,6 +406,9 @@ describe('JSON-RPC binding (TCK §9, §5.4)', () => {
     expect(results[4].json.result!.task!.status.state).toBe('TASK_STATE_WORKING');
     const text = await rpcPost(url, 'SendMessage', v1SendParams('as text/plain', { contextId: ctx() }), { 'content-type': 'text/plain' });
     expect(text.status).toBe(415);
+    expect(text.contentType).toMatch(/^application\/json/);
+    // a JSON-RPC error body, not a bare object (A2A v1.0 §9.5)
+    expect(text.json).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32005, data: [{ reason: 'CONTENT_TYPE_NOT_SUPPORTED' }] } });
     expect(h.receiver.requests.length).toBe(hooks + 2);
     // the SDK sends application/json
     await sdk.listTasks({ tenant: '', contextId: ctx(), status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined });
