@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
+import { renderPush } from './a2a/push-wire.js';
 import { startServer, type RunningServer } from './a2a/server.js';
 import type { Config } from './config/config.js';
 import { Bridge } from './core/bridge.js';
@@ -111,6 +112,7 @@ export async function startApp(config: Config, o: AppOptions): Promise<App> {
     throw err;
   }
   bridge.resume();
+  bridge.push.start(renderPush);
   const feed = (): ChangeFeed | null =>
     o.changeFeed !== undefined
       ? o.changeFeed

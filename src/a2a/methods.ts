@@ -4,10 +4,8 @@ import { A2AError } from './errors.js';
 import { parseListParams, parseSendParams, parseTaskIdParams } from './params.js';
 import { v1AgentText, v1Task, type V1ListTasksResult, type V1SendMessageResult } from './wire.js';
 import { v03AgentText, v03Task } from './wire-v03.js';
+import { V03_PUSH_METHODS, V1_PUSH_METHODS } from './methods-push.js';
 import { V03_STREAM_METHODS, V1_STREAM_METHODS } from './methods-stream.js';
-
-const noPush: Handler = () =>
-  Promise.reject(new A2AError('pushNotificationNotSupported', 'push notifications are not supported (capabilities.pushNotifications is false)'));
 
 /** The A2A v1.0 JSON-RPC methods (A2A v1.0 §9.4). */
 export const V1_METHODS: Readonly<Record<string, Handler>> = {
@@ -40,10 +38,7 @@ export const V1_METHODS: Readonly<Record<string, Handler>> = {
   },
   CancelTask: async (bridge, params, c) => v1Task(await bridge.cancel(c.agent, parseTaskIdParams(params).id)),
   ...V1_STREAM_METHODS,
-  CreateTaskPushNotificationConfig: noPush,
-  GetTaskPushNotificationConfig: noPush,
-  ListTaskPushNotificationConfigs: noPush,
-  DeleteTaskPushNotificationConfig: noPush,
+  ...V1_PUSH_METHODS,
   // A2A v1.0 §3.3.4 (CORE-CAP-003): capabilities.extendedAgentCard is false ⇒ UnsupportedOperationError.
   GetExtendedAgentCard: () =>
     Promise.reject(new A2AError('unsupportedOperation', 'this agent has no extended card (capabilities.extendedAgentCard is false)')),
@@ -66,10 +61,7 @@ export const V03_METHODS: Readonly<Record<string, Handler>> = {
   },
   'tasks/cancel': async (bridge, params, c) => v03Task(await bridge.cancel(c.agent, parseTaskIdParams(params).id)),
   ...V03_STREAM_METHODS,
-  'tasks/pushNotificationConfig/set': noPush,
-  'tasks/pushNotificationConfig/get': noPush,
-  'tasks/pushNotificationConfig/list': noPush,
-  'tasks/pushNotificationConfig/delete': noPush,
+  ...V03_PUSH_METHODS,
   'agent/getAuthenticatedExtendedCard': () =>
     Promise.reject(new A2AError('unsupportedOperation', 'this agent has no extended card (supportsAuthenticatedExtendedCard is false)')),
 };

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { SendInput } from '../core/submit.js';
 import { TASK_STATES, type TaskState } from '../core/task-view.js';
 import { A2AError } from './errors.js';
+import { pushConfigOf } from './push-params.js';
 
 /**
  * Validation of method params. Every failure is an `A2AError` with a message that names the field,
@@ -143,7 +144,7 @@ function deadlineOf(meta: unknown): number | undefined {
 /**
  * SendMessage params (A2A v1.0 §3.1.1; v0.3 `message/send` has the same shape with `kind` tags).
  * @param roles accepted `message.role` values (`ROLE_USER` in v1.0, `user` in v0.3)
- * @throws A2AError invalidParams, contentTypeNotSupported, pushNotificationNotSupported
+ * @throws A2AError invalidParams, contentTypeNotSupported
  */
 export function parseSendParams(params: unknown, roles: readonly string[]): SendParams {
   const p = asObject(params, 'params');
@@ -158,9 +159,14 @@ export function parseSendParams(params: unknown, roles: readonly string[]): Send
   if (!Array.isArray(parts) || parts.length === 0) throw new A2AError('invalidParams', 'message.parts must be a non-empty array');
   const texts = parts.map((part, i) => partText(asObject(part, `message.parts[${i}]`), i));
   const config = field(p, 'configuration') === undefined ? {} : asObject(field(p, 'configuration'), 'params.configuration');
-  if (field(config, 'taskPushNotificationConfig') ?? field(config, 'pushNotificationConfig')) {
-    throw new A2AError('pushNotificationNotSupported', 'push notifications are not supported; poll with the same contextId');
-  }
+  const pushV1 = field(config, 'taskPushNotificationConfig');
+  const pushV03 = field(config, 'pushNotificationConfig');
+  const push =
+    pushV1 !== undefined && pushV1 !== null
+      ? pushConfigOf(asObject(pushV1, 'configuration.taskPushNotificationConfig'), 'configuration.taskPushNotificationConfig', '1.0')
+      : pushV03 !== undefined && pushV03 !== null
+        ? pushConfigOf(asObject(pushV03, 'configuration.pushNotificationConfig'), 'configuration.pushNotificationConfig', '0.3')
+        : undefined;
   const historyLength = optionalInt(config, 'historyLength', 'configuration', 0, 1000);
   const returnImmediately = optionalBool(config, 'returnImmediately', 'configuration');
   const blocking = optionalBool(config, 'blocking', 'configuration');
@@ -173,7 +179,7 @@ export function parseSendParams(params: unknown, roles: readonly string[]): Send
     .update(JSON.stringify([contextId ?? null, taskId ?? null, texts]))
     .digest('hex');
   return {
-    message: { messageId, contextId, taskId, text, contentSha256, deadlineMs },
+    message: { messageId, contextId, taskId, text, contentSha256, deadlineMs, ...(push ? { push } : {}) },
     historyLength,
     returnImmediately: returnImmediately === true || blocking === false,
   };

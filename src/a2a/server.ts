@@ -6,7 +6,8 @@ import { isLoopbackLiteral, type AgentConfig, type Config } from '../config/conf
 import type { Bridge } from '../core/bridge.js';
 import { cardFor, sendCard } from './card-route.js';
 import { A2AError, asA2AError } from './errors.js';
-import { a2aHandler, dialectOfHeader } from './handler.js';
+import { a2aHandler, dialectOfHeader, supportedVersion } from './handler.js';
+import { restError, routeRest, type RestCall } from './rest.js';
 import { health } from './health.js';
 import { errorResponse, isResponse, parseRequest, resultResponse, type JsonRpcId, type JsonRpcResponse } from './jsonrpc.js';
 import { writeSse } from './sse.js';
@@ -80,6 +81,8 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
   let actualPort = port;
   const endpoint = (a: AgentConfig): string => `${baseUrl}/agents/${a.name}`;
 
+  const requestUrl = (req: IncomingMessage): URL => new URL(req.url ?? '/', 'http://127.0.0.1');
+
   const hostAllowed = (header: string | undefined): boolean => {
     if (!header) return false;
     const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(header.trim().toLowerCase());
@@ -113,14 +116,22 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       req.on('error', reject);
     });
 
-  const rpc = async (req: IncomingMessage, res: ServerResponse, agent: AgentConfig): Promise<void> => {
+  /** The caller's key (a hash of its bearer) when the bearer is right; else answers 401 and returns null. */
+  const authorized = (req: IncomingMessage, res: ServerResponse, agent: AgentConfig): string | null => {
     const auth = req.headers.authorization ?? '';
     const m = /^Bearer[ ]+(\S+)\s*$/i.exec(auth);
     if (!m || !timingSafeEqual(digest(m[1]!), bearer)) {
       refused(401, { agent: agent.name, why: m ? 'wrong bearer' : 'no bearer' }, 'request refused: 401 (the caller must send the content of server.bearer_file)');
+      req.resume();
       send(res, 401, { error: 'missing or wrong bearer token' }, { 'www-authenticate': 'Bearer realm="a2a-mailbridge"' });
-      return;
+      return null;
     }
+    return digest(m[1]!).toString('hex').slice(0, 16);
+  };
+
+  const rpc = async (req: IncomingMessage, res: ServerResponse, agent: AgentConfig): Promise<void> => {
+    const callerKey = authorized(req, res, agent);
+    if (callerKey === null) return;
     const version = String(req.headers['a2a-version'] ?? '').trim();
     const type = req.headers['content-type'];
     if (type !== undefined && !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
@@ -139,7 +150,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     if (isResponse(parsed)) return send(res, 200, parsed);
     const caller = `a2a:${String(req.headers['user-agent'] ?? 'unknown').slice(0, 120)}`;
     const abort = new AbortController();
-    const outcome = await handleCall({ agent, method: parsed.method, params: parsed.params, version, caller, callerKey: digest(m[1]!).toString('hex').slice(0, 16), signal: abort.signal });
+    const outcome = await handleCall({ agent, method: parsed.method, params: parsed.params, version, caller, callerKey, signal: abort.signal });
     if (outcome.kind === 'stream') {
       const n = await writeSse(req, res, outcome.events, (result) => resultResponse(parsed.id, result), (err) => streamError(parsed.id, err, outcome.dialect), {
         keepAliveMs: config.server.streamKeepAliveMs,
@@ -206,7 +217,58 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       if (req.method !== 'POST') return send(res, 405, { error: 'JSON-RPC: use POST' }, { allow: 'POST' });
       return rpc(req, res, agent);
     }
-    send(res, 404, { error: 'not found' });
+    const route = routeRest(req.method ?? 'GET', rest, url);
+    if (route === null) return send(res, 404, { error: 'not found' });
+    if ('allow' in route) return send(res, 405, { error: `use ${route.allow}` }, { allow: route.allow });
+    return restCall(req, res, agent, route);
+  };
+
+  /** One HTTP+JSON call (src/a2a/rest.ts): the same checks as JSON-RPC, then the same handler, answered in AIP-193 / SSE form. */
+  const restCall = async (req: IncomingMessage, res: ServerResponse, agent: AgentConfig, route: RestCall): Promise<void> => {
+    const callerKey = authorized(req, res, agent);
+    if (callerKey === null) return;
+    const fail = (err: A2AError): void => {
+      const e = restError(err);
+      send(res, e.status, e.body);
+    };
+    // Only v1.0 is served over HTTP+JSON; no header is taken as the caller meaning this interface's version.
+    const version = String(req.headers['a2a-version'] ?? requestUrl(req).searchParams.get('A2A-Version') ?? '').trim();
+    if (version !== '' && supportedVersion(version) !== '1.0') {
+      req.resume();
+      return fail(new A2AError('versionNotSupported', `A2A-Version ${version.slice(0, 20)} is not served over HTTP+JSON; use 1.0`));
+    }
+    let params: Record<string, unknown> = route.params;
+    if (route.body) {
+      const type = req.headers['content-type'];
+      if (type !== undefined && !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
+        req.resume();
+        return fail(new A2AError('contentTypeNotSupported', `Content-Type ${type.slice(0, 80)} is not supported; send application/json`));
+      }
+      const body = await readBody(req, config.server.maxBodyBytes);
+      if (body === null) return send(res, 413, restError(new A2AError('invalidRequest', `request body over ${config.server.maxBodyBytes} bytes`)).body, { connection: 'close' });
+      if (body.length > 0) {
+        let doc: unknown;
+        try {
+          doc = JSON.parse(body.toString('utf8'));
+        } catch {
+          return fail(new A2AError('parseError', 'the body is not valid JSON'));
+        }
+        if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return fail(new A2AError('invalidRequest', 'the body must be a JSON object'));
+        params = { ...(doc as Record<string, unknown>), ...route.params };
+      }
+    } else req.resume();
+    const caller = `a2a:${String(req.headers['user-agent'] ?? 'unknown').slice(0, 120)}`;
+    const abort = new AbortController();
+    const outcome = await handleCall({ agent, method: route.method, params, version: '1.0', caller, callerKey, signal: abort.signal });
+    if (outcome.kind === 'error') return fail(outcome.error);
+    if (outcome.kind === 'stream') {
+      await writeSse(req, res, outcome.events, (event) => event, (err) => restError(asA2AError(err) ?? new A2AError('internalError', 'Internal error; see the bridge log')).body, {
+        keepAliveMs: config.server.streamKeepAliveMs,
+        abort,
+      });
+      return;
+    }
+    send(res, 200, outcome.result ?? {});
   };
 
   const server = createServer({ requestTimeout: 120_000, headersTimeout: 30_000 }, (req, res) => {

@@ -9,6 +9,7 @@ import type { BridgeContext } from './context.js';
 import { BridgeEvents } from './events.js';
 import { attemptDispatch } from './dispatch.js';
 import { failpoint } from './failpoints.js';
+import { PushWorker } from './push.js';
 import { checkMailbox, type CheckSummary } from './mail-check.js';
 import { submit, type SendInput, type SendOutcome } from './submit.js';
 import { followTask, type TaskUpdate } from './task-follow.js';
@@ -74,12 +75,17 @@ export class Bridge {
   /** Every committed task change, after its commit (src/core/events.ts). */
   readonly events: BridgeEvents;
 
+  /** Push notification delivery (src/core/push.ts); started by the composition root. */
+  readonly push: PushWorker;
+
   constructor(readonly ctx: BridgeContext) {
     this.events = new BridgeEvents(ctx.log);
+    this.push = new PushWorker(ctx, () => this.watchWhile());
     ctx.store.onTaskChange((c) => {
       // Ids and states only: a cause may quote the mail (its Message-ID), which stays out of the log.
       ctx.log.debug({ task: c.task.id, from: c.previous, to: c.task.state }, 'task changed');
       this.events.emit(c);
+      this.push.kick();
     });
   }
 
@@ -291,6 +297,7 @@ export class Bridge {
     if (this.checkDue()) work.push(this.checkNow());
     if (work.length) await Promise.race([Promise.allSettled(work), sleep(budget)]);
     this.sweep();
+    this.push.kick();
     this.maintainStore();
   }
 
@@ -367,12 +374,13 @@ export class Bridge {
 
   /** Resolves when the work under way (a mailbox check, webhook attempts, cancel notices) has settled. */
   async idle(): Promise<void> {
-    await Promise.allSettled([this.check, ...this.dispatching.values(), ...this.background]);
+    await Promise.allSettled([this.check, ...this.dispatching.values(), ...this.background, this.push.idle()]);
   }
 
   /** Waits for the work under way, then closes the mailbox. */
   async close(): Promise<void> {
     await this.idle();
+    await this.push.close();
     await this.ctx.mailbox.close();
   }
 }

@@ -7,6 +7,7 @@ import type { TaskRow } from '../store/task-rows.js';
 import { isTerminal } from '../store/task-state.js';
 import type { BridgeContext } from './context.js';
 import { enforceAgentCaps } from './limits.js';
+import { checkPushConfig, storePushConfig, type PushConfigInput } from './push.js';
 import { mintToken } from './token.js';
 import { iso } from './time.js';
 
@@ -23,6 +24,12 @@ export interface SendInput {
   deadlineMs?: number;
   /** Who asked, for the audit entry. */
   caller: string;
+  /**
+   * A push notification configuration given with the message (A2A v1.0 §3.2.2
+   * `taskPushNotificationConfig`): stored with the task the message lands on, in the same
+   * transaction, so no change of it is missed.
+   */
+  push?: PushConfigInput;
 }
 
 /**
@@ -104,7 +111,17 @@ function openTurn(ctx: BridgeContext, tx: StoreTx, agent: AgentConfig, task: Tas
  *   work addressed by `taskId` to a terminal task), limit-reached (a per-agent cap: see limits.ts).
  */
 export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput): SendOutcome {
+  if (input.push) checkPushConfig(ctx, input.push);
   return ctx.store.tx((tx): SendOutcome => {
+    const outcome = decide(ctx, tx, agent, input);
+    if (input.push && outcome.kind !== 'no-task' && outcome.kind !== 'replay') storePushConfig(tx, outcome.task.id, input.push, ctx.now());
+    return outcome;
+  });
+}
+
+/** The context rules of {@link submit}, inside its transaction. */
+function decide(ctx: BridgeContext, tx: StoreTx, agent: AgentConfig, input: SendInput): SendOutcome {
+  {
     const now = ctx.now();
     const seen = tx.messages.byId(agent.name, input.messageId);
     if (seen) {
@@ -194,5 +211,5 @@ export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput)
     const dispatchId = openTurn(ctx, tx, agent, task, 1, input.text, deadlineAt, now);
     message(task, 'ask', 1);
     return { kind: 'new', task, dispatchId };
-  });
+  }
 }

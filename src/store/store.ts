@@ -8,6 +8,7 @@ import { messageReads, messageWrites } from './messages.js';
 import { limitReads } from './limits.js';
 import { overviewReads } from './overview.js';
 import { pruneReads, pruneWrites } from './prune.js';
+import { pushReads, pushWrites } from './push.js';
 import { statsReads } from './stats.js';
 import { taskEventReads } from './task-events.js';
 import { taskReads, taskWrites, type TaskChange } from './task-rows.js';
@@ -32,6 +33,7 @@ function reads(db: Db) {
     overview: overviewReads(db),
     limits: limitReads(db),
     retention: pruneReads(db),
+    push: pushReads(db),
   };
 }
 
@@ -48,6 +50,7 @@ function writes(db: Db, w: Writer) {
     artifacts: { ...r.artifacts, ...artifactWrites(w) },
     mailbox: { ...r.mailbox, ...mailboxWrites(w) },
     retention: { ...r.retention, ...pruneWrites(w) },
+    push: { ...r.push, ...pushWrites(w) },
   };
 }
 
@@ -78,6 +81,7 @@ export class Store {
   readonly overview;
   readonly limits;
   readonly retention;
+  readonly push;
   readonly #db: Db;
   readonly #tx: StoreTx;
   #depth = 0;
@@ -100,6 +104,7 @@ export class Store {
     this.overview = r.overview;
     this.limits = r.limits;
     this.retention = r.retention;
+    this.push = r.push;
     const inTx = (): boolean => this.#depth > 0;
     const writer: Writer = {
       get db() {

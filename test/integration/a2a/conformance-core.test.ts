@@ -2,7 +2,6 @@ import { Role, TaskState } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import {
   ContentTypeNotSupportedError,
-  PushNotificationNotSupportedError,
   RequestMalformedError,
   TaskNotCancelableError,
   TaskNotFoundError,
@@ -453,81 +452,38 @@ describe('errors and capabilities (TCK §3.3)', () => {
     expect((await call('ListTasks', {})).json.result!.totalSize).toBe(listed);
   });
 
-  it('CORE-CAP-001 with capabilities.pushNotifications false, every push config operation (and a push config in SendMessage) is PushNotificationNotSupportedError', async () => {
-    const card = (await (await fetch(`${grok}/.well-known/agent-card.json`)).json()) as { capabilities: Record<string, boolean> };
-    expect(card.capabilities.pushNotifications).toBe(false);
+  it('CORE-CAP-001 with capabilities.pushNotifications true, the push config operations work (push.test.ts has delivery)', async () => {
+    const card = (await (await fetch(`${grok}/.well-known/agent-card.json`, { headers: { 'a2a-version': '1.0' } })).json()) as { capabilities: Record<string, boolean> };
+    expect(card.capabilities.pushNotifications).toBe(true);
     const t = await working();
-    const hooks = h.receiver.requests.length;
-    const calls: [string, unknown][] = [
-      ['CreateTaskPushNotificationConfig', { taskId: t.id, url: 'https://example.invalid/push' }],
-      ['GetTaskPushNotificationConfig', { taskId: t.id, id: 'cfg-1' }],
-      ['ListTaskPushNotificationConfigs', { taskId: t.id }],
-      ['DeleteTaskPushNotificationConfig', { taskId: t.id, id: 'cfg-1' }],
-      ['SendMessage', { ...v1SendParams('job with push', { contextId: ctx() }), configuration: { taskPushNotificationConfig: { url: 'https://example.invalid/push' } } }],
-    ];
-    for (const [method, params] of calls) {
-      const body = rpcBody(method, params);
-      expectV1Error(await post(grok, body), body.id, -32003, 'PUSH_NOTIFICATION_NOT_SUPPORTED');
-    }
-    // SDK v1.0: its JSON-RPC transport carries each call to the server, which refuses it…
-    const cfg = { tenant: '', id: 'cfg-1', taskId: t.id, url: 'https://example.invalid/push', token: '', authentication: undefined };
-    const v1 = { serviceParameters: { 'A2A-Version': '1.0' } };
-    const before = wire.length;
-    for (const op of [
-      () => sdk.transport.createTaskPushNotificationConfig(cfg, v1),
-      () => sdk.transport.getTaskPushNotificationConfig({ tenant: '', taskId: t.id, id: 'cfg-1' }, v1),
-      () => sdk.transport.listTaskPushNotificationConfig({ tenant: '', taskId: t.id, pageSize: 10, pageToken: '' }, v1),
-      () => sdk.transport.deleteTaskPushNotificationConfig({ tenant: '', taskId: t.id, id: 'cfg-1' }, v1),
-    ]) {
-      const err = await rejection(op);
-      expect(err).toBeInstanceOf(PushNotificationNotSupportedError);
-      expect(err.envelopeCode).toBe(-32003);
-      expect(err.data).toEqual(errorInfo('PUSH_NOTIFICATION_NOT_SUPPORTED'));
-    }
-    expect(wire.slice(before).map((x) => x.body!.method)).toEqual([
-      'CreateTaskPushNotificationConfig',
-      'GetTaskPushNotificationConfig',
-      'ListTaskPushNotificationConfigs',
-      'DeleteTaskPushNotificationConfig',
-    ]);
-    // …and the SDK client, reading pushNotifications: false from the card, refuses create/get/list itself.
-    expect(await rejection(async () => sdk.createTaskPushNotificationConfig(cfg))).toBeInstanceOf(PushNotificationNotSupportedError);
-    expect(wire.length).toBe(before + 4);
-    expect(h.receiver.requests.length).toBe(hooks);
+    const created = await sdk.createTaskPushNotificationConfig({ tenant: '', id: 'cfg-1', taskId: t.id, url: 'http://127.0.0.1:9/push', token: '', authentication: undefined });
+    expect(created.id).toBe('cfg-1');
+    expect((await call('ListTaskPushNotificationConfigs', { taskId: t.id })).json.result).toEqual({ configs: [{ id: 'cfg-1', taskId: t.id, url: 'http://127.0.0.1:9/push' }], nextPageToken: '' });
+    expect((await call('DeleteTaskPushNotificationConfig', { taskId: t.id, id: 'cfg-1' })).json.result).toEqual({});
   });
 
-  it('CORE-CAP-002 with capabilities.streaming false, SendStreamingMessage and SubscribeToTask are UnsupportedOperationError (and start no task); the SDK falls back to SendMessage', async () => {
-    const card = (await (await fetch(`${grok}/.well-known/agent-card.json`)).json()) as { capabilities: Record<string, boolean> };
-    expect(card.capabilities.streaming).toBe(false);
-    const t = await working();
-    const hooks = h.receiver.requests.length;
-    const c = ctx();
-    const s = rpcBody('SendStreamingMessage', v1SendParams('stream me', { contextId: c }));
-    const rs = await post(grok, s, { accept: 'text/event-stream' });
-    expectV1Error(rs, s.id, -32004, 'UNSUPPORTED_OPERATION');
-    expect(rs.contentType).toMatch(/^application\/json/);
-    const sub = rpcBody('SubscribeToTask', { id: t.id });
-    expectV1Error(await post(grok, sub), sub.id, -32004, 'UNSUPPORTED_OPERATION');
-    expect(h.receiver.requests.length).toBe(hooks);
-    expect((await call('ListTasks', { contextId: c })).json.result!.totalSize).toBe(0);
-
-    const err = await rejection(async () => {
-      for await (const _ of sdk.resubscribeTask({ tenant: '', id: t.id })) void _;
-    });
-    expect(err).toBeInstanceOf(UnsupportedOperationError);
-    expect(err.envelopeCode).toBe(-32004);
-
-    // The SDK honours streaming:false and sends a plain SendMessage instead.
+  it('CORE-CAP-002 with capabilities.streaming true, the SDK streams (streaming.test.ts has the whole lifecycle); SubscribeToTask of a finished task is UnsupportedOperationError', async () => {
+    const card = (await (await fetch(`${grok}/.well-known/agent-card.json`, { headers: { 'a2a-version': '1.0' } })).json()) as { capabilities: Record<string, boolean> };
+    expect(card.capabilities.streaming).toBe(true);
     const before = wire.length;
     const events = [];
-    for await (const e of sdk.sendMessageStream(sdkSend('streamed via fallback', { contextId: ctx() }))) events.push(e);
-    expect(events).toHaveLength(1);
+    for await (const e of sdk.sendMessageStream(sdkSend('streamed', { contextId: ctx() }))) {
+      events.push(e);
+      break;
+    }
     expect(events[0]!.payload?.$case).toBe('task');
-    expect(wire.slice(before).map((x) => x.body?.method)).toEqual(['SendMessage']);
+    expect(wire.slice(before).map((x) => x.body?.method)).toEqual(['SendStreamingMessage']);
+    const done = await answered('done');
+    const sub = rpcBody('SubscribeToTask', { id: done.id });
+    expectV1Error(await post(grok, sub), sub.id, -32004, 'UNSUPPORTED_OPERATION');
+    const err = await rejection(async () => {
+      for await (const _ of sdk.resubscribeTask({ tenant: '', id: done.id })) void _;
+    });
+    expect(err).toBeInstanceOf(UnsupportedOperationError);
   });
 
   it('CORE-CAP-003 with capabilities.extendedAgentCard false, GetExtendedAgentCard is UnsupportedOperationError', async () => {
-    const card = (await (await fetch(`${grok}/.well-known/agent-card.json`)).json()) as { capabilities: Record<string, boolean> };
+    const card = (await (await fetch(`${grok}/.well-known/agent-card.json`, { headers: { 'a2a-version': '1.0' } })).json()) as { capabilities: Record<string, boolean> };
     expect(card.capabilities.extendedAgentCard).toBe(false);
     const body = rpcBody('GetExtendedAgentCard', {});
     expectV1Error(await post(grok, body), body.id, -32004, 'UNSUPPORTED_OPERATION');
