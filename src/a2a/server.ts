@@ -7,6 +7,7 @@ import type { Bridge } from '../core/bridge.js';
 import { cardFor, sendCard } from './card-route.js';
 import { A2AError, asA2AError } from './errors.js';
 import { a2aHandler, dialectOfHeader, supportedVersion } from './handler.js';
+import { findMethod } from './methods.js';
 import { restError, routeRest, type RestCall } from './rest.js';
 import { health } from './health.js';
 import { errorResponse, isResponse, parseRequest, resultResponse, type JsonRpcId, type JsonRpcResponse } from './jsonrpc.js';
@@ -78,7 +79,6 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
   /** When this config began to be served: the cards' Last-Modified. */
   const servingSince = Date.now();
   let baseUrl = '';
-  let actualPort = port;
   const endpoint = (a: AgentConfig): string => `${baseUrl}/agents/${a.name}`;
 
   const requestUrl = (req: IncomingMessage): URL => new URL(req.url ?? '/', 'http://127.0.0.1');
@@ -88,8 +88,15 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(header.trim().toLowerCase());
     if (!m) return false;
     const name = m[1]!.replace(/^\[|\]$/g, '');
-    if (m[2] !== undefined && Number(m[2]) !== actualPort) return false;
+    // Any port: a loopback proxy in front of the bridge passes its own Host (the name is what
+    // stops DNS rebinding), and the cards then name the URL the caller reached us by.
     return name === 'localhost' || isLoopbackLiteral(name);
+  };
+
+  /** The agent's URL as the caller reached it: the Host it sent (a loopback name, checked above), else the listening address. */
+  const endpointFor = (req: IncomingMessage, a: AgentConfig): string => {
+    const host = req.headers.host?.trim().toLowerCase();
+    return host ? `http://${host}/agents/${a.name}` : endpoint(a);
   };
 
   const send = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void => {
@@ -146,7 +153,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       send(res, 413, { error: `request body over ${config.server.maxBodyBytes} bytes` }, { connection: 'close' });
       return;
     }
-    const parsed = parseRequest(body, dialectOfHeader(version));
+    const parsed = parseRequest(body, dialectOfHeader(version), (name) => findMethod(name) !== undefined);
     if (isResponse(parsed)) return send(res, 200, parsed);
     const caller = `a2a:${String(req.headers['user-agent'] ?? 'unknown').slice(0, 120)}`;
     const abort = new AbortController();
@@ -197,7 +204,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
         return send(res, 404, { error: 'several agents: fetch /agents/<name>/.well-known/agent-card.json', agents: [...agents.keys()] });
       }
       const only = [...agents.values()][0]!;
-      return sendCard(req, res, cardFor(req, url, only, endpoint(only), path.endsWith('/agent.json')).body, servingSince);
+      return sendCard(req, res, cardFor(req, url, only, endpointFor(req, only), path.endsWith('/agent.json')).body, servingSince);
     }
     const m = /^\/agents\/([^/]+)(\/.*)?$/.exec(path);
     let name: string | undefined;
@@ -211,7 +218,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     const rest = m[2] ?? '';
     if (CARD_PATHS.has(rest)) {
       if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });
-      return sendCard(req, res, cardFor(req, url, agent, endpoint(agent), rest.endsWith('/agent.json')).body, servingSince);
+      return sendCard(req, res, cardFor(req, url, agent, endpointFor(req, agent), rest.endsWith('/agent.json')).body, servingSince);
     }
     if (rest === '' || rest === '/') {
       if (req.method !== 'POST') return send(res, 405, { error: 'JSON-RPC: use POST' }, { allow: 'POST' });
@@ -293,7 +300,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     server.close();
     throw new ListenError(`bound to ${addr.address}, which is not loopback; refusing to serve`);
   }
-  actualPort = addr.port;
+  const actualPort = addr.port;
   baseUrl = addr.family === 'IPv6' ? `http://[${addr.address}]:${addr.port}` : `http://${addr.address}:${addr.port}`;
   log.info({ url: baseUrl, agents: config.agents.map((a) => endpoint(a)) }, 'a2a-mailbridge listening');
   return {
