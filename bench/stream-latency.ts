@@ -40,7 +40,7 @@ const dovecot = await startDovecot();
 const h = await startHarness({ dovecot, mailboxToml: 'check_interval_s = 3600' });
 const PUSH_TOKEN = 'bench-push-credential';
 const push = await startWebhookReceiver({ path: '/push', bearer: PUSH_TOKEN });
-const idle = new ImapFlow({ host: '127.0.0.1', port: dovecot.port, secure: false, auth: { user: dovecot.user, pass: dovecot.password }, logger: false, maxIdleTime: 300_000, autoIdleDelay: 0 } as ConstructorParameters<typeof ImapFlow>[0]);
+const idle = new ImapFlow({ host: '127.0.0.1', port: dovecot.port, secure: false, auth: { user: dovecot.user, pass: dovecot.password }, logger: false, maxIdleTime: 300_000, autoIdleDelay: 0 });
 await idle.connect();
 await idle.mailboxOpen('INBOX', { readOnly: true });
 let onExists: (() => void) | null = null;
