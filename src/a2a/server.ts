@@ -159,7 +159,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     const abort = new AbortController();
     const outcome = await handleCall({ agent, method: parsed.method, params: parsed.params, version, caller, callerKey, signal: abort.signal });
     if (outcome.kind === 'stream') {
-      const n = await writeSse(req, res, outcome.events, (result) => resultResponse(parsed.id, result), (err) => streamError(parsed.id, err, outcome.dialect), {
+      const n = await writeSse(res, outcome.events, (result) => resultResponse(parsed.id, result), (err) => streamError(parsed.id, err, outcome.dialect), {
         keepAliveMs: config.server.streamKeepAliveMs,
         abort,
       });
@@ -269,7 +269,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     const outcome = await handleCall({ agent, method: route.method, params, version: '1.0', caller, callerKey, signal: abort.signal });
     if (outcome.kind === 'error') return fail(outcome.error);
     if (outcome.kind === 'stream') {
-      await writeSse(req, res, outcome.events, (event) => event, (err) => restError(asA2AError(err) ?? new A2AError('internalError', 'Internal error; see the bridge log')).body, {
+      await writeSse(res, outcome.events, (event) => event, (err) => restError(asA2AError(err) ?? new A2AError('internalError', 'Internal error; see the bridge log')).body, {
         keepAliveMs: config.server.streamKeepAliveMs,
         abort,
       });

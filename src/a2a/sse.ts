@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import { once } from 'node:events';
 
 /**
@@ -32,7 +32,6 @@ export interface SseOptions {
  * @returns how many events were written
  */
 export async function writeSse(
-  req: IncomingMessage,
   res: ServerResponse,
   events: AsyncIterable<unknown>,
   frame: (event: unknown) => unknown,
@@ -41,11 +40,9 @@ export async function writeSse(
 ): Promise<number> {
   res.writeHead(200, SSE_HEADERS);
   res.flushHeaders();
+  // The response's 'close' comes when the connection goes (the client left) or after res.end().
   const gone = (): void => o.abort.abort(new Error('the client closed the stream'));
   res.on('close', gone);
-  req.on('close', () => {
-    if (!res.writableFinished) gone();
-  });
   let lastWrite = performance.now();
   const write = async (text: string): Promise<void> => {
     lastWrite = performance.now();
