@@ -12,7 +12,7 @@ import { failpoint } from './failpoints.js';
 import { checkMailbox, type CheckSummary } from './mail-check.js';
 import { submit, type SendInput } from './submit.js';
 import { sweepDeadlines } from './sweep.js';
-import { viewTask, type TaskView } from './task-view.js';
+import { prependStatusNote, viewTask, type TaskView } from './task-view.js';
 
 /** What `GET /health` shows (src/a2a/health.ts renders it); counts are absent for states with none. */
 export interface HealthFacts {
@@ -109,14 +109,14 @@ export class Bridge {
     }
     if (!o.returnImmediately) await this.waitWhileAwaitingAgent(outcome.task.id);
     const view = this.view(agent, outcome.task.id, o.historyLength);
-    if (outcome.kind === 'poll' && outcome.ignoredText === 'open' && view.statusText !== null) {
-      view.statusText =
-        `Your message was not sent to ${agent.name}: the task is still with it, and a task takes new input only when it asks for it (input-required). This call was a status check.\n` +
-        view.statusText;
+    if (outcome.kind === 'poll' && outcome.ignoredText === 'open' && view.status.length > 0) {
+      prependStatusNote(
+        view,
+        `Your message was not sent to ${agent.name}: the task is still with it, and a task takes new input only when it asks for it (input-required). This call was a status check.`,
+      );
     }
     if (outcome.kind === 'poll' && outcome.ignoredText === 'unseen-outcome') {
-      const note = `Your message was not sent to ${agent.name}: this task had finished, and this is its result. Send your message again to start a new task.`;
-      view.statusText = view.statusText === null ? note : `${note}\n${view.statusText}`;
+      prependStatusNote(view, `Your message was not sent to ${agent.name}: this task had finished, and this is its result. Send your message again to start a new task.`);
     }
     return { task: view };
   }
