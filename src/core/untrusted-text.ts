@@ -140,25 +140,32 @@ export const FENCE_END = 'END-AGENT-TEXT';
 /**
  * How the bridge's own sentences begin (src/core/status-text.ts, src/core/parts.ts, the notes of
  * src/core/bridge.ts), lower case: an agent line that begins the same way is neutralised.
- * test/unit/core/agent-text.test.ts checks that every sentence the bridge writes begins so.
+ * test/unit/core/status-text.test.ts checks that every sentence the bridge writes begins so.
  */
 export const BRIDGE_OPENERS: readonly string[] = [
   'the webhook to ',
+  'next attempt at',
   'the job is ',
   'mailbox last checked',
   'the mailbox ',
+  'the next check',
+  'the next call',
   'a reply for this task',
   'replies for this task',
   'deadline ',
   'call again with context_id',
+  'answer on context_id',
   'failed:',
   'canceled:',
   'rejected:',
   'your message was not sent',
+  'this call was a status check',
+  'send your message again',
   'a late reply',
   'this reply arrived',
   'there is no task on context_id',
   'the cloud agent',
+  'it shows the first',
   'the bridge',
   'a2a-mailbridge',
 ];
