@@ -64,13 +64,16 @@ export function prependStatusNote(view: TaskView, note: string): void {
   else view.status.unshift(bridgePart(note));
 }
 
+/** What a view reads: the store, the clock, the config's poll words and mailbox settings, the mailbox's folder. */
+export type ViewContext = Pick<BridgeContext, 'store' | 'config' | 'now'> & { mailbox: Pick<BridgeContext['mailbox'], 'folder'> };
+
 /** A task's replies and attachments, read once per view. */
 interface Replies {
   byLedger: Map<number, ReplyRow>;
   attachments: Map<number, AttachmentRow[]>;
 }
 
-function readReplies(ctx: BridgeContext, taskId: string): Replies {
+function readReplies(ctx: ViewContext, taskId: string): Replies {
   const byLedger = new Map(ctx.store.replies.ofTask(taskId).map((r) => [r.ledgerId, r]));
   const attachments = new Map<number, AttachmentRow[]>();
   for (const a of ctx.store.replies.attachmentsOf(taskId)) attachments.set(a.ledgerId, [...(attachments.get(a.ledgerId) ?? []), a]);
@@ -157,7 +160,7 @@ function head(s: string, max: number): string {
 }
 
 /** The status message: the bridge's text, then the agent's question or progress note in its own part, and the bridge's notes on that reply. */
-function statusParts(ctx: BridgeContext, agent: AgentConfig, task: TaskRow, turn: TurnRow | undefined, r: Replies, artifacts: readonly Dated[]): PartView[] {
+function statusParts(ctx: ViewContext, agent: AgentConfig, task: TaskRow, turn: TurnRow | undefined, r: Replies, artifacts: readonly Dated[]): PartView[] {
   const { store } = ctx;
   const current = turn?.replyLedgerId != null && turn.replyText !== null ? (r.byLedger.get(turn.replyLedgerId) ?? legacyReply(turn.replyLedgerId, task.id, turn.replyText, turn.repliedAt ?? task.updatedAt)) : undefined;
   const progress = task.state === 'WORKING' && turn?.replyStatus === 'working' && current ? current : undefined;
@@ -197,7 +200,7 @@ function statusParts(ctx: BridgeContext, agent: AgentConfig, task: TaskRow, turn
  * marked (src/core/parts.ts, docs/agent-text.md).
  * @param historyLength newest messages to include; undefined means all, 0 means none
  */
-export function viewTask(ctx: BridgeContext, agent: AgentConfig, task: TaskRow, historyLength?: number): TaskView {
+export function viewTask(ctx: ViewContext, agent: AgentConfig, task: TaskRow, historyLength?: number): TaskView {
   const { store } = ctx;
   const turn = store.turns.get(task.id, task.turn);
   const r = readReplies(ctx, task.id);
