@@ -122,9 +122,14 @@ export function statusText(f: StatusFacts): string | null {
         f.lateReplyAt !== null
           ? ` A late reply from ${agent.name} arrived ${iso(f.lateReplyAt)}, after the deadline; it is in the artifact ${f.lateReplyArtifact ?? 'late-reply'} and was not applied.`
           : '';
-      const report = f.reportArtifact ? ` The cloud agent's report is in the artifact ${f.reportArtifact}, as the agent wrote it.` : '';
       const refused = f.refused ? ` ${refusedLine(f.refused, task.id, false)}` : '';
-      return `Failed: ${task.stateReason ?? 'unknown cause'}.${report}${late}${refused}`;
+      // A failure the agent reported is said in the bridge's words only: the stored cause of a task
+      // applied before causes named no Message-ID could still quote one.
+      if (task.failedBy === 'agent') {
+        const where = f.reportArtifact ? ` Its report is in the artifact ${f.reportArtifact}, as the agent wrote it.` : '';
+        return `Failed: the cloud agent ${agent.name} reported that it could not do the job.${where}${late}${refused}`;
+      }
+      return `Failed: ${task.stateReason ?? 'unknown cause'}.${late}${refused}`;
     }
     case 'CANCELED':
       return `Canceled: ${task.stateReason ?? 'canceled'}.`;

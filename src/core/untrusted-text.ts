@@ -166,6 +166,7 @@ export const BRIDGE_OPENERS: readonly string[] = [
   'there is no task on context_id',
   'the cloud agent',
   'it shows the first',
+  'its report is in',
   'the bridge',
   'a2a-mailbridge',
 ];

@@ -20,6 +20,8 @@ describe('nothing the agent sent is lost or hidden', () => {
     const during = await send('status', ctx);
     expect(during!.status.state).toBe('TASK_STATE_WORKING');
     expect(during!.status.message!.parts[0]!.text).toMatch(/a reply could not be authenticated yet \(gate 7: local DKIM verification .* temperror/);
+    // The selector is the agent's choice: the status names no part of the signature (docs/agent-text.md).
+    expect(during!.status.message!.parts[0]!.text).not.toContain('s=test2026');
     expect(suite.h.app.bridge.ctx.store.ledger.query({ taskId: task!.id, limit: 5 })).toEqual([]);
     const health = (await (await fetch(`${new URL(suite.h.endpoint).origin}/health`)).json()) as { mailbox: { lastError: string } };
     expect(health.mailbox.lastError).toMatch(/judged again on the next check/);
