@@ -35,6 +35,8 @@ export interface ListQuery {
   pageSize: number;
   pageToken?: string;
   historyLength?: number;
+  /** false: the tasks come without artifacts (ListTasks' default), and no attachment is read. */
+  includeArtifacts?: boolean;
 }
 
 /** How often a refresh looks at the store's WAL, in ms (store/wal.ts). */
@@ -149,7 +151,7 @@ export class Bridge {
     const nextPageToken =
       rows.length > q.pageSize && last ? Buffer.from(`${last.updatedAt}:${last.id}`, 'utf8').toString('base64url') : '';
     for (const t of page) this.shown(t);
-    return { tasks: page.map((t) => viewTask(this.ctx, agent, t, q.historyLength)), nextPageToken, totalSize: total };
+    return { tasks: page.map((t) => viewTask(this.ctx, agent, t, q.historyLength, { artifacts: q.includeArtifacts !== false })), nextPageToken, totalSize: total };
   }
 
   /** CancelTask; the optional cancel notice goes out in the background. @throws BridgeError task-not-found, task-not-cancelable */

@@ -5,7 +5,7 @@
  */
 import type { AgentConfig } from '../config/config.js';
 import { plural } from '../plural.js';
-import type { AttachmentRow, ReplyRow } from '../store/replies.js';
+import type { AttachmentInfo, ReplyRow } from '../store/replies.js';
 import { cleanAgentData, cleanFilename, fenceAgentText, type TextChanges } from './untrusted-text.js';
 
 /** Metadata of a part that carries agent content: what a client reads instead of matching strings. */
@@ -70,16 +70,20 @@ function mediaTypeOf(written: string): { mediaType: string; replaced: boolean } 
   return MEDIA_TYPE.test(t) ? { mediaType: t, replaced: false } : { mediaType: 'application/octet-stream', replaced: true };
 }
 
+/** An attachment's content, read when its part is built (src/store/replies.ts `content`). */
+export type AttachmentContent = (a: AttachmentInfo) => { bytes: Buffer | null; data: string | null };
+
 /** The parts of one stored attachment: a file or data part, preceded by the bridge's note when it has one; a refusal is a note only. */
-export function attachmentParts(agent: AgentConfig, a: AttachmentRow): PartView[] {
+export function attachmentParts(agent: AgentConfig, a: AttachmentInfo, content: AttachmentContent): PartView[] {
   const at = { ledgerId: a.ledgerId, attachment: a.seq };
   if (a.kind === 'refused') {
     return [bridgePart(`The bridge refused attachment ${a.seq} of this reply: ${a.reason ?? 'refused'}. a2a-mailbridge ledger --raw ${a.ledgerId} shows the whole mail.`, { ...at, refused: true })];
   }
   const { mediaType, replaced } = mediaTypeOf(a.mediaType);
   const note = a.reason !== null ? [bridgePart(`The bridge kept attachment ${a.seq} of this reply as a file: ${a.reason}.`, at)] : [];
-  if (a.kind === 'data' && a.data !== null) {
-    const { data, changes } = cleanAgentData(JSON.parse(a.data));
+  const stored = content(a);
+  if (a.kind === 'data' && stored.data !== null) {
+    const { data, changes } = cleanAgentData(JSON.parse(stored.data));
     return [...note, { kind: 'data', data, mediaType, meta: { untrusted: true, source: 'agent', agent: agent.name, ...at, changes, mediaTypeReplaced: replaced } }];
   }
   const name = cleanFilename(a.filename ?? '');
@@ -89,7 +93,7 @@ export function attachmentParts(agent: AgentConfig, a: AttachmentRow): PartView[
       kind: 'file',
       filename: name.filename,
       mediaType,
-      bytes: a.bytes ?? Buffer.alloc(0),
+      bytes: stored.bytes ?? Buffer.alloc(0),
       meta: { untrusted: true, source: 'agent', agent: agent.name, ...at, changes: name.changes, pathSeparators: name.pathSeparators, mediaTypeReplaced: replaced },
     },
   ];
@@ -108,7 +112,7 @@ export function attachmentsArtifactId(ledgerId: number): string {
 export type AttachmentsAt = 'artifact' | 'below' | 'history';
 
 /** The bridge's notes about a reply: what the reply format left out, and where its attachments are. */
-export function replyNotes(reply: ReplyRow, attachments: readonly AttachmentRow[], at: AttachmentsAt): PartView[] {
+export function replyNotes(reply: ReplyRow, attachments: readonly AttachmentInfo[], at: AttachmentsAt): PartView[] {
   const notes: PartView[] = [];
   if (reply.omittedLines > 0) {
     notes.push(

@@ -1,12 +1,12 @@
 import type { AgentConfig } from '../config/config.js';
 import type { ArtifactRow } from '../store/artifacts.js';
 import type { MessageRow } from '../store/messages.js';
-import type { AttachmentRow, ReplyRow } from '../store/replies.js';
+import type { AttachmentInfo, ReplyRow } from '../store/replies.js';
 import type { TaskRow } from '../store/task-rows.js';
 import type { TaskState } from '../store/task-state.js';
 import type { TurnRow } from '../store/turns.js';
 import type { BridgeContext } from './context.js';
-import { agentTextPart, attachmentParts, attachmentsArtifactId, bridgePart, callerPart, replyNotes, type PartView } from './parts.js';
+import { agentTextPart, attachmentParts, attachmentsArtifactId, bridgePart, callerPart, replyNotes, type AttachmentContent, type PartView } from './parts.js';
 import { statusText } from './status-text.js';
 import { iso } from './time.js';
 import { newFenceNonce } from './untrusted-text.js';
@@ -70,14 +70,16 @@ export type ViewContext = Pick<BridgeContext, 'store' | 'config' | 'now'> & { ma
 /** A task's replies and attachments, read once per view. */
 interface Replies {
   byLedger: Map<number, ReplyRow>;
-  attachments: Map<number, AttachmentRow[]>;
+  attachments: Map<number, AttachmentInfo[]>;
+  /** Reads an attachment's content when its part is built. */
+  content: AttachmentContent;
 }
 
 function readReplies(ctx: ViewContext, taskId: string): Replies {
   const byLedger = new Map(ctx.store.replies.ofTask(taskId).map((r) => [r.ledgerId, r]));
-  const attachments = new Map<number, AttachmentRow[]>();
+  const attachments = new Map<number, AttachmentInfo[]>();
   for (const a of ctx.store.replies.attachmentsOf(taskId)) attachments.set(a.ledgerId, [...(attachments.get(a.ledgerId) ?? []), a]);
-  return { byLedger, attachments };
+  return { byLedger, attachments, content: (a) => ctx.store.replies.content(a.ledgerId, a.seq) };
 }
 
 /**
@@ -100,7 +102,7 @@ function messageView(agent: AgentConfig, r: Replies, m: MessageRow): MessageView
     parts: [
       agentTextPart(agent, reply, reply.text),
       ...replyNotes(reply, attachments, inArtifact ? 'artifact' : 'below'),
-      ...(inArtifact ? [] : attachments.flatMap((a) => attachmentParts(agent, a))),
+      ...(inArtifact ? [] : attachments.flatMap((a) => attachmentParts(agent, a, r.content))),
     ],
   };
 }
@@ -116,7 +118,7 @@ const DESCRIPTIONS = {
 type Dated = ArtifactView & { at: number };
 
 /** The artifacts of the replies that finished the task or came late: the reply, then its attachments. */
-function replyArtifacts(agent: AgentConfig, task: TaskRow, r: Replies): Dated[] {
+function replyArtifacts(agent: AgentConfig, task: TaskRow, r: Replies, withContent: boolean): Dated[] {
   const out: Dated[] = [];
   for (const reply of r.byLedger.values()) {
     if (reply.kind !== 'done' && reply.kind !== 'failed' && reply.kind !== 'late') continue;
@@ -140,7 +142,7 @@ function replyArtifacts(agent: AgentConfig, task: TaskRow, r: Replies): Dated[] 
         name: 'attachments',
         description: DESCRIPTIONS.attachments,
         late,
-        parts: attachments.flatMap((a) => attachmentParts(agent, a)),
+        parts: withContent ? attachments.flatMap((a) => attachmentParts(agent, a, r.content)) : [],
       });
     }
   }
@@ -199,13 +201,14 @@ function statusParts(ctx: ViewContext, agent: AgentConfig, task: TaskRow, turn: 
  * Builds the view of a task from the store: every agent text cleaned and fenced, every part
  * marked (src/core/parts.ts, docs/agent-text.md).
  * @param historyLength newest messages to include; undefined means all, 0 means none
+ * @param o.artifacts false: no artifacts (a list that leaves them out reads no attachment content)
  */
-export function viewTask(ctx: ViewContext, agent: AgentConfig, task: TaskRow, historyLength?: number): TaskView {
+export function viewTask(ctx: ViewContext, agent: AgentConfig, task: TaskRow, historyLength?: number, o: { artifacts?: boolean } = {}): TaskView {
   const { store } = ctx;
   const turn = store.turns.get(task.id, task.turn);
   const r = readReplies(ctx, task.id);
   // Sorted by arrival (a stable sort: a reply's attachments stay after it).
-  const dated = [...store.artifacts.of(task.id).map((a) => legacyArtifact(agent, a)), ...replyArtifacts(agent, task, r)].sort((a, b) => a.at - b.at);
+  const dated = [...store.artifacts.of(task.id).map((a) => legacyArtifact(agent, a)), ...replyArtifacts(agent, task, r, o.artifacts !== false)].sort((a, b) => a.at - b.at);
   return {
     id: task.id,
     contextId: task.contextId,
@@ -216,7 +219,7 @@ export function viewTask(ctx: ViewContext, agent: AgentConfig, task: TaskRow, hi
     createdAt: task.createdAt,
     deadlineAt: task.deadlineAt,
     status: statusParts(ctx, agent, task, turn, r, dated),
-    artifacts: dated.map((a) => ({ artifactId: a.artifactId, name: a.name, description: a.description, late: a.late, parts: a.parts })),
+    artifacts: o.artifacts === false ? [] : dated.map((a) => ({ artifactId: a.artifactId, name: a.name, description: a.description, late: a.late, parts: a.parts })),
     history: historyLength === 0 ? [] : store.messages.history(task.id, historyLength).map((m) => messageView(agent, r, m)),
   };
 }

@@ -45,8 +45,11 @@ export interface AttachmentRow {
   reason: string | null;
 }
 
+/** An attachment without its content (what a view needs to say where it is); {@link replyReads} `content` reads the rest. */
+export type AttachmentInfo = Omit<AttachmentRow, 'bytes' | 'data'>;
+
 const REPLY_COLUMNS = `ledger_id AS ledgerId, task_id AS taskId, turn, agent, kind, nonce, text, omitted_lines AS omittedLines, created_at AS createdAt`;
-const ATTACHMENT_COLUMNS = `ledger_id AS ledgerId, seq, task_id AS taskId, kind, filename, media_type AS mediaType, size, bytes, data, reason`;
+const ATTACHMENT_COLUMNS = `ledger_id AS ledgerId, seq, task_id AS taskId, kind, filename, media_type AS mediaType, size, reason`;
 
 export function replyReads(db: Db) {
   return {
@@ -60,9 +63,14 @@ export function replyReads(db: Db) {
       return stmt(db, `SELECT ${REPLY_COLUMNS} FROM replies WHERE task_id = ? ORDER BY ledger_id`).all(taskId) as ReplyRow[];
     },
 
-    /** A task's attachments, by reply and position. */
-    attachmentsOf(taskId: string): AttachmentRow[] {
-      return stmt(db, `SELECT ${ATTACHMENT_COLUMNS} FROM reply_attachments WHERE task_id = ? ORDER BY ledger_id, seq`).all(taskId) as AttachmentRow[];
+    /** A task's attachments, by reply and position, without their content (a list of tasks reads no blob). */
+    attachmentsOf(taskId: string): AttachmentInfo[] {
+      return stmt(db, `SELECT ${ATTACHMENT_COLUMNS} FROM reply_attachments WHERE task_id = ? ORDER BY ledger_id, seq`).all(taskId) as AttachmentInfo[];
+    },
+
+    /** The content of one attachment: a file's bytes, a data part's JSON text (null for the other kinds, or no such row). */
+    content(ledgerId: number, seq: number): { bytes: Buffer | null; data: string | null } {
+      return (stmt(db, `SELECT bytes, data FROM reply_attachments WHERE ledger_id = ? AND seq = ?`).get(ledgerId, seq) as { bytes: Buffer | null; data: string | null } | undefined) ?? { bytes: null, data: null };
     },
   };
 }

@@ -141,6 +141,11 @@ describe('attachments reach the caller as file and data parts', () => {
     expect(v03Parts[0]).toEqual({ kind: 'file', file: { bytes: Buffer.from(csv).toString('base64'), mimeType: 'text/csv', name: 'results.csv' }, metadata: { ...agentMeta(1), pathSeparators: 0, mediaTypeReplaced: false } });
     expect(v03Parts[1]).toEqual({ kind: 'data', data: { best: 'Qdrant', scores: [9, 8.5] }, metadata: { ...agentMeta(2), mediaTypeReplaced: false, mediaType: 'application/json' } });
 
+    // ListTasks: without includeArtifacts no artifact (and no attachment content is read); with it the same parts.
+    const listed = (inc: boolean) => suite.h.rpc({ jsonrpc: '2.0', id: 2, method: 'ListTasks', params: { contextId: ctx, includeArtifacts: inc } });
+    expect(Object.hasOwn((await listed(false)).json.result!.tasks[0]!, 'artifacts')).toBe(false);
+    expect((await listed(true)).json.result!.tasks[0]!.artifacts![1]!.parts).toEqual(done.artifacts![1]!.parts);
+
     // Stored once: one row per attachment, however many views.
     for (let i = 0; i < 3; i++) await send('status', ctx);
     expect(suite.h.app.bridge.ctx.store.replies.attachmentsOf(t.id).map((a) => [a.seq, a.kind, a.size])).toEqual([

@@ -4,7 +4,7 @@ import { attachmentParts, replyNotes } from '../../../src/core/parts.js';
 import { statusText, type StatusFacts } from '../../../src/core/status-text.js';
 import { fenceAgentText } from '../../../src/core/untrusted-text.js';
 import type { AttemptRow } from '../../../src/store/attempts.js';
-import type { AttachmentRow, ReplyRow } from '../../../src/store/replies.js';
+import type { AttachmentInfo, ReplyRow } from '../../../src/store/replies.js';
 import type { TurnRow } from '../../../src/store/turns.js';
 import type { MailboxState } from '../../../src/store/mailbox-state.js';
 import type { TaskRow } from '../../../src/store/task-rows.js';
@@ -47,7 +47,8 @@ describe('every sentence the bridge writes is one an agent cannot pass off as th
   const turn = { nextAttemptAt: NOW + 30_000, acceptedAt: NOW - 50_000 } as TurnRow;
   const refused = { count: 2, lastVerdict: 'bad-token' as const, lastSeenAt: NOW - 5000, lastLedgerId: 7 };
   const reply: ReplyRow = { ledgerId: 12, taskId: id, turn: 1, agent: 'grok', kind: 'done', nonce: '0123456789abcdef', text: 'x', omittedLines: 3, createdAt: NOW };
-  const attachment = (o: Partial<AttachmentRow>): AttachmentRow => ({ ledgerId: 12, seq: 1, taskId: id, kind: 'file', filename: 'a', mediaType: 'text/plain', size: 1, bytes: Buffer.from('a'), data: null, reason: null, ...o });
+  const attachment = (o: Partial<AttachmentInfo>): AttachmentInfo => ({ ledgerId: 12, seq: 1, taskId: id, kind: 'file', filename: 'a', mediaType: 'text/plain', size: 1, reason: null, ...o });
+  const content = () => ({ bytes: Buffer.from('a'), data: null });
   const texts = [
     statusText(facts({ task: task({ state: 'SUBMITTED' }), lastAttempt: attempt, turn, refused, pollWord: 'status' })),
     statusText(facts({ task: task({ state: 'SUBMITTED' }), lastAttempt: { ...attempt, outcome: null } })),
@@ -64,8 +65,8 @@ describe('every sentence the bridge writes is one an agent cannot pass off as th
     statusText(facts({ task: task({ state: 'CANCELED', stateReason: 'canceled by the caller' }) })),
     statusText(facts({ task: task({ state: 'REJECTED', stateReason: 'rejected' }) })),
     ...[...replyNotes(reply, [attachment({}), attachment({ seq: 2, kind: 'refused', reason: 'too big' })], 'artifact'), ...replyNotes(reply, [attachment({})], 'below'), ...replyNotes(reply, [attachment({})], 'history')].map((p) => (p.kind === 'text' ? p.text : '')),
-    ...attachmentParts({ name: 'grok', untrustedLabel: '[UNTRUSTED]' } as AgentConfig, attachment({ kind: 'refused', reason: '9 bytes, over mailbox.max_attachment_bytes (1); refused whole, never cut' })).map((p) => (p.kind === 'text' ? p.text : '')),
-    ...attachmentParts({ name: 'grok', untrustedLabel: '[UNTRUSTED]' } as AgentConfig, attachment({ reason: 'not valid JSON: kept as a file, not a data part' })).map((p) => (p.kind === 'text' ? p.text : '')).slice(0, 1),
+    ...attachmentParts({ name: 'grok', untrustedLabel: '[UNTRUSTED]' } as AgentConfig, attachment({ kind: 'refused', reason: '9 bytes, over mailbox.max_attachment_bytes (1); refused whole, never cut' }), content).map((p) => (p.kind === 'text' ? p.text : '')),
+    ...attachmentParts({ name: 'grok', untrustedLabel: '[UNTRUSTED]' } as AgentConfig, attachment({ reason: 'not valid JSON: kept as a file, not a data part' }), content).map((p) => (p.kind === 'text' ? p.text : '')).slice(0, 1),
     'This reply arrived 2026-06-01T12:00:00Z, after the task failed (deadline). The bridge kept it and did not apply it; the task stays FAILED.',
   ];
   for (const text of texts) {
