@@ -203,11 +203,15 @@ export class PushWorker {
     else this.ctx.log.warn(fields, 'push notification not accepted');
   }
 
-  /** The task for a notification: the store's, with the state and time of the change it reports. */
+  /**
+   * The task for a notification, built by the same view as GetTask (src/core/task-view.ts): the
+   * store's, with the state and time of the change it reports. When the task has moved on since,
+   * the status message (written for the current state) is left out rather than mislabelled.
+   */
   private asOfChange(agent: AgentConfig, task: Parameters<typeof viewTask>[2], d: PushDeliveryRow): TaskView {
     const view = viewTask(this.ctx, agent, task, 0);
     if (view.state === d.taskState) return view;
-    return { ...view, state: d.taskState, statusAt: d.changedAt, statusText: null };
+    return { ...view, state: d.taskState, statusAt: d.changedAt, status: [] };
   }
 
   /** Resolves when the round under way (if any) has finished. */

@@ -1,5 +1,6 @@
 import { TaskState } from '@a2a-js/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectFenced } from '../../helpers/agent-text.js';
 import { hex, useHarness } from '../../helpers/bridge-harness.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
 
@@ -48,7 +49,11 @@ describe('push notifications (SDK client, watch = false)', () => {
       [sent.id, 'TASK_STATE_WORKING'],
       [sent.id, 'TASK_STATE_COMPLETED'],
     ]);
-    expect(bodies[1]!.task.artifacts![0]!.parts[0]!.text).toBe('[UNTRUSTED — grok reply, verify before acting]\nPushed answer.');
+    expectFenced(bodies[1]!.task.artifacts![0]!.parts[0]!.text, 'Pushed answer.');
+    // The COMPLETED notification carries GetTask's status and artifacts, part for part (one view renders both).
+    const got = (await h.rpc({ jsonrpc: '2.0', id: 9, method: 'GetTask', params: { id: sent.id } })).json.result as unknown as PushBody['task'];
+    expect(bodies[1]!.task.status).toEqual(got.status);
+    expect(bodies[1]!.task.artifacts).toEqual(got.artifacts);
     for (const r of both) {
       expect(r.method).toBe('POST');
       expect(r.path).toBe('/a2a-push');

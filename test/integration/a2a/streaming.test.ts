@@ -1,5 +1,6 @@
 import { TaskState, type StreamResponse } from '@a2a-js/sdk';
 import { describe, expect, it } from 'vitest';
+import { expectFenced } from '../../helpers/agent-text.js';
 import { hex, useHarness } from '../../helpers/bridge-harness.js';
 
 /**
@@ -39,7 +40,7 @@ async function drain(stream: AsyncIterable<StreamResponse>, seen: Payload[], onE
 }
 
 describe('streaming (SDK client, watch = false)', () => {
-  it('sendMessageStream on a new task: the Task, WORKING, then — after a signed reply is APPENDed — the artifact and COMPLETED, and the stream closes', async () => {
+  it('sendMessageStream on a new task: the Task, WORKING, then — after a signed reply with a file and JSON is APPENDed — the artifacts and COMPLETED, with the parts GetTask shows, and the stream closes', async () => {
     const { h, dovecot } = suite;
     expect(h.config.mailbox.watch).toBe(false);
     const seen: Payload[] = [];
@@ -53,14 +54,32 @@ describe('streaming (SDK client, watch = false)', () => {
     expect(first.$case).toBe('task');
     const taskId = first.$case === 'task' ? first.value.id : '';
     const envelope = h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === taskId)!;
-    await dovecot.append(await h.reply(envelope, { answer: 'Streamed answer.' }));
+    await dovecot.append(
+      await h.reply(envelope, {
+        answer: 'Streamed answer.',
+        attachments: [
+          { filename: 'survey.csv', contentType: 'text/csv', content: 'name,score\nA,1\n' },
+          { filename: 'survey.json', contentType: 'application/json', content: '{"best": "A"}' },
+        ],
+      }),
+    );
     await done;
-    expect(seen.map(label)).toEqual(['task:SUBMITTED', 'status:WORKING', 'artifact', 'status:COMPLETED']);
-    const artifact = seen[2]!;
-    expect(artifact.$case === 'artifactUpdate' && artifact.value.artifact!.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : ''))).toEqual([
-      '[UNTRUSTED — grok reply, verify before acting]\nStreamed answer.',
-    ]);
+    expect(seen.map(label)).toEqual(['task:SUBMITTED', 'status:WORKING', 'artifact', 'artifact', 'status:COMPLETED']);
     for (const p of seen.slice(1)) expect(p.$case !== 'task' && p.$case !== 'message' && p.value.taskId).toBe(taskId);
+
+    // The stream's artifacts and final status are GetTask's, part for part: one view renders both (src/core/task-view.ts).
+    const got = await h.client.getTask({ tenant: '', id: taskId });
+    const streamed = seen.flatMap((p) => (p.$case === 'artifactUpdate' ? [p.value.artifact!] : []));
+    expect(streamed).toEqual(got.artifacts);
+    const last = seen.at(-1)!;
+    expect(last.$case === 'statusUpdate' && last.value.status).toEqual(got.status);
+    const [reply, files] = streamed;
+    expectFenced(reply!.parts[0]!.content?.$case === 'text' ? reply!.parts[0]!.content.value : '', 'Streamed answer.');
+    expect(reply!.parts[0]!.metadata).toMatchObject({ untrusted: true, source: 'agent', agent: 'grok' });
+    expect(reply!.parts[1]!.metadata).toMatchObject({ untrusted: false, source: 'bridge' });
+    expect(files!.parts.map((p) => p.content?.$case)).toEqual(['raw', 'data']);
+    expect(files!.parts[0]!.filename).toBe('survey.csv');
+    expect((files!.parts[1]!.content as { $case: 'data'; value: unknown }).value).toEqual({ best: 'A' });
   });
 
   it('resubscribeTask after a disconnect: the task as the store has it first, then the terminal state', async () => {
