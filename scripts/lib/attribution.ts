@@ -27,9 +27,16 @@ const V1_RULES: Rule[] = [
   },
   {
     test: /TestTextArtifact/,
-    why: 'issue 14 (built by another engineer): agent text carries the untrusted label as its first line (docs/architecture.md, "What the caller reads"); issue 14 moves that marking into part metadata',
+    why: 'design choice (docs/agent-text.md): agent text is hostile, so the bridge fences it: the part holds the untrusted label and a BEGIN-AGENT-TEXT line with a per-reply nonce, the text, and the END-AGENT-TEXT line (and metadata `untrusted: true`); the kit compares the part with the bare text (tests/compatibility/core_operations/test_artifacts.py:102)',
   },
-  { test: /TestFileArtifact|TestFileUrlArtifact|TestDataArtifact/, why: 'not built here: file and data artifacts are the other half of issue 15, built by another engineer' },
+  {
+    test: /TestFileUrlArtifact/,
+    why: 'design choice (docs/agent-text.md): the bridge makes no URL file parts: a file reaches the caller as an attachment of the reply, its bytes inline, never as an address the agent chose for the caller to fetch; the scripted agent sends the link as text',
+  },
+  {
+    test: /TestFileArtifact|TestDataArtifact/,
+    why: 'design choice (docs/agent-text.md): the reply\'s text is the first artifact (`reply-<ledger id>`, with a bridge part pointing at the attachments) and the attached output.txt / JSON the second (`attachments-<ledger id>`, a file part and a data part: test/integration/a2a/agent-content.test.ts, streaming.test.ts); the kit reads only artifacts[0].parts[0] (tests/compatibility/core_operations/test_artifacts.py:136–145, tck/validators/payload.py:197–207)',
+  },
   {
     test: /TestMessageResponse/,
     why: 'design choice: new work always becomes a task, so the caller can poll, cancel and get the answer later; the reply is an email that comes minutes to hours later (A2A v1.0 §3.1.2: the agent "MAY return a `Task` … or MAY return a `Message`")',

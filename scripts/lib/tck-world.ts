@@ -10,7 +10,7 @@
  * envelope carries the text, not the A2A message id), and mails a DKIM-signed reply whose status
  * and text the id's prefix names (the kit's scenarios/*.feature): `tck-complete-task` done,
  * `tck-input-required` input-required, `tck-reject-task` failed, `tck-artifact-text` done with its
- * text, `test-resubscribe-message-id` done after 20 s, every other prefix done.
+ * text, `tck-artifact-file` / `tck-artifact-data` done with an attached output.txt / JSON, `test-resubscribe-message-id` done after 20 s, every other prefix done.
  */
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -25,6 +25,10 @@ export function tckAnswer(messageId: string): AgentAnswer & { delayMs: number } 
   if (has('tck-input-required')) return { status: 'input-required', text: 'Please provide more input', delayMs: 0 };
   if (has('tck-reject-task')) return { status: 'failed', text: 'rejected', delayMs: 0 };
   if (has('tck-artifact-text')) return { status: 'done', text: 'Generated text content', delayMs: 0 };
+  // The bridge makes no URL file parts (docs/agent-text.md: files come as attachments, bytes inline): the agent sends the link as text.
+  if (has('tck-artifact-file-url')) return { status: 'done', text: 'https://example.com/output.txt', delayMs: 0 };
+  if (has('tck-artifact-file')) return { status: 'done', text: 'The file is attached.', attachments: [{ filename: 'output.txt', contentType: 'text/plain', content: 'file content' }], delayMs: 0 };
+  if (has('tck-artifact-data')) return { status: 'done', text: 'The data is attached.', attachments: [{ filename: 'data.json', contentType: 'application/json', content: '{"key": "value", "count": 42}' }], delayMs: 0 };
   if (has('tck-message-response')) return { status: 'done', text: 'Direct message response', delayMs: 0 };
   if (has('tck-stream-artifact-chunked')) return { status: 'done', text: 'chunk-1 chunk-2', delayMs: 0 };
   if (has('tck-stream-artifact-text')) return { status: 'done', text: 'Streamed text content', delayMs: 0 };
@@ -50,7 +54,7 @@ function scriptedAnswer(endpoint: () => string, bearer: string, log: Logger): (e
     const a = tckAnswer(messageId);
     log.info({ task: e.task_id, turn: e.turn, messageId, status: a.status }, 'scripted agent answers');
     if (a.delayMs > 0) await new Promise((r) => setTimeout(r, a.delayMs));
-    return { status: a.status, text: a.text };
+    return { status: a.status, text: a.text, ...(a.attachments ? { attachments: a.attachments } : {}) };
   };
 }
 
