@@ -12,7 +12,7 @@
  * only the first of duplicate fields (src/uplink/raw-headers.ts reads them).
  */
 import { simpleParser, type SimpleParserOptions } from 'mailparser';
-import { BudgetError, offload, OFFLOAD_MIN_BYTES } from './offload.js';
+import { BudgetError, offload, OFFLOAD_MIN_BYTES, type BudgetTimer } from './offload.js';
 
 export interface ParsedReply {
   /** The `reply_token:` value as written (trimmed), or null; the gate compares it to the live token. */
@@ -339,18 +339,19 @@ export function parseReplyText(text: string): Omit<ParsedReply, 'bodyKind'> {
  *
  * Budgets: a message over {@link REPLY_PARSE_MAX_BYTES} is not read, and a message of
  * {@link OFFLOAD_MIN_BYTES} or more is decoded and parsed on a worker thread (the event loop keeps
- * answering meanwhile) within the offload budget (offload.ts `OFFLOAD_BUDGET_MS`, or `budgetMs`);
- * past either budget the result says why in `unparsed`, with no token.
+ * answering meanwhile) within the offload budget (offload.ts `OFFLOAD_BUDGET_MS`, or `budgetMs`,
+ * on the clock `timer`: offload.ts `timeoutBudget` by default); past either budget the result says
+ * why in `unparsed`, with no token.
  *
  * @returns never throws, whatever the bytes; unreadable mail gives `bodyKind: 'none'`.
  */
-export async function parseReply(raw: Buffer, o: { budgetMs?: number } = {}): Promise<ParsedReply> {
+export async function parseReply(raw: Buffer, o: { budgetMs?: number; timer?: BudgetTimer } = {}): Promise<ParsedReply> {
   if (raw.length > REPLY_PARSE_MAX_BYTES) {
     return unparsedReply(`${raw.length} bytes, over the ${REPLY_PARSE_MAX_BYTES / 1024 / 1024} MiB reply parse budget`);
   }
   if (raw.length < OFFLOAD_MIN_BYTES) return parseReplyHere(raw);
   try {
-    return (await offload('reply', raw, { budgetMs: o.budgetMs })) as ParsedReply;
+    return (await offload('reply', raw, { ...(o.budgetMs !== undefined ? { budgetMs: o.budgetMs } : {}), ...(o.timer ? { timer: o.timer } : {}) })) as ParsedReply;
   } catch (err) {
     if (err instanceof BudgetError) return unparsedReply(err.message);
     throw err;
