@@ -10,6 +10,7 @@ import {
   dmarcHolds,
   DUPLICATE_BYTES,
   fromIsAgent,
+  headerBlockReadable,
   headerShape,
   isRefusal,
   messageFacts,
@@ -21,6 +22,7 @@ import {
   trustedResults,
   unknownTask,
   UNPINNED_WITHOUT_VERIFICATION,
+  unparsedFacts,
   type MessageFacts,
   type Refusal,
   type ReplyStatusWord,
@@ -133,6 +135,8 @@ export type Decision =
  * applied only when every gate passed.
  *
  * 0. the mailbox could not read it ⇒ `unreadable:<reason>` (nothing about it can be judged);
+ *    its header block cannot be read as one ⇒ `too-large-header` or `unreadable:<why>`
+ *    (uplink/gates.ts `headerBlockReadable`: nothing of it is parsed);
  * 1. gate 1: the same raw bytes are in the ledger ⇒ `duplicate`;
  * 2. larger than `mailbox.max_message_bytes` ⇒ `too-large` (refused whole, body never read);
  * 3. gate 2: exactly one subject tag of a configured agent, else `no-task-id`;
@@ -152,17 +156,18 @@ export type Decision =
  */
 export async function judgeMessage<R>(msg: IncomingMessage, facts: JudgeFacts<R>): Promise<R> {
   const { rules, store } = facts;
+  const unreadableHeader = headerBlockReadable(msg.raw, msg.size);
+  if (msg.unreadable || unreadableHeader) {
+    const r: Refusal = msg.unreadable ? { verdict: `unreadable:${msg.unreadable.reason}`, reason: msg.unreadable.detail } : unreadableHeader!;
+    const seen = unreadableHeader ? unparsedFacts(msg.raw, msg.size) : messageFacts(msg.raw, msg.size);
+    return facts.settle(() => ({ kind: 'refuse', verdict: r.verdict, reason: r.reason, message: seen, tag: null, evidence: 'none' }));
+  }
   const message = messageFacts(msg.raw, msg.size);
   const tagged = taskTag(message, rules.agents);
   const tag = isRefusal(tagged) ? null : tagged;
   const refuse = (r: Refusal, evidence: Evidence): Decision => ({ kind: 'refuse', verdict: r.verdict, reason: r.reason, message, tag, evidence });
   /** Tagged mail refused before it authenticated keeps its head; untagged mail nothing. */
   const early = (r: Refusal): R => facts.settle(() => refuse(r, tag ? 'head' : 'none'));
-
-  if (msg.unreadable) {
-    const { reason, detail } = msg.unreadable;
-    return facts.settle(() => ({ kind: 'refuse', verdict: `unreadable:${reason}`, reason: detail, message, tag: null, evidence: 'none' }));
-  }
   if (store.seenDigest(message.rawSha256)) return early(DUPLICATE_BYTES);
   if (msg.tooLarge) {
     return early({ verdict: 'too-large', reason: `${msg.size} bytes, over mailbox.max_message_bytes (${rules.maxMessageBytes}); refused whole` });

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { plural } from '../plural.js';
 import type { Store, StoreTx } from '../store/store.js';
 import type { DnsResolver } from '../uplink/dkim.js';
-import { messageFacts } from '../uplink/gates.js';
+import { recordableFacts } from '../uplink/gates.js';
 import { MailboxError, type FetchedMessage } from '../uplink/mailbox.js';
 import type { Verdict } from '../uplink/verdicts.js';
 import { recordDecision } from './apply-reply.js';
@@ -170,6 +170,6 @@ export async function intake(c: IntakeContext, msg: FetchedMessage, uidValidity:
     // The parsers never throw on hostile bytes; if something else does, the message is still recorded.
     c.log.error({ err: (err as Error).message, source: msg.source }, 'message could not be processed');
     const reason = `processing failed: ${(err as Error).message}`;
-    return logged(store.tx((tx) => commit(tx, { kind: 'refuse', verdict: 'unreadable', reason, message: messageFacts(msg.raw, msg.size), tag: null, evidence: 'none' })));
+    return logged(store.tx((tx) => commit(tx, { kind: 'refuse', verdict: 'unreadable', reason, message: recordableFacts(msg.raw, msg.size), tag: null, evidence: 'none' })));
   }
 }
