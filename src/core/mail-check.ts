@@ -134,6 +134,7 @@ export async function intake(c: IntakeContext, msg: FetchedMessage, uidValidity:
   // Read outside and inside the deciding transaction alike: `store` reads what it holds now.
   const reads: JudgeStore = {
     seenDigest: (sha) => store.ledger.hasRawDigest(sha),
+    authenticatedWith: (sigs, messageId) => store.ledger.authenticatedWith(sigs, messageId),
     task: (id) => {
       const task = store.tasks.get(id);
       return task && { task, turn: store.turns.get(task.id, task.turn) };
@@ -170,6 +171,6 @@ export async function intake(c: IntakeContext, msg: FetchedMessage, uidValidity:
     // The parsers never throw on hostile bytes; if something else does, the message is still recorded.
     c.log.error({ err: (err as Error).message, source: msg.source }, 'message could not be processed');
     const reason = `processing failed: ${(err as Error).message}`;
-    return logged(store.tx((tx) => commit(tx, { kind: 'refuse', verdict: 'unreadable', reason, message: recordableFacts(msg.raw, msg.size), tag: null, evidence: 'none' })));
+    return logged(store.tx((tx) => commit(tx, { kind: 'refuse', verdict: 'unreadable', reason, message: recordableFacts(msg.raw, msg.size), tag: null, evidence: 'none', signature: null })));
   }
 }

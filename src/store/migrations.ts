@@ -230,4 +230,11 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX turns_pending ON turns(dispatch_state, next_attempt_at);
   CREATE INDEX task_events_by_task ON task_events(task_id, id);
   `,
+  // 7: the DKIM signature (its b= value, decoded and encoded again) that authenticated a mail, so
+  // a replay of it is recognised by signature and Message-ID from its header block alone (gate 1,
+  // docs/architecture.md "The gates"), before its body is fetched.
+  `
+  ALTER TABLE ledger ADD COLUMN dkim_b TEXT;
+  CREATE INDEX ledger_by_signature ON ledger(dkim_b, message_id) WHERE dkim_b IS NOT NULL;
+  `,
 ];

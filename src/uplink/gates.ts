@@ -150,6 +150,31 @@ export function recordableFacts(raw: Buffer, size = raw.length): MessageFacts {
 export const DUPLICATE_BYTES: Refusal = { verdict: 'duplicate', reason: 'gate 1: the same raw bytes are already in the ledger' };
 
 /**
+ * The key a DKIM signature is recognised by: its b= value decoded and encoded again, so the
+ * whitespace and the stray characters a base64 decoder skips (and a verifier with it) cannot make
+ * a copy of a signature look new.
+ */
+export function signatureKey(b: string): string {
+  return Buffer.from(b, 'base64').toString('base64');
+}
+
+/**
+ * Gate 1, by signature: the message carries a DKIM signature that authenticated a mail already in
+ * the ledger, and that mail's Message-ID — a replay of it, whatever unsigned headers were added or
+ * changed (RFC 6376 §8.6: a signed message can be re-sent as is). Read from the header block alone;
+ * `authenticatedWith` answers from the ledger (only mail that passed gate 7 is named there, so a
+ * forgery cannot claim a genuine reply's signature before the genuine reply arrives).
+ */
+export function replayedSignature(facts: MessageFacts, authenticatedWith: (signatures: string[], messageId: string) => number | undefined): Refusal | null {
+  if (facts.messageId === null) return null;
+  const keys = parseDkimSignatures(facts.fields).map((s) => signatureKey(s.b)).filter((k) => k !== '');
+  if (keys.length === 0) return null;
+  const id = authenticatedWith([...new Set(keys)], facts.messageId);
+  if (id === undefined) return null;
+  return { verdict: 'duplicate', reason: `gate 1: the DKIM signature and Message-ID ${facts.messageId} of mail authenticated before (ledger #${id}): a replay` };
+}
+
+/**
  * Gate 2: exactly one subject tag `[<TAG>:<task id>]` naming a task of a configured agent
  * (untagged mail is FYI, never instructions). Every Subject field is read, so a second one cannot
  * hide a tag. Also read before gate 2 decides, so a refusal by an earlier rule can name the task.
@@ -241,10 +266,10 @@ const SIGNED_HEADERS = ['from', 'subject', 'date', 'message-id'] as const;
  * signs From, Subject, Date and Message-ID (what the later gates rely on) and has no l= limit
  * (RFC 6376 §8.2: text may be appended under it). A message may carry several such signatures (a
  * key rotation signs with the old and the new key).
- * @returns the signatures that may stand for the agent, for {@link dkimVerifies}, and whether a
- *   trusted result named one of them by header.b (`pinned`)
+ * @returns the signatures that may stand for the agent, for {@link dkimVerifies}, and the first of
+ *   them a trusted result named by header.b (`pinned`; null when none was)
  */
-export function alignedSignatures(facts: MessageFacts, r: TrustedResults, agent: AgentConfig): { candidates: DkimSignatureInfo[]; pinned: boolean } | Refusal {
+export function alignedSignatures(facts: MessageFacts, r: TrustedResults, agent: AgentConfig): { candidates: DkimSignatureInfo[]; pinned: DkimSignatureInfo | null } | Refusal {
   if (r.conflicts.length) return { verdict: 'auth:dkim-unaligned', reason: `gate 7: trusted results conflict: ${r.conflicts.join('; ')}` };
   const signatures = parseDkimSignatures(facts.fields).filter((s) => s.d === agent.dkimDomain);
   const passes = r.dkim.filter((d) => d.result === 'pass' && d.headerD !== null && d.headerD.toLowerCase() === agent.dkimDomain);
@@ -266,7 +291,7 @@ export function alignedSignatures(facts: MessageFacts, r: TrustedResults, agent:
     return !s.bodyLengthLimited && missing.length === 0;
   });
   if (candidates.length === 0) return { verdict: 'auth:dkim-unverified', reason: `gate 7: no usable aligned DKIM-Signature (${problems.join('; ')})` };
-  return { candidates, pinned: candidates.some((s) => byHeaderB.has(s)) };
+  return { candidates, pinned: candidates.find((s) => byHeaderB.has(s)) ?? null };
 }
 
 /**
@@ -282,6 +307,7 @@ export const UNPINNED_WITHOUT_VERIFICATION: Refusal = {
  * Gate 7, locally (RFC 6376 §6): one of the candidate signatures verifies with mailauth, keys and
  * x= expiry judged as of `receivedAt` (when the mailbox received the message; now when unknown).
  * Only a DNS failure for every candidate is temporary; a missing key or a bad signature is final.
+ * @returns the candidate that verified, or the refusal
  */
 export async function dkimVerifies(
   raw: Buffer,
@@ -289,9 +315,10 @@ export async function dkimVerifies(
   agent: AgentConfig,
   resolver: DnsResolver,
   receivedAt: number | null,
-): Promise<Refusal | null> {
+): Promise<Refusal | DkimSignatureInfo> {
   const local = await verifyDkimLocally(raw, resolver, receivedAt ? { now: new Date(receivedAt) } : {});
-  if (candidates.some((s) => local.some((l) => l.b === s.b && l.status === 'pass'))) return null;
+  const passed = candidates.find((s) => local.some((l) => l.b === s.b && l.status === 'pass'));
+  if (passed) return passed;
   const mine = candidates.map((s) => local.find((x) => x.b === s.b));
   const seen = candidates.map((s, i) => `s=${s.s}: ${mine[i] ? `${mine[i].status} (${mine[i].info})` : 'no result'}`).join('; ');
   const temporary = mine.every((l) => l?.status === 'temperror');
