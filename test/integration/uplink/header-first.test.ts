@@ -258,7 +258,7 @@ describe.each(KINDS)('header blocks first, on %s', (_name, makeRig) => {
     expect(summary).toMatchObject({ ok: true, fetched: shapes.length, onHeaders: shapes.length });
     const all = store().ledger.query({ limit: 10_000 });
     const rows = all.slice(0, all.length - before).reverse();
-    expect(rows.map((r) => [r.size, r.verdict])).toEqual(shapes.map(([, raw, verdict]) => [rig.kind === 'imap' ? expect.any(Number) : raw.length, verdict]));
+    expect(rows.map((r) => [r.size, r.verdict])).toEqual(shapes.map(([, raw, verdict]): [unknown, string] => [rig.kind === 'imap' ? (expect.any(Number) as unknown) : raw.length, verdict]));
     expect(store().tasks.get(t.id)!.state).toBe('WORKING');
   });
 });
