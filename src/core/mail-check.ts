@@ -24,6 +24,8 @@ export interface CheckSummary {
 
 /** Survivors of the header stage read whole at a time: each group is screened again on its header block first. */
 const WHOLE_GROUP = 10;
+/** Header blocks judged (and their refusals recorded) in one transaction, between two yields to the event loop. */
+const SCREEN_SLICE = 50;
 
 const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
@@ -87,7 +89,10 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
     };
     for (let batch = await pass.headers(); batch.length > 0; batch = await pass.headers()) {
       mark.add(batch);
-      waiting.push(...screen(batch));
+      for (let i = 0; i < batch.length; i += SCREEN_SLICE) {
+        waiting.push(...screen(batch.slice(i, i + SCREEN_SLICE)));
+        await yieldToLoop(); // the event loop answers between slices
+      }
       while (waiting.length > 0 && budget > 0) {
         // Screened again first: a replay of a survivor judged a moment ago is now known by its signature.
         const group = screen(waiting.splice(0, Math.min(WHOLE_GROUP, budget)));
@@ -105,7 +110,6 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
           if (outcome.kind === 'recorded') count(outcome, msg.receivedAt);
         }
       }
-      await yieldToLoop(); // a batch at a time: the event loop answers between them
     }
     summary.more = pass.more || waiting.length > 0;
     let applied = 0;

@@ -53,7 +53,7 @@ export interface CheckRequest {
 /** Header blocks read per pass when the request names no `maxHeaders`. */
 export const DEFAULT_MAX_HEADERS = 10_000;
 /** Header blocks a pass hands out at a time (one FETCH; the caller records each batch in one transaction). */
-export const HEADER_BATCH = 250;
+export const HEADER_BATCH = 100;
 
 /**
  * Why a message the folder holds could not be read (a per-message failure, never the mailbox's):
