@@ -67,6 +67,8 @@ export interface JudgeRules {
   dateSkewMs: number;
   /** `mailbox.max_message_bytes`, for the too-large reason. */
   maxMessageBytes: number;
+  /** `mailbox.max_attachment_bytes`: larger attachments of an applied reply are refused (src/uplink/attachments.ts). */
+  maxAttachmentBytes?: number;
 }
 
 export function judgeRulesOf(config: Config): JudgeRules {
@@ -77,6 +79,7 @@ export function judgeRulesOf(config: Config): JudgeRules {
     verifyDkim: m.verifyDkim,
     dateSkewMs: m.dateSkewMs,
     maxMessageBytes: m.maxMessageBytes,
+    maxAttachmentBytes: m.maxAttachmentBytes,
   };
 }
 
@@ -260,7 +263,7 @@ export async function judgeMessage<R>(msg: IncomingMessage, facts: JudgeFacts<R>
   }
   const key = signatureKey(signature.b);
 
-  const reply = await parseReply(msg.raw);
+  const reply = await parseReply(msg.raw, { maxAttachmentBytes: rules.maxAttachmentBytes });
   return facts.settle((): Decision => {
     // Authenticated from here on: only an applied or late reply keeps the whole message.
     const refused = (r: Refusal): Decision => ({ kind: 'refuse', verdict: r.verdict, reason: r.reason, message, tag, evidence: 'head', signature: key });

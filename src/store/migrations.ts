@@ -230,7 +230,41 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX turns_pending ON turns(dispatch_state, next_attempt_at);
   CREATE INDEX task_events_by_task ON task_events(task_id, id);
   `,
-  // 7: the DKIM signature (its b= value, decoded and encoded again) that authenticated a mail, so
+  // 7: the agent's replies as their own rows (src/store/replies.ts), so every view fences the same
+  // text with the same nonce (docs/agent-text.md), and their attachments stored once. A history
+  // message of an agent reply points at its reply by ledger id.
+  `
+  CREATE TABLE replies (
+    ledger_id     INTEGER PRIMARY KEY,
+    task_id       TEXT NOT NULL,
+    turn          INTEGER NOT NULL,
+    agent         TEXT NOT NULL,
+    kind          TEXT NOT NULL CHECK (kind IN ('done','input-required','failed','working','late')),
+    nonce         TEXT NOT NULL,
+    text          TEXT NOT NULL,
+    omitted_lines INTEGER NOT NULL,
+    created_at    INTEGER NOT NULL
+  ) STRICT;
+  CREATE INDEX replies_by_task ON replies(task_id, ledger_id);
+
+  CREATE TABLE reply_attachments (
+    ledger_id   INTEGER NOT NULL,
+    seq         INTEGER NOT NULL,
+    task_id     TEXT NOT NULL,
+    kind        TEXT NOT NULL CHECK (kind IN ('file','data','refused')),
+    filename    TEXT,
+    media_type  TEXT NOT NULL,
+    size        INTEGER NOT NULL,
+    bytes       BLOB,
+    data        TEXT,
+    reason      TEXT,
+    PRIMARY KEY (ledger_id, seq)
+  ) STRICT;
+  CREATE INDEX reply_attachments_by_task ON reply_attachments(task_id, ledger_id, seq);
+
+  ALTER TABLE messages ADD COLUMN ledger_id INTEGER;
+  `,
+  // 8: the DKIM signature (its b= value, decoded and encoded again) that authenticated a mail, so
   // a replay of it is recognised by signature and Message-ID from its header block alone (gate 1,
   // docs/architecture.md "The gates"), before its body is fetched.
   `

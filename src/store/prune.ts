@@ -7,7 +7,7 @@
  * that kept a late reply yesterday (a note event) stays. (Terminal states are sticky; the one
  * exception, an operator's `retry` of a task that failed by dispatch, runs in its own transaction
  * and then finds the task gone, or prune finds it open.) It goes with its turns, dispatch
- * attempts, messages, artifacts and task events. Its audit entries stay: the audit is the record
+ * attempts, messages, artifacts, replies (with their attachments) and task events. Its audit entries stay: the audit is the record
  * of what happened, and `show` still prints it for a pruned task.
  *
  * A ledger row is prunable when it was seen before the cut and belongs to no task that stays
@@ -24,6 +24,8 @@ export interface PruneCounts {
   attempts: number;
   messages: number;
   artifacts: number;
+  replies: number;
+  attachments: number;
   events: number;
   ledger: number;
 }
@@ -45,12 +47,14 @@ const TARGETS: readonly [keyof PruneCounts, string, string][] = [
   ['attempts', 'dispatch_attempts', `task_id IN (${PRUNABLE_TASKS})`],
   ['messages', 'messages', `task_id IN (${PRUNABLE_TASKS})`],
   ['artifacts', 'artifacts', `task_id IN (${PRUNABLE_TASKS})`],
+  ['replies', 'replies', `task_id IN (${PRUNABLE_TASKS})`],
+  ['attachments', 'reply_attachments', `task_id IN (${PRUNABLE_TASKS})`],
   ['events', 'task_events', `task_id IN (${PRUNABLE_TASKS})`],
   ['tasks', 'tasks', `id IN (${PRUNABLE_TASKS})`],
 ];
 
 function empty(): PruneCounts {
-  return { tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, events: 0, ledger: 0 };
+  return { tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0 };
 }
 
 export function pruneReads(db: Db) {

@@ -8,6 +8,7 @@ import { messageReads, messageWrites } from './messages.js';
 import { limitReads } from './limits.js';
 import { overviewReads } from './overview.js';
 import { pruneReads, pruneWrites } from './prune.js';
+import { replyReads, replyWrites } from './replies.js';
 import { statsReads } from './stats.js';
 import { taskEventReads } from './task-events.js';
 import { taskReads, taskWrites, type TaskChange } from './task-rows.js';
@@ -27,6 +28,7 @@ function reads(db: Db) {
     ledger: ledgerReads(db),
     messages: messageReads(db),
     artifacts: artifactReads(db),
+    replies: replyReads(db),
     mailbox: mailboxReads(db),
     stats: statsReads(db),
     overview: overviewReads(db),
@@ -46,6 +48,7 @@ function writes(db: Db, w: Writer) {
     ledger: { ...r.ledger, ...ledgerWrites(w) },
     messages: { ...r.messages, ...messageWrites(w) },
     artifacts: { ...r.artifacts, ...artifactWrites(w) },
+    replies: { ...r.replies, ...replyWrites(w) },
     mailbox: { ...r.mailbox, ...mailboxWrites(w) },
     retention: { ...r.retention, ...pruneWrites(w) },
   };
@@ -73,6 +76,7 @@ export class Store {
   readonly ledger;
   readonly messages;
   readonly artifacts;
+  readonly replies;
   readonly mailbox;
   readonly stats;
   readonly overview;
@@ -95,6 +99,7 @@ export class Store {
     this.ledger = r.ledger;
     this.messages = r.messages;
     this.artifacts = r.artifacts;
+    this.replies = r.replies;
     this.mailbox = r.mailbox;
     this.stats = r.stats;
     this.overview = r.overview;

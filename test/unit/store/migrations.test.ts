@@ -61,9 +61,9 @@ describe('migration 6: the schema holds the states', () => {
   });
 });
 
-describe('migration 7: the signature that authenticated a mail', () => {
-  it('keeps the ledger rows of a version-6 store, which name no signature; new rows are found by signature and Message-ID', () => {
-    const path = storeAtVersion(6);
+describe('migration 8: the signature that authenticated a mail', () => {
+  it('keeps the ledger rows of a version-7 store, which name no signature; new rows are found by signature and Message-ID', () => {
+    const path = storeAtVersion(7);
     const db = new Database(path);
     db.exec(`INSERT INTO ledger (source, seen_at, message_id, size, raw_sha256, verdict, reason) VALUES ('imap:INBOX:1:1', 1000, '<a@x>', 10, 'ab', 'applied:done', 'ok')`);
     db.close();
