@@ -456,7 +456,7 @@ export class MaildirMailbox implements Mailbox {
       }
     }
     // The order is kept between checks while no entry got its first lstat (after a restart 100,000
-    // names are worked through 2,000 a check: sorting them on every check stalled the event loop).
+    // names are worked through `maxHeaders` a check: sorting them on every check stalled the event loop).
     if (unstated.length > 0 || gone.length > 0 || !this.#order) {
       this.#order = [...this.#pending]
         .filter(([, p]) => p.mtimeMs !== undefined)

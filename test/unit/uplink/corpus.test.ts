@@ -79,6 +79,38 @@ describe('attack-mail corpus', () => {
   });
 });
 
+/**
+ * The header stage of a check (docs/architecture.md, "The header stage") judges each message on its
+ * header block first: what it refuses must be refused with the verdict the whole message gets, and
+ * what it lets through is then judged whole, as a check does. Every corpus message, each in a store
+ * of its own (sequences take their predecessors in the same way first).
+ */
+describe('the header stage agrees with the whole judge', () => {
+  /** Verdicts that need more than the header block: local verification, the task, the body. */
+  const NEEDS_MORE = new Set(['auth:dkim-unverified', 'unknown-task', 'auth:date-window', 'duplicate', 'no-token', 'bad-token', 'task-closed', 'bad-status', 'late:recorded']);
+  for (const m of manifest.messages) {
+    it(m.file, async () => {
+      const store = corpusStore(manifest, setting, m.task);
+      try {
+        for (const before of m.precededBy ?? []) {
+          const raw = readMessage(before);
+          if (store.takeHeaderBlock(raw) === null) await store.take(raw);
+        }
+        const raw = readMessage(m.file);
+        const onHeaders = store.takeHeaderBlock(raw);
+        if (onHeaders !== null) {
+          expect(onHeaders).toBe(m.expect.verdict);
+        } else {
+          expect(isApplied(m.expect.verdict) || NEEDS_MORE.has(m.expect.verdict), `${m.expect.verdict} should be decided on the header block`).toBe(true);
+          expect(recorded(await store.take(raw)).verdict).toBe(m.expect.verdict);
+        }
+      } finally {
+        store.close();
+      }
+    });
+  }
+});
+
 describe('what the mailbox reports', () => {
   const GENUINE = '01-genuine-done.eml';
   const UNTAGGED = manifest.messages.find((m) => m.expect.verdict === 'no-task-id')!.file;
