@@ -264,4 +264,11 @@ export const MIGRATIONS: readonly string[] = [
 
   ALTER TABLE messages ADD COLUMN ledger_id INTEGER;
   `,
+  // 8: the DKIM signature (its b= value, decoded and encoded again) that authenticated a mail, so
+  // a replay of it is recognised by signature and Message-ID from its header block alone (gate 1,
+  // docs/architecture.md "The gates"), before its body is fetched.
+  `
+  ALTER TABLE ledger ADD COLUMN dkim_b TEXT;
+  CREATE INDEX ledger_by_signature ON ledger(dkim_b, message_id) WHERE dkim_b IS NOT NULL;
+  `,
 ];
