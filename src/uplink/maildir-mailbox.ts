@@ -27,21 +27,14 @@
  * handed out with `unreadable` set, so the caller records it and goes on. Only a folder that cannot
  * be listed, or a process-wide shortage (EMFILE…), fails the pass.
  *
- * UIDVALIDITY: the folder directory's birth time in ns, in decimal (the inode number on file
- * systems that report no birth time). It stays the same for the life of the folder and changes
- * when the folder is replaced (deleted and created again, or another directory moved into its
- * place); then what this reader remembers is dropped and the folder is read again (the ledger
- * dedupes). Not the inode alone: ext4 and tmpfs hand a freshly deleted directory's inode number to
- * the next mkdir.
+ * UIDVALIDITY: see `readUidValidity` in maildir-files.ts; when it changes, what this reader
+ * remembers is dropped and the folder is read again (the ledger dedupes).
  */
-import { constants as fsConstants, type Dirent } from 'node:fs';
-import { lstat, open, readdir, stat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MAX_HEADER_BLOCK_BYTES } from './gates.js';
 import {
   DEFAULT_MAX_HEADERS,
   HEADER_BATCH,
-  MailboxError,
   readOldest,
   unreadableMessage,
   type CheckRequest,
@@ -50,29 +43,22 @@ import {
   type HeaderedMessage,
   type Mailbox,
   type MailboxPass,
-  type UnreadableReason,
 } from './mailbox.js';
+import { dirTimes, listFolder, lstatEntry, readFileStart, readUidValidity, type DirTimes, type ListedEntry, type Sub } from './maildir-files.js';
 import { matches } from './maildir-narrowing.js';
 import { headerEnd } from './raw-headers.js';
 
 export { deliverToMaildir } from './maildir-deliver.js';
+export { uniqueName } from './maildir-files.js';
 
 /** Bytes read from the start of a file at most to find its header block: the longest the gates read (`MAX_HEADER_BLOCK_BYTES`). */
 export const MAILDIR_HEADER_CAP_BYTES = MAX_HEADER_BLOCK_BYTES;
-/** A header block is read in steps of this many bytes, up to {@link MAILDIR_HEADER_CAP_BYTES}. */
-const HEAD_STEP_BYTES = 16 * 1024;
 /** Entries looked up or lstat'ed between two yields to the event loop. */
 const YIELD_EVERY = 1000;
 /** A full listing at least this often, in ms, even when the directories' mtimes did not move. */
 const MAILDIR_RELIST_MS = 60_000;
 /** How old a directory mtime must be, against the listing, to be trusted unchanged, in ms (coarse timestamps). */
 const MAILDIR_MTIME_SLACK_MS = 2000;
-/** Errors that say nothing about one file but about the process or the system: the check fails and is retried. */
-const TRANSIENT_CODES = new Set(['EMFILE', 'ENFILE', 'ENOMEM', 'EAGAIN', 'EBUSY', 'EINTR', 'ETIMEDOUT']);
-/** Open flags: never follow a symlink swapped in after the lstat; never block on a FIFO. */
-const OPEN_FLAGS = fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK;
-
-type Sub = 'new' | 'cur';
 
 /** A unique name not yet settled: where it is, and (once lstat'ed) its mtime and size. */
 interface Pending {
@@ -91,9 +77,6 @@ interface Chosen {
   header: Buffer;
   unreadable?: FetchedMessage['unreadable'];
 }
-
-/** A read of one file: its first bytes and its size now, or why not. */
-type Read = { ok: Buffer; size: number } | { gone: true } | { skip: true } | { unreadable: UnreadableReason; detail: string };
 
 const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
@@ -138,7 +121,7 @@ export class MaildirMailbox implements Mailbox {
    *   or the process is out of file descriptors or memory.
    */
   async open(req: CheckRequest): Promise<MailboxPass> {
-    const uidValidity = await this.#readUidValidity();
+    const uidValidity = await readUidValidity(this.folder);
     if (this.#uidValidity !== uidValidity) {
       this.#forget();
       this.#uidValidity = uidValidity;
@@ -152,12 +135,12 @@ export class MaildirMailbox implements Mailbox {
       this.#missesFor = criteria;
       relist = true;
     }
-    const dirs = await this.#dirTimes();
+    const dirs = await dirTimes(this.folder);
     let candidates: [string, Pending][] = [];
     // Nothing to narrow on means nothing may be read.
     if (narrowing) {
       if (relist || !this.#unchangedSinceListing(dirs)) {
-        await this.#refresh(await this.#list());
+        await this.#refresh(await listFolder(this.folder));
         this.#listed = { ...dirs, at: Date.now() };
       }
       await this.#settleRecorded(req);
@@ -201,7 +184,7 @@ export class MaildirMailbox implements Mailbox {
         }
         if (moved.length) {
           // Moved (new/ → cur/, a flag) or deleted since the listing: one fresh listing says which.
-          const listing = await this.#list();
+          const listing = await listFolder(this.folder);
           for (const [unique, p] of moved) {
             const now = listing.get(unique);
             if (!now) {
@@ -243,7 +226,7 @@ export class MaildirMailbox implements Mailbox {
           // A MUA may have moved them from new/ to cur/ or re-flagged them since: one fresh listing
           // finds them, and each is read once more from where it is now; one in neither directory
           // any more was deleted.
-          const listing = await this.#list();
+          const listing = await listFolder(this.folder);
           for (const [h, c] of lost) {
             const now = listing.get(c.unique);
             if (now) Object.assign(c.p, { sub: now.sub, name: now.name });
@@ -268,7 +251,7 @@ export class MaildirMailbox implements Mailbox {
    * cannot judge: the gates record it as `too-large-header`) to hand out, or why not.
    */
   async #examine(unique: string, p: Pending, req: CheckRequest): Promise<Chosen | 'gone' | 'skip' | 'miss'> {
-    const head = await this.#read(p, MAILDIR_HEADER_CAP_BYTES, true);
+    const head = await readFileStart(join(this.folder, p.sub, p.name), MAILDIR_HEADER_CAP_BYTES, true);
     if ('gone' in head) return 'gone'; // moved or deleted since the listing
     if ('skip' in head) {
       this.#settle(unique, this.#skipped);
@@ -322,7 +305,7 @@ export class MaildirMailbox implements Mailbox {
   /** Reads a matched message whole (or keeps its header block when over `maxBytes`); `gone` or `skip` when it cannot be. */
   async #whole(c: Chosen, maxBytes: number): Promise<FetchedMessage | 'gone' | 'skip'> {
     if ((c.p.size ?? 0) > maxBytes) return this.#message(c, maxBytes, c.header);
-    const whole = await this.#read(c.p, maxBytes + 1, false);
+    const whole = await readFileStart(join(this.folder, c.p.sub, c.p.name), maxBytes + 1, false);
     if ('gone' in whole) return 'gone';
     if ('skip' in whole) {
       this.#settle(c.unique, this.#skipped);
@@ -333,62 +316,13 @@ export class MaildirMailbox implements Mailbox {
     return this.#message(c, maxBytes, whole.size > maxBytes ? c.header : whole.ok);
   }
 
-  async #readUidValidity(): Promise<string> {
-    try {
-      const s = await stat(this.folder, { bigint: true });
-      if (!s.isDirectory()) throw new MailboxError(`Maildir ${this.folder} is not a directory`, 'io');
-      return (s.birthtimeNs > 0n ? s.birthtimeNs : s.ino).toString(10);
-    } catch (err) {
-      if (err instanceof MailboxError) throw err;
-      throw ioError(`cannot read the Maildir ${this.folder}`, err);
-    }
-  }
-
-  /** Every entry of new/ then cur/ by unique name (a name in both, mid-move, is taken from cur/). */
-  async #list(): Promise<Map<string, { sub: Sub; name: string; dirent: Dirent }>> {
-    const out = new Map<string, { sub: Sub; name: string; dirent: Dirent }>();
-    let found = 0;
-    for (const sub of ['new', 'cur'] as const) {
-      let dirents: Dirent[];
-      try {
-        dirents = await readdir(join(this.folder, sub), { withFileTypes: true });
-        found++;
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
-        throw ioError(`cannot list ${join(this.folder, sub)}`, err);
-      }
-      for (const d of dirents) if (!d.name.startsWith('.')) out.set(uniqueName(d.name), { sub, name: d.name, dirent: d });
-    }
-    if (found === 0) throw new MailboxError(`${this.folder} is not a Maildir: it has neither new/ nor cur/`, 'io');
-    return out;
-  }
-
-  /**
-   * The modification times (ns) of new/ and cur/, read before any listing: a file added, removed
-   * or renamed changes its directory's mtime.
-   * @throws MailboxError io when neither exists (not a Maildir) or one cannot be stat'ed
-   */
-  async #dirTimes(): Promise<{ newM: bigint | null; curM: bigint | null }> {
-    const time = async (sub: Sub): Promise<bigint | null> => {
-      try {
-        return (await stat(join(this.folder, sub), { bigint: true })).mtimeNs;
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-        throw ioError(`cannot stat ${join(this.folder, sub)}`, err);
-      }
-    };
-    const [newM, curM] = await Promise.all([time('new'), time('cur')]);
-    if (newM === null && curM === null) throw new MailboxError(`${this.folder} is not a Maildir: it has neither new/ nor cur/`, 'io');
-    return { newM, curM };
-  }
-
   /**
    * Whether the last listing still holds, so this check needs no new one (the way Dovecot syncs a
    * Maildir): neither directory's mtime moved since it, the listing is less than a minute old, and
    * it was taken at least 2 s after the newest of those mtimes — a change within the file system's
    * timestamp granularity of an earlier one would leave the mtime as it was.
    */
-  #unchangedSinceListing(dirs: { newM: bigint | null; curM: bigint | null }): boolean {
+  #unchangedSinceListing(dirs: DirTimes): boolean {
     const last = this.#listed;
     if (!last || last.newM !== dirs.newM || last.curM !== dirs.curM) return false;
     const now = Date.now();
@@ -398,7 +332,7 @@ export class MaildirMailbox implements Mailbox {
   }
 
   /** Brings the remembered names in line with a listing: gone names are dropped, new ones become pending. */
-  async #refresh(listing: Map<string, { sub: Sub; name: string; dirent: Dirent }>): Promise<void> {
+  async #refresh(listing: Map<string, ListedEntry>): Promise<void> {
     let n = 0;
     const breathe = async (): Promise<void> => {
       if (++n % YIELD_EVERY === 0) await yieldToLoop(); // 100,000 names: let the event loop run between slices
@@ -448,7 +382,7 @@ export class MaildirMailbox implements Mailbox {
     }
     if (gone.length) {
       // Moved (new/ → cur/, a flag) or deleted since the listing: one more listing says which.
-      const listing = await this.#list();
+      const listing = await listFolder(this.folder);
       for (const [u, p] of gone) {
         const now = listing.get(u);
         if (!now) this.#pending.delete(u);
@@ -470,61 +404,10 @@ export class MaildirMailbox implements Mailbox {
 
   /** Fills in a pending entry's mtime and size; `gone` when the name is no longer there. */
   async #lstat(unique: string, p: Pending): Promise<'gone' | void> {
-    try {
-      const s = await lstat(join(this.folder, p.sub, p.name));
-      if (!s.isFile()) this.#settle(unique, this.#skipped);
-      else Object.assign(p, { mtimeMs: Math.floor(s.mtimeMs), size: s.size });
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code ?? '';
-      if (TRANSIENT_CODES.has(code)) throw ioError(`cannot lstat ${join(this.folder, p.sub, p.name)}`, err);
-      if (code === 'ENOENT') return 'gone';
-      // Not lstat-able otherwise (EACCES on the directory…): tried again next check.
-    }
-  }
-
-  /**
-   * Reads up to `cap` bytes from the start of a pending file: opened with O_NOFOLLOW and
-   * O_NONBLOCK and checked with fstat, so a symlink or FIFO swapped in after the lstat is skipped.
-   * With `headerOnly`, reads in steps of {@link HEAD_STEP_BYTES} and stops once the bytes read hold
-   * the empty line that ends the header block (a header read costs the header, not 256 KiB).
-   */
-  async #read(p: Pending, cap: number, headerOnly: boolean): Promise<Read> {
-    const path = join(this.folder, p.sub, p.name);
-    let fh: FileHandle | undefined;
-    try {
-      fh = await open(path, OPEN_FLAGS);
-      const st = await fh.stat();
-      if (!st.isFile()) return { skip: true };
-      const buf = Buffer.alloc(Math.min(cap, st.size));
-      let got = 0;
-      while (got < buf.length) {
-        const want = headerOnly ? Math.min(buf.length - got, HEAD_STEP_BYTES) : buf.length - got;
-        const { bytesRead } = await fh.read(buf, got, want, got);
-        if (bytesRead === 0) break;
-        got += bytesRead;
-        if (headerOnly && headerEnd(buf.subarray(0, got)) >= 0) break;
-      }
-      return { ok: buf.subarray(0, got), size: st.size };
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code ?? '';
-      if (code === 'ENOENT') return { gone: true };
-      if (code === 'ELOOP' || code === 'EISDIR' || code === 'ENXIO') return { skip: true };
-      if (TRANSIENT_CODES.has(code)) throw ioError(`cannot read ${path}`, err);
-      const reason: UnreadableReason = code === 'EACCES' || code === 'EPERM' ? 'permission' : 'io';
-      return { unreadable: reason, detail: `${path}: ${code || (err as Error).message}` };
-    } finally {
-      await fh?.close().catch(() => undefined);
-    }
+    const s = await lstatEntry(join(this.folder, p.sub, p.name));
+    if (s === 'gone') return 'gone';
+    if (s === 'not-a-file') this.#settle(unique, this.#skipped);
+    else if (s !== 'retry') Object.assign(p, s);
   }
 }
 
-function ioError(what: string, err: unknown): MailboxError {
-  const code = (err as NodeJS.ErrnoException)?.code;
-  return new MailboxError(`${what}${code ? ` (${code})` : ''}`, 'io', { cause: err });
-}
-
-/** The unique part of a Maildir file name: everything before the first `:` (the info, `:2,FS`). */
-export function uniqueName(fileName: string): string {
-  const i = fileName.indexOf(':');
-  return i < 0 ? fileName : fileName.slice(0, i);
-}
