@@ -11,10 +11,11 @@ import { attemptDispatch } from './dispatch.js';
 import { failpoint } from './failpoints.js';
 import { PushWorker } from './push.js';
 import { checkMailbox, type CheckSummary } from './mail-check.js';
-import { submit, type SendInput, type SendOutcome } from './submit.js';
+import { noTaskText, withSendNotes } from './send-notes.js';
+import { submit, type SendInput } from './submit.js';
 import { followTask, type TaskUpdate } from './task-follow.js';
 import { sweepDeadlines } from './sweep.js';
-import { prependStatusNote, viewTask, type TaskView } from './task-view.js';
+import { viewTask, type TaskView } from './task-view.js';
 
 /** What `GET /health` shows (src/a2a/health.ts renders it); counts are absent for states with none. */
 export interface HealthFacts {
@@ -47,11 +48,6 @@ const STORE_MAINTENANCE_MS = 60_000;
 /** How often a blocking SendMessage checks the mailbox while it waits, in ms. */
 const WAIT_CHECK_EVERY_MS = 2000;
 
-/** The answer to a poll word on a context with no task. */
-function noTaskText(contextId: string): string {
-  return `There is no task on context_id ${contextId} yet. Send the job's text to start one.`;
-}
-
 /** Resolves after `ms` (unref'd: it never holds the process open). */
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
@@ -66,6 +62,8 @@ function sleep(ms: number): Promise<void> {
  */
 export class Bridge {
   private check: Promise<CheckSummary> | null = null;
+  /** A check queued to start when the running one ends: a change was signalled during it ({@link checkAfterChange}). */
+  private followUp: Promise<CheckSummary> | null = null;
   private moreWaiting = false;
   private readonly dispatching = new Map<string, Promise<unknown>>();
   private readonly background = new Set<Promise<unknown>>();
@@ -119,7 +117,7 @@ export class Bridge {
       await this.refresh();
     }
     if (!o.returnImmediately) await this.waitWhileAwaitingAgent(outcome.task.id);
-    return { task: this.annotated(agent, outcome, this.view(agent, outcome.task.id, o.historyLength)) };
+    return { task: withSendNotes(agent, outcome, this.view(agent, outcome.task.id, o.historyLength)) };
   }
 
   /**
@@ -132,7 +130,7 @@ export class Bridge {
   sendStream(agent: AgentConfig, input: SendInput, signal?: AbortSignal): { message: { contextId: string; text: string } } | { updates: AsyncIterable<TaskUpdate> } {
     const outcome = submit(this.ctx, agent, input);
     if (outcome.kind === 'no-task') return { message: { contextId: outcome.contextId, text: noTaskText(outcome.contextId) } };
-    const first = this.annotated(agent, outcome, this.view(agent, outcome.task.id));
+    const first = withSendNotes(agent, outcome, this.view(agent, outcome.task.id));
     let started!: (attempt: Promise<unknown>) => void;
     const until = new Promise<unknown>((resolve) => (started = resolve));
     const updates = followTask(this, agent, outcome.task.id, { first, hold: { until, budgetMs: this.ctx.config.server.waitBudgetMs }, signal });
@@ -177,20 +175,6 @@ export class Bridge {
   /** Holds the watcher on demand until the returned release is called (a no-op without one). */
   watchWhile(): () => void {
     return this.watchDemand ? this.watchDemand() : () => undefined;
-  }
-
-  /** The notes a send adds to its task's status text (text that was not forwarded). */
-  private annotated(agent: AgentConfig, outcome: Exclude<SendOutcome, { kind: 'no-task' }>, view: TaskView): TaskView {
-    if (outcome.kind === 'poll' && outcome.ignoredText === 'open' && view.status.length > 0) {
-      prependStatusNote(
-        view,
-        `Your message was not sent to ${agent.name}: the task is still with it, and a task takes new input only when it asks for it (input-required). This call was a status check.`,
-      );
-    }
-    if (outcome.kind === 'poll' && outcome.ignoredText === 'unseen-outcome') {
-      prependStatusNote(view, `Your message was not sent to ${agent.name}: this task had finished, and this is its result. Send your message again to start a new task.`);
-    }
-    return view;
   }
 
   /** GetTask. @throws BridgeError task-not-found for an unknown id or another agent's task. */
@@ -326,6 +310,27 @@ export class Bridge {
     return last === null || this.ctx.now() - last >= this.ctx.config.mailbox.checkIntervalMs;
   }
 
+  /**
+   * A check that starts after this call, for a signal that the folder changed (the watcher): none
+   * running, one now; one running — it may have listed the folder before the new mail landed —
+   * one more right after it. Every signal during the same check shares that one (coalesced).
+   */
+  checkAfterChange(): Promise<CheckSummary> {
+    const running = this.check;
+    if (!running) return this.checkNow();
+    this.followUp ??= running.then(
+      () => {
+        this.followUp = null;
+        return this.checkNow();
+      },
+      () => {
+        this.followUp = null;
+        return this.checkNow();
+      },
+    );
+    return this.followUp;
+  }
+
   /** Runs a mailbox check now, or joins the one already running (single flight). */
   checkNow(): Promise<CheckSummary> {
     if (!this.check) {
@@ -374,9 +379,12 @@ export class Bridge {
     this.track(this.refresh());
   }
 
-  /** Resolves when the work under way (a mailbox check, webhook attempts, cancel notices) has settled. */
+  /**
+   * Resolves when the work under way (a mailbox check and the one queued after it, webhook
+   * attempts, cancel notices) has settled.
+   */
   async idle(): Promise<void> {
-    await Promise.allSettled([this.check, ...this.dispatching.values(), ...this.background, this.push.idle()]);
+    await Promise.allSettled([this.check, this.followUp, ...this.dispatching.values(), ...this.background, this.push.idle()]);
   }
 
   /** Waits for the work under way, then closes the mailbox. */

@@ -264,7 +264,14 @@ export const MIGRATIONS: readonly string[] = [
 
   ALTER TABLE messages ADD COLUMN ledger_id INTEGER;
   `,
-  // 8: push notifications (A2A v1.0 §3.1.7–3.1.10, §4.3): the callers' configurations per task, and
+  // 8: the DKIM signature (its b= value, decoded and encoded again) that authenticated a mail, so
+  // a replay of it is recognised by signature and Message-ID from its header block alone (gate 1,
+  // docs/architecture.md "The gates"), before its body is fetched.
+  `
+  ALTER TABLE ledger ADD COLUMN dkim_b TEXT;
+  CREATE INDEX ledger_by_signature ON ledger(dkim_b, message_id) WHERE dkim_b IS NOT NULL;
+  `,
+  // 9: push notifications (A2A v1.0 §3.1.7–3.1.10, §4.3): the callers' configurations per task, and
   // one delivery per configuration and task change, written in the transaction of the change
   // (src/store/push.ts), so a crash loses none and each is POSTed in order.
   `

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { CheckRequest } from '../../../src/uplink/mailbox.js';
 import { checkAsUser } from '../../helpers/maildir-as-user.js';
 import { MailboxError } from '../../../src/uplink/mailbox.js';
-import { deliverToMaildir, MAILDIR_HEADER_CAP_BYTES, MAILDIR_HEADER_READS_PER_CHECK, MaildirMailbox, uniqueName } from '../../../src/uplink/maildir-mailbox.js';
+import { deliverToMaildir, MAILDIR_HEADER_CAP_BYTES, MaildirMailbox, uniqueName } from '../../../src/uplink/maildir-mailbox.js';
 
 const AGENT = 'agent@agent.example';
 const T0 = Date.UTC(2025, 0, 1, 12, 0, 0); // a round mtime base in the past (future mtimes are clamped to now), in ms
@@ -71,7 +71,9 @@ describe('MaildirMailbox', () => {
     expect(r.messages.map((m) => m.raw)).toEqual([a, b, c]);
     expect(r.messages.map((m) => m.size)).toEqual([a.length, b.length, c.length]);
     expect(r.messages.every((m) => !m.tooLarge)).toBe(true);
-    expect(r.bytesFetched).toBe(a.length + b.length + c.length);
+    // Each header block read, then each message whole.
+    const head = (m: Buffer): number => m.indexOf('\r\n\r\n') + 4;
+    expect(r.bytesFetched).toBe(head(a) + head(b) + head(c) + a.length + b.length + c.length);
     expect(r).toMatchObject({ uidValidityChanged: false, more: false });
   });
 
@@ -183,15 +185,16 @@ describe('MaildirMailbox', () => {
     expect((await box.check(req())).messages.map((m) => uniqueOf(m.source))).toEqual(['1.first', '2.second', '3.third']);
   });
 
-  it(`reads at most ${MAILDIR_HEADER_READS_PER_CHECK} header blocks per check, says more are waiting, and reaches a reply behind them`, async () => {
-    const n = MAILDIR_HEADER_READS_PER_CHECK + 100;
+  it('reads at most maxHeaders header blocks per check, says more are waiting, and reaches a reply behind them', async () => {
+    const maxHeaders = 300;
+    const n = maxHeaders + 100;
     const other = mail({ from: 'friend@else.example', subject: 'old mail' });
     for (let i = 0; i < n; i++) put(`${String(i).padStart(5, '0')}.other`, other, T0 + i);
     put('99999.reply', mail({ subject: '[GROK:x] the reply' }), T0 + n);
     const box = new MaildirMailbox(dir);
-    const first = await box.check(req());
+    const first = await box.check(req({ maxHeaders }));
     expect(first).toMatchObject({ messages: [], more: true });
-    const second = await box.check(req());
+    const second = await box.check(req({ maxHeaders }));
     expect(second.messages.map((m) => uniqueOf(m.source))).toEqual(['99999.reply']);
     expect(second.more).toBe(false);
   });
@@ -230,7 +233,25 @@ describe('MaildirMailbox', () => {
     expect((await box.check(req({ isRecorded: (s) => r.messages.some((m) => m.source === s) }))).messages).toEqual([]);
   });
 
-  it('a file that cannot be opened (EACCES) is handed out as unreadable: permission, and the others still are', () => {
+  it('reads a file whose name is not UTF-8 (the bytes kept exactly) and one whose name holds U+FFFD itself, each once', async () => {
+    const latin = mail({ subject: 'latin [GROK:t]' });
+    const replacement = mail({ subject: 'replacement [GROK:t]' });
+    const bytesName = Buffer.concat([Buffer.from('1700000000.M1P1.host'), Buffer.from([0xff, 0xfe]), Buffer.from(',S=1586:2,S')]);
+    const bytesPath = Buffer.concat([Buffer.from(`${join(dir, 'cur')}/`), bytesName]);
+    writeFileSync(bytesPath, latin);
+    utimesSync(bytesPath, new Date(T0 + 1), new Date(T0 + 1));
+    put('1700000001.M2P2.host\uFFFD', replacement, T0 + 2);
+    const box = new MaildirMailbox(dir);
+    const r = await box.check(req());
+    expect(r.messages.map((m) => uniqueOf(m.source))).toEqual([`/x${Buffer.from('1700000000.M1P1.host\xff\xfe,S=1586', 'latin1').toString('hex')}`, '1700000001.M2P2.host\uFFFD']);
+    expect(r.messages.map((m) => m.raw)).toEqual([latin, replacement]);
+    expect(r.messages.every((m) => m.unreadable === undefined)).toBe(true);
+    expect((await box.check(req({ isRecorded: (s) => r.messages.some((m) => m.source === s) }))).messages).toEqual([]);
+    // A new reader (a restart) keys it the same way.
+    expect((await new MaildirMailbox(dir).check(req())).messages.map((m) => m.source)).toEqual(r.messages.map((m) => m.source));
+  });
+
+  it('a file that cannot be opened (EACCES) is handed out as unreadable: permission, and the others still are', { timeout: 30_000 }, () => {
     put('1.readable', mail({ subject: 'first' }), T0 + 1);
     chmodSync(put('2.private', mail({ subject: 'second' }), T0 + 2), 0o000);
     put('3.readable', mail({ subject: 'third' }), T0 + 3);
@@ -276,7 +297,8 @@ describe('MaildirMailbox', () => {
     expect(m1).toMatchObject({ tooLarge: true, size: big.length });
     expect(m1!.raw.toString()).toBe(big.subarray(0, big.indexOf('\r\n\r\n') + 4).toString());
     expect(m2!.tooLarge).toBe(false);
-    expect(r.bytesFetched).toBe(m1!.raw.length + m2!.raw.length);
+    // The big one's header block once; the small one's header block, then the small one whole.
+    expect(r.bytesFetched).toBe(m1!.raw.length + m2!.raw.indexOf('\r\n\r\n') + 4 + m2!.raw.length);
     expect(MAILDIR_HEADER_CAP_BYTES).toBeGreaterThanOrEqual(64 * 1024);
   });
 
