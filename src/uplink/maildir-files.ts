@@ -6,6 +6,7 @@
  * (EMFILE…) throw a `MailboxError` of kind `io` and fail the check; errors about one file are
  * returned as values, so one bad file never stops the mailbox (docs/architecture.md, the mailbox).
  */
+import { isUtf8 } from 'node:buffer';
 import { constants as fsConstants, type Dirent } from 'node:fs';
 import { lstat, open, readdir, stat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -22,11 +23,20 @@ const OPEN_FLAGS = fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O
 /** The two Maildir subdirectories that hold delivered mail. */
 export type Sub = 'new' | 'cur';
 
-/** One entry of a listing: where the file is now and its directory entry (type from d_type). */
-export interface ListedEntry {
+/**
+ * Where a file is: its subdirectory and name. A file name is bytes (POSIX); `name` is it as text
+ * when it is valid UTF-8, and otherwise `/x` and the hex of its bytes (a `/` cannot occur in a file
+ * name, so the two forms never meet), with the real bytes in `bytes` for every file-system call.
+ */
+export interface FileName {
   sub: Sub;
   name: string;
-  dirent: Dirent;
+  bytes?: Buffer;
+}
+
+/** One entry of a listing: where the file is now and its directory entry (type from d_type). */
+export interface ListedEntry extends FileName {
+  dirent: Dirent | Dirent<Buffer>;
 }
 
 /** A read of one file: its first bytes and its size now, or why not. */
@@ -77,10 +87,60 @@ export async function listFolder(folder: string): Promise<Map<string, ListedEntr
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
       throw ioError(`cannot list ${join(folder, sub)}`, err);
     }
-    for (const d of dirents) if (!d.name.startsWith('.')) out.set(uniqueName(d.name), { sub, name: d.name, dirent: d });
+    let undecodable = false;
+    for (const d of dirents) {
+      if (d.name.startsWith('.')) continue;
+      // readdir decodes names as UTF-8: one that is not came back with U+FFFD and names no file.
+      if (d.name.includes('\uFFFD')) undecodable = true;
+      else out.set(uniqueName(d.name), { sub, name: d.name, dirent: d });
+    }
+    if (undecodable) for (const e of await listBytes(folder, sub)) out.set(e.unique, e.entry);
   }
   if (found === 0) throw new MailboxError(`${folder} is not a Maildir: it has neither new/ nor cur/`, 'io');
   return out;
+}
+
+/**
+ * The entries of one subdirectory whose names contain U+FFFD once decoded (a name that is not
+ * UTF-8, or one that holds U+FFFD itself), listed again as bytes.
+ * @throws MailboxError io when the directory cannot be listed
+ */
+async function listBytes(folder: string, sub: Sub): Promise<{ unique: string; entry: ListedEntry }[]> {
+  let dirents: Dirent<Buffer>[];
+  try {
+    dirents = await readdir(join(folder, sub), { withFileTypes: true, encoding: 'buffer' });
+  } catch (err) {
+    throw ioError(`cannot list ${join(folder, sub)}`, err);
+  }
+  const out: { unique: string; entry: ListedEntry }[] = [];
+  for (const d of dirents) {
+    if (d.name[0] === 0x2e /* . */) continue;
+    const colon = d.name.indexOf(0x3a);
+    const uniqueBytes = colon < 0 ? d.name : d.name.subarray(0, colon);
+    if (isUtf8(d.name)) {
+      const name = d.name.toString('utf8');
+      if (name.includes('\uFFFD')) out.push({ unique: uniqueName(name), entry: { sub, name, dirent: d } });
+      continue;
+    }
+    out.push({ unique: textOf(uniqueBytes), entry: { sub, name: textOf(d.name), bytes: Buffer.from(d.name), dirent: d } });
+  }
+  return out;
+}
+
+/** A file name's bytes as text: itself when UTF-8, else `/x` and its hex (see {@link FileName}). */
+function textOf(bytes: Buffer): string {
+  return isUtf8(bytes) ? bytes.toString('utf8') : `/x${bytes.toString('hex')}`;
+}
+
+/** The path of a file for the file-system calls: a string, or bytes when its name is not UTF-8. */
+export function pathOf(folder: string, f: FileName): string | Buffer {
+  const dir = join(folder, f.sub);
+  return f.bytes ? Buffer.concat([Buffer.from(`${dir}/`), f.bytes]) : join(dir, f.name);
+}
+
+/** A path as text for messages and logs (bytes that are not UTF-8 shown as U+FFFD). */
+export function shownPath(path: string | Buffer): string {
+  return typeof path === 'string' ? path : path.toString('utf8');
 }
 
 /**
@@ -107,13 +167,13 @@ export async function dirTimes(folder: string): Promise<DirTimes> {
  * @throws MailboxError io on a process-wide shortage (EMFILE…); any other error about the file is
  *   `retry` (EACCES on the directory…: tried again next check) or `gone` (ENOENT)
  */
-export async function lstatEntry(path: string): Promise<Lstat> {
+export async function lstatEntry(path: string | Buffer): Promise<Lstat> {
   try {
     const s = await lstat(path);
     return s.isFile() ? { mtimeMs: Math.floor(s.mtimeMs), size: s.size } : 'not-a-file';
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? '';
-    if (TRANSIENT_CODES.has(code)) throw ioError(`cannot lstat ${path}`, err);
+    if (TRANSIENT_CODES.has(code)) throw ioError(`cannot lstat ${shownPath(path)}`, err);
     return code === 'ENOENT' ? 'gone' : 'retry';
   }
 }
@@ -126,7 +186,7 @@ export async function lstatEntry(path: string): Promise<Lstat> {
  * @throws MailboxError io on a process-wide shortage (EMFILE…); EACCES/EPERM is `unreadable:
  *   permission`, other errors `unreadable: io`
  */
-export async function readFileStart(path: string, cap: number, headerOnly: boolean): Promise<Read> {
+export async function readFileStart(path: string | Buffer, cap: number, headerOnly: boolean): Promise<Read> {
   let fh: FileHandle | undefined;
   try {
     fh = await open(path, OPEN_FLAGS);
@@ -146,9 +206,9 @@ export async function readFileStart(path: string, cap: number, headerOnly: boole
     const code = (err as NodeJS.ErrnoException).code ?? '';
     if (code === 'ENOENT') return { gone: true };
     if (code === 'ELOOP' || code === 'EISDIR' || code === 'ENXIO') return { skip: true };
-    if (TRANSIENT_CODES.has(code)) throw ioError(`cannot read ${path}`, err);
+    if (TRANSIENT_CODES.has(code)) throw ioError(`cannot read ${shownPath(path)}`, err);
     const reason: UnreadableReason = code === 'EACCES' || code === 'EPERM' ? 'permission' : 'io';
-    return { unreadable: reason, detail: `${path}: ${code || (err as Error).message}` };
+    return { unreadable: reason, detail: `${shownPath(path)}: ${code || (err as Error).message}` };
   } finally {
     await fh?.close().catch(() => undefined);
   }

@@ -30,7 +30,6 @@
  * UIDVALIDITY: see `readUidValidity` in maildir-files.ts; when it changes, what this reader
  * remembers is dropped and the folder is read again (the ledger dedupes).
  */
-import { join } from 'node:path';
 import { MAX_HEADER_BLOCK_BYTES } from './gates.js';
 import {
   DEFAULT_MAX_HEADERS,
@@ -44,7 +43,7 @@ import {
   type Mailbox,
   type MailboxPass,
 } from './mailbox.js';
-import { dirTimes, listFolder, lstatEntry, readFileStart, readUidValidity, type DirTimes, type ListedEntry, type Sub } from './maildir-files.js';
+import { dirTimes, listFolder, lstatEntry, readFileStart, readUidValidity, pathOf, shownPath, type DirTimes, type FileName, type ListedEntry } from './maildir-files.js';
 import { matches } from './maildir-narrowing.js';
 import { headerEnd } from './raw-headers.js';
 
@@ -61,9 +60,7 @@ const MAILDIR_RELIST_MS = 60_000;
 const MAILDIR_MTIME_SLACK_MS = 2000;
 
 /** A unique name not yet settled: where it is, and (once lstat'ed) its mtime and size. */
-interface Pending {
-  sub: Sub;
-  name: string;
+interface Pending extends FileName {
   mtimeMs?: number;
   size?: number;
   /** isRecorded was asked since the name was last handed out. */
@@ -191,7 +188,7 @@ export class MaildirMailbox implements Mailbox {
               this.#pending.delete(unique); // deleted before anything was read: it is not in the folder
               continue;
             }
-            Object.assign(p, { sub: now.sub, name: now.name });
+            Object.assign(p, placeOf(now));
             const seen = await this.#examine(unique, p, req);
             if (seen === 'gone') waiting = true; // moved again: the next pass reads it
             else if (typeof seen !== 'string') out.push(headered(seen));
@@ -203,7 +200,7 @@ export class MaildirMailbox implements Mailbox {
         const out = new Map<string, FetchedMessage>();
         const lost: [HeaderedMessage, Chosen][] = [];
         const vanished = (h: HeaderedMessage, c: Chosen): FetchedMessage =>
-          unreadableMessage(h, { reason: 'vanished', detail: `${join(this.folder, c.p.sub, c.p.name)} was deleted after its header block was read` });
+          unreadableMessage(h, { reason: 'vanished', detail: `${shownPath(pathOf(this.folder, c.p))} was deleted after its header block was read` });
         const read = async (h: HeaderedMessage, c: Chosen): Promise<FetchedMessage | 'gone'> => {
           const m = await this.#whole(c, req.maxMessageBytes);
           if (m === 'skip') return vanished(h, c); // no longer a regular file
@@ -217,7 +214,7 @@ export class MaildirMailbox implements Mailbox {
             out.set(h.source, unreadableMessage(h, h.unreadable));
             continue;
           }
-          await this.#afterHeaderRead?.(join(this.folder, c.p.sub, c.p.name));
+          await this.#afterHeaderRead?.(shownPath(pathOf(this.folder, c.p)));
           const m = await read(h, c);
           if (m === 'gone') lost.push([h, c]);
           else out.set(h.source, m);
@@ -229,7 +226,7 @@ export class MaildirMailbox implements Mailbox {
           const listing = await listFolder(this.folder);
           for (const [h, c] of lost) {
             const now = listing.get(c.unique);
-            if (now) Object.assign(c.p, { sub: now.sub, name: now.name });
+            if (now) Object.assign(c.p, placeOf(now));
             const m = now ? await read(h, c) : 'gone';
             out.set(h.source, m === 'gone' ? vanished(h, c) : m);
           }
@@ -251,7 +248,7 @@ export class MaildirMailbox implements Mailbox {
    * cannot judge: the gates record it as `too-large-header`) to hand out, or why not.
    */
   async #examine(unique: string, p: Pending, req: CheckRequest): Promise<Chosen | 'gone' | 'skip' | 'miss'> {
-    const head = await readFileStart(join(this.folder, p.sub, p.name), MAILDIR_HEADER_CAP_BYTES, true);
+    const head = await readFileStart(pathOf(this.folder, p), MAILDIR_HEADER_CAP_BYTES, true);
     if ('gone' in head) return 'gone'; // moved or deleted since the listing
     if ('skip' in head) {
       this.#settle(unique, this.#skipped);
@@ -305,7 +302,7 @@ export class MaildirMailbox implements Mailbox {
   /** Reads a matched message whole (or keeps its header block when over `maxBytes`); `gone` or `skip` when it cannot be. */
   async #whole(c: Chosen, maxBytes: number): Promise<FetchedMessage | 'gone' | 'skip'> {
     if ((c.p.size ?? 0) > maxBytes) return this.#message(c, maxBytes, c.header);
-    const whole = await readFileStart(join(this.folder, c.p.sub, c.p.name), maxBytes + 1, false);
+    const whole = await readFileStart(pathOf(this.folder, c.p), maxBytes + 1, false);
     if ('gone' in whole) return 'gone';
     if ('skip' in whole) {
       this.#settle(c.unique, this.#skipped);
@@ -353,8 +350,8 @@ export class MaildirMailbox implements Mailbox {
         continue;
       }
       const p = this.#pending.get(u);
-      if (!p) this.#pending.set(u, { sub: e.sub, name: e.name, asked: false });
-      else if (p.sub !== e.sub || p.name !== e.name) Object.assign(p, { sub: e.sub, name: e.name }); // moved or re-flagged: same message
+      if (!p) this.#pending.set(u, { ...placeOf(e), asked: false });
+      else if (p.sub !== e.sub || p.name !== e.name) Object.assign(p, placeOf(e)); // moved or re-flagged: same message
     }
   }
 
@@ -386,7 +383,7 @@ export class MaildirMailbox implements Mailbox {
       for (const [u, p] of gone) {
         const now = listing.get(u);
         if (!now) this.#pending.delete(u);
-        else if (now.sub !== p.sub || now.name !== p.name) await this.#lstat(u, Object.assign(p, { sub: now.sub, name: now.name }));
+        else if (now.sub !== p.sub || now.name !== p.name) await this.#lstat(u, Object.assign(p, placeOf(now)));
       }
     }
     // The order is kept between checks while no entry got its first lstat (after a restart 100,000
@@ -404,10 +401,14 @@ export class MaildirMailbox implements Mailbox {
 
   /** Fills in a pending entry's mtime and size; `gone` when the name is no longer there. */
   async #lstat(unique: string, p: Pending): Promise<'gone' | void> {
-    const s = await lstatEntry(join(this.folder, p.sub, p.name));
+    const s = await lstatEntry(pathOf(this.folder, p));
     if (s === 'gone') return 'gone';
     if (s === 'not-a-file') this.#settle(unique, this.#skipped);
     else if (s !== 'retry') Object.assign(p, s);
   }
 }
 
+/** Where a listed file is now (its `bytes` cleared when its name is UTF-8 again). */
+function placeOf(e: FileName): FileName {
+  return { sub: e.sub, name: e.name, bytes: e.bytes };
+}
