@@ -11,7 +11,7 @@
  * the kit's `0.3.x` branch (tag `0.3.0.beta4`, eb1f804). A work tree outside this repo, e.g.
  *   git --git-dir=<mirror of a2aproject/a2a-tck> archive eb1f804 | tar -x -C /tmp/a2a-tck
  *
- * It starts the world of scripts/lib/tck-world.ts (the demo's set-up with `mailbox.watch = true`,
+ * It starts the world of scripts/tck/tck-world.ts (the demo's set-up with `mailbox.watch = true`,
  * a scripted cloud agent that mails DKIM-signed replies through every gate, and a loopback proxy
  * that adds the bridge's bearer), points the kit at the agent's path on the proxy, runs `run_tck.py --category mandatory --transports jsonrpc`, reads the per-test outcome
  * from pytest's own `--junitxml` (given through PYTEST_ADDOPTS) and stops everything.
@@ -42,9 +42,9 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { createLogger } from '../src/log.js';
-import { attribution03 } from './lib/attribution.js';
-import { parseJunit, type TestResult } from './lib/junit.js';
-import { startTckWorld } from './lib/tck-world.js';
+import { attribution03 } from './tck/attribution.js';
+import { parseJunit, type TestResult } from './tck/junit.js';
+import { startTckWorld } from './tck/tck-world.js';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -210,7 +210,7 @@ async function main(): Promise<void> {
   const L: string[] = [];
   L.push('# a2a-tck v0.3 mandatory suite against a2a-mailbridge');
   L.push('');
-  L.push(`Written by \`scripts/conformance-tck.ts\` on ${started.toISOString()}. Bridge: a2a-mailbridge ${head}${dirty ? ' (with uncommitted changes under src/)' : ''}, the demo's set-up with \`mailbox.watch = true\` (the other keys at their defaults: a SendMessage answers once the webhook has answered), and a scripted cloud agent (scripts/lib/tck-world.ts).`);
+  L.push(`Written by \`scripts/conformance-tck.ts\` on ${started.toISOString()}. Bridge: a2a-mailbridge ${head}${dirty ? ' (with uncommitted changes under src/)' : ''}, the demo's set-up with \`mailbox.watch = true\` (the other keys at their defaults: a SendMessage answers once the webhook has answered), and a scripted cloud agent (scripts/tck/tck-world.ts).`);
   L.push(`Kit: a2aproject/a2a-tck at \`${o.tckRev}\` (work tree ${o.tck}), run with ${(py.stdout || py.stderr).trim()} (\`${o.python}\`) and Debian's packages:`);
   L.push('');
   for (const v of debianVersions()) L.push(`- ${v}`);

@@ -1,6 +1,6 @@
 /**
  * Runs the public A2A conformance kit v1.0 (a2aproject/a2a-tck, branch `1.0-dev`) against
- * a2a-mailbridge and a scripted cloud agent (scripts/lib/tck-world.ts), and writes the results per
+ * a2a-mailbridge and a scripted cloud agent (scripts/tck/tck-world.ts), and writes the results per
  * category with every remaining failure attributed to `scripts/conformance-tck10.last.md`.
  *
  *   bash scripts/install-tck-deps.sh --v1 /tmp/tck-venv      # a venv with the kit's Python deps
@@ -32,9 +32,9 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { createLogger } from '../src/log.js';
-import { attribution10 } from './lib/attribution.js';
-import { parseJunit, type TestResult } from './lib/junit.js';
-import { startTckWorld } from './lib/tck-world.js';
+import { attribution10 } from './tck/attribution.js';
+import { parseJunit, type TestResult } from './tck/junit.js';
+import { startTckWorld } from './tck/tck-world.js';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -173,7 +173,7 @@ async function main(): Promise<void> {
   L.push('# a2a-tck v1.0 (branch 1.0-dev) against a2a-mailbridge');
   L.push('');
   L.push(`Written by \`scripts/conformance-tck10.ts\` on ${started.toISOString()}. Bridge ${gitHead()}; kit a2aproject/a2a-tck \`${o.tckRev}\`, run with \`${pythonVersion(o.python)}\` (\`pytest tests/compatibility/\`, every interface the card declares).`);
-  L.push('The kit reaches the bridge through a forward proxy (HTTP_PROXY) that adds the bearer to requests for the bridge that have none and forwards everything else untouched; the cloud agent is scripted by message-id prefix and replies with DKIM-signed mail through every gate (scripts/lib/tck-world.ts).');
+  L.push('The kit reaches the bridge through a forward proxy (HTTP_PROXY) that adds the bearer to requests for the bridge that have none and forwards everything else untouched; the cloud agent is scripted by message-id prefix and replies with DKIM-signed mail through every gate (scripts/tck/tck-world.ts).');
   L.push(`Bridge config beyond the demo's: \`mailbox.watch = true\`, \`server.wait_budget_s = 8\` (a blocking SendMessage waits for the scripted reply), \`caller_timeout_s = 60\`${o.baseline ? '' : ', `push_allow_hosts = ["example.com"]` (the kit registers push configs at https://example.com/…), `stream_keepalive_s = 5`'}.`);
   L.push(`This run (${o.label}): kit exit ${r.exit}; proxy forwarded ${r.proxied.requests} requests, bearer added to ${r.proxied.bearerAdded}; ${r.stats}.`);
   L.push('');
