@@ -9,8 +9,8 @@ import { missingSecretFix } from '../config/secret-kinds.js';
 import { Store, StoreError } from '../store/store.js';
 import { TERMINAL_STATES, type TaskState } from '../store/task-state.js';
 import { openMailbox } from '../app.js';
-import { loginCommand } from '../config/provider.js';
 import { MailboxError } from '../uplink/mailbox.js';
+import { mailboxFix } from './mailbox-fix.js';
 import { plural } from '../plural.js';
 import { configPath } from './config-path.js';
 import { clean, cleanLines, printJson } from './format.js';
@@ -176,14 +176,6 @@ function checkStore(path: string): Check {
   }
 }
 
-const IMAP_FIX: Record<MailboxError['kind'], string> = {
-  auth: 'check mailbox.imap.user and the password in mailbox.imap.password_file (most providers want an app password)',
-  connect: 'check mailbox.imap.host and port, and that this machine can reach the server',
-  tls: 'check mailbox.imap.port and tls (port 993 with tls = true is implicit TLS)',
-  timeout: 'check mailbox.imap.host, port and tls; the server did not answer in mailbox.imap.timeout_s',
-  protocol: 'check mailbox.folder: it must name an existing folder, spelled as the server does',
-  io: 'check the mailbox settings',
-};
 
 async function checkMailbox(config: Config, passwordOk: boolean): Promise<Check> {
   const m = config.mailbox;
@@ -211,9 +203,7 @@ async function checkMailbox(config: Config, passwordOk: boolean): Promise<Check>
     return { name: 'mailbox', status: 'ok', detail: `IMAP login as ${target} ok, EXAMINE ${m.folder} ok (UIDVALIDITY ${r.uidValidity}); read-only, nothing fetched` };
   } catch (err) {
     if (!(err instanceof MailboxError)) throw err;
-    // An OAuth2 grant that is gone is fixed by signing in again, never by a password.
-    const fix = imap.oauth2 && err.kind === 'auth' ? `sign in again: ${loginCommand(imap.oauth2)}` : IMAP_FIX[err.kind];
-    return { name: 'mailbox', status: 'fail', detail: err.message, fix };
+    return { name: 'mailbox', status: 'fail', detail: err.message, fix: mailboxFix(err, m) };
   } finally {
     await mailbox.close();
   }

@@ -204,7 +204,7 @@ program
     process.exitCode = (await demo({ verbose: o.verbose === true })) ? 0 : 1;
   });
 
-program.parseAsync().catch((err: unknown) => {
+program.parseAsync().catch(async (err: unknown) => {
   if ((err as NodeJS.ErrnoException)?.code === 'EADDRINUSE') {
     const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
     process.stderr.write(
@@ -215,6 +215,11 @@ program.parseAsync().catch((err: unknown) => {
   if (isUserError(err)) {
     process.stderr.write(`a2a-mailbridge: ${err.message}\n`);
     process.exit(2);
+  }
+  if ((err as Error)?.name === 'MailboxError') {
+    // A command that did not turn it into a CliFailure itself: the same line with the fix by kind.
+    const { asCliFailure } = await import('./mailbox-fix.js');
+    err = asCliFailure(err);
   }
   if (err instanceof CliFailure) {
     process.stderr.write(`a2a-mailbridge: ${err.message}\n`);
