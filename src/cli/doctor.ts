@@ -48,6 +48,8 @@ export interface SecretRef {
   key: string;
   path: string;
   what: string;
+  /** The command (after `a2a-mailbridge`) that writes this file, for a file the product writes itself. */
+  writtenBy?: string;
 }
 
 export type Doc = Record<string, unknown>;
@@ -57,15 +59,18 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : und
 /** The secret files the loader would read for this document, with what each should hold. */
 export function secretRefs(doc: Doc, baseDir: string): SecretRef[] {
   const out: SecretRef[] = [];
-  const add = (key: string, value: unknown, what: string): void => {
+  const add = (key: string, value: unknown, what: string, writtenBy?: string): void => {
     const p = str(value);
-    if (p !== undefined) out.push({ key, path: resolve(baseDir, p), what });
+    if (p !== undefined) out.push({ key, path: resolve(baseDir, p), what, ...(writtenBy ? { writtenBy } : {}) });
   };
   add('server.bearer_file', table(doc.server).bearer_file, "the facade's bearer (e.g. openssl rand -hex 32)");
   const mailbox = table(doc.mailbox);
   if ((str(mailbox.kind) ?? 'imap') === 'imap') {
     const imap = table(mailbox.imap);
-    if (str(imap.auth) === 'oauth2') add('mailbox.imap.oauth2_refresh_token_file', imap.oauth2_refresh_token_file, `the OAuth2 refresh token (write it with: a2a-mailbridge auth login ${str(imap.oauth2_provider) ?? (str(mailbox.provider) === 'outlook' ? 'microsoft' : 'google')})`);
+    if (str(imap.auth) === 'oauth2') {
+      const login = `auth login ${str(imap.oauth2_provider) ?? (str(mailbox.provider) === 'outlook' ? 'microsoft' : 'google')}`;
+      add('mailbox.imap.oauth2_refresh_token_file', imap.oauth2_refresh_token_file, `the OAuth2 refresh token (write it with: a2a-mailbridge ${login})`, login);
+    }
     else add('mailbox.imap.password_file', imap.password_file, 'your IMAP app password');
   }
   const agents = Array.isArray(doc.agents) ? doc.agents : [];
@@ -97,6 +102,8 @@ function checkSecret(ref: SecretRef, configFlag: string): Check {
   } catch (err) {
     if (!(err instanceof SecretFileError)) throw err;
     if ((err.cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') {
+      // A file the product writes (the OAuth2 grant) is made by its command, never by hand.
+      if (ref.writtenBy) return { name, status: 'fail', detail: `${ref.path} does not exist yet`, fix: `sign in once with: a2a-mailbridge${configFlag} ${ref.writtenBy}` };
       return { name, status: 'fail', detail: `secret file ${ref.path} does not exist`, fix: missingSecretFix(ref.key, ref.path, configFlag) };
     }
     if (/placeholder/.test(err.message)) {

@@ -117,7 +117,8 @@ export function parseImapAuth(t: Fields, baseDir: string, provider: ProviderName
   } catch (err) {
     const missing = err instanceof ConfigError && /does not exist/.test(err.message);
     if (!(missing && o.allowMissingGrant)) {
-      if (missing) throw new ConfigError(t.key('oauth2_refresh_token_file'), `${tokenFile} does not exist yet; sign in once with: ${loginCommand(cfg)}`, { cause: err });
+      // The cause stays the secret reader's: the file is missing, not the key wrong (doctor says so once).
+      if (missing) throw new ConfigError(t.key('oauth2_refresh_token_file'), `${tokenFile} does not exist yet; sign in once with: ${loginCommand(cfg)}`, { cause: err.cause ?? err });
       throw err;
     }
   }
