@@ -126,10 +126,29 @@ function ensure(): Worker {
   return worker;
 }
 
+/** The shared copy of each message posted (see {@link shared}), while the message is alive. */
+const sharedCopies = new WeakMap<Buffer, Uint8Array>();
+
+/**
+ * The message in shared memory, copied there once: posting a Buffer copies the whole memory under
+ * it every time (a 10 MB reply is posted twice, to verify DKIM and to parse, and may sit in a
+ * larger pool), while a view of a SharedArrayBuffer reaches the worker without a copy. Neither
+ * thread writes to it.
+ */
+function shared(raw: Buffer): Uint8Array {
+  let copy = sharedCopies.get(raw);
+  if (!copy) {
+    copy = new Uint8Array(new SharedArrayBuffer(raw.length));
+    copy.set(raw);
+    sharedCopies.set(raw, copy);
+  }
+  return copy;
+}
+
 function post(w: Worker, job: Job): void {
   job.posts++;
   w.ref();
-  w.postMessage({ type: 'job', id: job.id, kind: job.kind, raw: job.raw, options: job.options } satisfies ToWorker);
+  w.postMessage({ type: 'job', id: job.id, kind: job.kind, raw: shared(job.raw), options: job.options } satisfies ToWorker);
 }
 
 function settle(job: Job): void {
