@@ -115,6 +115,11 @@ export interface JudgeFacts<R> {
    * A caller that writes nothing may just return `decide()`.
    */
   settle(decide: () => Decision): R;
+  /**
+   * Called once for an authenticated, parsed reply, right before `settle`: the time to write, in
+   * bounded steps, what a decision to keep it would store (src/store/large-values.ts). Optional.
+   */
+  stage?(reply: ParsedReply): Promise<void>;
 }
 
 /**
@@ -266,6 +271,7 @@ export async function judgeMessage<R>(msg: IncomingMessage, facts: JudgeFacts<R>
   const key = signatureKey(signature.b);
 
   const reply = await parseReply(msg.raw, { maxAttachmentBytes: rules.maxAttachmentBytes });
+  await facts.stage?.(reply);
   return facts.settle((): Decision => {
     // Authenticated from here on: only an applied or late reply keeps the whole message.
     const refused = (r: Refusal): Decision => ({ kind: 'refuse', verdict: r.verdict, reason: r.reason, message, tag, evidence: 'head', signature: key });
