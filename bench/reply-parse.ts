@@ -128,6 +128,7 @@ interface Row {
   rawBytes: number;
   check: { ms: number; stallMs: number; verdict: string };
   parse: number;
+  mime: number;
   block: number;
   jsonRef: number;
   scanRef: number;
@@ -147,13 +148,14 @@ for (const shape of SHAPES) {
   const check = await withStallMeter(() => app.bridge.checkNow());
   const verdicts = Object.keys(check.value.verdicts).join(', ') || (check.value.ok ? '(none)' : `failed: ${check.value.error}`);
   const parse = await timedAsync(() => parseReplyHere(raw));
-  const decoded = await simpleParser(raw, { skipHtmlToText: shape.html === undefined, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true });
+  const mime = await timedAsync(() => simpleParser(raw, { skipHtmlToText: shape.html === undefined, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true }));
+  const decoded = mime.value;
   const text = typeof decoded.text === 'string' ? decoded.text : '';
   const block = timed(() => parseReplyText(text));
   const json = JSON.stringify(text);
   const jsonRef = timed(() => JSON.parse(json) as string);
   const scanRef = timed(() => raw.indexOf(Buffer.from([0x00, 0xff, 0x00])));
-  rows.push({ shape: shape.name, rawBytes: raw.length, check: { ms: check.ms, stallMs: check.stallMs, verdict: verdicts }, parse: parse.ms, block: block.ms, jsonRef: jsonRef.ms, scanRef: scanRef.ms });
+  rows.push({ shape: shape.name, rawBytes: raw.length, check: { ms: check.ms, stallMs: check.stallMs, verdict: verdicts }, parse: parse.ms, mime: mime.ms, block: block.ms, jsonRef: jsonRef.ms, scanRef: scanRef.ms });
   console.log(`${shape.name}: check ${ms(check.ms)} (${verdicts}), longest stall ${ms(check.stallMs)}; parse ${ms(parse.ms)}, reply block ${ms(block.ms)}; JSON.parse ${ms(jsonRef.ms)}`);
 }
 await app.close();
@@ -248,12 +250,13 @@ const load = meter.stop();
 
 const worstStall = Math.max(...rows.map((r) => r.check.stallMs));
 const worstParse = Math.max(...rows.map((r) => r.parse));
+const worstRow = rows.find((r) => r.parse === worstParse)!;
 const body = [
-  `Part 1: a ${bytes(SIZE)} answer of each shape in a genuine reply (DKIM-signed RSA-2048 relaxed/relaxed by the agent's domain, provider-stamped; nodemailer picks the transfer encoding), each to its own WORKING task, judged by \`Bridge.checkNow()\` on an in-memory mailbox with local DKIM verification (key from an in-process resolver) and the SQLite store. "Longest stall" is the largest lateness of a 1 ms interval timer during the check (how long \`/health\` would wait). Messages of 256 KiB or more are DKIM-verified and parsed on the offload worker thread (src/uplink/offload.ts) within a 10 s budget each. "Parse" is \`parseReplyHere\` on this thread (MIME decoding + the reply block), "reply block" \`parseReplyText\` on the decoded text; the references, on the same run: \`JSON.parse\` of the decoded text as one JSON string, and \`Buffer.indexOf\` of a byte sequence the raw message lacks. ${describeLoad(load)}`,
+  `Part 1: a ${bytes(SIZE)} answer of each shape in a genuine reply (DKIM-signed RSA-2048 relaxed/relaxed by the agent's domain, provider-stamped; nodemailer picks the transfer encoding), each to its own WORKING task, judged by \`Bridge.checkNow()\` on an in-memory mailbox with local DKIM verification (key from an in-process resolver) and the SQLite store. "Longest stall" is the largest lateness of a 1 ms interval timer during the check (how long \`/health\` would wait). Messages of 256 KiB or more are DKIM-verified and parsed on the offload worker thread (src/uplink/offload.ts) within a 10 s budget each. "Parse" is \`parseReplyHere\` on this thread (MIME decoding + the reply block), "mailparser alone" its \`simpleParser\` call, "reply block" \`parseReplyText\` on the decoded text; the references, on the same run: \`JSON.parse\` of the decoded text as one JSON string, and \`Buffer.indexOf\` of a byte sequence the raw message lacks. ${describeLoad(load)}`,
   '',
   table(
-    ['shape', 'raw', 'check', 'longest stall', 'verdict', 'parse (MIME + block)', 'reply block alone', 'JSON.parse (ref.)', 'byte scan (ref.)'],
-    rows.map((r) => [r.shape, bytes(r.rawBytes), ms(r.check.ms), ms(r.check.stallMs), r.check.verdict, ms(r.parse), ms(r.block), ms(r.jsonRef), ms(r.scanRef)]),
+    ['shape', 'raw', 'check', 'longest stall', 'verdict', 'parse (MIME + block)', 'mailparser alone', 'reply block alone', 'JSON.parse (ref.)', 'byte scan (ref.)'],
+    rows.map((r) => [r.shape, bytes(r.rawBytes), ms(r.check.ms), ms(r.check.stallMs), r.check.verdict, ms(r.parse), ms(r.mime), ms(r.block), ms(r.jsonRef), ms(r.scanRef)]),
   ),
   '',
   `Before this change the reply block of 3 MB of rule lines took about 60 s on the main thread, i.e. every request waited that long; an HTML body nested that deep is not converted (html-to-text gives up; the reply has no readable body: no-token). Before the next change (issue 10, the stall): longest stall 77–612 ms, parse up to 2,026 ms ("many short lines": the reply block joined 5 million lines one string at a time).`,
@@ -266,6 +269,6 @@ const body = [
   '',
   'Goals:',
   `- Longest event-loop stall while a ${bytes(SIZE)} reply of any shape is judged < 100 ms: ${ms(worstStall)} — ${verdict(worstStall < 100)}.`,
-  `- Parse time of each shape < 1 s: worst ${ms(worstParse)} — ${verdict(worstParse < 1000)}.`,
+  `- Parse time of each shape < 1 s: worst ${ms(worstParse)} (${worstRow.shape}, ${bytes(worstRow.rawBytes)}: mailparser alone ${ms(worstRow.mime)}, the reply block alone ${ms(worstRow.block)}) — ${verdict(worstParse < 1000)}. The parse runs on the worker thread, within its 10 s budget; a reply over it is recorded unparsed (\`no-token\`, "the body was not read"), never applied half-read.`,
 ];
 writeSection('reply-parse', 'Reply parsing: linear time, and the event loop while a 10 MB reply is judged', body.join('\n'));
