@@ -56,11 +56,6 @@ reader.close();
 steps.push(['the reader lets go', db.walBytes(), '']);
 write(0.1);
 steps.push(['the next check writes (journal_size_limit)', db.walBytes(), '']);
-// The bridge's checkpoints run on a worker thread (src/store/checkpointer.ts): in the minute, it
-// copies the log into the file and truncates it; here it is waited for (its time is real time).
-const c0 = performance.now();
-await db.checkpointsIdle();
-steps.push(['the checkpoint worker copies the log into the file (off the event loop)', db.walBytes(), `${ms(performance.now() - c0)} on the worker`]);
 offset += 61_000;
 const r1 = performance.now();
 await app.bridge.refresh();

@@ -192,6 +192,12 @@ export class Store {
     return this.#checkpointer?.last ?? null;
   }
 
+  /** A checkpoint on the worker ({@link checkpointOffThread}) now, resolved when it is done; nothing without the worker. */
+  checkpoint(): Promise<void> {
+    this.#checkpointer?.nudge();
+    return this.checkpointsIdle();
+  }
+
   /** Resolves when no checkpoint asked of the worker ({@link checkpointOffThread}) runs or waits. */
   checkpointsIdle(): Promise<void> {
     return this.#checkpointer?.idle() ?? Promise.resolve();
