@@ -1,9 +1,9 @@
 /**
  * Large values — the raw bytes of a large applied reply, a long answer — written in bounded steps
  * before the decision that refers to them (docs/architecture.md, "The store"). Written in one
- * statement inside the recording transaction, a 10 MB reply held the event loop for 130–460 ms
- * (the raw message and the answer, then the commit and its checkpoint: bench/RESULTS.md,
- * reply-parse). Instead each value is written as chunks of at most {@link LARGE_VALUE_CHUNK} bytes
+ * statement inside the recording transaction, a 10 MB reply held the event loop for 117–151 ms on
+ * a quiet machine, more under load (the raw message and the answer, then the commit and its
+ * checkpoint: bench/RESULTS.md, reply-parse). Instead each value is written as chunks of at most {@link LARGE_VALUE_CHUNK} bytes
  * (or UTF-16 code units for text), each chunk in its own short transaction with a turn of the
  * event loop between them; the decision's one transaction then records its rows with a reference
  * to the value (`ledger.raw_value`, `replies.text_value`), and reads put the chunks back together.
