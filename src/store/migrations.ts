@@ -1,3 +1,5 @@
+import { LARGE_VALUES_MIGRATION } from './large-values.js';
+
 /**
  * Versioned schema migrations. Each entry runs once, in order, inside one transaction, and
  * bumps `PRAGMA user_version` to its index + 1. Never edit a shipped entry; append a new one.
@@ -271,4 +273,7 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE ledger ADD COLUMN dkim_b TEXT;
   CREATE INDEX ledger_by_signature ON ledger(dkim_b, message_id) WHERE dkim_b IS NOT NULL;
   `,
+  // 9: large values (a large raw message, a long answer) written in chunks before the decision
+  // that refers to them, so no recording transaction writes megabytes (src/store/large-values.ts).
+  LARGE_VALUES_MIGRATION,
 ];
