@@ -64,6 +64,8 @@ export interface BuiltBridge {
  */
 export function buildBridge(config: Config, o: BuildOptions): BuiltBridge {
   const store = Store.open(config.store.path);
+  // Checkpoints (copying the WAL into the file, and syncing) on a worker, not inside a commit.
+  store.checkpointOffThread((message) => o.log.warn({ err: message }, 'a WAL checkpoint failed; the next commit asks for another'));
   const maxTimeout = Math.max(...config.agents.map((a) => a.webhook.timeoutMs));
   const dispatcher = o.dispatcher ?? webhookDispatcher(maxTimeout);
   const bridge = new Bridge({

@@ -284,18 +284,21 @@ export class Bridge {
     if (work.length) await Promise.race([Promise.allSettled(work), sleep(budget)]);
     this.sweep();
     this.push.kick();
-    this.maintainStore();
+    await this.maintainStore();
   }
 
   /**
    * At most once a minute (on the bridge clock): truncate a WAL that grew while a reader held a
-   * snapshot (store/wal.ts). Never waits for a reader and never fails the call it runs in.
+   * snapshot (store/wal.ts). Never waits for a reader and never fails the call it runs in. The
+   * log is first checkpointed on the checkpoint worker (store/checkpointer.ts: off the event loop;
+   * one already under way there would make the truncation here find the log busy).
    */
-  private maintainStore(): void {
+  private async maintainStore(): Promise<void> {
     const now = this.ctx.now();
     if (now - this.maintainedAt < STORE_MAINTENANCE_MS) return;
     this.maintainedAt = now;
     try {
+      await this.ctx.store.checkpoint();
       const r = this.ctx.store.shrinkWal();
       if (r.before !== r.after) this.ctx.log.info({ walBytes: r.before, now: r.after }, 'store WAL truncated');
     } catch (err) {

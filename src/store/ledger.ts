@@ -1,5 +1,6 @@
 import type { Verdict } from '../uplink/verdicts.js';
 import type { Db, Writer } from './db.js';
+import { largeValueReads } from './large-values.js';
 import { conditions, stmt } from './statements.js';
 
 /** One fetched message and the verdict the judge gave it (src/core/judge.ts). Recorded once per source. */
@@ -19,6 +20,11 @@ export interface LedgerEntry {
    * 64 KiB (or the header block read) of other tagged mail; null for untagged mail.
    */
   raw: Buffer | null;
+  /**
+   * The raw bytes written before as a large value (src/store/large-values.ts), instead of `raw`;
+   * null or absent when `raw` holds them (or none were kept).
+   */
+  rawValue?: number | null;
   agent: string | null;
   taskId: string | null;
   verdict: Verdict;
@@ -135,19 +141,21 @@ export function ledgerReads(db: Db) {
       return stmt(db, `SELECT ${COLUMNS} FROM ledger WHERE task_id = ? ORDER BY id`).all(taskId) as LedgerRow[];
     },
 
+    /** The raw bytes kept for this row, wherever they are stored; null when none were kept. */
     raw(id: number): Buffer | null {
-      const r = stmt(db, `SELECT raw FROM ledger WHERE id = ?`).get(id) as { raw: Buffer | null } | undefined;
+      const r = stmt(db, `SELECT raw, raw_value AS rawValue FROM ledger WHERE id = ?`).get(id) as { raw: Buffer | null; rawValue: number | null } | undefined;
+      if (r?.rawValue != null) return largeValueReads(db).bytes(r.rawValue);
       return r?.raw ?? null;
     },
 
     /** The newest row of tagged mail whose raw bytes were kept (`doctor` judges it again), without the bytes. */
     latestTaggedWithRaw(): LedgerRow | undefined {
-      return stmt(db, `SELECT ${COLUMNS} FROM ledger WHERE task_id IS NOT NULL AND raw IS NOT NULL ORDER BY id DESC LIMIT 1`).get() as LedgerRow | undefined;
+      return stmt(db, `SELECT ${COLUMNS} FROM ledger WHERE task_id IS NOT NULL AND (raw IS NOT NULL OR raw_value IS NOT NULL) ORDER BY id DESC LIMIT 1`).get() as LedgerRow | undefined;
     },
 
     /** One ledger row without its raw bytes, and whether raw bytes were kept; undefined when no row has this id. */
     row(id: number): (LedgerRow & { hasRaw: boolean }) | undefined {
-      const r = stmt(db, `SELECT ${COLUMNS}, raw IS NOT NULL AS hasRaw FROM ledger WHERE id = ?`).get(id) as (LedgerRow & { hasRaw: number }) | undefined;
+      const r = stmt(db, `SELECT ${COLUMNS}, (raw IS NOT NULL OR raw_value IS NOT NULL) AS hasRaw FROM ledger WHERE id = ?`).get(id) as (LedgerRow & { hasRaw: number }) | undefined;
       return r && { ...r, hasRaw: r.hasRaw === 1 };
     },
   };
@@ -158,10 +166,10 @@ export function ledgerWrites(w: Writer) {
     /** Inserts the entry; returns its id, or null when the source was already recorded (a rescan). */
     record(e: LedgerEntry): number | null {
       const info = stmt(w.db,
-        `INSERT INTO ledger (source, seen_at, message_id, from_header, subject, date_header, size, raw_sha256, raw, agent, task_id, verdict, reason, received_at, dkim_b)
-         VALUES (@source, @seenAt, @messageId, @fromHeader, @subject, @dateHeader, @size, @rawSha256, @raw, @agent, @taskId, @verdict, @reason, @receivedAt, @signature)
+        `INSERT INTO ledger (source, seen_at, message_id, from_header, subject, date_header, size, raw_sha256, raw, raw_value, agent, task_id, verdict, reason, received_at, dkim_b)
+         VALUES (@source, @seenAt, @messageId, @fromHeader, @subject, @dateHeader, @size, @rawSha256, @raw, @rawValue, @agent, @taskId, @verdict, @reason, @receivedAt, @signature)
          ON CONFLICT(source) DO NOTHING`,
-      ).run({ ...e, receivedAt: e.receivedAt ?? null, signature: e.signature ?? null });
+      ).run({ ...e, rawValue: e.rawValue ?? null, receivedAt: e.receivedAt ?? null, signature: e.signature ?? null });
       return info.changes === 0 ? null : Number(info.lastInsertRowid);
     },
   };

@@ -1,3 +1,5 @@
+import { LARGE_VALUES_MIGRATION } from './large-values.js';
+
 /**
  * Versioned schema migrations. Each entry runs once, in order, inside one transaction, and
  * bumps `PRAGMA user_version` to its index + 1. Never edit a shipped entry; append a new one.
@@ -271,7 +273,10 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE ledger ADD COLUMN dkim_b TEXT;
   CREATE INDEX ledger_by_signature ON ledger(dkim_b, message_id) WHERE dkim_b IS NOT NULL;
   `,
-  // 9: push notifications (A2A v1.0 §3.1.7–3.1.10, §4.3): the callers' configurations per task, and
+  // 9: large values (a large raw message, a long answer) written in chunks before the decision
+  // that refers to them, so no recording transaction writes megabytes (src/store/large-values.ts).
+  LARGE_VALUES_MIGRATION,
+  // 10: push notifications (A2A v1.0 §3.1.7–3.1.10, §4.3): the callers' configurations per task, and
   // one delivery per configuration and task change, written in the transaction of the change
   // (src/store/push.ts), so a crash loses none and each is POSTed in order.
   `

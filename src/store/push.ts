@@ -3,7 +3,7 @@ import { stmt } from './statements.js';
 import type { TaskState } from './task-state.js';
 
 /**
- * Push notification configurations and their deliveries (migration 9; docs/push.md). A delivery
+ * Push notification configurations and their deliveries (migration 10; docs/push.md). A delivery
  * is queued for every configuration of a task in the transaction of each change of the task
  * ({@link queuePushes}, called by the task writes), so no committed change goes without its POST,
  * and deliveries of one configuration are sent one at a time in the order of the changes.

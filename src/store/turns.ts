@@ -1,5 +1,6 @@
 import type { Db, Writer } from './db.js';
 import { assertDispatchMove, type DispatchState } from './dispatch-state.js';
+import { replyTextSql } from './large-values.js';
 import { stmt } from './statements.js';
 
 export type { DispatchState } from './dispatch-state.js';
@@ -29,9 +30,15 @@ export interface TurnRow {
   createdAt: number;
 }
 
+/**
+ * The reply's text: the turn's copy, or — for an answer written as a large value, of which the
+ * turn keeps no copy (src/store/large-values.ts) — its reply row's.
+ */
+const REPLY_TEXT = `coalesce(reply_text, (SELECT ${replyTextSql('r')} FROM replies r WHERE r.ledger_id = turns.reply_ledger_id AND r.text_value IS NOT NULL)) AS replyText`;
+
 const SELECT = `SELECT task_id AS taskId, turn, ask, reply_token AS replyToken, deadline_at AS deadlineAt,
   dispatch_id AS dispatchId, envelope, dispatch_state AS dispatchState, next_attempt_at AS nextAttemptAt,
-  accepted_at AS acceptedAt, reply_status AS replyStatus, reply_text AS replyText,
+  accepted_at AS acceptedAt, reply_status AS replyStatus, ${REPLY_TEXT},
   reply_ledger_id AS replyLedgerId, replied_at AS repliedAt, created_at AS createdAt FROM turns`;
 
 export function turnReads(db: Db) {
@@ -73,7 +80,8 @@ export function turnWrites(w: Writer) {
       stmt(w.db, `UPDATE turns SET reply_token = NULL WHERE task_id = ? AND reply_token IS NOT NULL`).run(taskId);
     },
 
-    recordReply(taskId: string, turn: number, r: { status: ReplyStatus; text: string; ledgerId: number; at: number; revokeToken: boolean }): void {
+    /** Records the reply on its turn; `text` null when its reply row holds it as a large value (reads take it from there). */
+    recordReply(taskId: string, turn: number, r: { status: ReplyStatus; text: string | null; ledgerId: number; at: number; revokeToken: boolean }): void {
       stmt(w.db,
         `UPDATE turns SET reply_status = ?, reply_text = ?, reply_ledger_id = ?, replied_at = ?
            ${r.revokeToken ? ', reply_token = NULL' : ''} WHERE task_id = ? AND turn = ?`,
