@@ -2,6 +2,7 @@
 # Installs, from Debian's archive (apt, not pip), what the A2A conformance kit (a2aproject/a2a-tck,
 # v0.3 line: the 0.3.x branch, tag 0.3.0.beta4) needs to run its mandatory suite against
 # a2a-mailbridge with the system Python (/usr/bin/python3). Used by scripts/conformance-tck.ts.
+# With --v1 <venv dir>: a venv for the v1.0 kit (scripts/conformance-tck10.ts); see below.
 # Debian bookworm; run as root (or with sudo).
 #
 # The kit's requirements.txt / pyproject.toml, and what bookworm has for each:
@@ -59,13 +60,31 @@ PACKAGES=(
 )
 
 MODS='"pytest", "pytest_asyncio", "httpx", "requests", "responses", "deepdiff", "jsonschema", "packaging", "yaml", "dotenv", "grpc", "google.protobuf", "OpenSSL"'
+
+# The v1.0 kit (branch 1.0-dev, pyproject.toml) needs newer versions than Debian bookworm has:
+# pytest>=8 (bookworm: 7.2.1), httpx>=0.27 (0.23.3), protobuf>=4.25 and googleapis-common-protos
+# (its generated a2a_pb2 is imported by tests/compatibility/conftest.py; bookworm: 3.21, none),
+# jsonschema>=4.21 (4.10.3). So `--v1 <dir>` makes a venv with Debian's python3-venv and installs
+# them with pip from whatever package index pip is configured with on this machine. pytest-html,
+# gherkin-official and Jinja2 are left out: only run_tck.py's HTML report and the kit's SUT code
+# generator use them; scripts/conformance-tck10.ts runs pytest directly.
+if [ "${1:-}" = "--v1" ]; then
+  VENV="${2:?usage: $0 --v1 <venv dir>}"
+  SUDO=()
+  if [ "$(id -u)" -ne 0 ]; then SUDO=(sudo); fi
+  DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y --no-install-recommends python3 python3-venv
+  /usr/bin/python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --retries 0 --timeout 20 'pytest>=8.0' 'pytest-asyncio>=0.23' 'httpx>=0.27' 'grpcio>=1.60' 'protobuf>=4.25' 'googleapis-common-protos>=1.62' 'jsonschema>=4.21'
+  "$VENV/bin/python" -c 'import pytest, pytest_asyncio, httpx, grpc, google.protobuf, google.api, jsonschema; print("v1.0 kit imports found:", pytest.__version__)'
+  exit 0
+fi
 case "${1:-}" in
   --minimal)
     PACKAGES=("${MINIMAL_PACKAGES[@]}")
     MODS='"pytest", "httpx", "requests", "dotenv", "grpc", "google.protobuf", "OpenSSL"'
     ;;
   '') ;;
-  *) echo "usage: $0 [--minimal]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--minimal] | --v1 <venv dir>" >&2; exit 2 ;;
 esac
 
 SUDO=()

@@ -1,9 +1,11 @@
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
+import { renderPush } from './a2a/push-wire.js';
 import { startServer, type RunningServer } from './a2a/server.js';
 import type { Config } from './config/config.js';
 import { Bridge } from './core/bridge.js';
 import { BridgeMetrics } from './core/metrics.js';
+import { WatchDemand } from './core/watch-demand.js';
 import { startWatcher, type Watcher } from './core/watcher.js';
 import { imapIdleFeed, maildirFeed, type ChangeFeed } from './uplink/change-feed.js';
 import { recoverAtStart } from './core/recover.js';
@@ -112,21 +114,28 @@ export async function startApp(config: Config, o: AppOptions): Promise<App> {
     throw err;
   }
   bridge.resume();
+  bridge.push.start(renderPush);
+  const feed = (): ChangeFeed | null =>
+    o.changeFeed !== undefined
+      ? o.changeFeed
+      : config.mailbox.kind === 'imap'
+        ? imapIdleFeed({ ...config.mailbox.imap!, folder: config.mailbox.folder }, o.log)
+        : maildirFeed(config.mailbox.maildirPath!, o.log);
   let watcher: Watcher | undefined;
-  if (config.mailbox.watch) {
-    const feed: ChangeFeed | null =
-      o.changeFeed !== undefined
-        ? o.changeFeed
-        : config.mailbox.kind === 'imap'
-          ? imapIdleFeed({ ...config.mailbox.imap!, folder: config.mailbox.folder }, o.log)
-          : maildirFeed(config.mailbox.maildirPath!, o.log);
-    watcher = startWatcher(bridge, feed, config.mailbox.watchTickMs);
+  let demand: WatchDemand | undefined;
+  if (config.mailbox.watch) watcher = startWatcher(bridge, feed(), config.mailbox.watchTickMs);
+  else {
+    // Streams and push notifications need mail read without a call: the watcher runs while one is open (docs/streaming.md).
+    demand = new WatchDemand(() => startWatcher(bridge, feed(), config.mailbox.watchTickMs), o.log);
+    const d = demand;
+    bridge.setWatchDemand(() => d.acquire());
   }
   return {
     bridge,
     server,
     async close() {
       await watcher?.stop();
+      await demand?.stop();
       await server.close();
       await built.close();
     },

@@ -1,12 +1,13 @@
 /**
- * Reading the kit's per-test outcomes from pytest's JUnit XML (`--junitxml`).
+ * pytest's JUnit XML (`--junitxml`, `junit_family=xunit1`): the conformance kits' per-test outcomes,
+ * read without pytest-json-report (not packaged for Debian).
  */
-
 
 /** One test's outcome, read from the JUnit XML. */
 export interface TestResult {
   id: string;
-  outcome: 'passed' | 'failed' | 'error' | 'skipped';
+  /** `xfailed`: a test the kit marks as expected to fail (its SHOULD level: pytest.xfail). */
+  outcome: 'passed' | 'failed' | 'error' | 'skipped' | 'xfailed';
   message: string;
   seconds: number;
 }
@@ -42,7 +43,8 @@ export function parseJunit(xml: string): TestResult[] {
     const id = file ? [file, klass, name].filter(Boolean).join('::') : `${cls}::${name}`;
     const child = /<(failure|error|skipped)\b([^>]*?)(?:\/>|>([\s\S]*?)<\/\1>)/.exec(inner);
     const kind = child?.[1];
-    const outcome: TestResult['outcome'] = kind === 'failure' ? 'failed' : kind === 'error' ? 'error' : kind === 'skipped' ? 'skipped' : 'passed';
+    const xfail = kind === 'skipped' && attr(child?.[2] ?? '', 'type') === 'pytest.xfail';
+    const outcome: TestResult['outcome'] = kind === 'failure' ? 'failed' : kind === 'error' ? 'error' : xfail ? 'xfailed' : kind === 'skipped' ? 'skipped' : 'passed';
     // A failing test that also errors in teardown is a failure; keep the first message.
     const failure = /<failure\b([^>]*?)(?:\/>|>)/.exec(inner);
     const message = failure ? attr(failure[1]!, 'message') : child ? attr(child[2]!, 'message') || xmlText(child[3] ?? '').trim() : '';

@@ -2,7 +2,9 @@ import type { Logger } from 'pino';
 import type { AgentConfig } from '../config/config.js';
 import type { Bridge } from '../core/bridge.js';
 import { A2AError, asA2AError } from './errors.js';
+import { StreamResult } from './call.js';
 import { findMethod } from './methods.js';
+import type { StreamLimiter } from './stream-limit.js';
 
 /** The two A2A dialects served: v1.0 (`SendMessage`…) and v0.3 (`message/send`…). */
 export type Dialect = '1.0' | '0.3';
@@ -17,12 +19,16 @@ export interface A2ARequest {
   version: string;
   /** A short description of the caller for the audit entry (e.g. its User-Agent). */
   caller: string;
+  /** Who holds the streams this call may open, for `server.max_streams_per_caller` (the credential it presented, hashed). */
+  callerKey: string;
+  /** Aborted when the client goes away (ends a stream). */
+  signal?: AbortSignal;
 }
 
 /**
  * What a call came to, in the dialect it is answered in: a result, an error, or a stream of
- * events (for SendStreamingMessage and SubscribeToTask, A2A v1.0 §3.1.2 and §3.1.6; no method
- * streams yet, capabilities.streaming is false).
+ * events (SendStreamingMessage and SubscribeToTask, A2A v1.0 §3.1.2 and §3.1.6; `message/stream`
+ * and `tasks/resubscribe` in v0.3), each event the `result` of one JSON-RPC response.
  */
 export type A2AOutcome =
   | { kind: 'result'; dialect: Dialect; result: unknown }
@@ -54,7 +60,7 @@ export function dialectOfHeader(version: string): Dialect {
  * (src/a2a/server.ts) only listens, checks the Host, the bearer and the body, and hands over.
  * A defect (an error that is neither A2A's nor the core's) is logged and answered -32603.
  */
-export function a2aHandler(bridge: Bridge, log: Logger): (req: A2ARequest) => Promise<A2AOutcome> {
+export function a2aHandler(bridge: Bridge, log: Logger, streams: StreamLimiter): (req: A2ARequest) => Promise<A2AOutcome> {
   return async (req) => {
     const found = findMethod(req.method);
     // A method names its dialect; an unknown one is answered in the dialect the header asks for.
@@ -63,13 +69,32 @@ export function a2aHandler(bridge: Bridge, log: Logger): (req: A2ARequest) => Pr
       return { kind: 'error', dialect, error: new A2AError('versionNotSupported', `A2A-Version ${req.version} is not supported; use 1.0 or 0.3`) };
     }
     if (!found) return { kind: 'error', dialect, error: new A2AError('methodNotFound', `Method not found: ${req.method}`) };
+    let release: (() => void) | null = null;
     try {
-      return { kind: 'result', dialect, result: await found.handler(bridge, req.params ?? {}, { agent: req.agent, caller: req.caller }) };
+      if (found.streams) release = streams.open(req.callerKey);
+      const result = await found.handler(bridge, req.params ?? {}, { agent: req.agent, caller: req.caller, signal: req.signal });
+      if (result instanceof StreamResult) {
+        const done = release ?? (() => undefined);
+        release = null;
+        return { kind: 'stream', dialect, events: releasing(result.events, done) };
+      }
+      return { kind: 'result', dialect, result };
     } catch (err) {
       const known = asA2AError(err);
       if (known) return { kind: 'error', dialect, error: known };
       log.error({ err: (err as Error).message, stack: (err as Error).stack, method: req.method }, 'internal error');
       return { kind: 'error', dialect, error: new A2AError('internalError', 'Internal error; see the bridge log') };
+    } finally {
+      release?.();
     }
   };
+}
+
+/** `events`, calling `release` once when the stream ends (drained, returned early or failed). */
+async function* releasing(events: AsyncIterable<unknown>, release: () => void): AsyncIterable<unknown> {
+  try {
+    yield* events;
+  } finally {
+    release();
+  }
 }

@@ -19,11 +19,12 @@ export type JsonRpcResponse =
   | { jsonrpc: '2.0'; id: JsonRpcId; error: JsonRpcErrorObject };
 
 /**
- * Parses a request body.
+ * Parses a request body. `isMethod` tells a known method name (a notification of an unknown one is
+ * answered -32601 rather than -32600).
  * @returns the request, or an error response ready to send (-32700 bad JSON or a body that is not
  *   valid UTF-8, -32600 bad envelope)
  */
-export function parseRequest(body: Buffer, dialect: '1.0' | '0.3'): JsonRpcRequest | JsonRpcResponse {
+export function parseRequest(body: Buffer, dialect: '1.0' | '0.3', isMethod: (name: string) => boolean = () => true): JsonRpcRequest | JsonRpcResponse {
   // JSON text exchanged between systems must be UTF-8 (RFC 8259 §8.1). Decoding other bytes would
   // turn them into U+FFFD and store and dispatch text the caller never sent.
   if (!isUtf8(body)) return errorResponse(null, new A2AError('parseError', 'Parse error: the body is not valid UTF-8 (RFC 8259 §8.1)'), dialect);
@@ -42,6 +43,10 @@ export function parseRequest(body: Buffer, dialect: '1.0' | '0.3'): JsonRpcReque
   const idOk = typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) || id === null;
   const safeId: JsonRpcId = idOk ? id : null;
   if (r.jsonrpc !== '2.0') return errorResponse(safeId, new A2AError('invalidRequest', 'jsonrpc must be "2.0"'), dialect);
+  // A notification of a method that does not exist is answered as such first (what it asked for cannot be done either way).
+  if (!('id' in r) && typeof r.method === 'string' && r.method !== '' && !isMethod(r.method)) {
+    return errorResponse(null, new A2AError('methodNotFound', `Method not found: ${r.method.slice(0, 80)}`), dialect);
+  }
   if (!('id' in r) || !idOk) {
     return errorResponse(null, new A2AError('invalidRequest', 'id must be a string, a number or null (notifications are not supported)'), dialect);
   }

@@ -1,27 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { AgentConfig } from '../config/config.js';
-import type { Bridge } from '../core/bridge.js';
+import type { Handler } from './call.js';
 import { A2AError } from './errors.js';
 import { parseListParams, parseSendParams, parseTaskIdParams } from './params.js';
 import { v1AgentText, v1Task, type V1ListTasksResult, type V1SendMessageResult } from './wire.js';
 import { v03AgentText, v03Task } from './wire-v03.js';
-
-/**
- * Who is calling and in which dialect; the dialect follows the method name (docs/architecture.md,
- * "Context rules").
- */
-export interface CallContext {
-  agent: AgentConfig;
-  /** A short description of the caller for the audit entry (e.g. its User-Agent). */
-  caller: string;
-}
-
-type Handler = (bridge: Bridge, params: unknown, c: CallContext) => Promise<unknown>;
-
-const unsupported = (what: string): Handler => () =>
-  Promise.reject(new A2AError('unsupportedOperation', `${what} is not supported by this agent (capabilities.streaming is false); poll with SendMessage on the same contextId or GetTask`));
-const noPush: Handler = () =>
-  Promise.reject(new A2AError('pushNotificationNotSupported', 'push notifications are not supported (capabilities.pushNotifications is false)'));
+import { V03_PUSH_METHODS, V1_PUSH_METHODS } from './methods-push.js';
+import { V03_STREAM_METHODS, V1_STREAM_METHODS } from './methods-stream.js';
 
 /** The A2A v1.0 JSON-RPC methods (A2A v1.0 §9.4). */
 export const V1_METHODS: Readonly<Record<string, Handler>> = {
@@ -54,12 +38,8 @@ export const V1_METHODS: Readonly<Record<string, Handler>> = {
     } satisfies V1ListTasksResult;
   },
   CancelTask: async (bridge, params, c) => v1Task(await bridge.cancel(c.agent, parseTaskIdParams(params).id)),
-  SendStreamingMessage: unsupported('SendStreamingMessage'),
-  SubscribeToTask: unsupported('SubscribeToTask'),
-  CreateTaskPushNotificationConfig: noPush,
-  GetTaskPushNotificationConfig: noPush,
-  ListTaskPushNotificationConfigs: noPush,
-  DeleteTaskPushNotificationConfig: noPush,
+  ...V1_STREAM_METHODS,
+  ...V1_PUSH_METHODS,
   // A2A v1.0 §3.3.4 (CORE-CAP-003): capabilities.extendedAgentCard is false ⇒ UnsupportedOperationError.
   GetExtendedAgentCard: () =>
     Promise.reject(new A2AError('unsupportedOperation', 'this agent has no extended card (capabilities.extendedAgentCard is false)')),
@@ -81,19 +61,19 @@ export const V03_METHODS: Readonly<Record<string, Handler>> = {
     return v03Task(await bridge.get(c.agent, p.id, p.historyLength));
   },
   'tasks/cancel': async (bridge, params, c) => v03Task(await bridge.cancel(c.agent, parseTaskIdParams(params).id)),
-  'message/stream': unsupported('message/stream'),
-  'tasks/resubscribe': unsupported('tasks/resubscribe'),
-  'tasks/pushNotificationConfig/set': noPush,
-  'tasks/pushNotificationConfig/get': noPush,
-  'tasks/pushNotificationConfig/list': noPush,
-  'tasks/pushNotificationConfig/delete': noPush,
+  ...V03_STREAM_METHODS,
+  ...V03_PUSH_METHODS,
   'agent/getAuthenticatedExtendedCard': () =>
     Promise.reject(new A2AError('unsupportedOperation', 'this agent has no extended card (supportsAuthenticatedExtendedCard is false)')),
 };
 
-/** Resolves a method name to its handler and dialect; undefined for an unknown method. */
-export function findMethod(method: string): { handler: Handler; dialect: '1.0' | '0.3' } | undefined {
-  if (Object.hasOwn(V1_METHODS, method)) return { handler: V1_METHODS[method]!, dialect: '1.0' };
-  if (Object.hasOwn(V03_METHODS, method)) return { handler: V03_METHODS[method]!, dialect: '0.3' };
+/**
+ * Resolves a method name to its handler and dialect; undefined for an unknown method. `streams`
+ * marks the methods that answer with a stream (they count against `server.max_streams_per_caller`).
+ */
+export function findMethod(method: string): { handler: Handler; dialect: '1.0' | '0.3'; streams: boolean } | undefined {
+  const streams = Object.hasOwn(V1_STREAM_METHODS, method) || Object.hasOwn(V03_STREAM_METHODS, method);
+  if (Object.hasOwn(V1_METHODS, method)) return { handler: V1_METHODS[method]!, dialect: '1.0', streams };
+  if (Object.hasOwn(V03_METHODS, method)) return { handler: V03_METHODS[method]!, dialect: '0.3', streams };
   return undefined;
 }

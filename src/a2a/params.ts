@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { SendInput } from '../core/submit.js';
 import { TASK_STATES, type TaskState } from '../core/task-view.js';
 import { A2AError } from './errors.js';
+import { pushConfigOf } from './push-params.js';
 
 /**
  * Validation of method params. Every failure is an `A2AError` with a message that names the field,
@@ -18,6 +19,8 @@ const MAX_DATA_DEPTH = 32;
 const MAX_DATA_TEXT_BYTES = 1024 * 1024;
 /** A UTF-16 surrogate without its pair: such a string cannot round-trip through UTF-8. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/** An RFC 3339 `date-time` (§5.6): full date, `T`, full time with optional fraction, and `Z` or a numeric offset. */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$/;
 /** Deadlines a caller may ask for, in seconds (metadata `deadline_s`). */
 const DEADLINE_RANGE_S = [10, 30 * 86400] as const;
 
@@ -141,7 +144,7 @@ function deadlineOf(meta: unknown): number | undefined {
 /**
  * SendMessage params (A2A v1.0 §3.1.1; v0.3 `message/send` has the same shape with `kind` tags).
  * @param roles accepted `message.role` values (`ROLE_USER` in v1.0, `user` in v0.3)
- * @throws A2AError invalidParams, contentTypeNotSupported, pushNotificationNotSupported
+ * @throws A2AError invalidParams, contentTypeNotSupported
  */
 export function parseSendParams(params: unknown, roles: readonly string[]): SendParams {
   const p = asObject(params, 'params');
@@ -156,9 +159,14 @@ export function parseSendParams(params: unknown, roles: readonly string[]): Send
   if (!Array.isArray(parts) || parts.length === 0) throw new A2AError('invalidParams', 'message.parts must be a non-empty array');
   const texts = parts.map((part, i) => partText(asObject(part, `message.parts[${i}]`), i));
   const config = field(p, 'configuration') === undefined ? {} : asObject(field(p, 'configuration'), 'params.configuration');
-  if (field(config, 'taskPushNotificationConfig') ?? field(config, 'pushNotificationConfig')) {
-    throw new A2AError('pushNotificationNotSupported', 'push notifications are not supported; poll with the same contextId');
-  }
+  const pushV1 = field(config, 'taskPushNotificationConfig');
+  const pushV03 = field(config, 'pushNotificationConfig');
+  const push =
+    pushV1 !== undefined && pushV1 !== null
+      ? pushConfigOf(asObject(pushV1, 'configuration.taskPushNotificationConfig'), 'configuration.taskPushNotificationConfig', '1.0')
+      : pushV03 !== undefined && pushV03 !== null
+        ? pushConfigOf(asObject(pushV03, 'configuration.pushNotificationConfig'), 'configuration.pushNotificationConfig', '0.3')
+        : undefined;
   const historyLength = optionalInt(config, 'historyLength', 'configuration', 0, 1000);
   const returnImmediately = optionalBool(config, 'returnImmediately', 'configuration');
   const blocking = optionalBool(config, 'blocking', 'configuration');
@@ -171,7 +179,7 @@ export function parseSendParams(params: unknown, roles: readonly string[]): Send
     .update(JSON.stringify([contextId ?? null, taskId ?? null, texts]))
     .digest('hex');
   return {
-    message: { messageId, contextId, taskId, text, contentSha256, deadlineMs },
+    message: { messageId, contextId, taskId, text, contentSha256, deadlineMs, ...(push ? { push } : {}) },
     historyLength,
     returnImmediately: returnImmediately === true || blocking === false,
   };
@@ -208,8 +216,10 @@ export function parseListParams(params: unknown): ListParams {
   const after = field(p, 'statusTimestampAfter');
   let updatedAfter: number | undefined;
   if (after !== undefined && after !== null) {
-    updatedAfter = typeof after === 'string' ? Date.parse(after) : Number.NaN;
-    if (Number.isNaN(updatedAfter)) throw new A2AError('invalidParams', 'params.statusTimestampAfter must be an ISO-8601 timestamp');
+    updatedAfter = typeof after === 'string' && RFC3339.test(after) ? Date.parse(after) : Number.NaN;
+    if (Number.isNaN(updatedAfter)) {
+      throw new A2AError('invalidParams', 'params.statusTimestampAfter must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z (A2A v1.0 §5.6.1)');
+    }
   }
   const pageToken = field(p, 'pageToken');
   if (pageToken !== undefined && pageToken !== null && typeof pageToken !== 'string') {

@@ -4,11 +4,15 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { isLoopbackLiteral, type AgentConfig, type Config } from '../config/config.js';
 import type { Bridge } from '../core/bridge.js';
-import { agentCard, legacyAgentCard } from './agent-card.js';
-import { A2AError } from './errors.js';
-import { a2aHandler, dialectOfHeader } from './handler.js';
+import { cardFor, sendCard } from './card-route.js';
+import { A2AError, asA2AError } from './errors.js';
+import { a2aHandler, dialectOfHeader, supportedVersion } from './handler.js';
+import { findMethod } from './methods.js';
+import { restError, routeRest, type RestCall } from './rest.js';
 import { health } from './health.js';
-import { errorResponse, isResponse, parseRequest, resultResponse, type JsonRpcResponse } from './jsonrpc.js';
+import { errorResponse, isResponse, parseRequest, resultResponse, type JsonRpcId, type JsonRpcResponse } from './jsonrpc.js';
+import { writeSse } from './sse.js';
+import { StreamLimiter } from './stream-limit.js';
 import { limitedLog } from '../log.js';
 
 /** Thrown at start-up when the listen address is not a loopback literal (defence in depth beside config validation). */
@@ -60,20 +64,31 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     throw new ListenError(`refusing to listen on ${host}: a2a-mailbridge listens on loopback only; set server.listen = "127.0.0.1:${port}"`);
   }
   const bearer = digest(config.server.bearer);
-  const handleCall = a2aHandler(bridge, log);
+  const streams = new StreamLimiter(config.server.maxStreamsPerCaller);
+  const handleCall = a2aHandler(bridge, log, streams);
   const agents = new Map(config.agents.map((a) => [a.name, a]));
   const refused = refusalLogger(log);
+  /** When this config began to be served: the cards' Last-Modified. */
+  const servingSince = Date.now();
   let baseUrl = '';
-  let actualPort = port;
   const endpoint = (a: AgentConfig): string => `${baseUrl}/agents/${a.name}`;
+
+  const requestUrl = (req: IncomingMessage): URL => new URL(req.url ?? '/', 'http://127.0.0.1');
 
   const hostAllowed = (header: string | undefined): boolean => {
     if (!header) return false;
     const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(header.trim().toLowerCase());
     if (!m) return false;
     const name = m[1]!.replace(/^\[|\]$/g, '');
-    if (m[2] !== undefined && Number(m[2]) !== actualPort) return false;
+    // Any port: a loopback proxy in front of the bridge passes its own Host (the name is what
+    // stops DNS rebinding), and the cards then name the URL the caller reached us by.
     return name === 'localhost' || isLoopbackLiteral(name);
+  };
+
+  /** The agent's URL as the caller reached it: the Host it sent (a loopback name, checked above), else the listening address. */
+  const endpointFor = (req: IncomingMessage, a: AgentConfig): string => {
+    const host = req.headers.host?.trim().toLowerCase();
+    return host ? `http://${host}/agents/${a.name}` : endpoint(a);
   };
 
   const send = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void => {
@@ -100,17 +115,29 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       req.on('error', reject);
     });
 
-  const rpc = async (req: IncomingMessage, res: ServerResponse, agent: AgentConfig): Promise<void> => {
+  /** The caller's key (a hash of its bearer) when the bearer is right; else answers 401 and returns null. */
+  const authorized = (req: IncomingMessage, res: ServerResponse, agent: AgentConfig): string | null => {
     const auth = req.headers.authorization ?? '';
     const m = /^Bearer[ ]+(\S+)\s*$/i.exec(auth);
     if (!m || !timingSafeEqual(digest(m[1]!), bearer)) {
       refused(401, { agent: agent.name, why: m ? 'wrong bearer' : 'no bearer' }, 'request refused: 401 (the caller must send the content of server.bearer_file)');
+      req.resume();
       send(res, 401, { error: 'missing or wrong bearer token' }, { 'www-authenticate': 'Bearer realm="a2a-mailbridge"' });
-      return;
+      return null;
     }
+    return digest(m[1]!).toString('hex').slice(0, 16);
+  };
+
+  const rpc = async (req: IncomingMessage, res: ServerResponse, agent: AgentConfig): Promise<void> => {
+    const callerKey = authorized(req, res, agent);
+    if (callerKey === null) return;
+    const version = String(req.headers['a2a-version'] ?? '').trim();
     const type = req.headers['content-type'];
     if (type !== undefined && !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
-      send(res, 415, { error: 'content-type must be application/json' });
+      // A JSON-RPC error body, so a JSON-RPC client can read it (A2A v1.0 §9.5: ContentTypeNotSupportedError).
+      req.resume();
+      const err = new A2AError('contentTypeNotSupported', `Content-Type ${type.slice(0, 80)} is not supported; send application/json`);
+      send(res, 415, errorResponse(null, err, dialectOfHeader(version)));
       return;
     }
     const body = await readBody(req, config.server.maxBodyBytes);
@@ -118,19 +145,28 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       send(res, 413, { error: `request body over ${config.server.maxBodyBytes} bytes` }, { connection: 'close' });
       return;
     }
-    const version = String(req.headers['a2a-version'] ?? '').trim();
-    const parsed = parseRequest(body, dialectOfHeader(version));
-    let response: JsonRpcResponse;
-    if (isResponse(parsed)) response = parsed;
-    else {
-      const caller = `a2a:${String(req.headers['user-agent'] ?? 'unknown').slice(0, 120)}`;
-      const outcome = await handleCall({ agent, method: parsed.method, params: parsed.params, version, caller });
-      if (outcome.kind === 'result') response = resultResponse(parsed.id, outcome.result);
-      else if (outcome.kind === 'error') response = errorResponse(parsed.id, outcome.error, outcome.dialect);
-      // No method streams yet (capabilities.streaming is false); a stream here is a defect.
-      else response = errorResponse(parsed.id, new A2AError('internalError', 'Internal error; see the bridge log'), outcome.dialect);
+    const parsed = parseRequest(body, dialectOfHeader(version), (name) => findMethod(name) !== undefined);
+    if (isResponse(parsed)) return send(res, 200, parsed);
+    const caller = `a2a:${String(req.headers['user-agent'] ?? 'unknown').slice(0, 120)}`;
+    const abort = new AbortController();
+    const outcome = await handleCall({ agent, method: parsed.method, params: parsed.params, version, caller, callerKey, signal: abort.signal });
+    if (outcome.kind === 'stream') {
+      const n = await writeSse(res, outcome.events, (result) => resultResponse(parsed.id, result), (err) => streamError(parsed.id, err, outcome.dialect), {
+        keepAliveMs: config.server.streamKeepAliveMs,
+        abort,
+      });
+      log.debug({ agent: agent.name, method: parsed.method, events: n }, 'stream closed');
+      return;
     }
+    const response: JsonRpcResponse = outcome.kind === 'result' ? resultResponse(parsed.id, outcome.result) : errorResponse(parsed.id, outcome.error, outcome.dialect);
     send(res, 200, response);
+  };
+
+  /** The error event of a stream that failed after it started (a defect, or the store went away). */
+  const streamError = (id: JsonRpcId, err: unknown, dialect: '1.0' | '0.3'): JsonRpcResponse => {
+    const known = asA2AError(err);
+    if (!known) log.error({ err: (err as Error).message }, 'stream failed');
+    return errorResponse(id, known ?? new A2AError('internalError', 'Internal error; see the bridge log'), dialect);
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -169,7 +205,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
         });
       }
       const only = [...agents.values()][0]!;
-      return send(res, 200, path.endsWith('agent.json') ? legacyAgentCard(only, endpoint(only)) : agentCard(only, endpoint(only)));
+      return sendCard(req, res, cardFor(req, url, only, endpointFor(req, only), path.endsWith('/agent.json')).body, servingSince);
     }
     const m = /^\/agents\/([^/]+)(\/.*)?$/.exec(path);
     let name: string | undefined;
@@ -183,13 +219,64 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     const rest = m[2] ?? '';
     if (CARD_PATHS.has(rest)) {
       if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });
-      return send(res, 200, rest.endsWith('agent.json') ? legacyAgentCard(agent, endpoint(agent)) : agentCard(agent, endpoint(agent)));
+      return sendCard(req, res, cardFor(req, url, agent, endpointFor(req, agent), rest.endsWith('/agent.json')).body, servingSince);
     }
     if (rest === '' || rest === '/') {
       if (req.method !== 'POST') return send(res, 405, { error: 'JSON-RPC: use POST' }, { allow: 'POST' });
       return rpc(req, res, agent);
     }
-    send(res, 404, { error: 'not found' });
+    const route = routeRest(req.method ?? 'GET', rest, url);
+    if (route === null) return send(res, 404, { error: 'not found' });
+    if ('allow' in route) return send(res, 405, { error: `use ${route.allow}` }, { allow: route.allow });
+    return restCall(req, res, agent, route);
+  };
+
+  /** One HTTP+JSON call (src/a2a/rest.ts): the same checks as JSON-RPC, then the same handler, answered in AIP-193 / SSE form. */
+  const restCall = async (req: IncomingMessage, res: ServerResponse, agent: AgentConfig, route: RestCall): Promise<void> => {
+    const callerKey = authorized(req, res, agent);
+    if (callerKey === null) return;
+    const fail = (err: A2AError): void => {
+      const e = restError(err);
+      send(res, e.status, e.body);
+    };
+    // Only v1.0 is served over HTTP+JSON; no header is taken as the caller meaning this interface's version.
+    const version = String(req.headers['a2a-version'] ?? requestUrl(req).searchParams.get('A2A-Version') ?? '').trim();
+    if (version !== '' && supportedVersion(version) !== '1.0') {
+      req.resume();
+      return fail(new A2AError('versionNotSupported', `A2A-Version ${version.slice(0, 20)} is not served over HTTP+JSON; use 1.0`));
+    }
+    let params: Record<string, unknown> = route.params;
+    if (route.body) {
+      const type = req.headers['content-type'];
+      if (type !== undefined && !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
+        req.resume();
+        return fail(new A2AError('contentTypeNotSupported', `Content-Type ${type.slice(0, 80)} is not supported; send application/json`));
+      }
+      const body = await readBody(req, config.server.maxBodyBytes);
+      if (body === null) return send(res, 413, restError(new A2AError('invalidRequest', `request body over ${config.server.maxBodyBytes} bytes`)).body, { connection: 'close' });
+      if (body.length > 0) {
+        let doc: unknown;
+        try {
+          doc = JSON.parse(body.toString('utf8'));
+        } catch {
+          return fail(new A2AError('parseError', 'the body is not valid JSON'));
+        }
+        if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return fail(new A2AError('invalidRequest', 'the body must be a JSON object'));
+        params = { ...(doc as Record<string, unknown>), ...route.params };
+      }
+    } else req.resume();
+    const caller = `a2a:${String(req.headers['user-agent'] ?? 'unknown').slice(0, 120)}`;
+    const abort = new AbortController();
+    const outcome = await handleCall({ agent, method: route.method, params, version: '1.0', caller, callerKey, signal: abort.signal });
+    if (outcome.kind === 'error') return fail(outcome.error);
+    if (outcome.kind === 'stream') {
+      await writeSse(res, outcome.events, (event) => event, (err) => restError(asA2AError(err) ?? new A2AError('internalError', 'Internal error; see the bridge log')).body, {
+        keepAliveMs: config.server.streamKeepAliveMs,
+        abort,
+      });
+      return;
+    }
+    send(res, 200, outcome.result ?? {});
   };
 
   const server = createServer({ requestTimeout: 120_000, headersTimeout: 30_000 }, (req, res) => {
@@ -214,7 +301,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     server.close();
     throw new ListenError(`bound to ${addr.address}, which is not loopback; refusing to serve`);
   }
-  actualPort = addr.port;
+  const actualPort = addr.port;
   baseUrl = addr.family === 'IPv6' ? `http://[${addr.address}]:${addr.port}` : `http://${addr.address}:${addr.port}`;
   log.info({ url: baseUrl, agents: config.agents.map((a) => endpoint(a)) }, 'a2a-mailbridge listening');
   return {

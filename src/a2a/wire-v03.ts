@@ -1,6 +1,6 @@
 import type { LegacyRestTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { bridgePart } from '../core/parts.js';
-import type { MessageView, PartView, TaskState, TaskView } from '../core/task-view.js';
+import type { ArtifactView, MessageView, PartView, TaskState, TaskView } from '../core/task-view.js';
 import { timestamp } from '../core/time.js';
 import type { Narrow } from './proto-json.js';
 
@@ -68,8 +68,8 @@ function v03Message(m: MessageView): V03Message {
   return { kind: 'message', messageId: m.messageId, contextId: m.contextId, taskId: m.taskId, role: m.role, parts: m.parts.map(v03Part) };
 }
 
-/** A v0.3 Task (`kind: "task"`). */
-export function v03Task(v: TaskView): V03Task {
+/** A v0.3 TaskStatus (of a Task, or of a `status-update` event). */
+export function v03Status(v: TaskView): V03TaskStatus {
   const status: V03TaskStatus = { state: v03State(v.state), timestamp: timestamp(v.statusAt) };
   if (v.status.length > 0) {
     status.message = {
@@ -81,12 +81,22 @@ export function v03Task(v: TaskView): V03Task {
       parts: v.status.map(v03Part),
     };
   }
+  return status;
+}
+
+/** A v0.3 Artifact (of a Task, or of an `artifact-update` event). */
+export function v03Artifact(a: ArtifactView): V03Artifact {
+  return { artifactId: a.artifactId, name: a.name, description: a.description, parts: a.parts.map(v03Part) };
+}
+
+/** A v0.3 Task (`kind: "task"`). */
+export function v03Task(v: TaskView): V03Task {
   return {
     kind: 'task',
     id: v.id,
     contextId: v.contextId,
-    status,
-    artifacts: v.artifacts.map((a) => ({ artifactId: a.artifactId, name: a.name, description: a.description, parts: a.parts.map(v03Part) })),
+    status: v03Status(v),
+    artifacts: v.artifacts.map(v03Artifact),
     history: v.history.map(v03Message),
     metadata: { agent: v.agent, turn: v.turn },
   };

@@ -68,15 +68,13 @@ export function v1Message(m: MessageView): V1Message {
   };
 }
 
-function v1Artifact(a: ArtifactView): V1Artifact {
+/** A v1.0 Artifact (also the `artifact` of a TaskArtifactUpdateEvent). */
+export function v1Artifact(a: ArtifactView): V1Artifact {
   return { artifactId: a.artifactId, name: a.name, description: a.description, parts: a.parts.map(v1Part) };
 }
 
-/**
- * A v1.0 Task. `includeArtifacts: false` omits `artifacts` (ListTasks); `history` is always the
- * view's (already bounded) history.
- */
-export function v1Task(v: TaskView, o: { includeArtifacts?: boolean } = {}): V1Task {
+/** A v1.0 TaskStatus (of a Task, or of a TaskStatusUpdateEvent). */
+export function v1Status(v: TaskView): V1TaskStatus {
   const status: V1TaskStatus = { state: v1State(v.state), timestamp: timestamp(v.statusAt) };
   if (v.status.length > 0) {
     status.message = {
@@ -87,6 +85,15 @@ export function v1Task(v: TaskView, o: { includeArtifacts?: boolean } = {}): V1T
       parts: v.status.map(v1Part),
     };
   }
+  return status;
+}
+
+/**
+ * A v1.0 Task. `includeArtifacts: false` omits `artifacts` (ListTasks); `history` is always the
+ * view's (already bounded) history.
+ */
+export function v1Task(v: TaskView, o: { includeArtifacts?: boolean } = {}): V1Task {
+  const status = v1Status(v);
   return {
     id: v.id,
     contextId: v.contextId,

@@ -145,6 +145,15 @@ export interface ServerConfig {
    * once the first dispatch attempt has an outcome.
    */
   waitBudgetMs: number;
+  /** Streams (SendStreamingMessage, SubscribeToTask) one caller may hold open at once; more are refused with `limitReached`. */
+  maxStreamsPerCaller: number;
+  /** A quiet stream gets an SSE comment line this often, in ms, so idle proxies and clients keep it. */
+  streamKeepAliveMs: number;
+  /**
+   * Host names a push notification URL may name besides loopback (lower-cased, exact). Without
+   * one, a push URL must name a loopback host and resolve to loopback addresses only.
+   */
+  pushAllowHosts: string[];
 }
 
 export interface Config {
@@ -271,6 +280,9 @@ export function parseConfig(doc: Table, baseDir: string, file = '', o: LoadOptio
     pollWords: server.stringArray('poll_words', ['status', 'poll', 'check', '?', '']).map((w) => w.trim().toLowerCase()),
     callerTimeoutMs: server.integer('caller_timeout_s', 30, 5, 3600) * 1000,
     waitBudgetMs: server.integer('wait_budget_s', 0, 0, 3600) * 1000,
+    maxStreamsPerCaller: server.integer('max_streams_per_caller', 16, 1, 10_000),
+    streamKeepAliveMs: server.integer('stream_keepalive_s', 15, 1, 300) * 1000,
+    pushAllowHosts: server.stringArray('push_allow_hosts', []).map((h) => h.trim().toLowerCase()),
   };
   if (serverConfig.bearer !== '' && serverConfig.bearer.length < 16) throw new ConfigError(server.key('bearer_file'), 'the bearer must be at least 16 characters');
   server.rejectUnknown();

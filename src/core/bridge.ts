@@ -9,10 +9,13 @@ import type { BridgeContext } from './context.js';
 import { BridgeEvents } from './events.js';
 import { attemptDispatch } from './dispatch.js';
 import { failpoint } from './failpoints.js';
+import { PushWorker } from './push.js';
 import { checkMailbox, type CheckSummary } from './mail-check.js';
+import { noTaskText, withSendNotes } from './send-notes.js';
 import { submit, type SendInput } from './submit.js';
+import { followTask, type TaskUpdate } from './task-follow.js';
 import { sweepDeadlines } from './sweep.js';
-import { prependStatusNote, viewTask, type TaskView } from './task-view.js';
+import { viewTask, type TaskView } from './task-view.js';
 
 /** What `GET /health` shows (src/a2a/health.ts renders it); counts are absent for states with none. */
 export interface HealthFacts {
@@ -64,18 +67,25 @@ export class Bridge {
   private moreWaiting = false;
   private readonly dispatching = new Map<string, Promise<unknown>>();
   private readonly background = new Set<Promise<unknown>>();
+  /** Starts (or joins) the watcher on demand; null when the composition root set none. */
+  private watchDemand: (() => () => void) | null = null;
   /** When the store's WAL was last looked at (bridge clock, ms); 0 at start, so the first refresh does. */
   private maintainedAt = 0;
 
   /** Every committed task change, after its commit (src/core/events.ts). */
   readonly events: BridgeEvents;
 
+  /** Push notification delivery (src/core/push.ts); started by the composition root. */
+  readonly push: PushWorker;
+
   constructor(readonly ctx: BridgeContext) {
     this.events = new BridgeEvents(ctx.log);
+    this.push = new PushWorker(ctx, () => this.watchWhile());
     ctx.store.onTaskChange((c) => {
       // Ids and states only: a cause may quote the mail (its Message-ID), which stays out of the log.
       ctx.log.debug({ task: c.task.id, from: c.previous, to: c.task.state }, 'task changed');
       this.events.emit(c);
+      this.push.kick();
     });
   }
 
@@ -91,12 +101,7 @@ export class Bridge {
   ): Promise<SendResult> {
     const outcome = submit(this.ctx, agent, input);
     if (outcome.kind === 'no-task') {
-      return {
-        message: {
-          contextId: outcome.contextId,
-          text: `There is no task on context_id ${outcome.contextId} yet. Send the job's text to start one.`,
-        },
-      };
+      return { message: { contextId: outcome.contextId, text: noTaskText(outcome.contextId) } };
     }
     if (outcome.kind === 'new' || outcome.kind === 'answer') {
       // Ids and counts only: the ask is the caller's text and stays out of the log.
@@ -112,17 +117,64 @@ export class Bridge {
       await this.refresh();
     }
     if (!o.returnImmediately) await this.waitWhileAwaitingAgent(outcome.task.id);
-    const view = this.view(agent, outcome.task.id, o.historyLength);
-    if (outcome.kind === 'poll' && outcome.ignoredText === 'open' && view.status.length > 0) {
-      prependStatusNote(
-        view,
-        `Your message was not sent to ${agent.name}: the task is still with it, and a task takes new input only when it asks for it (input-required). This call was a status check.`,
-      );
+    return { task: withSendNotes(agent, outcome, this.view(agent, outcome.task.id, o.historyLength)) };
+  }
+
+  /**
+   * SendStreamingMessage (A2A v1.0 §3.1.2): the context rules as for {@link send}, then the
+   * task's updates from its state right after the submit: the stream subscribes before the first
+   * webhook attempt starts, so the caller sees SUBMITTED, then the attempt's outcome. Like a
+   * blocking send it holds the caller at most until the first attempt has an outcome and then
+   * `server.wait_budget_s` (docs/streaming.md); a final state ends it sooner.
+   */
+  sendStream(agent: AgentConfig, input: SendInput, signal?: AbortSignal): { message: { contextId: string; text: string } } | { updates: AsyncIterable<TaskUpdate> } {
+    const outcome = submit(this.ctx, agent, input);
+    if (outcome.kind === 'no-task') return { message: { contextId: outcome.contextId, text: noTaskText(outcome.contextId) } };
+    const first = withSendNotes(agent, outcome, this.view(agent, outcome.task.id));
+    let started!: (attempt: Promise<unknown>) => void;
+    const until = new Promise<unknown>((resolve) => (started = resolve));
+    const updates = followTask(this, agent, outcome.task.id, { first, hold: { until, budgetMs: this.ctx.config.server.waitBudgetMs }, signal });
+    if (outcome.kind === 'new' || outcome.kind === 'answer') {
+      this.ctx.log.info({ task: outcome.task.id, agent: agent.name, context: outcome.task.contextId, turn: outcome.task.turn }, outcome.kind === 'new' ? 'task created (stream)' : 'caller answered: next turn (stream)');
+      failpoint('after-task-stored');
+      started(this.dispatch(outcome.dispatchId));
+      this.sweep();
+    } else {
+      const refreshed = this.refresh();
+      this.track(refreshed);
+      started(refreshed);
     }
-    if (outcome.kind === 'poll' && outcome.ignoredText === 'unseen-outcome') {
-      prependStatusNote(view, `Your message was not sent to ${agent.name}: this task had finished, and this is its result. Send your message again to start a new task.`);
-    }
-    return { task: view };
+    return { updates };
+  }
+
+  /**
+   * SubscribeToTask (A2A v1.0 §3.1.6): the task as the store has it, then its updates until a
+   * final state. A refresh runs in the background (a reply may be waiting in the mailbox).
+   * @throws BridgeError task-not-found
+   */
+  subscribe(agent: AgentConfig, taskId: string, signal?: AbortSignal): AsyncIterable<TaskUpdate> {
+    const updates = followTask(this, agent, taskId, { signal });
+    this.track(this.refresh());
+    return updates;
+  }
+
+  /** The task as a caller sees it; records that a terminal outcome was shown. @throws BridgeError task-not-found */
+  viewOf(agent: AgentConfig, taskId: string, historyLength?: number): TaskView {
+    return this.view(agent, taskId, historyLength);
+  }
+
+  /**
+   * Lets the composition root run the mailbox watcher on demand (docs/streaming.md): `demand`
+   * is called when something needs mail read in the background (an open stream, a push
+   * configuration of an open task) and returns the release.
+   */
+  setWatchDemand(demand: () => () => void): void {
+    this.watchDemand = demand;
+  }
+
+  /** Holds the watcher on demand until the returned release is called (a no-op without one). */
+  watchWhile(): () => void {
+    return this.watchDemand ? this.watchDemand() : () => undefined;
   }
 
   /** GetTask. @throws BridgeError task-not-found for an unknown id or another agent's task. */
@@ -231,6 +283,7 @@ export class Bridge {
     if (this.checkDue()) work.push(this.checkNow());
     if (work.length) await Promise.race([Promise.allSettled(work), sleep(budget)]);
     this.sweep();
+    this.push.kick();
     await this.maintainStore();
   }
 
@@ -334,12 +387,13 @@ export class Bridge {
    * attempts, cancel notices) has settled.
    */
   async idle(): Promise<void> {
-    await Promise.allSettled([this.check, this.followUp, ...this.dispatching.values(), ...this.background]);
+    await Promise.allSettled([this.check, this.followUp, ...this.dispatching.values(), ...this.background, this.push.idle()]);
   }
 
   /** Waits for the work under way, then closes the mailbox. */
   async close(): Promise<void> {
     await this.idle();
+    await this.push.close();
     await this.ctx.mailbox.close();
   }
 }

@@ -9,10 +9,11 @@ import type { BridgeContext } from './context.js';
 
 /**
  * CancelTask (A2A v1.0 §3.1.5): revokes the reply tokens (a later reply resolves to `bad-token`
- * and is recorded, never applied), stops a pending dispatch, and records the cause. Idempotent on
- * a canceled task.
+ * and is recorded, never applied), stops a pending dispatch, and records the cause. A task in any
+ * terminal state, a canceled one included, is not cancelable (§3.1.5: TaskNotCancelableError
+ * "e.g., already completed, failed, or canceled").
  *
- * @throws BridgeError task-not-found (unknown, or another agent's task), task-not-cancelable (another terminal state)
+ * @throws BridgeError task-not-found (unknown, or another agent's task), task-not-cancelable (a terminal state)
  */
 export function cancelTask(
   ctx: BridgeContext,
@@ -23,7 +24,6 @@ export function cancelTask(
   return ctx.store.tx((tx) => {
     const task = tx.tasks.get(taskId);
     if (!task || task.agent !== agent.name) throw new BridgeError('task-not-found', `Task ${taskId} not found`);
-    if (task.state === 'CANCELED') return { task, changed: false };
     if (isTerminal(task.state)) {
       throw new BridgeError('task-not-cancelable', `Task ${taskId} is ${task.state.toLowerCase()} and cannot be canceled`);
     }

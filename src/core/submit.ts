@@ -7,6 +7,7 @@ import type { TaskRow } from '../store/task-rows.js';
 import { isTerminal } from '../store/task-state.js';
 import type { BridgeContext } from './context.js';
 import { enforceAgentCaps } from './limits.js';
+import { checkPushConfig, storePushConfig, type PushConfigInput } from './push.js';
 import { mintToken } from './token.js';
 import { iso } from './time.js';
 
@@ -23,6 +24,12 @@ export interface SendInput {
   deadlineMs?: number;
   /** Who asked, for the audit entry. */
   caller: string;
+  /**
+   * A push notification configuration given with the message (A2A v1.0 §3.2.2
+   * `taskPushNotificationConfig`): stored with the task the message lands on, in the same
+   * transaction, so no change of it is missed.
+   */
+  push?: PushConfigInput;
 }
 
 /**
@@ -104,95 +111,103 @@ function openTurn(ctx: BridgeContext, tx: StoreTx, agent: AgentConfig, task: Tas
  *   work addressed by `taskId` to a terminal task), limit-reached (a per-agent cap: see limits.ts).
  */
 export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput): SendOutcome {
+  if (input.push) checkPushConfig(ctx, input.push);
   return ctx.store.tx((tx): SendOutcome => {
-    const now = ctx.now();
-    const seen = tx.messages.byId(agent.name, input.messageId);
-    if (seen) {
-      if (seen.contentSha256 !== input.contentSha256) {
-        throw new BridgeError('invalid-request', `messageId ${input.messageId} was already used for a different message; use a new messageId`);
-      }
-      const replayed = tx.tasks.get(seen.taskId);
-      // `prune` removes a task with its messages; a row left behind must not crash the call.
-      if (!replayed) throw new BridgeError('invalid-request', `messageId ${input.messageId} belonged to a task that no longer exists; use a new messageId`);
-      return { kind: 'replay', task: replayed };
-    }
-
-    let target: TaskRow | undefined;
-    if (input.taskId !== undefined) {
-      target = tx.tasks.get(input.taskId);
-      if (!target || target.agent !== agent.name) throw new BridgeError('task-not-found', `Task ${input.taskId} not found`);
-      if (input.contextId !== undefined && input.contextId !== target.contextId) {
-        throw new BridgeError('invalid-request', `task ${target.id} belongs to another contextId`);
-      }
-    } else if (input.contextId !== undefined) {
-      target = tx.tasks.latestOfContext(agent.name, input.contextId);
-    }
-    const contextId = input.contextId ?? target?.contextId ?? randomUUID();
-    const poll = isPollWord(ctx, input.text);
-    const message = (task: TaskRow, kind: 'ask' | 'poll', turn: number): void =>
-      tx.messages.insert({
-        agent: agent.name,
-        messageId: input.messageId,
-        taskId: task.id,
-        contextId,
-        role: 'user',
-        kind,
-        turn,
-        text: input.text,
-        contentSha256: input.contentSha256,
-        createdAt: now,
-      });
-
-    if (target && (poll || (!isTerminal(target.state) && target.state !== 'INPUT_REQUIRED'))) {
-      message(target, 'poll', target.turn);
-      return { kind: 'poll', task: target, ignoredText: poll ? false : 'open' };
-    }
-    // A result the caller has not seen yet (applied by another call's check, or by the watcher)
-    // is answered first, whatever the text: a poll phrased as "any update?" must not start new
-    // work and hide the answer.
-    if (target && isTerminal(target.state) && input.taskId === undefined && (target.outcomeShownAt ?? null) === null) {
-      message(target, 'poll', target.turn);
-      return { kind: 'poll', task: target, ignoredText: 'unseen-outcome' };
-    }
-    if (target?.state === 'INPUT_REQUIRED') {
-      enforceAgentCaps(tx, agent, now, false);
-      const turn = target.turn + 1;
-      const deadlineAt = now + (input.deadlineMs ?? agent.deadlineMs);
-      const dispatchId = openTurn(ctx, tx, agent, target, turn, input.text, deadlineAt, now);
-      const task = tx.tasks.transition(target, 'SUBMITTED', { at: now, cause: `the caller answered (turn ${turn})`, turn, deadlineAt });
-      message(task, 'ask', turn);
-      return { kind: 'answer', task, dispatchId };
-    }
-    if (target && input.taskId !== undefined) {
-      throw new BridgeError(
-        'task-closed',
-        `Task ${target.id} is ${target.state.toLowerCase()}; it accepts no new work. Send without taskId to start a new task on this context.`,
-      );
-    }
-    if (input.text.trim() === '') throw new BridgeError('invalid-request', 'the message has no text to send to the agent');
-    if (poll) {
-      if (input.contextId === undefined) throw new BridgeError('invalid-request', `"${input.text.trim()}" asks for a status, but no contextId names the task to check`);
-      return { kind: 'no-task', contextId };
-    }
-
-    enforceAgentCaps(tx, agent, now, true);
-    const deadlineAt = now + (input.deadlineMs ?? agent.deadlineMs);
-    const task: TaskRow = {
-      id: randomUUID(),
-      agent: agent.name,
-      contextId,
-      state: 'SUBMITTED',
-      stateReason: 'task stored; dispatch pending',
-      failedBy: null,
-      turn: 1,
-      caller: input.caller,
-      createdAt: now,
-      updatedAt: now,
-      deadlineAt,
-    };
-    tx.tasks.insert(task);
-    const dispatchId = openTurn(ctx, tx, agent, task, 1, input.text, deadlineAt, now);
-    message(task, 'ask', 1);
-    return { kind: 'new', task, dispatchId };
+    const outcome = decide(ctx, tx, agent, input);
+    if (input.push && outcome.kind !== 'no-task' && outcome.kind !== 'replay') storePushConfig(tx, outcome.task.id, input.push, ctx.now());
+    return outcome;
   });
+}
+
+/** The context rules of {@link submit}, inside its transaction. */
+function decide(ctx: BridgeContext, tx: StoreTx, agent: AgentConfig, input: SendInput): SendOutcome {
+  const now = ctx.now();
+  const seen = tx.messages.byId(agent.name, input.messageId);
+  if (seen) {
+    if (seen.contentSha256 !== input.contentSha256) {
+      throw new BridgeError('invalid-request', `messageId ${input.messageId} was already used for a different message; use a new messageId`);
+    }
+    const replayed = tx.tasks.get(seen.taskId);
+    // `prune` removes a task with its messages; a row left behind must not crash the call.
+    if (!replayed) throw new BridgeError('invalid-request', `messageId ${input.messageId} belonged to a task that no longer exists; use a new messageId`);
+    return { kind: 'replay', task: replayed };
+  }
+
+  let target: TaskRow | undefined;
+  if (input.taskId !== undefined) {
+    target = tx.tasks.get(input.taskId);
+    if (!target || target.agent !== agent.name) throw new BridgeError('task-not-found', `Task ${input.taskId} not found`);
+    if (input.contextId !== undefined && input.contextId !== target.contextId) {
+      throw new BridgeError('invalid-request', `task ${target.id} belongs to another contextId`);
+    }
+  } else if (input.contextId !== undefined) {
+    target = tx.tasks.latestOfContext(agent.name, input.contextId);
+  }
+  const contextId = input.contextId ?? target?.contextId ?? randomUUID();
+  const poll = isPollWord(ctx, input.text);
+  const message = (task: TaskRow, kind: 'ask' | 'poll', turn: number): void =>
+    tx.messages.insert({
+      agent: agent.name,
+      messageId: input.messageId,
+      taskId: task.id,
+      contextId,
+      role: 'user',
+      kind,
+      turn,
+      text: input.text,
+      contentSha256: input.contentSha256,
+      createdAt: now,
+    });
+
+  if (target && (poll || (!isTerminal(target.state) && target.state !== 'INPUT_REQUIRED'))) {
+    message(target, 'poll', target.turn);
+    return { kind: 'poll', task: target, ignoredText: poll ? false : 'open' };
+  }
+  // A result the caller has not seen yet (applied by another call's check, or by the watcher)
+  // is answered first, whatever the text: a poll phrased as "any update?" must not start new
+  // work and hide the answer.
+  if (target && isTerminal(target.state) && input.taskId === undefined && (target.outcomeShownAt ?? null) === null) {
+    message(target, 'poll', target.turn);
+    return { kind: 'poll', task: target, ignoredText: 'unseen-outcome' };
+  }
+  if (target?.state === 'INPUT_REQUIRED') {
+    enforceAgentCaps(tx, agent, now, false);
+    const turn = target.turn + 1;
+    const deadlineAt = now + (input.deadlineMs ?? agent.deadlineMs);
+    const dispatchId = openTurn(ctx, tx, agent, target, turn, input.text, deadlineAt, now);
+    const task = tx.tasks.transition(target, 'SUBMITTED', { at: now, cause: `the caller answered (turn ${turn})`, turn, deadlineAt });
+    message(task, 'ask', turn);
+    return { kind: 'answer', task, dispatchId };
+  }
+  if (target && input.taskId !== undefined) {
+    throw new BridgeError(
+      'task-closed',
+      `Task ${target.id} is ${target.state.toLowerCase()}; it accepts no new work. Send without taskId to start a new task on this context.`,
+    );
+  }
+  if (input.text.trim() === '') throw new BridgeError('invalid-request', 'the message has no text to send to the agent');
+  if (poll) {
+    if (input.contextId === undefined) throw new BridgeError('invalid-request', `"${input.text.trim()}" asks for a status, but no contextId names the task to check`);
+    return { kind: 'no-task', contextId };
+  }
+
+  enforceAgentCaps(tx, agent, now, true);
+  const deadlineAt = now + (input.deadlineMs ?? agent.deadlineMs);
+  const task: TaskRow = {
+    id: randomUUID(),
+    agent: agent.name,
+    contextId,
+    state: 'SUBMITTED',
+    stateReason: 'task stored; dispatch pending',
+    failedBy: null,
+    turn: 1,
+    caller: input.caller,
+    createdAt: now,
+    updatedAt: now,
+    deadlineAt,
+  };
+  tx.tasks.insert(task);
+  const dispatchId = openTurn(ctx, tx, agent, task, 1, input.text, deadlineAt, now);
+  message(task, 'ask', 1);
+  return { kind: 'new', task, dispatchId };
 }

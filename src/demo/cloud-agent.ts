@@ -29,6 +29,8 @@ import { buildReplyMail, type DkimIdentity, type ProviderStamp, type ReplyStatus
 export interface AgentAnswer {
   status: ReplyStatus;
   text: string;
+  /** Attachments of the reply mail (docs/agent-text.md: files, and `application/json` as data). */
+  attachments?: { filename: string; contentType: string; content: Buffer | string }[];
 }
 
 export interface CloudAgentOptions {
@@ -232,6 +234,7 @@ export async function startCloudAgent(o: CloudAgentOptions): Promise<CloudAgent>
       token: e.reply_token,
       status: a.status,
       answer: a.text,
+      ...(a.attachments ? { attachments: a.attachments } : {}),
       dkim: o.dkim,
       provider,
     });

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { startApp, type App } from '../app.js';
 import { loadConfig, type Config } from '../config/config.js';
 import { deliverToMaildir } from '../uplink/maildir-mailbox.js';
-import { startCloudAgent, type CloudAgent } from './cloud-agent.js';
+import { startCloudAgent, type CloudAgent, type CloudAgentOptions } from './cloud-agent.js';
 import { startDnsZone, type DnsZone } from './dns-zone.js';
 import { dkimTxtName, generateDkimKey } from './reply-mail.js';
 
@@ -27,6 +27,10 @@ export interface DemoWorldOptions {
   agentToml?: string;
   /** Extra TOML lines for its [agents.webhook] table (e.g. `max_per_minute = 1000`). */
   webhookToml?: string;
+  /** Extra TOML lines for [server] (e.g. `wait_budget_s = 8`). */
+  serverToml?: string;
+  /** Composes the simulated agent's answer to each envelope (default: the demo's echo, `defaultAnswer`). */
+  answer?: CloudAgentOptions['answer'];
 }
 
 /** A bridge with everything it talks to, all on loopback, in one temporary folder. */
@@ -91,6 +95,7 @@ export async function startDemoWorld(o: DemoWorldOptions): Promise<DemoWorld> {
       bearer: agentBearer,
       signingSecret,
       replyDelayMs: o.replyDelayMs,
+      ...(o.answer ? { answer: o.answer } : {}),
     });
     const configFile = join(dir, 'config.toml');
     writeFileSync(
@@ -99,6 +104,7 @@ export async function startDemoWorld(o: DemoWorldOptions): Promise<DemoWorld> {
 [server]
 listen = "127.0.0.1:0"
 bearer_file = "bearer"
+${o.serverToml ?? ''}
 
 [store]
 path = "state/demo.sqlite"

@@ -276,4 +276,36 @@ export const MIGRATIONS: readonly string[] = [
   // 9: large values (a large raw message, a long answer) written in chunks before the decision
   // that refers to them, so no recording transaction writes megabytes (src/store/large-values.ts).
   LARGE_VALUES_MIGRATION,
+  // 10: push notifications (A2A v1.0 §3.1.7–3.1.10, §4.3): the callers' configurations per task, and
+  // one delivery per configuration and task change, written in the transaction of the change
+  // (src/store/push.ts), so a crash loses none and each is POSTed in order.
+  `
+  CREATE TABLE push_configs (
+    task_id          TEXT NOT NULL,
+    id               TEXT NOT NULL,
+    dialect          TEXT NOT NULL CHECK (dialect IN ('1.0','0.3')),
+    url              TEXT NOT NULL,
+    token            TEXT,
+    auth_scheme      TEXT,
+    auth_credentials TEXT,
+    created_at       INTEGER NOT NULL,
+    PRIMARY KEY (task_id, id)
+  ) STRICT;
+
+  CREATE TABLE push_deliveries (
+    seq             INTEGER PRIMARY KEY,
+    task_id         TEXT NOT NULL,
+    config_id       TEXT NOT NULL,
+    task_state      TEXT NOT NULL CHECK (task_state IN ('SUBMITTED','WORKING','INPUT_REQUIRED','COMPLETED','FAILED','CANCELED','REJECTED')),
+    changed_at      INTEGER NOT NULL,
+    state           TEXT NOT NULL CHECK (state IN ('pending','delivered','failed','dropped')),
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at INTEGER,
+    http_status     INTEGER,
+    error           TEXT,
+    finished_at     INTEGER
+  ) STRICT;
+  CREATE INDEX push_deliveries_due ON push_deliveries(state, next_attempt_at);
+  CREATE INDEX push_deliveries_by_config ON push_deliveries(task_id, config_id, seq);
+  `,
 ];

@@ -81,6 +81,8 @@ export function pruneWrites(w: Writer) {
      */
     prune(cut: number): PruneCounts {
       const out = empty();
+      // A pruned task's push configurations and deliveries go with it (uncounted: they hold no evidence).
+      for (const table of ['push_deliveries', 'push_configs']) w.db.prepare(`DELETE FROM ${table} WHERE task_id IN (${PRUNABLE_TASKS})`).run({ cut });
       for (const [key, table, where] of TARGETS) out[key] = w.db.prepare(`DELETE FROM ${table} WHERE ${where}`).run({ cut }).changes;
       return out;
     },

@@ -10,6 +10,7 @@ import { messageReads, messageWrites } from './messages.js';
 import { limitReads } from './limits.js';
 import { overviewReads } from './overview.js';
 import { pruneReads, pruneWrites } from './prune.js';
+import { pushReads, pushWrites } from './push.js';
 import { replyReads, replyWrites } from './replies.js';
 import { statsReads } from './stats.js';
 import { taskEventReads } from './task-events.js';
@@ -37,6 +38,7 @@ function reads(db: Db) {
     overview: overviewReads(db),
     limits: limitReads(db),
     retention: pruneReads(db),
+    push: pushReads(db),
     largeValues: largeValueReads(db),
   };
 }
@@ -55,6 +57,7 @@ function writes(db: Db, w: Writer) {
     replies: { ...r.replies, ...replyWrites(w) },
     mailbox: { ...r.mailbox, ...mailboxWrites(w) },
     retention: { ...r.retention, ...pruneWrites(w) },
+    push: { ...r.push, ...pushWrites(w) },
     largeValues: { ...r.largeValues, ...largeValueWrites(w) },
   };
 }
@@ -87,6 +90,7 @@ export class Store {
   readonly overview;
   readonly limits;
   readonly retention;
+  readonly push;
   readonly largeValues;
   readonly #db: Db;
   readonly #tx: StoreTx;
@@ -112,6 +116,7 @@ export class Store {
     this.overview = r.overview;
     this.limits = r.limits;
     this.retention = r.retention;
+    this.push = r.push;
     this.largeValues = r.largeValues;
     const inTx = (): boolean => this.#depth > 0;
     const writer: Writer = {

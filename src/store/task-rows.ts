@@ -1,6 +1,7 @@
 import { writeAudit } from './audit.js';
 import type { Db, Writer } from './db.js';
 import { conditions, stmt } from './statements.js';
+import { queuePushes } from './push.js';
 import { recordTaskEvent } from './task-events.js';
 import { assertTransition, isTerminal, type FailedBy, type TaskState, type TransitionEdge } from './task-state.js';
 
@@ -212,6 +213,7 @@ export function taskWrites(w: Writer) {
            deadline_at = @deadlineAt, turn = @turn, outcome_shown_at = CASE WHEN @reopened THEN NULL ELSE outcome_shown_at END WHERE id = @id`,
       ).run({ ...next, reopened: reopened ? 1 : 0 });
       recordTaskEvent(w.db, { taskId: task.id, at: o.at, from: task.state, to, cause: o.cause });
+      queuePushes(w.db, task.id, to, next.updatedAt);
       if (isTerminal(to)) writeAudit(w.db, next, o.at);
       w.changed({ task: next, previous: task.state, cause: o.cause, at: o.at });
       return next;
@@ -220,6 +222,7 @@ export function taskWrites(w: Writer) {
     /** Records a note against a task without a state move (a late reply kept, a progress note). */
     note(task: TaskRow, at: number, cause: string): void {
       recordTaskEvent(w.db, { taskId: task.id, at, from: task.state, to: task.state, cause });
+      queuePushes(w.db, task.id, task.state, at);
       w.changed({ task, previous: task.state, cause, at });
     },
 

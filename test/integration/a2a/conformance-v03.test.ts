@@ -2,7 +2,6 @@ import { Role, TaskState } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import {
   ContentTypeNotSupportedError,
-  PushNotificationNotSupportedError,
   RequestMalformedError,
   TaskNotCancelableError,
   TaskNotFoundError,
@@ -121,7 +120,7 @@ describe('the legacy Agent Card', () => {
   it('CARD-STRUCT-001 (v0.3) the legacy card has the v0.3 required fields (name, description, url, version, protocolVersion, capabilities, modes, skills) and a bearer scheme', async () => {
     const card = (await (await fetch(`${url}/.well-known/agent.json`)).json()) as V03AgentCardJson;
     for (const k of ['name', 'description', 'url', 'version', 'protocolVersion'] as const) expect(typeof card[k] === 'string' && card[k].length > 0, k).toBe(true);
-    expect(card.capabilities).toMatchObject({ streaming: false, pushNotifications: false });
+    expect(card.capabilities).toMatchObject({ streaming: true, pushNotifications: true });
     expect(card.defaultInputModes.length).toBeGreaterThan(0);
     expect(card.defaultOutputModes.length).toBeGreaterThan(0);
     expect(card.skills.length).toBeGreaterThan(0);
@@ -222,7 +221,7 @@ describe('message/send, tasks/get, tasks/cancel', () => {
     expect(err.data).toBeUndefined();
   });
 
-  it('CORE-CANCEL-001 (v0.3) tasks/cancel answers the bare task with state "canceled"; again is idempotent (product rule)', async () => {
+  it('CORE-CANCEL-001 (v0.3) tasks/cancel answers the bare task with state "canceled"; again is TaskNotCancelableError', async () => {
     const t = asTask(await legacy.sendMessage(sdkSend('To cancel via SDK', { contextId: ctx() })));
     const c = await legacy.cancelTask({ tenant: '', id: t.id, metadata: undefined });
     expect(lastWire().body!.method).toBe('tasks/cancel');
@@ -231,7 +230,7 @@ describe('message/send, tasks/get, tasks/cancel', () => {
     const w = await working();
     const r = await call('tasks/cancel', { id: w.id });
     expect(r.json.result).toMatchObject({ kind: 'task', id: w.id, status: { state: 'canceled' } });
-    expect((await call('tasks/cancel', { id: w.id })).json.result!.status.state).toBe('canceled');
+    expect((await call('tasks/cancel', { id: w.id })).json.error!.code).toBe(-32002);
   });
 
   it('CORE-CANCEL-002 (v0.3) tasks/cancel of a completed task is TaskNotCancelableError (-32002, no data)', async () => {
@@ -338,41 +337,36 @@ describe('v0.3 execution mode, capabilities, errors, versions', () => {
     expect((await call('tasks/get', { id: s.id })).json.result!.status.state).toBe('working');
   });
 
-  it('CORE-CAP-001 (v0.3) every tasks/pushNotificationConfig/* method is PushNotificationNotSupportedError (-32003, no data)', async () => {
+  it('CORE-CAP-001 (v0.3) the tasks/pushNotificationConfig/* methods answer v0.3 shapes; the SDK v0.3 transport sets a config', async () => {
     const t = await working();
-    for (const [m, p] of [
-      ['tasks/pushNotificationConfig/set', { taskId: t.id, pushNotificationConfig: { url: 'https://example.invalid/push' } }],
-      ['tasks/pushNotificationConfig/get', { id: t.id }],
-      ['tasks/pushNotificationConfig/list', { id: t.id }],
-      ['tasks/pushNotificationConfig/delete', { id: t.id, pushNotificationConfigId: 'c' }],
-    ] as const) {
-      const body = rpcBody(m, p);
-      expectV03Error(await post(url, body, { 'a2a-version': '0.3' }), body.id, -32003);
-    }
-    const err = await rejection(() =>
-      legacy.transport.createTaskPushNotificationConfig(
-        { tenant: '', id: 'c', taskId: t.id, url: 'https://example.invalid/push', token: '', authentication: undefined },
-        { serviceParameters: { 'A2A-Version': '0.3' } },
-      ),
+    const set = await call('tasks/pushNotificationConfig/set', { taskId: t.id, pushNotificationConfig: { id: 'c', url: 'http://127.0.0.1:9/push', token: 'tk' } });
+    expect(set.json.result).toEqual({ taskId: t.id, pushNotificationConfig: { id: 'c', url: 'http://127.0.0.1:9/push', token: 'tk' } });
+    expect((await call('tasks/pushNotificationConfig/get', { id: t.id, pushNotificationConfigId: 'c' })).json.result).toEqual(set.json.result);
+    expect((await call('tasks/pushNotificationConfig/list', { id: t.id })).json.result).toEqual([set.json.result]);
+    expect((await call('tasks/pushNotificationConfig/delete', { id: t.id, pushNotificationConfigId: 'c' })).json.result).toBeNull();
+    const gone = rpcBody('tasks/pushNotificationConfig/get', { id: t.id, pushNotificationConfigId: 'c' });
+    expectV03Error(await post(url, gone, { 'a2a-version': '0.3' }), gone.id, -32001);
+    const created = await legacy.transport.createTaskPushNotificationConfig(
+      { tenant: '', id: 'd', taskId: t.id, url: 'http://127.0.0.1:9/push', token: '', authentication: undefined },
+      { serviceParameters: { 'A2A-Version': '0.3' } },
     );
-    expect(err).toBeInstanceOf(PushNotificationNotSupportedError);
+    expect(created.id).toBe('d');
     expect(lastWire().body!.method).toBe('tasks/pushNotificationConfig/set');
   });
 
-  it('CORE-CAP-002 (v0.3) message/stream and tasks/resubscribe are UnsupportedOperationError (-32004, no data), and start nothing', async () => {
-    const t = await working();
-    const hooks = h.receiver.requests.length;
+  it('CORE-CAP-002 (v0.3) message/stream streams v0.3 events (the Task, then status-update with final) and ends after the wait budget', async () => {
     const c = ctx();
     const s = rpcBody('message/stream', v03SendParams('stream me', { contextId: c }));
-    expectV03Error(await post(url, s, { 'a2a-version': '0.3', accept: 'text/event-stream' }), s.id, -32004);
-    const re = rpcBody('tasks/resubscribe', { id: t.id });
-    expectV03Error(await post(url, re, { 'a2a-version': '0.3' }), re.id, -32004);
-    const err = await rejection(async () => {
-      for await (const _ of legacy.resubscribeTask({ tenant: '', id: t.id })) void _;
-    });
-    expect(err).toBeInstanceOf(UnsupportedOperationError);
-    expect(lastWire().body!.method).toBe('tasks/resubscribe');
-    expect(h.receiver.requests.length).toBe(hooks);
+    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${h.configDir.bearer}`, 'a2a-version': '0.3' }, body: JSON.stringify(s) });
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const events = (await res.text())
+      .split('\n')
+      .filter((l) => l.startsWith('data: '))
+      .map((l) => JSON.parse(l.slice(6)) as { id: unknown; result: { kind: string; final?: boolean; status: { state: string } } });
+    expect(events.map((e) => [e.id, e.result.kind, e.result.status.state, e.result.final])).toEqual([
+      [s.id, 'task', 'submitted', undefined],
+      [s.id, 'status-update', 'working', false],
+    ]);
   });
 
   it('CORE-CAP-003 (v0.3) agent/getAuthenticatedExtendedCard is UnsupportedOperationError (-32004, no data)', async () => {

@@ -2,7 +2,6 @@ import { Role, TaskState } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
 import {
   ContentTypeNotSupportedError,
-  PushNotificationNotSupportedError,
   TaskNotCancelableError,
   TaskNotFoundError,
   UnsupportedOperationError,
@@ -77,7 +76,8 @@ function call<M extends string>(method: M, params?: unknown, headers: Record<str
 
 /** GET of a card path; the body read as a v1.0 card, or as `C` (the v0.3 card at `agent.json`). */
 async function getCard<C = V1AgentCardJson>(path: string, init?: RequestInit): Promise<{ status: number; type: string | null; card: C }> {
-  const res = await fetch(`${h.app.server.baseUrl}${path}`, init);
+  // A v1.0 client says so (A2A v1.0 §3.6.1); without the header the v0.3 card comes (§3.6.2, docs/discovery.md).
+  const res = await fetch(`${h.app.server.baseUrl}${path}`, { ...init, headers: { 'a2a-version': '1.0', ...(init?.headers as Record<string, string>) } });
   return { status: res.status, type: res.headers.get('content-type'), card: (await res.json()) as C };
 }
 
@@ -122,7 +122,11 @@ describe('Agent Card (TCK §8, §4.4.1)', () => {
       expect(['JSONRPC', 'GRPC', 'HTTP+JSON']).toContain(i.protocolBinding);
       expect(i.protocolVersion).toMatch(/^\d+\.\d+$/);
     }
-    expect(card.supportedInterfaces!.map((i) => i.protocolVersion)).toEqual(['1.0', '0.3']);
+    expect(card.supportedInterfaces!.map((i) => [i.protocolBinding, i.protocolVersion])).toEqual([
+      ['JSONRPC', '1.0'],
+      ['HTTP+JSON', '1.0'],
+      ['JSONRPC', '0.3'],
+    ]);
     // the SDK picks the v1.0 JSON-RPC interface from it
     expect(sdk.protocolVersion).toBe('1.0');
   });
@@ -131,6 +135,12 @@ describe('Agent Card (TCK §8, §4.4.1)', () => {
     const { card } = await getCard('/agents/grok/.well-known/agent-card.json');
     for (const i of card.supportedInterfaces!) {
       expect(new URL(i.url!).href.replace(/\/$/, '')).toBe(i.url);
+      if (i.protocolBinding === 'HTTP+JSON') {
+        const r = await fetch(`${i.url}/tasks/${randomUUID()}`, { headers: { authorization: `Bearer ${h.configDir.bearer}`, 'a2a-version': '1.0' } });
+        expect(r.status).toBe(404);
+        expect(((await r.json()) as { error: { details: { reason: string }[] } }).error.details[0]!.reason).toBe('TASK_NOT_FOUND');
+        continue;
+      }
       for (const target of [i.url!, `${i.url}/`]) {
         const id = randomUUID();
         if (i.protocolVersion === '1.0') {
@@ -150,7 +160,7 @@ describe('Agent Card (TCK §8, §4.4.1)', () => {
   it('CARD-STRUCT-001 the card has every required field: name, description, supportedInterfaces, version, capabilities, modes, skills, security', async () => {
     const { card } = await getCard('/agents/grok/.well-known/agent-card.json');
     for (const k of ['name', 'description', 'version'] as const) expect(typeof card[k] === 'string' && card[k].length > 0, k).toBe(true);
-    expect(card.capabilities).toEqual({ streaming: false, pushNotifications: false, extendedAgentCard: false });
+    expect(card.capabilities).toEqual({ streaming: true, pushNotifications: true, extendedAgentCard: false });
     expect(card.defaultInputModes).toContain('text/plain');
     expect(card.defaultOutputModes).toContain('text/plain');
     expect(card.skills!.length).toBeGreaterThan(0);
@@ -164,7 +174,7 @@ describe('Agent Card (TCK §8, §4.4.1)', () => {
     const parsed = await sdk.getAgentCard();
     expect(parsed.skills.map((s) => s.id)).toEqual(card.skills!.map((s) => s.id));
     expect(parsed.securitySchemes.bearer?.scheme?.$case).toBe('httpAuthSecurityScheme');
-    expect(parsed.capabilities?.streaming).toBe(false);
+    expect(parsed.capabilities?.streaming).toBe(true);
   });
 });
 
@@ -406,6 +416,9 @@ describe('JSON-RPC binding (TCK §9, §5.4)', () => {
     expect(results[4].json.result!.task!.status.state).toBe('TASK_STATE_WORKING');
     const text = await rpcPost(url, 'SendMessage', v1SendParams('as text/plain', { contextId: ctx() }), { 'content-type': 'text/plain' });
     expect(text.status).toBe(415);
+    expect(text.contentType).toMatch(/^application\/json/);
+    // a JSON-RPC error body, not a bare object (A2A v1.0 §9.5)
+    expect(text.json).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32005, data: [{ reason: 'CONTENT_TYPE_NOT_SUPPORTED' }] } });
     expect(h.receiver.requests.length).toBe(hooks + 2);
     // the SDK sends application/json
     await sdk.listTasks({ tenant: '', contextId: ctx(), status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined });
@@ -480,8 +493,8 @@ describe('JSON-RPC binding (TCK §9, §5.4)', () => {
     const a2a = [
       await call('GetTask', { id: randomUUID() }),
       await call('CancelTask', { id: done.id }),
-      await call('CreateTaskPushNotificationConfig', { taskId: done.id, url: 'https://example.invalid/p' }),
-      await call('SendStreamingMessage', v1SendParams('x', { contextId: ctx() })),
+      await call('GetTaskPushNotificationConfig', { taskId: done.id, id: 'none' }),
+      await call('SubscribeToTask', { id: done.id }),
       await call('SendMessage', { message: { role: 'ROLE_USER', parts: [{ url: 'https://example.invalid/f' }], messageId: hex(16) } }),
       await call('GetTask', { id: randomUUID() }, { 'a2a-version': '3.0' }),
     ];
@@ -505,18 +518,10 @@ describe('JSON-RPC binding (TCK §9, §5.4)', () => {
     const done = await working('to complete for mapping');
     await appendReply(h, dovecot, done.id);
     expect((await call('GetTask', { id: done.id })).json.result!.status.state).toBe('TASK_STATE_COMPLETED');
-    const v1 = { serviceParameters: { 'A2A-Version': '1.0' } };
     const table: [string, number, string, () => Promise<RawResult>, () => Promise<unknown>, new (...args: never[]) => Error][] = [
       ['TaskNotFoundError', -32001, 'TASK_NOT_FOUND', () => call('GetTask', { id: randomUUID() }), () => sdk.getTask({ tenant: '', id: randomUUID() }), TaskNotFoundError],
       ['TaskNotCancelableError', -32002, 'TASK_NOT_CANCELABLE', () => call('CancelTask', { id: done.id }), () => sdk.cancelTask({ tenant: '', id: done.id, metadata: undefined }), TaskNotCancelableError],
-      [
-        'PushNotificationNotSupportedError',
-        -32003,
-        'PUSH_NOTIFICATION_NOT_SUPPORTED',
-        () => call('GetTaskPushNotificationConfig', { taskId: done.id, id: 'c' }),
-        () => sdk.transport.getTaskPushNotificationConfig({ tenant: '', taskId: done.id, id: 'c' }, v1),
-        PushNotificationNotSupportedError,
-      ],
+      // PushNotificationNotSupportedError (-32003) no longer occurs: capabilities.pushNotifications is true.
       [
         'UnsupportedOperationError',
         -32004,

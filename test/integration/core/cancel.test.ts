@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 
-/** CancelTask revokes the token, records the cause, notifies the agent when configured, and is idempotent. */
+/** CancelTask revokes the token, records the cause and notifies the agent when configured; a canceled task is not cancelable again. */
 
 const suite = useHarness({ webhookToml: 'notify_cancel = true' });
 
 const call = async <M extends string>(method: M, params: unknown) => (await suite.h.rpc({ jsonrpc: '2.0', id: hex(4), method, params })).json;
 
 describe('CancelTask', () => {
-  it('cancels, notifies the agent once, stays idempotent, and a later reply is recorded but never applied', async () => {
+  it('cancels, notifies the agent once, refuses a second cancel (-32002), and a later reply is recorded but never applied', async () => {
     const ctx = `ctx-${hex(8)}`;
     const task = (await suite.h.rpc(hermesBody('Long job', ctx))).json.result!.task;
     const envelope = suite.h.envelope(suite.h.receiver.requests.length);
@@ -24,7 +24,7 @@ describe('CancelTask', () => {
     expect(notice.id).not.toBe(suite.h.receiver.requests[0]!.id);
 
     const again = await call('CancelTask', { id: task!.id });
-    expect(again.result!.status.state).toBe('TASK_STATE_CANCELED');
+    expect(again.error).toMatchObject({ code: -32002, data: [{ reason: 'TASK_NOT_CANCELABLE' }] });
     await suite.h.app.bridge.idle();
     expect(suite.h.receiver.requests.filter((r) => r.envelope?.cancel)).toHaveLength(1);
     expect(suite.h.app.bridge.ctx.store.attempts.ofTask(task!.id).map((a) => [a.dispatchId.startsWith('cancel_'), a.outcome])).toEqual([

@@ -70,7 +70,7 @@ describe('parseSendParams', () => {
     [{ message: { role: 'ROLE_USER', parts: [{ url: 'https://x/y' }], messageId: 'm' } }, 'contentTypeNotSupported', /file parts/],
     [{ message: { role: 'ROLE_USER', parts: [{ text: 'x', data: {} }], messageId: 'm' } }, 'invalidParams', /exactly one of/],
     [{ message: { role: 'ROLE_USER', parts: [{ text: 'x' }], messageId: 'm', metadata: { deadline_s: 1 } } }, 'invalidParams', /deadline_s/],
-    [{ message: { role: 'ROLE_USER', parts: [{ text: 'x' }], messageId: 'm' }, configuration: { taskPushNotificationConfig: { url: 'x' } } }, 'pushNotificationNotSupported', /push/],
+    [{ message: { role: 'ROLE_USER', parts: [{ text: 'x' }], messageId: 'm' }, configuration: { taskPushNotificationConfig: { token: 'x' } } }, 'invalidParams', /taskPushNotificationConfig\.url/],
   ])('refuses %j', (params, kind, msg) => {
     try {
       parseSendParams(params, ['ROLE_USER']);
@@ -90,7 +90,9 @@ describe('parseListParams', () => {
     expect(() => parseListParams({ pageSize: 0 })).toThrow(/pageSize/);
     expect(() => parseListParams({ pageSize: 101 })).toThrow(/pageSize/);
     expect(() => parseListParams({ status: 'working' })).toThrow(/TaskState/);
-    expect(() => parseListParams({ statusTimestampAfter: 'yesterday' })).toThrow(/ISO-8601/);
+    expect(() => parseListParams({ statusTimestampAfter: 'yesterday' })).toThrow(/RFC 3339/);
+    expect(() => parseListParams({ statusTimestampAfter: '-1' })).toThrow(/RFC 3339/);
+    expect(parseListParams({ statusTimestampAfter: '2026-01-31T12:00:00Z' })).toMatchObject({ updatedAfter: Date.parse('2026-01-31T12:00:00Z') });
   });
 });
 

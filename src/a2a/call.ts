@@ -1,0 +1,22 @@
+import type { AgentConfig } from '../config/config.js';
+import type { Bridge } from '../core/bridge.js';
+
+/**
+ * Who is calling and in which dialect; the dialect follows the method name (docs/architecture.md,
+ * "Context rules").
+ */
+export interface CallContext {
+  agent: AgentConfig;
+  /** A short description of the caller for the audit entry (e.g. its User-Agent). */
+  caller: string;
+  /** Aborted when the client goes away: ends a stream. */
+  signal?: AbortSignal;
+}
+
+/** What a streaming method returns: its events, each the `result` of one JSON-RPC response (or, over HTTP+JSON, one SSE event). */
+export class StreamResult {
+  constructor(readonly events: AsyncIterable<unknown>) {}
+}
+
+/** One A2A method: validated params in, a result (or a {@link StreamResult}) out; errors are thrown. */
+export type Handler = (bridge: Bridge, params: unknown, c: CallContext) => Promise<unknown>;

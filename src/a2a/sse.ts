@@ -1,0 +1,72 @@
+import type { ServerResponse } from 'node:http';
+import { once } from 'node:events';
+
+/**
+ * Server-sent events (WHATWG HTML §9.2, `text/event-stream`) for the streaming methods: each event
+ * is one `data:` line of JSON and a blank line (JSON.stringify never emits a line break, so one
+ * line always carries one whole event); a comment line (`: keep-alive`) is written whenever the
+ * stream has been quiet for `keepAliveMs`, so proxies and clients that cut idle connections keep
+ * a long stream (A2A v1.0 §9.4.2 for the JSON-RPC form, §11.7 for HTTP+JSON).
+ */
+
+export const SSE_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-store',
+  connection: 'keep-alive',
+  // nginx and similar proxies buffer responses unless told not to.
+  'x-accel-buffering': 'no',
+} as const;
+
+export interface SseOptions {
+  keepAliveMs: number;
+  /** Aborted when the client goes away; the caller's iterator is then ended (its `return`). */
+  abort: AbortController;
+}
+
+/**
+ * Writes `events` as SSE until they end or the client goes away, honouring back-pressure (a slow
+ * reader makes the writer wait, never the process buffer without bound), then ends the response.
+ * An error the iterator throws mid-stream is written as the event `onError` renders, then the
+ * stream ends.
+ *
+ * @returns how many events were written
+ */
+export async function writeSse(
+  res: ServerResponse,
+  events: AsyncIterable<unknown>,
+  frame: (event: unknown) => unknown,
+  onError: (err: unknown) => unknown,
+  o: SseOptions,
+): Promise<number> {
+  res.writeHead(200, SSE_HEADERS);
+  res.flushHeaders();
+  // The response's 'close' comes when the connection goes (the client left) or after res.end().
+  const gone = (): void => o.abort.abort(new Error('the client closed the stream'));
+  res.on('close', gone);
+  let lastWrite = performance.now();
+  const write = async (text: string): Promise<void> => {
+    lastWrite = performance.now();
+    if (!res.write(text) && !res.destroyed) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+  };
+  const keepAlive = setInterval(() => {
+    if (performance.now() - lastWrite >= o.keepAliveMs * 0.9 && !res.destroyed) void write(': keep-alive\n\n');
+  }, Math.max(50, Math.floor(o.keepAliveMs / 2)));
+  let n = 0;
+  const it = events[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      const r = await it.next();
+      if (r.done || res.destroyed) break;
+      await write(`data: ${JSON.stringify(frame(r.value))}\n\n`);
+      n += 1;
+    }
+  } catch (err) {
+    if (!res.destroyed) await write(`data: ${JSON.stringify(onError(err))}\n\n`);
+  } finally {
+    clearInterval(keepAlive);
+    res.off('close', gone);
+    await it.return?.();
+    if (!res.destroyed) res.end();
+  }
+  return n;
+}

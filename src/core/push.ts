@@ -1,0 +1,231 @@
+import { randomUUID } from 'node:crypto';
+import type { AgentConfig } from '../config/config.js';
+import { backoffMs, postWebhook } from '../downlink/deliver.js';
+import { pushDispatcher, pushUrlProblem } from '../downlink/push-target.js';
+import type { PushConfigRow, PushDeliveryRow } from '../store/push.js';
+
+export type { PushConfigRow };
+import type { StoreTx } from '../store/store.js';
+import type { Dispatcher } from 'undici';
+import { agentByName, type BridgeContext } from './context.js';
+import { BridgeError } from './errors.js';
+import { viewTask, type TaskView } from './task-view.js';
+
+/**
+ * Push notifications (A2A v1.0 §3.1.7–3.1.10, §4.3.3; docs/push.md): the callers' configurations
+ * per task, and their delivery — one POST per change of the task, in order per configuration,
+ * retried with the webhook's backoff, each attempt counted in the store before the POST.
+ */
+
+/** A configuration as the caller gives it, whatever its dialect. */
+export interface PushConfigInput {
+  /** The caller's id for it; a UUID when absent. */
+  id?: string;
+  url: string;
+  token?: string;
+  /** `Authorization: <scheme> <credentials>` (v0.3: the first of `schemes`). */
+  authScheme?: string;
+  authCredentials?: string;
+  dialect: '1.0' | '0.3';
+}
+
+/** Configurations one task may have. */
+export const MAX_PUSH_CONFIGS_PER_TASK = 10;
+/** Attempts of one delivery before it is given up (A2A v1.0 §4.3.3: "MAY stop … after a configured number of consecutive failures"). */
+export const PUSH_MAX_ATTEMPTS = 8;
+/** A delivery older than this, in ms, is given up. */
+export const PUSH_MAX_AGE_MS = 3600_000;
+/** Per POST, in ms (§4.3.3 recommends 10–30 s). */
+export const PUSH_TIMEOUT_MS = 10_000;
+/** Deliveries sent per round at most; the rest wait for the next round. */
+const PUSH_BATCH = 20;
+
+/**
+ * Checks a configuration before it is stored.
+ * @throws BridgeError invalid-request (a URL the bridge may not POST to, a header value that cannot be sent)
+ */
+export function checkPushConfig(ctx: BridgeContext, c: PushConfigInput): void {
+  const problem = pushUrlProblem(c.url, ctx.config.server.pushAllowHosts);
+  if (problem) throw new BridgeError('invalid-request', `the push notification url ${problem}`);
+  for (const [name, v] of [['token', c.token], ['authentication scheme', c.authScheme], ['authentication credentials', c.authCredentials]] as const) {
+    // Sent as header values: no control characters (RFC 9110 §5.5).
+    // eslint-disable-next-line no-control-regex -- control characters are what this refuses
+    if (v !== undefined && /[\0-\x1f\x7f]/.test(v)) throw new BridgeError('invalid-request', `the push notification ${name} has control characters`);
+  }
+  if (c.authScheme !== undefined && !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(c.authScheme)) {
+    throw new BridgeError('invalid-request', 'the push notification authentication scheme must be a token such as Bearer (RFC 9110 §11.1)');
+  }
+}
+
+/** Stores a configuration of `taskId` inside the caller's transaction. @throws BridgeError limit-reached past {@link MAX_PUSH_CONFIGS_PER_TASK} */
+export function storePushConfig(tx: StoreTx, taskId: string, c: PushConfigInput, at: number): PushConfigRow {
+  const id = c.id ?? randomUUID();
+  const existing = tx.push.configs(taskId);
+  if (!existing.some((e) => e.id === id) && existing.length >= MAX_PUSH_CONFIGS_PER_TASK) {
+    throw new BridgeError('limit-reached', `task ${taskId} already has ${MAX_PUSH_CONFIGS_PER_TASK} push notification configurations; delete one first`, {
+      metadata: { limit: 'push configurations per task', value: String(MAX_PUSH_CONFIGS_PER_TASK) },
+    });
+  }
+  const row: PushConfigRow = {
+    taskId,
+    id,
+    dialect: c.dialect,
+    url: c.url,
+    token: c.token ?? null,
+    authScheme: c.authScheme ?? null,
+    authCredentials: c.authCredentials ?? null,
+    createdAt: at,
+  };
+  tx.push.upsertConfig(row);
+  return row;
+}
+
+/** Renders the body of one notification in a configuration's dialect (src/a2a/push-wire.ts, injected by the composition root). */
+export type PushRenderer = (task: TaskView, dialect: '1.0' | '0.3') => unknown;
+
+/**
+ * Sends the deliveries the store holds: on every task change, after each round while some are
+ * due, and on a timer for retries. Holds the watcher on demand while a task that is not finished
+ * has a configuration (its next change comes from a mail no caller will ask for).
+ */
+export class PushWorker {
+  #render: PushRenderer | null = null;
+  #running: Promise<void> | null = null;
+  #again = false;
+  #timer: NodeJS.Timeout | null = null;
+  #release: (() => void) | null = null;
+  #dispatcher: Dispatcher | null = null;
+  #closed = false;
+
+  constructor(
+    private readonly ctx: BridgeContext,
+    private readonly watchWhile: () => () => void,
+  ) {}
+
+  /** Starts delivering, with bodies rendered by `render`. Without it (one-shot CLI commands) deliveries stay queued. */
+  start(render: PushRenderer): void {
+    this.#render = render;
+    this.#dispatcher = pushDispatcher(this.ctx.config.server.pushAllowHosts, PUSH_TIMEOUT_MS);
+    this.kick();
+  }
+
+  /** Runs a round soon (joins the one under way: one more round follows it). */
+  kick(): void {
+    if (!this.#render || this.#closed) return;
+    this.syncDemand();
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = (async () => {
+      do {
+        this.#again = false;
+        await this.round();
+      } while (this.#again && !this.#closed);
+    })()
+      .catch((err: unknown) => this.ctx.log.error({ err: (err as Error).message }, 'push delivery round failed'))
+      .finally(() => {
+        this.#running = null;
+        this.schedule();
+        this.syncDemand();
+      });
+  }
+
+  /** Holds or lets go of the watcher on demand as push configurations of open tasks come and go. */
+  syncDemand(): void {
+    let active: boolean;
+    try {
+      active = !this.#closed && this.ctx.store.push.active();
+    } catch {
+      return; // the store is busy or closed: keep what we have
+    }
+    if (active && !this.#release) this.#release = this.watchWhile();
+    else if (!active && this.#release) {
+      this.#release();
+      this.#release = null;
+    }
+  }
+
+  private schedule(): void {
+    if (this.#closed) return;
+    const next = this.ctx.store.push.nextDueAt();
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    if (next === null) return;
+    this.#timer = setTimeout(() => this.kick(), Math.max(0, next - this.ctx.now()));
+    this.#timer.unref();
+  }
+
+  private async round(): Promise<void> {
+    const due = this.ctx.store.push.due(this.ctx.now(), PUSH_BATCH);
+    // Different configurations go in parallel; one configuration's deliveries never (due() gives its oldest only).
+    await Promise.all(due.map((d) => this.deliver(d)));
+    if (due.length === PUSH_BATCH) this.#again = true;
+  }
+
+  private async deliver(d: PushDeliveryRow): Promise<void> {
+    const { store } = this.ctx;
+    const now = this.ctx.now();
+    const claim = store.tx((tx) => {
+      const cur = tx.push.delivery(d.seq);
+      const config = tx.push.config(d.taskId, d.configId);
+      const task = tx.tasks.get(d.taskId);
+      const agent = task ? agentByName(this.ctx.config, task.agent) : undefined;
+      if (!cur || cur.state !== 'pending' || (cur.nextAttemptAt ?? 0) > now) return null;
+      if (!config || !task || !agent) {
+        tx.push.finishAttempt(d.seq, { state: 'dropped', nextAttemptAt: null, httpStatus: null, error: 'the configuration or its task is gone', at: now });
+        return null;
+      }
+      if (cur.attempts >= PUSH_MAX_ATTEMPTS || now - cur.changedAt > PUSH_MAX_AGE_MS) {
+        tx.push.finishAttempt(d.seq, { state: 'failed', nextAttemptAt: null, httpStatus: cur.httpStatus, error: `given up after ${cur.attempts} attempts: ${cur.error ?? 'no answer'}`, at: now });
+        return null;
+      }
+      tx.push.startAttempt(d.seq, now + PUSH_TIMEOUT_MS + 30_000);
+      return { config, task, agent, attempt: cur.attempts + 1 };
+    });
+    if (!claim) return;
+    const body = Buffer.from(JSON.stringify(this.#render!(this.asOfChange(claim.agent, claim.task, d), claim.config.dialect)), 'utf8');
+    const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'a2a-mailbridge' };
+    if (claim.config.authScheme) headers.authorization = claim.config.authCredentials ? `${claim.config.authScheme} ${claim.config.authCredentials}` : claim.config.authScheme;
+    if (claim.config.token) headers['x-a2a-notification-token'] = claim.config.token;
+    const r = await postWebhook(new URL(claim.config.url), headers, body, PUSH_TIMEOUT_MS, this.#dispatcher ?? undefined, this.ctx.now);
+    this.ctx.metrics?.attempts.inc({ outcome: r.outcome, kind: 'push' });
+    const at = this.ctx.now();
+    // Ids, states and the outcome only: the URL and the caller's credentials stay out of the log.
+    const fields = { task: d.taskId, config: d.configId, seq: d.seq, state: d.taskState, attempt: claim.attempt, outcome: r.outcome, status: r.httpStatus, error: r.error };
+    store.tx((tx) => {
+      if (r.outcome === 'accepted') tx.push.finishAttempt(d.seq, { state: 'delivered', nextAttemptAt: null, httpStatus: r.httpStatus, error: null, at });
+      else if (r.outcome === 'retry' && claim.attempt < PUSH_MAX_ATTEMPTS) {
+        tx.push.finishAttempt(d.seq, { state: 'pending', nextAttemptAt: at + backoffMs(claim.attempt, r.retryAfterMs, this.ctx.random), httpStatus: r.httpStatus, error: r.error, at });
+      } else tx.push.finishAttempt(d.seq, { state: 'failed', nextAttemptAt: null, httpStatus: r.httpStatus, error: r.error, at });
+    });
+    if (r.outcome === 'accepted') this.ctx.log.info(fields, 'push notification delivered');
+    else this.ctx.log.warn(fields, 'push notification not accepted');
+  }
+
+  /**
+   * The task for a notification, built by the same view as GetTask (src/core/task-view.ts): the
+   * store's, with the state and time of the change it reports. When the task has moved on since,
+   * the status message (written for the current state) is left out rather than mislabelled.
+   */
+  private asOfChange(agent: AgentConfig, task: Parameters<typeof viewTask>[2], d: PushDeliveryRow): TaskView {
+    const view = viewTask(this.ctx, agent, task, 0);
+    if (view.state === d.taskState) return view;
+    return { ...view, state: d.taskState, statusAt: d.changedAt, status: [] };
+  }
+
+  /** Resolves when the round under way (if any) has finished. */
+  async idle(): Promise<void> {
+    while (this.#running) await this.#running;
+  }
+
+  /** Stops the timer and waits for the round under way. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#release?.();
+    this.#release = null;
+    await this.#running;
+    await this.#dispatcher?.close();
+  }
+}

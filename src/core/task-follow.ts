@@ -1,0 +1,133 @@
+import type { AgentConfig } from '../config/config.js';
+import { isTerminal, type TaskState } from '../store/task-state.js';
+import type { Bridge } from './bridge.js';
+import type { TaskChanged } from './events.js';
+import { viewTask, type ArtifactView, type TaskView } from './task-view.js';
+
+/**
+ * One update of a followed task, independent of the wire dialect (src/a2a/stream-wire.ts renders
+ * it): the task as a whole (always the first), a new artifact, or a status change. `final` marks
+ * the update after which the stream ends (a terminal state, or INPUT_REQUIRED: the task waits for
+ * the caller).
+ */
+export type TaskUpdate =
+  | { kind: 'task'; task: TaskView; final: boolean }
+  | { kind: 'artifact'; task: TaskView; artifact: ArtifactView }
+  | { kind: 'status'; task: TaskView; final: boolean };
+
+export { isTerminal };
+
+/** The states after which a stream closes: terminal, or interrupted (A2A v1.0 §3.2.2: INPUT_REQUIRED). */
+export function endsStream(state: TaskState): boolean {
+  return isTerminal(state) || state === 'INPUT_REQUIRED';
+}
+
+/** Updates rendered but not yet read by a slow client at most; past it the stream ends (the client resubscribes and reads the store). */
+const MAX_QUEUED_UPDATES = 256;
+
+export interface FollowOptions {
+  /** The first update's task (the caller just built it); read from the store when absent. */
+  first?: TaskView;
+  /**
+   * When the stream may end without a final state: it stays open until this settles and then for
+   * `budgetMs` more (SendStreamingMessage: the first webhook attempt, then `server.wait_budget_s`).
+   * Absent: it follows the task until a final state (SubscribeToTask).
+   */
+  hold?: { until: Promise<unknown>; budgetMs: number };
+  /** Ends the stream (the client went away). */
+  signal?: AbortSignal;
+}
+
+/**
+ * Follows one task from now on: the task first, then one update per committed change of it
+ * (src/core/events.ts) — an artifact update for each artifact the change added, then the status
+ * the change left — until a final state. Every update is rendered from the store right after the
+ * commit that caused it, so a stream holds no state of its own: a client that drops and
+ * subscribes again is shown the task as the store has it (A2A v1.0 §3.1.6).
+ *
+ * Subscribes synchronously, before returning: a change committed after this call is never missed.
+ * The caller's watch on the mailbox (the watcher on demand) is held while the stream is open.
+ *
+ * @throws BridgeError task-not-found when `first` is absent and the task is unknown or another agent's
+ */
+export function followTask(bridge: Bridge, agent: AgentConfig, taskId: string, o: FollowOptions = {}): AsyncIterable<TaskUpdate> {
+  const first = o.first ?? bridge.viewOf(agent, taskId);
+  let ended = endsStream(first.state);
+  const queue: TaskUpdate[] = [{ kind: 'task', task: first, final: ended }];
+  const sent = new Set(first.artifacts.map((a) => a.artifactId));
+  let wake: (() => void) | null = null;
+  const notify = (): void => {
+    const w = wake;
+    wake = null;
+    w?.();
+  };
+  const end = (): void => {
+    ended = true;
+    notify();
+  };
+
+  const onChange = (e: TaskChanged): void => {
+    if (ended || e.task.id !== taskId) return;
+    // The state and its time are the change's; the text, artifacts and history the store's, read now (right after the commit).
+    const task = viewTask(bridge.ctx, agent, e.task);
+    for (const a of task.artifacts) {
+      if (sent.has(a.artifactId)) continue;
+      sent.add(a.artifactId);
+      queue.push({ kind: 'artifact', task, artifact: a });
+    }
+    const final = endsStream(task.state);
+    queue.push({ kind: 'status', task, final });
+    if (final) ended = true;
+    else if (queue.length > MAX_QUEUED_UPDATES) {
+      bridge.ctx.log.warn({ task: taskId, queued: queue.length }, 'a stream fell behind: closed (the client can subscribe again)');
+      queue.length = 0;
+      ended = true;
+    }
+    notify();
+  };
+  const off = ended ? () => undefined : bridge.events.on(onChange);
+  const release = ended ? () => undefined : bridge.watchWhile();
+
+  let timer: NodeJS.Timeout | undefined;
+  if (!ended && o.hold) {
+    const { budgetMs } = o.hold;
+    const startBudget = (): void => {
+      if (!ended) timer = setTimeout(end, budgetMs);
+    };
+    o.hold.until.then(startBudget, startBudget);
+  }
+  const onAbort = (): void => end();
+  o.signal?.addEventListener('abort', onAbort, { once: true });
+
+  const cleanup = (): void => {
+    ended = true;
+    off();
+    release();
+    clearTimeout(timer);
+    o.signal?.removeEventListener('abort', onAbort);
+  };
+  if (ended) cleanup();
+
+  return {
+    [Symbol.asyncIterator](): AsyncIterator<TaskUpdate> {
+      return {
+        async next(): Promise<IteratorResult<TaskUpdate>> {
+          for (;;) {
+            const u = queue.shift();
+            if (u) return { value: u, done: false };
+            if (ended || o.signal?.aborted) {
+              cleanup();
+              return { value: undefined, done: true };
+            }
+            await new Promise<void>((resolve) => (wake = resolve));
+          }
+        },
+        return(): Promise<IteratorResult<TaskUpdate>> {
+          queue.length = 0;
+          cleanup();
+          return Promise.resolve({ value: undefined, done: true });
+        },
+      };
+    },
+  };
+}
