@@ -1,13 +1,15 @@
-import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import type { AgentConfig } from '../config/config.js';
 import { plural } from '../plural.js';
+import { headerBlockReadable } from './header-block.js';
 import { dkimResultNames, findTrustedResults, type ProviderProfile, type TrustedResults } from './border.js';
 import { parseDkimSignatures, verifyDkimLocally, type DkimSignatureInfo, type DnsResolver } from './dkim.js';
-import { fieldsNamed, headerEnd, parseHeaderBlock, parseSingleAddress, splitMessage, type HeaderField } from './raw-headers.js';
+import { fieldsNamed, parseHeaderBlock, parseSingleAddress, splitMessage, type HeaderField } from './raw-headers.js';
 import type { ParsedReply } from './reply-format.js';
 import { decodeSubject, findTaskTags } from './subject-tag.js';
 import type { Verdict } from './verdicts.js';
+
+export { headerBlockReadable, MAX_HEADER_BLOCK_BYTES, MAX_HEADER_LINES } from './header-block.js';
 
 /**
  * The rules of the gates, one pure function per gate (docs/architecture.md, "The gates"). Each
@@ -94,52 +96,6 @@ export function unparsedFacts(raw: Buffer, size = raw.length, sha256?: string): 
   return { fields: [], malformedHeaderLines: 0, rawSha256: sha256 ?? createHash('sha256').update(raw).digest('hex'), size, messageId: null, from: null, subject: null, date: null };
 }
 
-/**
- * The longest header block read, in bytes, the empty line that ends it included: what a mailbox
- * reads of a message before deciding anything (Maildir) or asks the server for
- * (`BODY.PEEK[HEADER]<0.262144>`). Longer is `too-large-header`.
- */
-export const MAX_HEADER_BLOCK_BYTES = 256 * 1024;
-/**
- * The most lines a header block may have. mailparser's splitter counts every header line as at
- * least 64 bytes against its 1 MiB header budget and fails the whole message past it (so a block
- * of many short lines never reaches the body); 4,096 lines of at most 256 KiB stay well inside.
- */
-export const MAX_HEADER_LINES = 4096;
-
-/**
- * Before gate 1: the header block can be read as one (docs/architecture.md, "The gates"): it ends
- * with an empty line within {@link MAX_HEADER_BLOCK_BYTES} and {@link MAX_HEADER_LINES} (or the
- * whole message is shorter: then it has no body); it holds no CR that does not end a line (RFC 5321
- * §2.3.8: no SMTP client sends a bare CR; CR-only line ends make one line of the whole block) and
- * only UTF-8 (RFC 6532 §3.2; RFC 5322 allows US-ASCII only); and a body follows it (RFC 5322 §2.1:
- * the empty line; a reply is read from the body). Each is a point where parsers part ways, so the
- * message is refused before any of its fields is read. A NUL is not refused: RFC 5322 §4.1's
- * obsolete unstructured text allows it, and it is judged like any other byte. Linear, and reads at
- * most the first {@link MAX_HEADER_BLOCK_BYTES} of `raw`.
- *
- * @param raw the message, or its first bytes (a header block a mailbox read on its own)
- * @param size the size of the whole message, in bytes
- */
-export function headerBlockReadable(raw: Buffer, size: number): Refusal | null {
-  const end = headerEnd(raw, MAX_HEADER_BLOCK_BYTES);
-  const unended = end < 0;
-  if (unended && (raw.length > MAX_HEADER_BLOCK_BYTES || size > MAX_HEADER_BLOCK_BYTES)) {
-    return { verdict: 'too-large-header', reason: `no empty line ends the header block within its first ${MAX_HEADER_BLOCK_BYTES / 1024} KiB (the message is ${size} bytes); refused unread` };
-  }
-  const block = unended ? raw : raw.subarray(0, end);
-  let lines = 0;
-  for (let i = block.indexOf(0x0a); i >= 0; i = block.indexOf(0x0a, i + 1)) lines++;
-  if (lines > MAX_HEADER_LINES) {
-    return { verdict: 'too-large-header', reason: `the header block has ${lines} lines, over ${MAX_HEADER_LINES}; refused unread` };
-  }
-  for (let i = block.indexOf(0x0d); i >= 0; i = block.indexOf(0x0d, i + 1)) {
-    if (block[i + 1] !== 0x0a) return { verdict: 'unreadable:line-ends', reason: `a CR not followed by LF at offset ${i} of the header block (CR-only line ends?)` };
-  }
-  if (!isUtf8(block)) return { verdict: 'unreadable:8bit', reason: 'header bytes that are neither US-ASCII nor UTF-8' };
-  if (unended) return { verdict: 'unreadable:no-body', reason: `no empty line ends the header block of this ${size}-byte message: it has no body` };
-  return null;
-}
 
 /**
  * What the ledger records of any message: its header facts when its header block can be read
