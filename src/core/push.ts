@@ -37,8 +37,12 @@ export const PUSH_MAX_ATTEMPTS = 8;
 export const PUSH_MAX_AGE_MS = 3600_000;
 /** Per POST, in ms (§4.3.3 recommends 10–30 s). */
 export const PUSH_TIMEOUT_MS = 10_000;
-/** Deliveries sent per round at most; the rest wait for the next round. */
-const PUSH_BATCH = 20;
+/** POSTs in flight at most; a free slot is filled at once (a receiver that hangs holds its slot only). */
+const PUSH_CONCURRENCY = 16;
+/** POSTs in flight to one origin (scheme, host and port) at most: one hung receiver cannot take every slot. */
+const PUSH_PER_ORIGIN = 4;
+/** Due deliveries looked at per fill (first attempts before retries, oldest first). */
+const PUSH_LOOKAHEAD = 100;
 
 /**
  * Checks a configuration before it is stored.
@@ -90,8 +94,8 @@ export type PushRenderer = (task: TaskView, dialect: '1.0' | '0.3') => unknown;
  */
 export class PushWorker {
   #render: PushRenderer | null = null;
-  #running: Promise<void> | null = null;
-  #again = false;
+  /** Deliveries being sent, by seq, with their configuration's key and origin. */
+  readonly #inFlight = new Map<number, { config: string; origin: string; done: Promise<void> }>();
   #timer: NodeJS.Timeout | null = null;
   #release: (() => void) | null = null;
   #dispatcher: Dispatcher | null = null;
@@ -109,26 +113,45 @@ export class PushWorker {
     this.kick();
   }
 
-  /** Runs a round soon (joins the one under way: one more round follows it). */
+  /** Fills the free slots with due deliveries now (after a task change, a finished POST, the retry timer). */
   kick(): void {
     if (!this.#render || this.#closed) return;
     this.syncDemand();
-    if (this.#running) {
-      this.#again = true;
-      return;
+    try {
+      this.#fill();
+    } catch (err) {
+      this.ctx.log.error({ err: (err as Error).message }, 'push delivery round failed');
     }
-    this.#running = (async () => {
-      do {
-        this.#again = false;
-        await this.round();
-      } while (this.#again && !this.#closed);
-    })()
-      .catch((err: unknown) => this.ctx.log.error({ err: (err as Error).message }, 'push delivery round failed'))
-      .finally(() => {
-        this.#running = null;
-        this.schedule();
-        this.syncDemand();
-      });
+    this.schedule();
+  }
+
+  /**
+   * Starts due deliveries while slots are free: first attempts before retries, then oldest first
+   * (a receiver that keeps failing never holds back a first notification to another); one
+   * configuration's deliveries one at a time and in order (`due()` gives its oldest pending only);
+   * at most {@link PUSH_PER_ORIGIN} to one origin.
+   */
+  #fill(): void {
+    if (this.#inFlight.size >= PUSH_CONCURRENCY) return;
+    const busy = new Set([...this.#inFlight.values()].map((f) => f.config));
+    const perOrigin = new Map<string, number>();
+    for (const f of this.#inFlight.values()) perOrigin.set(f.origin, (perOrigin.get(f.origin) ?? 0) + 1);
+    for (const d of this.ctx.store.push.due(this.ctx.now(), PUSH_LOOKAHEAD)) {
+      if (this.#inFlight.size >= PUSH_CONCURRENCY) break;
+      const config = `${d.taskId}\0${d.configId}`;
+      if (this.#inFlight.has(d.seq) || busy.has(config)) continue;
+      const origin = originOf(this.ctx.store.push.config(d.taskId, d.configId)?.url);
+      if ((perOrigin.get(origin) ?? 0) >= PUSH_PER_ORIGIN) continue;
+      perOrigin.set(origin, (perOrigin.get(origin) ?? 0) + 1);
+      busy.add(config);
+      const done = this.deliver(d)
+        .catch((err: unknown) => this.ctx.log.error({ err: (err as Error).message, seq: d.seq }, 'push delivery failed'))
+        .finally(() => {
+          this.#inFlight.delete(d.seq);
+          this.kick();
+        });
+      this.#inFlight.set(d.seq, { config, origin, done });
+    }
   }
 
   /** Holds or lets go of the watcher on demand as push configurations of open tasks come and go. */
@@ -152,15 +175,10 @@ export class PushWorker {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
     if (next === null) return;
-    this.#timer = setTimeout(() => this.kick(), Math.max(0, next - this.ctx.now()));
+    const wait = next - this.ctx.now();
+    if (wait <= 0 && this.#inFlight.size > 0) return; // due but no slot: the next finished POST fills it
+    this.#timer = setTimeout(() => this.kick(), Math.max(0, wait));
     this.#timer.unref();
-  }
-
-  private async round(): Promise<void> {
-    const due = this.ctx.store.push.due(this.ctx.now(), PUSH_BATCH);
-    // Different configurations go in parallel; one configuration's deliveries never (due() gives its oldest only).
-    await Promise.all(due.map((d) => this.deliver(d)));
-    if (due.length === PUSH_BATCH) this.#again = true;
   }
 
   private async deliver(d: PushDeliveryRow): Promise<void> {
@@ -214,18 +232,27 @@ export class PushWorker {
     return { ...view, state: d.taskState, statusAt: d.changedAt, status: [] };
   }
 
-  /** Resolves when the round under way (if any) has finished. */
+  /** Resolves when no delivery is being sent (those due now included: each finished one starts the next). */
   async idle(): Promise<void> {
-    while (this.#running) await this.#running;
+    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight.values()].map((f) => f.done));
   }
 
-  /** Stops the timer and waits for the round under way. */
+  /** Stops the timer and waits for the deliveries being sent. */
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#release?.();
     this.#release = null;
-    await this.#running;
+    await this.idle();
     await this.#dispatcher?.close();
+  }
+}
+
+/** The origin of a push URL (scheme, host, port), for the per-origin cap; '' when it cannot be parsed (the delivery then fails on its own). */
+function originOf(url: string | undefined): string {
+  try {
+    return url ? new URL(url).origin : '';
+  } catch {
+    return '';
   }
 }

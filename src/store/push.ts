@@ -73,7 +73,7 @@ export function pushReads(db: Db) {
       return stmt(db,
         `${DELIVERY} d WHERE d.state = 'pending' AND d.next_attempt_at <= ?
            AND NOT EXISTS (SELECT 1 FROM push_deliveries e WHERE e.task_id = d.task_id AND e.config_id = d.config_id AND e.state = 'pending' AND e.seq < d.seq)
-         ORDER BY d.seq LIMIT ?`,
+         ORDER BY d.attempts, d.seq LIMIT ?`,
       ).all(now, limit) as PushDeliveryRow[];
     },
 
@@ -86,9 +86,12 @@ export function pushReads(db: Db) {
       return stmt(db, `${DELIVERY} WHERE task_id = ? ORDER BY seq`).all(taskId) as PushDeliveryRow[];
     },
 
-    /** The earliest time a pending delivery is due, or null when none is pending. */
+    /** The earliest time a delivery `due()` could return is due, or null when none is pending. */
     nextDueAt(): number | null {
-      return (stmt(db, `SELECT min(next_attempt_at) AS at FROM push_deliveries WHERE state = 'pending'`).get() as { at: number | null }).at;
+      return (stmt(db,
+        `SELECT min(d.next_attempt_at) AS at FROM push_deliveries d WHERE d.state = 'pending'
+           AND NOT EXISTS (SELECT 1 FROM push_deliveries e WHERE e.task_id = d.task_id AND e.config_id = d.config_id AND e.state = 'pending' AND e.seq < d.seq)`,
+      ).get() as { at: number | null }).at;
     },
 
     /** Whether a task not yet terminal has a configuration, or a delivery is pending: push needs mail read in the background. */

@@ -1,3 +1,4 @@
+import { createServer, type Socket } from 'node:net';
 import { TaskState } from '@a2a-js/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectFenced } from '../../helpers/agent-text.js';
@@ -92,5 +93,40 @@ describe('push notifications (SDK client, watch = false)', () => {
     expect(list.json.result).toHaveLength(1);
     const del = await h.rpc({ jsonrpc: '2.0', id: 4, method: 'tasks/pushNotificationConfig/delete', params: { id: task.id, pushNotificationConfigId: 'old' } }, { 'a2a-version': '0.3' });
     expect(del.json).toMatchObject({ result: null });
+  });
+
+  it('a receiver that never answers holds its own slots only: a later notification to another receiver is POSTed while those still hang', async () => {
+    const { h } = suite;
+    // A loopback server that accepts and never answers (a hung receiver).
+    const open = new Set<Socket>();
+    let accepted = 0;
+    let closed = 0;
+    let onAccept = (): void => undefined;
+    const hung = createServer((sock) => {
+      accepted += 1;
+      open.add(sock);
+      sock.on('close', () => ((closed += 1), open.delete(sock)));
+      sock.on('data', () => undefined);
+      onAccept();
+    });
+    await new Promise<void>((resolve) => hung.listen(0, '127.0.0.1', resolve));
+    const hungUrl = `http://127.0.0.1:${(hung.address() as { port: number }).port}/hook`;
+    try {
+      const stuck = (await h.client.sendMessage(sdkMessage('A job whose receiver hangs', `ctx-${hex(8)}`))) as { id: string };
+      for (let i = 0; i < 10; i++) await h.client.createTaskPushNotificationConfig({ tenant: '', id: `hang-${i}`, taskId: stuck.id, url: hungUrl, token: '', authentication: undefined });
+      const fourHang = new Promise<void>((resolve) => (onAccept = () => accepted >= 4 && resolve()));
+      await h.client.cancelTask({ tenant: '', id: stuck.id, metadata: undefined }); // CANCELED: 10 deliveries to the hung receiver
+      await fourHang;
+      const before = push.requests.length;
+      const config = { tenant: '', id: 'cfg-after', taskId: '', url: push.url, token: 'tok-after', authentication: { scheme: 'Bearer', credentials: 'push-credential-123' } };
+      const later = (await h.client.sendMessage(sdkMessage('A job with a healthy receiver', `ctx-${hex(8)}`, { taskPushNotificationConfig: config, acceptedOutputModes: [], returnImmediately: false }))) as { id: string };
+      const got = await push.waitForRequests(before + 1, 15_000);
+      expect((JSON.parse(got.at(-1)!.body.toString('utf8')) as PushBody).task.id).toBe(later.id);
+      // When it arrived, the hung receiver held exactly its per-origin share, none of them timed out yet.
+      expect({ accepted, open: open.size, closed }).toEqual({ accepted: 4, open: 4, closed: 0 });
+    } finally {
+      for (const sock of open) sock.destroy();
+      await new Promise<void>((resolve) => hung.close(() => resolve()));
+    }
   });
 });
