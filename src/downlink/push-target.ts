@@ -11,13 +11,18 @@ import { Agent, type Dispatcher } from 'undici';
  * refused, not followed. `server.push_allow_hosts` names the other hosts an operator allows.
  */
 
-/** True for 127.0.0.0/8, ::1 and the IPv4-mapped ::ffff:127.x.y.z. */
+/**
+ * True for 127.0.0.0/8, ::1 and the IPv4-mapped ::ffff:127.x.y.z (RFC 4291 §2.5.5.2), in the
+ * dotted form a resolver gives and the hex form the WHATWG URL parser writes (`::ffff:7f00:1`).
+ */
 export function isLoopbackAddress(address: string): boolean {
   const a = address.toLowerCase();
   if (isIP(a) === 4) return a.startsWith('127.');
   if (a === '::1' || a === '0:0:0:0:0:0:0:1') return true;
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(a);
-  return mapped !== null && mapped[1]!.startsWith('127.');
+  if (mapped) return mapped[1]!.startsWith('127.');
+  const hex = /^::ffff:([0-9a-f]{1,4}):[0-9a-f]{1,4}$/.exec(a);
+  return hex !== null && parseInt(hex[1]!, 16) >> 8 === 127;
 }
 
 /** The URL's host as compared with the allow list: lower-case, IPv6 without brackets. */
