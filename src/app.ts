@@ -54,7 +54,7 @@ export interface BuiltBridge {
 }
 
 /**
- * The composition root: opens the store (quick_check, migrations) and builds the bridge on it —
+ * The composition root: opens the store (migrations; no whole-file check: src/store/integrity.ts) and builds the bridge on it —
  * the one place that does, for `serve` (through {@link startApp}), the CLI commands that act
  * (`retry`), the demo, the tests and the benchmarks.
  *
@@ -85,6 +85,9 @@ export function buildBridge(config: Config, o: BuildOptions): BuiltBridge {
   };
 }
 
+/** How often `serve` runs the store's upkeep without a call (Bridge.maintainStore), in ms. */
+const UPKEEP_EVERY_MS = 60_000;
+
 export interface App {
   bridge: Bridge;
   server: RunningServer;
@@ -110,6 +113,9 @@ export async function startApp(config: Config, o: AppOptions): Promise<App> {
     throw err;
   }
   bridge.resume();
+  // The store's upkeep (WAL bounds, the daily integrity check) also when no call comes.
+  const upkeep = setInterval(() => bridge.maintainStore(), UPKEEP_EVERY_MS);
+  upkeep.unref();
   let watcher: Watcher | undefined;
   if (config.mailbox.watch) {
     const feed: ChangeFeed | null =
@@ -124,6 +130,7 @@ export async function startApp(config: Config, o: AppOptions): Promise<App> {
     bridge,
     server,
     async close() {
+      clearInterval(upkeep);
       await watcher?.stop();
       await server.close();
       await built.close();

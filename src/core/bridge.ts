@@ -2,6 +2,7 @@ import { BridgeError } from './errors.js';
 import type { AgentConfig } from '../config/config.js';
 import type { DispatchState } from '../store/dispatch-state.js';
 import type { MailboxState } from '../store/mailbox-state.js';
+import type { IntegrityResult } from '../store/store.js';
 import type { TaskRow } from '../store/task-rows.js';
 import { isTerminal, type TaskState } from '../store/task-state.js';
 import { cancelTask, sendCancelNotice } from './cancel.js';
@@ -23,6 +24,16 @@ export interface HealthFacts {
   mailboxKind: 'imap' | 'maildir';
   /** The last check's outcome; null when the store could not be read. */
   mailbox: MailboxState | null;
+  /** The last background integrity check of the store (quick_check); null before the first. */
+  storeCheck: StoreCheck | null;
+}
+
+/** The outcome of a background quick_check of the store (src/store/integrity.ts). */
+export interface StoreCheck extends IntegrityResult {
+  /** When it finished, bridge clock (ms). */
+  at: number;
+  /** How long it took, ms. */
+  tookMs: number;
 }
 
 /** The answer to a SendMessage: a task, or (a poll word on a context with no task) a plain message. */
@@ -39,6 +50,15 @@ export interface ListQuery {
 
 /** How often a refresh looks at the store's WAL, in ms (store/wal.ts). */
 const STORE_MAINTENANCE_MS = 60_000;
+
+/**
+ * The background integrity check of the store (quick_check on a worker thread,
+ * src/store/integrity.ts): the first this long after the bridge starts, in ms, so a start is
+ * never slowed by reading the whole file…
+ */
+export const STORE_CHECK_FIRST_MS = 10 * 60_000;
+/** …then once a day, in ms. */
+export const STORE_CHECK_EVERY_MS = 24 * 3600_000;
 
 /** How often a blocking SendMessage checks the mailbox while it waits, in ms. */
 const WAIT_CHECK_EVERY_MS = 2000;
@@ -62,11 +82,16 @@ export class Bridge {
   private readonly background = new Set<Promise<unknown>>();
   /** When the store's WAL was last looked at (bridge clock, ms); 0 at start, so the first refresh does. */
   private maintainedAt = 0;
+  /** When the next background integrity check is due (bridge clock, ms). */
+  private storeCheckDueAt: number;
+  private storeCheckRunning = false;
+  private lastStoreCheck: StoreCheck | null = null;
 
   /** Every committed task change, after its commit (src/core/events.ts). */
   readonly events: BridgeEvents;
 
   constructor(readonly ctx: BridgeContext) {
+    this.storeCheckDueAt = ctx.now() + STORE_CHECK_FIRST_MS;
     this.events = new BridgeEvents(ctx.log);
     ctx.store.onTaskChange((c) => {
       // Ids and states only: a cause may quote the mail (its Message-ID), which stays out of the log.
@@ -231,11 +256,14 @@ export class Bridge {
   }
 
   /**
-   * At most once a minute (on the bridge clock): truncate a WAL that grew while a reader held a
-   * snapshot (store/wal.ts). Never waits for a reader and never fails the call it runs in.
+   * The store's upkeep, run by every refresh and by `serve`'s timer: at most once a minute (on the
+   * bridge clock), truncate a WAL that grew while a reader held a snapshot (store/wal.ts); and
+   * when it is due ({@link STORE_CHECK_FIRST_MS}, then every {@link STORE_CHECK_EVERY_MS}), start
+   * the integrity check on a worker thread. Never waits and never fails the call it runs in.
    */
-  private maintainStore(): void {
+  maintainStore(): void {
     const now = this.ctx.now();
+    if (now >= this.storeCheckDueAt && !this.storeCheckRunning) this.startStoreCheck(now);
     if (now - this.maintainedAt < STORE_MAINTENANCE_MS) return;
     this.maintainedAt = now;
     try {
@@ -244,6 +272,25 @@ export class Bridge {
     } catch (err) {
       this.ctx.log.warn({ err: (err as Error).message }, 'store WAL maintenance postponed');
     }
+  }
+
+  /** The background quick_check: its outcome is logged (a damaged store at error) and shown by /health. */
+  private startStoreCheck(now: number): void {
+    this.storeCheckRunning = true;
+    this.storeCheckDueAt = now + STORE_CHECK_EVERY_MS;
+    const started = performance.now();
+    this.track(
+      this.ctx.store
+        .quickCheckInBackground()
+        .then((r) => {
+          this.lastStoreCheck = { ...r, at: this.ctx.now(), tookMs: Math.round(performance.now() - started) };
+          if (r.ok) this.ctx.log.info({ tookMs: this.lastStoreCheck.tookMs }, 'store integrity check: ok');
+          else this.ctx.log.error({ detail: r.detail }, 'store integrity check failed: the store is damaged; restore it from a backup (a2a-mailbridge backup) or move it aside to start empty');
+        })
+        .finally(() => {
+          this.storeCheckRunning = false;
+        }),
+    );
   }
 
   /** True when the last check is older than `mailbox.check_interval_s`, or messages are waiting. */
@@ -290,9 +337,10 @@ export class Bridge {
         dispatchesByState: store.stats.dispatchesByState(),
         mailboxKind: mailbox.kind,
         mailbox: store.mailbox.state(mailbox.folder),
+        storeCheck: this.lastStoreCheck,
       };
     } catch {
-      return { storeOk: false, tasksByState: {}, dispatchesByState: {}, mailboxKind: mailbox.kind, mailbox: null };
+      return { storeOk: false, tasksByState: {}, dispatchesByState: {}, mailboxKind: mailbox.kind, mailbox: null, storeCheck: this.lastStoreCheck };
     }
   }
 

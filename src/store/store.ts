@@ -2,6 +2,7 @@ import { artifactReads, artifactWrites } from './artifacts.js';
 import { attemptReads, attemptWrites } from './attempts.js';
 import { auditReads } from './audit.js';
 import { immediate, openDb, StoreError, type Db, type OpenOptions, type Writer } from './db.js';
+import { quickCheck, quickCheckInWorker, type IntegrityResult } from './integrity.js';
 import { ledgerReads, ledgerWrites } from './ledger.js';
 import { mailboxReads, mailboxWrites } from './mailbox-state.js';
 import { messageReads, messageWrites } from './messages.js';
@@ -15,6 +16,7 @@ import { dispatchWrites, turnReads, turnWrites } from './turns.js';
 import { shrinkWal, walBytes } from './wal.js';
 
 export { StoreError } from './db.js';
+export type { IntegrityResult } from './integrity.js';
 export { REFUSED_COUNT_CAP } from './ledger.js';
 
 function reads(db: Db) {
@@ -112,8 +114,8 @@ export class Store {
   }
 
   /**
-   * Opens (creating when needed) the store: WAL journal, busy timeout, foreign keys,
-   * `quick_check`, then the pending migrations (src/store/db.ts).
+   * Opens (creating when needed) the store: WAL journal, busy timeout, foreign keys, the schema
+   * read, then the pending migrations (src/store/db.ts). No whole-file check: see {@link quickCheck}.
    * @param path file path, `:memory:`, or an image from {@link image} to open in memory
    * @throws StoreError when the file cannot be used (damaged, newer schema, not SQLite…)
    */
@@ -154,6 +156,22 @@ export class Store {
   /** `PRAGMA user_version`: the number of migrations applied. */
   schemaVersion(): number {
     return this.#db.pragma('user_version', { simple: true }) as number;
+  }
+
+  /**
+   * `PRAGMA quick_check` on this connection: reads the whole file, so the caller waits in
+   * proportion to the store's size (`doctor`, `backup`). See src/store/integrity.ts.
+   */
+  quickCheck(): IntegrityResult {
+    return quickCheck(this.#db);
+  }
+
+  /**
+   * quick_check of the store file on a worker thread with its own read-only connection (`serve`'s
+   * background check): the event loop goes on meanwhile. In memory, it runs here.
+   */
+  quickCheckInBackground(): Promise<IntegrityResult> {
+    return this.#db.memory ? Promise.resolve(quickCheck(this.#db)) : quickCheckInWorker(this.#db.name);
   }
 
   /** An online copy into `file` (SQLite's backup API: consistent while others write). */

@@ -1,9 +1,14 @@
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeSync, closeSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeSync, closeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { buildBridge } from '../../../src/app.js';
+import { loadConfig } from '../../../src/config/config.js';
+import { STORE_CHECK_FIRST_MS } from '../../../src/core/bridge.js';
+import { createLogger } from '../../../src/log.js';
 import { Store } from '../../../src/store/store.js';
+import { runCli } from '../../helpers/cli.js';
 import { quickCheck } from './bridge-process.js';
 import { hermesBody, startHarness, type Harness } from '../../helpers/bridge-harness.js';
 import { makeConfigDir, minimalToml } from '../../helpers/config-dir.js';
@@ -17,8 +22,9 @@ import type { Counts } from './store-load.js';
 
 /**
  * Concurrency: many polls share one mailbox check; the sweep and the poller, in separate processes
- * on one store file, never see SQLITE_BUSY; and a damaged store is refused at start with a message
- * that names the check and the fix.
+ * on one store file, never see SQLITE_BUSY; a store with a damaged header or schema is refused at
+ * start with a message that names the fix, and damage elsewhere is named by quick_check in doctor,
+ * backup and serve's background check.
  */
 let dovecot: DovecotHandle;
 let folders = 0;
@@ -219,11 +225,8 @@ describe('SQLite under contention and damage', () => {
   const PAGE = 4096;
   const FIX = 'restore it from a backup (a2a-mailbridge backup) or move it aside to start empty';
 
-  it.each([
-    ['three b-tree pages in the middle overwritten with garbage', (pages: number) => [Math.floor(pages / 2), Math.floor(pages / 2) + 1, Math.floor(pages / 2) + 3].map((p) => ({ at: p * PAGE, length: PAGE }))],
-    ['the 100-byte file header overwritten', () => [{ at: 0, length: 100 }]],
-    ['the schema page (page 1 after the header) overwritten', () => [{ at: 100, length: PAGE - 100 }]],
-  ] as const)('a damaged store is refused at start with exit 2 and the fix: %s', async (what, damage) => {
+  /** A copy of a good store in a fresh config folder, with `damage` (byte ranges) overwritten; its path and the original bytes. */
+  const damagedStore = (damage: (pages: number) => { at: number; length: number }[]): { cfg: ReturnType<typeof makeConfigDir>; damaged: string; before: Buffer } => {
     const good = goodStore();
     const pages = statSync(good).size / PAGE;
     expect(pages).toBeGreaterThan(20);
@@ -235,8 +238,14 @@ describe('SQLite under contention and damage', () => {
     const fd = openSync(damaged, 'r+');
     for (const { at, length } of damage(pages)) writeSync(fd, Buffer.alloc(length, 0xa5), 0, length, at);
     closeSync(fd);
-    const before = readFileSync(damaged);
+    return { cfg, damaged, before: readFileSync(damaged) };
+  };
 
+  it.each([
+    ['the 100-byte file header overwritten', () => [{ at: 0, length: 100 }]],
+    ['the schema page (page 1 after the header) overwritten', () => [{ at: 100, length: PAGE - 100 }]],
+  ] as const)('a store whose header or schema is damaged is refused at start with exit 2 and the fix: %s', async (what, damage) => {
+    const { cfg, damaged, before } = damagedStore(damage);
     const p = spawnCli(['--config', cfg.configPath, 'serve']);
     const { code } = await p.exited;
     const stderr = p.lines.join('\n');
@@ -248,6 +257,43 @@ describe('SQLite under contention and damage', () => {
     // What a person needs: that the file is damaged, and what to do about it.
     expect(stderr, 'the message must say the store is damaged and give the fix').toMatch(/damaged/);
     expect(stderr, 'the message must say the store is damaged and give the fix').toContain(FIX);
-    if (what.startsWith('three')) expect(stderr).toMatch(/is damaged \(quick_check: [\s\S]*Tree \d+ page \d+[\s\S]*\); restore/);
+  });
+
+  it('damaged pages in the middle of the store are named by quick_check in doctor, backup and the background check (never at open: its cost grows with the store)', async () => {
+    const { cfg, damaged, before } = damagedStore((pages) => [Math.floor(pages / 2), Math.floor(pages / 2) + 1, Math.floor(pages / 2) + 3].map((p) => ({ at: p * PAGE, length: PAGE })));
+    const quickCheckLine = /quick_check: [\s\S]*Tree \d+ page \d+/;
+
+    const doctor = await runCli(['--config', cfg.configPath, 'doctor', '--json']);
+    expect(doctor.stdout, doctor.stderr).not.toBe("");
+    const store = (JSON.parse(doctor.stdout) as { checks: { name: string; status: string; detail: string; fix?: string }[] }).checks.find((c) => c.name === 'store')!;
+    expect(doctor.status).toBe(1);
+    expect(store.status).toBe('fail');
+    expect(store.detail).toMatch(quickCheckLine);
+    expect(store.fix).toBe(FIX);
+
+    const target = join(cfg.dir, 'copy.sqlite');
+    const backup = await runCli(['--config', cfg.configPath, 'backup', target]);
+    expect(backup.status).toBe(1);
+    expect(backup.stderr).toMatch(/failed quick_check \([\s\S]*Tree \d+ page \d+/);
+    expect(existsSync(target)).toBe(false);
+
+    // serve's background check, on the bridge clock: the first STORE_CHECK_FIRST_MS after start.
+    let now = Date.now();
+    const built = buildBridge(loadConfig(cfg.configPath), { log: createLogger('silent'), now: () => now });
+    try {
+      built.bridge.maintainStore();
+      await built.bridge.idle();
+      expect(built.bridge.health().storeCheck).toBeNull();
+      now += STORE_CHECK_FIRST_MS;
+      built.bridge.maintainStore();
+      await built.bridge.idle();
+      const check = built.bridge.health().storeCheck!;
+      expect(check.ok).toBe(false);
+      expect(`quick_check: ${check.detail}`).toMatch(quickCheckLine);
+      summary.add('damaged store: three b-tree pages in the middle overwritten', `doctor: "${store.detail.replace(damaged, '<store>')}"; backup exits 1, no copy left; the background check (${check.tookMs} ms, on a worker thread) reports it to /health`);
+    } finally {
+      await built.close();
+    }
+    expect(readFileSync(damaged).equals(before)).toBe(true);
   });
 });
