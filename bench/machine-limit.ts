@@ -39,11 +39,13 @@ const PROFILE = process.env.BENCH_PROFILE === '1';
 const MiB = 1024 * 1024;
 
 /**
- * The reference: a bare node:http server. It reads the request body (as any JSON-RPC server must)
- * and answers with fixed bytes: the bridge's GetTask answer on every path but `/health`.
+ * The reference: a bare node:http server, in its cheapest form (CommonJS `require`: on Node 26 an
+ * ES module `import` of node:http alone adds about 40 ms of CPU and 12 MiB, see src/a2a/server.ts).
+ * It reads the request body (as any JSON-RPC server must) and answers with fixed bytes: the
+ * bridge's GetTask answer on every path but `/health`.
  */
 const BARE_SERVER = `
-import { createServer } from 'node:http';
+const { createServer } = require('node:http');
 const body = process.env.BARE_BODY;
 const health = '{"status":"ok"}';
 createServer((req, res) => {
@@ -66,7 +68,7 @@ interface Started {
 async function startBare(body: string): Promise<Started> {
   const port = await freePort();
   const spawnedAt = performance.now();
-  const proc = spawn(process.execPath, ['--input-type=module', '-e', BARE_SERVER], { env: { ...process.env, BARE_BODY: body, BARE_PORT: String(port) }, stdio: 'ignore' });
+  const proc = spawn(process.execPath, ['-e', BARE_SERVER], { env: { ...process.env, BARE_BODY: body, BARE_PORT: String(port) }, stdio: 'ignore' });
   await firstHealth(port, 30_000, () => proc.exitCode !== null);
   const startMs = performance.now() - spawnedAt;
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
@@ -197,7 +199,7 @@ try {
   const rss = median(starts.rss);
   const coldRatio = median(starts.bridge) / median(starts.bare);
   body.push(
-    `The bridge: \`a2a-mailbridge serve\` (src/ compiled with the project's tsc, Node flags of the service templates: \`--max-semi-space-size=4\`) on a SQLite store, a Maildir mailbox with no check due (\`check_interval_s = 3600\`), logging at info; bearer and Host checked on every call; GetTask on one WORKING task (answer ${bytes(Buffer.byteLength(answer))}). The reference: a bare \`node:http\` server on plain \`node\` that reads the request body and sends the same answer bytes with the same headers. Load: autocannon in a process of its own, ${ROUNDS} rounds of ${DURATION_S} s per server and concurrency after 2 s of warm-up each, the two servers alternately; figures are the medians of the rounds. Memory: VmRSS 2 s after the first \`/health\` 200, and its peak (sampled every 100 ms) under the load. Cold start: spawn to the first \`/health\` 200 (polled every 2 ms) on an existing store, ${STARTS} starts of each, alternately, median. ${describeLoad(machineLoad)}`,
+    `The bridge: \`a2a-mailbridge serve\` (src/ compiled with the project's tsc, Node flags of the service templates: \`--max-semi-space-size=4\`) on a SQLite store, a Maildir mailbox with no check due (\`check_interval_s = 3600\`), logging at info; bearer and Host checked on every call; GetTask on one WORKING task (answer ${bytes(Buffer.byteLength(answer))}). The reference: a bare \`node:http\` server (CommonJS, its cheapest form) on plain \`node\` that reads the request body and sends the same answer bytes with the same headers. Load: autocannon in a process of its own, ${ROUNDS} rounds of ${DURATION_S} s per server and concurrency after 2 s of warm-up each, the two servers alternately; figures are the medians of the rounds. Memory: VmRSS 2 s after the first \`/health\` 200, and its peak (sampled every 100 ms) under the load. Cold start: spawn to the first \`/health\` 200 (polled every 2 ms) on an existing store, ${STARTS} starts of each, alternately, median. ${describeLoad(machineLoad)}`,
     '',
     table(
       ['what', 'bridge', 'bare node:http (reference)', 'ratio bridge/reference'],

@@ -63,7 +63,8 @@ export interface BuiltBridge {
 export function buildBridge(config: Config, o: BuildOptions): BuiltBridge {
   const store = Store.open(config.store.path);
   const maxTimeout = Math.max(...config.agents.map((a) => a.webhook.timeoutMs));
-  const dispatcher = o.dispatcher ?? webhookDispatcher(maxTimeout);
+  // Our webhook dispatcher (and undici with it) is made by the first webhook, not at start.
+  let ours: Dispatcher | undefined;
   const bridge = new Bridge({
     config,
     store,
@@ -71,7 +72,9 @@ export function buildBridge(config: Config, o: BuildOptions): BuiltBridge {
     log: o.log,
     now: o.now ?? Date.now,
     random: Math.random,
-    dispatcher,
+    get dispatcher(): Dispatcher {
+      return o.dispatcher ?? (ours ??= webhookDispatcher(maxTimeout));
+    },
     dkimResolver: o.dkimResolver ?? makeResolver(config.dnsServers),
     ...(o.metrics ? { metrics: new BridgeMetrics(store) } : {}),
   });
@@ -79,7 +82,7 @@ export function buildBridge(config: Config, o: BuildOptions): BuiltBridge {
     bridge,
     async close() {
       await bridge.close();
-      if (!o.dispatcher) await dispatcher.close();
+      await ours?.close();
       store.close();
     },
   };

@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { isLoopbackLiteral, type AgentConfig, type Config } from '../config/config.js';
@@ -9,6 +10,11 @@ import { A2AError } from './errors.js';
 import { a2aHandler, dialectOfHeader } from './handler.js';
 import { health } from './health.js';
 import { errorResponse, isResponse, parseRequest, resultResponse, type JsonRpcResponse } from './jsonrpc.js';
+
+// node:http through require, not `import`: Node's ES module facade of node:http reads every
+// export, and its lazy ones load Node's bundled undici (fetch, WebSocket): +40 ms of CPU and
+// +12 MiB at start for nothing a server uses (bench/RESULTS.md, machine-limit).
+const { createServer } = createRequire(import.meta.url)('node:http') as typeof import('node:http');
 
 /** Thrown at start-up when the listen address is not a loopback literal (defence in depth beside config validation). */
 export class ListenError extends Error {

@@ -18,7 +18,7 @@
  * and the caller records it and moves the watermark past it. A timeout or a dropped connection
  * still fails the whole check (nothing is recorded; the next check tries again).
  */
-import { AuthenticationFailure, type ImapFlow, type ImapFlowError, type Logger, type SearchObject } from 'imapflow';
+import type { ImapFlow, ImapFlowError, Logger, SearchObject } from 'imapflow';
 import type { ImapConfig } from '../config/config.js';
 import { imapClient } from './imap-client.js';
 import { MailboxError, type CheckRequest, type CheckResult, type FetchedMessage, type Mailbox } from './mailbox.js';
@@ -204,7 +204,8 @@ export class ImapMailbox implements Mailbox {
     const make = (message: string, kind: MailboxError['kind']): MailboxError =>
       new MailboxError(this.#redact(message), kind, { cause: err });
 
-    if (err instanceof AuthenticationFailure || err?.authenticationFailed) {
+    // imapflow's AuthenticationFailure sets authenticationFailed (and imapflow loads lazily: imap-client.ts).
+    if (err?.authenticationFailed) {
       return make(`IMAP login failed for ${user}`, 'auth');
     }
     if (TIMEOUT_CODES.has(code) || TIMEOUT_CODES.has(eventCode)) {

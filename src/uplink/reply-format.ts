@@ -11,7 +11,7 @@
  * message can carry neither a token nor an answer. Headers are never read here: mailparser keeps
  * only the first of duplicate fields (src/uplink/raw-headers.ts reads them).
  */
-import { simpleParser, type SimpleParserOptions } from 'mailparser';
+import type { SimpleParserOptions } from 'mailparser';
 import { BudgetError, offload, OFFLOAD_MIN_BYTES } from './offload.js';
 
 export interface ParsedReply {
@@ -55,6 +55,8 @@ const PARSER_OPTIONS: SimpleParserOptions = {
  */
 async function bodyText(raw: Buffer): Promise<{ text: string; kind: ParsedReply['bodyKind'] }> {
   try {
+    // mailparser is loaded by the first reply parsed, not at start (memory and start-up: bench/RESULTS.md, machine-limit).
+    const { simpleParser } = await import('mailparser');
     const plain = await simpleParser(raw, PARSER_OPTIONS);
     if (typeof plain.text === 'string' && plain.text.trim() !== '') return { text: plain.text, kind: 'text' };
     if (typeof plain.html !== 'string' || plain.html.trim() === '') return { text: '', kind: 'none' };
