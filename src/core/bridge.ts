@@ -2,6 +2,7 @@ import { BridgeError } from './errors.js';
 import type { AgentConfig } from '../config/config.js';
 import type { DispatchState } from '../store/dispatch-state.js';
 import type { MailboxState } from '../store/mailbox-state.js';
+import type { Schedule } from '../store/schedule.js';
 import type { IntegrityResult } from '../store/store.js';
 import type { TaskRow } from '../store/task-rows.js';
 import { isTerminal, type TaskState } from '../store/task-state.js';
@@ -86,6 +87,8 @@ export class Bridge {
   private storeCheckDueAt: number;
   private storeCheckRunning = false;
   private lastStoreCheck: StoreCheck | null = null;
+  /** The store's schedule as of a generation (see {@link schedule}). */
+  private scheduled: Schedule & { generation: number } = { generation: -1, nextDispatchAt: null, nextDeadlineAt: null };
 
   /** Every committed task change, after its commit (src/core/events.ts). */
   readonly events: BridgeEvents;
@@ -211,6 +214,8 @@ export class Bridge {
    * busy timeout (another process holding a write lock) postpones the sweep to the next call.
    */
   private sweep(): void {
+    const { nextDeadlineAt } = this.schedule();
+    if (nextDeadlineAt === null || nextDeadlineAt >= this.ctx.now()) return;
     try {
       sweepDeadlines(this.ctx);
     } catch (err) {
@@ -248,7 +253,10 @@ export class Bridge {
    */
   async refresh(): Promise<void> {
     const budget = this.ctx.config.mailbox.checkWaitMs;
-    const work: Promise<unknown>[] = this.ctx.store.turns.dueDispatches(this.ctx.now()).map((t) => this.dispatch(t.dispatchId));
+    const now = this.ctx.now();
+    const { nextDispatchAt } = this.schedule();
+    const work: Promise<unknown>[] =
+      nextDispatchAt !== null && nextDispatchAt <= now ? this.ctx.store.turns.dueDispatches(now).map((t) => this.dispatch(t.dispatchId)) : [];
     if (this.checkDue()) work.push(this.checkNow());
     if (work.length) await Promise.race([Promise.allSettled(work), sleep(budget)]);
     this.sweep();
@@ -291,6 +299,17 @@ export class Bridge {
           this.storeCheckRunning = false;
         }),
     );
+  }
+
+  /**
+   * When the next webhook attempt and the next deadline fall due (store/schedule.ts), read from
+   * the store again only after it changed (Store.generation: a commit here or by another
+   * process), so a call while nothing can be due asks the store nothing.
+   */
+  private schedule(): Schedule {
+    const generation = this.ctx.store.generation();
+    if (generation !== this.scheduled.generation) this.scheduled = { generation, ...this.ctx.store.schedule.next() };
+    return this.scheduled;
   }
 
   /** True when the last check is older than `mailbox.check_interval_s`, or messages are waiting. */

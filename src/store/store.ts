@@ -9,10 +9,12 @@ import { messageReads, messageWrites } from './messages.js';
 import { limitReads } from './limits.js';
 import { overviewReads } from './overview.js';
 import { pruneReads, pruneWrites } from './prune.js';
+import { scheduleReads } from './schedule.js';
 import { statsReads } from './stats.js';
 import { taskEventReads } from './task-events.js';
 import { taskReads, taskWrites, type TaskChange } from './task-rows.js';
 import { dispatchWrites, turnReads, turnWrites } from './turns.js';
+import { stmt } from './statements.js';
 import { shrinkWal, walBytes } from './wal.js';
 
 export { StoreError } from './db.js';
@@ -34,6 +36,7 @@ function reads(db: Db) {
     overview: overviewReads(db),
     limits: limitReads(db),
     retention: pruneReads(db),
+    schedule: scheduleReads(db),
   };
 }
 
@@ -80,10 +83,14 @@ export class Store {
   readonly overview;
   readonly limits;
   readonly retention;
+  readonly schedule;
   readonly #db: Db;
   readonly #tx: StoreTx;
   #depth = 0;
   #pending: TaskChange[] = [];
+  /** Bumped by every commit here and every commit another connection made (PRAGMA data_version). */
+  #generation = 0;
+  #dataVersion: number | null = null;
   readonly #listeners = new Set<(c: TaskChange) => void>();
 
   private constructor(db: Db) {
@@ -102,6 +109,7 @@ export class Store {
     this.overview = r.overview;
     this.limits = r.limits;
     this.retention = r.retention;
+    this.schedule = r.schedule;
     const inTx = (): boolean => this.#depth > 0;
     const writer: Writer = {
       get db() {
@@ -141,10 +149,27 @@ export class Store {
     } finally {
       this.#depth = 0;
     }
+    this.#generation++;
     const committed = this.#pending;
     this.#pending = [];
     for (const c of committed) for (const l of this.#listeners) l(c);
     return result;
+  }
+
+  /**
+   * A number that changes whenever what the store holds may have changed: after each transaction
+   * committed on this connection, and after another connection (the CLI, another process)
+   * committed (`PRAGMA data_version`, https://sqlite.org/pragma.html#pragma_data_version: one read
+   * of the WAL index, no I/O). What is read from the store and kept in memory stays valid while it
+   * does not change.
+   */
+  generation(): number {
+    const v = stmt(this.#db, 'PRAGMA data_version').get() as { data_version: number };
+    if (v.data_version !== this.#dataVersion) {
+      if (this.#dataVersion !== null) this.#generation++;
+      this.#dataVersion = v.data_version;
+    }
+    return this.#generation;
   }
 
   /** Calls `listener` with each committed task change (it must not throw). @returns the unsubscribe function */
