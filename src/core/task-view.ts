@@ -1,6 +1,6 @@
 import type { AgentConfig } from '../config/config.js';
 import type { ArtifactRow } from '../store/artifacts.js';
-import type { MessageRow } from '../store/messages.js';
+import type { MessageViewRow } from '../store/messages.js';
 import type { TaskRow } from '../store/task-rows.js';
 import type { TaskState } from '../store/task-state.js';
 import type { BridgeContext } from './context.js';
@@ -50,7 +50,7 @@ export interface TaskView {
   history: MessageView[];
 }
 
-function messageView(m: MessageRow): MessageView {
+function messageView(m: MessageViewRow): MessageView {
   return { messageId: m.messageId, contextId: m.contextId, taskId: m.taskId, role: m.role, text: m.text };
 }
 
@@ -64,7 +64,7 @@ function artifactView(a: ArtifactRow): ArtifactView {
  */
 export function viewTask(ctx: BridgeContext, agent: AgentConfig, task: TaskRow, historyLength?: number): TaskView {
   const { store } = ctx;
-  const turn = store.turns.get(task.id, task.turn);
+  const turn = store.turns.status(task.id, task.turn);
   // Only a SUBMITTED task's status text names its last webhook attempt.
   const lastAttempt = turn && task.state === 'SUBMITTED' ? store.attempts.last(turn.dispatchId) : undefined;
   const artifacts = store.artifacts.of(task.id);
@@ -100,6 +100,6 @@ export function viewTask(ctx: BridgeContext, agent: AgentConfig, task: TaskRow, 
       now: ctx.now(),
     }),
     artifacts: artifacts.map(artifactView),
-    history: historyLength === 0 ? [] : store.messages.history(task.id, historyLength).map(messageView),
+    history: historyLength === 0 ? [] : store.messages.historyView(task.id, historyLength).map(messageView),
   };
 }

@@ -29,6 +29,9 @@ export interface TurnRow {
   createdAt: number;
 }
 
+/** What a task's view shows of its current turn: no ask, token or signed envelope (src/core/task-view.ts). */
+export type TurnStatus = Pick<TurnRow, 'turn' | 'dispatchId' | 'createdAt' | 'nextAttemptAt' | 'acceptedAt' | 'replyStatus' | 'replyText'>;
+
 const SELECT = `SELECT task_id AS taskId, turn, ask, reply_token AS replyToken, deadline_at AS deadlineAt,
   dispatch_id AS dispatchId, envelope, dispatch_state AS dispatchState, next_attempt_at AS nextAttemptAt,
   accepted_at AS acceptedAt, reply_status AS replyStatus, reply_text AS replyText,
@@ -38,6 +41,14 @@ export function turnReads(db: Db) {
   return {
     get(taskId: string, turn: number): TurnRow | undefined {
       return stmt(db, `${SELECT} WHERE task_id = ? AND turn = ?`).get(taskId, turn) as TurnRow | undefined;
+    },
+
+    /** The columns of a turn a task's view shows ({@link TurnStatus}): the envelope blob stays on disk. */
+    status(taskId: string, turn: number): TurnStatus | undefined {
+      return stmt(db,
+        `SELECT turn, dispatch_id AS dispatchId, created_at AS createdAt, next_attempt_at AS nextAttemptAt, accepted_at AS acceptedAt,
+           reply_status AS replyStatus, reply_text AS replyText FROM turns WHERE task_id = ? AND turn = ?`,
+      ).get(taskId, turn) as TurnStatus | undefined;
     },
 
     ofTask(taskId: string): TurnRow[] {
