@@ -155,27 +155,36 @@ export class Bridge {
     return this.view(agent, taskId, historyLength);
   }
 
-  /** ListTasks, newest status first; `pageToken` is an opaque keyset cursor. */
+  /**
+   * ListTasks, newest status first; `pageToken` is an opaque keyset cursor (the last task's status
+   * time and id) that also carries the total the first page counted, so no later page counts again
+   * (store/task-rows.ts, list).
+   */
   async list(agent: AgentConfig, q: ListQuery): Promise<{ tasks: TaskView[]; nextPageToken: string; totalSize: number }> {
     await this.refresh();
     let before: { updatedAt: number; id: string } | undefined;
+    let knownTotal: number | undefined;
     if (q.pageToken) {
-      const m = /^(\d+):([0-9a-f-]{36})$/.exec(Buffer.from(q.pageToken, 'base64url').toString('utf8'));
+      const m = /^(\d+):([0-9a-f-]{36})(?::(\d+))?$/.exec(Buffer.from(q.pageToken, 'base64url').toString('utf8'));
       if (!m) throw new BridgeError('invalid-request', 'pageToken is not a token this server issued');
       before = { updatedAt: Number(m[1]), id: m[2]! };
+      if (m[3] !== undefined) knownTotal = Number(m[3]);
     }
-    const { rows, total } = this.ctx.store.tasks.list({
-      agent: agent.name,
-      contextId: q.contextId,
-      state: q.state,
-      updatedAfter: q.updatedAfter,
-      before,
-      limit: q.pageSize + 1,
-    });
+    const { rows, total } = this.ctx.store.tasks.list(
+      {
+        agent: agent.name,
+        contextId: q.contextId,
+        state: q.state,
+        updatedAfter: q.updatedAfter,
+        before,
+        limit: q.pageSize + 1,
+      },
+      knownTotal,
+    );
     const page = rows.slice(0, q.pageSize);
     const last = page.at(-1);
     const nextPageToken =
-      rows.length > q.pageSize && last ? Buffer.from(`${last.updatedAt}:${last.id}`, 'utf8').toString('base64url') : '';
+      rows.length > q.pageSize && last ? Buffer.from(`${last.updatedAt}:${last.id}:${total}`, 'utf8').toString('base64url') : '';
     for (const t of page) this.shown(t);
     return { tasks: page.map((t) => viewTask(this.ctx, agent, t, q.historyLength)), nextPageToken, totalSize: total };
   }

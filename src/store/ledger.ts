@@ -85,14 +85,14 @@ export function ledgerReads(db: Db) {
 
     /**
      * The distinct task ids ledger rows name that equal `text`, or start with it when `prefix`
-     * (exact characters, no wildcards), at most `limit`, sorted. Tagged mail may name a task that
-     * does not exist.
+     * (exact characters, no wildcards; a range of the ledger_by_task index, as tasks.idsWithPrefix),
+     * at most `limit`, sorted. Tagged mail may name a task that does not exist.
      */
     taskIdsWithPrefix(text: string, prefix: boolean, limit: number): string[] {
       const sql = prefix
-        ? `SELECT DISTINCT task_id AS id FROM ledger WHERE substr(task_id, 1, ?) = ? ORDER BY id LIMIT ?`
-        : `SELECT DISTINCT task_id AS id FROM ledger WHERE task_id = ? ORDER BY id LIMIT ?`;
-      const rows = (prefix ? stmt(db, sql).all(text.length, text, limit) : stmt(db, sql).all(text, limit)) as { id: string }[];
+        ? `SELECT DISTINCT task_id AS id FROM ledger WHERE task_id >= @t AND task_id < @t || char(1114111) AND substr(task_id, 1, length(@t)) = @t ORDER BY id LIMIT @limit`
+        : `SELECT DISTINCT task_id AS id FROM ledger WHERE task_id = @t ORDER BY id LIMIT @limit`;
+      const rows = stmt(db, sql).all({ t: text, limit }) as { id: string }[];
       return rows.map((r) => r.id);
     },
 

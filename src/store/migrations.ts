@@ -230,4 +230,55 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX turns_pending ON turns(dispatch_state, next_attempt_at);
   CREATE INDEX task_events_by_task ON task_events(task_id, id);
   `,
+  // 7: reads whose cost does not grow with the store (bench/RESULTS.md, million). Counts kept by
+  // triggers in the transaction of every write — tasks per agent and state (/health, /metrics,
+  // status, ListTasks totals), dispatches per state, ledger rows per verdict — instead of a scan of
+  // the table at every call; and the indexes of the reads that scanned: the CLI's `tasks` across
+  // agents and by state, newest first (tasks_by_time, tasks_by_state_time: also prune's finished
+  // tasks), `show`'s attempts of a task, and start-up's attempts left unfinished.
+  `
+  CREATE TABLE task_counts (agent TEXT NOT NULL, state TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (agent, state)) STRICT, WITHOUT ROWID;
+  INSERT INTO task_counts (agent, state, n) SELECT agent, state, count(*) FROM tasks GROUP BY agent, state;
+  CREATE TRIGGER task_counts_insert AFTER INSERT ON tasks BEGIN
+    INSERT INTO task_counts (agent, state, n) VALUES (new.agent, new.state, 1) ON CONFLICT (agent, state) DO UPDATE SET n = n + 1;
+  END;
+  CREATE TRIGGER task_counts_delete AFTER DELETE ON tasks BEGIN
+    UPDATE task_counts SET n = n - 1 WHERE agent = old.agent AND state = old.state;
+  END;
+  CREATE TRIGGER task_counts_update AFTER UPDATE OF agent, state ON tasks WHEN old.agent IS NOT new.agent OR old.state IS NOT new.state BEGIN
+    UPDATE task_counts SET n = n - 1 WHERE agent = old.agent AND state = old.state;
+    INSERT INTO task_counts (agent, state, n) VALUES (new.agent, new.state, 1) ON CONFLICT (agent, state) DO UPDATE SET n = n + 1;
+  END;
+
+  CREATE TABLE dispatch_counts (state TEXT PRIMARY KEY, n INTEGER NOT NULL) STRICT, WITHOUT ROWID;
+  INSERT INTO dispatch_counts (state, n) SELECT dispatch_state, count(*) FROM turns GROUP BY dispatch_state;
+  CREATE TRIGGER dispatch_counts_insert AFTER INSERT ON turns BEGIN
+    INSERT INTO dispatch_counts (state, n) VALUES (new.dispatch_state, 1) ON CONFLICT (state) DO UPDATE SET n = n + 1;
+  END;
+  CREATE TRIGGER dispatch_counts_delete AFTER DELETE ON turns BEGIN
+    UPDATE dispatch_counts SET n = n - 1 WHERE state = old.dispatch_state;
+  END;
+  CREATE TRIGGER dispatch_counts_update AFTER UPDATE OF dispatch_state ON turns WHEN old.dispatch_state IS NOT new.dispatch_state BEGIN
+    UPDATE dispatch_counts SET n = n - 1 WHERE state = old.dispatch_state;
+    INSERT INTO dispatch_counts (state, n) VALUES (new.dispatch_state, 1) ON CONFLICT (state) DO UPDATE SET n = n + 1;
+  END;
+
+  CREATE TABLE verdict_counts (verdict TEXT PRIMARY KEY, n INTEGER NOT NULL) STRICT, WITHOUT ROWID;
+  INSERT INTO verdict_counts (verdict, n) SELECT verdict, count(*) FROM ledger GROUP BY verdict;
+  CREATE TRIGGER verdict_counts_insert AFTER INSERT ON ledger BEGIN
+    INSERT INTO verdict_counts (verdict, n) VALUES (new.verdict, 1) ON CONFLICT (verdict) DO UPDATE SET n = n + 1;
+  END;
+  CREATE TRIGGER verdict_counts_delete AFTER DELETE ON ledger BEGIN
+    UPDATE verdict_counts SET n = n - 1 WHERE verdict = old.verdict;
+  END;
+  CREATE TRIGGER verdict_counts_update AFTER UPDATE OF verdict ON ledger WHEN old.verdict IS NOT new.verdict BEGIN
+    UPDATE verdict_counts SET n = n - 1 WHERE verdict = old.verdict;
+    INSERT INTO verdict_counts (verdict, n) VALUES (new.verdict, 1) ON CONFLICT (verdict) DO UPDATE SET n = n + 1;
+  END;
+
+  CREATE INDEX tasks_by_time ON tasks(updated_at, id);
+  CREATE INDEX tasks_by_state_time ON tasks(state, updated_at);
+  CREATE INDEX attempts_by_task ON dispatch_attempts(task_id);
+  CREATE INDEX attempts_unfinished ON dispatch_attempts(dispatch_id) WHERE finished_at IS NULL;
+  `,
 ];
