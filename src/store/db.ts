@@ -5,6 +5,9 @@ import { MIGRATIONS } from './migrations.js';
 import type { TaskChange } from './task-rows.js';
 import { WAL_LIMIT_BYTES } from './wal.js';
 
+/** The page size of a new store, in bytes (https://sqlite.org/pragma.html#pragma_page_size). */
+export const PAGE_BYTES = 8192;
+
 /** A connection; held by the store (src/store/store.ts) and handed to nothing outside store/. */
 export type Db = Database.Database;
 
@@ -51,6 +54,10 @@ export function openDb(path: string | Buffer, options: OpenOptions = {}): Db {
   try {
     db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
     if (!options.readOnly) {
+      // A new store gets 8 KiB pages: a raw reply (a few KiB) shares a page with its neighbours
+      // instead of leaving most of a 4 KiB one empty (bytes per task: bench/RESULTS.md, million).
+      // SQLite applies it only before the first table is written; an existing store keeps its own.
+      db.pragma(`page_size = ${PAGE_BYTES}`);
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = NORMAL');
       // A WAL that grew while a reader held a snapshot is cut back when the log restarts (wal.ts).

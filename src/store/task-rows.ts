@@ -217,7 +217,8 @@ export function taskWrites(w: Writer) {
 
     /**
      * Moves a task to `to` through the state machine (src/store/task-state.ts), records the
-     * cause in `task_events`, and writes the audit entry when `to` is terminal. Leaving a
+     * cause in `task_events`, and writes the audit entry when `to` is terminal (and empties its
+     * turns' envelopes, but for a task canceled or failed by dispatch: see the statement). Leaving a
      * terminal state (the operator's retry) forgets that the outcome was shown.
      *
      * @throws IllegalTransitionError when the move is not in the table or its guard refuses (a defect)
@@ -241,6 +242,11 @@ export function taskWrites(w: Writer) {
       ).run({ ...next, reopened: reopened ? 1 : 0 });
       recordTaskEvent(w.db, { taskId: task.id, at: o.at, from: task.state, to, cause: o.cause });
       if (isTerminal(to)) writeAudit(w.db, next, o.at);
+      // A completed, rejected or failed task's webhooks are never sent again: the signed bytes (a
+      // used or revoked token, the ask and thread the turns keep anyway) go. A task failed by
+      // dispatch keeps them for the operator's retry, a canceled one for its cancel notice (sent
+      // after the commit: core/cancel.ts). Bytes per task: bench/RESULTS.md, million.
+      if (isTerminal(to) && to !== 'CANCELED' && next.failedBy !== 'dispatch') stmt(w.db, `UPDATE turns SET envelope = x'' WHERE task_id = ? AND length(envelope) > 0`).run(task.id);
       w.changed({ task: next, previous: task.state, cause: o.cause, at: o.at });
       return next;
     },

@@ -17,7 +17,11 @@ export interface TurnRow {
   deadlineAt: number;
   /** The Standard Webhooks `webhook-id`, stable across every attempt of this dispatch. */
   dispatchId: string;
-  /** The exact JSON bytes of the webhook body, signed and sent identically on every attempt. */
+  /**
+   * The exact JSON bytes of the webhook body, signed and sent identically on every attempt (and the
+   * base of a cancel notice); empty once the task is COMPLETED, REJECTED or FAILED other than by
+   * dispatch (see taskWrites.transition in task-rows.ts).
+   */
   envelope: Buffer;
   dispatchState: DispatchState;
   nextAttemptAt: number | null;

@@ -7,6 +7,7 @@ import { buildBridge } from '../../../src/app.js';
 import { loadConfig } from '../../../src/config/config.js';
 import { STORE_CHECK_FIRST_MS } from '../../../src/core/bridge.js';
 import { createLogger } from '../../../src/log.js';
+import { PAGE_BYTES } from '../../../src/store/db.js';
 import { Store } from '../../../src/store/store.js';
 import { runCli } from '../../helpers/cli.js';
 import { quickCheck } from './bridge-process.js';
@@ -222,7 +223,8 @@ describe('SQLite under contention and damage', () => {
     db.close();
     return good;
   };
-  const PAGE = 4096;
+  /** The page size of the stores the bridge creates (store/db.ts). */
+  const PAGE = PAGE_BYTES;
   const FIX = 'restore it from a backup (a2a-mailbridge backup) or move it aside to start empty';
 
   /** A copy of a good store in a fresh config folder, with `damage` (byte ranges) overwritten; its path and the original bytes. */

@@ -126,3 +126,21 @@ describe('the CLI reads by index at any store size', () => {
     expect(store.ledger.taskIdsWithPrefix(IDS.oldCompleted.slice(0, 6), true, 10)).toEqual([IDS.oldCompleted]);
   });
 });
+
+describe('bytes per task: an ended task keeps no signed envelope it can never send again', () => {
+  it('COMPLETED and FAILED by the agent empty the turn envelope; FAILED by dispatch (retry) and CANCELED (the notice) keep it', () => {
+    const store = buildStore(':memory:', NOW);
+    const [done, failed, byDispatch, canceled] = addTasks(store, 4, { prefix: 'eeee' });
+    store.tx((tx) => {
+      for (const [i, t] of [done!, failed!, byDispatch!, canceled!].entries()) {
+        tx.turns.insert({ taskId: t.id, turn: 1, ask: 'job', replyToken: 'f'.repeat(32), deadlineAt: NOW + DAY, dispatchId: `msg_e${i}`, envelope: Buffer.from('{"v":1}'), dispatchState: 'pending', nextAttemptAt: NOW, acceptedAt: null, replyStatus: null, replyText: null, replyLedgerId: null, repliedAt: null, createdAt: NOW });
+      }
+      tx.tasks.transition(done!, 'COMPLETED', { at: NOW + 1, cause: 'done' });
+      tx.tasks.transition(failed!, 'FAILED', { at: NOW + 1, cause: 'the agent failed', failedBy: 'agent' });
+      tx.tasks.transition(byDispatch!, 'FAILED', { at: NOW + 1, cause: 'refused', failedBy: 'dispatch' });
+      tx.tasks.transition(canceled!, 'CANCELED', { at: NOW + 1, cause: 'canceled' });
+    });
+    const envelopeOf = (t: TaskRow | undefined): string => store.turns.get(t!.id, 1)!.envelope.toString('utf8');
+    expect([envelopeOf(done), envelopeOf(failed), envelopeOf(byDispatch), envelopeOf(canceled)]).toEqual(['', '', '{"v":1}', '{"v":1}']);
+  });
+});
