@@ -233,9 +233,10 @@ export const MIGRATIONS: readonly string[] = [
   // 7: reads whose cost does not grow with the store (bench/RESULTS.md, million). Counts kept by
   // triggers in the transaction of every write — tasks per agent and state (/health, /metrics,
   // status, ListTasks totals), dispatches per state, ledger rows per verdict — instead of a scan of
-  // the table at every call; and the indexes of the reads that scanned: the CLI's `tasks` across
-  // agents and by state, newest first (tasks_by_time, tasks_by_state_time: also prune's finished
-  // tasks), `show`'s attempts of a task, and start-up's attempts left unfinished.
+  // the table at every call, and the rows of the tables a task's rows live in (prune --dry-run);
+  // and the indexes of the reads that scanned: the CLI's `tasks` across agents and by state, newest
+  // first (tasks_by_time, tasks_by_state_time: also prune's finished tasks), `show`'s attempts of a
+  // task, start-up's attempts left unfinished, and prune's events and mail after its cut.
   `
   CREATE TABLE task_counts (agent TEXT NOT NULL, state TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (agent, state)) STRICT, WITHOUT ROWID;
   INSERT INTO task_counts (agent, state, n) SELECT agent, state, count(*) FROM tasks GROUP BY agent, state;
@@ -276,9 +277,24 @@ export const MIGRATIONS: readonly string[] = [
     INSERT INTO verdict_counts (verdict, n) VALUES (new.verdict, 1) ON CONFLICT (verdict) DO UPDATE SET n = n + 1;
   END;
 
+  CREATE TABLE row_counts (name TEXT PRIMARY KEY, n INTEGER NOT NULL) STRICT, WITHOUT ROWID;
+  INSERT INTO row_counts (name, n) VALUES
+    ('dispatch_attempts', (SELECT count(*) FROM dispatch_attempts)), ('messages', (SELECT count(*) FROM messages)),
+    ('artifacts', (SELECT count(*) FROM artifacts)), ('task_events', (SELECT count(*) FROM task_events));
+  CREATE TRIGGER row_counts_attempts_insert AFTER INSERT ON dispatch_attempts BEGIN UPDATE row_counts SET n = n + 1 WHERE name = 'dispatch_attempts'; END;
+  CREATE TRIGGER row_counts_attempts_delete AFTER DELETE ON dispatch_attempts BEGIN UPDATE row_counts SET n = n - 1 WHERE name = 'dispatch_attempts'; END;
+  CREATE TRIGGER row_counts_messages_insert AFTER INSERT ON messages BEGIN UPDATE row_counts SET n = n + 1 WHERE name = 'messages'; END;
+  CREATE TRIGGER row_counts_messages_delete AFTER DELETE ON messages BEGIN UPDATE row_counts SET n = n - 1 WHERE name = 'messages'; END;
+  CREATE TRIGGER row_counts_artifacts_insert AFTER INSERT ON artifacts BEGIN UPDATE row_counts SET n = n + 1 WHERE name = 'artifacts'; END;
+  CREATE TRIGGER row_counts_artifacts_delete AFTER DELETE ON artifacts BEGIN UPDATE row_counts SET n = n - 1 WHERE name = 'artifacts'; END;
+  CREATE TRIGGER row_counts_events_insert AFTER INSERT ON task_events BEGIN UPDATE row_counts SET n = n + 1 WHERE name = 'task_events'; END;
+  CREATE TRIGGER row_counts_events_delete AFTER DELETE ON task_events BEGIN UPDATE row_counts SET n = n - 1 WHERE name = 'task_events'; END;
+
   CREATE INDEX tasks_by_time ON tasks(updated_at, id);
   CREATE INDEX tasks_by_state_time ON tasks(state, updated_at);
   CREATE INDEX attempts_by_task ON dispatch_attempts(task_id);
   CREATE INDEX attempts_unfinished ON dispatch_attempts(dispatch_id) WHERE finished_at IS NULL;
+  CREATE INDEX task_events_by_time ON task_events(at);
+  CREATE INDEX ledger_by_time ON ledger(seen_at);
   `,
 ];
