@@ -91,6 +91,7 @@ export class Store {
   /** Bumped by every commit here and every commit another connection made (PRAGMA data_version). */
   #generation = 0;
   #dataVersion: number | null = null;
+  #dataVersionAt = Number.NEGATIVE_INFINITY;
   readonly #listeners = new Set<(c: TaskChange) => void>();
 
   private constructor(db: Db) {
@@ -159,15 +160,19 @@ export class Store {
   /**
    * A number that changes whenever what the store holds may have changed: after each transaction
    * committed on this connection, and after another connection (the CLI, another process)
-   * committed (`PRAGMA data_version`, https://sqlite.org/pragma.html#pragma_data_version: one read
-   * of the WAL index, no I/O). What is read from the store and kept in memory stays valid while it
-   * does not change.
+   * committed (`PRAGMA data_version`, https://sqlite.org/pragma.html#pragma_data_version: a read
+   * of the WAL index, no I/O), looked at most once a millisecond — so another process's commit is
+   * seen within 1 ms. What is read from the store and kept in memory stays valid while it does not
+   * change.
    */
   generation(): number {
-    const v = stmt(this.#db, 'PRAGMA data_version').get() as { data_version: number };
-    if (v.data_version !== this.#dataVersion) {
+    const t = performance.now();
+    if (t - this.#dataVersionAt < 1) return this.#generation;
+    this.#dataVersionAt = t;
+    const v = (stmt(this.#db, 'PRAGMA data_version').get() as { data_version: number }).data_version;
+    if (v !== this.#dataVersion) {
       if (this.#dataVersion !== null) this.#generation++;
-      this.#dataVersion = v.data_version;
+      this.#dataVersion = v;
     }
     return this.#generation;
   }
