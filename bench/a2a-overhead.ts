@@ -47,8 +47,8 @@ try {
   const headers = rpcHeaders();
   const ours = await workingTask(bridge);
   const view = (await rpc<V1Task>(bridge.endpoint, getTaskBody(ours.taskId))).result;
-  const statusText = view.status.message!.parts[0]!.text;
-  const ask = view.history[0]!.parts[0]!.text;
+  const statusText = view.status.message!.parts[0]!.text!;
+  const ask = view.history[0]!.parts[0]!.text!;
   // The equivalent task on the peer: same ask, same context, same status text.
   const peerTask = (await rpc<ProtoJson<SendMessageResponse>>(peer.ready.endpoint as string, sendBody(ask, ours.contextId, hex(16), { statusText }), headers)).result.task!;
 

@@ -16,10 +16,10 @@
  *
  * Run: npx tsx bench/million.ts
  * Knobs: BENCH_TASKS (the large size, default 1000000), BENCH_DURATION_S (per load, default 3),
- *        BENCH_KEEP=<dir> keeps (or reuses) the store file in that folder.
+ *        BENCH_KEEP=<dir> keeps (or reuses) the store files in that folder (tasks-<size>.sqlite).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -72,43 +72,54 @@ const meter = startLoadMeter();
 const keep = process.env.BENCH_KEEP;
 const dir = keep ?? mkdtempSync(join(tmpdir(), 'mb-bench-million-'));
 mkdirSync(dir, { recursive: true });
-const storePath = join(dir, 'million.sqlite');
+/** One store file per size: the large one starts as a copy of the small one and is filled on. */
+const storeOf = (size: number): string => join(dir, `tasks-${size}.sqlite`);
+const countOf = (path: string): number => {
+  if (!existsSync(path)) return 0;
+  const db = new Database(path, { readonly: true });
+  try {
+    return (db.prepare('SELECT count(*) AS n FROM tasks').get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
+};
 const load = await startChild('load.ts');
 const results: Figures[] = [];
 try {
   const template = await genuineReply(dkimFixture(), { taskId: '00000000-0000-4000-8000-000000000000', token: '0'.repeat(32) });
   const start = Date.now() - BIG * MINUTE;
-  const existing = existsSync(storePath) ? (new Database(storePath, { readonly: true }).prepare('SELECT count(*) AS n FROM tasks').get() as { n: number }).n : 0;
-  let filled = existing;
-  const ids: string[] = [];
+  let previous: string | null = null;
   for (const size of SIZES) {
+    const storePath = storeOf(size);
+    let filled = countOf(storePath);
+    if (filled === 0 && previous !== null) {
+      // A closed store is one file (its WAL checkpointed at close): copy it and fill on.
+      copyFileSync(previous, storePath);
+      filled = countOf(storePath);
+    }
+    previous = storePath;
     let fillMs = 0;
     if (filled < size) {
       const fill = fillBridge(storePath);
       const t = performance.now();
       let last = performance.now();
-      ids.push(
-        ...fillFinishedTasks(fill.ctx, fill.clock, size - filled, template, {
-          offset: filled,
-          startAt: start + filled * MINUTE,
-          progress: (done) => {
-            if (performance.now() - last > 10_000) {
-              last = performance.now();
-              console.log(`  filled ${num(filled + done)} of ${num(size)} (${num(((performance.now() - t) * 1000) / done)} µs a task)`);
-            }
-          },
-        }),
-      );
+      fillFinishedTasks(fill.ctx, fill.clock, size - filled, template, {
+        offset: filled,
+        startAt: start + filled * MINUTE,
+        progress: (done) => {
+          if (performance.now() - last > 10_000) {
+            last = performance.now();
+            console.log(`  filled ${num(filled + done)} of ${num(size)} (${num(((performance.now() - t) * 1000) / done)} µs a task)`);
+          }
+        },
+      });
       fillMs = performance.now() - t;
       await fill.close();
-      filled = size;
       console.log(`filled ${num(size)} tasks (${num(fillMs)} ms)`);
-    } else if (ids.length === 0) {
-      // A kept store: read the ids back.
-      const db = new Database(storePath, { readonly: true });
-      ids.push(...(db.prepare(`SELECT id FROM tasks ORDER BY created_at LIMIT ?`).pluck().all(size) as string[]));
-      db.close();
     }
+    const idsDb = new Database(storePath, { readonly: true });
+    const ids = idsDb.prepare(`SELECT id FROM tasks ORDER BY created_at`).pluck().all() as string[];
+    idsDb.close();
     const f: Figures = { tasks: size, fillMs, fileBytes: fileBytes(storePath), tables: tableBytes(storePath), serveStart: [], getTask1: null!, getTask64: null!, listFirst: null!, listDeep: null!, deepAfter: 0, cli: new Map() };
     let bridge: BridgeFixture | null = null;
     try {
@@ -124,8 +135,7 @@ try {
         if (result.non2xx || result.errors) throw new Error(`${result.non2xx} non-2xx answers, ${result.errors} errors`);
         return result;
       };
-      const mine = ids.slice(0, size);
-      const sample = Array.from({ length: 5000 }, (_, i) => mine[(i * 7919) % mine.length]!);
+      const sample = Array.from({ length: 5000 }, (_, i) => ids[(i * 7919) % ids.length]!);
       const first = (await rpc<V1Task>(b.endpoint, getTaskBody(sample[0]!))).result;
       if (first.status.state !== 'TASK_STATE_COMPLETED' || first.artifacts?.length !== 1) throw new Error('a finished task did not read back as COMPLETED with its artifact');
       const getBodies = sample.map(getTaskBody);

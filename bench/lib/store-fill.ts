@@ -108,7 +108,7 @@ export function fillFinishedTasks(ctx: BridgeContext, clock: FillClock, n: numbe
               date: new Date(repliedAt - 5000).toUTCString(),
             },
             on: { tag: { agent, taskId: task.id }, task, turn },
-            reply: { token: turn.replyToken, tokenProblem: null, status: 'done', statusProblem: null, answer: ANSWER, omittedLines: 0, bodyKind: 'text' },
+            reply: { token: turn.replyToken, tokenProblem: null, status: 'done', statusProblem: null, answer: ANSWER, omittedLines: 0, bodyKind: 'text', attachments: [] },
             evidence: 'whole',
           },
           { source: `imap:INBOX:1:${k + 1}`, raw, receivedAt: repliedAt - 2000, at: repliedAt },

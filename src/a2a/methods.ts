@@ -44,6 +44,7 @@ export const V1_METHODS: Readonly<Record<string, Handler>> = {
       pageSize: p.pageSize,
       pageToken: p.pageToken,
       historyLength: p.historyLength,
+      includeArtifacts: p.includeArtifacts,
     });
     return {
       tasks: r.tasks.map((t) => v1Task(t, { includeArtifacts: p.includeArtifacts })),

@@ -1,5 +1,6 @@
 import type { LegacyRestTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
-import type { MessageView, TaskState, TaskView } from '../core/task-view.js';
+import { bridgePart } from '../core/parts.js';
+import type { MessageView, PartView, TaskState, TaskView } from '../core/task-view.js';
 import { timestamp } from '../core/time.js';
 import type { Narrow } from './proto-json.js';
 
@@ -17,9 +18,15 @@ type SdkV03Message = Extract<Awaited<ReturnType<LegacyRestTransportHandler['send
 type SdkV03Artifact = NonNullable<SdkV03Task['artifacts']>[number];
 
 export type V03TaskStateName = SdkV03Task['status']['state'];
-export type V03TextPart = Extract<SdkV03Message['parts'][number], { kind: 'text' }>;
-export type V03Message = Narrow<SdkV03Message, { contextId: string; parts: V03TextPart[] }>;
-export type V03Artifact = Narrow<SdkV03Artifact, { name: string; parts: V03TextPart[] }>;
+type SdkV03Part = SdkV03Message['parts'][number];
+export type V03TextPart = Extract<SdkV03Part, { kind: 'text' }>;
+/** An agent's file with its bytes inline (`file.bytes` base64, `mimeType`, `name`). */
+export type V03FilePart = Narrow<Extract<SdkV03Part, { kind: 'file' }>, { file: { bytes: string; mimeType: string; name?: string }; metadata: Record<string, unknown> }>;
+/** An agent's JSON value; v0.3 `data` is an object, so another value is wrapped as `{ "value": … }`. */
+export type V03DataPart = Narrow<Extract<SdkV03Part, { kind: 'data' }>, { metadata: Record<string, unknown> }>;
+export type V03Part = V03TextPart | V03FilePart | V03DataPart;
+export type V03Message = Narrow<SdkV03Message, { contextId: string; parts: V03Part[] }>;
+export type V03Artifact = Narrow<SdkV03Artifact, { name: string; parts: V03Part[] }>;
 export type V03TaskStatus = Narrow<SdkV03Task['status'], { timestamp: string; message?: V03Message }>;
 /** The bridge's members of `Task.metadata` (a free-form map in the protocol). */
 export type V03TaskMetadata = { agent: string; turn: number };
@@ -39,25 +46,39 @@ export function v03State(s: TaskState): V03TaskStateName {
   return V03_STATES[s];
 }
 
-function textPart(text: string): V03TextPart {
-  return { kind: 'text', text };
+/** One part in v0.3 shape (`kind` tags), with the view's metadata (docs/agent-text.md, "Metadata"). */
+export function v03Part(p: PartView): V03Part {
+  switch (p.kind) {
+    case 'text':
+      return { kind: 'text', text: p.text, ...(p.meta ? { metadata: { ...p.meta } } : {}) };
+    case 'file':
+      return { kind: 'file', file: { bytes: p.bytes.toString('base64'), mimeType: p.mediaType, ...(p.filename !== null ? { name: p.filename } : {}) }, metadata: { ...p.meta } };
+    case 'data': {
+      const isObject = typeof p.data === 'object' && p.data !== null && !Array.isArray(p.data);
+      return {
+        kind: 'data',
+        data: isObject ? (p.data as Record<string, unknown>) : { value: p.data },
+        metadata: { ...p.meta, mediaType: p.mediaType, ...(isObject ? {} : { wrapped: 'value' }) },
+      };
+    }
+  }
 }
 
 function v03Message(m: MessageView): V03Message {
-  return { kind: 'message', messageId: m.messageId, contextId: m.contextId, taskId: m.taskId, role: m.role, parts: [textPart(m.text)] };
+  return { kind: 'message', messageId: m.messageId, contextId: m.contextId, taskId: m.taskId, role: m.role, parts: m.parts.map(v03Part) };
 }
 
 /** A v0.3 Task (`kind: "task"`). */
 export function v03Task(v: TaskView): V03Task {
   const status: V03TaskStatus = { state: v03State(v.state), timestamp: timestamp(v.statusAt) };
-  if (v.statusText !== null) {
+  if (v.status.length > 0) {
     status.message = {
       kind: 'message',
       messageId: `status-${v.id}-${v.statusAt}`,
       contextId: v.contextId,
       taskId: v.id,
       role: 'agent',
-      parts: [textPart(v.statusText)],
+      parts: v.status.map(v03Part),
     };
   }
   return {
@@ -65,13 +86,13 @@ export function v03Task(v: TaskView): V03Task {
     id: v.id,
     contextId: v.contextId,
     status,
-    artifacts: v.artifacts.map((a) => ({ artifactId: a.artifactId, name: a.name, parts: [textPart(a.text)] })),
+    artifacts: v.artifacts.map((a) => ({ artifactId: a.artifactId, name: a.name, description: a.description, parts: a.parts.map(v03Part) })),
     history: v.history.map(v03Message),
     metadata: { agent: v.agent, turn: v.turn },
   };
 }
 
-/** A v0.3 agent Message (`kind: "message"`). */
+/** A v0.3 agent Message (`kind: "message"`) of the bridge's own words. */
 export function v03AgentText(contextId: string, text: string, messageId: string): V03Message {
-  return { kind: 'message', messageId, contextId, role: 'agent', parts: [textPart(text)] };
+  return { kind: 'message', messageId, contextId, role: 'agent', parts: [v03Part(bridgePart(text))] };
 }

@@ -5,13 +5,30 @@
 import { iso } from '../core/time.js';
 
 /**
- * Replaces what could drive a terminal or reorder a line — C0 and C1 control characters, DEL,
- * and the Unicode bidirectional overrides and isolates — with a visible `\u{…}` escape. Mail is
- * hostile input: a Subject may carry an escape sequence that rewrites the screen.
+ * What could drive a terminal, reorder a line or hide text: C0 and C1 controls and DEL (`Cc`),
+ * format characters (`Cf`: bidi marks, overrides and isolates, zero-width characters, Unicode tag
+ * characters), other default-ignorable characters, and the line and paragraph separators.
+ */
+const UNSAFE = /[\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}]/gu;
+/** The same without C0 controls, which JSON.stringify escapes already. */
+const UNSAFE_IN_JSON = /[\u007f-\u009f\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}]/gu;
+
+/**
+ * Replaces each {@link UNSAFE} character with a visible `\u{…}` escape. Mail is hostile input: a
+ * Subject may carry an escape sequence that rewrites the screen, or instructions in tag characters.
  */
 export function clean(text: string): string {
-  // eslint-disable-next-line no-control-regex -- matching control characters is this function's job
-  return text.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
+  return text.replace(UNSAFE, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
+}
+
+/**
+ * JSON text for a terminal: each C1 control, DEL, format, default-ignorable or separator character
+ * written as a `\uXXXX` escape (a surrogate pair for the tag characters), so the text stays valid
+ * JSON with the same value and nothing in it can act on the terminal. Such characters occur in
+ * JSON.stringify's output only inside strings, where an escape means the same character.
+ */
+export function jsonForTerminal(json: string): string {
+  return json.replace(UNSAFE_IN_JSON, (c) => [...Array(c.length).keys()].map((i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join(''));
 }
 
 /** {@link clean} applied to each line of `text`, keeping the line breaks. */
@@ -65,7 +82,12 @@ export function table(header: readonly string[], rows: readonly (readonly string
     .join('\n');
 }
 
-/** Writes `value` as indented JSON and a newline to stdout. */
-export function printJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+/**
+ * Writes `value` as indented JSON and a newline to `out` (stdout): byte for byte as JSON.stringify
+ * wrote it when `out` is not a terminal (a pipe, a file), with {@link jsonForTerminal} applied when
+ * it is.
+ */
+export function printJson(value: unknown, out: Pick<NodeJS.WriteStream, 'write' | 'isTTY'> = process.stdout): void {
+  const text = JSON.stringify(value, null, 2);
+  out.write(`${out.isTTY ? jsonForTerminal(text) : text}\n`);
 }

@@ -15,27 +15,29 @@ export interface PruneOptions {
   json?: boolean;
 }
 
-/** Each count and its noun in the singular. */
-const LABELS: [keyof PruneCounts, string][] = [
+/** Each count and its noun in the singular (and the plural, when it is not `noun + "s"`). */
+const LABELS: [keyof PruneCounts, string, string?][] = [
   ['tasks', 'task'],
   ['turns', 'turn'],
   ['attempts', 'dispatch attempt'],
   ['messages', 'message'],
   ['artifacts', 'artifact'],
+  ['replies', 'reply', 'replies'],
+  ['attachments', 'attachment'],
   ['events', 'task event'],
   ['ledger', 'ledger row'],
 ];
 
 /** One line: `deleted 3 tasks, 4 turns, … (finished, or seen, before <cut>)`; `would delete` for a dry run. */
 export function formatPrune(counts: PruneCounts, cut: number, dryRun: boolean): string {
-  const parts = LABELS.map(([k, noun]) => plural(counts[k], noun)).join(', ');
+  const parts = LABELS.map(([k, noun, nouns]) => plural(counts[k], noun, nouns)).join(', ');
   return `${dryRun ? 'would delete' : 'deleted'} ${parts} (tasks finished and mail seen before ${isoUtc(cut)}; open tasks and audit entries are kept)`;
 }
 
 /**
  * `a2a-mailbridge prune --older-than <days>`: deletes tasks finished before the cut with no event
  * since (terminal states only, never an open task), with their turns, attempts, messages,
- * artifacts and events, and the ledger rows
+ * artifacts, replies, attachments and events, and the ledger rows
  * seen before the cut that belong to no task that stays (see src/store/prune.ts). One
  * transaction; safe while the bridge runs. `--dry-run` only counts, on a read-only connection.
  *

@@ -96,6 +96,11 @@ export interface MailboxConfig {
   maxFetchPerCheck: number;
   /** Messages over this size, in bytes, are refused with the verdict `too-large`. */
   maxMessageBytes: number;
+  /**
+   * A reply's attachment up to this size, in bytes, is shown inline (a file part, base64); a larger
+   * one is refused with the reason shown, never cut (docs/agent-text.md, "Files and data").
+   */
+  maxAttachmentBytes: number;
   /** `mailbox.provider`: the preset (src/uplink/providers.ts); `fastmail` by default. */
   provider: ProviderName;
   /** How gate 5 recognises the provider's results and its border: the preset with any explicit patterns applied. */
@@ -200,6 +205,7 @@ function parseMailbox(f: Fields, baseDir: string, o: LoadOptions): MailboxConfig
     checkWaitMs: f.integer('check_wait_ms', 5000, 100, 60_000),
     maxFetchPerCheck: f.integer('max_fetch_per_check', 50, 1, 10_000),
     maxMessageBytes: f.integer('max_message_bytes', 10 * 1024 * 1024, 1024, 200 * 1024 * 1024),
+    maxAttachmentBytes: f.integer('max_attachment_bytes', 1024 * 1024, 0, 50 * 1024 * 1024),
     provider,
     profile,
     authservId: profile.authservId,

@@ -1,9 +1,7 @@
 import type { StoreTx } from '../store/store.js';
-import { plural } from '../plural.js';
 import { failpoint } from './failpoints.js';
 import { REFUSED_RAW_KEEP_BYTES, type Decision } from './judge.js';
-import { safeText } from './untrusted-text.js';
-import { iso } from './time.js';
+import { newFenceNonce } from './untrusted-text.js';
 
 /** Where a judged message was read, and when (src/uplink/mailbox.ts `FetchedMessage`). */
 export interface Provenance {
@@ -17,9 +15,10 @@ export interface Provenance {
 
 /**
  * The writes of a decision (src/core/judge.ts), inside the caller's transaction: the ledger row
- * with the raw bytes its evidence rule keeps, and for an applied or late reply the state change,
- * the agent's message and artifact, and the end of any pending webhook retries — all or nothing,
- * so a crash can neither lose a verdict nor apply a reply twice.
+ * with the raw bytes its evidence rule keeps, and for an applied or late reply its reply row (the
+ * answer and the fence nonce) with its attachments, its history message, the state change and the
+ * end of any pending webhook retries — all or nothing, so a crash can neither lose a verdict nor
+ * apply a reply twice. What the caller reads is built from these rows (src/core/task-view.ts).
  *
  * @returns the ledger id, or null when this source was recorded already (a rescan; nothing written)
  * @throws IllegalTransitionError when the decision asks for a move the task state machine forbids (a defect)
@@ -49,53 +48,65 @@ export function recordDecision(tx: StoreTx, d: Exclude<Decision, { kind: 'defer'
   const { at } = p;
   const { task, turn } = d.on;
   const agent = d.on.tag.agent;
-  const label = agent.untrustedLabel;
   const reply = d.reply;
-  // Nothing is cut silently: what the reply format left out (quoted text, a signature) is counted.
-  const omitted =
-    reply.omittedLines > 0
-      ? `\n\n(${plural(reply.omittedLines, 'line')} after the answer ${reply.omittedLines === 1 ? 'was' : 'were'} left out as quoted text or a signature; \`a2a-mailbridge ledger --raw ${ledgerId}\` shows the whole mail.)`
-      : '';
-  const answer = safeText(reply.answer) + omitted;
-  const body = `${label}\n${answer}`;
-  const agentMessage = (text: string): void =>
-    tx.messages.insert({
-      agent: agent.name,
-      messageId: `reply-${ledgerId}`,
+  // The reply's content is stored once (src/store/replies.ts) with the nonce of its fence; every view
+  // cleans and fences it (docs/agent-text.md). Nothing of the mail goes into bridge text: causes
+  // name the ledger row, never the agent-chosen Message-ID.
+  tx.replies.insert({
+    ledgerId,
+    taskId: task.id,
+    turn: turn.turn,
+    agent: agent.name,
+    kind: d.kind === 'late' ? 'late' : d.status,
+    nonce: newFenceNonce(),
+    text: reply.answer,
+    omittedLines: reply.omittedLines,
+    createdAt: at,
+  });
+  reply.attachments.forEach((a, i) =>
+    tx.replies.insertAttachment({
+      ledgerId,
+      seq: i + 1,
       taskId: task.id,
-      contextId: task.contextId,
-      role: 'agent',
-      kind: 'reply',
-      turn: turn.turn,
-      text,
-      contentSha256: d.message.rawSha256,
-      createdAt: at,
-    });
-  const artifact = (name: string, text: string): void =>
-    tx.artifacts.insert({ artifactId: `${name}-${ledgerId}`, taskId: task.id, turn: turn.turn, name, text, ledgerId, createdAt: at });
+      kind: a.kind,
+      filename: a.filename,
+      mediaType: a.mediaType,
+      size: a.size,
+      bytes: a.kind === 'file' ? Buffer.from(a.bytes.buffer, a.bytes.byteOffset, a.bytes.byteLength) : null,
+      data: a.kind === 'data' ? a.json : null,
+      reason: a.kind === 'data' ? null : a.reason,
+    }),
+  );
+  tx.messages.insert({
+    agent: agent.name,
+    messageId: `reply-${ledgerId}`,
+    taskId: task.id,
+    contextId: task.contextId,
+    role: 'agent',
+    kind: 'reply',
+    turn: turn.turn,
+    text: '',
+    ledgerId,
+    contentSha256: d.message.rawSha256,
+    createdAt: at,
+  });
   // The agent evidently has the turn: a reply ends any pending retries of its webhook.
   if (turn.dispatchState === 'pending') tx.dispatch.move(turn.dispatchId, 'accepted', { nextAttemptAt: null, acceptedAt: at });
-  const via = `reply ${d.message.messageId ?? '(no Message-ID)'} (ledger #${ledgerId})`;
+  const via = `reply (ledger #${ledgerId})`;
 
   if (d.kind === 'late') {
-    const note = `(This reply arrived ${iso(at)}, after the task failed: ${task.stateReason ?? 'deadline'}. It was not applied; the task stays FAILED.)`;
-    tx.turns.recordReply(task.id, turn.turn, { status: reply.status === 'working' ? 'working' : 'done', text: answer, ledgerId, at, revokeToken: true });
-    artifact('late-reply', `${label}\n${note}\n${answer}`);
-    agentMessage(body);
+    tx.turns.recordReply(task.id, turn.turn, { status: reply.status === 'working' ? 'working' : 'done', text: reply.answer, ledgerId, at, revokeToken: true });
     tx.tasks.note(task, at, `late reply kept: ${via}`);
     return ledgerId;
   }
 
   const status = d.status;
-  tx.turns.recordReply(task.id, turn.turn, { status, text: answer, ledgerId, at, revokeToken: status !== 'working' });
-  agentMessage(body);
+  tx.turns.recordReply(task.id, turn.turn, { status, text: reply.answer, ledgerId, at, revokeToken: status !== 'working' });
   switch (status) {
     case 'done':
-      artifact('reply', body);
       tx.tasks.transition(task, 'COMPLETED', { at, cause: `completed by ${via}`, deadlineAt: null });
       break;
     case 'failed':
-      artifact('reply', body);
       tx.tasks.transition(task, 'FAILED', { at, cause: `the agent reported failure in ${via}`, failedBy: 'agent', deadlineAt: null });
       break;
     case 'input-required':

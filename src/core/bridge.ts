@@ -14,7 +14,7 @@ import { failpoint } from './failpoints.js';
 import { checkMailbox, type CheckSummary } from './mail-check.js';
 import { submit, type SendInput } from './submit.js';
 import { sweepDeadlines } from './sweep.js';
-import { viewTask, type TaskView } from './task-view.js';
+import { prependStatusNote, viewTask, type TaskView } from './task-view.js';
 
 /** What `GET /health` shows (src/a2a/health.ts renders it); counts are absent for states with none. */
 export interface HealthFacts {
@@ -47,6 +47,8 @@ export interface ListQuery {
   pageSize: number;
   pageToken?: string;
   historyLength?: number;
+  /** false: the tasks come without artifacts (ListTasks' default), and no attachment is read. */
+  includeArtifacts?: boolean;
 }
 
 /** How often a refresh looks at the store's WAL, in ms (store/wal.ts). */
@@ -137,14 +139,14 @@ export class Bridge {
     }
     if (!o.returnImmediately) await this.waitWhileAwaitingAgent(outcome.task.id);
     const view = this.view(agent, outcome.task.id, o.historyLength);
-    if (outcome.kind === 'poll' && outcome.ignoredText === 'open' && view.statusText !== null) {
-      view.statusText =
-        `Your message was not sent to ${agent.name}: the task is still with it, and a task takes new input only when it asks for it (input-required). This call was a status check.\n` +
-        view.statusText;
+    if (outcome.kind === 'poll' && outcome.ignoredText === 'open' && view.status.length > 0) {
+      prependStatusNote(
+        view,
+        `Your message was not sent to ${agent.name}: the task is still with it, and a task takes new input only when it asks for it (input-required). This call was a status check.`,
+      );
     }
     if (outcome.kind === 'poll' && outcome.ignoredText === 'unseen-outcome') {
-      const note = `Your message was not sent to ${agent.name}: this task had finished, and this is its result. Send your message again to start a new task.`;
-      view.statusText = view.statusText === null ? note : `${note}\n${view.statusText}`;
+      prependStatusNote(view, `Your message was not sent to ${agent.name}: this task had finished, and this is its result. Send your message again to start a new task.`);
     }
     return { task: view };
   }
@@ -186,7 +188,7 @@ export class Bridge {
     const nextPageToken =
       rows.length > q.pageSize && last ? Buffer.from(`${last.updatedAt}:${last.id}:${total}`, 'utf8').toString('base64url') : '';
     for (const t of page) this.shown(t);
-    return { tasks: page.map((t) => viewTask(this.ctx, agent, t, q.historyLength)), nextPageToken, totalSize: total };
+    return { tasks: page.map((t) => viewTask(this.ctx, agent, t, q.historyLength, { artifacts: q.includeArtifacts !== false })), nextPageToken, totalSize: total };
   }
 
   /** CancelTask; the optional cancel notice goes out in the background. @throws BridgeError task-not-found, task-not-cancelable */

@@ -63,6 +63,8 @@ export interface JudgeRules {
   dateSkewMs: number;
   /** `mailbox.max_message_bytes`, for the too-large reason. */
   maxMessageBytes: number;
+  /** `mailbox.max_attachment_bytes`: larger attachments of an applied reply are refused (src/uplink/attachments.ts). */
+  maxAttachmentBytes?: number;
 }
 
 export function judgeRulesOf(config: Config): JudgeRules {
@@ -73,6 +75,7 @@ export function judgeRulesOf(config: Config): JudgeRules {
     verifyDkim: m.verifyDkim,
     dateSkewMs: m.dateSkewMs,
     maxMessageBytes: m.maxMessageBytes,
+    maxAttachmentBytes: m.maxAttachmentBytes,
   };
 }
 
@@ -190,7 +193,7 @@ export async function judgeMessage<R>(msg: IncomingMessage, facts: JudgeFacts<R>
     if (dkim) return early(dkim);
   }
 
-  const reply = await parseReply(msg.raw);
+  const reply = await parseReply(msg.raw, { maxAttachmentBytes: rules.maxAttachmentBytes });
   return facts.settle((): Decision => {
     // Authenticated from here on: the whole message is evidence.
     const refused = (r: Refusal): Decision => refuse(r, 'whole');

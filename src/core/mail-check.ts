@@ -54,7 +54,10 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
         // Stop here, in order: the watermark stays before this message, so the next check judges
         // it (and everything after it) again.
         summary.more = true;
-        throw new MailboxError(`a reply could not be authenticated yet (${outcome.reason}); it will be judged again on the next check`, 'io');
+        // The callers' status text shows this error: the bridge's words only. The reason names the
+        // signature's selector, which the agent chose (docs/agent-text.md); it goes to the log.
+        ctx.log.info({ folder: mailbox.folder, uid: msg.uid, reason: outcome.reason }, 'reply deferred');
+        throw new MailboxError('a reply could not be authenticated yet (gate 7: local DKIM verification hit a temperror: the key lookup failed); it will be judged again on the next check', 'io');
       }
       if (outcome.kind !== 'recorded') continue;
       const { verdict } = outcome;

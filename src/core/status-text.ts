@@ -15,10 +15,18 @@ export interface StatusFacts {
   turn: TurnStatus | undefined;
   lastAttempt: AttemptRow | undefined;
   mailbox: MailboxState;
-  /** The agent's latest `status: working` note, already labelled, if any. */
-  progressNote: string | null;
-  /** A late reply kept after a deadline failure, if any. */
+  /**
+   * The agent's latest `status: working` note, shown in the part after this text: when it came, and
+   * how much of it that part shows (characters).
+   */
+  progressNote: { at: number; shownChars: number; totalChars: number } | null;
+  /** INPUT_REQUIRED: the agent's question is in the part after this text. */
+  question?: boolean;
+  /** FAILED by the agent: the artifact holding its report. */
+  reportArtifact?: string;
+  /** A late reply kept after a deadline failure, if any: when it came and its artifact. */
   lateReplyAt: number | null;
+  lateReplyArtifact?: string;
   /** A poll word to suggest (the first non-empty one configured), so a caller's check is never taken for new work. */
   pollWord?: string;
   /** Mail tagged with this task that the gates refused during the current turn, if any. */
@@ -62,9 +70,12 @@ function mailboxLine(m: MailboxState, now: number, intervalMs: number | undefine
 }
 
 /**
- * The `status.message` text of a task (docs/architecture.md, "What the caller reads"). Hermes shows the first
- * text artifact, else this text, so for every non-completed state it must say plainly where the
- * job is and what to do next. Returns null when an artifact carries the answer and no note is due.
+ * The bridge's own text in a task's `status.message` (docs/architecture.md, "What the caller reads").
+ * Hermes shows the first text artifact, else the status message, so for every non-completed state
+ * it must say plainly where the job is and what to do next. Agent text never enters it: a progress
+ * note or a question travels in its own fenced part after this text (src/core/task-view.ts), and
+ * this text says so (docs/agent-text.md). Returns null when an artifact carries the answer and no
+ * note is due.
  */
 export function statusText(f: StatusFacts): string | null {
   const { task, agent, turn, now } = f;
@@ -93,21 +104,31 @@ export function statusText(f: StatusFacts): string | null {
         deadline,
         callAgain,
       ];
-      if (f.progressNote) lines.push(`Latest progress note from the agent:\n${f.progressNote}`);
+      const n = f.progressNote;
+      if (n) {
+        const cut = n.shownChars < n.totalChars ? ` It shows the first ${n.shownChars} of ${n.totalChars} characters; the whole note is in the task history.` : '';
+        lines.push(`The cloud agent's latest progress note (received ${iso(n.at)}) is in the next part, as the agent wrote it.${cut}`);
+      }
       return lines.filter(Boolean).join(' ');
     }
     case 'INPUT_REQUIRED':
-      return turn?.replyText !== null && turn?.replyText !== undefined
-        ? `${agent.untrustedLabel}\n${turn.replyText}`
-        : `${agent.name} needs more input. Answer on context_id ${task.contextId}.`;
+      return f.question
+        ? `The cloud agent ${agent.name} asks for input: its question is in the next part, as the agent wrote it. Answer on context_id ${task.contextId} by sending your answer as a new message.`
+        : `The cloud agent ${agent.name} needs more input. Answer on context_id ${task.contextId}.`;
     case 'COMPLETED':
       return null;
     case 'FAILED': {
       const late =
         f.lateReplyAt !== null
-          ? ` A late reply from ${agent.name} arrived ${iso(f.lateReplyAt)}, after the deadline; it is attached as an artifact and was not applied.`
+          ? ` A late reply from ${agent.name} arrived ${iso(f.lateReplyAt)}, after the deadline; it is in the artifact ${f.lateReplyArtifact ?? 'late-reply'} and was not applied.`
           : '';
       const refused = f.refused ? ` ${refusedLine(f.refused, task.id, false)}` : '';
+      // A failure the agent reported is said in the bridge's words only: the stored cause of a task
+      // applied before causes named no Message-ID could still quote one.
+      if (task.failedBy === 'agent') {
+        const where = f.reportArtifact ? ` Its report is in the artifact ${f.reportArtifact}, as the agent wrote it.` : '';
+        return `Failed: the cloud agent ${agent.name} reported that it could not do the job.${where}${late}${refused}`;
+      }
       return `Failed: ${task.stateReason ?? 'unknown cause'}.${late}${refused}`;
     }
     case 'CANCELED':

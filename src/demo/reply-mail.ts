@@ -78,6 +78,10 @@ export interface ReplyMailOptions {
   answer?: string;
   /** When given, the mail is multipart/alternative with this as its text/html part. */
   html?: string;
+  /** Attachments (the mail becomes multipart/mixed): each a name, a media type and its bytes. */
+  attachments?: { filename: string; contentType: string; content: Buffer | string }[];
+  /** The shared part of the multipart boundaries (nodemailer's `baseBoundary`); random by default. */
+  baseBoundary?: string;
   /** Further headers of the mail as the agent sent it (below the signature), e.g. a forged A-R. */
   headers?: Record<string, string>;
   /** Sign with mailauth's dkimSign (RSA-SHA256, relaxed/relaxed) and prepend DKIM-Signature. */
@@ -202,6 +206,8 @@ export async function buildReplyMail(o: ReplyMailOptions): Promise<Buffer> {
     ...(o.headers ? { headers: o.headers } : {}),
     text,
     ...(o.html !== undefined ? { html: o.html } : {}),
+    ...(o.attachments ? { attachments: o.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content })) } : {}),
+    ...(o.baseBoundary ? { baseBoundary: o.baseBoundary } : {}),
   });
   let raw = await composer.compile().build();
 

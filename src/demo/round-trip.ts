@@ -35,17 +35,20 @@ function asTask(r: unknown): SdkTask {
 }
 
 /**
- * The text Hermes shows: the first text artifact, else status.message (Hermes Agent,
- * plugins/platforms/a2a/tools.py).
+ * The text Hermes shows: the first artifact with text, else status.message, its text parts joined
+ * with line breaks (Hermes Agent, plugins/platforms/a2a/tools.py).
  */
 function shownText(task: SdkTask): string {
-  const fromParts = (parts: SdkPart[] | undefined): string | undefined =>
-    parts?.find((p) => p.content?.$case === 'text')?.content?.value as string | undefined;
+  const fromParts = (parts: SdkPart[] | undefined): string =>
+    (parts ?? [])
+      .filter((p) => p.content?.$case === 'text')
+      .map((p) => p.content?.value as string)
+      .join('\n');
   for (const a of task.artifacts ?? []) {
     const t = fromParts(a.parts);
-    if (t !== undefined) return t;
+    if (t !== '') return t;
   }
-  return fromParts(task.status?.message?.parts) ?? '';
+  return fromParts(task.status?.message?.parts);
 }
 
 const STATE_NAMES = ['UNSPECIFIED', 'SUBMITTED', 'WORKING', 'COMPLETED', 'FAILED', 'CANCELED', 'INPUT_REQUIRED', 'REJECTED', 'AUTH_REQUIRED'];

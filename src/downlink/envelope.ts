@@ -42,8 +42,13 @@ export function subjectTag(tag: string, taskId: string): string {
   return `[${tag}:${taskId}]`;
 }
 
-/** The reply-format instructions carried in `constraints` (docs/architecture.md, "The reply format"). */
-export function replyInstructions(o: { replyTo: string; subjectTag: string; token: string; deadline: string }): string {
+/**
+ * The reply-format instructions carried in `constraints` (docs/architecture.md, "The reply format";
+ * attachments: docs/agent-text.md, "Files and data").
+ * @param o.maxAttachmentBytes `mailbox.max_attachment_bytes` (default 1 MiB)
+ */
+export function replyInstructions(o: { replyTo: string; subjectTag: string; token: string; deadline: string; maxAttachmentBytes?: number }): string {
+  const max = o.maxAttachmentBytes ?? 1024 * 1024;
   return [
     `Reply by email to ${o.replyTo}, from your configured address, before ${o.deadline}.`,
     `The Subject must contain ${o.subjectTag} exactly once.`,
@@ -53,6 +58,9 @@ export function replyInstructions(o: { replyTo: string; subjectTag: string; toke
     '---',
     'Then your whole answer after the "---" line. Use "input-required" to ask the caller a question,',
     '"working" for a progress note (send the final reply later), "failed" if you cannot do the job.',
+    `Files go as attachments of the same email, each at most ${max} bytes (a larger one is refused whole, not cut).`,
+    'An attachment of type application/json holding valid JSON (at most 32 levels deep, 1 MiB) reaches the caller as structured data.',
+    'The caller is shown your text as untrusted, between marker lines; write plain text without hidden or control characters.',
     'Do not quote this request in the reply.',
   ].join('\n');
 }

@@ -1,7 +1,11 @@
 import type { Db, Writer } from './db.js';
 import { stmt } from './statements.js';
 
-/** A message in a task's history: the caller's asks (`user`) and the agent's labelled replies (`agent`). */
+/**
+ * A message in a task's history: the caller's asks (`user`) and the agent's replies (`agent`). An
+ * agent reply's content is its reply row (src/store/replies.ts, by `ledgerId`); rows written before
+ * those existed hold the labelled text in `text`.
+ */
 export interface MessageRow {
   seq: number;
   agent: string;
@@ -16,19 +20,22 @@ export interface MessageRow {
   kind: 'ask' | 'poll' | 'reply';
   /** The turn the message belongs to. */
   turn: number;
+  /** The caller's text; '' for an agent reply with a `ledgerId`. */
   text: string;
+  /** The ledger row of an agent reply (its reply row); null for the caller's messages and older rows. */
+  ledgerId?: number | null;
   /** SHA-256 (hex) of the caller's parts, to tell a replay from a reused `messageId`. */
   contentSha256: string;
   createdAt: number;
 }
 
 const SELECT = `SELECT seq, agent, message_id AS messageId, task_id AS taskId, context_id AS contextId, role, kind, turn, text,
-  content_sha256 AS contentSha256, created_at AS createdAt FROM messages`;
+  ledger_id AS ledgerId, content_sha256 AS contentSha256, created_at AS createdAt FROM messages`;
 
 /** What a task's view shows of a message (src/core/task-view.ts). */
-export type MessageViewRow = Pick<MessageRow, 'messageId' | 'contextId' | 'taskId' | 'role' | 'text'>;
+export type MessageViewRow = Pick<MessageRow, 'messageId' | 'contextId' | 'taskId' | 'role' | 'text' | 'ledgerId' | 'createdAt'>;
 
-const VIEW = `SELECT message_id AS messageId, context_id AS contextId, task_id AS taskId, role, text FROM messages`;
+const VIEW = `SELECT message_id AS messageId, context_id AS contextId, task_id AS taskId, role, text, ledger_id AS ledgerId, created_at AS createdAt FROM messages`;
 
 export function messageReads(db: Db) {
   return {
@@ -59,9 +66,9 @@ export function messageWrites(w: Writer) {
   return {
     insert(m: Omit<MessageRow, 'seq'>): void {
       stmt(w.db,
-        `INSERT INTO messages (agent, message_id, task_id, context_id, role, kind, turn, text, content_sha256, created_at)
-         VALUES (@agent, @messageId, @taskId, @contextId, @role, @kind, @turn, @text, @contentSha256, @createdAt)`,
-      ).run(m);
+        `INSERT INTO messages (agent, message_id, task_id, context_id, role, kind, turn, text, ledger_id, content_sha256, created_at)
+         VALUES (@agent, @messageId, @taskId, @contextId, @role, @kind, @turn, @text, @ledgerId, @contentSha256, @createdAt)`,
+      ).run({ ...m, ledgerId: m.ledgerId ?? null });
     },
   };
 }

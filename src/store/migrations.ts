@@ -230,7 +230,41 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX turns_pending ON turns(dispatch_state, next_attempt_at);
   CREATE INDEX task_events_by_task ON task_events(task_id, id);
   `,
-  // 7: reads whose cost does not grow with the store (bench/RESULTS.md, million). Counts kept by
+  // 7: the agent's replies as their own rows (src/store/replies.ts), so every view fences the same
+  // text with the same nonce (docs/agent-text.md), and their attachments stored once. A history
+  // message of an agent reply points at its reply by ledger id.
+  `
+  CREATE TABLE replies (
+    ledger_id     INTEGER PRIMARY KEY,
+    task_id       TEXT NOT NULL,
+    turn          INTEGER NOT NULL,
+    agent         TEXT NOT NULL,
+    kind          TEXT NOT NULL CHECK (kind IN ('done','input-required','failed','working','late')),
+    nonce         TEXT NOT NULL,
+    text          TEXT NOT NULL,
+    omitted_lines INTEGER NOT NULL,
+    created_at    INTEGER NOT NULL
+  ) STRICT;
+  CREATE INDEX replies_by_task ON replies(task_id, ledger_id);
+
+  CREATE TABLE reply_attachments (
+    ledger_id   INTEGER NOT NULL,
+    seq         INTEGER NOT NULL,
+    task_id     TEXT NOT NULL,
+    kind        TEXT NOT NULL CHECK (kind IN ('file','data','refused')),
+    filename    TEXT,
+    media_type  TEXT NOT NULL,
+    size        INTEGER NOT NULL,
+    bytes       BLOB,
+    data        TEXT,
+    reason      TEXT,
+    PRIMARY KEY (ledger_id, seq)
+  ) STRICT;
+  CREATE INDEX reply_attachments_by_task ON reply_attachments(task_id, ledger_id, seq);
+
+  ALTER TABLE messages ADD COLUMN ledger_id INTEGER;
+  `,
+  // 8: reads whose cost does not grow with the store (bench/RESULTS.md, million). Counts kept by
   // triggers in the transaction of every write — tasks per agent and state (/health, /metrics,
   // status, ListTasks totals), dispatches per state, ledger rows per verdict — instead of a scan of
   // the table at every call, and the rows of the tables a task's rows live in (prune --dry-run);
@@ -280,7 +314,8 @@ export const MIGRATIONS: readonly string[] = [
   CREATE TABLE row_counts (name TEXT PRIMARY KEY, n INTEGER NOT NULL) STRICT, WITHOUT ROWID;
   INSERT INTO row_counts (name, n) VALUES
     ('dispatch_attempts', (SELECT count(*) FROM dispatch_attempts)), ('messages', (SELECT count(*) FROM messages)),
-    ('artifacts', (SELECT count(*) FROM artifacts)), ('task_events', (SELECT count(*) FROM task_events));
+    ('artifacts', (SELECT count(*) FROM artifacts)), ('task_events', (SELECT count(*) FROM task_events)),
+    ('replies', (SELECT count(*) FROM replies)), ('reply_attachments', (SELECT count(*) FROM reply_attachments));
   CREATE TRIGGER row_counts_attempts_insert AFTER INSERT ON dispatch_attempts BEGIN UPDATE row_counts SET n = n + 1 WHERE name = 'dispatch_attempts'; END;
   CREATE TRIGGER row_counts_attempts_delete AFTER DELETE ON dispatch_attempts BEGIN UPDATE row_counts SET n = n - 1 WHERE name = 'dispatch_attempts'; END;
   CREATE TRIGGER row_counts_messages_insert AFTER INSERT ON messages BEGIN UPDATE row_counts SET n = n + 1 WHERE name = 'messages'; END;
@@ -289,6 +324,10 @@ export const MIGRATIONS: readonly string[] = [
   CREATE TRIGGER row_counts_artifacts_delete AFTER DELETE ON artifacts BEGIN UPDATE row_counts SET n = n - 1 WHERE name = 'artifacts'; END;
   CREATE TRIGGER row_counts_events_insert AFTER INSERT ON task_events BEGIN UPDATE row_counts SET n = n + 1 WHERE name = 'task_events'; END;
   CREATE TRIGGER row_counts_events_delete AFTER DELETE ON task_events BEGIN UPDATE row_counts SET n = n - 1 WHERE name = 'task_events'; END;
+  CREATE TRIGGER row_counts_replies_insert AFTER INSERT ON replies BEGIN UPDATE row_counts SET n = n + 1 WHERE name = 'replies'; END;
+  CREATE TRIGGER row_counts_replies_delete AFTER DELETE ON replies BEGIN UPDATE row_counts SET n = n - 1 WHERE name = 'replies'; END;
+  CREATE TRIGGER row_counts_attachments_insert AFTER INSERT ON reply_attachments BEGIN UPDATE row_counts SET n = n + 1 WHERE name = 'reply_attachments'; END;
+  CREATE TRIGGER row_counts_attachments_delete AFTER DELETE ON reply_attachments BEGIN UPDATE row_counts SET n = n - 1 WHERE name = 'reply_attachments'; END;
 
   CREATE INDEX tasks_by_time ON tasks(updated_at, id);
   CREATE INDEX tasks_by_state_time ON tasks(state, updated_at);

@@ -7,7 +7,7 @@
  * that kept a late reply yesterday (a note event) stays. (Terminal states are sticky; the one
  * exception, an operator's `retry` of a task that failed by dispatch, runs in its own transaction
  * and then finds the task gone, or prune finds it open.) It goes with its turns, dispatch
- * attempts, messages, artifacts and task events. Its audit entries stay: the audit is the record
+ * attempts, messages, artifacts, replies (with their attachments) and task events. Its audit entries stay: the audit is the record
  * of what happened, and `show` still prints it for a pruned task.
  *
  * A ledger row is prunable when it was seen before the cut and belongs to no task that stays
@@ -25,6 +25,8 @@ export interface PruneCounts {
   attempts: number;
   messages: number;
   artifacts: number;
+  replies: number;
+  attachments: number;
   events: number;
   ledger: number;
 }
@@ -46,20 +48,24 @@ const TARGETS: readonly [keyof PruneCounts, string, string][] = [
   ['attempts', 'dispatch_attempts', `task_id IN (${PRUNABLE_TASKS})`],
   ['messages', 'messages', `task_id IN (${PRUNABLE_TASKS})`],
   ['artifacts', 'artifacts', `task_id IN (${PRUNABLE_TASKS})`],
+  ['replies', 'replies', `task_id IN (${PRUNABLE_TASKS})`],
+  ['attachments', 'reply_attachments', `task_id IN (${PRUNABLE_TASKS})`],
   ['events', 'task_events', `task_id IN (${PRUNABLE_TASKS})`],
   ['tasks', 'tasks', `id IN (${PRUNABLE_TASKS})`],
 ];
 
 function empty(): PruneCounts {
-  return { tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, events: 0, ledger: 0 };
+  return { tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0 };
 }
 
-/** The tables a task's rows live in, with the count of each that migration 7's triggers keep. */
+/** The tables a task's rows live in, with the count of each that migration 8's triggers keep. */
 const DEPENDENTS: readonly [keyof PruneCounts, string, string][] = [
   ['turns', 'turns', `SELECT coalesce(sum(n), 0) AS n FROM dispatch_counts`],
   ['attempts', 'dispatch_attempts', `SELECT n FROM row_counts WHERE name = 'dispatch_attempts'`],
   ['messages', 'messages', `SELECT n FROM row_counts WHERE name = 'messages'`],
   ['artifacts', 'artifacts', `SELECT n FROM row_counts WHERE name = 'artifacts'`],
+  ['replies', 'replies', `SELECT n FROM row_counts WHERE name = 'replies'`],
+  ['attachments', 'reply_attachments', `SELECT n FROM row_counts WHERE name = 'reply_attachments'`],
   ['events', 'task_events', `SELECT n FROM row_counts WHERE name = 'task_events'`],
 ];
 

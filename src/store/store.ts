@@ -9,6 +9,7 @@ import { messageReads, messageWrites } from './messages.js';
 import { limitReads } from './limits.js';
 import { overviewReads } from './overview.js';
 import { pruneReads, pruneWrites } from './prune.js';
+import { replyReads, replyWrites } from './replies.js';
 import { scheduleReads } from './schedule.js';
 import { statsReads } from './stats.js';
 import { taskEventReads } from './task-events.js';
@@ -31,6 +32,7 @@ function reads(db: Db) {
     ledger: ledgerReads(db),
     messages: messageReads(db),
     artifacts: artifactReads(db),
+    replies: replyReads(db),
     mailbox: mailboxReads(db),
     stats: statsReads(db),
     overview: overviewReads(db),
@@ -51,6 +53,7 @@ function writes(db: Db, w: Writer) {
     ledger: { ...r.ledger, ...ledgerWrites(w) },
     messages: { ...r.messages, ...messageWrites(w) },
     artifacts: { ...r.artifacts, ...artifactWrites(w) },
+    replies: { ...r.replies, ...replyWrites(w) },
     mailbox: { ...r.mailbox, ...mailboxWrites(w) },
     retention: { ...r.retention, ...pruneWrites(w) },
   };
@@ -78,6 +81,7 @@ export class Store {
   readonly ledger;
   readonly messages;
   readonly artifacts;
+  readonly replies;
   readonly mailbox;
   readonly stats;
   readonly overview;
@@ -105,6 +109,7 @@ export class Store {
     this.ledger = r.ledger;
     this.messages = r.messages;
     this.artifacts = r.artifacts;
+    this.replies = r.replies;
     this.mailbox = r.mailbox;
     this.stats = r.stats;
     this.overview = r.overview;

@@ -34,7 +34,7 @@ export interface TurnRow {
 }
 
 /** What a task's view shows of its current turn: no ask, token or signed envelope (src/core/task-view.ts). */
-export type TurnStatus = Pick<TurnRow, 'turn' | 'dispatchId' | 'createdAt' | 'nextAttemptAt' | 'acceptedAt' | 'replyStatus' | 'replyText'>;
+export type TurnStatus = Pick<TurnRow, 'turn' | 'dispatchId' | 'createdAt' | 'nextAttemptAt' | 'acceptedAt' | 'replyStatus' | 'replyText' | 'replyLedgerId' | 'repliedAt'>;
 
 const SELECT = `SELECT task_id AS taskId, turn, ask, reply_token AS replyToken, deadline_at AS deadlineAt,
   dispatch_id AS dispatchId, envelope, dispatch_state AS dispatchState, next_attempt_at AS nextAttemptAt,
@@ -51,7 +51,8 @@ export function turnReads(db: Db) {
     status(taskId: string, turn: number): TurnStatus | undefined {
       return stmt(db,
         `SELECT turn, dispatch_id AS dispatchId, created_at AS createdAt, next_attempt_at AS nextAttemptAt, accepted_at AS acceptedAt,
-           reply_status AS replyStatus, reply_text AS replyText FROM turns WHERE task_id = ? AND turn = ?`,
+           reply_status AS replyStatus, reply_text AS replyText, reply_ledger_id AS replyLedgerId, replied_at AS repliedAt
+         FROM turns WHERE task_id = ? AND turn = ?`,
       ).get(taskId, turn) as TurnStatus | undefined;
     },
 

@@ -26,7 +26,7 @@ port.on('message', (m: ToWorker) => {
   }
   const raw = Buffer.from(m.raw.buffer, m.raw.byteOffset, m.raw.byteLength);
   const run = async (): Promise<unknown> => {
-    if (m.kind === 'reply') return parseReplyHere(raw);
+    if (m.kind === 'reply') return parseReplyHere(raw, (m.options as { maxAttachmentBytes?: number }).maxAttachmentBytes);
     const resolver: DnsResolver = (name, rrtype) =>
       new Promise((resolve, reject) => {
         const lookup = nextLookup++;

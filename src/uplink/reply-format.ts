@@ -12,6 +12,7 @@
  * only the first of duplicate fields (src/uplink/raw-headers.ts reads them).
  */
 import type { SimpleParserOptions } from 'mailparser';
+import { classifyAttachments, type RawAttachment, type ReplyAttachment } from './attachments.js';
 import { BudgetError, offload, OFFLOAD_MIN_BYTES } from './offload.js';
 
 export interface ParsedReply {
@@ -34,7 +35,12 @@ export interface ParsedReply {
   bodyKind: 'text' | 'html' | 'none';
   /** Set when the body was not read, and why (over the size or the time budget). */
   unparsed?: string;
+  /** The MIME parts that are not the body, in order (src/uplink/attachments.ts); none when unparsed. */
+  attachments: ReplyAttachment[];
 }
+
+/** `mailbox.max_attachment_bytes` when the caller gives none (the config default). */
+const DEFAULT_MAX_ATTACHMENT_BYTES = 1024 * 1024;
 
 /** Messages larger than this, in bytes, are not parsed for a reply (the size budget). */
 export const REPLY_PARSE_MAX_BYTES = 32 * 1024 * 1024;
@@ -51,20 +57,22 @@ const PARSER_OPTIONS: SimpleParserOptions = {
 
 /**
  * The body as text: the text/plain part(s) when there is one with content, else the HTML
- * converted by mailparser. Never throws.
+ * converted by mailparser; and every other part, as mailparser decoded it (an embedded
+ * `message/rfc822` among them: kept as an attachment, never read as text). Never throws.
  */
-async function bodyText(raw: Buffer): Promise<{ text: string; kind: ParsedReply['bodyKind'] }> {
+async function bodyText(raw: Buffer): Promise<{ text: string; kind: ParsedReply['bodyKind']; attachments: RawAttachment[] }> {
   try {
     // mailparser is loaded by the first reply parsed, not at start (memory and start-up: bench/RESULTS.md, machine-limit).
     const { simpleParser } = await import('mailparser');
     const plain = await simpleParser(raw, PARSER_OPTIONS);
-    if (typeof plain.text === 'string' && plain.text.trim() !== '') return { text: plain.text, kind: 'text' };
-    if (typeof plain.html !== 'string' || plain.html.trim() === '') return { text: '', kind: 'none' };
+    const attachments = plain.attachments.map((a) => ({ filename: a.filename ?? null, contentType: a.contentType, content: a.content }));
+    if (typeof plain.text === 'string' && plain.text.trim() !== '') return { text: plain.text, kind: 'text', attachments };
+    if (typeof plain.html !== 'string' || plain.html.trim() === '') return { text: '', kind: 'none', attachments };
     const converted = await simpleParser(raw, { ...PARSER_OPTIONS, skipHtmlToText: false });
     const text = typeof converted.text === 'string' ? converted.text : '';
-    return text.trim() === '' ? { text: '', kind: 'none' } : { text, kind: 'html' };
+    return text.trim() === '' ? { text: '', kind: 'none', attachments } : { text, kind: 'html', attachments };
   } catch {
-    return { text: '', kind: 'none' };
+    return { text: '', kind: 'none', attachments: [] };
   }
 }
 
@@ -282,7 +290,7 @@ function trimBlankLines(lines: Lines, from: number, to: number): string {
  * Reads the reply block from already-decoded body text (exported for tests and for callers that
  * hold the text). See `parseReply` for the rules. Linear in the text.
  */
-export function parseReplyText(text: string): Omit<ParsedReply, 'bodyKind'> {
+export function parseReplyText(text: string): Omit<ParsedReply, 'bodyKind' | 'attachments'> {
   const lines = new Lines(text.replace(/^\uFEFF/, ''));
   const quoteAt = firstQuote(lines);
   let sepAt = -1;
@@ -339,20 +347,27 @@ export function parseReplyText(text: string): Omit<ParsedReply, 'bodyKind'> {
  *   line followed by a short signature; blank lines around it trimmed; never cut otherwise,
  *   however long. What was left out is counted in `omittedLines`. Without `---` the answer is ''.
  *
+ * - Every other MIME part is an attachment: a file, a JSON data part, or refused over
+ *   `maxAttachmentBytes` (src/uplink/attachments.ts).
+ *
  * Budgets: a message over {@link REPLY_PARSE_MAX_BYTES} is not read, and a message of
  * {@link OFFLOAD_MIN_BYTES} or more is decoded and parsed on a worker thread (the event loop keeps
  * answering meanwhile) within the offload budget (offload.ts `OFFLOAD_BUDGET_MS`, or `budgetMs`);
  * past either budget the result says why in `unparsed`, with no token.
  *
+ * @param o.maxAttachmentBytes `mailbox.max_attachment_bytes` (default 1 MiB)
  * @returns never throws, whatever the bytes; unreadable mail gives `bodyKind: 'none'`.
  */
-export async function parseReply(raw: Buffer, o: { budgetMs?: number } = {}): Promise<ParsedReply> {
+export async function parseReply(raw: Buffer, o: { budgetMs?: number; maxAttachmentBytes?: number } = {}): Promise<ParsedReply> {
   if (raw.length > REPLY_PARSE_MAX_BYTES) {
     return unparsedReply(`${raw.length} bytes, over the ${REPLY_PARSE_MAX_BYTES / 1024 / 1024} MiB reply parse budget`);
   }
-  if (raw.length < OFFLOAD_MIN_BYTES) return parseReplyHere(raw);
+  const maxAttachmentBytes = o.maxAttachmentBytes ?? DEFAULT_MAX_ATTACHMENT_BYTES;
+  if (raw.length < OFFLOAD_MIN_BYTES) return parseReplyHere(raw, maxAttachmentBytes);
   try {
-    return (await offload('reply', raw, { budgetMs: o.budgetMs })) as ParsedReply;
+    const r = (await offload('reply', raw, { budgetMs: o.budgetMs, options: { maxAttachmentBytes } })) as ParsedReply;
+    // Buffers cross the thread as plain Uint8Arrays: give them their Buffer view back.
+    return { ...r, attachments: r.attachments.map((a) => (a.kind === 'file' ? { ...a, bytes: Buffer.from(a.bytes.buffer, a.bytes.byteOffset, a.bytes.byteLength) } : a)) };
   } catch (err) {
     if (err instanceof BudgetError) return unparsedReply(err.message);
     throw err;
@@ -360,15 +375,15 @@ export async function parseReply(raw: Buffer, o: { budgetMs?: number } = {}): Pr
 }
 
 /** {@link parseReply} on this thread, without budgets (the worker runs this). Never throws. */
-export async function parseReplyHere(raw: Buffer): Promise<ParsedReply> {
-  const { text, kind } = await bodyText(raw);
+export async function parseReplyHere(raw: Buffer, maxAttachmentBytes = DEFAULT_MAX_ATTACHMENT_BYTES): Promise<ParsedReply> {
+  const { text, kind, attachments } = await bodyText(raw);
   try {
-    return { ...parseReplyText(text), bodyKind: kind };
+    return { ...parseReplyText(text), bodyKind: kind, attachments: classifyAttachments(attachments, maxAttachmentBytes) };
   } catch {
-    return { token: null, tokenProblem: 'missing', status: null, statusProblem: 'missing', answer: '', omittedLines: 0, bodyKind: 'none' };
+    return { token: null, tokenProblem: 'missing', status: null, statusProblem: 'missing', answer: '', omittedLines: 0, bodyKind: 'none', attachments: [] };
   }
 }
 
 function unparsedReply(why: string): ParsedReply {
-  return { token: null, tokenProblem: 'unparsed', status: null, statusProblem: 'missing', answer: '', omittedLines: 0, bodyKind: 'none', unparsed: why };
+  return { token: null, tokenProblem: 'unparsed', status: null, statusProblem: 'missing', answer: '', omittedLines: 0, bodyKind: 'none', unparsed: why, attachments: [] };
 }

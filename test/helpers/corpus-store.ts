@@ -22,6 +22,8 @@ export interface CorpusSetting {
   profile: ProviderProfile;
   resolver: DnsResolver;
   verifyDkim?: boolean;
+  /** `mailbox.max_attachment_bytes` (default: the config's, 1 MiB). */
+  maxAttachmentBytes?: number;
 }
 
 function seed(db: StoreTx, t: CorpusTask, dateSkewMs: number): void {
@@ -85,7 +87,7 @@ export interface CorpusStore {
  */
 export function corpusStore(m: CorpusManifest, s: CorpusSetting, live: CorpusMessage['task'] = {}): CorpusStore {
   const store = Store.open(image(m, live));
-  const rules: JudgeRules = { agents: s.agents, profile: s.profile, verifyDkim: s.verifyDkim ?? true, dateSkewMs: m.dateSkewMs, maxMessageBytes: 10 * 1024 * 1024 };
+  const rules: JudgeRules = { agents: s.agents, profile: s.profile, verifyDkim: s.verifyDkim ?? true, dateSkewMs: m.dateSkewMs, maxMessageBytes: 10 * 1024 * 1024, ...(s.maxAttachmentBytes !== undefined ? { maxAttachmentBytes: s.maxAttachmentBytes } : {}) };
   const judgedAt = Date.parse(m.judgedAt);
   let uid = 0;
   return {

@@ -95,7 +95,8 @@ export function buildStore(path: string, now: number): Store {
     const seen = replyDate + 20_000;
     const lid = mail(db, seen, 'applied:done', { taskId: a.id, dateHeader: new Date(replyDate).toUTCString(), raw: Buffer.from('reply bytes'), reason: 'all gates passed' });
     db.turns.recordReply(a.id, 1, { status: 'done', text: 'the answer', ledgerId: lid, at: seen + 5, revokeToken: true });
-    db.artifacts.insert({ artifactId: `reply-${lid}`, taskId: a.id, turn: 1, name: 'reply', text: '[UNTRUSTED]\nthe answer', ledgerId: lid, createdAt: seen + 5 });
+    db.replies.insert({ ledgerId: lid, taskId: a.id, turn: 1, agent: 'grok', kind: 'done', nonce: '0123456789abcdef', text: 'the answer', omittedLines: 0, createdAt: seen + 5 });
+    db.replies.insertAttachment({ ledgerId: lid, seq: 1, taskId: a.id, kind: 'file', filename: 'notes.txt', mediaType: 'text/plain', size: 5, bytes: Buffer.from('notes'), data: null, reason: null });
     db.tasks.transition(a, 'COMPLETED', { at: seen + 5, cause: `completed by reply (ledger #${lid})`, deadlineAt: null });
 
     // WORKING, accepted 40 days ago (a very long job), with an old refused forgery.

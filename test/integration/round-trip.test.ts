@@ -1,6 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { TEST_WEBHOOK_SECRET } from '../helpers/config-dir.js';
+import { unfence } from '../helpers/agent-text.js';
 import { hermesBody, hex, useHarness } from '../helpers/bridge-harness.js';
 
 /**
@@ -41,7 +42,7 @@ describe('round trip', () => {
     expect(second.status.state).toBe(COMPLETED);
     const texts = second.artifacts.flatMap((a) => a.parts.filter((p) => p.content.$case === 'text'));
     expect(texts).toHaveLength(1);
-    expect(texts[0]!.content.value).toBe('[UNTRUSTED — grok reply, verify before acting]\nThree papers: A, B, C.');
+    expect(unfence(texts[0]!.content.value)).toBe('[UNTRUSTED — grok reply, verify before acting]\nThree papers: A, B, C.');
 
     const got = (await suite.h.client.getTask({ id: first.id } as never)) as SdkTask;
     expect(got.status.state).toBe(COMPLETED);

@@ -39,6 +39,7 @@ import {
   UUID,
   LABEL,
 } from './conformance-helpers.js';
+import { unfence } from '../../helpers/agent-text.js';
 
 /**
  * The CORE-* requirements of the public A2A conformance kit (TCK,
@@ -189,7 +190,7 @@ describe('GetTask (TCK §3.1.3)', () => {
     const got = await sdk.getTask({ tenant: '', id: sent.id });
     expect(got.id).toBe(sent.id);
     expect(got.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
-    expect(got.artifacts.flatMap((a) => sdkTexts(a.parts))).toEqual([`${LABEL}\nQdrant, Milvus, pgvector.`]);
+    expect(got.artifacts.flatMap((a) => sdkTexts(a.parts)).map(unfence)).toEqual([`${LABEL}\nQdrant, Milvus, pgvector.`]);
     expect(sdkTexts(got.history[0]!.parts)).toEqual(['Compare three vector DBs']);
 
     // raw: a bare Task (not wrapped), the same state
@@ -197,7 +198,7 @@ describe('GetTask (TCK §3.1.3)', () => {
     expect((r.json.result as Record<string, unknown>).task).toBeUndefined();
     expect(r.json.result).toMatchObject({ id: sent.id, contextId: c, status: { state: 'TASK_STATE_COMPLETED' } });
     expect(r.json.result!.status.timestamp).toMatch(ISO_Z);
-    expect(r.json.result!.artifacts![0]!.parts[0]!.text).toBe(`${LABEL}\nQdrant, Milvus, pgvector.`);
+    expect(unfence(r.json.result!.artifacts![0]!.parts[0]!.text)).toBe(`${LABEL}\nQdrant, Milvus, pgvector.`);
   });
 
   it("CORE-GET-002 GetTask of an unknown id, or of another agent's task, is TaskNotFoundError", async () => {
@@ -317,7 +318,7 @@ describe('ListTasks (TCK §3.1.4)', () => {
     }
     for (const params of [{ contextId: done.contextId, includeArtifacts: true }, { context_id: done.contextId, include_artifacts: true }]) {
       const r = await call('ListTasks', params);
-      expect(r.json.result!.tasks[0]!.artifacts!.map((a) => a.parts[0]!.text)).toEqual([`${LABEL}\nThe listed answer.`]);
+      expect(r.json.result!.tasks[0]!.artifacts!.map((a) => unfence(a.parts[0]!.text))).toEqual([`${LABEL}\nThe listed answer.`]);
     }
     // GetTask always carries them (control: the task has an artifact to omit).
     expect((await call('GetTask', { id: done.id })).json.result!.artifacts).toHaveLength(1);
@@ -325,7 +326,7 @@ describe('ListTasks (TCK §3.1.4)', () => {
     const base = { tenant: '', contextId: done.contextId, status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined };
     expect((await sdk.listTasks(base)).tasks[0]!.artifacts).toEqual([]);
     const withArtifacts = await sdk.listTasks({ ...base, includeArtifacts: true });
-    expect(withArtifacts.tasks[0]!.artifacts.flatMap((a) => sdkTexts(a.parts))).toEqual([`${LABEL}\nThe listed answer.`]);
+    expect(withArtifacts.tasks[0]!.artifacts.flatMap((a) => sdkTexts(a.parts)).map(unfence)).toEqual([`${LABEL}\nThe listed answer.`]);
   });
 });
 
@@ -683,7 +684,7 @@ describe('history (TCK §3.2.4)', () => {
     const all = expected();
     for (const n of [1, 2, 3, 4, 10]) {
       const r = await call('GetTask', { id: task.id, historyLength: n });
-      const got = r.json.result!.history.map((m) => ({ role: m.role, text: m.parts[0]!.text }));
+      const got = r.json.result!.history.map((m) => ({ role: m.role, text: unfence(m.parts[0]!.text) }));
       expect(got, `historyLength ${n}`).toEqual(all.slice(-Math.min(n, all.length)));
       const s = await sdk.getTask({ tenant: '', id: task.id, historyLength: n });
       expect(s.history.length).toBe(Math.min(n, all.length));
@@ -714,9 +715,9 @@ describe('history (TCK §3.2.4)', () => {
 
   it('CORE-HIST-005 history is in chronological order', async () => {
     const r = await call('GetTask', { id: task.id });
-    expect(r.json.result!.history.map((m) => m.parts[0]!.text)).toEqual(expected().map((m) => m.text));
+    expect(r.json.result!.history.map((m) => unfence(m.parts[0]!.text))).toEqual(expected().map((m) => m.text));
     const s = await sdk.getTask({ tenant: '', id: task.id });
-    expect(s.history.map((m) => sdkTexts(m.parts)[0])).toEqual(expected().map((m) => m.text));
+    expect(s.history.map((m) => unfence(sdkTexts(m.parts)[0]))).toEqual(expected().map((m) => m.text));
   });
 
   it('CORE-HIST-006 history content matches the exchanged messages (messageId, role, text, task and context)', async () => {
@@ -724,8 +725,9 @@ describe('history (TCK §3.2.4)', () => {
     const h0 = r.json.result!.history;
     expect(h0[0]).toMatchObject({ messageId: m1, role: 'ROLE_USER', taskId: task.id, contextId: task.contextId, parts: [{ text: 'Q1: find the paper' }] });
     expect(h0[2]).toMatchObject({ messageId: m3, role: 'ROLE_USER', taskId: task.id, contextId: task.contextId, parts: [{ text: '2024' }] });
-    expect(h0[1]).toMatchObject({ role: 'ROLE_AGENT', taskId: task.id, parts: [{ text: `${LABEL}\nWhich year?` }] });
-    expect(h0[3]).toMatchObject({ role: 'ROLE_AGENT', taskId: task.id, parts: [{ text: `${LABEL}\nPaper X (2024).` }] });
+    expect(h0[1]).toMatchObject({ role: 'ROLE_AGENT', taskId: task.id, parts: [{ metadata: { untrusted: true, source: 'agent', agent: 'grok' } }] });
+    expect(h0[3]).toMatchObject({ role: 'ROLE_AGENT', taskId: task.id, parts: [{ metadata: { untrusted: true, source: 'agent', agent: 'grok' } }] });
+    expect([unfence(h0[1]!.parts[0]!.text), unfence(h0[3]!.parts[0]!.text)]).toEqual([`${LABEL}\nWhich year?`, `${LABEL}\nPaper X (2024).`]);
     // the agent's final message and the artifact say the same
     expect(r.json.result!.artifacts![0]!.parts[0]!.text).toBe(h0[3]!.parts[0]!.text);
     const s = await sdk.getTask({ tenant: '', id: task.id });
@@ -777,7 +779,7 @@ describe('execution mode (TCK §3.2.2)', () => {
       const { result, ms } = await replyDuringCall(() => sdkB.sendMessage(sdkSend('Quick job', { contextId: ctx() })), 'done', 'Done quickly.');
       const t = asTask(result);
       expect(t.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
-      expect(t.artifacts.flatMap((a) => sdkTexts(a.parts))).toEqual([`${LABEL}\nDone quickly.`]);
+      expect(t.artifacts.flatMap((a) => sdkTexts(a.parts)).map(unfence)).toEqual([`${LABEL}\nDone quickly.`]);
       // 1 s webhook + at most 4 s budget; returning early means well under 5 s.
       expect(ms).toBeLessThan(4500);
     });
@@ -789,7 +791,7 @@ describe('execution mode (TCK §3.2.2)', () => {
         'Which one?',
       );
       expect(result.json.result!.task!.status.state).toBe('TASK_STATE_INPUT_REQUIRED');
-      expect(result.json.result!.task!.status.message!.parts[0]!.text).toBe(`${LABEL}\nWhich one?`);
+      expect(unfence(result.json.result!.task!.status.message!.parts[1]!.text)).toBe(`${LABEL}\nWhich one?`);
       expect(ms).toBeLessThan(4500);
     });
 

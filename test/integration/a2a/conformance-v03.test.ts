@@ -39,6 +39,7 @@ import {
   UUID,
   LABEL,
 } from './conformance-helpers.js';
+import { unfence } from '../../helpers/agent-text.js';
 
 /**
  * The v0.3 dialect (docs/architecture.md, "Context rules"): `message/send`, `tasks/get` and
@@ -165,8 +166,10 @@ describe('message/send, tasks/get, tasks/cancel', () => {
     const done = asTask(await legacy.sendMessage(sdkSend('status', { contextId: c })));
     expect(done.id).toBe(t.id);
     expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
-    expect(done.artifacts.flatMap((a) => sdkTexts(a.parts))).toEqual([`${LABEL}\nA, B, C.`]);
-    expect(lastWire().response.result!.artifacts).toEqual([expect.objectContaining({ parts: [{ kind: 'text', text: `${LABEL}\nA, B, C.` }] })]);
+    expect(done.artifacts.flatMap((a) => sdkTexts(a.parts)).map(unfence)).toEqual([`${LABEL}\nA, B, C.`]);
+    const wired = lastWire().response.result!.artifacts!;
+    expect(wired).toEqual([expect.objectContaining({ parts: [{ kind: 'text', text: expect.any(String) as unknown, metadata: expect.objectContaining({ untrusted: true, source: 'agent', agent: 'grok' }) as unknown }] })]);
+    expect(unfence((wired[0]!.parts[0] as { text: string }).text)).toBe(`${LABEL}\nA, B, C.`);
     expect(webhooksFor(h, t.id)).toBe(1);
   });
 
@@ -202,11 +205,12 @@ describe('message/send, tasks/get, tasks/cancel', () => {
     const done = await answered('done', 'The v0.3 answer.');
     const r = await call('tasks/get', { id: done.id });
     expect(r.json.result).toMatchObject({ kind: 'task', id: done.id, contextId: done.contextId, status: { state: 'completed' } });
-    expect(r.json.result!.artifacts).toEqual([expect.objectContaining({ artifactId: expect.any(String) as unknown, parts: [{ kind: 'text', text: `${LABEL}\nThe v0.3 answer.` }] })]);
+    expect(r.json.result!.artifacts).toEqual([expect.objectContaining({ artifactId: expect.any(String) as unknown, parts: [expect.objectContaining({ kind: 'text' })] })]);
+    expect(unfence((r.json.result!.artifacts[0]!.parts[0] as { text: string }).text)).toBe(`${LABEL}\nThe v0.3 answer.`);
     const got = await legacy.getTask({ tenant: '', id: done.id });
     expect(lastWire().body!.method).toBe('tasks/get');
     expect(got.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
-    expect(got.artifacts.flatMap((a) => sdkTexts(a.parts))).toEqual([`${LABEL}\nThe v0.3 answer.`]);
+    expect(got.artifacts.flatMap((a) => sdkTexts(a.parts)).map(unfence)).toEqual([`${LABEL}\nThe v0.3 answer.`]);
     expect(got.history.map((m) => m.role)).toEqual([Role.ROLE_USER, Role.ROLE_AGENT]);
   });
 
@@ -248,7 +252,8 @@ describe('v0.3 data model', () => {
   it('DM-TASK-002 (v0.3) states are lowercase v0.3 names, including "input-required" (which the SDK maps to TASK_STATE_INPUT_REQUIRED); answering it opens turn 2', async () => {
     const asking = await answered('input-required', 'Which year?');
     expect(asking.status.state).toBe('input-required');
-    expect(asking.status.message).toMatchObject({ kind: 'message', role: 'agent', parts: [{ kind: 'text', text: `${LABEL}\nWhich year?` }] });
+    expect(asking.status.message).toMatchObject({ kind: 'message', role: 'agent', parts: [{ kind: 'text', metadata: { untrusted: false, source: 'bridge' } }, { kind: 'text', metadata: { untrusted: true } }] });
+    expect(unfence((asking.status.message!.parts[1] as { text: string }).text)).toBe(`${LABEL}\nWhich year?`);
     const s = await legacy.getTask({ tenant: '', id: asking.id });
     expect(s.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
     const answer = asTask(await legacy.sendMessage(sdkSend('2024', { contextId: asking.contextId })));
@@ -278,7 +283,8 @@ describe('v0.3 data model', () => {
     const t = await answered('done', 'History answer.');
     expect((await call('tasks/get', { id: t.id, historyLength: 0 })).json.result!.history).toEqual([]);
     const one = (await call('tasks/get', { id: t.id, historyLength: 1 })).json.result!.history;
-    expect(one).toEqual([expect.objectContaining({ role: 'agent', parts: [{ kind: 'text', text: `${LABEL}\nHistory answer.` }] })]);
+    expect(one).toEqual([expect.objectContaining({ role: 'agent', parts: [expect.objectContaining({ kind: 'text' })] })]);
+    expect(unfence((one[0]!.parts[0] as { text: string }).text)).toBe(`${LABEL}\nHistory answer.`);
     expect((await legacy.getTask({ tenant: '', id: t.id, historyLength: 0 })).history).toEqual([]);
     expect(lastWire().body!.params).toEqual({ id: t.id, historyLength: 0 });
   });

@@ -246,12 +246,12 @@ describe('backup and prune', () => {
     const dry = await cli('prune', '--older-than', '30', '--dry-run', '--json');
     expect(dry.status, dry.stderr).toBe(0);
     const planned: unknown = JSON.parse(dry.stdout);
-    expect(planned).toMatchObject({ dryRun: true, tasks: 2, turns: 2, attempts: 2, messages: 2, artifacts: 1, events: 5, ledger: 2 });
+    expect(planned).toMatchObject({ dryRun: true, tasks: 2, turns: 2, attempts: 2, messages: 2, artifacts: 0, replies: 1, attachments: 1, events: 5, ledger: 2 });
     expect(sha(store)).toBe(digestBefore);
 
     const done = await cli('prune', '--older-than', '30');
     expect(done.status, done.stderr).toBe(0);
-    expect(done.stdout).toMatch(/^deleted 2 tasks, 2 turns, 2 dispatch attempts, 2 messages, 1 artifact, 5 task events, 2 ledger rows \(tasks finished and mail seen before .*Z; open tasks and audit entries are kept\)\n$/);
+    expect(done.stdout).toMatch(/^deleted 2 tasks, 2 turns, 2 dispatch attempts, 2 messages, 0 artifacts, 1 reply, 1 attachment, 5 task events, 2 ledger rows \(tasks finished and mail seen before .*Z; open tasks and audit entries are kept\)\n$/);
     const left = (JSON.parse((await cli('tasks', '--json')).stdout) as TaskJson[]).map((t: { id: string; state: string }) => [t.id, t.state]);
     expect(left).toEqual([
       [IDS.inputRequired, 'INPUT_REQUIRED'],

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { makeResolver } from '../../../src/uplink/dkim.js';
+import { expectFenced } from '../../helpers/agent-text.js';
 import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 
 /** Findings of the second hostile trial: nothing the agent sent may be lost or hidden from the caller. */
@@ -19,6 +20,8 @@ describe('nothing the agent sent is lost or hidden', () => {
     const during = await send('status', ctx);
     expect(during!.status.state).toBe('TASK_STATE_WORKING');
     expect(during!.status.message!.parts[0]!.text).toMatch(/a reply could not be authenticated yet \(gate 7: local DKIM verification .* temperror/);
+    // The selector is the agent's choice: the status names no part of the signature (docs/agent-text.md).
+    expect(during!.status.message!.parts[0]!.text).not.toContain('s=test2026');
     expect(suite.h.app.bridge.ctx.store.ledger.query({ taskId: task!.id, limit: 5 })).toEqual([]);
     const health = (await (await fetch(`${new URL(suite.h.endpoint).origin}/health`)).json()) as { mailbox: { lastError: string } };
     expect(health.mailbox.lastError).toMatch(/judged again on the next check/);
@@ -57,6 +60,11 @@ describe('nothing the agent sent is lost or hidden', () => {
     await suite.dovecot.append(await suite.h.reply(envelopeOf(task!.id), { body }));
     const done = await send('status', ctx);
     const text = done!.artifacts![0]!.parts[0]!.text;
-    expect(text).toMatch(/^\[UNTRUSTED — grok reply, verify before acting\]\nThe answer\.\n\n> a Markdown quote that belongs to it\n\n\(2 lines after the answer were left out as quoted text or a signature; `a2a-mailbridge ledger --raw \d+` shows the whole mail\.\)$/);
+    expectFenced(text, 'The answer.\n\n> a Markdown quote that belongs to it');
+    expect(done!.artifacts![0]!.parts[1]).toEqual({
+      text: expect.stringMatching(/^The bridge left out 2 lines after the answer as quoted text or a signature; a2a-mailbridge ledger --raw \d+ shows the whole mail\.$/) as unknown,
+      mediaType: 'text/plain',
+      metadata: { untrusted: false, source: 'bridge', ledgerId: expect.any(Number) as unknown },
+    });
   });
 });

@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { fenceOf, hermesReplyText } from '../../helpers/agent-text.js';
 import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 import type { V1Task } from '../../../src/a2a/wire.js';
 import type { RpcAnswer, V1SendResult } from '../../helpers/rpc-json.js';
@@ -31,12 +32,9 @@ async function hermesCall(text: string, contextId: string): Promise<V1Task> {
   return json.result!.task!;
 }
 
-/**
- * What Hermes shows the model: the first text artifact, else status.message (Hermes Agent,
- * plugins/platforms/a2a/tools.py).
- */
+/** What Hermes shows the model (test/helpers/agent-text.ts). */
 function shown(task: V1Task): string {
-  return task.artifacts?.[0]?.parts?.[0]?.text ?? task.status.message?.parts?.[0]?.text ?? '';
+  return hermesReplyText(task);
 }
 
 describe('a job that outlives its deadline', () => {
@@ -56,15 +54,18 @@ describe('a job that outlives its deadline', () => {
     await suite.dovecot.append(await suite.h.reply(suite.h.envelope(1), { answer: 'The review, finally.' }));
     task = await hermesCall('status', ctx);
     expect(task.status.state).toBe('TASK_STATE_FAILED');
-    expect(shown(task)).toMatch(/^\[UNTRUSTED — grok reply, verify before acting\]\n\(This reply arrived .* after the task failed: deadline .*\)\nThe review, finally\.$/);
-    expect(task.status.message!.parts[0]!.text).toMatch(/A late reply from grok arrived \S+, after the deadline; it is attached as an artifact and was not applied\./);
+    const [note, reply] = task.artifacts![0]!.parts;
+    expect(note!.text).toMatch(/^This reply arrived \S+Z, after the task failed \(deadline\)\. The bridge kept it and did not apply it; the task stays FAILED\.$/);
+    expect(fenceOf(reply!.text!).body).toBe('The review, finally.');
+    expect(shown(task)).toBe(`${note!.text}\n${reply!.text}`);
+    expect(task.status.message!.parts[0]!.text).toMatch(/A late reply from grok arrived \S+, after the deadline; it is in the artifact late-reply-\d+ and was not applied\./);
 
     // Observers see it through GetTask and ListTasks too.
     const got = (await suite.h.rpc({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: task.id } })).json.result;
     expect(got!.artifacts!.map((a) => a.name)).toEqual(['late-reply']);
     const listed = (await suite.h.rpc({ jsonrpc: '2.0', id: 2, method: 'ListTasks', params: { contextId: ctx, includeArtifacts: true } })).json.result;
     expect(listed!.tasks).toHaveLength(1);
-    expect(listed!.tasks[0]!.artifacts![0]!.parts[0]!.text).toContain('The review, finally.');
+    expect(listed!.tasks[0]!.artifacts![0]!.parts[1]!.text).toBe(reply!.text);
 
     // One webhook in total; nothing discarded: the ledger keeps the reply, the audit the failure.
     expect(suite.h.receiver.requests).toHaveLength(1);

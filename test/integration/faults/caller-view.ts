@@ -4,6 +4,7 @@
  */
 import type { HealthJson } from '../../../src/a2a/health.js';
 import type { V1Task } from '../../../src/a2a/wire.js';
+import { hermesReplyText } from '../../helpers/agent-text.js';
 import { hex, type Harness } from '../../helpers/bridge-harness.js';
 
 /** A fresh A2A context id. */
@@ -12,14 +13,14 @@ export function newContext(): string {
 }
 
 /**
- * What Hermes shows the model: the first text artifact, else `status.message` (Hermes Agent,
- * plugins/platforms/a2a/tools.py).
+ * What Hermes shows the model: the first artifact with text, else `status.message`, each with its
+ * parts joined (test/helpers/agent-text.ts, after Hermes Agent's plugins/platforms/a2a/tools.py).
  */
 export function shown(task: V1Task | undefined): string {
-  return task?.artifacts?.[0]?.parts?.[0]?.text ?? task?.status?.message?.parts?.[0]?.text ?? '';
+  return task ? hermesReplyText(task) : '';
 }
 
-/** The `status.message` text of a wire task ('' when absent). */
+/** The bridge's own text in `status.message` (its first part; '' when absent). */
 export function statusMessage(task: V1Task | undefined): string {
   return task?.status?.message?.parts?.[0]?.text ?? '';
 }

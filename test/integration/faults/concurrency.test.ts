@@ -15,6 +15,7 @@ import { hermesBody, startHarness, type Harness } from '../../helpers/bridge-har
 import { makeConfigDir, minimalToml } from '../../helpers/config-dir.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
 import { killAll, REPO, spawnCli } from './bridge-process.js';
+import { fenceOf } from '../../helpers/agent-text.js';
 import { newContext, shown } from './caller-view.js';
 import { startImapProxy } from './imap-faults.js';
 import { Summary } from './summary.js';
@@ -98,7 +99,7 @@ describe('50 concurrent polls share one mailbox check', () => {
     expect(count(h, before, /^(LOGIN|AUTHENTICATE) /i)).toBe(1);
     // Every poll joined the check (or came after it): all 50 see the applied reply.
     expect(answers.filter((t) => t?.status.state === 'TASK_STATE_COMPLETED')).toHaveLength(50);
-    expect(answers.every((t) => shown(t).endsWith('Shared by fifty polls.'))).toBe(true);
+    expect(answers.every((t) => fenceOf(shown(t)).body === 'Shared by fifty polls.')).toBe(true);
     expect(h.app.bridge.ctx.store.ledger.ofTask(first.id).map((l) => l.verdict)).toEqual(['applied:done']);
     summary.add('50 concurrent polls, check due (check_interval_s = 15)', `1 EXAMINE, 1 LOGIN, 0 errors, all 50 answered 200 COMPLETED within ${Math.round(slowest)} ms; reply applied once`);
   });

@@ -10,6 +10,7 @@ import { makeConfigDir, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET, w
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
 import { killAll, quickCheck, readStore, startBridgeProcess, type BridgeProcess } from './bridge-process.js';
+import { unfence } from '../../helpers/agent-text.js';
 import { newContext, shown } from './caller-view.js';
 import { freePort } from '../../helpers/free-port.js';
 import { Summary } from './summary.js';
@@ -204,24 +205,24 @@ describe('SIGKILL at a failpoint, then a restart', () => {
     await died(p1);
     expect(quickCheck(s.store)).toBe('ok');
     expect(
-      readStore(s.store, (db) => [db.tasks.get(first.id)!.state, db.ledger.ofTask(first.id).length, db.artifacts.of(first.id).length, db.mailbox.state(s.folder).lastUid]),
+      readStore(s.store, (db) => [db.tasks.get(first.id)!.state, db.ledger.ofTask(first.id).length, db.replies.ofTask(first.id).length, db.mailbox.state(s.folder).lastUid]),
     ).toEqual(['WORKING', 0, 0, 0]);
 
     const p2 = await startBridgeProcess(s.cfg.configPath);
     const done = await afterChange(s, p2, first.id, ctx, 'COMPLETED');
     expect(done.status.state).toBe('TASK_STATE_COMPLETED');
-    expect(shown(done)).toBe('[UNTRUSTED — grok reply, verify before acting]\nApplied exactly once.');
+    expect(unfence(shown(done))).toBe('[UNTRUSTED — grok reply, verify before acting]\nApplied exactly once.');
     for (let i = 0; i < 3; i++) expect((await answered(s, hermesBody('status', ctx))).artifacts).toHaveLength(1);
     expect(quickCheck(s.store)).toBe('ok');
     await p2.stop();
     const after = readStore(s.store, (db) => ({
       ledger: db.ledger.ofTask(first.id).map((l) => [l.source, l.verdict]),
-      artifacts: db.artifacts.of(first.id).length,
+      replyRows: db.replies.ofTask(first.id).length,
       completed: db.events.of(first.id).filter((e) => e.toState === 'COMPLETED').length,
       replies: db.messages.history(first.id).filter((m) => m.kind === 'reply').length,
     }));
     const validity = String(await dovecot.uidValidity(s.folder));
-    expect(after).toEqual({ ledger: [[`imap:${s.folder}:${validity}:${uid}`, 'applied:done']], artifacts: 1, completed: 1, replies: 1 });
+    expect(after).toEqual({ ledger: [[`imap:${s.folder}:${validity}:${uid}`, 'applied:done']], replyRows: 1, completed: 1, replies: 1 });
     expect(s.receiver.distinctIds()).toHaveLength(1);
     summary.add(
       '(c) SIGKILL while-applying-reply',

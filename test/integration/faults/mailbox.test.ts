@@ -5,6 +5,7 @@ import { iso } from '../../../src/core/time.js';
 import { ImapMailbox } from '../../../src/uplink/imap-mailbox.js';
 import { AGENT_ADDRESS, hermesBody, startHarness, type Harness, type HarnessOptions } from '../../helpers/bridge-harness.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
+import { unfence } from '../../helpers/agent-text.js';
 import { healthOf, newContext, shown, statusMessage } from './caller-view.js';
 import { multiAppend, startImapProxy, startSilentServer, type ImapProxy } from './imap-faults.js';
 import { Summary } from './summary.js';
@@ -140,7 +141,7 @@ describe('mailbox faults never fail an A2A call', () => {
     await p.setMode('pass');
     const back = await call(h, 'status', ctx);
     expect(back.task.status.state).toBe('TASK_STATE_COMPLETED');
-    expect(shown(back.task)).toBe('[UNTRUSTED — grok reply, verify before acting]\nDone while the mailbox was away.');
+    expect(unfence(shown(back.task))).toBe('[UNTRUSTED — grok reply, verify before acting]\nDone while the mailbox was away.');
     const health = await healthOf(h);
     expect(health.status).toBe('ok');
     expect(health.mailbox).toMatchObject({ lastError: null, errorSince: null });
@@ -212,7 +213,7 @@ describe('mailbox faults never fail an A2A call', () => {
     expect(back.task.status.state).toBe('TASK_STATE_COMPLETED');
     expect(shown(back.task)).toContain('Survives a cut connection.');
     expect(h.app.bridge.ctx.store.ledger.ofTask(id).map((l) => l.verdict)).toEqual(['applied:done']);
-    expect(h.app.bridge.ctx.store.artifacts.of(id)).toHaveLength(1);
+    expect(h.app.bridge.ctx.store.replies.ofTask(id)).toHaveLength(1);
     summary.add('connection dropped mid-FETCH (proxy cuts inside the BODY.PEEK[] literal)', `200 WORKING, "unreachable since <t>: ${down.health.mailbox.lastError!.replace(String(p.port), '<port>')}"; no ledger row, watermark unchanged; next poll with the connection intact → applied:done once, COMPLETED, 1 artifact`);
   });
 
@@ -278,7 +279,7 @@ describe('mailbox faults never fail an A2A call', () => {
     expect(ledgerA[1]!.reason).toMatch(/raw bytes/);
     expect(ledgerA[2]!.reason).toMatch(/Message-ID/i);
     expect(db().ledger.ofTask(b.id).map((l) => l.verdict)).toEqual(['applied:done']);
-    expect(db().artifacts.of(a.id)).toHaveLength(1);
+    expect(db().replies.ofTask(a.id)).toHaveLength(1);
     expect(db().events.of(a.id).filter((e) => e.toState === 'COMPLETED')).toHaveLength(1);
     const taskA = (await call(h, 'status', a.ctx)).task;
     expect(shown(taskA)).toContain('Answer A.');
@@ -306,7 +307,7 @@ describe('mailbox faults never fail an A2A call', () => {
       [uid2, 'duplicate'],
       [uid3, 'duplicate'],
     ]);
-    expect(db().artifacts.of(t.id)).toHaveLength(1);
+    expect(db().replies.ofTask(t.id)).toHaveLength(1);
     expect(again.task.artifacts).toHaveLength(1);
     expect(db().events.of(t.id).filter((e) => e.toState === 'COMPLETED')).toHaveLength(1);
     summary.add('re-uploaded copies (same bytes, UIDs ' + `${uid1}, ${uid2}, ${uid3})`, 'first → applied:done; the copy in the same check and the copy in a later check → duplicate (gate 1); 1 artifact, 1 COMPLETED transition');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clean, cleanLines, gap, isoJson, isoUtc, table, truncate } from '../../../src/cli/format.js';
+import { clean, cleanLines, gap, isoJson, isoUtc, jsonForTerminal, printJson, table, truncate } from '../../../src/cli/format.js';
 
 describe('human output', () => {
   it('makes terminal controls and bidi overrides from mail visible and inert', () => {
@@ -9,6 +9,27 @@ describe('human output', () => {
     expect(clean('invoice\u202egnp.exe')).toBe('invoice\\u{202e}gnp.exe');
     expect(clean('plain text — é ü 日本')).toBe('plain text — é ü 日本');
     expect(cleanLines('one\x1b\ntwo')).toBe('one\\u{1b}\ntwo');
+    // Hidden text: tag characters, zero-width characters, separators, default-ignorables.
+    expect(clean('ok\u{E0049}\u200Bx\u2028y\u3164')).toBe('ok\\u{e0049}\\u{200b}x\\u{2028}y\\u{3164}');
+  });
+
+  it('--json on a terminal escapes C1, DEL, bidi, format and separator characters; the JSON keeps its value', () => {
+    const value = { subject: 'Re: \u009b31m \u202Eevil\u202C \u{E0049}\u{E0047} a\u2028b \u007f', plain: 'é 日本 🙂', c0: '\u001b[2J' };
+    const text = JSON.stringify(value, null, 2);
+    const safe = jsonForTerminal(text);
+    expect(JSON.parse(safe)).toEqual(value);
+    expect(safe).toContain('Re: \\u009b31m \\u202eevil\\u202c \\udb40\\udc49\\udb40\\udc47 a\\u2028b \\u007f');
+    expect(safe).toContain('"plain": "é 日本 🙂"');
+    expect(safe).toMatch(/^[^\u007f-\u009f\p{Cf}\u2028\u2029]*$/u);
+
+    const written = (isTTY: boolean): string => {
+      let out = '';
+      printJson(value, { isTTY, write: (chunk: string | Uint8Array) => ((out += String(chunk)), true) });
+      return out;
+    };
+    expect(written(true)).toBe(`${safe}\n`);
+    // Not a terminal (a pipe, a file): byte for byte what JSON.stringify wrote.
+    expect(written(false)).toBe(`${text}\n`);
   });
 
   it('aligns columns, cleans every cell and leaves the last column unpadded', () => {

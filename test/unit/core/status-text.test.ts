@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { AgentConfig } from '../../../src/config/config.js';
+import { attachmentParts, replyNotes } from '../../../src/core/parts.js';
 import { statusText, type StatusFacts } from '../../../src/core/status-text.js';
+import { fenceAgentText } from '../../../src/core/untrusted-text.js';
+import type { AttemptRow } from '../../../src/store/attempts.js';
+import type { AttachmentInfo, ReplyRow } from '../../../src/store/replies.js';
+import type { TurnRow } from '../../../src/store/turns.js';
 import type { MailboxState } from '../../../src/store/mailbox-state.js';
 import type { TaskRow } from '../../../src/store/task-rows.js';
 
@@ -32,4 +37,39 @@ describe('status text', () => {
     const failed = statusText(facts({ task: task({ state: 'FAILED', failedBy: 'deadline', stateReason: 'deadline passed with no reply from grok' }), refused: one }))!;
     expect(failed).toMatch(/^Failed: deadline passed with no reply from grok\. A reply for this task was refused .*; it was not applied\. The bridge's operator can see why with: a2a-mailbridge ledger --task /);
   });
+});
+
+describe('every sentence the bridge writes is one an agent cannot pass off as the bridge’s', () => {
+  // The neutraliser (src/core/untrusted-text.ts BRIDGE_OPENERS) must know how each of them begins.
+  const agentSays = (line: string): boolean => fenceAgentText(line, { label: '[UNTRUSTED]', nonce: '0123456789abcdef' }).changes.neutralisedLines === 1;
+  const sentences = (text: string): string[] => text.split('\n').flatMap((l) => l.split(/(?<=[.)])\s+(?=[A-Z0-9("])/)).filter((x) => x.trim() !== '');
+  const attempt = { id: 1, dispatchId: 'msg_1', taskId: id, turn: 1, attempt: 2, startedAt: NOW - 5000, finishedAt: NOW - 4000, outcome: 'retry', httpStatus: 503, error: 'HTTP 503' } as AttemptRow;
+  const turn = { nextAttemptAt: NOW + 30_000, acceptedAt: NOW - 50_000 } as TurnRow;
+  const refused = { count: 2, lastVerdict: 'bad-token' as const, lastSeenAt: NOW - 5000, lastLedgerId: 7 };
+  const reply: ReplyRow = { ledgerId: 12, taskId: id, turn: 1, agent: 'grok', kind: 'done', nonce: '0123456789abcdef', text: 'x', omittedLines: 3, createdAt: NOW };
+  const attachment = (o: Partial<AttachmentInfo>): AttachmentInfo => ({ ledgerId: 12, seq: 1, taskId: id, kind: 'file', filename: 'a', mediaType: 'text/plain', size: 1, reason: null, ...o });
+  const content = () => ({ bytes: Buffer.from('a'), data: null });
+  const texts = [
+    statusText(facts({ task: task({ state: 'SUBMITTED' }), lastAttempt: attempt, turn, refused, pollWord: 'status' })),
+    statusText(facts({ task: task({ state: 'SUBMITTED' }), lastAttempt: { ...attempt, outcome: null } })),
+    statusText(facts({ task: task({ state: 'SUBMITTED' }) })),
+    statusText(facts({ turn, refused, checkIntervalMs: 15_000, progressNote: { at: NOW, shownChars: 4000, totalChars: 5000 } })),
+    statusText(facts({ checkIntervalMs: 5_000 })),
+    statusText(facts({ watch: true })),
+    statusText(facts({ mailbox: { ...mailbox, lastCheckAt: null } })),
+    statusText(facts({ mailbox: { ...mailbox, lastError: 'connection refused', errorSince: NOW - 60_000 } })),
+    statusText(facts({ task: task({ state: 'INPUT_REQUIRED' }), question: true })),
+    statusText(facts({ task: task({ state: 'INPUT_REQUIRED' }) })),
+    statusText(facts({ task: task({ state: 'FAILED', failedBy: 'agent', stateReason: 'the agent reported failure in reply (ledger #12)' }), reportArtifact: 'reply-12' })),
+    statusText(facts({ task: task({ state: 'FAILED', failedBy: 'deadline', stateReason: 'deadline passed' }), lateReplyAt: NOW, lateReplyArtifact: 'late-reply-12', refused })),
+    statusText(facts({ task: task({ state: 'CANCELED', stateReason: 'canceled by the caller' }) })),
+    statusText(facts({ task: task({ state: 'REJECTED', stateReason: 'rejected' }) })),
+    ...[...replyNotes(reply, [attachment({}), attachment({ seq: 2, kind: 'refused', reason: 'too big' })], 'artifact'), ...replyNotes(reply, [attachment({})], 'below'), ...replyNotes(reply, [attachment({})], 'history')].map((p) => (p.kind === 'text' ? p.text : '')),
+    ...attachmentParts({ name: 'grok', untrustedLabel: '[UNTRUSTED]' } as AgentConfig, attachment({ kind: 'refused', reason: '9 bytes, over mailbox.max_attachment_bytes (1); refused whole, never cut' }), content).map((p) => (p.kind === 'text' ? p.text : '')),
+    ...attachmentParts({ name: 'grok', untrustedLabel: '[UNTRUSTED]' } as AgentConfig, attachment({ reason: 'not valid JSON: kept as a file, not a data part' }), content).map((p) => (p.kind === 'text' ? p.text : '')).slice(0, 1),
+    'This reply arrived 2026-06-01T12:00:00Z, after the task failed (deadline). The bridge kept it and did not apply it; the task stays FAILED.',
+  ];
+  for (const text of texts) {
+    for (const s of sentences(text ?? '')) it(s.slice(0, 90), () => expect(agentSays(s)).toBe(true));
+  }
 });

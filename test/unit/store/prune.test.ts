@@ -12,7 +12,7 @@ describe('prune: retention for finished tasks; never an open task', () => {
     const before = tableCounts(db);
     const cut = NOW - 30 * DAY;
     const planned = db.retention.countPrunable(cut);
-    expect(planned).toEqual({ tasks: 2, turns: 2, attempts: 2, messages: 2, artifacts: 1, events: 5, ledger: 2 });
+    expect(planned).toEqual({ tasks: 2, turns: 2, attempts: 2, messages: 2, artifacts: 0, replies: 1, attachments: 1, events: 5, ledger: 2 });
     expect(tableCounts(db)).toEqual(before); // counting deletes nothing
     expect(db.tx((tx) => tx.retention.prune(cut))).toEqual(planned);
     const after = tableCounts(db);
@@ -20,7 +20,7 @@ describe('prune: retention for finished tasks; never an open task', () => {
     expect(db.tasks.get(IDS.oldCompleted)).toBeUndefined();
     expect(db.tasks.get(IDS.oldCanceled)).toBeUndefined();
     expect(db.audit.latest(IDS.oldCompleted)).toMatchObject({ state: 'COMPLETED' }); // the audit entry stays
-    expect(db.retention.countPrunable(cut)).toEqual({ tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, events: 0, ledger: 0 });
+    expect(db.retention.countPrunable(cut)).toEqual({ tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0 });
   });
 
   it('never deletes an open task, however old, nor the ledger rows it relies on (gates 1 and 8a)', () => {
@@ -49,12 +49,12 @@ describe('prune: retention for finished tasks; never an open task', () => {
 
   it('a cut before everything deletes nothing', () => {
     const db = buildStore(':memory:', NOW);
-    expect(db.tx((tx) => tx.retention.prune(NOW - 365 * DAY))).toEqual({ tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, events: 0, ledger: 0 });
+    expect(db.tx((tx) => tx.retention.prune(NOW - 365 * DAY))).toEqual({ tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0 });
   });
 });
 
 describe('prune --dry-run counts by the smaller side: the tasks that go, or those that stay', () => {
-  /** `n` tasks finished `daysAgo` days before NOW, each with a turn, an attempt, two messages, an artifact and a ledger row. */
+  /** `n` tasks finished `daysAgo` days before NOW, each with a turn, an attempt, two messages, a reply with an attachment and a ledger row. */
   function finished(db: ReturnType<typeof buildStore>, n: number, daysAgo: number, tag: string): void {
     db.tx((tx) => {
       for (let i = 0; i < n; i++) {
@@ -68,7 +68,8 @@ describe('prune --dry-run counts by the smaller side: the tasks that go, or thos
           tx.messages.insert({ agent: 'grok', messageId: `${kind}-${tag}-${i}`, taskId: id, contextId: `c-${tag}-${i}`, role: kind === 'ask' ? 'user' : 'agent', kind, turn: 1, text: 'x', contentSha256: 'e'.repeat(64), createdAt: at });
         }
         const ledgerId = tx.ledger.record({ source: `imap:INBOX:9:${tag}${i}`, seenAt: at, messageId: `<${tag}${i}@a>`, fromHeader: null, subject: null, dateHeader: null, size: 1, rawSha256: `${tag}${i}`, raw: null, agent: 'grok', taskId: id, verdict: 'applied:done', reason: 'ok' })!;
-        tx.artifacts.insert({ artifactId: `reply-${ledgerId}`, taskId: id, turn: 1, name: 'reply', text: 'x', ledgerId, createdAt: at });
+        tx.replies.insert({ ledgerId, taskId: id, turn: 1, agent: 'grok', kind: 'done', nonce: '0123456789abcdef', text: 'x', omittedLines: 0, createdAt: at });
+        tx.replies.insertAttachment({ ledgerId, seq: 1, taskId: id, kind: 'refused', filename: 'a.bin', mediaType: 'application/octet-stream', size: 1, bytes: null, data: null, reason: 'test' });
         tx.tasks.transition(tx.tasks.get(id)!, 'COMPLETED', { at, cause: 'done', deadlineAt: null });
       }
     });
@@ -88,6 +89,6 @@ describe('prune --dry-run counts by the smaller side: the tasks that go, or thos
     expect(planned.tasks).toBeGreaterThan(0);
     expect(db.tx((tx) => tx.retention.prune(cut))).toEqual(planned);
     expect(db.tasks.get('dddd0000-0000-4000-8000-000000000000')).toBeDefined();
-    expect(db.retention.countPrunable(cut)).toEqual({ tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, events: 0, ledger: 0 });
+    expect(db.retention.countPrunable(cut)).toEqual({ tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0 });
   });
 });

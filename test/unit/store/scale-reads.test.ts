@@ -45,7 +45,7 @@ function addTasks(store: Store, n: number, o: { agent?: string; prefix?: string;
   return out;
 }
 
-describe('counts kept by triggers (migration 7): no scan of a table per call', () => {
+describe('counts kept by triggers (migration 8): no scan of a table per call', () => {
   it('tasks by state, dispatches by state and ledger rows by verdict agree with a scan after inserts, moves and prune', () => {
     const store = buildStore(':memory:', NOW);
     const check = (): void => {
@@ -68,7 +68,7 @@ describe('counts kept by triggers (migration 7): no scan of a table per call', (
     expect(store.stats.tasksByState().CANCELED).toBeUndefined(); // a state whose count fell to 0 is absent, as before
   });
 
-  it('a store of version 6 gets its counts from the rows it holds when it is migrated', () => {
+  it('an older store (version 6) gets its counts from the rows it holds when it is migrated', () => {
     const old = new Database(':memory:');
     for (let v = 0; v < 6; v++) old.exec(MIGRATIONS[v]!);
     old.pragma('user_version = 6');

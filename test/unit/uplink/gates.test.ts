@@ -9,7 +9,7 @@ import { corpusStore } from '../../helpers/corpus-store.js';
 const T0 = Date.parse('2026-11-30T12:00:00Z');
 const TOKEN = '0123456789abcdef0123456789abcdef';
 const window = { dispatchedAt: T0, now: T0 + 3600_000, skewMs: 900_000 };
-const reply = (over: Partial<ParsedReply> = {}): ParsedReply => ({ token: TOKEN, tokenProblem: null, status: 'done', statusProblem: null, answer: 'ok', omittedLines: 0, bodyKind: 'text', ...over });
+const reply = (over: Partial<ParsedReply> = {}): ParsedReply => ({ token: TOKEN, tokenProblem: null, status: 'done', statusProblem: null, answer: 'ok', omittedLines: 0, bodyKind: 'text', attachments: [], ...over });
 
 describe('gate 8: the Date window', () => {
   it('passes a reply dated between the dispatch and now', () => {

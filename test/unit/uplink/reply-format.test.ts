@@ -30,6 +30,7 @@ const good = (answer: string, bodyKind: ParsedReply['bodyKind'] = 'text', omitte
   omittedLines,
   answer,
   bodyKind,
+  attachments: [],
 });
 
 describe('parseReply: body encodings', () => {
@@ -113,7 +114,7 @@ describe('parseReply: body encodings', () => {
       expect(['text', 'html', 'none']).toContain(r.bodyKind);
       expect(typeof r.answer).toBe('string');
     }
-    expect(await parseReply(Buffer.alloc(0))).toEqual({ token: null, tokenProblem: 'missing', status: null, statusProblem: 'missing', answer: '', omittedLines: 0, bodyKind: 'none' });
+    expect(await parseReply(Buffer.alloc(0))).toEqual({ token: null, tokenProblem: 'missing', status: null, statusProblem: 'missing', answer: '', omittedLines: 0, bodyKind: 'none', attachments: [] });
   });
 });
 
@@ -161,7 +162,7 @@ describe('parseReplyText: the reply block', () => {
 
   it('stops the answer at Outlook-style quoted headers (email_reply_parser #69)', () => {
     const text = `${block('The answer.\n')}\n________________________________\nFrom: Bridge <me@example.com>\nSent: Monday, January 1, 2030 10:00 AM\nTo: Agent <agent@agent.example>\nSubject: task\n\nreply_token: ${OLD}\nstatus: working\n`;
-    const { bodyKind: _kind, ...expected } = good('The answer.');
+    const { bodyKind: _kind, attachments: _none, ...expected } = good('The answer.');
     expect(parseReplyText(text)).toEqual(expected);
     expect(parseReplyText(text.replace(/_{32}\n/, '')).answer).toBe('The answer.');
     const only = `Sure.\n\n*From:* Bridge <me@example.com>\n*Sent:* Monday\n*To:* Agent\n*Subject:* task\n\nreply_token: ${OLD}`;
@@ -249,6 +250,7 @@ describe('parseReply on large messages', () => {
       omittedLines: 0,
       bodyKind: 'none',
       unparsed: expect.stringMatching(/^not done within the 0\.001 s time budget \(\d+ bytes\)$/) as unknown,
+      attachments: [],
     });
     const huge = Buffer.concat([mail, Buffer.alloc(REPLY_PARSE_MAX_BYTES)]);
     expect(await parseReply(huge)).toMatchObject({ tokenProblem: 'unparsed', unparsed: `${huge.length} bytes, over the 32 MiB reply parse budget` });
