@@ -336,4 +336,9 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX task_events_by_time ON task_events(at);
   CREATE INDEX ledger_by_time ON ledger(seen_at);
   `,
+  // 9: a reply's text stored once: a turn whose reply has a row of its own (migration 7) no
+  // longer keeps a copy in reply_text; reads take the reply row's (src/store/turns.ts).
+  `
+  UPDATE turns SET reply_text = NULL WHERE reply_text IS NOT NULL AND reply_ledger_id IN (SELECT ledger_id FROM replies);
+  `,
 ];

@@ -144,3 +144,37 @@ describe('bytes per task: an ended task keeps no signed envelope it can never se
     expect([envelopeOf(done), envelopeOf(failed), envelopeOf(byDispatch), envelopeOf(canceled)]).toEqual(['', '', '{"v":1}', '{"v":1}']);
   });
 });
+
+describe('bytes per task: a reply text stored once', () => {
+  it('a turn whose reply has its row keeps no copy of the text, and reads give it back from the reply row; a reply without a row keeps it on the turn', () => {
+    const store = buildStore(':memory:', NOW);
+    const [withRow, without] = addTasks(store, 2, { prefix: 'ffff' });
+    store.tx((tx) => {
+      for (const [i, t] of [withRow!, without!].entries()) {
+        tx.turns.insert({ taskId: t.id, turn: 1, ask: 'job', replyToken: null, deadlineAt: NOW + DAY, dispatchId: `msg_f${i}`, envelope: Buffer.from('{}'), dispatchState: 'accepted', nextAttemptAt: null, acceptedAt: NOW, replyStatus: null, replyText: null, replyLedgerId: null, repliedAt: null, createdAt: NOW });
+      }
+      tx.replies.insert({ ledgerId: 901, taskId: withRow!.id, turn: 1, agent: 'grok', kind: 'input-required', nonce: '0123456789abcdef', text: 'the question, once', omittedLines: 0, createdAt: NOW });
+      tx.turns.recordReply(withRow!.id, 1, { status: 'input-required', text: 'the question, once', ledgerId: 901, at: NOW, revokeToken: true });
+      tx.turns.recordReply(without!.id, 1, { status: 'input-required', text: 'an older reply', ledgerId: 902, at: NOW, revokeToken: true });
+    });
+    const stored = scan<{ id: string; text: string | null }>(store, `SELECT task_id AS id, reply_text AS text FROM turns WHERE task_id IN (?, ?) ORDER BY task_id`, withRow!.id, without!.id);
+    expect(Object.fromEntries(stored.map((r) => [r.id, r.text]))).toEqual({ [withRow!.id]: null, [without!.id]: 'an older reply' });
+    expect(store.turns.get(withRow!.id, 1)!.replyText).toBe('the question, once');
+    expect(store.turns.status(withRow!.id, 1)!.replyText).toBe('the question, once');
+    expect(store.turns.ofTask(without!.id)[0]!.replyText).toBe('an older reply');
+  });
+
+  it('migration 9 drops the copy an older store kept on the turn', () => {
+    const old = new Database(':memory:');
+    for (let v = 0; v < 8; v++) old.exec(MIGRATIONS[v]!);
+    old.pragma('user_version = 8');
+    old.exec(`INSERT INTO tasks (id, agent, context_id, state, turn, created_at, updated_at) VALUES ('t1', 'grok', 'c', 'INPUT_REQUIRED', 1, 1, 1);
+      INSERT INTO turns (task_id, turn, ask, deadline_at, dispatch_id, envelope, dispatch_state, reply_status, reply_text, reply_ledger_id, replied_at, created_at)
+        VALUES ('t1', 1, 'job', 9, 'msg_1', x'', 'accepted', 'input-required', 'twice', 7, 2, 1);
+      INSERT INTO replies (ledger_id, task_id, turn, agent, kind, nonce, text, omitted_lines, created_at) VALUES (7, 't1', 1, 'grok', 'input-required', '0123456789abcdef', 'twice', 0, 2);`);
+    const store = Store.open(old.serialize());
+    old.close();
+    expect(scan<{ text: string | null }>(store, `SELECT reply_text AS text FROM turns`)).toEqual([{ text: null }]);
+    expect(store.turns.get('t1', 1)!.replyText).toBe('twice');
+  });
+});
