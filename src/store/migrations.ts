@@ -336,9 +336,13 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX task_events_by_time ON task_events(at);
   CREATE INDEX ledger_by_time ON ledger(seen_at);
   `,
-  // 9: a reply's text stored once: a turn whose reply has a row of its own (migration 7) no
-  // longer keeps a copy in reply_text; reads take the reply row's (src/store/turns.ts).
+  // 9: bytes per task (bench/RESULTS.md, million). A reply's text stored once: a turn whose reply
+  // has a row of its own (migration 7) no longer keeps a copy in reply_text; reads take the reply
+  // row's (src/store/turns.ts). Raw mail may be stored compressed: raw_codec names how (NULL: as
+  // fetched; src/store/ledger.ts). No CHECK on it: SQLite cannot change one without rebuilding the
+  // table, and a codec this version does not know is refused when read, by name.
   `
   UPDATE turns SET reply_text = NULL WHERE reply_text IS NOT NULL AND reply_ledger_id IN (SELECT ledger_id FROM replies);
+  ALTER TABLE ledger ADD COLUMN raw_codec TEXT;
   `,
 ];
