@@ -3,7 +3,6 @@ import type { AgentConfig } from '../config/config.js';
 import type { DispatchState } from '../store/dispatch-state.js';
 import type { MailboxState } from '../store/mailbox-state.js';
 import type { Schedule } from '../store/schedule.js';
-import type { IntegrityResult } from '../store/store.js';
 import type { TaskRow } from '../store/task-rows.js';
 import { isTerminal, type TaskState } from '../store/task-state.js';
 import { cancelTask, sendCancelNotice } from './cancel.js';
@@ -15,6 +14,10 @@ import { checkMailbox, type CheckSummary } from './mail-check.js';
 import { submit, type SendInput } from './submit.js';
 import { sweepDeadlines } from './sweep.js';
 import { prependStatusNote, viewTask, type TaskView } from './task-view.js';
+import { StoreUpkeep, type StoreCheck } from './store-upkeep.js';
+import { ViewCache } from './view-cache.js';
+
+export { STORE_CHECK_EVERY_MS, STORE_CHECK_FIRST_MS, type StoreCheck } from './store-upkeep.js';
 
 /** What `GET /health` shows (src/a2a/health.ts renders it); counts are absent for states with none. */
 export interface HealthFacts {
@@ -29,13 +32,6 @@ export interface HealthFacts {
   storeCheck: StoreCheck | null;
 }
 
-/** The outcome of a background quick_check of the store (src/store/integrity.ts). */
-export interface StoreCheck extends IntegrityResult {
-  /** When it finished, bridge clock (ms). */
-  at: number;
-  /** How long it took, ms. */
-  tookMs: number;
-}
 
 /** The answer to a SendMessage: a task, or (a poll word on a context with no task) a plain message. */
 export type SendResult = { task: TaskView } | { message: { contextId: string; text: string } };
@@ -51,17 +47,16 @@ export interface ListQuery {
   includeArtifacts?: boolean;
 }
 
-/** How often a refresh looks at the store's WAL, in ms (store/wal.ts). */
-const STORE_MAINTENANCE_MS = 60_000;
+/** A page of ListTasks. */
+export interface ListPage {
+  tasks: TaskView[];
+  nextPageToken: string;
+  totalSize: number;
+}
 
-/**
- * The background integrity check of the store (quick_check on a worker thread,
- * src/store/integrity.ts): the first this long after the bridge starts, in ms, so a start is
- * never slowed by reading the whole file…
- */
-export const STORE_CHECK_FIRST_MS = 10 * 60_000;
-/** …then once a day, in ms. */
-export const STORE_CHECK_EVERY_MS = 24 * 3600_000;
+/** States whose status text counts time (src/core/status-text.ts): their views are kept briefly (src/core/view-cache.ts). */
+const TIMED_STATES: ReadonlySet<TaskState> = new Set(['SUBMITTED', 'WORKING']);
+
 
 /** How often a blocking SendMessage checks the mailbox while it waits, in ms. */
 const WAIT_CHECK_EVERY_MS = 2000;
@@ -83,24 +78,22 @@ export class Bridge {
   private moreWaiting = false;
   private readonly dispatching = new Map<string, Promise<unknown>>();
   private readonly background = new Set<Promise<unknown>>();
-  /** When the store's WAL was last looked at (bridge clock, ms); 0 at start, so the first refresh does. */
-  private maintainedAt = 0;
-  /** When the next background integrity check is due (bridge clock, ms). */
-  private storeCheckDueAt: number;
-  private storeCheckRunning = false;
-  private lastStoreCheck: StoreCheck | null = null;
+  private readonly upkeep: StoreUpkeep;
   /** The store's schedule as of a generation (see {@link schedule}). */
-  private scheduled: Schedule & { generation: number } = { generation: -1, nextDispatchAt: null, nextDeadlineAt: null };
+  private scheduled: Schedule & { generation: number; lastCheckAt: number | null } = { generation: -1, nextDispatchAt: null, nextDeadlineAt: null, lastCheckAt: null };
 
   /** Every committed task change, after its commit (src/core/events.ts). */
   readonly events: BridgeEvents;
+  /** GetTask views and ListTasks pages while the store and the clock leave them valid (src/core/view-cache.ts). */
+  private readonly views = new ViewCache<TaskView | ListPage>();
 
   constructor(readonly ctx: BridgeContext) {
-    this.storeCheckDueAt = ctx.now() + STORE_CHECK_FIRST_MS;
+    this.upkeep = new StoreUpkeep(ctx, (p) => this.track(p));
     this.events = new BridgeEvents(ctx.log);
     ctx.store.onTaskChange((c) => {
       // Ids and states only: a cause may quote the mail (its Message-ID), which stays out of the log.
       ctx.log.debug({ task: c.task.id, from: c.previous, to: c.task.state }, 'task changed');
+      this.views.clear();
       this.events.emit(c);
     });
   }
@@ -154,7 +147,10 @@ export class Bridge {
   /** GetTask. @throws BridgeError task-not-found for an unknown id or another agent's task. */
   async get(agent: AgentConfig, taskId: string, historyLength?: number): Promise<TaskView> {
     await this.refresh();
-    return this.view(agent, taskId, historyLength);
+    return this.cached(`get\0${agent.name}\0${taskId}\0${historyLength ?? ''}`, () => {
+      const view = this.view(agent, taskId, historyLength);
+      return { value: view, timed: TIMED_STATES.has(view.state) };
+    }) as TaskView;
   }
 
   /**
@@ -162,8 +158,26 @@ export class Bridge {
    * time and id) that also carries the total the first page counted, so no later page counts again
    * (store/task-rows.ts, list).
    */
-  async list(agent: AgentConfig, q: ListQuery): Promise<{ tasks: TaskView[]; nextPageToken: string; totalSize: number }> {
+  async list(agent: AgentConfig, q: ListQuery): Promise<ListPage> {
     await this.refresh();
+    return this.cached(`list\0${agent.name}\0${JSON.stringify(q)}`, () => {
+      const page = this.listPage(agent, q);
+      return { value: page, timed: page.tasks.some((t) => TIMED_STATES.has(t.state)) };
+    }) as ListPage;
+  }
+
+  /** A view from the cache, else built, kept and returned. A view handed out is shared: never changed. */
+  private cached(key: string, build: () => { value: TaskView | ListPage; timed: boolean }): TaskView | ListPage {
+    const generation = this.ctx.store.generation();
+    const now = this.ctx.now();
+    const hit = this.views.get(key, generation, now);
+    if (hit) return hit;
+    const { value, timed } = build();
+    this.views.set(key, generation, value, timed ? now : null);
+    return value;
+  }
+
+  private listPage(agent: AgentConfig, q: ListQuery): ListPage {
     let before: { updatedAt: number; id: string } | undefined;
     let knownTotal: number | undefined;
     if (q.pageToken) {
@@ -274,59 +288,25 @@ export class Bridge {
     this.maintainStore();
   }
 
-  /**
-   * The store's upkeep, run by every refresh and by `serve`'s timer: at most once a minute (on the
-   * bridge clock), truncate a WAL that grew while a reader held a snapshot (store/wal.ts); and
-   * when it is due ({@link STORE_CHECK_FIRST_MS}, then every {@link STORE_CHECK_EVERY_MS}), start
-   * the integrity check on a worker thread. Never waits and never fails the call it runs in.
-   */
-  maintainStore(): void {
-    const now = this.ctx.now();
-    if (now >= this.storeCheckDueAt && !this.storeCheckRunning) this.startStoreCheck(now);
-    if (now - this.maintainedAt < STORE_MAINTENANCE_MS) return;
-    this.maintainedAt = now;
-    try {
-      const r = this.ctx.store.shrinkWal();
-      if (r.before !== r.after) this.ctx.log.info({ walBytes: r.before, now: r.after }, 'store WAL truncated');
-    } catch (err) {
-      this.ctx.log.warn({ err: (err as Error).message }, 'store WAL maintenance postponed');
-    }
-  }
-
-  /** The background quick_check: its outcome is logged (a damaged store at error) and shown by /health. */
-  private startStoreCheck(now: number): void {
-    this.storeCheckRunning = true;
-    this.storeCheckDueAt = now + STORE_CHECK_EVERY_MS;
-    const started = performance.now();
-    this.track(
-      this.ctx.store
-        .quickCheckInBackground()
-        .then((r) => {
-          this.lastStoreCheck = { ...r, at: this.ctx.now(), tookMs: Math.round(performance.now() - started) };
-          if (r.ok) this.ctx.log.info({ tookMs: this.lastStoreCheck.tookMs }, 'store integrity check: ok');
-          else this.ctx.log.error({ detail: r.detail }, 'store integrity check failed: the store is damaged; restore it from a backup (a2a-mailbridge backup) or move it aside to start empty');
-        })
-        .finally(() => {
-          this.storeCheckRunning = false;
-        }),
-    );
-  }
 
   /**
-   * When the next webhook attempt and the next deadline fall due (store/schedule.ts), read from
-   * the store again only after it changed (Store.generation: a commit here or by another
-   * process), so a call while nothing can be due asks the store nothing.
+   * When the next webhook attempt and the next deadline fall due (store/schedule.ts), and when the
+   * mailbox was last checked (a check commits its time), read from the store again only after it
+   * changed (Store.generation: a commit here or by another process), so a call while nothing can
+   * be due asks the store nothing.
    */
-  private schedule(): Schedule {
+  private schedule(): Schedule & { lastCheckAt: number | null } {
     const generation = this.ctx.store.generation();
-    if (generation !== this.scheduled.generation) this.scheduled = { generation, ...this.ctx.store.schedule.next() };
+    if (generation !== this.scheduled.generation) {
+      this.scheduled = { generation, ...this.ctx.store.schedule.next(), lastCheckAt: this.ctx.store.mailbox.state(this.ctx.mailbox.folder).lastCheckAt };
+    }
     return this.scheduled;
   }
 
   /** True when the last check is older than `mailbox.check_interval_s`, or messages are waiting. */
   checkDue(): boolean {
     if (this.moreWaiting) return true;
-    const last = this.ctx.store.mailbox.state(this.ctx.mailbox.folder).lastCheckAt;
+    const last = this.schedule().lastCheckAt;
     return last === null || this.ctx.now() - last >= this.ctx.config.mailbox.checkIntervalMs;
   }
 
@@ -357,6 +337,14 @@ export class Bridge {
     return p;
   }
 
+  /**
+   * The store's upkeep (src/core/store-upkeep.ts), run by every refresh and by `serve`'s timer.
+   * Never waits and never fails the call it runs in.
+   */
+  maintainStore(): void {
+    this.upkeep.run();
+  }
+
   /** The counts and the last mailbox check, for `GET /health`; never throws. */
   health(): HealthFacts {
     const { store, mailbox } = this.ctx;
@@ -367,10 +355,10 @@ export class Bridge {
         dispatchesByState: store.stats.dispatchesByState(),
         mailboxKind: mailbox.kind,
         mailbox: store.mailbox.state(mailbox.folder),
-        storeCheck: this.lastStoreCheck,
+        storeCheck: this.upkeep.lastCheck,
       };
     } catch {
-      return { storeOk: false, tasksByState: {}, dispatchesByState: {}, mailboxKind: mailbox.kind, mailbox: null, storeCheck: this.lastStoreCheck };
+      return { storeOk: false, tasksByState: {}, dispatchesByState: {}, mailboxKind: mailbox.kind, mailbox: null, storeCheck: this.upkeep.lastCheck };
     }
   }
 

@@ -4,7 +4,7 @@
  * million tasks). It is therefore never run when the store is opened — not at `serve` start, not
  * by the read commands — but by `doctor`, by `backup` (on the copy), and by `serve` in the
  * background on a worker thread ({@link quickCheckInWorker}), on the schedule of
- * src/core/bridge.ts (`STORE_CHECK_EVERY_MS`). A page SQLite reads meanwhile is still checked by
+ * src/core/store-upkeep.ts (`STORE_CHECK_EVERY_MS`). A page SQLite reads meanwhile is still checked by
  * SQLite itself: a damaged one fails that read with SQLITE_CORRUPT.
  */
 import { Worker } from 'node:worker_threads';
