@@ -82,6 +82,7 @@ async function pureStack(config: Config, dkim: DkimFixture, mails: { raw: Buffer
       now: () => now,
       store: {
         seenDigest: () => false,
+        authenticatedWith: () => undefined,
         messageIdApplied: () => false,
         task: (id) => {
           const t = tasks.get(id);

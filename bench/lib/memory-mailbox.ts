@@ -1,9 +1,21 @@
-import type { CheckRequest, CheckResult, FetchedMessage, Mailbox } from '../../src/uplink/mailbox.js';
+import { MAX_HEADER_BLOCK_BYTES } from '../../src/uplink/gates.js';
+import {
+  DEFAULT_MAX_HEADERS,
+  HEADER_BATCH,
+  readOldest,
+  type CheckRequest,
+  type CheckResult,
+  type FetchedMessage,
+  type HeaderedMessage,
+  type Mailbox,
+  type MailboxPass,
+} from '../../src/uplink/mailbox.js';
+import { headerEnd } from '../../src/uplink/raw-headers.js';
 
 /**
- * A mailbox held in memory: `check()` hands out the messages above the watermark, at most
- * `maxFetch`, as a real mailbox would — with no I/O, so a benchmark of the per-message work
- * (gates, ledger, promotion) measures only that.
+ * A mailbox held in memory: a pass hands out the messages above the watermark — their header
+ * blocks, then whole what is asked for — as a real mailbox would, with no I/O, so a benchmark of
+ * the per-message work (gates, ledger, promotion) measures only that.
  */
 export class MemoryMailbox implements Mailbox {
   readonly kind = 'maildir' as const;
@@ -18,16 +30,52 @@ export class MemoryMailbox implements Mailbox {
     }
   }
 
-  check(req: CheckRequest): Promise<CheckResult> {
-    const fresh = this.#messages.filter((m) => m.uid > req.watermark.lastUid);
-    const messages = fresh.slice(0, req.maxFetch);
+  open(req: CheckRequest): Promise<MailboxPass> {
+    const fresh = this.#messages.filter((m) => m.uid > req.watermark.lastUid && !req.isRecorded?.(m.source));
+    const limit = Math.min(fresh.length, req.maxHeaders ?? DEFAULT_MAX_HEADERS);
+    const byUid = new Map(this.#messages.map((m) => [m.uid, m]));
+    let next = 0;
+    let bytes = 0;
+    const last = this.#messages.at(-1)?.uid ?? req.watermark.lastUid;
     return Promise.resolve({
       uidValidity: '1',
       uidValidityChanged: req.watermark.uidValidity !== null && req.watermark.uidValidity !== '1',
-      messages,
-      more: fresh.length > messages.length,
-      bytesFetched: messages.reduce((n, m) => n + m.raw.length, 0),
+      floor: fresh.length ? fresh[0]!.uid - 1 : last,
+      get more() {
+        return next < fresh.length;
+      },
+      get bytesFetched() {
+        return bytes;
+      },
+      headers: () => {
+        const batch = fresh.slice(next, Math.min(limit, next + HEADER_BATCH));
+        const from = next;
+        next += batch.length;
+        return Promise.resolve(
+          batch.map((m, k): HeaderedMessage => {
+            const end = headerEnd(m.raw, MAX_HEADER_BLOCK_BYTES);
+            const head = end < 0 ? m.raw.subarray(0, MAX_HEADER_BLOCK_BYTES) : m.raw.subarray(0, end);
+            bytes += head.length;
+            const after = fresh[from + k + 1];
+            return { uid: m.uid, source: m.source, head, size: m.size, receivedAt: m.receivedAt, passes: after ? after.uid - 1 : last };
+          }),
+        );
+      },
+      whole: (messages) =>
+        Promise.resolve(
+          messages.map((h) => {
+            const m = byUid.get(h.uid)!;
+            const tooLarge = m.size > req.maxMessageBytes;
+            bytes += tooLarge ? 0 : m.raw.length;
+            return { ...m, raw: tooLarge ? h.head : m.raw, tooLarge };
+          }),
+        ),
+      close: () => Promise.resolve(),
     });
+  }
+
+  check(req: CheckRequest): Promise<CheckResult> {
+    return readOldest(this, req);
   }
 
   async close(): Promise<void> {}

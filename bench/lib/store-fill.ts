@@ -110,6 +110,8 @@ export function fillFinishedTasks(ctx: BridgeContext, clock: FillClock, n: numbe
             on: { tag: { agent, taskId: task.id }, task, turn },
             reply: { token: turn.replyToken, tokenProblem: null, status: 'done', statusProblem: null, answer: ANSWER, omittedLines: 0, bodyKind: 'text', attachments: [] },
             evidence: 'whole',
+            // An RSA-2048 signature's b= (256 bytes), one per reply as in the mailbox.
+            signature: randomBytes(256).toString('base64'),
           },
           { source: `imap:INBOX:1:${k + 1}`, raw, receivedAt: repliedAt - 2000, at: repliedAt },
         );

@@ -6,7 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import type { Config } from '../config/config.js';
-import { judgeMessage, judgeRulesOf, type Decision } from '../core/judge.js';
+import { judgeHeaderBlock, judgeMessage, judgeRulesOf, type Decision } from '../core/judge.js';
 import type { LedgerRow } from '../store/ledger.js';
 import { Store } from '../store/store.js';
 import { configLines, detectProvider } from '../uplink/detect.js';
@@ -27,27 +27,35 @@ export async function checkLatestTaggedMail(config: Config, resolver?: DnsResolv
     const raw = row ? store.ledger.raw(row.id) : null;
     if (!row || !raw) return { name, status: 'ok', detail: 'no tagged mail from an agent in the ledger yet; once the agent has replied, doctor judges its latest mail here' };
     const what = `ledger #${row.id} (${row.verdict})`;
-    // The ledger holds these very bytes: gate 1 is not asked. The decision is made, never committed.
-    const d = await judgeMessage<Decision>(
-      { raw, size: raw.length, tooLarge: false, receivedAt: row.receivedAt ?? null },
-      {
-        rules: judgeRulesOf(config),
-        resolver: resolver ?? makeResolver(config.dnsServers),
-        now: Date.now,
-        store: {
-          seenDigest: () => false,
-          task: (id) => {
-            const task = store.tasks.get(id);
-            return task && { task, turn: store.turns.get(task.id, task.turn) };
+    const rules = judgeRulesOf(config);
+    // The ledger holds these very bytes (and their signature): gate 1 is not asked. The decision
+    // is made, never committed.
+    const noLedger = { seenDigest: () => false, authenticatedWith: () => undefined, messageIdApplied: () => false };
+    const msg = { raw, size: row.size, tooLarge: false, receivedAt: row.receivedAt ?? null };
+    // Only the first bytes were kept (refused mail): the gates that read the header block decide,
+    // local DKIM verification (which reads the body) cannot be asked.
+    const partial = raw.length < row.size;
+    const d: Decision | null = partial
+      ? judgeHeaderBlock(msg, rules, { ...noLedger, task: () => undefined })
+      : await judgeMessage<Decision>(msg, {
+          rules,
+          resolver: resolver ?? makeResolver(config.dnsServers),
+          now: Date.now,
+          store: {
+            ...noLedger,
+            task: (id) => {
+              const task = store.tasks.get(id);
+              return task && { task, turn: store.turns.get(task.id, task.turn) };
+            },
           },
-          messageIdApplied: () => false,
-        },
-        settle: (decide) => decide(),
-      },
-    );
-    // Past gate 7 the judge keeps the whole message as evidence: the mail authenticated. A
-    // deferral (DNS did not answer for the key) is a refusal until it does.
-    if (d.kind === 'apply' || d.kind === 'late' || (d.kind === 'refuse' && d.evidence === 'whole')) {
+          settle: (decide) => decide(),
+        });
+    if (d === null) {
+      return { name, status: 'ok', detail: `${what} passes gates 3–7 on its header block with provider ${config.mailbox.provider} (the ledger kept ${raw.length} of its ${row.size} bytes, too few for local DKIM verification)` };
+    }
+    // A decision past gate 7 names the signature that authenticated the mail. A deferral (DNS did
+    // not answer for the key) is a refusal until it does.
+    if (d.kind === 'apply' || d.kind === 'late' || (d.kind === 'refuse' && d.signature !== null)) {
       return { name, status: 'ok', detail: `${what} passes gates 3–7 with provider ${config.mailbox.provider}` };
     }
     if (d.kind === 'refuse' && d.verdict === 'no-task-id') return { name, status: 'skip', detail: `${what}: ${d.reason}`, fix: 'no configured agent tag in it' };

@@ -92,8 +92,16 @@ export interface MailboxConfig {
   checkIntervalMs: number;
   /** The longest an A2A call waits for a running check before it answers anyway, in ms. */
   checkWaitMs: number;
-  /** Messages fetched per check at most; the rest wait for the next check. */
+  /**
+   * Whole messages read per check at most (the survivors of the header stage); the rest wait for
+   * the next check, ahead of newer mail.
+   */
   maxFetchPerCheck: number;
+  /**
+   * Header blocks read per check at most (IMAP: candidates SEARCH listed; Maildir: files opened);
+   * mail refused on its header block costs no whole read, so a flood is worked through here.
+   */
+  maxHeadersPerCheck: number;
   /** Messages over this size, in bytes, are refused with the verdict `too-large`. */
   maxMessageBytes: number;
   /**
@@ -204,6 +212,7 @@ function parseMailbox(f: Fields, baseDir: string, o: LoadOptions): MailboxConfig
     checkIntervalMs: f.integer('check_interval_s', 15, 0, 3600) * 1000,
     checkWaitMs: f.integer('check_wait_ms', 5000, 100, 60_000),
     maxFetchPerCheck: f.integer('max_fetch_per_check', 50, 1, 10_000),
+    maxHeadersPerCheck: f.integer('max_headers_per_check', 10_000, 100, 100_000),
     maxMessageBytes: f.integer('max_message_bytes', 10 * 1024 * 1024, 1024, 200 * 1024 * 1024),
     maxAttachmentBytes: f.integer('max_attachment_bytes', 1024 * 1024, 0, 50 * 1024 * 1024),
     provider,

@@ -41,6 +41,7 @@ export function recordDecision(tx: StoreTx, d: Exclude<Decision, { kind: 'defer'
     verdict: d.verdict,
     reason: d.reason,
     receivedAt: p.receivedAt,
+    signature: d.signature,
   });
   if (ledgerId === null || d.kind === 'refuse') return ledgerId;
   failpoint('while-applying-reply');

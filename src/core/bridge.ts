@@ -75,6 +75,8 @@ function sleep(ms: number): Promise<void> {
  */
 export class Bridge {
   private check: Promise<CheckSummary> | null = null;
+  /** A check queued to start when the running one ends: a change was signalled during it ({@link checkAfterChange}). */
+  private followUp: Promise<CheckSummary> | null = null;
   private moreWaiting = false;
   private readonly dispatching = new Map<string, Promise<unknown>>();
   private readonly background = new Set<Promise<unknown>>();
@@ -310,6 +312,27 @@ export class Bridge {
     return last === null || this.ctx.now() - last >= this.ctx.config.mailbox.checkIntervalMs;
   }
 
+  /**
+   * A check that starts after this call, for a signal that the folder changed (the watcher): none
+   * running, one now; one running — it may have listed the folder before the new mail landed —
+   * one more right after it. Every signal during the same check shares that one (coalesced).
+   */
+  checkAfterChange(): Promise<CheckSummary> {
+    const running = this.check;
+    if (!running) return this.checkNow();
+    this.followUp ??= running.then(
+      () => {
+        this.followUp = null;
+        return this.checkNow();
+      },
+      () => {
+        this.followUp = null;
+        return this.checkNow();
+      },
+    );
+    return this.followUp;
+  }
+
   /** Runs a mailbox check now, or joins the one already running (single flight). */
   checkNow(): Promise<CheckSummary> {
     if (!this.check) {
@@ -367,9 +390,12 @@ export class Bridge {
     this.track(this.refresh());
   }
 
-  /** Resolves when the work under way (a mailbox check, webhook attempts, cancel notices) has settled. */
+  /**
+   * Resolves when the work under way (a mailbox check and the one queued after it, webhook
+   * attempts, cancel notices) has settled.
+   */
   async idle(): Promise<void> {
-    await Promise.allSettled([this.check, ...this.dispatching.values(), ...this.background]);
+    await Promise.allSettled([this.check, this.followUp, ...this.dispatching.values(), ...this.background]);
   }
 
   /** Waits for the work under way, then closes the mailbox. */

@@ -2,7 +2,7 @@ import type { AgentConfig, Config } from '../config/config.js';
 import type { TaskRow } from '../store/task-rows.js';
 import type { TurnRow } from '../store/turns.js';
 import type { ProviderProfile } from '../uplink/border.js';
-import type { DnsResolver } from '../uplink/dkim.js';
+import type { DkimSignatureInfo, DnsResolver } from '../uplink/dkim.js';
 import {
   alignedSignatures,
   dateInWindow,
@@ -10,17 +10,21 @@ import {
   dmarcHolds,
   DUPLICATE_BYTES,
   fromIsAgent,
+  headerBlockReadable,
   headerShape,
   isRefusal,
   messageFacts,
   replayedMessageId,
+  replayedSignature,
   replyStatus,
+  signatureKey,
   taskOpen,
   taskTag,
   tokenHolds,
   trustedResults,
   unknownTask,
   UNPINNED_WITHOUT_VERIFICATION,
+  unparsedFacts,
   type MessageFacts,
   type Refusal,
   type ReplyStatusWord,
@@ -83,6 +87,11 @@ export function judgeRulesOf(config: Config): JudgeRules {
 export interface JudgeStore {
   /** Gate 1: a ledger row holds exactly these bytes (SHA-256, hex). */
   seenDigest(rawSha256: string): boolean;
+  /**
+   * Gate 1, by signature: the id of a ledger row of mail authenticated by one of these DKIM
+   * signatures (uplink/gates.ts `signatureKey`) with this Message-ID; undefined when none.
+   */
+  authenticatedWith(signatures: string[], messageId: string): number | undefined;
   /** Gates 8–11: the task and its current turn; undefined when no such task exists. */
   task(taskId: string): { task: TaskRow; turn: TurnRow | undefined } | undefined;
   /** Gate 8a: a reply with this Message-ID was applied (or kept late) for the task. */
@@ -108,9 +117,10 @@ export interface JudgeFacts<R> {
 }
 
 /**
- * How much of the raw message the ledger keeps: all of it for authenticated mail (evidence), the
- * first {@link REFUSED_RAW_KEEP_BYTES} for tagged mail refused before it authenticated (anyone
- * can send that, and it must not fill the disk), nothing for untagged mail.
+ * How much of the raw message the ledger keeps: all of it for an applied or late reply (the
+ * evidence of what changed a task), the first {@link REFUSED_RAW_KEEP_BYTES} for other tagged mail
+ * (anyone can send that, and a replay of genuine mail is as large as the genuine one: neither may
+ * fill the disk), nothing for untagged mail.
  */
 export type Evidence = 'whole' | 'head' | 'none';
 
@@ -123,50 +133,55 @@ export interface DecidedTask {
 
 /** The judge's answer for one message. Every kind but `defer` is recorded in the ledger. */
 export type Decision =
-  | { kind: 'refuse'; verdict: Refusal['verdict']; reason: string; message: MessageFacts; tag: TaskTag | null; evidence: Evidence }
+  | {
+      kind: 'refuse';
+      verdict: Refusal['verdict'];
+      reason: string;
+      message: MessageFacts;
+      tag: TaskTag | null;
+      evidence: Evidence;
+      /** The DKIM signature that authenticated the mail (`signatureKey`), when the refusal came after gate 7; else null. */
+      signature: string | null;
+    }
   /** Look at the message again on a later check; nothing is recorded (the watermark stays before it). */
   | { kind: 'defer'; reason: string; message: MessageFacts }
-  | { kind: 'apply'; verdict: `applied:${ReplyStatusWord}`; reason: string; status: ReplyStatusWord; message: MessageFacts; on: DecidedTask; reply: ParsedReply; evidence: 'whole' }
+  | { kind: 'apply'; verdict: `applied:${ReplyStatusWord}`; reason: string; status: ReplyStatusWord; message: MessageFacts; on: DecidedTask; reply: ParsedReply; evidence: 'whole'; signature: string }
   /** An authenticated reply to a task that failed by its deadline or dispatch: kept and shown, not applied. */
-  | { kind: 'late'; verdict: 'late:recorded'; reason: string; message: MessageFacts; on: DecidedTask; reply: ParsedReply; evidence: 'whole' };
+  | { kind: 'late'; verdict: 'late:recorded'; reason: string; message: MessageFacts; on: DecidedTask; reply: ParsedReply; evidence: 'whole'; signature: string };
+
+/** A refusal decision of mail that did not authenticate. */
+type EarlyRefusal = Extract<Decision, { kind: 'refuse' }>;
+
+/** What the gates that read the header block alone left for the rest of the judge. */
+interface Screened {
+  message: MessageFacts;
+  tag: TaskTag;
+  /** Gate 7's aligned signatures, for local verification. */
+  aligned: { candidates: DkimSignatureInfo[]; pinned: DkimSignatureInfo | null };
+}
 
 /**
- * The message judge: every gate, in order, and every rule about one fetched message
- * (docs/architecture.md, "The gates"). The first rule that refuses names the verdict; a reply is
- * applied only when every gate passed.
- *
- * 0. the mailbox could not read it ⇒ `unreadable:<reason>` (nothing about it can be judged);
- * 1. gate 1: the same raw bytes are in the ledger ⇒ `duplicate`;
- * 2. larger than `mailbox.max_message_bytes` ⇒ `too-large` (refused whole, body never read);
- * 3. gate 2: exactly one subject tag of a configured agent, else `no-task-id`;
- * 4. gates 3–7: header shape, From, trusted Authentication-Results above the border, DMARC,
- *    an aligned DKIM signature that also verifies locally;
- * 5. a DKIM key lookup that failed temporarily ⇒ `defer` for {@link TEMPORARY_RETRY_MS} after
- *    arrival, then the refusal;
- * 6. inside `settle`: gate 1 again (a concurrent process may have recorded the bytes while this
- *    one authenticated), then gates 8–11 on the task as the store holds it: the task exists,
- *    the Date window, gate 8a (Message-ID replay), the live token, the task awaits the agent
- *    (or failed by deadline/dispatch ⇒ `late`), the status line.
- *
- * Never throws on hostile bytes; a defect of ours (or a store failure) propagates, and the
- * caller records the message as `unreadable`.
- *
- * @returns what `facts.settle` returned for the decision
+ * The gates that read the header block alone, in the judge's order (steps 0–4 of
+ * {@link judgeMessage}; local verification, which reads the body, not included): the refusal, or
+ * what the rest of the judge needs. `msg.raw` may be the whole message or its header block only
+ * (a too-large message; the header stage of a check): gate 1's digest is then the header block's.
  */
-export async function judgeMessage<R>(msg: IncomingMessage, facts: JudgeFacts<R>): Promise<R> {
-  const { rules, store } = facts;
+function screen(msg: IncomingMessage, rules: JudgeRules, store: JudgeStore): EarlyRefusal | Screened {
+  const unreadableHeader = headerBlockReadable(msg.raw, msg.size);
+  if (msg.unreadable || unreadableHeader) {
+    const r: Refusal = msg.unreadable ? { verdict: `unreadable:${msg.unreadable.reason}`, reason: msg.unreadable.detail } : unreadableHeader!;
+    const seen = unreadableHeader ? unparsedFacts(msg.raw, msg.size) : messageFacts(msg.raw, msg.size);
+    return { kind: 'refuse', verdict: r.verdict, reason: r.reason, message: seen, tag: null, evidence: 'none', signature: null };
+  }
   const message = messageFacts(msg.raw, msg.size);
   const tagged = taskTag(message, rules.agents);
   const tag = isRefusal(tagged) ? null : tagged;
-  const refuse = (r: Refusal, evidence: Evidence): Decision => ({ kind: 'refuse', verdict: r.verdict, reason: r.reason, message, tag, evidence });
   /** Tagged mail refused before it authenticated keeps its head; untagged mail nothing. */
-  const early = (r: Refusal): R => facts.settle(() => refuse(r, tag ? 'head' : 'none'));
+  const early = (r: Refusal): EarlyRefusal => ({ kind: 'refuse', verdict: r.verdict, reason: r.reason, message, tag, evidence: tag ? 'head' : 'none', signature: null });
 
-  if (msg.unreadable) {
-    const { reason, detail } = msg.unreadable;
-    return facts.settle(() => ({ kind: 'refuse', verdict: `unreadable:${reason}`, reason: detail, message, tag: null, evidence: 'none' }));
-  }
   if (store.seenDigest(message.rawSha256)) return early(DUPLICATE_BYTES);
+  const replayed = replayedSignature(message, (sigs, id) => store.authenticatedWith(sigs, id));
+  if (replayed) return early(replayed);
   if (msg.tooLarge) {
     return early({ verdict: 'too-large', reason: `${msg.size} bytes, over mailbox.max_message_bytes (${rules.maxMessageBytes}); refused whole` });
   }
@@ -183,21 +198,78 @@ export async function judgeMessage<R>(msg: IncomingMessage, facts: JudgeFacts<R>
   const aligned = alignedSignatures(message, trusted, tag.agent);
   if (isRefusal(aligned)) return early(aligned);
   if (!rules.verifyDkim && !aligned.pinned) return early(UNPINNED_WITHOUT_VERIFICATION);
+  return { message, tag, aligned };
+}
+
+/**
+ * The judge on a message's header block alone (the header stage of a mailbox check,
+ * src/core/mail-check.ts): the refusal {@link judgeMessage} would give the whole message, when one
+ * of the gates that read only the header block refuses it; null when the whole message must be
+ * judged. Gate 1's digest is the header block's (`msg.raw`), so only a copy of mail refused on its
+ * header block is recognised by it here. Synchronous: the caller runs it inside the transaction
+ * that records the refusal.
+ */
+export function judgeHeaderBlock(msg: IncomingMessage, rules: JudgeRules, store: JudgeStore): EarlyRefusal | null {
+  const s = screen(msg, rules, store);
+  return 'kind' in s ? s : null;
+}
+
+/**
+ * The message judge: every gate, in order, and every rule about one fetched message
+ * (docs/architecture.md, "The gates"). The first rule that refuses names the verdict; a reply is
+ * applied only when every gate passed.
+ *
+ * 0. the mailbox could not read it ⇒ `unreadable:<reason>` (nothing about it can be judged);
+ *    its header block cannot be read as one ⇒ `too-large-header` or `unreadable:<why>`
+ *    (uplink/gates.ts `headerBlockReadable`: nothing of it is parsed);
+ * 1. gate 1: the same raw bytes are in the ledger, or a DKIM signature and the Message-ID of mail
+ *    authenticated before (a replay) ⇒ `duplicate`;
+ * 2. larger than `mailbox.max_message_bytes` ⇒ `too-large` (refused whole, body never read);
+ * 3. gate 2: exactly one subject tag of a configured agent, else `no-task-id`;
+ * 4. gates 3–7: header shape, From, trusted Authentication-Results above the border, DMARC, an
+ *    aligned DKIM signature — steps 0–4 read the header block alone ({@link judgeHeaderBlock});
+ * 5. gate 7 again: the aligned signature verifies locally (`mailbox.verify_dkim`); a DKIM key
+ *    lookup that failed temporarily ⇒ `defer` for {@link TEMPORARY_RETRY_MS} after arrival, then
+ *    the refusal;
+ * 6. inside `settle`: gate 1 again (a concurrent process may have recorded the bytes, or the
+ *    signature, while this one authenticated), then gates 8–11 on the task as the store holds it:
+ *    the task exists, the Date window, gate 8a (Message-ID replay), the live token, the task awaits
+ *    the agent (or failed by deadline/dispatch ⇒ `late`), the status line.
+ *
+ * Never throws on hostile bytes; a defect of ours (or a store failure) propagates, and the
+ * caller records the message as `unreadable`.
+ *
+ * @returns what `facts.settle` returned for the decision
+ */
+export async function judgeMessage<R>(msg: IncomingMessage, facts: JudgeFacts<R>): Promise<R> {
+  const { rules, store } = facts;
+  const screened = screen(msg, rules, store);
+  if ('kind' in screened) return facts.settle(() => screened);
+  const { message, tag, aligned } = screened;
+
+  let signature: DkimSignatureInfo;
   if (rules.verifyDkim) {
     const dkim = await dkimVerifies(msg.raw, aligned.candidates, tag.agent, facts.resolver, msg.receivedAt);
-    if (dkim?.temporary) {
+    if (isRefusal(dkim) && dkim.temporary) {
       const since = msg.receivedAt ?? facts.now();
       if (facts.now() - since < TEMPORARY_RETRY_MS) return facts.settle(() => ({ kind: 'defer', reason: dkim.reason, message }));
-      return early({ ...dkim, reason: `${dkim.reason}; still failing ${Math.round(TEMPORARY_RETRY_MS / 3600_000)} h after arrival` });
+      const final: Refusal = { ...dkim, reason: `${dkim.reason}; still failing ${Math.round(TEMPORARY_RETRY_MS / 3600_000)} h after arrival` };
+      return facts.settle(() => ({ kind: 'refuse', verdict: final.verdict, reason: final.reason, message, tag, evidence: 'head', signature: null }));
     }
-    if (dkim) return early(dkim);
+    if (isRefusal(dkim)) return facts.settle(() => ({ kind: 'refuse', verdict: dkim.verdict, reason: dkim.reason, message, tag, evidence: 'head', signature: null }));
+    signature = dkim;
+  } else {
+    signature = aligned.pinned!; // screen() refused the unpinned case
   }
+  const key = signatureKey(signature.b);
 
   const reply = await parseReply(msg.raw, { maxAttachmentBytes: rules.maxAttachmentBytes });
   return facts.settle((): Decision => {
-    // Authenticated from here on: the whole message is evidence.
-    const refused = (r: Refusal): Decision => refuse(r, 'whole');
+    // Authenticated from here on: only an applied or late reply keeps the whole message.
+    const refused = (r: Refusal): Decision => ({ kind: 'refuse', verdict: r.verdict, reason: r.reason, message, tag, evidence: 'head', signature: key });
     if (store.seenDigest(message.rawSha256)) return refused(DUPLICATE_BYTES);
+    const replayed = replayedSignature(message, (sigs, id) => store.authenticatedWith(sigs, id));
+    if (replayed) return refused(replayed);
     const found = store.task(tag.taskId);
     if (!found || found.task.agent !== tag.agent.name || !found.turn) return refused(unknownTask(tag));
     const { task, turn } = found;
@@ -210,11 +282,11 @@ export async function judgeMessage<R>(msg: IncomingMessage, facts: JudgeFacts<R>
     const open = taskOpen(task.state, task.failedBy);
     if (open === 'late') {
       const reason = `gate 10: the task failed (${task.failedBy}) before this authenticated reply; kept and shown`;
-      return { kind: 'late', verdict: 'late:recorded', reason, message, on, reply, evidence: 'whole' };
+      return { kind: 'late', verdict: 'late:recorded', reason, message, on, reply, evidence: 'whole', signature: key };
     }
     if (open !== 'open') return refused(open);
     const status = replyStatus(reply);
     if (isRefusal(status)) return refused(status);
-    return { kind: 'apply', verdict: `applied:${status}`, reason: `all gates passed; status ${status}`, status, message, on, reply, evidence: 'whole' };
+    return { kind: 'apply', verdict: `applied:${status}`, reason: `all gates passed; status ${status}`, status, message, on, reply, evidence: 'whole', signature: key };
   });
 }

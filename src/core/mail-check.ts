@@ -1,79 +1,128 @@
-import type { Logger } from 'pino';
 import { plural } from '../plural.js';
-import type { Store, StoreTx } from '../store/store.js';
-import type { DnsResolver } from '../uplink/dkim.js';
-import { messageFacts } from '../uplink/gates.js';
-import { MailboxError, type FetchedMessage } from '../uplink/mailbox.js';
+import { MailboxError, type HeaderedMessage, type MailboxPass } from '../uplink/mailbox.js';
 import type { Verdict } from '../uplink/verdicts.js';
-import { recordDecision } from './apply-reply.js';
 import type { BridgeContext } from './context.js';
-import { judgeMessage, judgeRulesOf, type Decision, type JudgeRules, type JudgeStore } from './judge.js';
+import { intake, intakeHeaderBlocks, type Intake, type IntakeContext } from './intake.js';
+import { judgeRulesOf } from './judge.js';
+
+export { intake, intakeHeaderBlocks, type Intake, type IntakeContext } from './intake.js';
 
 /** What one mailbox check did. */
 export interface CheckSummary {
   ok: boolean;
+  /** Messages given a verdict by this check: refused on their header block, or judged whole. */
   fetched: number;
+  /** Of those, refused on their header block alone: their body was never read. */
+  onHeaders: number;
   /** Count per verdict recorded by this check. */
   verdicts: Partial<Record<Verdict, number>>;
-  /** More matching messages wait beyond this check's fetch cap. */
+  /** Candidates wait beyond this check's header or body budget (or behind a deferred reply). */
   more: boolean;
   error?: string;
   durationMs: number;
 }
 
+/** Survivors of the header stage read whole at a time: each group is screened again on its header block first. */
+const WHOLE_GROUP = 10;
+/** Header blocks judged (and their refusals recorded) in one transaction, between two yields to the event loop. */
+const SCREEN_SLICE = 50;
+
+const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 /**
- * Runs one read-only mailbox check (docs/architecture.md, "The data path"): fetch what is new
- * after the watermark, and hand each message to {@link intake}, in order. A mailbox failure is
- * recorded (for the callers' status text and /health) and returned, never thrown: it must not
- * fail an A2A call.
+ * Runs one read-only mailbox check (docs/architecture.md, "The data path" and "The gates"): one
+ * pass over what is new, header blocks first. Each batch of header blocks goes through the gates
+ * that read the header block alone, and their refusals are recorded at once — they cost no body.
+ * The survivors (genuine mail, or mail bearing the provider's genuine stamp: the agent's, or a
+ * replay) are read whole and judged by {@link intake} in arrival order, at most
+ * `mailbox.max_fetch_per_check` of them; the rest wait for the next check, ahead of everything
+ * newer (they are the oldest candidates not recorded). So a flood of forged mail queued before a
+ * genuine reply costs header reads, not the reply's turn. The watermark passes a message only once
+ * it, and every candidate before it, has a verdict.
+ *
+ * A mailbox failure is recorded (for the callers' status text and /health) and returned, never
+ * thrown: it must not fail an A2A call.
  */
 export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
   const { store, config, mailbox } = ctx;
   const started = ctx.now();
   const state = store.mailbox.state(mailbox.folder);
-  const summary: CheckSummary = { ok: true, fetched: 0, verdicts: {}, more: false, durationMs: 0 };
+  const summary: CheckSummary = { ok: true, fetched: 0, onHeaders: 0, verdicts: {}, more: false, durationMs: 0 };
   const intakeCtx: IntakeContext = { store, rules: judgeRulesOf(config), resolver: ctx.dkimResolver, now: ctx.now, log: ctx.log, folder: mailbox.folder };
+  const count = (out: Extract<Intake, { kind: 'recorded' }>, receivedAt: number | null): void => {
+    const { verdict } = out;
+    summary.fetched += 1;
+    summary.verdicts[verdict] = (summary.verdicts[verdict] ?? 0) + 1;
+    ctx.metrics?.verdicts.inc({ verdict });
+    if ((verdict.startsWith('applied:') || verdict === 'late:recorded') && receivedAt !== null) {
+      ctx.metrics?.promotionSeconds.observe(Math.max(0, ctx.now() - receivedAt) / 1000);
+    }
+  };
+  let pass: MailboxPass | undefined;
   try {
-    const result = await mailbox.check({
+    pass = await mailbox.open({
       watermark: { uidValidity: state.uidValidity, lastUid: state.lastUid },
       fromAddresses: config.agents.map((a) => a.address),
       subjectContains: config.agents.map((a) => `[${a.tag}:`),
       maxFetch: config.mailbox.maxFetchPerCheck,
+      maxHeaders: config.mailbox.maxHeadersPerCheck,
       maxMessageBytes: config.mailbox.maxMessageBytes,
       isRecorded: (source) => store.ledger.isSourceRecorded(source),
     });
-    if (result.uidValidityChanged) {
-      ctx.log.warn({ folder: mailbox.folder, was: state.uidValidity, now: result.uidValidity }, 'UIDVALIDITY changed; rescanning');
-      store.tx((tx) => tx.mailbox.reset(mailbox.folder, result.uidValidity));
+    const { uidValidity, floor } = pass;
+    if (pass.uidValidityChanged) {
+      ctx.log.warn({ folder: mailbox.folder, was: state.uidValidity, now: uidValidity }, 'UIDVALIDITY changed; rescanning');
+      store.tx((tx) => tx.mailbox.reset(mailbox.folder, uidValidity));
     }
-    summary.fetched = result.messages.length;
-    summary.more = result.more;
-    for (const msg of result.messages) {
-      const outcome = await intake(intakeCtx, msg, result.uidValidity);
-      if (outcome.kind === 'deferred') {
-        // Stop here, in order: the watermark stays before this message, so the next check judges
-        // it (and everything after it) again.
-        summary.more = true;
-        // The callers' status text shows this error: the bridge's words only. The reason names the
-        // signature's selector, which the agent chose (docs/agent-text.md); it goes to the log.
-        ctx.log.info({ folder: mailbox.folder, uid: msg.uid, reason: outcome.reason }, 'reply deferred');
-        throw new MailboxError('a reply could not be authenticated yet (gate 7: local DKIM verification hit a temperror: the key lookup failed); it will be judged again on the next check', 'io');
+    if (pass.uidValidityChanged || state.uidValidity !== uidValidity || floor > state.lastUid) {
+      store.tx((tx) => tx.mailbox.advance(mailbox.folder, uidValidity, floor));
+    }
+    const mark = new PassWatermark(floor);
+    /** Survivors of the header stage not judged yet, in arrival order. */
+    const waiting: HeaderedMessage[] = [];
+    let budget = Math.max(0, config.mailbox.maxFetchPerCheck);
+    const screen = (batch: readonly HeaderedMessage[]): HeaderedMessage[] => {
+      const { survivors, recorded } = intakeHeaderBlocks(intakeCtx, batch, uidValidity, { maxMessageBytes: config.mailbox.maxMessageBytes, passTo: (s) => mark.recorded(s) });
+      for (const r of recorded) count(r.out, r.message.receivedAt);
+      summary.onHeaders += recorded.length;
+      return survivors;
+    };
+    for (let batch = await pass.headers(); batch.length > 0; batch = await pass.headers()) {
+      mark.add(batch);
+      for (let i = 0; i < batch.length; i += SCREEN_SLICE) {
+        waiting.push(...screen(batch.slice(i, i + SCREEN_SLICE)));
+        await yieldToLoop(); // the event loop answers between slices
       }
-      if (outcome.kind !== 'recorded') continue;
-      const { verdict } = outcome;
-      summary.verdicts[verdict] = (summary.verdicts[verdict] ?? 0) + 1;
-      ctx.metrics?.verdicts.inc({ verdict });
-      if ((verdict.startsWith('applied:') || verdict === 'late:recorded') && msg.receivedAt !== null) {
-        ctx.metrics?.promotionSeconds.observe(Math.max(0, ctx.now() - msg.receivedAt) / 1000);
+      while (waiting.length > 0 && budget > 0) {
+        // Screened again first: a replay of a survivor judged a moment ago is now known by its signature.
+        const group = screen(waiting.splice(0, Math.min(WHOLE_GROUP, budget)));
+        budget -= group.length;
+        const whole = await pass.whole(group);
+        for (const msg of whole) {
+          const outcome = await intake(intakeCtx, msg, uidValidity, mark.peek(msg.source));
+          if (outcome.kind === 'deferred') {
+            // Stop here, in order: the watermark stays before this message, so the next check
+            // judges it (and every survivor after it) again.
+            summary.more = true;
+            // The callers' status text shows this error: the bridge's words only. The reason names
+            // the signature's selector, which the agent chose (docs/agent-text.md); it goes to the log.
+            ctx.log.info({ folder: mailbox.folder, uid: msg.uid, reason: outcome.reason }, 'reply deferred');
+            throw new MailboxError('a reply could not be authenticated yet (gate 7: local DKIM verification hit a temperror: the key lookup failed); it will be judged again on the next check', 'io');
+          }
+          mark.recorded(msg.source);
+          if (outcome.kind === 'recorded') count(outcome, msg.receivedAt);
+        }
       }
     }
+    summary.more = pass.more || waiting.length > 0;
     let applied = 0;
     let refused = 0;
     for (const [v, c] of Object.entries(summary.verdicts)) {
       if (v.startsWith('applied:') || v === 'late:recorded') applied += c ?? 0;
       else refused += c ?? 0;
     }
-    const line = `ok, ${plural(summary.fetched, 'new message')}, ${applied} applied${refused ? `, ${refused} refused` : ''}${result.more ? ', more waiting' : ''}`;
+    const onHeaders = summary.onHeaders ? ` (${summary.onHeaders} on the header block)` : '';
+    const line = `ok, ${plural(summary.fetched, 'new message')}, ${applied} applied${refused ? `, ${refused} refused${onHeaders}` : ''}${summary.more ? ', more waiting' : ''}`;
     store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: true, result: line }));
   } catch (err) {
     const message = err instanceof MailboxError ? err.message : `unexpected error: ${(err as Error).message}`;
@@ -81,98 +130,53 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
     summary.error = message;
     ctx.log.warn({ err: message, folder: mailbox.folder }, 'mailbox check failed');
     store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: false, result: 'failed', error: message }));
+  } finally {
+    await pass?.close();
   }
   summary.durationMs = ctx.now() - started;
-  ctx.log.debug({ folder: mailbox.folder, ok: summary.ok, fetched: summary.fetched, more: summary.more, ms: summary.durationMs }, 'mailbox check done');
+  ctx.log.debug({ folder: mailbox.folder, ok: summary.ok, fetched: summary.fetched, onHeaders: summary.onHeaders, more: summary.more, ms: summary.durationMs }, 'mailbox check done');
   ctx.metrics?.checks.inc({ result: summary.ok ? 'ok' : 'error' });
   ctx.metrics?.checkSeconds.observe(summary.durationMs / 1000);
   return summary;
 }
 
 /**
- * Logs a recorded verdict with ids only (the operator sees refusals at the default level; no
- * header, address or text of the mail goes into the log): an applied reply at info, untagged mail
- * and copies at info, every other refusal at warn.
+ * The watermark of one pass: it moves past a candidate only once every candidate handed out
+ * before it has a verdict, so a survivor waiting for its body (or a reply deferred for DNS) holds
+ * it back while later mail is recorded around it; each candidate says where the watermark may go
+ * then (`HeaderedMessage.passes`).
  */
-function logVerdict(log: Logger, verdict: Verdict, f: { ledgerId: number | null; task: string | null; agent: string | null; source: string }): void {
-  const fields = { verdict, ledgerId: f.ledgerId, task: f.task, agent: f.agent, source: f.source };
-  if (verdict.startsWith('applied:') || verdict === 'late:recorded') log.info(fields, 'reply applied');
-  else if (verdict === 'no-task-id' || verdict === 'duplicate') log.info(fields, 'mail skipped');
-  else log.warn(fields, `mail refused: ${verdict}; see a2a-mailbridge ledger${f.task ? ` --task ${f.task}` : ''}`);
-}
+class PassWatermark {
+  readonly #order: HeaderedMessage[] = [];
+  readonly #done = new Set<string>();
+  #front = 0;
+  #at: number;
 
-/** What {@link intake} needs: the store, the gates' configuration, DNS, the clock, the log, the folder's watermark key. */
-export interface IntakeContext {
-  store: Store;
-  rules: JudgeRules;
-  resolver: DnsResolver;
-  now: () => number;
-  log: Logger;
-  folder: string;
-}
-
-/**
- * What became of one message:
- * - `recorded`: judged, and its decision committed (ledger row, any promotion, the watermark);
- * - `seen`: this copy (source) was recorded before; only the watermark moved;
- * - `deferred`: its DKIM key could not be looked up yet; nothing was written.
- */
-export type Intake =
-  | { kind: 'recorded'; verdict: Verdict; reason: string; ledgerId: number; decision: Exclude<Decision, { kind: 'defer' }> }
-  | { kind: 'seen' }
-  | { kind: 'deferred'; reason: string };
-
-/**
- * One fetched message through the judge (src/core/judge.ts) and into the store: the judge's
- * deciding step runs inside one `BEGIN IMMEDIATE` transaction that also records the decision
- * (src/core/apply-reply.ts) and moves the watermark past the message. A message the judge fails
- * on (a defect of ours) is still recorded, as `unreadable`, so it is never retried silently.
- */
-export async function intake(c: IntakeContext, msg: FetchedMessage, uidValidity: string): Promise<Intake> {
-  const { store } = c;
-  if (store.ledger.isSourceRecorded(msg.source)) {
-    store.tx((tx) => tx.mailbox.advance(c.folder, uidValidity, msg.uid));
-    return { kind: 'seen' };
+  constructor(floor: number) {
+    this.#at = floor;
   }
-  // Read outside and inside the deciding transaction alike: `store` reads what it holds now.
-  const reads: JudgeStore = {
-    seenDigest: (sha) => store.ledger.hasRawDigest(sha),
-    task: (id) => {
-      const task = store.tasks.get(id);
-      return task && { task, turn: store.turns.get(task.id, task.turn) };
-    },
-    messageIdApplied: (taskId, messageId) => store.ledger.isMessageIdApplied(taskId, messageId),
-  };
-  /** Records the decision and moves the watermark past the message, in the open transaction. */
-  const commit = (tx: StoreTx, d: Exclude<Decision, { kind: 'defer' }>): Intake => {
-    const ledgerId = recordDecision(tx, d, { source: msg.source, raw: msg.raw, receivedAt: msg.receivedAt, at: c.now() });
-    tx.mailbox.advance(c.folder, uidValidity, msg.uid);
-    return ledgerId === null ? { kind: 'seen' } : { kind: 'recorded', verdict: d.verdict, reason: d.reason, ledgerId, decision: d };
-  };
-  /** After the commit: the verdict in the log. */
-  const logged = (out: Intake): Intake => {
-    if (out.kind === 'recorded') {
-      const tag = out.decision.kind === 'refuse' ? out.decision.tag : out.decision.on.tag;
-      logVerdict(c.log, out.verdict, { ledgerId: out.ledgerId, task: tag?.taskId ?? null, agent: tag?.agent.name ?? null, source: msg.source });
-    }
-    return out;
-  };
-  try {
-    return logged(await judgeMessage<Intake>(msg, {
-      rules: c.rules,
-      resolver: c.resolver,
-      now: c.now,
-      store: reads,
-      settle: (decide) =>
-        store.tx((tx): Intake => {
-          const d = decide();
-          return d.kind === 'defer' ? { kind: 'deferred', reason: d.reason } : commit(tx, d);
-        }),
-    }));
-  } catch (err) {
-    // The parsers never throw on hostile bytes; if something else does, the message is still recorded.
-    c.log.error({ err: (err as Error).message, source: msg.source }, 'message could not be processed');
-    const reason = `processing failed: ${(err as Error).message}`;
-    return logged(store.tx((tx) => commit(tx, { kind: 'refuse', verdict: 'unreadable', reason, message: messageFacts(msg.raw, msg.size), tag: null, evidence: 'none' })));
+
+  /** Candidates handed out by the pass, in its order. */
+  add(batch: readonly HeaderedMessage[]): void {
+    this.#order.push(...batch);
+  }
+
+  /** Where the watermark would be once `source` has a verdict, with the verdicts so far. */
+  peek(source: string): number {
+    let i = this.#front;
+    let at = this.#at;
+    while (i < this.#order.length && (this.#order[i]!.source === source || this.#done.has(this.#order[i]!.source))) at = this.#order[i++]!.passes;
+    return at;
+  }
+
+  /**
+   * `source` has a verdict.
+   * @returns where the watermark moves now, or null when it stays (an older candidate waits)
+   */
+  recorded(source: string): number | null {
+    this.#done.add(source);
+    const was = this.#at;
+    while (this.#front < this.#order.length && this.#done.has(this.#order[this.#front]!.source)) this.#at = this.#order[this.#front++]!.passes;
+    return this.#at !== was ? this.#at : null;
   }
 }

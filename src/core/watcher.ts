@@ -8,24 +8,19 @@ export interface Watcher {
 
 /**
  * The optional watcher (`mailbox.watch = true`): replies are applied as they land instead of on the
- * next call. Each change signal runs a check (concurrent signals fold into one check plus, if more
- * came in meanwhile, one more, so nothing that arrived mid-check is missed); a timer runs the
- * request-driven step — due webhook attempts, a due check, the deadline sweep — every `tickMs` even
- * when nobody calls.
+ * next call. Each change signal asks for a check that starts after it (`Bridge.checkAfterChange`):
+ * a signal during a running check — whoever started it, a call, the timer or the watcher — gets
+ * one more check after it, and the signals during one check fold into that one, so nothing that
+ * arrived mid-check is missed. A timer runs the request-driven step — due webhook attempts, a due
+ * check, the deadline sweep — every `tickMs` even when nobody calls.
  */
 export function startWatcher(bridge: Bridge, feed: ChangeFeed | null, tickMs: number): Watcher {
   const abort = new AbortController();
-  let dirty = false;
-  let running: Promise<void> | null = null;
-  const drain = async (): Promise<void> => {
-    while (dirty && !abort.signal.aborted) {
-      dirty = false;
-      await bridge.checkNow();
-    }
-  };
+  const checks = new Set<Promise<unknown>>();
   const onChange = (): void => {
-    dirty = true;
-    running ??= drain().finally(() => (running = null));
+    if (abort.signal.aborted) return;
+    const p: Promise<unknown> = bridge.checkAfterChange().finally(() => checks.delete(p));
+    checks.add(p);
   };
   const feedRun = feed ? feed.run(onChange, abort.signal) : Promise.resolve();
   let ticking: Promise<void> | null = null;
@@ -37,7 +32,7 @@ export function startWatcher(bridge: Bridge, feed: ChangeFeed | null, tickMs: nu
     async stop() {
       abort.abort();
       clearInterval(timer);
-      await Promise.allSettled([feedRun, running, ticking]);
+      await Promise.allSettled([feedRun, ...checks, ticking]);
     },
   };
 }

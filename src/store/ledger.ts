@@ -15,7 +15,10 @@ export interface LedgerEntry {
   /** Size of the raw message in bytes. */
   size: number;
   rawSha256: string;
-  /** The raw bytes, kept for tagged mail only (evidence); null otherwise. */
+  /**
+   * The raw bytes kept as evidence: the whole message for an applied or late reply, the first
+   * 64 KiB (or the header block read) of other tagged mail; null for untagged mail.
+   */
   raw: Buffer | null;
   agent: string | null;
   taskId: string | null;
@@ -24,6 +27,11 @@ export interface LedgerEntry {
   reason: string;
   /** When the mailbox received it (IMAP INTERNALDATE, Maildir mtime), ms since the epoch; null if unknown. */
   receivedAt?: number | null;
+  /**
+   * The DKIM signature that authenticated the mail (gate 7), as its b= value decoded and encoded
+   * again (uplink/gates.ts `signatureKey`); null for mail refused before it authenticated.
+   */
+  signature?: string | null;
 }
 
 export interface LedgerRow extends LedgerEntry {
@@ -62,6 +70,18 @@ export function ledgerReads(db: Db) {
     /** Gate 1: the same raw bytes were recorded before (a re-upload or a rescan). */
     hasRawDigest(rawSha256: string): boolean {
       return stmt(db, `SELECT 1 FROM ledger WHERE raw_sha256 = ? LIMIT 1`).get(rawSha256) !== undefined;
+    },
+
+    /**
+     * Gate 1: the id of a ledger row of mail authenticated by one of these DKIM signatures (keys
+     * as `LedgerEntry.signature`) with this Message-ID; undefined when none.
+     */
+    authenticatedWith(signatures: readonly string[], messageId: string): number | undefined {
+      for (const sig of signatures) {
+        const r = stmt(db, `SELECT id FROM ledger WHERE dkim_b = ? AND message_id = ? ORDER BY id LIMIT 1`).get(sig, messageId) as { id: number } | undefined;
+        if (r) return r.id;
+      }
+      return undefined;
     },
 
     /** Gate 8a: a message with this Message-ID was already promoted (or kept late) for this task. */
@@ -178,10 +198,10 @@ export function ledgerWrites(w: Writer) {
     /** Inserts the entry; returns its id, or null when the source was already recorded (a rescan). */
     record(e: LedgerEntry): number | null {
       const info = stmt(w.db,
-        `INSERT INTO ledger (source, seen_at, message_id, from_header, subject, date_header, size, raw_sha256, raw, raw_codec, agent, task_id, verdict, reason, received_at)
-         VALUES (@source, @seenAt, @messageId, @fromHeader, @subject, @dateHeader, @size, @rawSha256, @raw, @codec, @agent, @taskId, @verdict, @reason, @receivedAt)
+        `INSERT INTO ledger (source, seen_at, message_id, from_header, subject, date_header, size, raw_sha256, raw, raw_codec, agent, task_id, verdict, reason, received_at, dkim_b)
+         VALUES (@source, @seenAt, @messageId, @fromHeader, @subject, @dateHeader, @size, @rawSha256, @raw, @codec, @agent, @taskId, @verdict, @reason, @receivedAt, @signature)
          ON CONFLICT(source) DO NOTHING`,
-      ).run({ ...e, ...packRaw(e.raw), receivedAt: e.receivedAt ?? null });
+      ).run({ ...e, ...packRaw(e.raw), receivedAt: e.receivedAt ?? null, signature: e.signature ?? null });
       return info.changes === 0 ? null : Number(info.lastInsertRowid);
     },
   };

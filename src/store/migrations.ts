@@ -264,7 +264,14 @@ export const MIGRATIONS: readonly string[] = [
 
   ALTER TABLE messages ADD COLUMN ledger_id INTEGER;
   `,
-  // 8: reads whose cost does not grow with the store (bench/RESULTS.md, million). Counts kept by
+  // 8: the DKIM signature (its b= value, decoded and encoded again) that authenticated a mail, so
+  // a replay of it is recognised by signature and Message-ID from its header block alone (gate 1,
+  // docs/architecture.md "The gates"), before its body is fetched.
+  `
+  ALTER TABLE ledger ADD COLUMN dkim_b TEXT;
+  CREATE INDEX ledger_by_signature ON ledger(dkim_b, message_id) WHERE dkim_b IS NOT NULL;
+  `,
+  // 9: reads whose cost does not grow with the store (bench/RESULTS.md, million). Counts kept by
   // triggers in the transaction of every write — tasks per agent and state (/health, /metrics,
   // status, ListTasks totals), dispatches per state, ledger rows per verdict — instead of a scan of
   // the table at every call, and the rows of the tables a task's rows live in (prune --dry-run);
@@ -336,7 +343,7 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX task_events_by_time ON task_events(at);
   CREATE INDEX ledger_by_time ON ledger(seen_at);
   `,
-  // 9: bytes per task (bench/RESULTS.md, million). A reply's text stored once: a turn whose reply
+  // 10: bytes per task (bench/RESULTS.md, million). A reply's text stored once: a turn whose reply
   // has a row of its own (migration 7) no longer keeps a copy in reply_text; reads take the reply
   // row's (src/store/turns.ts). Raw mail may be stored compressed: raw_codec names how (NULL: as
   // fetched; src/store/ledger.ts). No CHECK on it: SQLite cannot change one without rebuilding the

@@ -12,7 +12,7 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import { Resolver } from 'node:dns/promises';
 import type { DKIMResult, DNSResolver } from 'mailauth';
-import { BudgetError, offload, OFFLOAD_MIN_BYTES } from './offload.js';
+import { BudgetError, offload, OFFLOAD_MIN_BYTES, type BudgetTimer } from './offload.js';
 import { parseHeaders, type HeaderField } from './raw-headers.js';
 
 export interface DkimSignatureInfo {
@@ -156,16 +156,17 @@ type MailauthDkimResult = DKIMResult & { info?: string };
  * @param options.now the time for `t=`/`x=` checks (default: now).
  * @param options.budgetMs the time budget of a large message's verification, done on the offload
  *   worker (default `OFFLOAD_BUDGET_MS`); past it every signature is `neutral`, with the budget in `info`.
+ * @param options.timer the clock of that budget (default: offload.ts `timeoutBudget`).
  * @returns one entry per signature mailauth could read, in field order; an empty list for an
  *   unsigned message. When mailauth itself fails, every signature we can parse is returned with
  *   status `temperror` and the error in `info`. Never throws.
  */
-export async function verifyDkimLocally(raw: Buffer, resolver: DnsResolver, options: { timeoutMs?: number; now?: Date; budgetMs?: number } = {}): Promise<LocalDkimResult[]> {
+export async function verifyDkimLocally(raw: Buffer, resolver: DnsResolver, options: { timeoutMs?: number; now?: Date; budgetMs?: number; timer?: BudgetTimer } = {}): Promise<LocalDkimResult[]> {
   if (raw.length < OFFLOAD_MIN_BYTES) return verifyDkimHere(raw, resolver, options);
   // A large body is canonicalized and hashed on the worker thread (offload.ts), within a time budget.
   try {
     const jobOptions = { ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}), ...(options.now ? { now: options.now.getTime() } : {}) };
-    return (await offload('dkim', raw, { resolver, options: jobOptions, ...(options.budgetMs !== undefined ? { budgetMs: options.budgetMs } : {}) })) as LocalDkimResult[];
+    return (await offload('dkim', raw, { resolver, options: jobOptions, ...(options.budgetMs !== undefined ? { budgetMs: options.budgetMs } : {}), ...(options.timer ? { timer: options.timer } : {}) })) as LocalDkimResult[];
   } catch (err) {
     const why = err instanceof BudgetError ? `local DKIM verification ${err.message}` : `local DKIM verification failed: ${(err as Error).message}`;
     const status = err instanceof BudgetError ? 'neutral' : 'temperror';

@@ -1,9 +1,10 @@
+import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import type { AgentConfig } from '../config/config.js';
 import { plural } from '../plural.js';
 import { dkimResultNames, findTrustedResults, type ProviderProfile, type TrustedResults } from './border.js';
 import { parseDkimSignatures, verifyDkimLocally, type DkimSignatureInfo, type DnsResolver } from './dkim.js';
-import { fieldsNamed, parseHeaderBlock, parseSingleAddress, splitMessage, type HeaderField } from './raw-headers.js';
+import { fieldsNamed, headerEnd, parseHeaderBlock, parseSingleAddress, splitMessage, type HeaderField } from './raw-headers.js';
 import type { ParsedReply } from './reply-format.js';
 import { decodeSubject, findTaskTags } from './subject-tag.js';
 import type { Verdict } from './verdicts.js';
@@ -82,8 +83,96 @@ export function messageFacts(raw: Buffer, size = raw.length): MessageFacts {
   };
 }
 
+/**
+ * The facts of a message whose header block is not parsed (it cannot be read as one, see
+ * {@link headerBlockReadable}): its digest and size only.
+ */
+export function unparsedFacts(raw: Buffer, size = raw.length): MessageFacts {
+  return { fields: [], malformedHeaderLines: 0, rawSha256: createHash('sha256').update(raw).digest('hex'), size, messageId: null, from: null, subject: null, date: null };
+}
+
+/**
+ * The longest header block read, in bytes, the empty line that ends it included: what a mailbox
+ * reads of a message before deciding anything (Maildir) or asks the server for
+ * (`BODY.PEEK[HEADER]<0.262144>`). Longer is `too-large-header`.
+ */
+export const MAX_HEADER_BLOCK_BYTES = 256 * 1024;
+/**
+ * The most lines a header block may have. mailparser's splitter counts every header line as at
+ * least 64 bytes against its 1 MiB header budget and fails the whole message past it (so a block
+ * of many short lines never reaches the body); 4,096 lines of at most 256 KiB stay well inside.
+ */
+export const MAX_HEADER_LINES = 4096;
+
+/**
+ * Before gate 1: the header block can be read as one (docs/architecture.md, "The gates"): it ends
+ * with an empty line within {@link MAX_HEADER_BLOCK_BYTES} and {@link MAX_HEADER_LINES} (or the
+ * whole message is shorter: then it has no body); it holds no CR that does not end a line (RFC 5321
+ * §2.3.8: no SMTP client sends a bare CR; CR-only line ends make one line of the whole block) and
+ * only UTF-8 (RFC 6532 §3.2; RFC 5322 allows US-ASCII only); and a body follows it (RFC 5322 §2.1:
+ * the empty line; a reply is read from the body). Each is a point where parsers part ways, so the
+ * message is refused before any of its fields is read. A NUL is not refused: RFC 5322 §4.1's
+ * obsolete unstructured text allows it, and it is judged like any other byte. Linear, and reads at
+ * most the first {@link MAX_HEADER_BLOCK_BYTES} of `raw`.
+ *
+ * @param raw the message, or its first bytes (a header block a mailbox read on its own)
+ * @param size the size of the whole message, in bytes
+ */
+export function headerBlockReadable(raw: Buffer, size: number): Refusal | null {
+  const end = headerEnd(raw, MAX_HEADER_BLOCK_BYTES);
+  const unended = end < 0;
+  if (unended && (raw.length > MAX_HEADER_BLOCK_BYTES || size > MAX_HEADER_BLOCK_BYTES)) {
+    return { verdict: 'too-large-header', reason: `no empty line ends the header block within its first ${MAX_HEADER_BLOCK_BYTES / 1024} KiB (the message is ${size} bytes); refused unread` };
+  }
+  const block = unended ? raw : raw.subarray(0, end);
+  let lines = 0;
+  for (let i = block.indexOf(0x0a); i >= 0; i = block.indexOf(0x0a, i + 1)) lines++;
+  if (lines > MAX_HEADER_LINES) {
+    return { verdict: 'too-large-header', reason: `the header block has ${lines} lines, over ${MAX_HEADER_LINES}; refused unread` };
+  }
+  for (let i = block.indexOf(0x0d); i >= 0; i = block.indexOf(0x0d, i + 1)) {
+    if (block[i + 1] !== 0x0a) return { verdict: 'unreadable:line-ends', reason: `a CR not followed by LF at offset ${i} of the header block (CR-only line ends?)` };
+  }
+  if (!isUtf8(block)) return { verdict: 'unreadable:8bit', reason: 'header bytes that are neither US-ASCII nor UTF-8' };
+  if (unended) return { verdict: 'unreadable:no-body', reason: `no empty line ends the header block of this ${size}-byte message: it has no body` };
+  return null;
+}
+
+/**
+ * What the ledger records of any message: its header facts when its header block can be read
+ * ({@link headerBlockReadable}), else only its digest and size (nothing of it is parsed).
+ */
+export function recordableFacts(raw: Buffer, size = raw.length): MessageFacts {
+  return headerBlockReadable(raw, size) ? unparsedFacts(raw, size) : messageFacts(raw, size);
+}
+
 /** Gate 1's refusal: the same raw bytes are in the ledger already (a re-upload, a rescan, a copy). */
 export const DUPLICATE_BYTES: Refusal = { verdict: 'duplicate', reason: 'gate 1: the same raw bytes are already in the ledger' };
+
+/**
+ * The key a DKIM signature is recognised by: its b= value decoded and encoded again, so the
+ * whitespace and the stray characters a base64 decoder skips (and a verifier with it) cannot make
+ * a copy of a signature look new.
+ */
+export function signatureKey(b: string): string {
+  return Buffer.from(b, 'base64').toString('base64');
+}
+
+/**
+ * Gate 1, by signature: the message carries a DKIM signature that authenticated a mail already in
+ * the ledger, and that mail's Message-ID — a replay of it, whatever unsigned headers were added or
+ * changed (RFC 6376 §8.6: a signed message can be re-sent as is). Read from the header block alone;
+ * `authenticatedWith` answers from the ledger (only mail that passed gate 7 is named there, so a
+ * forgery cannot claim a genuine reply's signature before the genuine reply arrives).
+ */
+export function replayedSignature(facts: MessageFacts, authenticatedWith: (signatures: string[], messageId: string) => number | undefined): Refusal | null {
+  if (facts.messageId === null) return null;
+  const keys = parseDkimSignatures(facts.fields).map((s) => signatureKey(s.b)).filter((k) => k !== '');
+  if (keys.length === 0) return null;
+  const id = authenticatedWith([...new Set(keys)], facts.messageId);
+  if (id === undefined) return null;
+  return { verdict: 'duplicate', reason: `gate 1: the DKIM signature and Message-ID ${facts.messageId} of mail authenticated before (ledger #${id}): a replay` };
+}
 
 /**
  * Gate 2: exactly one subject tag `[<TAG>:<task id>]` naming a task of a configured agent
@@ -177,10 +266,10 @@ const SIGNED_HEADERS = ['from', 'subject', 'date', 'message-id'] as const;
  * signs From, Subject, Date and Message-ID (what the later gates rely on) and has no l= limit
  * (RFC 6376 §8.2: text may be appended under it). A message may carry several such signatures (a
  * key rotation signs with the old and the new key).
- * @returns the signatures that may stand for the agent, for {@link dkimVerifies}, and whether a
- *   trusted result named one of them by header.b (`pinned`)
+ * @returns the signatures that may stand for the agent, for {@link dkimVerifies}, and the first of
+ *   them a trusted result named by header.b (`pinned`; null when none was)
  */
-export function alignedSignatures(facts: MessageFacts, r: TrustedResults, agent: AgentConfig): { candidates: DkimSignatureInfo[]; pinned: boolean } | Refusal {
+export function alignedSignatures(facts: MessageFacts, r: TrustedResults, agent: AgentConfig): { candidates: DkimSignatureInfo[]; pinned: DkimSignatureInfo | null } | Refusal {
   if (r.conflicts.length) return { verdict: 'auth:dkim-unaligned', reason: `gate 7: trusted results conflict: ${r.conflicts.join('; ')}` };
   const signatures = parseDkimSignatures(facts.fields).filter((s) => s.d === agent.dkimDomain);
   const passes = r.dkim.filter((d) => d.result === 'pass' && d.headerD !== null && d.headerD.toLowerCase() === agent.dkimDomain);
@@ -202,7 +291,7 @@ export function alignedSignatures(facts: MessageFacts, r: TrustedResults, agent:
     return !s.bodyLengthLimited && missing.length === 0;
   });
   if (candidates.length === 0) return { verdict: 'auth:dkim-unverified', reason: `gate 7: no usable aligned DKIM-Signature (${problems.join('; ')})` };
-  return { candidates, pinned: candidates.some((s) => byHeaderB.has(s)) };
+  return { candidates, pinned: candidates.find((s) => byHeaderB.has(s)) ?? null };
 }
 
 /**
@@ -218,6 +307,7 @@ export const UNPINNED_WITHOUT_VERIFICATION: Refusal = {
  * Gate 7, locally (RFC 6376 §6): one of the candidate signatures verifies with mailauth, keys and
  * x= expiry judged as of `receivedAt` (when the mailbox received the message; now when unknown).
  * Only a DNS failure for every candidate is temporary; a missing key or a bad signature is final.
+ * @returns the candidate that verified, or the refusal
  */
 export async function dkimVerifies(
   raw: Buffer,
@@ -225,9 +315,10 @@ export async function dkimVerifies(
   agent: AgentConfig,
   resolver: DnsResolver,
   receivedAt: number | null,
-): Promise<Refusal | null> {
+): Promise<Refusal | DkimSignatureInfo> {
   const local = await verifyDkimLocally(raw, resolver, receivedAt ? { now: new Date(receivedAt) } : {});
-  if (candidates.some((s) => local.some((l) => l.b === s.b && l.status === 'pass'))) return null;
+  const passed = candidates.find((s) => local.some((l) => l.b === s.b && l.status === 'pass'));
+  if (passed) return passed;
   const mine = candidates.map((s) => local.find((x) => x.b === s.b));
   const seen = candidates.map((s, i) => `s=${s.s}: ${mine[i] ? `${mine[i].status} (${mine[i].info})` : 'no result'}`).join('; ');
   const temporary = mine.every((l) => l?.status === 'temperror');

@@ -3,7 +3,10 @@
  * narrowed UID SEARCH after the watermark, FETCH with BODY.PEEK, never a flag change) and `maildir`
  * (a local Maildir read without renaming a file or changing a flag).
  *
- * A mailbox never decides anything about a message: it hands raw bytes to the gate stack.
+ * A check is one pass ({@link Mailbox.open}) read in two steps (docs/architecture.md, "The
+ * gates"): the header blocks of the candidates, oldest first and in batches, then the whole
+ * messages the caller asks for — so mail refused on its header block never costs a body. A
+ * mailbox never decides anything about a message: it hands bytes to the gate stack.
  */
 
 /** Where the last check left off. `uidValidity` null means "never checked". */
@@ -27,16 +30,30 @@ export interface CheckRequest {
    */
   fromAddresses: string[];
   subjectContains: string[];
-  /** At most this many messages per check (the oldest first); `more` says whether others wait. */
+  /**
+   * Whole messages read per check at most (`mailbox.max_fetch_per_check`); `check()` hands out at
+   * most this many, the oldest first, and `more` says whether others wait.
+   */
   maxFetch: number;
+  /**
+   * Header blocks read per pass at most (`mailbox.max_headers_per_check`; default
+   * {@link DEFAULT_MAX_HEADERS}): IMAP counts the candidates SEARCH listed, a Maildir every file it
+   * opens (the narrowing is its own). The rest wait for the next pass (`more`).
+   */
+  maxHeaders?: number;
   /** Messages larger than this, in bytes, are returned with `tooLarge` and their header block only. */
   maxMessageBytes: number;
   /**
-   * Whether a source key was recorded already. Used by kinds without UIDs (Maildir) to hand out
-   * each message exactly once; IMAP ignores it.
+   * Whether a source key was recorded already: such a message is not read again (IMAP: a UID
+   * after the watermark recorded while an older one waits; Maildir: every name, as it has no UIDs).
    */
   isRecorded?: (source: string) => boolean;
 }
+
+/** Header blocks read per pass when the request names no `maxHeaders`. */
+export const DEFAULT_MAX_HEADERS = 10_000;
+/** Header blocks a pass hands out at a time (one FETCH; the caller records each batch in one transaction). */
+export const HEADER_BATCH = 100;
 
 /**
  * Why a message the folder holds could not be read (a per-message failure, never the mailbox's):
@@ -66,6 +83,60 @@ export interface FetchedMessage {
   unreadable?: { reason: UnreadableReason; detail: string };
 }
 
+/** A candidate as the header step of a pass reads it: where it is, its size, and its header block. */
+export interface HeaderedMessage {
+  /** IMAP UID, or the Maildir file's mtime in ms (clamped to now). */
+  uid: number;
+  /** The ledger's key of this copy (see {@link FetchedMessage}). */
+  source: string;
+  /**
+   * The header block as read: up to and including the empty line that ends it (IMAP:
+   * `BODY.PEEK[HEADER]`); the first `MAX_HEADER_BLOCK_BYTES` (uplink/gates.ts) when it runs on; the
+   * whole message when it has no empty line. Empty when unreadable.
+   */
+  head: Buffer;
+  /** Size of the whole message in bytes. */
+  size: number;
+  receivedAt: number | null;
+  /**
+   * Where the watermark may move once this message, and every candidate handed out before it, has
+   * a verdict: up to just before the next candidate not recorded (IMAP), or this message's uid (a
+   * Maildir, whose watermark is for information only).
+   */
+  passes: number;
+  /** The mailbox lists it but could not read its header block (as in {@link FetchedMessage}). */
+  unreadable?: { reason: UnreadableReason; detail: string };
+}
+
+/** One read-only pass over the folder (see the file comment): opened by {@link Mailbox.open}. */
+export interface MailboxPass {
+  readonly uidValidity: string;
+  /** True when the folder's UIDVALIDITY differs from the watermark's: the folder is read from UID 1. */
+  readonly uidValidityChanged: boolean;
+  /** Where the watermark may move before any message of this pass is recorded (every candidate up to it is). */
+  readonly floor: number;
+  /**
+   * The header blocks of the next candidates not recorded yet, oldest first, at most
+   * {@link HEADER_BATCH}; an empty array once the pass's candidates within `maxHeaders` are read.
+   * @throws MailboxError as {@link Mailbox.open}
+   */
+  headers(): Promise<HeaderedMessage[]>;
+  /**
+   * The whole messages of candidates handed out by {@link headers}, in the order given: one over
+   * `maxMessageBytes` (or that the server under-reported) with `tooLarge` and its header block; one
+   * the mailbox cannot hand over with `unreadable` (`vanished` when it was deleted since its header
+   * block was read, `fetch`, `permission`, `io`).
+   * @throws MailboxError as {@link Mailbox.open}
+   */
+  whole(messages: readonly HeaderedMessage[]): Promise<FetchedMessage[]>;
+  /** Candidates wait that this pass has not handed out (beyond `maxHeaders`, or not yet read). */
+  readonly more: boolean;
+  /** Message bytes transferred by this pass so far (for the benchmarks). */
+  readonly bytesFetched: number;
+  /** Ends the pass (IMAP: LOGOUT, the socket closed); idempotent, never throws. */
+  close(): Promise<void>;
+}
+
 export interface CheckResult {
   uidValidity: string;
   /** True when the folder's UIDVALIDITY differs from the watermark's: the folder was rescanned from UID 1. */
@@ -83,10 +154,18 @@ export interface Mailbox {
   /** The key of this folder in the `mailbox_state` table. */
   readonly folder: string;
   /**
-   * One read-only pass over the folder. A message that cannot be read is returned with
-   * `unreadable` set; it never fails the pass.
+   * Opens one read-only pass over the folder: the candidates after the watermark (IMAP) or not
+   * recorded (Maildir), narrowed to `fromAddresses`/`subjectContains`. A message that cannot be
+   * read is handed out with `unreadable` set; it never fails the pass. The caller must `close()` it.
    * @throws MailboxError for connection, login, TLS, timeout and protocol failures, and for a
    *   folder that cannot be listed.
+   */
+  open(req: CheckRequest): Promise<MailboxPass>;
+  /**
+   * One pass that hands out the oldest `req.maxFetch` candidates whole ({@link readOldest}): what
+   * `doctor` and the readers' own tests use. A bridge's check reads header blocks first
+   * (src/core/mail-check.ts).
+   * @throws MailboxError as {@link open}
    */
   check(req: CheckRequest): Promise<CheckResult>;
   /** Releases any connection; idempotent. */
@@ -104,4 +183,37 @@ export class MailboxError extends Error {
   ) {
     super(message, options);
   }
+}
+
+/**
+ * `Mailbox.check` for any mailbox: one pass ({@link Mailbox.open}) handing out its oldest
+ * `req.maxFetch` candidates whole, unreadable ones in their place.
+ * @throws MailboxError as `Mailbox.open`
+ */
+export async function readOldest(box: Pick<Mailbox, 'open'>, req: CheckRequest): Promise<CheckResult> {
+  const pass = await box.open(req);
+  try {
+    const heads: HeaderedMessage[] = [];
+    while (heads.length < req.maxFetch) {
+      const batch = await pass.headers();
+      if (batch.length === 0) break;
+      heads.push(...batch);
+    }
+    const chosen = heads.slice(0, Math.max(0, req.maxFetch));
+    const read = await pass.whole(chosen.filter((h) => !h.unreadable));
+    const bySource = new Map(read.map((m) => [m.source, m]));
+    const messages: FetchedMessage[] = [];
+    for (const h of chosen) {
+      const m = h.unreadable ? unreadableMessage(h, h.unreadable) : bySource.get(h.source);
+      if (m) messages.push(m);
+    }
+    return { uidValidity: pass.uidValidity, uidValidityChanged: pass.uidValidityChanged, messages, more: pass.more || heads.length > chosen.length, bytesFetched: pass.bytesFetched };
+  } finally {
+    await pass.close();
+  }
+}
+
+/** A candidate handed over as unreadable: what was read of it (its header block, often nothing) and why. */
+export function unreadableMessage(h: HeaderedMessage, why: { reason: UnreadableReason; detail: string }): FetchedMessage {
+  return { uid: h.uid, source: h.source, raw: h.head, size: h.size, tooLarge: false, receivedAt: h.receivedAt, unreadable: why };
 }

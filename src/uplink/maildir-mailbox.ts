@@ -11,16 +11,21 @@
  * (`req.isRecorded`), whatever the file's mtime: a sync tool that keeps an old mtime (a `rename`,
  * OfflineIMAP's `utime_from_header`) or a forged future date hides nothing. Only names not seen
  * before are opened: names recorded, names whose header block did not match the narrowing, and
- * entries that are not regular files are remembered in memory and not touched again. Per check the
+ * entries that are not regular files are remembered in memory and not touched again. Per pass the
  * cost is a stat of each directory — a listing only when one changed (its mtime moved), and at
- * least once a minute — plus at most {@link MAILDIR_HEADER_READS_PER_CHECK} header reads (after a
- * restart the narrowing misses are learnt again over several checks; `more` says so). Files are taken oldest first by (mtime, unique name); a returned uid is the mtime in ms,
- * clamped to now, and the watermark built from it is for information only.
+ * least once a minute — plus at most `req.maxHeaders` header reads, each of the header block only
+ * (after a restart the narrowing misses are learnt again over several passes; `more` says so),
+ * plus the whole messages the caller asks for. Files are taken oldest first by (mtime, unique
+ * name); a uid is the mtime in ms, clamped to now, and the watermark built from it is for
+ * information only.
  *
+ * Every file that may be mail leaves a trace: one whose header block runs past
+ * {@link MAILDIR_HEADER_CAP_BYTES} is handed out whatever the narrowing (which cannot read it), for
+ * the gates to record as `too-large-header`; the narrowing reads CR-only line ends as line ends.
  * One bad entry never stops the mailbox: a symlink, FIFO, socket or directory is not mail and is
  * skipped, and a file that cannot be opened (EACCES) or vanishes after its header block matched is
- * returned with `unreadable` set, so the caller records it and goes on. Only a folder that cannot be listed, or a process-wide shortage
- * (EMFILE…), fails the check.
+ * handed out with `unreadable` set, so the caller records it and goes on. Only a folder that cannot
+ * be listed, or a process-wide shortage (EMFILE…), fails the pass.
  *
  * UIDVALIDITY: the folder directory's birth time in ns, in decimal (the inode number on file
  * systems that report no birth time). It stays the same for the life of the folder and changes
@@ -32,15 +37,30 @@
 import { constants as fsConstants, type Dirent } from 'node:fs';
 import { lstat, open, readdir, stat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { MailboxError, type CheckRequest, type CheckResult, type FetchedMessage, type Mailbox, type UnreadableReason } from './mailbox.js';
-import { headerBlock, matches } from './maildir-narrowing.js';
+import { MAX_HEADER_BLOCK_BYTES } from './gates.js';
+import {
+  DEFAULT_MAX_HEADERS,
+  HEADER_BATCH,
+  MailboxError,
+  readOldest,
+  unreadableMessage,
+  type CheckRequest,
+  type CheckResult,
+  type FetchedMessage,
+  type HeaderedMessage,
+  type Mailbox,
+  type MailboxPass,
+  type UnreadableReason,
+} from './mailbox.js';
+import { matches } from './maildir-narrowing.js';
+import { headerEnd } from './raw-headers.js';
 
 export { deliverToMaildir } from './maildir-deliver.js';
 
-/** Bytes read from the start of a file to find its header block (narrowing, and `tooLarge` messages). */
-export const MAILDIR_HEADER_CAP_BYTES = 256 * 1024;
-/** Header blocks read per check at most (files not seen before); the rest wait, with `more` set. */
-export const MAILDIR_HEADER_READS_PER_CHECK = 2000;
+/** Bytes read from the start of a file at most to find its header block: the longest the gates read (`MAX_HEADER_BLOCK_BYTES`). */
+export const MAILDIR_HEADER_CAP_BYTES = MAX_HEADER_BLOCK_BYTES;
+/** A header block is read in steps of this many bytes, up to {@link MAILDIR_HEADER_CAP_BYTES}. */
+const HEAD_STEP_BYTES = 16 * 1024;
 /** Entries looked up or lstat'ed between two yields to the event loop. */
 const YIELD_EVERY = 1000;
 /** A full listing at least this often, in ms, even when the directories' mtimes did not move. */
@@ -111,20 +131,19 @@ export class MaildirMailbox implements Mailbox {
   }
 
   /**
-   * One read-only pass (see the file comment).
+   * Opens one read-only pass (see the file comment): the folder's UIDVALIDITY, a listing when one
+   * is due, and the names not recorded, oldest first. Header blocks are read by `headers()`, at
+   * most `req.maxHeaders` files per pass; whole messages by `whole()`.
    * @throws MailboxError kind `io` when the folder is missing, is not a Maildir, cannot be listed,
    *   or the process is out of file descriptors or memory.
    */
-  async check(req: CheckRequest): Promise<CheckResult> {
+  async open(req: CheckRequest): Promise<MailboxPass> {
     const uidValidity = await this.#readUidValidity();
     if (this.#uidValidity !== uidValidity) {
       this.#forget();
       this.#uidValidity = uidValidity;
     }
     const wm = req.watermark;
-    const uidValidityChanged = wm.uidValidity !== null && wm.uidValidity !== uidValidity;
-    const result: CheckResult = { uidValidity, uidValidityChanged, messages: [], more: false, bytesFetched: 0 };
-
     const narrowing = req.fromAddresses.length > 0 || req.subjectContains.length > 0;
     const criteria = JSON.stringify([req.fromAddresses, req.subjectContains]);
     let relist = false;
@@ -134,104 +153,137 @@ export class MaildirMailbox implements Mailbox {
       relist = true;
     }
     const dirs = await this.#dirTimes();
-    if (!narrowing) return result; // nothing to narrow on means nothing may be read
-    if (relist || !this.#unchangedSinceListing(dirs)) {
-      await this.#refresh(await this.#list());
-      this.#listed = { ...dirs, at: Date.now() };
+    let candidates: [string, Pending][] = [];
+    // Nothing to narrow on means nothing may be read.
+    if (narrowing) {
+      if (relist || !this.#unchangedSinceListing(dirs)) {
+        await this.#refresh(await this.#list());
+        this.#listed = { ...dirs, at: Date.now() };
+      }
+      await this.#settleRecorded(req);
+      candidates = await this.#candidates();
     }
-    await this.#settleRecorded(req);
-    const candidates = await this.#candidates();
-
-    const limit = Math.max(0, req.maxFetch);
-    const chosen: Chosen[] = [];
-    const moved: [string, Pending][] = [];
+    const budget = Math.max(0, req.maxHeaders ?? DEFAULT_MAX_HEADERS);
+    /** Handed out by headers(), by source: what whole() reads. */
+    const handed = new Map<string, Chosen>();
+    let cursor = 0;
     let reads = 0;
-    for (const [unique, p] of candidates) {
-      if (reads === MAILDIR_HEADER_READS_PER_CHECK) {
-        result.more = true; // not known: the rest are read on the next check
-        break;
-      }
-      reads++;
-      const seen = await this.#examine(unique, p, req);
-      if (seen === 'gone') moved.push([unique, p]);
-      if (typeof seen === 'string') continue;
-      if (chosen.length === limit) {
-        result.more = true; // one more is known to wait; it stays pending
-        break;
-      }
-      chosen.push(seen);
-    }
-
-    const lost: Chosen[] = [];
-    for (const c of chosen) this.#handOut(c.unreadable ? this.#message(c, req.maxMessageBytes, c.header, c.unreadable) : await this.#whole(c, req.maxMessageBytes), c, lost, result);
-    if (moved.length || lost.length) await this.#followMoves(moved, lost, limit - chosen.length, req, result);
-    result.messages.sort((a, b) => a.uid - b.uid || (a.source < b.source ? -1 : a.source > b.source ? 1 : 0));
-    return result;
+    let bytes = 0;
+    /** Something waits that this pass did not hand out although it was read (a file gone twice). */
+    let waiting = false;
+    const headered = (c: Chosen): HeaderedMessage => {
+      const m = this.#message(c, req.maxMessageBytes, c.header, c.unreadable);
+      handed.set(m.source, c);
+      c.p.asked = false; // handed out: ask isRecorded again next time
+      bytes += c.header.length;
+      return { uid: m.uid, source: m.source, head: c.header, size: m.size, receivedAt: m.receivedAt, passes: m.uid, ...(c.unreadable ? { unreadable: c.unreadable } : {}) };
+    };
+    return {
+      uidValidity,
+      uidValidityChanged: wm.uidValidity !== null && wm.uidValidity !== uidValidity,
+      floor: wm.uidValidity === uidValidity ? wm.lastUid : 0,
+      get more() {
+        return waiting || cursor < candidates.length;
+      },
+      get bytesFetched() {
+        return bytes;
+      },
+      headers: async () => {
+        const out: HeaderedMessage[] = [];
+        const moved: [string, Pending][] = [];
+        while (cursor < candidates.length && out.length < HEADER_BATCH && reads < budget) {
+          const [unique, p] = candidates[cursor++]!;
+          if (this.#pending.get(unique) !== p) continue; // settled since the pass opened
+          reads++;
+          const seen = await this.#examine(unique, p, req);
+          if (seen === 'gone') moved.push([unique, p]);
+          else if (typeof seen !== 'string') out.push(headered(seen));
+        }
+        if (moved.length) {
+          // Moved (new/ → cur/, a flag) or deleted since the listing: one fresh listing says which.
+          const listing = await this.#list();
+          for (const [unique, p] of moved) {
+            const now = listing.get(unique);
+            if (!now) {
+              this.#pending.delete(unique); // deleted before anything was read: it is not in the folder
+              continue;
+            }
+            Object.assign(p, { sub: now.sub, name: now.name });
+            const seen = await this.#examine(unique, p, req);
+            if (seen === 'gone') waiting = true; // moved again: the next pass reads it
+            else if (typeof seen !== 'string') out.push(headered(seen));
+          }
+        }
+        return out.sort((x, y) => x.uid - y.uid || (x.source < y.source ? -1 : x.source > y.source ? 1 : 0));
+      },
+      whole: async (messages) => {
+        const out = new Map<string, FetchedMessage>();
+        const lost: [HeaderedMessage, Chosen][] = [];
+        const vanished = (h: HeaderedMessage, c: Chosen): FetchedMessage =>
+          unreadableMessage(h, { reason: 'vanished', detail: `${join(this.folder, c.p.sub, c.p.name)} was deleted after its header block was read` });
+        const read = async (h: HeaderedMessage, c: Chosen): Promise<FetchedMessage | 'gone'> => {
+          const m = await this.#whole(c, req.maxMessageBytes);
+          if (m === 'skip') return vanished(h, c); // no longer a regular file
+          if (m !== 'gone' && m.raw !== c.header) bytes += m.raw.length;
+          return m;
+        };
+        for (const h of messages) {
+          const c = handed.get(h.source);
+          if (!c) throw new Error(`${h.source} was not handed out by this pass`);
+          if (h.unreadable) {
+            out.set(h.source, unreadableMessage(h, h.unreadable));
+            continue;
+          }
+          await this.#afterHeaderRead?.(join(this.folder, c.p.sub, c.p.name));
+          const m = await read(h, c);
+          if (m === 'gone') lost.push([h, c]);
+          else out.set(h.source, m);
+        }
+        if (lost.length) {
+          // A MUA may have moved them from new/ to cur/ or re-flagged them since: one fresh listing
+          // finds them, and each is read once more from where it is now; one in neither directory
+          // any more was deleted.
+          const listing = await this.#list();
+          for (const [h, c] of lost) {
+            const now = listing.get(c.unique);
+            if (now) Object.assign(c.p, { sub: now.sub, name: now.name });
+            const m = now ? await read(h, c) : 'gone';
+            out.set(h.source, m === 'gone' ? vanished(h, c) : m);
+          }
+        }
+        return messages.map((h) => out.get(h.source)!);
+      },
+      close: () => Promise.resolve(),
+    };
   }
 
-  /** Reads a pending file's header block and judges it by the narrowing: a match (or an unreadable file) to hand out, or why not. */
+  /** One pass handing out the oldest `req.maxFetch` candidates whole (mailbox.ts `readOldest`). */
+  check(req: CheckRequest): Promise<CheckResult> {
+    return readOldest(this, req);
+  }
+
+  /**
+   * Reads a pending file's header block and judges it by the narrowing: a match (or an unreadable
+   * file, or one whose header block runs past {@link MAILDIR_HEADER_CAP_BYTES}, which the narrowing
+   * cannot judge: the gates record it as `too-large-header`) to hand out, or why not.
+   */
   async #examine(unique: string, p: Pending, req: CheckRequest): Promise<Chosen | 'gone' | 'skip' | 'miss'> {
-    const head = await this.#read(p, MAILDIR_HEADER_CAP_BYTES);
+    const head = await this.#read(p, MAILDIR_HEADER_CAP_BYTES, true);
     if ('gone' in head) return 'gone'; // moved or deleted since the listing
     if ('skip' in head) {
       this.#settle(unique, this.#skipped);
       return 'skip';
     }
     if ('unreadable' in head) return { unique, p, header: Buffer.alloc(0), unreadable: { reason: head.unreadable, detail: head.detail } };
-    const header = headerBlock(head.ok);
-    if (!matches(header, req)) {
+    p.size = head.size;
+    const end = headerEnd(head.ok, MAILDIR_HEADER_CAP_BYTES);
+    const header = end < 0 ? head.ok : head.ok.subarray(0, end);
+    const runsOn = end < 0 && head.size > head.ok.length;
+    if (!runsOn && !matches(header, req)) {
       this.#settle(unique, this.#misses);
       return 'miss';
     }
-    await this.#afterHeaderRead?.(join(this.folder, p.sub, p.name));
     return { unique, p, header };
-  }
-
-  /** Adds a message to the result (or notes a file gone since its header block was read). */
-  #handOut(msg: FetchedMessage | 'gone' | 'skip', c: Chosen, lost: Chosen[], result: CheckResult): void {
-    if (msg === 'gone') lost.push(c);
-    if (typeof msg === 'string') return;
-    c.p.asked = false; // handed out: ask isRecorded again next time
-    result.bytesFetched += msg.raw.length;
-    result.messages.push(msg);
-  }
-
-  /**
-   * Files gone when read: a MUA may have moved them from new/ to cur/ or re-flagged them since the
-   * listing. One fresh listing finds them, and each is read once more from where it is now (up to
-   * `room` new matches). A file that matched and is in neither directory any more was deleted: it
-   * is returned as `unreadable: vanished`, with the header block read. A file gone twice waits for
-   * the next check (`more`).
-   */
-  async #followMoves(moved: [string, Pending][], lost: Chosen[], room: number, req: CheckRequest, result: CheckResult): Promise<void> {
-    const listing = await this.#list();
-    const relocate = (unique: string, p: Pending): boolean => {
-      const now = listing.get(unique);
-      if (now) Object.assign(p, { sub: now.sub, name: now.name });
-      return now !== undefined;
-    };
-    const again: Chosen[] = [];
-    for (const c of lost) {
-      if (relocate(c.unique, c.p)) again.push(c);
-      else this.#handOut(this.#message(c, req.maxMessageBytes, c.header, { reason: 'vanished', detail: `${join(this.folder, c.p.sub, c.p.name)} was deleted after its header block was read` }), c, [], result);
-    }
-    for (const [unique, p] of moved) {
-      if (!relocate(unique, p)) {
-        this.#pending.delete(unique); // deleted before anything was read: it is not in the folder
-        continue;
-      }
-      const seen = await this.#examine(unique, p, req);
-      if (seen === 'gone') result.more = true;
-      if (typeof seen === 'string') continue;
-      if (room-- <= 0) {
-        result.more = true;
-        break;
-      }
-      again.push(seen);
-    }
-    const gone: Chosen[] = [];
-    for (const c of again) this.#handOut(c.unreadable ? this.#message(c, req.maxMessageBytes, c.header, c.unreadable) : await this.#whole(c, req.maxMessageBytes), c, gone, result);
-    if (gone.length) result.more = true;
   }
 
   /** Holds nothing open; a no-op kept for the interface. */
@@ -270,7 +322,7 @@ export class MaildirMailbox implements Mailbox {
   /** Reads a matched message whole (or keeps its header block when over `maxBytes`); `gone` or `skip` when it cannot be. */
   async #whole(c: Chosen, maxBytes: number): Promise<FetchedMessage | 'gone' | 'skip'> {
     if ((c.p.size ?? 0) > maxBytes) return this.#message(c, maxBytes, c.header);
-    const whole = await this.#read(c.p, maxBytes + 1);
+    const whole = await this.#read(c.p, maxBytes + 1, false);
     if ('gone' in whole) return 'gone';
     if ('skip' in whole) {
       this.#settle(c.unique, this.#skipped);
@@ -404,7 +456,7 @@ export class MaildirMailbox implements Mailbox {
       }
     }
     // The order is kept between checks while no entry got its first lstat (after a restart 100,000
-    // names are worked through 2,000 a check: sorting them on every check stalled the event loop).
+    // names are worked through `maxHeaders` a check: sorting them on every check stalled the event loop).
     if (unstated.length > 0 || gone.length > 0 || !this.#order) {
       this.#order = [...this.#pending]
         .filter(([, p]) => p.mtimeMs !== undefined)
@@ -433,8 +485,10 @@ export class MaildirMailbox implements Mailbox {
   /**
    * Reads up to `cap` bytes from the start of a pending file: opened with O_NOFOLLOW and
    * O_NONBLOCK and checked with fstat, so a symlink or FIFO swapped in after the lstat is skipped.
+   * With `headerOnly`, reads in steps of {@link HEAD_STEP_BYTES} and stops once the bytes read hold
+   * the empty line that ends the header block (a header read costs the header, not 256 KiB).
    */
-  async #read(p: Pending, cap: number): Promise<Read> {
+  async #read(p: Pending, cap: number, headerOnly: boolean): Promise<Read> {
     const path = join(this.folder, p.sub, p.name);
     let fh: FileHandle | undefined;
     try {
@@ -444,9 +498,11 @@ export class MaildirMailbox implements Mailbox {
       const buf = Buffer.alloc(Math.min(cap, st.size));
       let got = 0;
       while (got < buf.length) {
-        const { bytesRead } = await fh.read(buf, got, buf.length - got, got);
+        const want = headerOnly ? Math.min(buf.length - got, HEAD_STEP_BYTES) : buf.length - got;
+        const { bytesRead } = await fh.read(buf, got, want, got);
         if (bytesRead === 0) break;
         got += bytesRead;
+        if (headerOnly && headerEnd(buf.subarray(0, got)) >= 0) break;
       }
       return { ok: buf.subarray(0, got), size: st.size };
     } catch (err) {

@@ -11,21 +11,15 @@ const require = createRequire(import.meta.url);
 let loaded: typeof Libmime | undefined;
 const libmime = (): typeof Libmime => (loaded ??= require('libmime') as typeof Libmime);
 
-/** The header block: up to and including the first empty line (CRLF or LF), or all of `buf`. */
-export function headerBlock(buf: Buffer): Buffer {
-  const crlf = buf.indexOf('\r\n\r\n');
-  const lf = buf.indexOf('\n\n');
-  const ends = [crlf >= 0 ? crlf + 4 : -1, lf >= 0 ? lf + 2 : -1].filter((i) => i >= 0);
-  return ends.length ? buf.subarray(0, Math.min(...ends)) : buf;
-}
-
 /**
  * Unfolded header fields of a header block, names lower-cased, in order (duplicates kept).
- * RFC 5322 §2.2.3: a line starting with white space continues the previous field.
+ * RFC 5322 §2.2.3: a line starting with white space continues the previous field. A bare CR ends
+ * a line too: the narrowing lets through what the gates then refuse (`unreadable:line-ends`)
+ * rather than hide a CR-only message whose From or Subject is not its first line.
  */
 function headerFields(header: Buffer): { name: string; value: string }[] {
   const out: { name: string; value: string }[] = [];
-  for (const line of header.toString('latin1').split(/\r?\n/)) {
+  for (const line of header.toString('latin1').split(/\r\n|\n|\r/)) {
     if (/^[ \t]/.test(line) && out.length) {
       out[out.length - 1]!.value += line;
       continue;

@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import type { OAuth2Config } from '../config/provider.js';
 import { loginCommand } from '../config/provider.js';
 import { readSecretFile, SecretFileError } from '../config/secret-file.js';
-import { MailboxError, type CheckRequest, type CheckResult, type Mailbox } from './mailbox.js';
+import { MailboxError, readOldest, type CheckRequest, type CheckResult, type Mailbox, type MailboxPass } from './mailbox.js';
 
 /** A token endpoint failure. `revoked`: the grant is gone (invalid_grant); sign in again. */
 export class OAuth2Error extends Error {
@@ -203,14 +203,18 @@ export class OAuth2RetryMailbox implements Mailbox {
     this.folder = inner.folder;
   }
 
-  async check(req: CheckRequest): Promise<CheckResult> {
+  async open(req: CheckRequest): Promise<MailboxPass> {
     try {
-      return await this.inner.check(req);
+      return await this.inner.open(req);
     } catch (err) {
       if (!(err instanceof MailboxError) || err.kind !== 'auth' || err.cause instanceof OAuth2Error) throw err;
       this.tokens.invalidate();
-      return this.inner.check(req);
+      return this.inner.open(req);
     }
+  }
+
+  check(req: CheckRequest): Promise<CheckResult> {
+    return readOldest(this, req);
   }
 
   close(): Promise<void> {

@@ -25,6 +25,20 @@ export class BudgetError extends Error {
   override readonly name = 'BudgetError';
 }
 
+/**
+ * The clock of a job's time budget: calls `expire` once `ms` have passed, unless the function it
+ * returns is called first (the job finished). The default runs on the event loop's timers; a test
+ * injects one that expires at a point it chooses.
+ */
+export type BudgetTimer = (ms: number, expire: () => void) => () => void;
+
+/** The default {@link BudgetTimer}: an unref'd `setTimeout` (it never holds the process open). */
+export const timeoutBudget: BudgetTimer = (ms, expire) => {
+  const t = setTimeout(expire, ms);
+  t.unref();
+  return () => clearTimeout(t);
+};
+
 export type JobKind = 'reply' | 'dkim';
 
 interface Job {
@@ -36,7 +50,8 @@ interface Job {
   budgetMs: number;
   /** Workers the job was posted to: a job whose worker died twice fails rather than kill a third. */
   posts: number;
-  timer?: NodeJS.Timeout;
+  /** Stops the budget's clock (set once the job is posted). */
+  cancelBudget?: () => void;
   resolve(value: unknown): void;
   reject(err: Error): void;
 }
@@ -118,7 +133,7 @@ function post(w: Worker, job: Job): void {
 }
 
 function settle(job: Job): void {
-  clearTimeout(job.timer);
+  job.cancelBudget?.();
   pending.delete(job.id);
   if (pending.size === 0) worker?.unref();
 }
@@ -127,17 +142,20 @@ function settle(job: Job): void {
  * Runs one job on the worker.
  *
  * @param o.budgetMs the job's time budget (default {@link OFFLOAD_BUDGET_MS})
+ * @param o.timer the clock of the budget (default {@link timeoutBudget}, the event loop's timers)
  * @param o.resolver the DNS resolver a `dkim` job looks keys up with
  * @param o.options passed to the job (`dkim`: `{ timeoutMs, now }`, `now` in ms)
  * @returns the job's result
  * @throws BudgetError when the job ran over its budget; Error when the worker job failed
  */
-export function offload(kind: JobKind, raw: Buffer, o: { budgetMs?: number; resolver?: DnsResolver; options?: Record<string, unknown> } = {}): Promise<unknown> {
+export function offload(kind: JobKind, raw: Buffer, o: { budgetMs?: number; timer?: BudgetTimer; resolver?: DnsResolver; options?: Record<string, unknown> } = {}): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const budgetMs = o.budgetMs ?? OFFLOAD_BUDGET_MS;
     const job: Job = { id: nextId++, kind, raw, options: o.options ?? {}, budgetMs, posts: 0, resolve, reject, ...(o.resolver ? { resolver: o.resolver } : {}) };
     pending.set(job.id, job);
-    job.timer = setTimeout(() => {
+    post(ensure(), job);
+    const expire = (): void => {
+      if (!pending.has(job.id)) return; // finished first
       settle(job);
       reject(new BudgetError(`not done within the ${budgetMs / 1000} s time budget (${raw.length} bytes)`));
       // Stopping the worker is the only way to stop a parser that runs on; the other jobs move
@@ -146,8 +164,9 @@ export function offload(kind: JobKind, raw: Buffer, o: { budgetMs?: number; reso
       worker = null;
       if (w) void w.terminate();
       if (pending.size) repost('another message ran over its budget');
-    }, budgetMs);
-    job.timer.unref();
-    post(ensure(), job);
+    };
+    const cancel = (o.timer ?? timeoutBudget)(budgetMs, expire);
+    if (pending.has(job.id)) job.cancelBudget = cancel;
+    else cancel();
   });
 }

@@ -34,22 +34,36 @@ const LF = 0x0a;
 const CR = 0x0d;
 
 /**
- * Splits a message at the end of its header block: the first empty line (CRLF CRLF, or a bare LF
- * pair, RFC 5322 §2.1). Without an empty line the whole message is header.
+ * Where the header block of a message ends: just past the first empty line (CRLF, or a bare LF,
+ * RFC 5322 §2.1), looked for in the first `limit` bytes only.
+ *
+ * @returns the offset of the body in `raw` (the empty line is part of the header block), or -1
+ *   when the first `limit` bytes hold no empty line
+ */
+export function headerEnd(raw: Buffer, limit = raw.length): number {
+  const end = Math.min(limit, raw.length);
+  let i = 0;
+  while (i < end) {
+    if (raw[i] === LF) return i + 1;
+    if (raw[i] === CR && raw[i + 1] === LF && i + 1 < end) return i + 2;
+    const nl = raw.indexOf(LF, i);
+    if (nl < 0 || nl >= end) break;
+    i = nl + 1;
+  }
+  return -1;
+}
+
+/**
+ * Splits a message at the end of its header block (see {@link headerEnd}). Without an empty line
+ * the whole message is header.
  *
  * @returns `header` holds the header lines with their line breaks, not the empty line; `bodyOffset`
  *   is where the body starts in `raw` (`raw.length` when there is no body).
  */
 export function splitMessage(raw: Buffer): { header: Buffer; bodyOffset: number } {
-  let i = 0;
-  while (i < raw.length) {
-    if (raw[i] === LF) return { header: raw.subarray(0, i), bodyOffset: i + 1 };
-    if (raw[i] === CR && raw[i + 1] === LF) return { header: raw.subarray(0, i), bodyOffset: i + 2 };
-    const nl = raw.indexOf(LF, i);
-    if (nl < 0) break;
-    i = nl + 1;
-  }
-  return { header: raw, bodyOffset: raw.length };
+  const end = headerEnd(raw);
+  if (end < 0) return { header: raw, bodyOffset: raw.length };
+  return { header: raw.subarray(0, raw[end - 2] === CR ? end - 2 : end - 1), bodyOffset: end };
 }
 
 /** RFC 5322 §3.6.8 field-name: printable US-ASCII except the colon. */

@@ -13,7 +13,7 @@
  */
 import type { SimpleParserOptions } from 'mailparser';
 import { classifyAttachments, type RawAttachment, type ReplyAttachment } from './attachments.js';
-import { BudgetError, offload, OFFLOAD_MIN_BYTES } from './offload.js';
+import { BudgetError, offload, OFFLOAD_MIN_BYTES, type BudgetTimer } from './offload.js';
 
 export interface ParsedReply {
   /** The `reply_token:` value as written (trimmed), or null; the gate compares it to the live token. */
@@ -352,20 +352,21 @@ export function parseReplyText(text: string): Omit<ParsedReply, 'bodyKind' | 'at
  *
  * Budgets: a message over {@link REPLY_PARSE_MAX_BYTES} is not read, and a message of
  * {@link OFFLOAD_MIN_BYTES} or more is decoded and parsed on a worker thread (the event loop keeps
- * answering meanwhile) within the offload budget (offload.ts `OFFLOAD_BUDGET_MS`, or `budgetMs`);
- * past either budget the result says why in `unparsed`, with no token.
+ * answering meanwhile) within the offload budget (offload.ts `OFFLOAD_BUDGET_MS`, or `budgetMs`,
+ * on the clock `timer`: offload.ts `timeoutBudget` by default); past either budget the result says
+ * why in `unparsed`, with no token.
  *
  * @param o.maxAttachmentBytes `mailbox.max_attachment_bytes` (default 1 MiB)
  * @returns never throws, whatever the bytes; unreadable mail gives `bodyKind: 'none'`.
  */
-export async function parseReply(raw: Buffer, o: { budgetMs?: number; maxAttachmentBytes?: number } = {}): Promise<ParsedReply> {
+export async function parseReply(raw: Buffer, o: { budgetMs?: number; timer?: BudgetTimer; maxAttachmentBytes?: number } = {}): Promise<ParsedReply> {
   if (raw.length > REPLY_PARSE_MAX_BYTES) {
     return unparsedReply(`${raw.length} bytes, over the ${REPLY_PARSE_MAX_BYTES / 1024 / 1024} MiB reply parse budget`);
   }
   const maxAttachmentBytes = o.maxAttachmentBytes ?? DEFAULT_MAX_ATTACHMENT_BYTES;
   if (raw.length < OFFLOAD_MIN_BYTES) return parseReplyHere(raw, maxAttachmentBytes);
   try {
-    const r = (await offload('reply', raw, { budgetMs: o.budgetMs, options: { maxAttachmentBytes } })) as ParsedReply;
+    const r = (await offload('reply', raw, { ...(o.budgetMs !== undefined ? { budgetMs: o.budgetMs } : {}), ...(o.timer ? { timer: o.timer } : {}), options: { maxAttachmentBytes } })) as ParsedReply;
     // Buffers cross the thread as plain Uint8Arrays: give them their Buffer view back.
     return { ...r, attachments: r.attachments.map((a) => (a.kind === 'file' ? { ...a, bytes: Buffer.from(a.bytes.buffer, a.bytes.byteOffset, a.bytes.byteLength) } : a)) };
   } catch (err) {

@@ -1,9 +1,10 @@
 /**
- * Every verdict the gate stack can record, in gate order (docs/architecture.md, "The gates"). One
+ * Every verdict the gate stack can record, in gate order, then the rules before gate 1 (the message
+ * or its header block cannot be read) and the defect (docs/architecture.md, "The gates"). One
  * table: the ledger, the CLI filters, `/health` and the metrics all read these names.
  */
 export const VERDICTS = {
-  duplicate: 'gate 1 / 8a: the same raw bytes, or a Message-ID already applied to this task',
+  duplicate: 'gate 1 / 8a: the same raw bytes, a replay of authenticated mail (its DKIM signature and Message-ID), or a Message-ID already applied to this task',
   'too-large': 'the message is larger than mailbox.max_message_bytes; refused whole, never cut',
   'no-task-id': 'gate 2: not exactly one subject tag naming a task id; untagged mail is never instructions',
   'auth:duplicate-header': 'gate 3: From, Subject, Date and Message-ID must each appear exactly once, Content-Type, Content-Transfer-Encoding and MIME-Version at most once',
@@ -24,11 +25,15 @@ export const VERDICTS = {
   'applied:input-required': 'promoted: the task is INPUT_REQUIRED',
   'applied:failed': 'promoted: the agent reported failure; the task is FAILED',
   'applied:working': 'promoted: a progress note; the task stays WORKING',
-  unreadable: 'the message could not be processed (a defect of ours); recorded so it is never retried silently',
+  unreadable: 'the judge failed on the message (a defect of ours); recorded so it is never retried silently',
   'unreadable:permission': 'the mailbox holds the message but it cannot be opened (a Maildir file without read permission); deliver a readable copy to have it judged',
-  'unreadable:vanished': 'the message was deleted from the mailbox between reading its header block and reading it whole',
+  'unreadable:vanished': 'the message was deleted from the mailbox (IMAP: expunged) after it was listed or its header block read, before it was read whole',
   'unreadable:io': 'the mailbox holds the message but reading it failed (an I/O error of that one file)',
   'unreadable:fetch': 'the IMAP server refused to FETCH the message, twice; the rest of the folder was read',
+  'too-large-header': 'before gate 1: the header block is over 256 KiB or 4,096 lines (or no empty line ends it within them); refused unread',
+  'unreadable:line-ends': 'before gate 1: a CR without LF in the header block (CR-only line ends): its fields cannot be told apart; refused unread',
+  'unreadable:8bit': 'before gate 1: header bytes that are neither US-ASCII nor UTF-8; refused unread',
+  'unreadable:no-body': 'before gate 1: no empty line ends the header block, so the message has no body to read a reply from',
 } as const;
 
 export type Verdict = keyof typeof VERDICTS;

@@ -6,11 +6,14 @@
 import { createHash } from 'node:crypto';
 import type { AgentConfig } from '../../src/config/config.js';
 import type { JudgeRules } from '../../src/core/judge.js';
-import { intake, type Intake } from '../../src/core/mail-check.js';
+import { intake, intakeHeaderBlocks, type Intake } from '../../src/core/mail-check.js';
 import { createLogger } from '../../src/log.js';
 import { Store, type StoreTx } from '../../src/store/store.js';
 import type { ProviderProfile } from '../../src/uplink/border.js';
 import type { DnsResolver } from '../../src/uplink/dkim.js';
+import { MAX_HEADER_BLOCK_BYTES } from '../../src/uplink/gates.js';
+import { headerEnd } from '../../src/uplink/raw-headers.js';
+import type { Verdict } from '../../src/uplink/verdicts.js';
 import type { CorpusManifest, CorpusMessage, CorpusTask } from './corpus.js';
 
 const DAY = 86_400_000;
@@ -78,6 +81,12 @@ export interface CorpusStore {
   store: Store;
   /** Takes one message in, as a mailbox check does; `tooLarge` and `receivedAt` as the mailbox would report them. */
   take(raw: Buffer, o?: { tooLarge?: boolean; receivedAt?: number | null; now?: number; resolver?: DnsResolver }): Promise<Intake>;
+  /**
+   * Takes one message's header block in, as the header stage of a check does (`intakeHeaderBlocks`:
+   * the block up to its empty line, the whole message's size): the verdict recorded, or null when
+   * no gate that reads the header block alone refused it (a check then reads it whole: {@link take}).
+   */
+  takeHeaderBlock(raw: Buffer): Verdict | null;
   close(): void;
 }
 
@@ -100,6 +109,15 @@ export function corpusStore(m: CorpusManifest, s: CorpusSetting, live: CorpusMes
         { uid, source: `corpus:INBOX:1:${uid}`, raw, size: raw.length, tooLarge: o.tooLarge ?? false, receivedAt: o.receivedAt ?? null },
         '1',
       );
+    },
+    takeHeaderBlock: (raw) => {
+      uid += 1;
+      const end = headerEnd(raw, MAX_HEADER_BLOCK_BYTES);
+      const head = end < 0 ? raw.subarray(0, MAX_HEADER_BLOCK_BYTES) : raw.subarray(0, end);
+      const message = { uid, source: `corpus:INBOX:1:${uid}`, head, size: raw.length, receivedAt: null, passes: uid };
+      const c = { store, rules, resolver: s.resolver, now: () => judgedAt, log: silent, folder: 'INBOX' };
+      const { recorded } = intakeHeaderBlocks(c, [message], '1', { maxMessageBytes: rules.maxMessageBytes, passTo: () => uid });
+      return recorded[0]?.out.verdict ?? null;
     },
     close: () => store.close(),
   };

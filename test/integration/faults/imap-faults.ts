@@ -11,8 +11,9 @@ import { freePort } from '../../helpers/free-port.js';
  * - `pass`: forwards both ways to the target;
  * - `refuse`: nothing listens on the port (connect gets ECONNREFUSED);
  * - `silent`: accepts and never sends a byte (no greeting);
- * - `drop-on-fetch`: forwards until the client sends a `BODY.PEEK[` FETCH, then passes on the
- *   first half of the server's answer and cuts the connection (mid-literal).
+ * - `drop-on-fetch`: forwards until the client sends a `BODY.PEEK[]` FETCH (of whole messages,
+ *   after their header blocks were read), then passes on the first half of the server's answer
+ *   and cuts the connection (mid-literal).
  */
 export type ProxyMode = 'pass' | 'refuse' | 'silent' | 'drop-on-fetch';
 
@@ -50,7 +51,7 @@ export async function startImapProxy(targetPort: number, initial: ProxyMode = 'p
     const early: Buffer[] = [];
     let fetching = false;
     client.on('data', (d: Buffer) => {
-      if (dropOnFetch && d.toString('latin1').includes('BODY.PEEK[')) fetching = true;
+      if (dropOnFetch && d.toString('latin1').includes('BODY.PEEK[]')) fetching = true;
       if (upstream) upstream.write(d);
       else early.push(d);
     });

@@ -116,7 +116,9 @@ describe('ImapMailbox against Dovecot', () => {
     expect(r.messages.map((m) => m.raw)).toEqual([agentRaw, taggedRaw]);
     expect(r.messages.map((m) => m.size)).toEqual([agentRaw.length, taggedRaw.length]);
     expect(r.messages.map((m) => m.source)).toEqual([`imap:${folder}:${uidValidity}:${agent}`, `imap:${folder}:${uidValidity}:${tagged}`]);
-    expect(r.bytesFetched).toBe(agentRaw.length + taggedRaw.length);
+    // Each header block (BODY.PEEK[HEADER]), then each message whole.
+    const head = (m: Buffer): number => m.indexOf('\r\n\r\n') + 4;
+    expect(r.bytesFetched).toBe(head(agentRaw) + head(taggedRaw) + agentRaw.length + taggedRaw.length);
 
     const search = log.commands().filter((c) => verb(c) === 'UID SEARCH');
     // (imapflow logs atoms unquoted; `[GROK:` is a valid IMAP atom)
@@ -228,7 +230,7 @@ describe('ImapMailbox against Dovecot', () => {
     expect(r.messages.map((m) => [m.uid, m.tooLarge, m.size])).toEqual([[big, true, bigRaw.length], [small, false, smallRaw.length]]);
     expect(r.messages[0]!.raw.toString()).toBe(header.toString());
     expect(r.messages[1]!.raw).toEqual(smallRaw);
-    expect(r.bytesFetched).toBe(header.length + smallRaw.length);
+    expect(r.bytesFetched).toBe(header.length + smallRaw.indexOf('\r\n\r\n') + 4 + smallRaw.length);
     const bodyFetches = log.commands().filter((c) => c.includes('BODY.PEEK[]'));
     expect(bodyFetches.flatMap(fetchedUids)).toEqual([small]); // the big body never crossed the wire
   });
@@ -373,7 +375,8 @@ describe('ImapMailbox failures without Dovecot', () => {
 
 /**
  * A scripted IMAP server just good enough for imapflow's check: one message (UID 1, 100 bytes)
- * that matches; with `stallBody` it sends 20 bytes of the 100-byte literal and then nothing.
+ * that matches, its header block served; with `stallBody` it sends 20 bytes of the 100-byte
+ * literal of the whole message and then nothing.
  */
 function fakeImap(s: Socket, o: { stallBody: boolean }): void {
   const body = Buffer.from(`From: ${AGENT}\r\nSubject: x\r\n\r\n`.padEnd(100, 'b'));
@@ -400,7 +403,10 @@ function fakeImap(s: Socket, o: { stallBody: boolean }): void {
         s.write('* 1 EXISTS\r\n* OK [UIDVALIDITY 7] ok\r\n* OK [UIDNEXT 2] ok\r\n');
         ok('[READ-ONLY] examined');
       } else if (cmd.startsWith('UID SEARCH')) reply('* SEARCH 1\r\n');
-      else if (cmd.startsWith('UID FETCH') && cmd.includes('RFC822.SIZE')) reply(`* 1 FETCH (UID 1 RFC822.SIZE ${body.length})\r\n`);
+      else if (cmd.startsWith('UID FETCH') && cmd.includes('BODY.PEEK[HEADER]')) {
+        const head = body.subarray(0, body.indexOf('\r\n\r\n') + 4);
+        reply(Buffer.concat([Buffer.from(`* 1 FETCH (UID 1 RFC822.SIZE ${body.length} BODY[HEADER]<0> {${head.length}}\r\n`), head, Buffer.from(')\r\n')]));
+      } else if (cmd.startsWith('UID FETCH') && cmd.includes('RFC822.SIZE')) reply(`* 1 FETCH (UID 1 RFC822.SIZE ${body.length})\r\n`);
       else if (cmd.startsWith('UID FETCH') && cmd.includes('BODY.PEEK[]')) {
         if (o.stallBody) s.write(Buffer.concat([Buffer.from(`* 1 FETCH (UID 1 BODY[] {${body.length}}\r\n`), body.subarray(0, 20)]));
         else reply(Buffer.concat([Buffer.from(`* 1 FETCH (UID 1 BODY[] {${body.length}}\r\n`), body, Buffer.from(')\r\n')]));

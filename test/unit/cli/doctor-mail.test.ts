@@ -13,14 +13,14 @@ import { readProviderMessage } from '../../helpers/provider-corpus.js';
 
 const resolver = zoneResolver(loadZone().records);
 
-function configWith(providerLine: string | null, raw: Buffer | null) {
+function configWith(providerLine: string | null, raw: Buffer | null, size = raw?.length ?? 0) {
   const toml = minimalToml().replace('kind = "maildir"\n', `kind = "maildir"\n${providerLine ?? ''}\n`);
   const config = loadConfig(makeConfigDir(toml).configPath);
   if (raw) {
     const db = Store.open(config.store.path);
     db.tx((tx) => tx.ledger.record({
       source: 'maildir:x:1', seenAt: Date.parse('2025-03-04T10:00:00Z'), messageId: null, fromHeader: null, subject: null, dateHeader: null,
-      size: raw.length, rawSha256: createHash('sha256').update(raw).digest('hex'), raw, agent: 'grok', taskId: '3f6b1c2e-8d4a-4b7e-9a15-c2d3e4f5a6b7',
+      size, rawSha256: createHash('sha256').update(raw).digest('hex'), raw, agent: 'grok', taskId: '3f6b1c2e-8d4a-4b7e-9a15-c2d3e4f5a6b7',
       verdict: 'auth:no-border', reason: 'gate 5', receivedAt: Date.parse('2025-03-04T09:10:00Z'),
     }));
     db.close();
@@ -46,6 +46,14 @@ describe('doctor: latest agent mail', () => {
     s.close();
     const c = await checkLatestTaggedMail(config, resolver);
     expect(c).toMatchObject({ status: 'ok', detail: 'ledger #1 (auth:no-border) passes gates 3–7 with provider gmail' });
+  });
+
+  it('judges a mail of which the ledger kept only the header block on that block (gates 3–7 without local verification)', async () => {
+    const head = gmail.subarray(0, gmail.indexOf('\r\n\r\n') + 4);
+    const ok = await checkLatestTaggedMail(configWith('provider = "gmail"', head, gmail.length), resolver);
+    expect(ok).toMatchObject({ status: 'ok', detail: expect.stringMatching(/^ledger #1 \(auth:no-border\) passes gates 3–7 on its header block with provider gmail \(the ledger kept \d+ of its \d+ bytes/) as unknown });
+    const wrong = await checkLatestTaggedMail(configWith(null, head, gmail.length), resolver);
+    expect(wrong).toMatchObject({ status: 'fail', fix: expect.stringMatching(/stamped like gmail/) as unknown });
   });
 
   it('prints the self-hosted patterns when the mail comes from your own MTA', async () => {

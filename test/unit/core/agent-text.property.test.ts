@@ -207,8 +207,8 @@ function applied(text: string, k: Kind, omitted: number): Shown {
     const message = messageFacts(GENUINE, GENUINE.length);
     const d: Exclude<Decision, { kind: 'defer' }> =
       k === 'late'
-        ? { kind: 'late', verdict: 'late:recorded', reason: 'late (property test)', message, on, reply, evidence: 'whole' }
-        : { kind: 'apply', verdict: `applied:${status}`, reason: 'all gates passed (property test)', status, message, on, reply, evidence: 'whole' };
+        ? { kind: 'late', verdict: 'late:recorded', reason: 'late (property test)', message, on, reply, evidence: 'whole', signature: 'cHJvcGVydHk=' }
+        : { kind: 'apply', verdict: `applied:${status}`, reason: 'all gates passed (property test)', status, message, on, reply, evidence: 'whole', signature: 'cHJvcGVydHk=' };
     cs.store.tx((tx) => recordDecision(tx, d, { source: 'property:INBOX:1:1', raw: GENUINE, receivedAt: null, at: judgedAt }));
     return show(cs.store);
   } finally {

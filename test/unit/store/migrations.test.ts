@@ -60,3 +60,25 @@ describe('migration 6: the schema holds the states', () => {
     after.close();
   });
 });
+
+describe('migration 8: the signature that authenticated a mail', () => {
+  it('keeps the ledger rows of a version-7 store, which name no signature; new rows are found by signature and Message-ID', () => {
+    const path = storeAtVersion(7);
+    const db = new Database(path);
+    db.exec(`INSERT INTO ledger (source, seen_at, message_id, size, raw_sha256, verdict, reason) VALUES ('imap:INBOX:1:1', 1000, '<a@x>', 10, 'ab', 'applied:done', 'ok')`);
+    db.close();
+    const store = Store.open(path);
+    try {
+      expect(store.schemaVersion()).toBe(MIGRATIONS.length);
+      expect(store.ledger.isSourceRecorded('imap:INBOX:1:1')).toBe(true);
+      expect(store.ledger.authenticatedWith(['c2lnbmF0dXJl'], '<a@x>')).toBeUndefined();
+      const id = store.tx((tx) =>
+        tx.ledger.record({ source: 'imap:INBOX:1:2', seenAt: 2000, messageId: '<b@x>', fromHeader: null, subject: null, dateHeader: null, size: 10, rawSha256: 'cd', raw: null, agent: null, taskId: null, verdict: 'bad-token', reason: 'gate 9', signature: 'c2lnbmF0dXJl' }),
+      );
+      expect(store.ledger.authenticatedWith(['b3RoZXI=', 'c2lnbmF0dXJl'], '<b@x>')).toBe(id);
+      expect(store.ledger.authenticatedWith(['c2lnbmF0dXJl'], '<a@x>')).toBeUndefined();
+    } finally {
+      store.close();
+    }
+  });
+});

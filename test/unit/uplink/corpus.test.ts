@@ -12,13 +12,13 @@
  * temporarily, and `mailbox.verify_dkim = false`.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { TEMPORARY_RETRY_MS } from '../../../src/core/judge.js';
+import { REFUSED_RAW_KEEP_BYTES, TEMPORARY_RETRY_MS } from '../../../src/core/judge.js';
 import type { Intake } from '../../../src/core/mail-check.js';
 import type { DnsResolver } from '../../../src/uplink/dkim.js';
 import { messageFacts } from '../../../src/uplink/gates.js';
 import { isApplied, type Verdict } from '../../../src/uplink/verdicts.js';
 import { corpusAgent, loadManifest, loadZone, profileOf, readMessage, zoneResolver } from '../../helpers/corpus.js';
-import { corpusStore, type CorpusSetting } from '../../helpers/corpus-store.js';
+import { corpusStore, type CorpusSetting, type CorpusStore } from '../../helpers/corpus-store.js';
 
 const manifest = loadManifest();
 const setting: CorpusSetting = {
@@ -77,6 +77,38 @@ describe('attack-mail corpus', () => {
       ].join('\n'),
     );
   });
+});
+
+/**
+ * The header stage of a check (docs/architecture.md, "The header stage") judges each message on its
+ * header block first: what it refuses must be refused with the verdict the whole message gets, and
+ * what it lets through is then judged whole, as a check does. Every corpus message, each in a store
+ * of its own (sequences take their predecessors in the same way first).
+ */
+describe('the header stage agrees with the whole judge', () => {
+  /** Verdicts that need more than the header block: local verification, the task, the body. */
+  const NEEDS_MORE = new Set(['auth:dkim-unverified', 'unknown-task', 'auth:date-window', 'duplicate', 'no-token', 'bad-token', 'task-closed', 'bad-status', 'late:recorded']);
+  for (const m of manifest.messages) {
+    it(m.file, async () => {
+      const store = corpusStore(manifest, setting, m.task);
+      try {
+        for (const before of m.precededBy ?? []) {
+          const raw = readMessage(before);
+          if (store.takeHeaderBlock(raw) === null) await store.take(raw);
+        }
+        const raw = readMessage(m.file);
+        const onHeaders = store.takeHeaderBlock(raw);
+        if (onHeaders !== null) {
+          expect(onHeaders).toBe(m.expect.verdict);
+        } else {
+          expect(isApplied(m.expect.verdict) || NEEDS_MORE.has(m.expect.verdict), `${m.expect.verdict} should be decided on the header block`).toBe(true);
+          expect(recorded(await store.take(raw)).verdict).toBe(m.expect.verdict);
+        }
+      } finally {
+        store.close();
+      }
+    });
+  }
 });
 
 describe('what the mailbox reports', () => {
@@ -156,6 +188,26 @@ describe('what the mailbox reports', () => {
     }
   });
 
+  it('keeps the whole of an applied reply, the first 64 KiB of authenticated mail it refuses', async () => {
+    const long = readMessage('13-genuine-long-answer.eml');
+    expect(long.length).toBeGreaterThan(REFUSED_RAW_KEEP_BYTES);
+    const replay = Buffer.concat([Buffer.from('X-Replayed: 1\r\n'), long]);
+    const store = corpusStore(manifest, setting);
+    const closed = corpusStore(manifest, setting, { state: 'COMPLETED', token: null });
+    try {
+      const applied = recorded(await store.take(long));
+      const again = recorded(await store.take(replay));
+      const refused = recorded(await closed.take(long));
+      expect([applied.verdict, again.verdict, refused.verdict]).toEqual(['applied:done', 'duplicate', 'bad-token']);
+      expect(store.store.ledger.raw(applied.ledgerId)?.length).toBe(long.length);
+      expect(store.store.ledger.raw(again.ledgerId)?.length).toBe(REFUSED_RAW_KEEP_BYTES);
+      expect(closed.store.ledger.raw(refused.ledgerId)?.length).toBe(REFUSED_RAW_KEEP_BYTES);
+    } finally {
+      store.close();
+      closed.close();
+    }
+  });
+
   it('calls a reply a duplicate when another process records the same bytes while this one authenticates', async () => {
     const store = corpusStore(manifest, setting);
     const raw = readMessage(GENUINE);
@@ -172,7 +224,8 @@ describe('what the mailbox reports', () => {
     try {
       const out = recorded(await store.take(raw, { resolver: racing }));
       expect(out).toMatchObject({ verdict: 'duplicate', reason: expect.stringContaining('gate 1') as unknown });
-      expect(out.decision.evidence).toBe('whole');
+      // Authenticated (it names its signature), but only an applied or late reply is kept whole.
+      expect(out.decision).toMatchObject({ evidence: 'head', signature: expect.any(String) as unknown });
       expect(store.store.tasks.get(manifest.liveTaskId)?.state).toBe('WORKING');
     } finally {
       store.close();
@@ -221,5 +274,46 @@ describe('the gate order', () => {
 
   it('gate 10 before gate 11: a bad status line to a task that is not open is task-closed', async () => {
     expect(await verdictOf(readMessage('91-bad-status-word.eml'), { state: 'REJECTED' })).toBe('task-closed');
+  });
+
+  /** The verdicts of `raws` taken in one after the other by one store. */
+  async function verdictsOf(raws: Buffer[], o: Parameters<CorpusStore['take']>[1] = {}): Promise<string[]> {
+    const store = corpusStore(manifest, setting);
+    try {
+      const out: string[] = [];
+      for (const raw of raws) out.push(recorded(await store.take(raw, o)).verdict);
+      return out;
+    } finally {
+      store.close();
+    }
+  }
+
+  it('the header block before gate 1: a copy of mail with a bare CR in its header block is unreadable:line-ends again', async () => {
+    const raw = withFirstField('01-genuine-done.eml', 'X-Note: a\rb');
+    expect(await verdictsOf([raw, raw])).toEqual(['unreadable:line-ends', 'unreadable:line-ends']);
+  });
+
+  it('gate 1 by signature before gate 3: a replay of an applied reply with a second From prepended is a duplicate', async () => {
+    const genuine = readMessage('01-genuine-done.eml');
+    expect(await verdictsOf([genuine, withFirstField('01-genuine-done.eml', 'From: Mallory <mallory@evil.example>')])).toEqual(['applied:done', 'duplicate']);
+  });
+
+  it('gate 1 by signature before the size limit: a replay over max_message_bytes is a duplicate', async () => {
+    const store = corpusStore(manifest, setting);
+    try {
+      await store.take(readMessage('01-genuine-done.eml'));
+      const again = recorded(await store.take(withFirstField('01-genuine-done.eml', 'X-Replayed: 1'), { tooLarge: true }));
+      expect(again).toMatchObject({ verdict: 'duplicate', reason: expect.stringContaining('gate 1: the DKIM signature and Message-ID') as unknown });
+    } finally {
+      store.close();
+    }
+  });
+
+  it('gate 1 by signature: a replay of authenticated mail that was refused, with a header added, is a duplicate, not refused again', async () => {
+    // Authenticated, then refused at gate 9 (the token is another task's): the replay carries the
+    // same signature and Message-ID, and an extra unsigned header so its bytes differ.
+    const wrong = readMessage('86-wrong-token.eml');
+    const replay = withFirstField('86-wrong-token.eml', 'X-Replayed: 1');
+    expect(await verdictsOf([wrong, replay])).toEqual(['bad-token', 'duplicate']);
   });
 });

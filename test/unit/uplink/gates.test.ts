@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { dateInWindow, messageFacts, replyStatus, taskOpen, tokenHolds } from '../../../src/uplink/gates.js';
+import { dateInWindow, headerBlockReadable, MAX_HEADER_BLOCK_BYTES, MAX_HEADER_LINES, messageFacts, replyStatus, taskOpen, tokenHolds } from '../../../src/uplink/gates.js';
 import type { ParsedReply } from '../../../src/uplink/reply-format.js';
 import { verifyDkimLocally } from '../../../src/uplink/dkim.js';
 import { corpusAgent, loadManifest, loadZone, profileOf, readMessage, zoneResolver } from '../../helpers/corpus.js';
@@ -80,6 +80,57 @@ describe('gate 3: lines that are neither a field nor a continuation', () => {
       } finally {
         store.close();
       }
+    }
+  });
+});
+
+describe('before gate 1: a header block that cannot be read as one', () => {
+  const head = 'From: Grok Agent <agent@agent.example>\r\nSubject: Re: [GROK:3f6b1c2e-8d4a-4b7e-9a15-c2d3e4f5a6b7]\r\nDate: Tue, 4 Mar 2025 09:30:00 +0000\r\nMessage-ID: <m1@agent.example>\r\n';
+  const mail = (header: string, body = 'reply_token: x\r\n'): Buffer => Buffer.from(`${header}\r\n${body}`, 'latin1');
+  const readable = (raw: Buffer, size = raw.length) => headerBlockReadable(raw, size);
+
+  it('passes CRLF and LF line ends, UTF-8, a NUL (obsolete text allows it) and an empty body', () => {
+    expect(readable(mail(head))).toBeNull();
+    expect(readable(Buffer.from(mail(head).toString('latin1').replaceAll('\r\n', '\n'), 'latin1'))).toBeNull();
+    expect(readable(Buffer.from(`${head}X-Name: Zoë 東\r\n\r\nbody`, 'utf8'))).toBeNull();
+    expect(readable(mail(`${head}X-Mailer: a\0b\r\n`))).toBeNull();
+    expect(readable(mail(head, ''))).toBeNull();
+  });
+
+  it.each([
+    ['CR-only line ends', Buffer.from(`${head}\r\nbody\r\n`.replaceAll('\r\n', '\r'), 'latin1'), 'unreadable:line-ends', /a CR not followed by LF at offset \d+/],
+    ['a bare CR inside a field', mail(`${head}X-Note: a\rb\r\n`), 'unreadable:line-ends', /a CR not followed by LF/],
+    ['bytes that are not UTF-8', mail(`${head}X-Note: \xff\xfe garbage\r\n`), 'unreadable:8bit', /neither US-ASCII nor UTF-8/],
+    ['no empty line before a body', Buffer.from(head, 'latin1'), 'unreadable:no-body', /no empty line ends the header block of this \d+-byte message/],
+    ['a header block over 256 KiB', mail(`${head}X-Pad: ${'a'.repeat(MAX_HEADER_BLOCK_BYTES)}\r\n`), 'too-large-header', /within its first 256 KiB/],
+    ['a header block of 10 MB', mail(`${head}X-Pad: ${'a b '.repeat(2_621_440)}\r\n`), 'too-large-header', /within its first 256 KiB/],
+    ['a header block of too many short lines', mail(`${head}X-Fold: x\r\n${' y\r\n'.repeat(MAX_HEADER_LINES)}`), 'too-large-header', new RegExp(`the header block has ${MAX_HEADER_LINES + 6} lines, over ${MAX_HEADER_LINES}`)],
+  ])('refuses %s', (_what, raw, verdict, reason) => {
+    expect(readable(raw)).toMatchObject({ verdict, reason: expect.stringMatching(reason) as unknown });
+  });
+
+  it('reads only the first 256 KiB: the first bytes of a message decide as the whole would', () => {
+    const big = mail(`${head}X-Pad: ${'a'.repeat(MAX_HEADER_BLOCK_BYTES)}\r\n`);
+    expect(readable(big.subarray(0, MAX_HEADER_BLOCK_BYTES), big.length)).toEqual(readable(big));
+    // A complete header block read on its own, of a larger message: judged like the whole message.
+    const whole = mail(head, 'x'.repeat(MAX_HEADER_BLOCK_BYTES * 2));
+    expect(readable(Buffer.from(`${head}\r\n`, 'latin1'), whole.length)).toBeNull();
+    // A message without an empty line, longer than the block read: too large, not bodiless.
+    expect(readable(Buffer.from(head, 'latin1'), MAX_HEADER_BLOCK_BYTES + 1)?.verdict).toBe('too-large-header');
+  });
+
+  it('is recorded with no header parsed, through the code a mailbox check runs', async () => {
+    const manifest = loadManifest();
+    const store = corpusStore(manifest, { agents: [corpusAgent(manifest)], profile: profileOf(manifest), resolver: zoneResolver(loadZone().records) });
+    try {
+      const huge = mail(`${head}X-Pad: ${'a b '.repeat(2_621_440)}\r\n`);
+      const out = await store.take(huge);
+      expect(out).toMatchObject({ kind: 'recorded', verdict: 'too-large-header' });
+      const [row] = store.store.ledger.query({ limit: 1 });
+      expect(row).toMatchObject({ verdict: 'too-large-header', size: huge.length, subject: null, fromHeader: null, taskId: null });
+      expect(store.store.ledger.row(row!.id)!.hasRaw).toBe(false);
+    } finally {
+      store.close();
     }
   });
 });

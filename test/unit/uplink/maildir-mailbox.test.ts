@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { CheckRequest } from '../../../src/uplink/mailbox.js';
 import { checkAsUser } from '../../helpers/maildir-as-user.js';
 import { MailboxError } from '../../../src/uplink/mailbox.js';
-import { deliverToMaildir, MAILDIR_HEADER_CAP_BYTES, MAILDIR_HEADER_READS_PER_CHECK, MaildirMailbox, uniqueName } from '../../../src/uplink/maildir-mailbox.js';
+import { deliverToMaildir, MAILDIR_HEADER_CAP_BYTES, MaildirMailbox, uniqueName } from '../../../src/uplink/maildir-mailbox.js';
 
 const AGENT = 'agent@agent.example';
 const T0 = Date.UTC(2025, 0, 1, 12, 0, 0); // a round mtime base in the past (future mtimes are clamped to now), in ms
@@ -71,7 +71,9 @@ describe('MaildirMailbox', () => {
     expect(r.messages.map((m) => m.raw)).toEqual([a, b, c]);
     expect(r.messages.map((m) => m.size)).toEqual([a.length, b.length, c.length]);
     expect(r.messages.every((m) => !m.tooLarge)).toBe(true);
-    expect(r.bytesFetched).toBe(a.length + b.length + c.length);
+    // Each header block read, then each message whole.
+    const head = (m: Buffer): number => m.indexOf('\r\n\r\n') + 4;
+    expect(r.bytesFetched).toBe(head(a) + head(b) + head(c) + a.length + b.length + c.length);
     expect(r).toMatchObject({ uidValidityChanged: false, more: false });
   });
 
@@ -183,15 +185,16 @@ describe('MaildirMailbox', () => {
     expect((await box.check(req())).messages.map((m) => uniqueOf(m.source))).toEqual(['1.first', '2.second', '3.third']);
   });
 
-  it(`reads at most ${MAILDIR_HEADER_READS_PER_CHECK} header blocks per check, says more are waiting, and reaches a reply behind them`, async () => {
-    const n = MAILDIR_HEADER_READS_PER_CHECK + 100;
+  it('reads at most maxHeaders header blocks per check, says more are waiting, and reaches a reply behind them', async () => {
+    const maxHeaders = 300;
+    const n = maxHeaders + 100;
     const other = mail({ from: 'friend@else.example', subject: 'old mail' });
     for (let i = 0; i < n; i++) put(`${String(i).padStart(5, '0')}.other`, other, T0 + i);
     put('99999.reply', mail({ subject: '[GROK:x] the reply' }), T0 + n);
     const box = new MaildirMailbox(dir);
-    const first = await box.check(req());
+    const first = await box.check(req({ maxHeaders }));
     expect(first).toMatchObject({ messages: [], more: true });
-    const second = await box.check(req());
+    const second = await box.check(req({ maxHeaders }));
     expect(second.messages.map((m) => uniqueOf(m.source))).toEqual(['99999.reply']);
     expect(second.more).toBe(false);
   });
@@ -276,7 +279,8 @@ describe('MaildirMailbox', () => {
     expect(m1).toMatchObject({ tooLarge: true, size: big.length });
     expect(m1!.raw.toString()).toBe(big.subarray(0, big.indexOf('\r\n\r\n') + 4).toString());
     expect(m2!.tooLarge).toBe(false);
-    expect(r.bytesFetched).toBe(m1!.raw.length + m2!.raw.length);
+    // The big one's header block once; the small one's header block, then the small one whole.
+    expect(r.bytesFetched).toBe(m1!.raw.length + m2!.raw.indexOf('\r\n\r\n') + 4 + m2!.raw.length);
     expect(MAILDIR_HEADER_CAP_BYTES).toBeGreaterThanOrEqual(64 * 1024);
   });
 

@@ -1,0 +1,149 @@
+import type { Logger } from 'pino';
+import type { Store, StoreTx } from '../store/store.js';
+import type { DnsResolver } from '../uplink/dkim.js';
+import { recordableFacts } from '../uplink/gates.js';
+import type { FetchedMessage, HeaderedMessage } from '../uplink/mailbox.js';
+import type { Verdict } from '../uplink/verdicts.js';
+import { recordDecision } from './apply-reply.js';
+import { judgeHeaderBlock, judgeMessage, type Decision, type JudgeRules, type JudgeStore } from './judge.js';
+
+/**
+ * Intake (docs/architecture.md, "The data path"): a message through the judge (src/core/judge.ts)
+ * and into the store — its verdict, any promotion and the watermark in one transaction — whether
+ * it is judged whole ({@link intake}) or refused on its header block alone
+ * ({@link intakeHeaderBlocks}, the header stage of a check). The corpus and property tests take
+ * mail in through here, the code a mailbox check runs.
+ */
+
+/**
+ * Logs a recorded verdict with ids only (the operator sees refusals at the default level; no
+ * header, address or text of the mail goes into the log): an applied reply at info, untagged mail
+ * and copies at info, every other refusal at warn.
+ */
+function logVerdict(log: Logger, verdict: Verdict, f: { ledgerId: number | null; task: string | null; agent: string | null; source: string }): void {
+  const fields = { verdict, ledgerId: f.ledgerId, task: f.task, agent: f.agent, source: f.source };
+  if (verdict.startsWith('applied:') || verdict === 'late:recorded') log.info(fields, 'reply applied');
+  else if (verdict === 'no-task-id' || verdict === 'duplicate') log.info(fields, 'mail skipped');
+  else log.warn(fields, `mail refused: ${verdict}; see a2a-mailbridge ledger${f.task ? ` --task ${f.task}` : ''}`);
+}
+
+/** What {@link intake} needs: the store, the gates' configuration, DNS, the clock, the log, the folder's watermark key. */
+export interface IntakeContext {
+  store: Store;
+  rules: JudgeRules;
+  resolver: DnsResolver;
+  now: () => number;
+  log: Logger;
+  folder: string;
+}
+
+/**
+ * What became of one message:
+ * - `recorded`: judged, and its decision committed (ledger row, any promotion, the watermark);
+ * - `seen`: this copy (source) was recorded before; only the watermark moved;
+ * - `deferred`: its DKIM key could not be looked up yet; nothing was written.
+ */
+export type Intake =
+  | { kind: 'recorded'; verdict: Verdict; reason: string; ledgerId: number; decision: Exclude<Decision, { kind: 'defer' }> }
+  | { kind: 'seen' }
+  | { kind: 'deferred'; reason: string };
+
+/**
+ * One fetched message through the judge (src/core/judge.ts) and into the store: the judge's
+ * deciding step runs inside one `BEGIN IMMEDIATE` transaction that also records the decision
+ * (src/core/apply-reply.ts) and moves the watermark to `passTo` (default: past the message; a
+ * check passes the mark its pass allows, src/core/mail-check.ts). A message the judge fails on (a
+ * defect of ours) is still recorded, as `unreadable`, so it is never retried silently.
+ */
+export async function intake(c: IntakeContext, msg: FetchedMessage, uidValidity: string, passTo: number = msg.uid): Promise<Intake> {
+  const { store } = c;
+  if (store.ledger.isSourceRecorded(msg.source)) {
+    store.tx((tx) => tx.mailbox.advance(c.folder, uidValidity, passTo));
+    return { kind: 'seen' };
+  }
+  const reads = judgeReads(store);
+  /** Records the decision and moves the watermark past the message, in the open transaction. */
+  const commit = (tx: StoreTx, d: Exclude<Decision, { kind: 'defer' }>): Intake => {
+    const ledgerId = recordDecision(tx, d, { source: msg.source, raw: msg.raw, receivedAt: msg.receivedAt, at: c.now() });
+    tx.mailbox.advance(c.folder, uidValidity, passTo);
+    return ledgerId === null ? { kind: 'seen' } : { kind: 'recorded', verdict: d.verdict, reason: d.reason, ledgerId, decision: d };
+  };
+  const logged = (out: Intake): Intake => (logIntake(c.log, out, msg.source), out);
+  try {
+    return logged(await judgeMessage<Intake>(msg, {
+      rules: c.rules,
+      resolver: c.resolver,
+      now: c.now,
+      store: reads,
+      settle: (decide) =>
+        store.tx((tx): Intake => {
+          const d = decide();
+          return d.kind === 'defer' ? { kind: 'deferred', reason: d.reason } : commit(tx, d);
+        }),
+    }));
+  } catch (err) {
+    // The parsers never throw on hostile bytes; if something else does, the message is still recorded.
+    c.log.error({ err: (err as Error).message, source: msg.source }, 'message could not be processed');
+    const reason = `processing failed: ${(err as Error).message}`;
+    return logged(store.tx((tx) => commit(tx, { kind: 'refuse', verdict: 'unreadable', reason, message: recordableFacts(msg.raw, msg.size), tag: null, evidence: 'none', signature: null })));
+  }
+}
+
+/** The judge's store reads, answered by `store` (outside and inside the deciding transaction alike: it reads what it holds now). */
+function judgeReads(store: Store): JudgeStore {
+  return {
+    seenDigest: (sha) => store.ledger.hasRawDigest(sha),
+    authenticatedWith: (sigs, messageId) => store.ledger.authenticatedWith(sigs, messageId),
+    task: (id) => {
+      const task = store.tasks.get(id);
+      return task && { task, turn: store.turns.get(task.id, task.turn) };
+    },
+    messageIdApplied: (taskId, messageId) => store.ledger.isMessageIdApplied(taskId, messageId),
+  };
+}
+
+/** After the commit: a recorded verdict in the log. */
+function logIntake(log: Logger, out: Intake, source: string): void {
+  if (out.kind !== 'recorded') return;
+  const tag = out.decision.kind === 'refuse' ? out.decision.tag : out.decision.on.tag;
+  logVerdict(log, out.verdict, { ledgerId: out.ledgerId, task: tag?.taskId ?? null, agent: tag?.agent.name ?? null, source });
+}
+
+/**
+ * The header stage of a check (docs/architecture.md, "The gates"): each header block of a batch
+ * through the gates that read the header block alone (`judgeHeaderBlock`), in one `BEGIN
+ * IMMEDIATE` transaction. A refusal is recorded at once — the ledger row, with the header block as
+ * its evidence — and `passTo(source)` says where the watermark may move now that the message has a
+ * verdict (null: not yet, an older message waits). What no gate refused is returned, in order, to
+ * be judged whole; a copy already recorded is skipped.
+ *
+ * @returns the survivors, and what was recorded (its outcome and source), in order
+ */
+export function intakeHeaderBlocks(
+  c: IntakeContext,
+  batch: readonly HeaderedMessage[],
+  uidValidity: string,
+  o: { maxMessageBytes: number; passTo: (source: string) => number | null },
+): { survivors: HeaderedMessage[]; recorded: { out: Extract<Intake, { kind: 'recorded' }>; message: HeaderedMessage }[] } {
+  const { store } = c;
+  const reads = judgeReads(store);
+  const survivors: HeaderedMessage[] = [];
+  const recorded: { out: Extract<Intake, { kind: 'recorded' }>; message: HeaderedMessage }[] = [];
+  store.tx((tx) => {
+    for (const h of batch) {
+      if (!store.ledger.isSourceRecorded(h.source)) {
+        const d = judgeHeaderBlock({ raw: h.head, size: h.size, tooLarge: h.size > o.maxMessageBytes, receivedAt: h.receivedAt, ...(h.unreadable ? { unreadable: h.unreadable } : {}) }, c.rules, reads);
+        if (!d) {
+          survivors.push(h);
+          continue;
+        }
+        const ledgerId = recordDecision(tx, d, { source: h.source, raw: h.head, receivedAt: h.receivedAt, at: c.now() });
+        if (ledgerId !== null) recorded.push({ out: { kind: 'recorded', verdict: d.verdict, reason: d.reason, ledgerId, decision: d }, message: h });
+      }
+      const to = o.passTo(h.source);
+      if (to !== null) tx.mailbox.advance(c.folder, uidValidity, to);
+    }
+  });
+  for (const r of recorded) logIntake(c.log, r.out, r.message.source);
+  return { survivors, recorded };
+}

@@ -1,0 +1,264 @@
+import { mkdirSync, rmSync, utimesSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApp, type App } from '../../../src/app.js';
+import { loadConfig } from '../../../src/config/config.js';
+import type { Bridge } from '../../../src/core/bridge.js';
+import type { CheckSummary } from '../../../src/core/mail-check.js';
+import { startDnsZone, type DnsZone } from '../../../src/demo/dns-zone.js';
+import { buildReplyMail, dkimTxtName, generateDkimKey } from '../../../src/demo/reply-mail.js';
+import type { Envelope } from '../../../src/downlink/envelope.js';
+import { createLogger } from '../../../src/log.js';
+import { MAX_HEADER_LINES } from '../../../src/uplink/gates.js';
+import { deliverToMaildir, MaildirMailbox } from '../../../src/uplink/maildir-mailbox.js';
+import { AGENT_ADDRESS, AGENT_DOMAIN, agentReply, hermesBody, hex, PROVIDER, SELECTOR, startHarness, type Harness } from '../../helpers/bridge-harness.js';
+import { makeConfigDir, minimalToml, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET, type ConfigDir } from '../../helpers/config-dir.js';
+import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
+import type { V1SendResult } from '../../helpers/rpc-json.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { multiAppend } from '../faults/imap-faults.js';
+
+/**
+ * A check reads header blocks first (docs/architecture.md, "The gates"), on IMAP (a real Dovecot)
+ * and on a Maildir alike: a flood of forged tagged mail is refused on its header blocks and cannot
+ * hold back a genuine reply queued behind it; replies that pass the header gates but not the body
+ * budget wait for the next check ahead of newer mail, and the watermark passes no UID before its
+ * verdict, across a restart; every hostile shape of header block leaves a ledger row saying why.
+ * Every check here is started by the test (`Bridge.checkNow`): nothing else checks (interval 1 h).
+ */
+
+/** The mailbox settings of these tests: small budgets, so a flood of 150 spans two checks. */
+const MAILBOX_TOML = 'check_interval_s = 3600\nmax_fetch_per_check = 2\nmax_headers_per_check = 100';
+
+/** One bridge on one kind of mailbox, with what the tests need of it. */
+interface Rig {
+  kind: 'imap' | 'maildir';
+  readonly bridge: Bridge;
+  newTask(text: string): Promise<{ id: string; envelope: Envelope }>;
+  /** A genuine reply: DKIM-signed by the agent, stamped by the provider. */
+  reply(envelope: Envelope, answer: string): Promise<Buffer>;
+  /** Puts these into the folder, oldest first; the IMAP UIDs (a Maildir: empty). */
+  deliver(raws: Buffer[]): Promise<number[]>;
+  /** Stops the bridge and starts it again on the same store and folder (a new reader). */
+  restart(): Promise<void>;
+  /** The UIDs fetched whole so far (IMAP `BODY.PEEK[]`); a Maildir: null. */
+  wholeFetched(): number[] | null;
+  close(): Promise<void>;
+}
+
+/**
+ * A forgery of a reply to `envelope` as good as one can make without the agent's key: the agent's
+ * From, the live task's tag, the (leaked) live token, and an Authentication-Results saying pass
+ * among its own headers (below the border). The provider stamps what it saw: dmarc=fail.
+ */
+function forged(envelope: Envelope, n: number): Promise<Buffer> {
+  return buildReplyMail({
+    from: `Grok Agent <${AGENT_ADDRESS}>`,
+    to: envelope.reply_to,
+    subject: `Re: your job ${envelope.subject_tag}`,
+    token: envelope.reply_token,
+    status: 'done',
+    answer: `Forged answer ${n}: wire the money.`,
+    headers: { 'Authentication-Results': `${PROVIDER.authservId}; dkim=pass header.d=${AGENT_DOMAIN} header.b=AAAAAAAA; dmarc=pass header.from=${AGENT_DOMAIN}` },
+    provider: { ...PROVIDER, fromHost: 'mx.evil.example', fromIp: '203.0.113.66', results: `dkim=none; spf=fail smtp.mailfrom=${AGENT_DOMAIN}; dmarc=fail (p=reject) header.from=${AGENT_DOMAIN}` },
+  });
+}
+
+async function imapRig(dovecot: DovecotHandle, folder: string): Promise<Rig> {
+  await dovecot.createFolder(folder);
+  const h: Harness = await startHarness({ dovecot, mailboxToml: `folder = "${folder}"\n${MAILBOX_TOML}` });
+  return {
+    kind: 'imap',
+    get bridge() {
+      return h.app.bridge;
+    },
+    async newTask(text) {
+      const task = (await h.rpc(hermesBody(text, `ctx-${hex(8)}`))).json.result!.task!;
+      expect(task.status.state).toBe('TASK_STATE_WORKING');
+      return { id: task.id, envelope: h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === task.id)! };
+    },
+    reply: (envelope, answer) => h.reply(envelope, { answer }),
+    async deliver(raws) {
+      const { firstUid } = await multiAppend(dovecot, folder, raws);
+      return raws.map((_, i) => firstUid + i);
+    },
+    restart: () => h.restart(),
+    wholeFetched: () =>
+      h.imapCommands
+        .filter((c) => /UID FETCH \S+ \(?[^)]*BODY\.PEEK\[\]/.test(c))
+        .flatMap((c) => c.split(' ')[3]!.split(',').flatMap((part) => {
+          const [lo, hi] = part.split(':').map(Number);
+          return hi === undefined ? [lo!] : Array.from({ length: hi - lo! + 1 }, (_, k) => lo! + k);
+        })),
+    close: () => h.close(),
+  };
+}
+
+async function maildirRig(): Promise<Rig> {
+  const key = generateDkimKey();
+  const zone: DnsZone = await startDnsZone([{ name: dkimTxtName(SELECTOR, AGENT_DOMAIN), type: 'TXT', data: key.publicKeyTxt }]);
+  const receiver: WebhookReceiver = await startWebhookReceiver({ secret: TEST_WEBHOOK_SECRET, bearer: TEST_WEBHOOK_BEARER });
+  const dir: ConfigDir = makeConfigDir(`${minimalToml({ webhookUrl: receiver.url }).replace('[mailbox]', `[mailbox]\n${MAILBOX_TOML}`)}\n[dns]\nservers = ["${zone.address}"]\n`);
+  const config = loadConfig(dir.configPath);
+  const maildir = config.mailbox.maildirPath!;
+  for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(maildir, sub), { recursive: true });
+  const boot = async (): Promise<App> => {
+    const app = await startApp(config, { log: createLogger('silent'), mailbox: new MaildirMailbox(maildir) });
+    await app.bridge.idle();
+    return app;
+  };
+  let app = await boot();
+  /** Delivery times: one second apart, in the past, in the order given. */
+  let clock = Date.now() - 3600_000;
+  return {
+    kind: 'maildir',
+    get bridge() {
+      return app.bridge;
+    },
+    async newTask(text) {
+      const res = await fetch(app.server.endpoint(config.agents[0]!), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_BEARER}`, 'a2a-version': '1.0' },
+        body: JSON.stringify(hermesBody(text, `ctx-${hex(8)}`)),
+      });
+      const task = ((await res.json()) as { result: V1SendResult }).result.task!;
+      expect(task.status.state).toBe('TASK_STATE_WORKING');
+      return { id: task.id, envelope: receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === task.id)! };
+    },
+    reply: (envelope, answer) => agentReply(envelope, key.privateKeyPem, { answer }),
+    async deliver(raws) {
+      for (const raw of raws) {
+        const path = await deliverToMaildir(maildir, raw);
+        clock += 1000;
+        utimesSync(path, new Date(clock), new Date(clock));
+      }
+      return [];
+    },
+    async restart() {
+      await app.close();
+      app = await boot();
+    },
+    wholeFetched: () => null,
+    async close() {
+      await app.close();
+      await receiver.close();
+      await zone.close();
+      rmSync(dir.dir, { recursive: true, force: true });
+    },
+  };
+}
+
+let dovecot: DovecotHandle;
+let folders = 0;
+beforeAll(async () => {
+  dovecot = await startDovecot();
+});
+afterAll(async () => {
+  await dovecot?.stop();
+});
+
+const KINDS = [
+  ['IMAP (Dovecot)', () => imapRig(dovecot, `HF${++folders}`)],
+  ['Maildir', () => maildirRig()],
+] as const;
+
+describe.each(KINDS)('header blocks first, on %s', (_name, makeRig) => {
+  let rig: Rig;
+  beforeAll(async () => {
+    rig = await makeRig();
+  });
+  afterAll(async () => {
+    await rig?.close();
+  });
+  const store = () => rig.bridge.ctx.store;
+
+  it('150 forged tagged mails queued before a genuine reply: refused on their header blocks, and the reply is applied on the second check', async () => {
+    const t = await rig.newTask('Job behind a flood');
+    const flood = await Promise.all(Array.from({ length: 150 }, (_, i) => forged(t.envelope, i)));
+    const uids = await rig.deliver([...flood, await rig.reply(t.envelope, 'The genuine answer.')]);
+
+    const first = await rig.bridge.checkNow();
+    expect(first).toMatchObject<Partial<CheckSummary>>({ ok: true, fetched: 100, onHeaders: 100, verdicts: { 'auth:dmarc-fail': 100 }, more: true });
+    expect(store().tasks.get(t.id)!.state).toBe('WORKING');
+    const second = await rig.bridge.checkNow();
+    expect(second).toMatchObject<Partial<CheckSummary>>({ ok: true, fetched: 51, onHeaders: 50, verdicts: { 'auth:dmarc-fail': 50, 'applied:done': 1 }, more: false });
+    expect(store().tasks.get(t.id)!.state).toBe('COMPLETED');
+
+    const rows = store().ledger.ofTask(t.id);
+    expect(rows.map((r) => r.verdict)).toEqual([...Array<string>(150).fill('auth:dmarc-fail'), 'applied:done']);
+    // A forgery keeps its header block as evidence, never its body (it was never read).
+    const evidence = store().ledger.raw(rows[0]!.id)!;
+    expect(evidence.equals(flood[0]!.subarray(0, evidence.length))).toBe(true);
+    expect(evidence.toString('latin1').endsWith('\r\n\r\n')).toBe(true);
+    if (rig.kind === 'imap') {
+      expect(rig.wholeFetched()).toEqual([uids.at(-1)]); // only the reply crossed the wire whole
+      expect(store().mailbox.state(rig.bridge.ctx.mailbox.folder).lastUid).toBe(uids.at(-1));
+    }
+  });
+
+  it('replies beyond max_fetch_per_check wait for the next check ahead of newer mail, across a restart; the watermark passes none before its verdict', async () => {
+    const [a, b, c, d] = [await rig.newTask('Job A'), await rig.newTask('Job B'), await rig.newTask('Job C'), await rig.newTask('Job D')];
+    const mails = [
+      await rig.reply(a.envelope, 'Answer A.'),
+      await forged(a.envelope, 1),
+      await rig.reply(b.envelope, 'Answer B.'),
+      await forged(b.envelope, 2),
+      await rig.reply(c.envelope, 'Answer C.'),
+      await forged(c.envelope, 3),
+    ];
+    const uids = await rig.deliver(mails);
+    const first = await rig.bridge.checkNow();
+    // Three forgeries on their header blocks; two replies read whole (the budget); C waits.
+    expect(first).toMatchObject<Partial<CheckSummary>>({ fetched: 5, onHeaders: 3, verdicts: { 'auth:dmarc-fail': 3, 'applied:done': 2 }, more: true });
+    expect([a, b, c].map((x) => store().tasks.get(x.id)!.state)).toEqual(['COMPLETED', 'COMPLETED', 'WORKING']);
+    if (rig.kind === 'imap') {
+      // The forgery after C has its verdict, C has not: the watermark stops right before C.
+      expect(store().ledger.ofTask(c.id).map((r) => r.verdict)).toEqual(['auth:dmarc-fail']);
+      expect(store().mailbox.state(rig.bridge.ctx.mailbox.folder).lastUid).toBe(uids[4]! - 1);
+    }
+
+    await rig.restart();
+    const newer = await rig.deliver([await rig.reply(d.envelope, 'Answer D.')]);
+    const second = await rig.bridge.checkNow();
+    expect(second).toMatchObject<Partial<CheckSummary>>({ fetched: 2, onHeaders: 0, verdicts: { 'applied:done': 2 }, more: false });
+    const applied = [c, d].map((x) => store().ledger.ofTask(x.id).find((r) => r.verdict === 'applied:done')!.id);
+    expect(applied[0]).toBeLessThan(applied[1]!); // C before D: the one that waited comes first
+    for (const x of [a, b, c, d]) expect(store().ledger.ofTask(x.id).filter((r) => r.verdict === 'applied:done')).toHaveLength(1);
+    if (rig.kind === 'imap') expect(store().mailbox.state(rig.bridge.ctx.mailbox.folder).lastUid).toBe(newer[0]);
+    expect((await rig.bridge.checkNow()).fetched).toBe(0);
+  });
+
+  it('every hostile header block leaves a ledger row that says why', async () => {
+    const t = await rig.newTask('Job with hostile mail');
+    const tag = t.envelope.subject_tag;
+    const head = `From: Grok Agent <${AGENT_ADDRESS}>\r\nTo: me@bridge.test\r\nSubject: Re: ${tag}\r\nDate: ${new Date().toUTCString()}\r\nMessage-ID: <${hex(8)}@agent.example>\r\n`;
+    const received = `Received: from mx.evil.example (mx.evil.example [203.0.113.66]) by ${PROVIDER.mxHost}; ${new Date().toUTCString()}\r\n`;
+    const body = '\r\nreply_token: x\r\nstatus: done\r\n---\r\nA.\r\n';
+    const shapes: [string, Buffer, string][] = [
+      // The tag lies past the first 256 KiB: the Maildir narrowing cannot see it, the row says why.
+      ['a header block over 256 KiB', Buffer.from(`X-Pad: ${'a'.repeat(300 * 1024)}\r\n${head}${body}`), 'too-large-header'],
+      ['a header block of 10 MB', Buffer.from(`${head}X-Pad: ${'a b '.repeat(2_621_440)}\r\n${body}`), 'too-large-header'],
+      ['too many header lines', Buffer.from(`${head}X-Fold: x\r\n${' y\r\n'.repeat(MAX_HEADER_LINES)}${body}`), 'too-large-header'],
+      ['CR-only line ends', Buffer.from(`${head}${body}`.replaceAll('\r\n', '\r')), 'unreadable:line-ends'],
+      ['a bare CR in a field', Buffer.from(`${head}X-Note: a\rb\r\n${body}`), 'unreadable:line-ends'],
+      ['8-bit bytes that are not UTF-8', Buffer.concat([Buffer.from(head), Buffer.from([0x58, 0x3a, 0x20, 0xff, 0xfe, 0x80, 0x0d, 0x0a]), Buffer.from(body)]), 'unreadable:8bit'],
+      ['no empty line before a body', Buffer.from(head), 'unreadable:no-body'],
+      // A NUL is judged like any byte (RFC 5322's obsolete text allows it); Dovecot hands it back
+      // as 0x80, which is not UTF-8.
+      ['a NUL in an unsigned field', Buffer.from(`${received}${head}X-Mailer: a\0b\r\n${body}`), rig.kind === 'imap' ? 'unreadable:8bit' : 'auth:no-trusted-results'],
+      ['a line that is neither a field nor a continuation', Buffer.from(`${head}not a header line\r\n${body}`), 'auth:duplicate-header'],
+    ];
+    // CR-only with a Received line first: Dovecot's SEARCH sees no From or Subject in it (the
+    // server's pre-filter: such mail is not listed, like the person's other mail); the Maildir
+    // narrowing reads bare CRs as line ends.
+    if (rig.kind === 'maildir') shapes.push(['CR-only line ends, Received first', Buffer.from(`${received}${head}${body}`.replaceAll('\r\n', '\r')), 'unreadable:line-ends']);
+    const before = store().ledger.query({ limit: 10_000 }).length;
+    await rig.deliver(shapes.map(([, raw]) => raw));
+    const summary = await rig.bridge.checkNow();
+    expect(summary).toMatchObject({ ok: true, fetched: shapes.length, onHeaders: shapes.length });
+    const all = store().ledger.query({ limit: 10_000 });
+    const rows = all.slice(0, all.length - before).reverse();
+    expect(rows.map((r) => [r.size, r.verdict])).toEqual(shapes.map(([, raw, verdict]): [unknown, string] => [rig.kind === 'imap' ? (expect.any(Number) as unknown) : raw.length, verdict]));
+    expect(store().tasks.get(t.id)!.state).toBe('WORKING');
+  });
+});
