@@ -23,7 +23,8 @@ import { OAuth2RetryMailbox, tokenSourceFor } from './uplink/oauth2.js';
 export function openMailbox(config: Config, now?: () => number): Mailbox {
   const m = config.mailbox;
   if (m.kind === 'imap') {
-    const imap = new ImapMailbox({ ...m.imap!, folder: m.folder });
+    // The session stays open between checks: a check with nothing new is one STATUS (uplink/imap-mailbox.ts).
+    const imap = new ImapMailbox({ ...m.imap!, folder: m.folder }, undefined, { keepSession: true, ...(now ? { now } : {}) });
     if (!m.imap!.oauth2) return imap;
     return new OAuth2RetryMailbox(imap, tokenSourceFor(m.imap!.oauth2, m.imap!.user, now));
   }
