@@ -16,6 +16,9 @@ import { sweepDeadlines } from './sweep.js';
 import { prependStatusNote, viewTask, type TaskView } from './task-view.js';
 import { StoreUpkeep, type StoreCheck } from './store-upkeep.js';
 import { ViewCache } from './view-cache.js';
+import { listRows, type ListPage, type ListQuery } from './list-tasks.js';
+
+export type { ListPage, ListQuery } from './list-tasks.js';
 
 export { STORE_CHECK_EVERY_MS, STORE_CHECK_FIRST_MS, type StoreCheck } from './store-upkeep.js';
 
@@ -36,23 +39,7 @@ export interface HealthFacts {
 /** The answer to a SendMessage: a task, or (a poll word on a context with no task) a plain message. */
 export type SendResult = { task: TaskView } | { message: { contextId: string; text: string } };
 
-export interface ListQuery {
-  contextId?: string;
-  state?: TaskState;
-  updatedAfter?: number;
-  pageSize: number;
-  pageToken?: string;
-  historyLength?: number;
-  /** false: the tasks come without artifacts (ListTasks' default), and no attachment is read. */
-  includeArtifacts?: boolean;
-}
 
-/** A page of ListTasks. */
-export interface ListPage {
-  tasks: TaskView[];
-  nextPageToken: string;
-  totalSize: number;
-}
 
 /** States whose status text counts time (src/core/status-text.ts): their views are kept briefly (src/core/view-cache.ts). */
 const TIMED_STATES: ReadonlySet<TaskState> = new Set(['SUBMITTED', 'WORKING']);
@@ -156,9 +143,8 @@ export class Bridge {
   }
 
   /**
-   * ListTasks, newest status first; `pageToken` is an opaque keyset cursor (the last task's status
-   * time and id) that also carries the total the first page counted, so no later page counts again
-   * (store/task-rows.ts, list).
+   * ListTasks, newest status first, a page at a time (core/list-tasks.ts: the keyset cursor that
+   * also carries the total), from the view cache while it is valid.
    */
   async list(agent: AgentConfig, q: ListQuery): Promise<ListPage> {
     await this.refresh();
@@ -180,31 +166,9 @@ export class Bridge {
   }
 
   private listPage(agent: AgentConfig, q: ListQuery): ListPage {
-    let before: { updatedAt: number; id: string } | undefined;
-    let knownTotal: number | undefined;
-    if (q.pageToken) {
-      const m = /^(\d+):([0-9a-f-]{36})(?::(\d+))?$/.exec(Buffer.from(q.pageToken, 'base64url').toString('utf8'));
-      if (!m) throw new BridgeError('invalid-request', 'pageToken is not a token this server issued');
-      before = { updatedAt: Number(m[1]), id: m[2]! };
-      if (m[3] !== undefined) knownTotal = Number(m[3]);
-    }
-    const { rows, total } = this.ctx.store.tasks.list(
-      {
-        agent: agent.name,
-        contextId: q.contextId,
-        state: q.state,
-        updatedAfter: q.updatedAfter,
-        before,
-        limit: q.pageSize + 1,
-      },
-      knownTotal,
-    );
-    const page = rows.slice(0, q.pageSize);
-    const last = page.at(-1);
-    const nextPageToken =
-      rows.length > q.pageSize && last ? Buffer.from(`${last.updatedAt}:${last.id}:${total}`, 'utf8').toString('base64url') : '';
-    for (const t of page) this.shown(t);
-    return { tasks: page.map((t) => viewTask(this.ctx, agent, t, q.historyLength, { artifacts: q.includeArtifacts !== false })), nextPageToken, totalSize: total };
+    const { rows, page } = listRows(this.ctx.store, agent, q);
+    for (const t of rows) this.shown(t);
+    return { ...page, tasks: rows.map((t) => viewTask(this.ctx, agent, t, q.historyLength, { artifacts: q.includeArtifacts !== false })) };
   }
 
   /** CancelTask; the optional cancel notice goes out in the background. @throws BridgeError task-not-found, task-not-cancelable */
