@@ -3,7 +3,8 @@ import type { AgentConfig } from '../config/config.js';
 import type { Bridge } from '../core/bridge.js';
 import { A2AError } from './errors.js';
 import { parseListParams, parseSendParams, parseTaskIdParams } from './params.js';
-import { v1AgentText, v1Task, type V1ListTasksResult, type V1SendMessageResult } from './wire.js';
+import type { TaskView } from '../core/task-view.js';
+import { v1AgentText, v1Task, type V1ListTasksResult, type V1SendMessageResult, type V1Task } from './wire.js';
 import { v03AgentText, v03Task } from './wire-v03.js';
 
 /**
@@ -17,6 +18,18 @@ export interface CallContext {
 }
 
 type Handler = (bridge: Bridge, params: unknown, c: CallContext) => Promise<unknown>;
+
+/**
+ * GetTask's wire shapes of a view, built once per view object: a view from the view cache
+ * (core/view-cache.ts) is the same object on every call while it is valid, and never changed.
+ */
+const v1Of = new WeakMap<TaskView, V1Task>();
+const v03Of = new WeakMap<TaskView, ReturnType<typeof v03Task>>();
+const memo = <W>(m: WeakMap<TaskView, W>, view: TaskView, render: (v: TaskView) => W): W => {
+  let w = m.get(view);
+  if (!w) m.set(view, (w = render(view)));
+  return w;
+};
 
 const unsupported = (what: string): Handler => () =>
   Promise.reject(new A2AError('unsupportedOperation', `${what} is not supported by this agent (capabilities.streaming is false); poll with SendMessage on the same contextId or GetTask`));
@@ -33,7 +46,7 @@ export const V1_METHODS: Readonly<Record<string, Handler>> = {
   },
   GetTask: async (bridge, params, c) => {
     const p = parseTaskIdParams(params);
-    return v1Task(await bridge.get(c.agent, p.id, p.historyLength));
+    return memo(v1Of, await bridge.get(c.agent, p.id, p.historyLength), (v) => v1Task(v));
   },
   ListTasks: async (bridge, params, c) => {
     const p = parseListParams(params);
@@ -78,7 +91,7 @@ export const V03_METHODS: Readonly<Record<string, Handler>> = {
   },
   'tasks/get': async (bridge, params, c) => {
     const p = parseTaskIdParams(params);
-    return v03Task(await bridge.get(c.agent, p.id, p.historyLength));
+    return memo(v03Of, await bridge.get(c.agent, p.id, p.historyLength), (v) => v03Task(v));
   },
   'tasks/cancel': async (bridge, params, c) => v03Task(await bridge.cancel(c.agent, parseTaskIdParams(params).id)),
   'message/stream': unsupported('message/stream'),
