@@ -134,6 +134,29 @@ export async function createServiceLogger(c: LogConfig, o: { terminal?: boolean 
  * @param level pino level name (`info`, `warn`, `silent`…)
  * @param destination where lines go; stderr by default
  */
+/** A log line that stands for many: written at most once per key per period, the rest counted. */
+export type LimitedLog = (at: number, level: 'info' | 'warn', key: string, fields: Record<string, unknown>, msg: string) => void;
+
+/**
+ * A log whose lines a flood cannot multiply: per `key`, at most one line every `everyMs` (`at`:
+ * the caller's clock, ms); a line written after others were left out carries `suppressedSinceLast`, their
+ * count. Every call is also written at debug level, so nothing is lost to an operator who asks.
+ * The keys are the caller's to bound (a verdict, an HTTP status: a fixed set).
+ */
+export function limitedLog(log: Logger, everyMs: number): LimitedLog {
+  const last = new Map<string, { at: number; suppressed: number }>();
+  return (t, level, key, fields, msg) => {
+    const seen = last.get(key);
+    if (seen && t - seen.at < everyMs) {
+      seen.suppressed += 1;
+      log.debug(fields, msg);
+      return;
+    }
+    log[level]({ ...fields, ...(seen?.suppressed ? { suppressedSinceLast: seen.suppressed } : {}) }, msg);
+    last.set(key, { at: t, suppressed: 0 });
+  };
+}
+
 export function createLogger(level = 'info', destination?: DestinationStream): Logger {
   return pino(
     { level, base: { name: 'a2a-mailbridge' }, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, timestamp: pino.stdTimeFunctions.isoTime },

@@ -10,6 +10,7 @@ import { A2AError } from './errors.js';
 import { a2aHandler, dialectOfHeader } from './handler.js';
 import { health } from './health.js';
 import { errorResponse, isResponse, parseRequest, resultResponse, type JsonRpcResponse } from './jsonrpc.js';
+import { limitedLog } from '../log.js';
 
 // node:http through require, not `import`: Node's ES module facade of node:http reads every
 // export, and its lazy ones load Node's bundled undici (fetch, WebSocket): +40 ms of CPU and
@@ -37,22 +38,13 @@ const CARD_PATHS = new Set(['/.well-known/agent-card.json', '/.well-known/agent.
 const REFUSAL_LOG_EVERY_MS = 60_000;
 
 /**
- * Logs refused requests at warn, at most one line per status per {@link REFUSAL_LOG_EVERY_MS}:
- * a local process that hammers the port cannot flood the log; the next line says how many were
- * left out. `fields` hold no secret (never the presented token) and no request body.
+ * Logs refused requests at warn, at most one line per status per {@link REFUSAL_LOG_EVERY_MS}
+ * (`limitedLog`): a local process that hammers the port cannot flood the log; the next line says
+ * how many were left out. `fields` hold no secret (never the presented token) and no request body.
  */
 function refusalLogger(log: Logger, now: () => number = Date.now): (status: 401 | 403, fields: Record<string, unknown>, msg: string) => void {
-  const last = new Map<number, { at: number; suppressed: number }>();
-  return (status, fields, msg) => {
-    const t = now();
-    const seen = last.get(status);
-    if (seen && t - seen.at < REFUSAL_LOG_EVERY_MS) {
-      seen.suppressed += 1;
-      return;
-    }
-    log.warn({ status, ...fields, ...(seen?.suppressed ? { suppressedSinceLast: seen.suppressed } : {}) }, msg);
-    last.set(status, { at: t, suppressed: 0 });
-  };
+  const limited = limitedLog(log, REFUSAL_LOG_EVERY_MS);
+  return (status, fields, msg) => limited(now(), 'warn', String(status), { status, ...fields }, msg);
 }
 
 function digest(s: string): Buffer {

@@ -125,17 +125,7 @@ ${fn}() {
   local cur="\${COMP_WORDS[COMP_CWORD]}" prev="\${COMP_WORDS[COMP_CWORD-1]}"
   local path="" candidate w i nargs=0 words=""
   local known=${q(`|${paths.join('|')}|`)}
-  for ((i = 1; i < COMP_CWORD; i++)); do
-    w="\${COMP_WORDS[i]}"
-    case "$w" in
-      ${skip}) ((i++)) ;;
-      -*) ;;
-      *)
-        candidate="\${path:+$path }$w"
-        if [[ "$known" == *"|$candidate|"* ]]; then path="$candidate"; else ((nargs++)); fi ;;
-    esac
-  done
-  case "$prev" in
+${walkWords('COMP_WORDS', 1, 'COMP_CWORD', skip)}  case "$prev" in
 ${valueCases.join('\n')}
   esac
   case "$path" in
@@ -144,6 +134,26 @@ ${pathCases.join('\n')}
   COMPREPLY=($(compgen -W "$words" -- "$cur"))
 }
 complete -F ${fn} ${name}
+`;
+}
+
+/**
+ * The shell loop shared by the bash and zsh scripts: walks the words before the cursor
+ * (`array[first]` … `array[end - 1]`), skipping each value-taking option's value (`skip`, a
+ * `|`-joined case pattern), and leaves in `path` the longest known command path and in `nargs` the
+ * count of positional arguments after it. Both shells take this `for ((…))` and `case` syntax alike.
+ */
+function walkWords(array: string, first: number, end: string, skip: string): string {
+  return `  for ((i = ${first}; i < ${end}; i++)); do
+    w="\${${array}[i]}"
+    case "$w" in
+      ${skip}) ((i++)) ;;
+      -*) ;;
+      *)
+        candidate="\${path:+$path }$w"
+        if [[ "$known" == *"|$candidate|"* ]]; then path="$candidate"; else ((nargs++)); fi ;;
+    esac
+  done
 `;
 }
 
@@ -180,17 +190,7 @@ ${fn}() {
   local path="" candidate w i nargs=0
   local -a subs opts
   local known=${q(`|${paths.join('|')}|`)}
-  for ((i = 2; i < CURRENT; i++)); do
-    w="\${words[i]}"
-    case "$w" in
-      ${skip}) ((i++)) ;;
-      -*) ;;
-      *)
-        candidate="\${path:+$path }$w"
-        if [[ "$known" == *"|$candidate|"* ]]; then path="$candidate"; else ((nargs++)); fi ;;
-    esac
-  done
-  case "$prev" in
+${walkWords('words', 2, 'CURRENT', skip)}  case "$prev" in
 ${valueCases.join('\n')}
   esac
   case "$path" in

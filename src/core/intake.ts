@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { limitedLog, type LimitedLog } from '../log.js';
 import type { Store, StoreTx } from '../store/store.js';
 import type { DnsResolver } from '../uplink/dkim.js';
 import { recordableFacts } from '../uplink/gates.js';
@@ -20,11 +21,30 @@ import { judgeHeaderBlock, judgeMessage, type Decision, type JudgeRules, type Ju
  * header, address or text of the mail goes into the log): an applied reply at info, untagged mail
  * and copies at info, every other refusal at warn.
  */
-function logVerdict(log: Logger, verdict: Verdict, f: { ledgerId: number | null; task: string | null; agent: string | null; source: string }): void {
+/** Refusals of mail that did not authenticate are logged at most once a minute per verdict (the ledger keeps each). */
+const UNAUTHENTICATED_LOG_EVERY_MS = 60_000;
+
+/** One limited log per logger: its state lives as long as the bridge's logger, across checks. */
+const limitedLogs = new WeakMap<Logger, LimitedLog>();
+
+/**
+ * A recorded verdict in the log. An applied or late reply, and a refusal of mail that
+ * authenticated (it carries the agent's signature: bad-token, task-closed, bad-status…; at most one
+ * per signature, gate 1), get a line each. Anyone can send the rest — unauthenticated refusals and
+ * skipped mail — so a flood of them could push the log's history out of its rotation: at most one
+ * line per verdict a minute, saying how many were left out (every one is a ledger row, and a debug
+ * line).
+ */
+function logVerdict(c: Pick<IntakeContext, 'log' | 'now'>, d: Exclude<Decision, { kind: 'defer' }>, f: { ledgerId: number | null; task: string | null; agent: string | null; source: string }): void {
+  const { verdict } = d;
   const fields = { verdict, ledgerId: f.ledgerId, task: f.task, agent: f.agent, source: f.source };
-  if (verdict.startsWith('applied:') || verdict === 'late:recorded') log.info(fields, 'reply applied');
-  else if (verdict === 'no-task-id' || verdict === 'duplicate') log.info(fields, 'mail skipped');
-  else log.warn(fields, `mail refused: ${verdict}; see a2a-mailbridge ledger${f.task ? ` --task ${f.task}` : ''}`);
+  if (d.kind !== 'refuse') return void c.log.info(fields, 'reply applied');
+  const skipped = verdict === 'no-task-id' || verdict === 'duplicate';
+  const msg = skipped ? 'mail skipped' : `mail refused: ${verdict}; see a2a-mailbridge ledger${f.task ? ` --task ${f.task}` : ''}`;
+  if (d.signature !== null && !skipped) return void c.log.warn(fields, msg);
+  let limited = limitedLogs.get(c.log);
+  if (!limited) limitedLogs.set(c.log, (limited = limitedLog(c.log, UNAUTHENTICATED_LOG_EVERY_MS)));
+  limited(c.now(), skipped ? 'info' : 'warn', verdict, fields, msg);
 }
 
 /** What {@link intake} needs: the store, the gates' configuration, DNS, the clock, the log, the folder's watermark key. */
@@ -68,7 +88,7 @@ export async function intake(c: IntakeContext, msg: FetchedMessage, uidValidity:
     tx.mailbox.advance(c.folder, uidValidity, passTo);
     return ledgerId === null ? { kind: 'seen' } : { kind: 'recorded', verdict: d.verdict, reason: d.reason, ledgerId, decision: d };
   };
-  const logged = (out: Intake): Intake => (logIntake(c.log, out, msg.source), out);
+  const logged = (out: Intake): Intake => (logIntake(c, out, msg.source), out);
   try {
     return logged(await judgeMessage<Intake>(msg, {
       rules: c.rules,
@@ -103,10 +123,10 @@ function judgeReads(store: Store): JudgeStore {
 }
 
 /** After the commit: a recorded verdict in the log. */
-function logIntake(log: Logger, out: Intake, source: string): void {
+function logIntake(c: Pick<IntakeContext, 'log' | 'now'>, out: Intake, source: string): void {
   if (out.kind !== 'recorded') return;
   const tag = out.decision.kind === 'refuse' ? out.decision.tag : out.decision.on.tag;
-  logVerdict(log, out.verdict, { ledgerId: out.ledgerId, task: tag?.taskId ?? null, agent: tag?.agent.name ?? null, source });
+  logVerdict(c, out.decision, { ledgerId: out.ledgerId, task: tag?.taskId ?? null, agent: tag?.agent.name ?? null, source });
 }
 
 /**
@@ -144,6 +164,6 @@ export function intakeHeaderBlocks(
       if (to !== null) tx.mailbox.advance(c.folder, uidValidity, to);
     }
   });
-  for (const r of recorded) logIntake(c.log, r.out, r.message.source);
+  for (const r of recorded) logIntake(c, r.out, r.message.source);
   return { survivors, recorded };
 }

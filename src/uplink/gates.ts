@@ -198,10 +198,19 @@ export function taskTag(facts: MessageFacts, agents: readonly AgentConfig[]): Ta
 const MIME_FIELDS = ['Content-Type', 'Content-Transfer-Encoding', 'MIME-Version'] as const;
 
 /**
+ * The most DKIM-Signature fields a message may carry. A verifier checks each one (a key lookup in
+ * DNS and an RSA or Ed25519 verification, RFC 6376 §6.1), so without a cap anyone holding one
+ * genuine signed mail could add a thousand fields and spend seconds of the check on it. Real mail
+ * carries one to three (the author's domain, an ESP, a mailing list; ARC seals are other fields).
+ */
+export const MAX_DKIM_SIGNATURES = 8;
+
+/**
  * Gate 3: the header block is well formed; From, Subject, Date and Message-ID appear exactly
  * once (RFC 5322 §3.6 allows at most one of each; a prepended second From or Subject still
  * verifies under DKIM when h= does not oversign, RFC 6376 §8.15), Content-Type,
- * Content-Transfer-Encoding and MIME-Version at most once; and From holds one address.
+ * Content-Transfer-Encoding and MIME-Version at most once, DKIM-Signature at most
+ * {@link MAX_DKIM_SIGNATURES} times; and From holds one address.
  * @returns the From address, lower-cased
  */
 export function headerShape(facts: MessageFacts): { fromAddress: string } | Refusal {
@@ -220,6 +229,10 @@ export function headerShape(facts: MessageFacts): { fromAddress: string } | Refu
   for (const name of MIME_FIELDS) {
     const n = fieldsNamed(facts.fields, name).length;
     if (n > 1) return { verdict: 'auth:duplicate-header', reason: `gate 3: ${n} ${name} headers; at most one is allowed` };
+  }
+  const signatures = fieldsNamed(facts.fields, 'DKIM-Signature').length;
+  if (signatures > MAX_DKIM_SIGNATURES) {
+    return { verdict: 'auth:duplicate-header', reason: `gate 3: ${signatures} DKIM-Signature headers; at most ${MAX_DKIM_SIGNATURES} are verified` };
   }
   const from = parseSingleAddress(fieldsNamed(facts.fields, 'from')[0]!.value);
   if (!('address' in from)) {

@@ -27,21 +27,13 @@
  * handed out with `unreadable` set, so the caller records it and goes on. Only a folder that cannot
  * be listed, or a process-wide shortage (EMFILE…), fails the pass.
  *
- * UIDVALIDITY: the folder directory's birth time in ns, in decimal (the inode number on file
- * systems that report no birth time). It stays the same for the life of the folder and changes
- * when the folder is replaced (deleted and created again, or another directory moved into its
- * place); then what this reader remembers is dropped and the folder is read again (the ledger
- * dedupes). Not the inode alone: ext4 and tmpfs hand a freshly deleted directory's inode number to
- * the next mkdir.
+ * UIDVALIDITY: see `readUidValidity` in maildir-files.ts; when it changes, what this reader
+ * remembers is dropped and the folder is read again (the ledger dedupes).
  */
-import { constants as fsConstants, type Dirent } from 'node:fs';
-import { lstat, open, readdir, stat, type FileHandle } from 'node:fs/promises';
-import { join } from 'node:path';
 import { MAX_HEADER_BLOCK_BYTES } from './gates.js';
 import {
   DEFAULT_MAX_HEADERS,
   HEADER_BATCH,
-  MailboxError,
   readOldest,
   unreadableMessage,
   type CheckRequest,
@@ -50,34 +42,25 @@ import {
   type HeaderedMessage,
   type Mailbox,
   type MailboxPass,
-  type UnreadableReason,
 } from './mailbox.js';
+import { dirTimes, listFolder, lstatEntry, readFileStart, readUidValidity, pathOf, shownPath, type DirTimes, type FileName, type ListedEntry } from './maildir-files.js';
 import { matches } from './maildir-narrowing.js';
 import { headerEnd } from './raw-headers.js';
 
 export { deliverToMaildir } from './maildir-deliver.js';
+export { uniqueName } from './maildir-files.js';
 
 /** Bytes read from the start of a file at most to find its header block: the longest the gates read (`MAX_HEADER_BLOCK_BYTES`). */
 export const MAILDIR_HEADER_CAP_BYTES = MAX_HEADER_BLOCK_BYTES;
-/** A header block is read in steps of this many bytes, up to {@link MAILDIR_HEADER_CAP_BYTES}. */
-const HEAD_STEP_BYTES = 16 * 1024;
 /** Entries looked up or lstat'ed between two yields to the event loop. */
 const YIELD_EVERY = 1000;
 /** A full listing at least this often, in ms, even when the directories' mtimes did not move. */
 const MAILDIR_RELIST_MS = 60_000;
 /** How old a directory mtime must be, against the listing, to be trusted unchanged, in ms (coarse timestamps). */
 const MAILDIR_MTIME_SLACK_MS = 2000;
-/** Errors that say nothing about one file but about the process or the system: the check fails and is retried. */
-const TRANSIENT_CODES = new Set(['EMFILE', 'ENFILE', 'ENOMEM', 'EAGAIN', 'EBUSY', 'EINTR', 'ETIMEDOUT']);
-/** Open flags: never follow a symlink swapped in after the lstat; never block on a FIFO. */
-const OPEN_FLAGS = fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK;
-
-type Sub = 'new' | 'cur';
 
 /** A unique name not yet settled: where it is, and (once lstat'ed) its mtime and size. */
-interface Pending {
-  sub: Sub;
-  name: string;
+interface Pending extends FileName {
   mtimeMs?: number;
   size?: number;
   /** isRecorded was asked since the name was last handed out. */
@@ -91,9 +74,6 @@ interface Chosen {
   header: Buffer;
   unreadable?: FetchedMessage['unreadable'];
 }
-
-/** A read of one file: its first bytes and its size now, or why not. */
-type Read = { ok: Buffer; size: number } | { gone: true } | { skip: true } | { unreadable: UnreadableReason; detail: string };
 
 const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
@@ -138,7 +118,7 @@ export class MaildirMailbox implements Mailbox {
    *   or the process is out of file descriptors or memory.
    */
   async open(req: CheckRequest): Promise<MailboxPass> {
-    const uidValidity = await this.#readUidValidity();
+    const uidValidity = await readUidValidity(this.folder);
     if (this.#uidValidity !== uidValidity) {
       this.#forget();
       this.#uidValidity = uidValidity;
@@ -152,12 +132,12 @@ export class MaildirMailbox implements Mailbox {
       this.#missesFor = criteria;
       relist = true;
     }
-    const dirs = await this.#dirTimes();
+    const dirs = await dirTimes(this.folder);
     let candidates: [string, Pending][] = [];
     // Nothing to narrow on means nothing may be read.
     if (narrowing) {
       if (relist || !this.#unchangedSinceListing(dirs)) {
-        await this.#refresh(await this.#list());
+        await this.#refresh(await listFolder(this.folder));
         this.#listed = { ...dirs, at: Date.now() };
       }
       await this.#settleRecorded(req);
@@ -201,14 +181,14 @@ export class MaildirMailbox implements Mailbox {
         }
         if (moved.length) {
           // Moved (new/ → cur/, a flag) or deleted since the listing: one fresh listing says which.
-          const listing = await this.#list();
+          const listing = await listFolder(this.folder);
           for (const [unique, p] of moved) {
             const now = listing.get(unique);
             if (!now) {
               this.#pending.delete(unique); // deleted before anything was read: it is not in the folder
               continue;
             }
-            Object.assign(p, { sub: now.sub, name: now.name });
+            Object.assign(p, placeOf(now));
             const seen = await this.#examine(unique, p, req);
             if (seen === 'gone') waiting = true; // moved again: the next pass reads it
             else if (typeof seen !== 'string') out.push(headered(seen));
@@ -220,7 +200,7 @@ export class MaildirMailbox implements Mailbox {
         const out = new Map<string, FetchedMessage>();
         const lost: [HeaderedMessage, Chosen][] = [];
         const vanished = (h: HeaderedMessage, c: Chosen): FetchedMessage =>
-          unreadableMessage(h, { reason: 'vanished', detail: `${join(this.folder, c.p.sub, c.p.name)} was deleted after its header block was read` });
+          unreadableMessage(h, { reason: 'vanished', detail: `${shownPath(pathOf(this.folder, c.p))} was deleted after its header block was read` });
         const read = async (h: HeaderedMessage, c: Chosen): Promise<FetchedMessage | 'gone'> => {
           const m = await this.#whole(c, req.maxMessageBytes);
           if (m === 'skip') return vanished(h, c); // no longer a regular file
@@ -234,7 +214,7 @@ export class MaildirMailbox implements Mailbox {
             out.set(h.source, unreadableMessage(h, h.unreadable));
             continue;
           }
-          await this.#afterHeaderRead?.(join(this.folder, c.p.sub, c.p.name));
+          await this.#afterHeaderRead?.(shownPath(pathOf(this.folder, c.p)));
           const m = await read(h, c);
           if (m === 'gone') lost.push([h, c]);
           else out.set(h.source, m);
@@ -243,10 +223,10 @@ export class MaildirMailbox implements Mailbox {
           // A MUA may have moved them from new/ to cur/ or re-flagged them since: one fresh listing
           // finds them, and each is read once more from where it is now; one in neither directory
           // any more was deleted.
-          const listing = await this.#list();
+          const listing = await listFolder(this.folder);
           for (const [h, c] of lost) {
             const now = listing.get(c.unique);
-            if (now) Object.assign(c.p, { sub: now.sub, name: now.name });
+            if (now) Object.assign(c.p, placeOf(now));
             const m = now ? await read(h, c) : 'gone';
             out.set(h.source, m === 'gone' ? vanished(h, c) : m);
           }
@@ -268,7 +248,7 @@ export class MaildirMailbox implements Mailbox {
    * cannot judge: the gates record it as `too-large-header`) to hand out, or why not.
    */
   async #examine(unique: string, p: Pending, req: CheckRequest): Promise<Chosen | 'gone' | 'skip' | 'miss'> {
-    const head = await this.#read(p, MAILDIR_HEADER_CAP_BYTES, true);
+    const head = await readFileStart(pathOf(this.folder, p), MAILDIR_HEADER_CAP_BYTES, true);
     if ('gone' in head) return 'gone'; // moved or deleted since the listing
     if ('skip' in head) {
       this.#settle(unique, this.#skipped);
@@ -322,7 +302,7 @@ export class MaildirMailbox implements Mailbox {
   /** Reads a matched message whole (or keeps its header block when over `maxBytes`); `gone` or `skip` when it cannot be. */
   async #whole(c: Chosen, maxBytes: number): Promise<FetchedMessage | 'gone' | 'skip'> {
     if ((c.p.size ?? 0) > maxBytes) return this.#message(c, maxBytes, c.header);
-    const whole = await this.#read(c.p, maxBytes + 1, false);
+    const whole = await readFileStart(pathOf(this.folder, c.p), maxBytes + 1, false);
     if ('gone' in whole) return 'gone';
     if ('skip' in whole) {
       this.#settle(c.unique, this.#skipped);
@@ -333,62 +313,13 @@ export class MaildirMailbox implements Mailbox {
     return this.#message(c, maxBytes, whole.size > maxBytes ? c.header : whole.ok);
   }
 
-  async #readUidValidity(): Promise<string> {
-    try {
-      const s = await stat(this.folder, { bigint: true });
-      if (!s.isDirectory()) throw new MailboxError(`Maildir ${this.folder} is not a directory`, 'io');
-      return (s.birthtimeNs > 0n ? s.birthtimeNs : s.ino).toString(10);
-    } catch (err) {
-      if (err instanceof MailboxError) throw err;
-      throw ioError(`cannot read the Maildir ${this.folder}`, err);
-    }
-  }
-
-  /** Every entry of new/ then cur/ by unique name (a name in both, mid-move, is taken from cur/). */
-  async #list(): Promise<Map<string, { sub: Sub; name: string; dirent: Dirent }>> {
-    const out = new Map<string, { sub: Sub; name: string; dirent: Dirent }>();
-    let found = 0;
-    for (const sub of ['new', 'cur'] as const) {
-      let dirents: Dirent[];
-      try {
-        dirents = await readdir(join(this.folder, sub), { withFileTypes: true });
-        found++;
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
-        throw ioError(`cannot list ${join(this.folder, sub)}`, err);
-      }
-      for (const d of dirents) if (!d.name.startsWith('.')) out.set(uniqueName(d.name), { sub, name: d.name, dirent: d });
-    }
-    if (found === 0) throw new MailboxError(`${this.folder} is not a Maildir: it has neither new/ nor cur/`, 'io');
-    return out;
-  }
-
-  /**
-   * The modification times (ns) of new/ and cur/, read before any listing: a file added, removed
-   * or renamed changes its directory's mtime.
-   * @throws MailboxError io when neither exists (not a Maildir) or one cannot be stat'ed
-   */
-  async #dirTimes(): Promise<{ newM: bigint | null; curM: bigint | null }> {
-    const time = async (sub: Sub): Promise<bigint | null> => {
-      try {
-        return (await stat(join(this.folder, sub), { bigint: true })).mtimeNs;
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-        throw ioError(`cannot stat ${join(this.folder, sub)}`, err);
-      }
-    };
-    const [newM, curM] = await Promise.all([time('new'), time('cur')]);
-    if (newM === null && curM === null) throw new MailboxError(`${this.folder} is not a Maildir: it has neither new/ nor cur/`, 'io');
-    return { newM, curM };
-  }
-
   /**
    * Whether the last listing still holds, so this check needs no new one (the way Dovecot syncs a
    * Maildir): neither directory's mtime moved since it, the listing is less than a minute old, and
    * it was taken at least 2 s after the newest of those mtimes — a change within the file system's
    * timestamp granularity of an earlier one would leave the mtime as it was.
    */
-  #unchangedSinceListing(dirs: { newM: bigint | null; curM: bigint | null }): boolean {
+  #unchangedSinceListing(dirs: DirTimes): boolean {
     const last = this.#listed;
     if (!last || last.newM !== dirs.newM || last.curM !== dirs.curM) return false;
     const now = Date.now();
@@ -398,7 +329,7 @@ export class MaildirMailbox implements Mailbox {
   }
 
   /** Brings the remembered names in line with a listing: gone names are dropped, new ones become pending. */
-  async #refresh(listing: Map<string, { sub: Sub; name: string; dirent: Dirent }>): Promise<void> {
+  async #refresh(listing: Map<string, ListedEntry>): Promise<void> {
     let n = 0;
     const breathe = async (): Promise<void> => {
       if (++n % YIELD_EVERY === 0) await yieldToLoop(); // 100,000 names: let the event loop run between slices
@@ -419,8 +350,8 @@ export class MaildirMailbox implements Mailbox {
         continue;
       }
       const p = this.#pending.get(u);
-      if (!p) this.#pending.set(u, { sub: e.sub, name: e.name, asked: false });
-      else if (p.sub !== e.sub || p.name !== e.name) Object.assign(p, { sub: e.sub, name: e.name }); // moved or re-flagged: same message
+      if (!p) this.#pending.set(u, { ...placeOf(e), asked: false });
+      else if (p.sub !== e.sub || p.name !== e.name) Object.assign(p, placeOf(e)); // moved or re-flagged: same message
     }
   }
 
@@ -448,11 +379,11 @@ export class MaildirMailbox implements Mailbox {
     }
     if (gone.length) {
       // Moved (new/ → cur/, a flag) or deleted since the listing: one more listing says which.
-      const listing = await this.#list();
+      const listing = await listFolder(this.folder);
       for (const [u, p] of gone) {
         const now = listing.get(u);
         if (!now) this.#pending.delete(u);
-        else if (now.sub !== p.sub || now.name !== p.name) await this.#lstat(u, Object.assign(p, { sub: now.sub, name: now.name }));
+        else if (now.sub !== p.sub || now.name !== p.name) await this.#lstat(u, Object.assign(p, placeOf(now)));
       }
     }
     // The order is kept between checks while no entry got its first lstat (after a restart 100,000
@@ -470,61 +401,14 @@ export class MaildirMailbox implements Mailbox {
 
   /** Fills in a pending entry's mtime and size; `gone` when the name is no longer there. */
   async #lstat(unique: string, p: Pending): Promise<'gone' | void> {
-    try {
-      const s = await lstat(join(this.folder, p.sub, p.name));
-      if (!s.isFile()) this.#settle(unique, this.#skipped);
-      else Object.assign(p, { mtimeMs: Math.floor(s.mtimeMs), size: s.size });
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code ?? '';
-      if (TRANSIENT_CODES.has(code)) throw ioError(`cannot lstat ${join(this.folder, p.sub, p.name)}`, err);
-      if (code === 'ENOENT') return 'gone';
-      // Not lstat-able otherwise (EACCES on the directory…): tried again next check.
-    }
-  }
-
-  /**
-   * Reads up to `cap` bytes from the start of a pending file: opened with O_NOFOLLOW and
-   * O_NONBLOCK and checked with fstat, so a symlink or FIFO swapped in after the lstat is skipped.
-   * With `headerOnly`, reads in steps of {@link HEAD_STEP_BYTES} and stops once the bytes read hold
-   * the empty line that ends the header block (a header read costs the header, not 256 KiB).
-   */
-  async #read(p: Pending, cap: number, headerOnly: boolean): Promise<Read> {
-    const path = join(this.folder, p.sub, p.name);
-    let fh: FileHandle | undefined;
-    try {
-      fh = await open(path, OPEN_FLAGS);
-      const st = await fh.stat();
-      if (!st.isFile()) return { skip: true };
-      const buf = Buffer.alloc(Math.min(cap, st.size));
-      let got = 0;
-      while (got < buf.length) {
-        const want = headerOnly ? Math.min(buf.length - got, HEAD_STEP_BYTES) : buf.length - got;
-        const { bytesRead } = await fh.read(buf, got, want, got);
-        if (bytesRead === 0) break;
-        got += bytesRead;
-        if (headerOnly && headerEnd(buf.subarray(0, got)) >= 0) break;
-      }
-      return { ok: buf.subarray(0, got), size: st.size };
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code ?? '';
-      if (code === 'ENOENT') return { gone: true };
-      if (code === 'ELOOP' || code === 'EISDIR' || code === 'ENXIO') return { skip: true };
-      if (TRANSIENT_CODES.has(code)) throw ioError(`cannot read ${path}`, err);
-      const reason: UnreadableReason = code === 'EACCES' || code === 'EPERM' ? 'permission' : 'io';
-      return { unreadable: reason, detail: `${path}: ${code || (err as Error).message}` };
-    } finally {
-      await fh?.close().catch(() => undefined);
-    }
+    const s = await lstatEntry(pathOf(this.folder, p));
+    if (s === 'gone') return 'gone';
+    if (s === 'not-a-file') this.#settle(unique, this.#skipped);
+    else if (s !== 'retry') Object.assign(p, s);
   }
 }
 
-function ioError(what: string, err: unknown): MailboxError {
-  const code = (err as NodeJS.ErrnoException)?.code;
-  return new MailboxError(`${what}${code ? ` (${code})` : ''}`, 'io', { cause: err });
-}
-
-/** The unique part of a Maildir file name: everything before the first `:` (the info, `:2,FS`). */
-export function uniqueName(fileName: string): string {
-  const i = fileName.indexOf(':');
-  return i < 0 ? fileName : fileName.slice(0, i);
+/** Where a listed file is now (its `bytes` cleared when its name is UTF-8 again). */
+function placeOf(e: FileName): FileName {
+  return { sub: e.sub, name: e.name, bytes: e.bytes };
 }

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import type { AgentConfig } from '../../src/config/config.js';
 import type { JudgeRules } from '../../src/core/judge.js';
 import { intake, intakeHeaderBlocks, type Intake } from '../../src/core/mail-check.js';
+import type { Logger } from 'pino';
 import { createLogger } from '../../src/log.js';
 import { Store, type StoreTx } from '../../src/store/store.js';
 import type { ProviderProfile } from '../../src/uplink/border.js';
@@ -27,6 +28,8 @@ export interface CorpusSetting {
   verifyDkim?: boolean;
   /** `mailbox.max_attachment_bytes` (default: the config's, 1 MiB). */
   maxAttachmentBytes?: number;
+  /** Where intake logs (default: nowhere). */
+  log?: Logger;
 }
 
 function seed(db: StoreTx, t: CorpusTask, dateSkewMs: number): void {
@@ -105,7 +108,7 @@ export function corpusStore(m: CorpusManifest, s: CorpusSetting, live: CorpusMes
       uid += 1;
       const now = o.now ?? judgedAt;
       return intake(
-        { store, rules, resolver: o.resolver ?? s.resolver, now: () => now, log: silent, folder: 'INBOX' },
+        { store, rules, resolver: o.resolver ?? s.resolver, now: () => now, log: s.log ?? silent, folder: 'INBOX' },
         { uid, source: `corpus:INBOX:1:${uid}`, raw, size: raw.length, tooLarge: o.tooLarge ?? false, receivedAt: o.receivedAt ?? null },
         '1',
       );
@@ -115,7 +118,7 @@ export function corpusStore(m: CorpusManifest, s: CorpusSetting, live: CorpusMes
       const end = headerEnd(raw, MAX_HEADER_BLOCK_BYTES);
       const head = end < 0 ? raw.subarray(0, MAX_HEADER_BLOCK_BYTES) : raw.subarray(0, end);
       const message = { uid, source: `corpus:INBOX:1:${uid}`, head, size: raw.length, receivedAt: null, passes: uid };
-      const c = { store, rules, resolver: s.resolver, now: () => judgedAt, log: silent, folder: 'INBOX' };
+      const c = { store, rules, resolver: s.resolver, now: () => judgedAt, log: s.log ?? silent, folder: 'INBOX' };
       const { recorded } = intakeHeaderBlocks(c, [message], '1', { maxMessageBytes: rules.maxMessageBytes, passTo: () => uid });
       return recorded[0]?.out.verdict ?? null;
     },

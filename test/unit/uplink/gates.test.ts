@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { dateInWindow, headerBlockReadable, MAX_HEADER_BLOCK_BYTES, MAX_HEADER_LINES, messageFacts, replyStatus, taskOpen, tokenHolds } from '../../../src/uplink/gates.js';
+import { dateInWindow, headerBlockReadable, MAX_DKIM_SIGNATURES, MAX_HEADER_BLOCK_BYTES, MAX_HEADER_LINES, messageFacts, replyStatus, taskOpen, tokenHolds } from '../../../src/uplink/gates.js';
 import type { ParsedReply } from '../../../src/uplink/reply-format.js';
 import { verifyDkimLocally } from '../../../src/uplink/dkim.js';
 import { corpusAgent, loadManifest, loadZone, profileOf, readMessage, zoneResolver } from '../../helpers/corpus.js';
@@ -80,6 +80,36 @@ describe('gate 3: lines that are neither a field nor a continuation', () => {
       } finally {
         store.close();
       }
+    }
+  });
+});
+
+describe('gate 3: DKIM-Signature fields', () => {
+  it(`refuses a genuine signed mail with more than ${MAX_DKIM_SIGNATURES} DKIM-Signature fields on its header block, before any key is looked up`, async () => {
+    const manifest = loadManifest();
+    const genuine = readMessage('01-genuine-done.eml').toString('latin1');
+    const lookups: string[] = [];
+    const zone = zoneResolver(loadZone().records);
+    const resolver: typeof zone = (name, type) => (lookups.push(name), zone(name, type));
+    const extra = (n: number): Buffer => {
+      // Unsigned copies of a signature's shape from other selectors (each would cost a DNS lookup and a verification).
+      const fields = Array.from({ length: n }, (_, i) => `DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=other${i}.example; s=s${i}; h=from:subject; bh=AAAA; b=AAAA\r\n`).join('');
+      return Buffer.from(fields + genuine, 'latin1');
+    };
+    const signed = messageFacts(Buffer.from(genuine, 'latin1')).fields.filter((f) => f.name.toLowerCase() === 'dkim-signature').length;
+    const store = corpusStore(manifest, { agents: [corpusAgent(manifest)], profile: profileOf(manifest), resolver });
+    try {
+      expect(store.takeHeaderBlock(extra(MAX_DKIM_SIGNATURES - signed + 1))).toBe('auth:duplicate-header');
+      expect(await store.take(extra(MAX_DKIM_SIGNATURES - signed + 1000))).toMatchObject({
+        kind: 'recorded',
+        verdict: 'auth:duplicate-header',
+        reason: `gate 3: ${MAX_DKIM_SIGNATURES + 1000} DKIM-Signature headers; at most ${MAX_DKIM_SIGNATURES} are verified`,
+      });
+      expect(lookups).toEqual([]);
+      // At the cap the header block passes gate 3 (the unsigned extras then fail as any unverified signature does).
+      expect(store.takeHeaderBlock(extra(MAX_DKIM_SIGNATURES - signed))).not.toBe('auth:duplicate-header');
+    } finally {
+      store.close();
     }
   });
 });

@@ -233,7 +233,25 @@ describe('MaildirMailbox', () => {
     expect((await box.check(req({ isRecorded: (s) => r.messages.some((m) => m.source === s) }))).messages).toEqual([]);
   });
 
-  it('a file that cannot be opened (EACCES) is handed out as unreadable: permission, and the others still are', () => {
+  it('reads a file whose name is not UTF-8 (the bytes kept exactly) and one whose name holds U+FFFD itself, each once', async () => {
+    const latin = mail({ subject: 'latin [GROK:t]' });
+    const replacement = mail({ subject: 'replacement [GROK:t]' });
+    const bytesName = Buffer.concat([Buffer.from('1700000000.M1P1.host'), Buffer.from([0xff, 0xfe]), Buffer.from(',S=1586:2,S')]);
+    const bytesPath = Buffer.concat([Buffer.from(`${join(dir, 'cur')}/`), bytesName]);
+    writeFileSync(bytesPath, latin);
+    utimesSync(bytesPath, new Date(T0 + 1), new Date(T0 + 1));
+    put('1700000001.M2P2.host\uFFFD', replacement, T0 + 2);
+    const box = new MaildirMailbox(dir);
+    const r = await box.check(req());
+    expect(r.messages.map((m) => uniqueOf(m.source))).toEqual([`/x${Buffer.from('1700000000.M1P1.host\xff\xfe,S=1586', 'latin1').toString('hex')}`, '1700000001.M2P2.host\uFFFD']);
+    expect(r.messages.map((m) => m.raw)).toEqual([latin, replacement]);
+    expect(r.messages.every((m) => m.unreadable === undefined)).toBe(true);
+    expect((await box.check(req({ isRecorded: (s) => r.messages.some((m) => m.source === s) }))).messages).toEqual([]);
+    // A new reader (a restart) keys it the same way.
+    expect((await new MaildirMailbox(dir).check(req())).messages.map((m) => m.source)).toEqual(r.messages.map((m) => m.source));
+  });
+
+  it('a file that cannot be opened (EACCES) is handed out as unreadable: permission, and the others still are', { timeout: 30_000 }, () => {
     put('1.readable', mail({ subject: 'first' }), T0 + 1);
     chmodSync(put('2.private', mail({ subject: 'second' }), T0 + 2), 0o000);
     put('3.readable', mail({ subject: 'third' }), T0 + 3);
