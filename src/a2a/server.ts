@@ -160,10 +160,19 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       res.end(m.body);
       return;
     }
-    if (CARD_PATHS.has(path)) {
+    // The card at the origin's well-known path (RFC 8615; the A2A spec, "Agent Discovery"), and at /agents/.well-known/…:
+    // what an SDK that resolves the card path relative to its base URL (@a2a-js/sdk: new
+    // URL('.well-known/agent-card.json', base)) fetches when given an agent URL without its
+    // trailing slash. Either names one agent only when one is configured; the card's `url` then
+    // routes the client to /agents/<name>. With several, the 404 says which URL to use.
+    const agentsCard = path.startsWith('/agents/') && CARD_PATHS.has(path.slice('/agents'.length));
+    if (CARD_PATHS.has(path) || agentsCard) {
       if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });
       if (agents.size !== 1) {
-        return send(res, 404, { error: 'several agents: fetch /agents/<name>/.well-known/agent-card.json', agents: [...agents.keys()] });
+        return send(res, 404, {
+          error: `several agents: give the client an agent's URL with its trailing slash (${baseUrl}/agents/<name>/), or fetch ${baseUrl}/agents/<name>/.well-known/agent-card.json`,
+          agents: [...agents.keys()],
+        });
       }
       const only = [...agents.values()][0]!;
       return send(res, 200, path.endsWith('agent.json') ? legacyAgentCard(only, endpoint(only)) : agentCard(only, endpoint(only)));

@@ -9,8 +9,8 @@ import { missingSecretFix } from '../config/secret-kinds.js';
 import { Store, StoreError } from '../store/store.js';
 import { TERMINAL_STATES, type TaskState } from '../store/task-state.js';
 import { openMailbox } from '../app.js';
-import { loginCommand } from '../config/provider.js';
 import { MailboxError } from '../uplink/mailbox.js';
+import { mailboxFix } from './mailbox-fix.js';
 import { plural } from '../plural.js';
 import { configPath } from './config-path.js';
 import { clean, cleanLines, printJson } from './format.js';
@@ -48,6 +48,8 @@ export interface SecretRef {
   key: string;
   path: string;
   what: string;
+  /** The command (after `a2a-mailbridge`) that writes this file, for a file the product writes itself. */
+  writtenBy?: string;
 }
 
 export type Doc = Record<string, unknown>;
@@ -57,15 +59,18 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : und
 /** The secret files the loader would read for this document, with what each should hold. */
 export function secretRefs(doc: Doc, baseDir: string): SecretRef[] {
   const out: SecretRef[] = [];
-  const add = (key: string, value: unknown, what: string): void => {
+  const add = (key: string, value: unknown, what: string, writtenBy?: string): void => {
     const p = str(value);
-    if (p !== undefined) out.push({ key, path: resolve(baseDir, p), what });
+    if (p !== undefined) out.push({ key, path: resolve(baseDir, p), what, ...(writtenBy ? { writtenBy } : {}) });
   };
   add('server.bearer_file', table(doc.server).bearer_file, "the facade's bearer (e.g. openssl rand -hex 32)");
   const mailbox = table(doc.mailbox);
   if ((str(mailbox.kind) ?? 'imap') === 'imap') {
     const imap = table(mailbox.imap);
-    if (str(imap.auth) === 'oauth2') add('mailbox.imap.oauth2_refresh_token_file', imap.oauth2_refresh_token_file, `the OAuth2 refresh token (write it with: a2a-mailbridge auth login ${str(imap.oauth2_provider) ?? (str(mailbox.provider) === 'outlook' ? 'microsoft' : 'google')})`);
+    if (str(imap.auth) === 'oauth2') {
+      const login = `auth login ${str(imap.oauth2_provider) ?? (str(mailbox.provider) === 'outlook' ? 'microsoft' : 'google')}`;
+      add('mailbox.imap.oauth2_refresh_token_file', imap.oauth2_refresh_token_file, `the OAuth2 refresh token (write it with: a2a-mailbridge ${login})`, login);
+    }
     else add('mailbox.imap.password_file', imap.password_file, 'your IMAP app password');
   }
   const agents = Array.isArray(doc.agents) ? doc.agents : [];
@@ -97,6 +102,8 @@ function checkSecret(ref: SecretRef, configFlag: string): Check {
   } catch (err) {
     if (!(err instanceof SecretFileError)) throw err;
     if ((err.cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') {
+      // A file the product writes (the OAuth2 grant) is made by its command, never by hand.
+      if (ref.writtenBy) return { name, status: 'fail', detail: `${ref.path} does not exist yet`, fix: `sign in once with: a2a-mailbridge${configFlag} ${ref.writtenBy}` };
       return { name, status: 'fail', detail: `secret file ${ref.path} does not exist`, fix: missingSecretFix(ref.key, ref.path, configFlag) };
     }
     if (/placeholder/.test(err.message)) {
@@ -185,14 +192,6 @@ function checkStore(path: string): Check {
   }
 }
 
-const IMAP_FIX: Record<MailboxError['kind'], string> = {
-  auth: 'check mailbox.imap.user and the password in mailbox.imap.password_file (most providers want an app password)',
-  connect: 'check mailbox.imap.host and port, and that this machine can reach the server',
-  tls: 'check mailbox.imap.port and tls (port 993 with tls = true is implicit TLS)',
-  timeout: 'check mailbox.imap.host, port and tls; the server did not answer in mailbox.imap.timeout_s',
-  protocol: 'check mailbox.folder: it must name an existing folder, spelled as the server does',
-  io: 'check the mailbox settings',
-};
 
 async function checkMailbox(config: Config, passwordOk: boolean): Promise<Check> {
   const m = config.mailbox;
@@ -220,9 +219,7 @@ async function checkMailbox(config: Config, passwordOk: boolean): Promise<Check>
     return { name: 'mailbox', status: 'ok', detail: `IMAP login as ${target} ok, EXAMINE ${m.folder} ok (UIDVALIDITY ${r.uidValidity}); read-only, nothing fetched` };
   } catch (err) {
     if (!(err instanceof MailboxError)) throw err;
-    // An OAuth2 grant that is gone is fixed by signing in again, never by a password.
-    const fix = imap.oauth2 && err.kind === 'auth' ? `sign in again: ${loginCommand(imap.oauth2)}` : IMAP_FIX[err.kind];
-    return { name: 'mailbox', status: 'fail', detail: err.message, fix };
+    return { name: 'mailbox', status: 'fail', detail: err.message, fix: mailboxFix(err, m) };
   } finally {
     await mailbox.close();
   }

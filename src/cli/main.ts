@@ -94,7 +94,7 @@ program
 
 program
   .command('status')
-  .description('a short summary: is the bridge answering, store size, open tasks, the last mailbox check, failing webhooks, refused replies for open tasks')
+  .description('a short summary: is the bridge answering, store size, open tasks, the last mailbox check, failing webhooks, refused replies for open tasks; exit 0 answering, 3 not answering, 4 cannot tell (port 0)')
   .option('--json', 'as JSON')
   .action(async (o: { json?: boolean }) => run(await (await import('./status.js')).runStatus(config(), o)));
 
@@ -136,7 +136,7 @@ program
   .description('delete finished tasks and old ledger rows; open tasks are never touched')
   .option('--older-than <days>', 'tasks finished, and mail seen, more than this many days ago')
   .option('--dry-run', 'count only; delete nothing')
-  .option(...dbOption)
+  .option('--db <file>', 'delete from this store file instead of store.path of the config (with --dry-run: count in it)')
   .option('--json', 'counts as JSON')
   .action(async (o: PruneOptions & { db?: string }) => run((await import('./prune.js')).runPrune(where(o), o)));
 
@@ -150,7 +150,7 @@ program
   .command('backup')
   .description('online copy of the store into a new file (mode 0600, one file: no -wal/-shm), checked with quick_check')
   .argument('<file>', 'the new file; never overwritten')
-  .option(...dbOption)
+  .option('--db <file>', 'copy this store file instead of store.path of the config')
   .option('--json', 'the file, its size, pages and schema version as JSON')
   .action(async (file: string, o: { db?: string; json?: boolean }) => run(await (await import('./backup.js')).runBackup(where(o), file, o)));
 
@@ -204,7 +204,7 @@ program
     process.exitCode = (await demo({ verbose: o.verbose === true })) ? 0 : 1;
   });
 
-program.parseAsync().catch((err: unknown) => {
+program.parseAsync().catch(async (err: unknown) => {
   if ((err as NodeJS.ErrnoException)?.code === 'EADDRINUSE') {
     const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
     process.stderr.write(
@@ -215,6 +215,11 @@ program.parseAsync().catch((err: unknown) => {
   if (isUserError(err)) {
     process.stderr.write(`a2a-mailbridge: ${err.message}\n`);
     process.exit(2);
+  }
+  if ((err as Error)?.name === 'MailboxError') {
+    // A command that did not turn it into a CliFailure itself: the same line with the fix by kind.
+    const { asCliFailure } = await import('./mailbox-fix.js');
+    err = asCliFailure(err);
   }
   if (err instanceof CliFailure) {
     process.stderr.write(`a2a-mailbridge: ${err.message}\n`);

@@ -11,6 +11,7 @@ import { newestImapMessageFrom, newestMaildirMessageFrom } from '../uplink/newes
 import { imapAuth } from '../uplink/oauth2.js';
 import { PRESETS } from '../uplink/providers.js';
 import { CliFailure, UsageError } from './errors.js';
+import { asCliFailure } from './mailbox-fix.js';
 import { clean, printJson } from './format.js';
 
 export interface DetectOptions {
@@ -44,10 +45,15 @@ async function readSource(configFile: string, o: DetectOptions): Promise<{ raw: 
   const address = o.from!.toLowerCase();
   const config = loadConfig(configFile);
   const m = config.mailbox;
-  const raw =
-    m.kind === 'imap'
-      ? await newestImapMessageFrom({ ...m.imap!, folder: m.folder }, await imapAuth(m.imap!), address)
-      : newestMaildirMessageFrom(m.maildirPath!, address);
+  let raw: Buffer | null;
+  try {
+    raw =
+      m.kind === 'imap'
+        ? await newestImapMessageFrom({ ...m.imap!, folder: m.folder }, await imapAuth(m.imap!), address)
+        : newestMaildirMessageFrom(m.maildirPath!, address);
+  } catch (err) {
+    throw asCliFailure(err, m);
+  }
   const where = m.kind === 'imap' ? `${m.imap!.host} ${m.folder}` : m.maildirPath!;
   if (!raw) throw new CliFailure(`no message from ${address} in ${where}; send yourself a mail from that address, or pass --file <eml>`);
   return { raw, source: `newest message from ${address} in ${where}` };
@@ -56,6 +62,7 @@ async function readSource(configFile: string, o: DetectOptions): Promise<{ raw: 
 /**
  * @returns 0 when a preset or self-hosted patterns were found, else 1
  * @throws UsageError without exactly one of --file and --from; CliFailure when the mail cannot be read
+ *   (the mailbox's failure and its fix in one line)
  */
 export async function runProviderDetect(configFile: string, o: DetectOptions): Promise<number> {
   if ((o.file === undefined) === (o.from === undefined)) throw new UsageError('give exactly one of --file <eml> and --from <address>');

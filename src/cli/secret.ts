@@ -23,24 +23,42 @@ export interface SecretNewOptions {
   agent?: string;
 }
 
+/** How to add the key of a kind this config does not have: what the loader reads it under. */
+const HOW_TO_ADD: Record<SecretKind, string> = {
+  bearer: 'set server.bearer_file = "secrets/bearer" in [server]',
+  'signing-secret': 'in the agent\'s [agents.webhook], set auth = "standard-webhooks" (or "both") and secret_file = "secrets/webhook-secret"',
+  'imap-password': 'with kind = "imap" and auth = "password" (the default) in [mailbox.imap], set password_file = "secrets/imap-password"',
+  'webhook-bearer': 'in the agent\'s [agents.webhook], set auth = "bearer" (or "both") and bearer_file = "secrets/webhook-bearer"',
+};
+
+/** The names valid for this config: each alias that finds a file in it, then each key. */
+function validNames(refs: readonly SecretRef[]): string {
+  const aliases = Object.entries(ALIASES)
+    .filter(([, kind]) => refs.some((r) => secretKind(r.key) === kind))
+    .map(([alias]) => alias);
+  return [...aliases, ...refs.map((r) => r.key)].join(', ');
+}
+
 /** Which secret file `name` means: a `*_file` key as doctor prints it, or an alias (`bearer`, `webhook-secret` [--agent]). */
 function pick(refs: readonly SecretRef[], doc: Doc, name: string, agent: string | undefined): SecretRef {
-  const known = refs.map((r) => r.key);
-  const usage = `give one of: ${[...Object.keys(ALIASES), ...known].join(', ')}`;
+  const usage = `this config's are: ${validNames(refs)}`;
   const exact = refs.find((r) => r.key === name);
   if (exact) return exact;
   const kind = ALIASES[name];
   if (!kind) throw new UsageError(`secret new ${JSON.stringify(name)}: not a secret of this config; ${usage}`);
   const agents = Array.isArray(doc.agents) ? (doc.agents as Doc[]) : [];
-  const matching = refs.filter((r) => secretKind(r.key) === kind).filter((r) => {
+  const ofKind = refs.filter((r) => secretKind(r.key) === kind);
+  const matching = ofKind.filter((r) => {
     if (agent === undefined) return true;
     const i = /^agents\[(\d+)\]/.exec(r.key)?.[1];
     return i !== undefined && agents[Number(i)]?.name === agent;
   });
   if (matching.length === 1) return matching[0]!;
   if (matching.length === 0) {
-    const whose = agent !== undefined ? ` for agent ${agent}` : '';
-    throw new UsageError(`this config has no ${name} file${whose} (its webhook auth may not use one); ${usage}`);
+    if (agent !== undefined && ofKind.length > 0) {
+      throw new UsageError(`no agent named ${agent} has a ${name} file (${ofKind.map((r) => r.key).join(', ')} do); give one of their names with --agent`);
+    }
+    throw new UsageError(`this config reads no ${name} file${agent !== undefined ? ` for agent ${agent}` : ''}; ${usage}; to add one, ${HOW_TO_ADD[kind]}`);
   }
   throw new UsageError(`several agents have a ${name} file (${matching.map((r) => r.key).join(', ')}); add --agent <name> or give the key`);
 }

@@ -94,12 +94,25 @@ export function turnGaps(turns: readonly TurnRow[], ledger: readonly LedgerRow[]
   });
 }
 
-function attemptText(a: AttemptRow): string {
-  const took = a.finishedAt === null ? '' : ` after ${gap(a.finishedAt - a.startedAt)}`;
+/**
+ * One attempt's line: its outcome, how long it took (`took`: from its start to its outcome), and
+ * for a retried attempt when the next one ran or is scheduled (`next`, ms since the epoch).
+ */
+function attemptText(a: AttemptRow, next: number | null): string {
   const outcome = a.outcome === null ? 'no outcome recorded (in flight, or the process stopped)' : a.outcome;
   const http = a.httpStatus === null ? '' : `, HTTP ${a.httpStatus}`;
   const error = a.error ? `: ${a.error}` : '';
-  return `webhook attempt ${a.attempt} (turn ${a.turn}): ${outcome}${http}${took}${error}`;
+  const took = a.finishedAt === null ? '' : `; took ${gap(a.finishedAt - a.startedAt)}`;
+  const then = a.outcome === 'retry' && next !== null ? `; next attempt at ${isoUtc(next)}` : '';
+  return `webhook attempt ${a.attempt} (turn ${a.turn}): ${outcome}${http}${error}${took}${then}`;
+}
+
+/** When the attempt after `a` ran (the next row of its dispatch), or is scheduled (its turn's next_attempt_at while pending). */
+function nextAttemptAt(a: AttemptRow, r: TaskRecord): number | null {
+  const following = r.attempts.find((x) => x.dispatchId === a.dispatchId && x.attempt === a.attempt + 1);
+  if (following) return following.startedAt;
+  const turn = r.turns.find((t) => t.dispatchId === a.dispatchId);
+  return turn?.dispatchState === 'pending' ? turn.nextAttemptAt : null;
 }
 
 /** The task's timeline, oldest first: turns, webhook attempts, ledger verdicts, state changes and notes, the audit entry. */
@@ -108,7 +121,7 @@ export function timeline(r: TaskRecord): TimelineEntry[] {
   for (const t of r.turns) {
     out.push({ at: t.createdAt, kind: 'turn', text: `turn ${t.turn} stored, deadline ${isoUtc(t.deadlineAt)}, webhook-id ${t.dispatchId}: ${JSON.stringify(truncate(t.ask, 60))}` });
   }
-  for (const a of r.attempts) out.push({ at: a.startedAt, kind: 'attempt', text: attemptText(a) });
+  for (const a of r.attempts) out.push({ at: a.startedAt, kind: 'attempt', text: attemptText(a, nextAttemptAt(a, r)) });
   for (const l of r.ledger) {
     const date = l.dateHeader ? `, Date ${l.dateHeader}` : '';
     out.push({ at: l.seenAt, kind: 'mail', text: `mail #${l.id} ${l.verdict}: ${l.reason} (Message-ID ${l.messageId ?? '-'}${date})` });

@@ -119,14 +119,21 @@ export function formatStatus(r: StatusReport, now: number): string {
  * `a2a-mailbridge status [--json]`: a short summary of what `/health` knows and what needs a look
  * — whether the bridge answers, the store's size on disk, open tasks, the last mailbox check,
  * webhooks not accepted yet, refused replies for open tasks — from the store opened read-only,
- * and `/health` when the bridge is up. Informational: exit 0 whatever it finds.
+ * and `/health` when the bridge is up. The exit code says whether the bridge answers, as the LSB
+ * init-script `status` codes (and `systemctl status`) do: the rest of the report is information.
  *
- * @returns the exit code (0)
+ * @returns {@link STATUS_EXIT}: 0 the bridge answers /health; 3 it does not (not running, or not
+ *   on this address); 4 it cannot be told (server.listen has port 0)
  * @throws ConfigError, StoreError
  */
 export async function runStatus(configFile: string, o: { json?: boolean }, now = Date.now()): Promise<number> {
-  const report = await statusReport(loadConfig(configFile, { skipSecrets: true }), now);
+  const config = loadConfig(configFile, { skipSecrets: true });
+  const report = await statusReport(config, now);
   if (o.json) printJson(report);
   else process.stdout.write(`${formatStatus(report, now)}\n`);
-  return 0;
+  if (report.bridge.answering) return STATUS_EXIT.answering;
+  return config.server.port === 0 ? STATUS_EXIT.unknown : STATUS_EXIT.notAnswering;
 }
+
+/** The exit codes of `status`, after the LSB init-script `status` action (0 running, 3 not running, 4 unknown). */
+export const STATUS_EXIT = { answering: 0, notAnswering: 3, unknown: 4 } as const;

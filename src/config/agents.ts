@@ -1,4 +1,5 @@
 /** The `[[agents]]` tables of the config: one cloud agent each, with its webhook. */
+import { shownUrl } from './shown-url.js';
 import { Webhook } from 'standardwebhooks';
 import type { AgentConfig, WebhookAuth, WebhookConfig } from './config.js';
 import { ConfigError, type Fields } from './fields.js';
@@ -35,8 +36,10 @@ function parseWebhook(f: Fields, baseDir: string): WebhookConfig {
   try {
     url = new URL(urlText);
   } catch {
-    throw new ConfigError(f.key('url'), `must be an absolute http(s) URL, got ${JSON.stringify(urlText)}`);
+    throw new ConfigError(f.key('url'), `must be an absolute http(s) URL, got ${JSON.stringify(shownUrl(urlText))}`);
   }
+  // A query string may hold a secret: `config` shows the URL with it redacted (the POST uses it whole).
+  f.setEffective('url', shownUrl(url));
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
     throw new ConfigError(f.key('url'), 'must use https (http only for loopback tests)');
   }

@@ -41,22 +41,27 @@ export function loginCommand(o: Pick<OAuth2Config, 'provider'>): string {
 const PROBES = ['attacker.example', 'mx.attacker.example', 'localhost', ''];
 
 /**
- * `mailbox.provider` (default `fastmail`), with `authserv_id` / `border_host` (or the older
- * `provider_host`, which sets both) overriding the preset's patterns.
- * @throws ConfigError for an unknown provider, a `self-hosted` provider without both patterns, a
+ * `mailbox.provider` (default `fastmail`), with `authserv_id` / `border_host` overriding the
+ * preset's patterns. The older `provider_host` (both at once) is refused, naming the two keys.
+ * @throws ConfigError for `provider_host`, an unknown provider, a `self-hosted` provider without both patterns, a
  *   pattern that matches any host, or `verify_dkim = false` with a provider whose results do not
  *   name the signature (Microsoft, Yahoo).
  */
 export function parseProvider(f: Fields, verifyDkim: boolean): ProviderChoice {
   const provider = f.oneOf('provider', PROVIDER_NAMES, 'fastmail');
-  const legacy = f.optionalString('provider_host');
+  if (f.has('provider_host')) {
+    // The older key set both patterns at once; refused, not read, so the two are always set on purpose.
+    throw new ConfigError(
+      f.key('provider_host'),
+      'is no longer read; set authserv_id (the authserv-id your provider writes) and border_host (its MX in the Received `by` clause) instead: the same pattern in both does what provider_host did; a2a-mailbridge provider detect --file <a mail> prints both',
+    );
+  }
   const explicit = (key: 'authserv_id' | 'border_host'): RegExp | undefined => {
-    if (!f.has(key) && legacy === undefined) return undefined;
-    const re = f.has(key) ? f.pattern(key) : f.pattern('provider_host');
+    if (!f.has(key)) return undefined;
+    const re = f.pattern(key);
     const bad = PROBES.find((h) => re.test(h));
-    const which = f.has(key) ? key : 'provider_host';
     if (bad !== undefined) {
-      throw new ConfigError(f.key(which), `matches hosts that are not your provider's (e.g. "${bad}"); name the provider's hosts, e.g. '[a-z0-9-]+\\.messagingengine\\.com'`);
+      throw new ConfigError(f.key(key), `matches hosts that are not your provider's (e.g. "${bad}"); name the provider's hosts, e.g. '[a-z0-9-]+\\.messagingengine\\.com'`);
     }
     return re;
   };
@@ -117,7 +122,8 @@ export function parseImapAuth(t: Fields, baseDir: string, provider: ProviderName
   } catch (err) {
     const missing = err instanceof ConfigError && /does not exist/.test(err.message);
     if (!(missing && o.allowMissingGrant)) {
-      if (missing) throw new ConfigError(t.key('oauth2_refresh_token_file'), `${tokenFile} does not exist yet; sign in once with: ${loginCommand(cfg)}`, { cause: err });
+      // The cause stays the secret reader's: the file is missing, not the key wrong (doctor says so once).
+      if (missing) throw new ConfigError(t.key('oauth2_refresh_token_file'), `${tokenFile} does not exist yet; sign in once with: ${loginCommand(cfg)}`, { cause: err.cause ?? err });
       throw err;
     }
   }

@@ -86,12 +86,16 @@ export function statusText(f: StatusFacts): string | null {
   switch (task.state) {
     case 'SUBMITTED': {
       const a = f.lastAttempt;
+      const inFlight = a !== undefined && a.outcome === null;
       const tried = a
-        ? a.outcome === null
-          ? `The webhook to ${agent.name} is being delivered (attempt ${a.attempt}, started ${iso(a.startedAt)}).`
+        ? inFlight
+          ? `The webhook to ${agent.name} is being delivered (attempt ${a.attempt}, started ${iso(a.startedAt)}; it times out at ${iso(a.startedAt + agent.webhook.timeoutMs)}).`
           : `The webhook to ${agent.name} has not been accepted yet (attempt ${a.attempt}: ${a.error ?? a.outcome}).`
         : `The job is stored; the webhook to ${agent.name} has not been sent yet.`;
-      const next = turn?.nextAttemptAt ? ` Next attempt at ${iso(turn.nextAttemptAt)}.` : '';
+      // While an attempt is in flight, next_attempt_at holds its lease (the timeout plus a margin:
+      // when a crashed attempt is sent again), not a schedule: the next attempt's time is known only
+      // once this one has failed (src/core/dispatch.ts).
+      const next = turn?.nextAttemptAt && !inFlight ? ` Next attempt at ${iso(turn.nextAttemptAt)}.` : '';
       const refused = f.refused ? refusedLine(f.refused, task.id, true) : '';
       return [`${tried}${next}`, refused, deadline, callAgain].filter(Boolean).join(' ');
     }

@@ -30,6 +30,7 @@ import { ImapPass } from './imap-pass.js';
 import { Session, type Phase } from './imap-session.js';
 import { MailboxError, readOldest, type CheckRequest, type CheckResult, type Mailbox, type MailboxPass } from './mailbox.js';
 import { imapAuth } from './oauth2.js';
+import { CONNECT_CODES, TIMEOUT_CODES, TLS_CODE } from './imap-codes.js';
 
 /** `ImapConfig` plus the folder to read (`mailbox.folder` in the config file). */
 export interface ImapMailboxConfig extends ImapConfig {
@@ -43,12 +44,6 @@ const LITERAL_MARGIN_BYTES = 64 * 1024;
 const MAX_LINE_BYTES = 16 * 1024 * 1024;
 const MAX_UID = 4294967295; // RFC 3501 §2.3.1.1: UIDs are 32-bit unsigned
 
-/** Node/socket error codes that mean the server could not be reached. */
-const CONNECT_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EADDRNOTAVAIL', 'EPIPE',
-  'NoConnection', 'EConnectionClosed', 'ClosedAfterConnectText', 'ProxyError', 'EPROXY',
-]);
-const TIMEOUT_CODES = new Set(['CONNECT_TIMEOUT', 'GREETING_TIMEOUT', 'UPGRADE_TIMEOUT', 'ETIMEOUT', 'ETIMEDOUT']);
 
 /**
  * How long one connection is kept at most (`keepSession`), in ms: then a check connects, logs in
@@ -293,7 +288,7 @@ export class ImapMailbox implements Mailbox {
     if (TIMEOUT_CODES.has(code) || TIMEOUT_CODES.has(eventCode)) {
       return make(`IMAP server ${where} did not answer within ${timeoutMs} ms (${phase})`, 'timeout');
     }
-    if (err?.tlsFailed || eventError?.tlsFailed || /^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|ClosedAfterConnectTLS)/.test(code)) {
+    if (err?.tlsFailed || eventError?.tlsFailed || TLS_CODE.test(code)) {
       return make(`IMAP TLS with ${where} failed: ${tlsReason(err, eventError)}`, 'tls');
     }
     if (aborted) return make('IMAP check aborted: the mailbox was closed', 'connect');

@@ -7,6 +7,7 @@ import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } fr
 import { join } from 'node:path';
 import type { ImapConfig } from '../config/config.js';
 import { imapClient } from './imap-client.js';
+import { kindOfCode } from './imap-codes.js';
 import { MailboxError } from './mailbox.js';
 import { fieldsNamed, parseHeaderBlock, parseSingleAddress, splitMessage } from './raw-headers.js';
 
@@ -39,9 +40,11 @@ export async function newestImapMessageFrom(cfg: ImapConfig & { folder: string }
     const full = await client.fetchOne(String(newest), { uid: true, source: true }, { uid: true });
     return full && full.source ? full.source : null;
   } catch (err) {
-    const e = err as { authenticationFailed?: boolean; responseText?: string; message?: string; code?: string };
+    if (err instanceof MailboxError) throw err;
+    const e = err as { authenticationFailed?: boolean; tlsFailed?: boolean; mailboxMissing?: boolean; responseText?: string; message?: string; code?: string };
     if (e.authenticationFailed) throw new MailboxError(`IMAP login failed for ${cfg.user}`, 'auth', { cause: err });
-    throw new MailboxError(`IMAP read of ${cfg.folder} on ${cfg.host}:${cfg.port} failed: ${e.code ?? e.responseText ?? e.message ?? String(err)}`, 'protocol', { cause: err });
+    if (e.mailboxMissing) throw new MailboxError(`IMAP folder ${cfg.folder} does not exist on ${cfg.host}:${cfg.port}`, 'protocol', { cause: err });
+    throw new MailboxError(`IMAP read of ${cfg.folder} on ${cfg.host}:${cfg.port} failed: ${e.code ?? e.responseText ?? e.message ?? String(err)}`, kindOfCode(e.code, e.tlsFailed), { cause: err });
   } finally {
     await client.logout().catch(() => client.close());
   }

@@ -56,6 +56,8 @@ export interface HarnessOptions {
   dovecot: DovecotHandle;
   /** Extra TOML lines in [server] (e.g. `wait_budget_s = 3`). */
   serverToml?: string;
+  /** The bridge's clock stands still but for `advance` (default: it runs with the real one, shifted by `advance`). */
+  frozenClock?: boolean;
   /** Extra TOML lines in [mailbox] (e.g. `check_interval_s = 60`, which replaces the harness's `check_interval_s = 0`). */
   mailboxToml?: string;
   /** Extra TOML lines in the first agent's table (`grok`). */
@@ -214,6 +216,7 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
   };
   const imapLogger = { debug: capture, info: capture, warn: () => {}, error: () => {}, trace: () => {}, fatal: () => {} };
   let offset = 0;
+  const frozenAt = o.frozenClock ? Date.now() : undefined;
   const authedFetch: typeof fetch = (input, init) => {
     const headers = new Headers(init?.headers);
     headers.set('authorization', `Bearer ${TEST_BEARER}`);
@@ -222,9 +225,9 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
   const boot = async () => {
     const app = await startApp(config, {
       log: createLogger('silent'),
-      now: () => Date.now() + offset,
+      now: () => (frozenAt ?? Date.now()) + offset,
       // As serve opens it (src/app.ts openMailbox): the session kept between checks, on the bridge clock.
-      mailbox: new ImapMailbox({ ...config.mailbox.imap!, folder: config.mailbox.folder }, imapLogger, { keepSession: true, now: () => Date.now() + offset }),
+      mailbox: new ImapMailbox({ ...config.mailbox.imap!, folder: config.mailbox.folder }, imapLogger, { keepSession: true, now: () => (frozenAt ?? Date.now()) + offset }),
     });
     await app.bridge.idle(); // the start-up refresh: tests start from a settled bridge
     const endpoint = app.server.endpoint(config.agents[0]!);

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeConfigDir, minimalToml } from '../../helpers/config-dir.js';
 import { runCli } from '../../helpers/cli.js';
+import { freePort } from '../../helpers/free-port.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
 import { judgeThroughMailbox, PROVIDER_CORPUS_DIR, readProviderMessage } from '../../helpers/provider-corpus.js';
 import { join } from 'node:path';
@@ -53,6 +54,17 @@ describe('provider detect', () => {
     expect(gmail.stdout).toMatch(/ignored ARC-Authentication-Results #\d+: ARC-\* fields/);
     const ms = await runCli(['provider', 'detect', '--file', join(PROVIDER_CORPUS_DIR, 'outlook/09-sender-written-ar-original.eml')]);
     expect(ms.stdout).toMatch(/ignored Authentication-Results-Original #\d+/);
+  });
+
+  it('--from with a mailbox that cannot be reached: one line with the fix, exit 1, no stack', async () => {
+    const port = await freePort(); // nothing listens there: the connection is refused
+    const toml = minimalToml()
+      .replace('kind = "maildir"\n', '')
+      .replace('[mailbox.maildir]\npath = "Maildir"', `kind = "imap"\n[mailbox.imap]\nhost = "127.0.0.1"\nport = ${port}\ntls = false\nuser = "u"\npassword_file = "imap-password"`);
+    const dir = makeConfigDir(toml);
+    const r = await runCli(['--config', dir.configPath, 'provider', 'detect', '--from', 'agent@agent.example']);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe(`a2a-mailbridge: IMAP read of INBOX on 127.0.0.1:${port} failed: ECONNREFUSED; check mailbox.imap.host and port, and that this machine can reach the server\n`);
   });
 
   describe('--from, read-only from the configured mailbox', () => {

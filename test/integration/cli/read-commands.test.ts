@@ -10,6 +10,7 @@ import type { TaskJson } from '../../../src/cli/tasks.js';
 import { Store } from '../../../src/store/store.js';
 import { quickCheck } from '../faults/bridge-process.js';
 import { runCli } from '../../helpers/cli.js';
+import { freePort } from '../../helpers/free-port.js';
 import { makeConfigDir, minimalToml, type ConfigDir } from '../../helpers/config-dir.js';
 import { IDS, RAW_FORGED, buildStore } from '../../helpers/store-fixture.js';
 
@@ -94,8 +95,8 @@ describe('show', () => {
     const r = await cli('show', IDS.oldCompleted);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^task {6}11111111-0000-4000-8000-000000000001$/m);
-    expect(r.stdout).toMatch(/webhook attempt 1 \(turn 1\): retry, HTTP 503 after 200 ms: HTTP 503/);
-    expect(r.stdout).toMatch(/webhook attempt 2 \(turn 1\): accepted, HTTP 202 after 1\.0 s/);
+    expect(r.stdout).toMatch(/webhook attempt 1 \(turn 1\): retry, HTTP 503: HTTP 503; took 200 ms; next attempt at \S+Z/);
+    expect(r.stdout).toMatch(/webhook attempt 2 \(turn 1\): accepted, HTTP 202; took 1\.0 s/);
     expect(r.stdout).toMatch(/mail #\d+ applied:done: all gates passed/);
     expect(r.stdout).toMatch(/WORKING → COMPLETED: completed by reply/);
     expect(r.stdout).toMatch(/audit entry #1 written \(COMPLETED\)/);
@@ -179,9 +180,18 @@ describe('ledger', () => {
 });
 
 describe('status', () => {
+  it('exits 3 when no bridge answers at server.listen (as an LSB status action for a service not running)', async () => {
+    const port = await freePort(); // nothing listens there
+    const down = makeConfigDir(minimalToml({ listen: `127.0.0.1:${port}` }));
+    const r = await runCli(['--config', down.configPath, 'status']);
+    rmSync(down.dir, { recursive: true, force: true });
+    expect(r.status, r.stderr).toBe(3);
+    expect(r.stdout).toContain(`bridge    not answering at http://127.0.0.1:${port} (ECONNREFUSED); start it: a2a-mailbridge serve`);
+  });
+
   it('sums up tasks, the mailbox, failing webhooks and refused replies for open tasks, read-only', async () => {
     const r = await cli('status');
-    expect(r.status, r.stderr).toBe(0);
+    expect(r.status, r.stderr).toBe(4); // port 0: whether a bridge answers cannot be told
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe(`a2a-mailbridge status: ${c.configPath}`);
     expect(lines[1]).toBe('bridge    not answering at http://127.0.0.1:0 (server.listen has port 0 (a new port at each start): cannot tell); start it: a2a-mailbridge serve, or a2a-mailbridge service status');
@@ -270,5 +280,14 @@ describe('backup and prune', () => {
     expect(pruned.status).toBe(0);
     expect(pruned.stdout).toMatch(/^task 11111111-0000-4000-8000-000000000001 was pruned; its audit entries remain:/);
     expect(pruned.stdout).toContain('"state": "COMPLETED"');
+  });
+});
+
+describe('--db in the help of the commands that write', () => {
+  it('prune says it deletes from that file, backup that it copies it; the read commands that they read it', async () => {
+    const help = async (cmd: string): Promise<string> => (await runCli([cmd, '--help'])).stdout.replace(/\s+/g, ' ');
+    expect(await help('prune')).toContain('--db <file> delete from this store file instead of store.path of the config');
+    expect(await help('backup')).toContain('--db <file> copy this store file instead of store.path of the config');
+    expect(await help('tasks')).toContain('--db <file> read this store file (a backup, say)');
   });
 });

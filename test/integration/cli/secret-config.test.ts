@@ -31,7 +31,7 @@ describe('secret new', () => {
     expect(shown.status, shown.stderr).toBe(0);
     expect(shown.stdout).toContain(`bearer_file = "${bearer}"`);
     const st = await cli('status');
-    expect(st.status, st.stderr).toBe(0);
+    expect(st.status, st.stderr).toBe(4); // listen port 0: whether a bridge answers cannot be told
     expect(st.stdout).toContain('does not exist yet; serve creates it on its first start');
 
     const r = await cli('secret', 'new', 'server.bearer_file');
@@ -75,10 +75,22 @@ describe('secret new', () => {
     expect(issued.stderr).toMatch(/agents\[0\]\.webhook\.bearer_file holds the token the agent's webhook expects, which is issued elsewhere, not generated here; write it with mode 0600: umask 077 && printf/);
     const unknown = await cli('secret', 'new', 'password');
     expect(unknown.status).toBe(2);
-    expect(unknown.stderr).toBe('a2a-mailbridge: secret new "password": not a secret of this config; give one of: bearer, webhook-secret, imap-password, webhook-bearer, server.bearer_file, agents[0].webhook.bearer_file, agents[0].webhook.secret_file\n');
+    // Only the names this config has (a Maildir config reads no IMAP password).
+    expect(unknown.stderr).toBe("a2a-mailbridge: secret new \"password\": not a secret of this config; this config's are: bearer, webhook-secret, webhook-bearer, server.bearer_file, agents[0].webhook.bearer_file, agents[0].webhook.secret_file\n");
     const noAgent = await cli('secret', 'new', 'webhook-secret', '--agent', 'nobody');
     expect(noAgent.status).toBe(2);
-    expect(noAgent.stderr).toMatch(/this config has no webhook-secret file for agent nobody/);
+    expect(noAgent.stderr).toBe('a2a-mailbridge: no agent named nobody has a webhook-secret file (agents[0].webhook.secret_file do); give one of their names with --agent\n');
+  });
+
+  it('a name this config has no file for: the names it has, never the refused one, and how to add the key', async () => {
+    const sw = makeConfigDir(minimalToml().replace('auth = "both"\nbearer_file = "webhook-bearer"\n', 'auth = "standard-webhooks"\n'));
+    const r = await runCli(['--config', sw.configPath, 'secret', 'new', 'webhook-bearer']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toBe(
+      "a2a-mailbridge: this config reads no webhook-bearer file; this config's are: bearer, webhook-secret, server.bearer_file, agents[0].webhook.secret_file; " +
+        'to add one, in the agent\'s [agents.webhook], set auth = "bearer" (or "both") and bearer_file = "secrets/webhook-bearer"\n',
+    );
+    rmSync(sw.dir, { recursive: true, force: true });
   });
 });
 

@@ -1,9 +1,15 @@
 /**
  * One process of the SQLite contention test (concurrency.test.ts). Opens the shared store with
- * `Store.open` (WAL, busy timeout) and, from `startAt` on, runs its role's
- * read-then-write transactions; prints one JSON line of counts on stdout.
+ * `Store.open` (WAL, busy timeout) and runs its role's read-then-write transactions; prints one
+ * JSON line of counts on stdout, last.
  *
- *   node --import tsx test/integration/faults/store-load.ts <role> <store> <iterations> <startAt> <index>
+ *   node --import tsx test/integration/faults/store-load.ts <role> <store> <iterations> <index>
+ *
+ * Two barriers held by the parent over the pipes make the overlap of the processes a fact rather
+ * than a timing: the process prints `ready` once its store is open and starts its loop on the
+ * line `start` on stdin; it prints `looping` after its first iteration and runs its last iteration
+ * only after the line `all-looping` (sent once every process has printed `looping`). So every
+ * process runs at least its last iteration while all the others are inside their loops.
  *
  * Roles:
  * - `sweeper`: each iteration stores 5 overdue WORKING tasks (one transaction, like `submit`),
@@ -20,9 +26,10 @@ import { pino } from 'pino';
 import { sweepDeadlines } from '../../../src/core/sweep.js';
 import type { BridgeContext } from '../../../src/core/context.js';
 import Database from 'better-sqlite3';
+import { createInterface } from 'node:readline';
 import { Store, type StoreTx } from '../../../src/store/store.js';
 
-const [role = '', path = '', iterationsText = '0', startAtText = '0', indexText = '0'] = process.argv.slice(2);
+const [role = '', path = '', iterationsText = '0', indexText = '0'] = process.argv.slice(2);
 const iterations = Number(iterationsText);
 const index = Number(indexText);
 const FOLDER = 'INBOX';
@@ -37,11 +44,33 @@ export interface Counts {
   other: string[];
   /** Tasks this process moved to FAILED (sweeper). */
   failed: number;
-  firstAt: number;
-  lastAt: number;
+  /** Iterations run after the parent said every process is inside its loop (`all-looping`). */
+  afterAllLooping: number;
   maxTxMs: number;
 }
-const counts: Counts = { role, index, tx: 0, busy: 0, other: [], failed: 0, firstAt: 0, lastAt: 0, maxTxMs: 0 };
+const counts: Counts = { role, index, tx: 0, busy: 0, other: [], failed: 0, afterAllLooping: 0, maxTxMs: 0 };
+
+/** Lines the parent sent on stdin, each resolved once it arrives. */
+const lines = createInterface({ input: process.stdin });
+const seen = new Set<string>();
+const waiting = new Map<string, () => void>();
+lines.on('line', (line) => {
+  seen.add(line);
+  waiting.get(line)?.();
+});
+const lineFromParent = (line: string): Promise<void> =>
+  seen.has(line) ? Promise.resolve() : new Promise((resolve) => waiting.set(line, resolve));
+const allLooping = { yes: false };
+
+/** Around iteration `i` of `n`: signals the first, waits for every process before the last. */
+async function barrier(i: number, n: number): Promise<void> {
+  if (i === 1) process.stdout.write('looping\n');
+  if (i === n - 1) {
+    await lineFromParent('all-looping');
+    allLooping.yes = true;
+  }
+  if (allLooping.yes) counts.afterAllLooping++;
+}
 
 function record(err: unknown): void {
   const e = err as { code?: string; message?: string };
@@ -129,12 +158,12 @@ async function main(): Promise<void> {
   const db = Store.open(path);
   const control = role === 'poller-deferred' ? new Database(path) : null;
   control?.pragma('busy_timeout = 5000');
-  const wait = Number(startAtText) - Date.now();
-  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-  counts.firstAt = Date.now();
+  process.stdout.write('ready\n');
+  await lineFromParent('start');
   if (role === 'sweeper') {
     const ctx = { store: counting(db), now: Date.now, log: pino({ level: 'silent' }) } as unknown as BridgeContext;
     for (let i = 0; i < iterations; i++) {
+      await barrier(i, iterations);
       try {
         seedOverdue(db, 5);
       } catch (err) {
@@ -154,6 +183,7 @@ async function main(): Promise<void> {
     }
   } else if (role === 'poller' || role === 'poller-deferred') {
     for (let i = 0; i < iterations; i++) {
+      await barrier(i, iterations);
       const uid = 1 + index + 2 * i; // the two pollers interleave UIDs
       try {
         if (role === 'poller') timed(() => db.tx((tx) => pollerTx(tx, uid)));
@@ -165,7 +195,7 @@ async function main(): Promise<void> {
   } else {
     throw new Error(`unknown role ${role}`);
   }
-  counts.lastAt = Date.now();
+  lines.close();
   db.close();
   control?.close();
   process.stdout.write(`${JSON.stringify(counts)}\n`);

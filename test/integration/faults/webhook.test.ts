@@ -297,7 +297,7 @@ describe('webhook delivery faults', () => {
     const inFlight = attempts(h, id);
     expect(inFlight.map((a) => [a.attempt, a.outcome])).toEqual([[1, 'retry'], [2, null]]);
     expect(during.every((t) => t.status.state === 'TASK_STATE_SUBMITTED')).toBe(true);
-    expect(statusMessage(during.at(-1))).toMatch(/^The webhook to grok is being delivered \(attempt 2, started \S+Z\)\./);
+    expect(statusMessage(during.at(-1))).toMatch(/^The webhook to grok is being delivered \(attempt 2, started \S+Z; it times out at \S+Z\)\. Deadline/); // no "Next attempt at": the lease is no schedule
 
     // Another caller of the store (the CLI, a second process) that bypasses this process's single
     // flight is stopped by the lease committed before the POST.

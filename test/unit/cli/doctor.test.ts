@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { doctor, formatDoctor, hermesSnippet, secretRefs, splitFix, type DoctorReport } from '../../../src/cli/doctor.js';
 import type { Config } from '../../../src/config/config.js';
-import { makeConfigDir } from '../../helpers/config-dir.js';
+import { makeConfigDir, minimalToml } from '../../helpers/config-dir.js';
 
 describe('doctor: pure parts', () => {
   it('finds every secret file the loader would read, per mailbox kind and webhook auth', () => {
@@ -111,5 +111,26 @@ describe('doctor: pure parts', () => {
         fix: 'correct line 2, column 25: listen = "127.0.0.1:8765',
       },
     ]);
+  });
+
+  it('OAuth2 before auth login: the missing refresh-token file has one fix, the sign-in (never a printf of a secret)', async () => {
+    const toml = minimalToml()
+      .replace('kind = "maildir"\n', 'provider = "gmail"\n')
+      .replace(
+        '[mailbox.maildir]\npath = "Maildir"',
+        '[mailbox.imap]\nhost = "127.0.0.1"\nport = 1\ntls = false\nuser = "u"\nauth = "oauth2"\noauth2_client_id = "cid"\noauth2_refresh_token_file = "refresh-token"',
+      );
+    const c = makeConfigDir(toml);
+    const r = await doctor(c.configPath);
+    const login = `sign in once with: a2a-mailbridge --config ${c.configPath} auth login google`;
+    expect(r.checks.find((x) => x.name === 'secret mailbox.imap.oauth2_refresh_token_file')).toEqual({
+      name: 'secret mailbox.imap.oauth2_refresh_token_file',
+      status: 'fail',
+      detail: `${c.dir}/refresh-token does not exist yet`,
+      fix: login,
+    });
+    const fixes = r.checks.filter((x) => x.status === 'fail').map((x) => x.fix);
+    expect(fixes).toEqual([login]);
+    expect(formatDoctor(r)).not.toMatch(/printf/);
   });
 });

@@ -177,10 +177,14 @@ describe('second hostile trial', () => {
     expect(() => loadConfig(c.configPath)).toThrow(/server\.bearer_file: .* holds characters outside visible ASCII/);
   });
   it('refuses a provider pattern that would trust anyone', () => {
-    for (const [key, value] of [['provider_host', '.*'], ['authserv_id', '.+\\.example'], ['border_host', 'mx\\..*']]) {
+    for (const [key, value] of [['authserv_id', '.+\\.example'], ['border_host', 'mx\\..*']]) {
       const c = makeConfigDir(minimalToml().replace('[mailbox]', () => `[mailbox]\n${key} = '${value}'`));
       expect(() => loadConfig(c.configPath), `${key} = ${value}`).toThrow(/matches hosts that are not your provider's/);
     }
+  });
+  it('refuses the older provider_host, naming the two keys that replace it', () => {
+    const c = makeConfigDir(minimalToml().replace('[mailbox]', () => "[mailbox]\nprovider_host = 'mx\\.example\\.org'"));
+    expect(() => loadConfig(c.configPath)).toThrow(/^config key mailbox\.provider_host: is no longer read; set authserv_id .* and border_host .* instead: the same pattern in both does what provider_host did/);
   });
   it('names the line and column of a TOML syntax error, and shows the line', () => {
     const c = makeConfigDir('[server]\nlisten = "127.0.0.1:1"\nbearer_file = \n');

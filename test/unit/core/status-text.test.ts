@@ -11,7 +11,7 @@ import type { TaskRow } from '../../../src/store/task-rows.js';
 
 const NOW = Date.parse('2026-06-01T12:00:00Z');
 const id = '5f92b50d-e4ec-41ba-823f-7e7281c53eee';
-const agent = { name: 'grok', untrustedLabel: '[UNTRUSTED]' } as AgentConfig;
+const agent = { name: 'grok', untrustedLabel: '[UNTRUSTED]', webhook: { timeoutMs: 10_000 } } as AgentConfig;
 const mailbox: MailboxState = { folder: 'INBOX', uidValidity: '1', lastUid: 0, lastCheckAt: NOW - 10_000, lastResult: 'ok, 0 new messages, 0 applied', lastError: null, errorSince: null, lastSuccessAt: NOW - 10_000 };
 const task = (o: Partial<TaskRow> = {}): TaskRow => ({ id, agent: 'grok', contextId: 'ctx-1', state: 'WORKING', stateReason: 'webhook accepted', failedBy: null, turn: 1, caller: null, createdAt: NOW - 60_000, updatedAt: NOW - 60_000, deadlineAt: NOW + 3_600_000, ...o });
 const facts = (o: Partial<StatusFacts> = {}): StatusFacts => ({ task: task(), agent, turn: undefined, lastAttempt: undefined, mailbox, progressNote: null, lateReplyAt: null, now: NOW, ...o });
