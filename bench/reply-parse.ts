@@ -105,7 +105,7 @@ path = "state/bridge.sqlite"
 [mailbox]
 kind = "maildir"
 address = "${MAILBOX_ADDRESS}"
-max_message_bytes = ${SIZE + 4 * 1024 * 1024}
+max_message_bytes = ${SIZE * 2}
 [mailbox.maildir]
 path = "Maildir"
 [[agents]]
@@ -128,6 +128,7 @@ interface Row {
   rawBytes: number;
   check: { ms: number; stallMs: number; verdict: string };
   parse: number;
+  mime: number;
   block: number;
   jsonRef: number;
   scanRef: number;
@@ -147,39 +148,71 @@ for (const shape of SHAPES) {
   const check = await withStallMeter(() => app.bridge.checkNow());
   const verdicts = Object.keys(check.value.verdicts).join(', ') || (check.value.ok ? '(none)' : `failed: ${check.value.error}`);
   const parse = await timedAsync(() => parseReplyHere(raw));
-  const decoded = await simpleParser(raw, { skipHtmlToText: shape.html === undefined, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true });
+  const mime = await timedAsync(() => simpleParser(raw, { skipHtmlToText: shape.html === undefined, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true }));
+  const decoded = mime.value;
   const text = typeof decoded.text === 'string' ? decoded.text : '';
   const block = timed(() => parseReplyText(text));
   const json = JSON.stringify(text);
   const jsonRef = timed(() => JSON.parse(json) as string);
   const scanRef = timed(() => raw.indexOf(Buffer.from([0x00, 0xff, 0x00])));
-  rows.push({ shape: shape.name, rawBytes: raw.length, check: { ms: check.ms, stallMs: check.stallMs, verdict: verdicts }, parse: parse.ms, block: block.ms, jsonRef: jsonRef.ms, scanRef: scanRef.ms });
+  rows.push({ shape: shape.name, rawBytes: raw.length, check: { ms: check.ms, stallMs: check.stallMs, verdict: verdicts }, parse: parse.ms, mime: mime.ms, block: block.ms, jsonRef: jsonRef.ms, scanRef: scanRef.ms });
   console.log(`${shape.name}: check ${ms(check.ms)} (${verdicts}), longest stall ${ms(check.stallMs)}; parse ${ms(parse.ms)}, reply block ${ms(block.ms)}; JSON.parse ${ms(jsonRef.ms)}`);
 }
 await app.close();
 rmSync(c.dir, { recursive: true, force: true });
 
-// What stays on the main thread when a reply is applied: the one transaction that records it (the
-// raw message in the ledger, the answer as the reply message and as the artifact), on a store of
-// its own, 3 times.
+// The recording of an applied reply, on stores of their own, 3 times each. Reference: what it was
+// before (one transaction writing the raw message and the answer twice, with SQLite's automatic
+// checkpoints). Now: the raw message and the answer written as large values, a short transaction
+// per chunk (src/store/large-values.ts), checkpoints on their worker (src/store/checkpointer.ts),
+// then the decision's transaction, which refers to them.
 const txDir = mkdtempSync(join(tmpdir(), 'mb-bench-tx-'));
-const txDb = Store.open(join(txDir, 'tx.sqlite'));
+const refDb = Store.open(join(txDir, 'ref.sqlite'));
+const nowDb = Store.open(join(txDir, 'now.sqlite'));
+nowDb.checkpointOffThread();
 const txRaw = Buffer.alloc(SIZE, 0x61);
 const txText = fill('a line of the answer\n');
+const entry = (i: number, raw: Buffer | null, rawValue: number | null) =>
+  ({ source: `tx:${i}`, seenAt: i, messageId: null, fromHeader: null, subject: null, dateHeader: null, size: SIZE, rawSha256: `tx${i}`, raw, rawValue, agent: null, taskId: null, verdict: 'applied:done', reason: 'bench' }) as const;
+for (const db of [refDb, nowDb]) {
+  db.tx((tx) => {
+    tx.tasks.insert({ id: 'tx', agent: 'grok', contextId: 'tx', state: 'WORKING', stateReason: null, failedBy: null, turn: 1, caller: 'bench', createdAt: 0, updatedAt: 0, deadlineAt: 1 });
+    tx.turns.insert({ taskId: 'tx', turn: 1, ask: 'job', replyToken: null, deadlineAt: 1, dispatchId: 'msg_tx', envelope: Buffer.from('{}'), dispatchState: 'accepted', nextAttemptAt: null, acceptedAt: 0, replyStatus: null, replyText: null, replyLedgerId: null, repliedAt: null, createdAt: 0 });
+  });
+}
 const txTimes: number[] = [];
+const stepTimes: { longestStep: number; stallMs: number; decision: number }[] = [];
 for (let i = 0; i < 3; i++) {
   txTimes.push(
     timed(() =>
-      txDb.tx((tx) => {
-        const ledgerId = tx.ledger.record({ source: `tx:${i}`, seenAt: i, messageId: null, fromHeader: null, subject: null, dateHeader: null, size: SIZE, rawSha256: `tx${i}`, raw: txRaw, agent: null, taskId: null, verdict: 'applied:done', reason: 'bench' });
-        // The two copies of the answer an applied reply writes: the agent's message and the artifact.
-        tx.messages.insert({ agent: 'grok', messageId: `reply-tx${i}`, taskId: 'tx', contextId: 'tx', role: 'agent', kind: 'reply', turn: 1, text: txText, contentSha256: `tx${i}`, createdAt: i });
-        tx.artifacts.insert({ artifactId: `reply-tx${i}`, taskId: 'tx', turn: 1, name: 'reply', text: txText, ledgerId, createdAt: i });
+      refDb.tx((tx) => {
+        tx.ledger.record(entry(i, txRaw, null));
+        tx.replies.insert({ ledgerId: i + 1, taskId: 'tx', turn: 1, agent: 'grok', kind: 'done', nonce: '0123456789abcdef', text: txText, omittedLines: 0, createdAt: i });
+        tx.turns.recordReply('tx', 1, { status: 'done', text: txText, ledgerId: i + 1, at: i, revokeToken: true });
       }),
     ).ms,
   );
+  let longestStep = 0;
+  const tx0 = nowDb.tx.bind(nowDb);
+  nowDb.tx = <T>(fn: Parameters<typeof tx0<T>>[0]): T => {
+    const t = timed(() => tx0(fn));
+    longestStep = Math.max(longestStep, t.ms);
+    return t.value;
+  };
+  const written = await withStallMeter(async () => ({ raw: await nowDb.writeLargeValue(txRaw, i), answer: await nowDb.writeLargeValue(txText, i) }));
+  nowDb.tx = tx0;
+  const decision = timed(() =>
+    nowDb.tx((tx) => {
+      tx.ledger.record(entry(i, null, written.value.raw));
+      tx.replies.insert({ ledgerId: i + 1, taskId: 'tx', turn: 1, agent: 'grok', kind: 'done', nonce: '0123456789abcdef', text: '', textValue: written.value.answer, omittedLines: 0, createdAt: i });
+      tx.turns.recordReply('tx', 1, { status: 'done', text: null, ledgerId: i + 1, at: i, revokeToken: true });
+    }),
+  );
+  await nowDb.checkpointsIdle();
+  stepTimes.push({ longestStep, stallMs: written.stallMs, decision: decision.ms });
 }
-txDb.close();
+refDb.close();
+nowDb.close();
 rmSync(txDir, { recursive: true, force: true });
 
 // Part 2: the header parsers on their hostile shapes.
@@ -217,17 +250,18 @@ const load = meter.stop();
 
 const worstStall = Math.max(...rows.map((r) => r.check.stallMs));
 const worstParse = Math.max(...rows.map((r) => r.parse));
+const worstRow = rows.find((r) => r.parse === worstParse)!;
 const body = [
-  `Part 1: a ${bytes(SIZE)} answer of each shape in a genuine reply (DKIM-signed RSA-2048 relaxed/relaxed by the agent's domain, provider-stamped; nodemailer picks the transfer encoding), each to its own WORKING task, judged by \`Bridge.checkNow()\` on an in-memory mailbox with local DKIM verification (key from an in-process resolver) and the SQLite store. "Longest stall" is the largest lateness of a 1 ms interval timer during the check (how long \`/health\` would wait). Messages of 256 KiB or more are DKIM-verified and parsed on the offload worker thread (src/uplink/offload.ts) within a 10 s budget each. "Parse" is \`parseReplyHere\` on this thread (MIME decoding + the reply block), "reply block" \`parseReplyText\` on the decoded text; the references, on the same run: \`JSON.parse\` of the decoded text as one JSON string, and \`Buffer.indexOf\` of a byte sequence the raw message lacks. ${describeLoad(load)}`,
+  `Part 1: a ${bytes(SIZE)} answer of each shape in a genuine reply (DKIM-signed RSA-2048 relaxed/relaxed by the agent's domain, provider-stamped; nodemailer picks the transfer encoding), each to its own WORKING task, judged by \`Bridge.checkNow()\` on an in-memory mailbox with local DKIM verification (key from an in-process resolver) and the SQLite store. "Longest stall" is the largest lateness of a 1 ms interval timer during the check (how long \`/health\` would wait). Messages of 256 KiB or more are DKIM-verified and parsed on the offload worker thread (src/uplink/offload.ts) within a 10 s budget each. "Parse" is \`parseReplyHere\` on this thread (MIME decoding + the reply block), "mailparser alone" its \`simpleParser\` call, "reply block" \`parseReplyText\` on the decoded text; the references, on the same run: \`JSON.parse\` of the decoded text as one JSON string, and \`Buffer.indexOf\` of a byte sequence the raw message lacks. ${describeLoad(load)}`,
   '',
   table(
-    ['shape', 'raw', 'check', 'longest stall', 'verdict', 'parse (MIME + block)', 'reply block alone', 'JSON.parse (ref.)', 'byte scan (ref.)'],
-    rows.map((r) => [r.shape, bytes(r.rawBytes), ms(r.check.ms), ms(r.check.stallMs), r.check.verdict, ms(r.parse), ms(r.block), ms(r.jsonRef), ms(r.scanRef)]),
+    ['shape', 'raw', 'check', 'longest stall', 'verdict', 'parse (MIME + block)', 'mailparser alone', 'reply block alone', 'JSON.parse (ref.)', 'byte scan (ref.)'],
+    rows.map((r) => [r.shape, bytes(r.rawBytes), ms(r.check.ms), ms(r.check.stallMs), r.check.verdict, ms(r.parse), ms(r.mime), ms(r.block), ms(r.jsonRef), ms(r.scanRef)]),
   ),
   '',
-  `Before this change the reply block of 3 MB of rule lines took about 60 s on the main thread, i.e. every request waited that long; an HTML body nested that deep is not converted (html-to-text gives up; the reply has no readable body: no-token).`,
+  `Before this change the reply block of 3 MB of rule lines took about 60 s on the main thread, i.e. every request waited that long; an HTML body nested that deep is not converted (html-to-text gives up; the reply has no readable body: no-token). Before the next change (issue 10, the stall): longest stall 77–612 ms, parse up to 2,026 ms ("many short lines": the reply block joined 5 million lines one string at a time).`,
   '',
-  `What still runs on the main thread: the SHA-256 of the raw bytes, the header block's parse, and the one SQLite transaction that records an applied reply — the raw message in the ledger and the answer twice (the reply message and the artifact), ≈3× the message written at once. That transaction alone, same sizes, same run: ${txTimes.map(ms).join(', ')} (median ${ms(median(txTimes))}). It is most of the stall above; storing the answer once, or less of a large raw, is work for the store (the facade in src/store/store.ts) and the retention of refused mail.`,
+  `What runs on the main thread, each piece bounded: the header block's parse; the SHA-256 of the raw bytes in 256 KiB slices (src/uplink/digest.ts) and its copy into shared memory for the worker in 1 MiB slices (src/uplink/offload.ts), the event loop turning between slices; the recording of an applied reply. That recording was one SQLite transaction writing the raw message and the answer twice (in the reply row and the turn), ≈3× the message, plus the automatic checkpoint a commit past 1,000 WAL pages runs: same sizes, same run, ${txTimes.map(ms).join(', ')} (median ${ms(median(txTimes))}). Now the raw message and the answer are written first as large values, a short transaction per 256 KiB chunk with a turn of the event loop between them (src/store/large-values.ts), checkpoints run on a worker thread with its own connection (src/store/checkpointer.ts), and the decision's one transaction (ledger row, reply row, task state) refers to them: longest single step ${stepTimes.map((t) => ms(t.longestStep)).join(', ')}, longest stall while writing ${stepTimes.map((t) => ms(t.stallMs)).join(', ')}, the decision's transaction ${stepTimes.map((t) => ms(t.decision)).join(', ')}.`,
   '',
   `Part 2: each header parser on ${bytes(SIZE)} of a hostile shape, on this thread, beside \`JSON.parse\` of a ${bytes(SIZE)} JSON string measured right after it.`,
   '',
@@ -235,6 +269,6 @@ const body = [
   '',
   'Goals:',
   `- Longest event-loop stall while a ${bytes(SIZE)} reply of any shape is judged < 100 ms: ${ms(worstStall)} — ${verdict(worstStall < 100)}.`,
-  `- Parse time of each shape < 1 s: worst ${ms(worstParse)} — ${verdict(worstParse < 1000)}.`,
+  `- Parse time of each shape < 1 s: worst ${ms(worstParse)} (${worstRow.shape}, ${bytes(worstRow.rawBytes)}: mailparser alone ${ms(worstRow.mime)}, the reply block alone ${ms(worstRow.block)}) — ${verdict(worstParse < 1000)}. The parse runs on the worker thread, within its 10 s budget; a reply over it is recorded unparsed (\`no-token\`, "the body was not read"), never applied half-read.`,
 ];
 writeSection('reply-parse', 'Reply parsing: linear time, and the event loop while a 10 MB reply is judged', body.join('\n'));

@@ -63,6 +63,8 @@ export interface BuiltBridge {
  */
 export function buildBridge(config: Config, o: BuildOptions): BuiltBridge {
   const store = Store.open(config.store.path);
+  // Checkpoints (copying the WAL into the file, and syncing) on a worker, not inside a commit.
+  store.checkpointOffThread((message) => o.log.warn({ err: message }, 'a WAL checkpoint failed; the next commit asks for another'));
   const maxTimeout = Math.max(...config.agents.map((a) => a.webhook.timeoutMs));
   // Our webhook dispatcher (and undici with it) is made by the first webhook, not at start.
   let ours: Dispatcher | undefined;
@@ -118,7 +120,7 @@ export async function startApp(config: Config, o: AppOptions): Promise<App> {
   }
   bridge.resume();
   // The store's upkeep (WAL bounds, the daily integrity check) also when no call comes.
-  const upkeep = setInterval(() => bridge.maintainStore(), UPKEEP_EVERY_MS);
+  const upkeep = setInterval(() => void bridge.maintainStore(), UPKEEP_EVERY_MS);
   upkeep.unref();
   let watcher: Watcher | undefined;
   if (config.mailbox.watch) {

@@ -11,6 +11,11 @@ export interface Provenance {
   receivedAt: number | null;
   /** When it was judged, ms since the epoch. */
   at: number;
+  /**
+   * Large values written before the decision (src/store/large-values.ts): the whole raw message,
+   * the answer. A decision that keeps the whole message refers to them instead of writing the bytes.
+   */
+  staged?: { raw?: number; answer?: number };
 }
 
 /**
@@ -25,7 +30,8 @@ export interface Provenance {
  */
 export function recordDecision(tx: StoreTx, d: Exclude<Decision, { kind: 'defer' }>, p: Provenance): number | null {
   const tag = d.kind === 'refuse' ? d.tag : d.on.tag;
-  const raw = d.evidence === 'whole' ? p.raw : d.evidence === 'head' ? p.raw.subarray(0, REFUSED_RAW_KEEP_BYTES) : null;
+  const rawValue = d.evidence === 'whole' ? (p.staged?.raw ?? null) : null;
+  const raw = d.evidence === 'whole' ? (rawValue === null ? p.raw : null) : d.evidence === 'head' ? p.raw.subarray(0, REFUSED_RAW_KEEP_BYTES) : null;
   const ledgerId = tx.ledger.record({
     source: p.source,
     seenAt: p.at,
@@ -36,6 +42,7 @@ export function recordDecision(tx: StoreTx, d: Exclude<Decision, { kind: 'defer'
     size: d.message.size,
     rawSha256: d.message.rawSha256,
     raw,
+    rawValue,
     agent: tag?.agent.name ?? null,
     taskId: tag?.taskId ?? null,
     verdict: d.verdict,
@@ -50,6 +57,9 @@ export function recordDecision(tx: StoreTx, d: Exclude<Decision, { kind: 'defer'
   const { task, turn } = d.on;
   const agent = d.on.tag.agent;
   const reply = d.reply;
+  const answerValue = p.staged?.answer ?? null;
+  /** The turn's copy of the answer: none when the reply row refers to it as a large value. */
+  const turnText = answerValue === null ? reply.answer : null;
   // The reply's content is stored once (src/store/replies.ts) with the nonce of its fence; every view
   // cleans and fences it (docs/agent-text.md). Nothing of the mail goes into bridge text: causes
   // name the ledger row, never the agent-chosen Message-ID.
@@ -60,7 +70,8 @@ export function recordDecision(tx: StoreTx, d: Exclude<Decision, { kind: 'defer'
     agent: agent.name,
     kind: d.kind === 'late' ? 'late' : d.status,
     nonce: newFenceNonce(),
-    text: reply.answer,
+    text: answerValue === null ? reply.answer : '',
+    textValue: answerValue,
     omittedLines: reply.omittedLines,
     createdAt: at,
   });
@@ -96,13 +107,13 @@ export function recordDecision(tx: StoreTx, d: Exclude<Decision, { kind: 'defer'
   const via = `reply (ledger #${ledgerId})`;
 
   if (d.kind === 'late') {
-    tx.turns.recordReply(task.id, turn.turn, { status: reply.status === 'working' ? 'working' : 'done', text: reply.answer, ledgerId, at, revokeToken: true });
+    tx.turns.recordReply(task.id, turn.turn, { status: reply.status === 'working' ? 'working' : 'done', text: turnText, ledgerId, at, revokeToken: true });
     tx.tasks.note(task, at, `late reply kept: ${via}`);
     return ledgerId;
   }
 
   const status = d.status;
-  tx.turns.recordReply(task.id, turn.turn, { status, text: reply.answer, ledgerId, at, revokeToken: status !== 'working' });
+  tx.turns.recordReply(task.id, turn.turn, { status, text: turnText, ledgerId, at, revokeToken: status !== 'working' });
   switch (status) {
     case 'done':
       tx.tasks.transition(task, 'COMPLETED', { at, cause: `completed by ${via}`, deadlineAt: null });

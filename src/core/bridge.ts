@@ -251,9 +251,8 @@ export class Bridge {
     if (this.checkDue()) work.push(this.checkNow());
     if (work.length) await Promise.race([Promise.allSettled(work), sleep(budget)]);
     this.sweep();
-    this.maintainStore();
+    await this.maintainStore();
   }
-
 
   /**
    * When the next webhook attempt and the next deadline fall due (store/schedule.ts), and when the
@@ -328,8 +327,8 @@ export class Bridge {
    * The store's upkeep (src/core/store-upkeep.ts), run by every refresh and by `serve`'s timer.
    * Never waits and never fails the call it runs in.
    */
-  maintainStore(): void {
-    this.upkeep.run();
+  maintainStore(): Promise<void> {
+    return this.upkeep.run();
   }
 
   /** The counts and the last mailbox check, for `GET /health`; never throws. */

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { limitedLog, type LimitedLog } from '../log.js';
-import type { Store, StoreTx } from '../store/store.js';
+import { LARGE_VALUE_MIN, type Store, type StoreTx } from '../store/store.js';
 import type { DnsResolver } from '../uplink/dkim.js';
 import { recordableFacts } from '../uplink/gates.js';
 import type { FetchedMessage, HeaderedMessage } from '../uplink/mailbox.js';
@@ -82,15 +82,29 @@ export async function intake(c: IntakeContext, msg: FetchedMessage, uidValidity:
     return { kind: 'seen' };
   }
   const reads = judgeReads(store);
+  /** Large values written before the decision (see `stage`), and whether the decision refers to them. */
+  const staged: { raw?: number; answer?: number } = {};
+  let stagedUsed = false;
+  let answerSize = 0;
+  /** Values no committed row refers to are dropped now; one left by a failure here is an orphan, deleted at the next start. */
+  const dropUnused = async (): Promise<void> => {
+    if (stagedUsed) return;
+    try {
+      await dropStaged(store, staged, { raw: msg.raw.length, answer: answerSize });
+    } catch (err) {
+      c.log.warn({ err: (err as Error).message, source: msg.source }, 'a large value written for a refused reply could not be dropped; it is deleted at the next start');
+    }
+  };
   /** Records the decision and moves the watermark past the message, in the open transaction. */
   const commit = (tx: StoreTx, d: Exclude<Decision, { kind: 'defer' }>): Intake => {
-    const ledgerId = recordDecision(tx, d, { source: msg.source, raw: msg.raw, receivedAt: msg.receivedAt, at: c.now() });
+    const ledgerId = recordDecision(tx, d, { source: msg.source, raw: msg.raw, receivedAt: msg.receivedAt, at: c.now(), staged });
+    stagedUsed = ledgerId !== null && d.kind !== 'refuse';
     tx.mailbox.advance(c.folder, uidValidity, passTo);
     return ledgerId === null ? { kind: 'seen' } : { kind: 'recorded', verdict: d.verdict, reason: d.reason, ledgerId, decision: d };
   };
   const logged = (out: Intake): Intake => (logIntake(c, out, msg.source), out);
   try {
-    return logged(await judgeMessage<Intake>(msg, {
+    const out = await judgeMessage<Intake>(msg, {
       rules: c.rules,
       resolver: c.resolver,
       now: c.now,
@@ -100,13 +114,33 @@ export async function intake(c: IntakeContext, msg: FetchedMessage, uidValidity:
           const d = decide();
           return d.kind === 'defer' ? { kind: 'deferred', reason: d.reason } : commit(tx, d);
         }),
-    }));
+      // An authenticated reply may be applied: a large raw message or answer is written now, in
+      // bounded steps, so the decision's transaction only refers to it (src/store/large-values.ts).
+      stage: async (reply) => {
+        const at = c.now();
+        answerSize = reply.answer.length;
+        if (msg.raw.length >= LARGE_VALUE_MIN) staged.raw = await store.writeLargeValue(msg.raw, at);
+        if (reply.answer.length >= LARGE_VALUE_MIN) staged.answer = await store.writeLargeValue(reply.answer, at);
+      },
+    });
+    await dropUnused();
+    return logged(out);
   } catch (err) {
+    await dropUnused();
     // The parsers never throw on hostile bytes; if something else does, the message is still recorded.
     c.log.error({ err: (err as Error).message, source: msg.source }, 'message could not be processed');
     const reason = `processing failed: ${(err as Error).message}`;
     return logged(store.tx((tx) => commit(tx, { kind: 'refuse', verdict: 'unreadable', reason, message: recordableFacts(msg.raw, msg.size), tag: null, evidence: 'none', signature: null })));
   }
+}
+
+/**
+ * Drops the large values of `staged` when no committed row refers to them (the mail was refused
+ * after all, or a defect of ours stopped the decision).
+ */
+async function dropStaged(store: Store, staged: { raw?: number; answer?: number }, sizes: { raw: number; answer: number }): Promise<void> {
+  if (staged.raw !== undefined) await store.dropLargeValue(staged.raw, sizes.raw);
+  if (staged.answer !== undefined) await store.dropLargeValue(staged.answer, sizes.answer);
 }
 
 /** The judge's store reads, answered by `store` (outside and inside the deciding transaction alike: it reads what it holds now). */

@@ -31,6 +31,7 @@ import {
   type TaskTag,
 } from '../uplink/gates.js';
 import type { UnreadableReason } from '../uplink/mailbox.js';
+import { sha256Sliced } from '../uplink/digest.js';
 import { parseReply, type ParsedReply } from '../uplink/reply-format.js';
 import { tokensEqual } from './token.js';
 
@@ -114,6 +115,11 @@ export interface JudgeFacts<R> {
    * A caller that writes nothing may just return `decide()`.
    */
   settle(decide: () => Decision): R;
+  /**
+   * Called once for an authenticated, parsed reply, right before `settle`: the time to write, in
+   * bounded steps, what a decision to keep it would store (src/store/large-values.ts). Optional.
+   */
+  stage?(reply: ParsedReply): Promise<void>;
 }
 
 /**
@@ -166,14 +172,14 @@ interface Screened {
  * what the rest of the judge needs. `msg.raw` may be the whole message or its header block only
  * (a too-large message; the header stage of a check): gate 1's digest is then the header block's.
  */
-function screen(msg: IncomingMessage, rules: JudgeRules, store: JudgeStore): EarlyRefusal | Screened {
+function screen(msg: IncomingMessage, rules: JudgeRules, store: JudgeStore, sha256?: string): EarlyRefusal | Screened {
   const unreadableHeader = headerBlockReadable(msg.raw, msg.size);
   if (msg.unreadable || unreadableHeader) {
     const r: Refusal = msg.unreadable ? { verdict: `unreadable:${msg.unreadable.reason}`, reason: msg.unreadable.detail } : unreadableHeader!;
-    const seen = unreadableHeader ? unparsedFacts(msg.raw, msg.size) : messageFacts(msg.raw, msg.size);
+    const seen = unreadableHeader ? unparsedFacts(msg.raw, msg.size, sha256) : messageFacts(msg.raw, msg.size, sha256);
     return { kind: 'refuse', verdict: r.verdict, reason: r.reason, message: seen, tag: null, evidence: 'none', signature: null };
   }
-  const message = messageFacts(msg.raw, msg.size);
+  const message = messageFacts(msg.raw, msg.size, sha256);
   const tagged = taskTag(message, rules.agents);
   const tag = isRefusal(tagged) ? null : tagged;
   /** Tagged mail refused before it authenticated keeps its head; untagged mail nothing. */
@@ -243,7 +249,8 @@ export function judgeHeaderBlock(msg: IncomingMessage, rules: JudgeRules, store:
  */
 export async function judgeMessage<R>(msg: IncomingMessage, facts: JudgeFacts<R>): Promise<R> {
   const { rules, store } = facts;
-  const screened = screen(msg, rules, store);
+  // The digest of a large message is taken in slices, the event loop answering between them.
+  const screened = screen(msg, rules, store, await sha256Sliced(msg.raw));
   if ('kind' in screened) return facts.settle(() => screened);
   const { message, tag, aligned } = screened;
 
@@ -264,6 +271,7 @@ export async function judgeMessage<R>(msg: IncomingMessage, facts: JudgeFacts<R>
   const key = signatureKey(signature.b);
 
   const reply = await parseReply(msg.raw, { maxAttachmentBytes: rules.maxAttachmentBytes });
+  await facts.stage?.(reply);
   return facts.settle((): Decision => {
     // Authenticated from here on: only an applied or late reply keeps the whole message.
     const refused = (r: Refusal): Decision => ({ kind: 'refuse', verdict: r.verdict, reason: r.reason, message, tag, evidence: 'head', signature: key });

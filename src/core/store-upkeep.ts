@@ -44,16 +44,20 @@ export class StoreUpkeep {
   }
 
   /**
-   * At most once a minute (on the bridge clock), truncate a WAL that grew while a reader held a
-   * snapshot (store/wal.ts); and when it is due ({@link STORE_CHECK_FIRST_MS}, then every {@link STORE_CHECK_EVERY_MS}), start
-   * the integrity check on a worker thread. Never waits and never fails the call it runs in.
+   * When it is due ({@link STORE_CHECK_FIRST_MS}, then every {@link STORE_CHECK_EVERY_MS}), start
+   * the integrity check on a worker thread; and at most once a minute (on the bridge clock),
+   * truncate a WAL that grew while a reader held a snapshot (store/wal.ts), the log first
+   * checkpointed on the checkpoint worker (store/checkpointer.ts: off the event loop; one already
+   * under way there would make the truncation here find the log busy). Never waits for a reader
+   * and never fails the call it runs in.
    */
-  run(): void {
+  async run(): Promise<void> {
     const now = this.ctx.now();
     if (now >= this.dueAt && !this.running) this.start(now);
     if (now - this.maintainedAt < STORE_MAINTENANCE_MS) return;
     this.maintainedAt = now;
     try {
+      await this.ctx.store.checkpoint();
       const r = this.ctx.store.shrinkWal();
       if (r.before !== r.after) this.ctx.log.info({ walBytes: r.before, now: r.after }, 'store WAL truncated');
     } catch (err) {

@@ -1,6 +1,7 @@
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { Verdict } from '../uplink/verdicts.js';
 import { StoreError, type Db, type Writer } from './db.js';
+import { largeValueReads } from './large-values.js';
 import { conditions, stmt } from './statements.js';
 
 /** One fetched message and the verdict the judge gave it (src/core/judge.ts). Recorded once per source. */
@@ -20,6 +21,11 @@ export interface LedgerEntry {
    * 64 KiB (or the header block read) of other tagged mail; null for untagged mail.
    */
   raw: Buffer | null;
+  /**
+   * The raw bytes written before as a large value (src/store/large-values.ts), instead of `raw`;
+   * null or absent when `raw` holds them (or none were kept).
+   */
+  rawValue?: number | null;
   agent: string | null;
   taskId: string | null;
   verdict: Verdict;
@@ -137,23 +143,24 @@ export function ledgerReads(db: Db) {
     },
 
     /**
-     * The raw bytes kept for this row, exactly as they were fetched (inflated when stored
-     * compressed); null when none were kept.
+     * The raw bytes kept for this row, exactly as they were fetched, wherever they are stored (a
+     * large value, or the row itself — inflated when stored compressed); null when none were kept.
      * @throws StoreError when they are stored in an encoding this version does not read, or damaged
      */
     raw(id: number): Buffer | null {
-      const r = stmt(db, `SELECT raw, raw_codec AS codec FROM ledger WHERE id = ?`).get(id) as { raw: Buffer | null; codec: string | null } | undefined;
+      const r = stmt(db, `SELECT raw, raw_codec AS codec, raw_value AS rawValue FROM ledger WHERE id = ?`).get(id) as { raw: Buffer | null; codec: string | null; rawValue: number | null } | undefined;
+      if (r?.rawValue != null) return largeValueReads(db).bytes(r.rawValue);
       return unpackRaw(id, r?.raw ?? null, r?.codec ?? null);
     },
 
     /** The newest row of tagged mail whose raw bytes were kept (`doctor` judges it again), without the bytes. */
     latestTaggedWithRaw(): LedgerRow | undefined {
-      return stmt(db, `SELECT ${COLUMNS} FROM ledger WHERE task_id IS NOT NULL AND raw IS NOT NULL ORDER BY id DESC LIMIT 1`).get() as LedgerRow | undefined;
+      return stmt(db, `SELECT ${COLUMNS} FROM ledger WHERE task_id IS NOT NULL AND (raw IS NOT NULL OR raw_value IS NOT NULL) ORDER BY id DESC LIMIT 1`).get() as LedgerRow | undefined;
     },
 
     /** One ledger row without its raw bytes, and whether raw bytes were kept; undefined when no row has this id. */
     row(id: number): (LedgerRow & { hasRaw: boolean }) | undefined {
-      const r = stmt(db, `SELECT ${COLUMNS}, raw IS NOT NULL AS hasRaw FROM ledger WHERE id = ?`).get(id) as (LedgerRow & { hasRaw: number }) | undefined;
+      const r = stmt(db, `SELECT ${COLUMNS}, (raw IS NOT NULL OR raw_value IS NOT NULL) AS hasRaw FROM ledger WHERE id = ?`).get(id) as (LedgerRow & { hasRaw: number }) | undefined;
       return r && { ...r, hasRaw: r.hasRaw === 1 };
     },
   };
@@ -198,10 +205,10 @@ export function ledgerWrites(w: Writer) {
     /** Inserts the entry; returns its id, or null when the source was already recorded (a rescan). */
     record(e: LedgerEntry): number | null {
       const info = stmt(w.db,
-        `INSERT INTO ledger (source, seen_at, message_id, from_header, subject, date_header, size, raw_sha256, raw, raw_codec, agent, task_id, verdict, reason, received_at, dkim_b)
-         VALUES (@source, @seenAt, @messageId, @fromHeader, @subject, @dateHeader, @size, @rawSha256, @raw, @codec, @agent, @taskId, @verdict, @reason, @receivedAt, @signature)
+        `INSERT INTO ledger (source, seen_at, message_id, from_header, subject, date_header, size, raw_sha256, raw, raw_codec, raw_value, agent, task_id, verdict, reason, received_at, dkim_b)
+         VALUES (@source, @seenAt, @messageId, @fromHeader, @subject, @dateHeader, @size, @rawSha256, @raw, @codec, @rawValue, @agent, @taskId, @verdict, @reason, @receivedAt, @signature)
          ON CONFLICT(source) DO NOTHING`,
-      ).run({ ...e, ...packRaw(e.raw), receivedAt: e.receivedAt ?? null, signature: e.signature ?? null });
+      ).run({ ...e, ...packRaw(e.raw), rawValue: e.rawValue ?? null, receivedAt: e.receivedAt ?? null, signature: e.signature ?? null });
       return info.changes === 0 ? null : Number(info.lastInsertRowid);
     },
   };

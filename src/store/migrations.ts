@@ -1,3 +1,5 @@
+import { LARGE_VALUES_MIGRATION } from './large-values.js';
+
 /**
  * Versioned schema migrations. Each entry runs once, in order, inside one transaction, and
  * bumps `PRAGMA user_version` to its index + 1. Never edit a shipped entry; append a new one.
@@ -271,7 +273,10 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE ledger ADD COLUMN dkim_b TEXT;
   CREATE INDEX ledger_by_signature ON ledger(dkim_b, message_id) WHERE dkim_b IS NOT NULL;
   `,
-  // 9: reads whose cost does not grow with the store (bench/RESULTS.md, million). Counts kept by
+  // 9: large values (a large raw message, a long answer) written in chunks before the decision
+  // that refers to them, so no recording transaction writes megabytes (src/store/large-values.ts).
+  LARGE_VALUES_MIGRATION,
+  // 10: reads whose cost does not grow with the store (bench/RESULTS.md, million). Counts kept by
   // triggers in the transaction of every write — tasks per agent and state (/health, /metrics,
   // status, ListTasks totals), dispatches per state, ledger rows per verdict — instead of a scan of
   // the table at every call, and the rows of the tables a task's rows live in (prune --dry-run);
@@ -343,7 +348,7 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX task_events_by_time ON task_events(at);
   CREATE INDEX ledger_by_time ON ledger(seen_at);
   `,
-  // 10: bytes per task (bench/RESULTS.md, million). A reply's text stored once: a turn whose reply
+  // 11: bytes per task (bench/RESULTS.md, million). A reply's text stored once: a turn whose reply
   // has a row of its own (migration 7) no longer keeps a copy in reply_text; reads take the reply
   // row's (src/store/turns.ts). Raw mail may be stored compressed: raw_codec names how (NULL: as
   // fetched; src/store/ledger.ts). No CHECK on it: SQLite cannot change one without rebuilding the

@@ -58,7 +58,7 @@ function empty(): PruneCounts {
   return { tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0 };
 }
 
-/** The tables a task's rows live in, with the count of each that migration 9's triggers keep. */
+/** The tables a task's rows live in, with the count of each that migration 10's triggers keep. */
 const DEPENDENTS: readonly [keyof PruneCounts, string, string][] = [
   ['turns', 'turns', `SELECT coalesce(sum(n), 0) AS n FROM dispatch_counts`],
   ['attempts', 'dispatch_attempts', `SELECT n FROM row_counts WHERE name = 'dispatch_attempts'`],

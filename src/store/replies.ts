@@ -1,4 +1,5 @@
 import type { Db, Writer } from './db.js';
+import { replyTextSql } from './large-values.js';
 import { stmt } from './statements.js';
 import type { ReplyStatus } from './turns.js';
 
@@ -19,6 +20,11 @@ export interface ReplyRow {
   nonce: string;
   /** The answer after the `---` line, as the reply format parsed it. */
   text: string;
+  /**
+   * Written: the answer was written before as a large value (src/store/large-values.ts) and `text`
+   * is ''. Reads give the whole answer in `text` and leave this out.
+   */
+  textValue?: number | null;
   /** Non-blank lines after the answer left out as quoted text or a signature. */
   omittedLines: number;
   createdAt: number;
@@ -48,7 +54,7 @@ export interface AttachmentRow {
 /** An attachment without its content (what a view needs to say where it is); {@link replyReads} `content` reads the rest. */
 export type AttachmentInfo = Omit<AttachmentRow, 'bytes' | 'data'>;
 
-const REPLY_COLUMNS = `ledger_id AS ledgerId, task_id AS taskId, turn, agent, kind, nonce, text, omitted_lines AS omittedLines, created_at AS createdAt`;
+const REPLY_COLUMNS = `ledger_id AS ledgerId, task_id AS taskId, turn, agent, kind, nonce, ${replyTextSql('replies')} AS text, omitted_lines AS omittedLines, created_at AS createdAt`;
 const ATTACHMENT_COLUMNS = `ledger_id AS ledgerId, seq, task_id AS taskId, kind, filename, media_type AS mediaType, size, reason`;
 
 export function replyReads(db: Db) {
@@ -79,9 +85,9 @@ export function replyWrites(w: Writer) {
   return {
     insert(r: ReplyRow): void {
       stmt(w.db,
-        `INSERT INTO replies (ledger_id, task_id, turn, agent, kind, nonce, text, omitted_lines, created_at)
-         VALUES (@ledgerId, @taskId, @turn, @agent, @kind, @nonce, @text, @omittedLines, @createdAt)`,
-      ).run(r);
+        `INSERT INTO replies (ledger_id, task_id, turn, agent, kind, nonce, text, text_value, omitted_lines, created_at)
+         VALUES (@ledgerId, @taskId, @turn, @agent, @kind, @nonce, @text, @textValue, @omittedLines, @createdAt)`,
+      ).run({ ...r, textValue: r.textValue ?? null });
     },
 
     insertAttachment(a: AttachmentRow): void {

@@ -5,7 +5,7 @@ import type { TaskState } from './task-state.js';
 
 /**
  * Counts for `/health`, `/metrics`, `status` and `doctor`. The per-state and per-verdict counts are
- * kept by triggers (migration 9), so reading them costs the same at any store size; `rowCounts`
+ * kept by triggers (migration 10), so reading them costs the same at any store size; `rowCounts`
  * counts whole tables (tests and `doctor`).
  */
 export function statsReads(db: Db) {

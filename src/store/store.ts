@@ -1,8 +1,10 @@
 import { artifactReads, artifactWrites } from './artifacts.js';
 import { attemptReads, attemptWrites } from './attempts.js';
 import { auditReads } from './audit.js';
+import { Checkpointer } from './checkpointer.js';
 import { immediate, openDb, StoreError, type Db, type OpenOptions, type Writer } from './db.js';
 import { quickCheck, quickCheckInWorker, type IntegrityResult } from './integrity.js';
+import { dropLargeValue, largeValueReads, largeValueWrites, writeLargeValue } from './large-values.js';
 import { ledgerReads, ledgerWrites } from './ledger.js';
 import { mailboxReads, mailboxWrites } from './mailbox-state.js';
 import { messageReads, messageWrites } from './messages.js';
@@ -21,6 +23,7 @@ import { shrinkWal, walBytes } from './wal.js';
 export { StoreError } from './db.js';
 export type { IntegrityResult } from './integrity.js';
 export { REFUSED_COUNT_CAP } from './ledger.js';
+export { LARGE_VALUE_MIN } from './large-values.js';
 
 function reads(db: Db) {
   return {
@@ -39,6 +42,7 @@ function reads(db: Db) {
     limits: limitReads(db),
     retention: pruneReads(db),
     schedule: scheduleReads(db),
+    largeValues: largeValueReads(db),
   };
 }
 
@@ -56,6 +60,7 @@ function writes(db: Db, w: Writer) {
     replies: { ...r.replies, ...replyWrites(w) },
     mailbox: { ...r.mailbox, ...mailboxWrites(w) },
     retention: { ...r.retention, ...pruneWrites(w) },
+    largeValues: { ...r.largeValues, ...largeValueWrites(w) },
   };
 }
 
@@ -88,9 +93,11 @@ export class Store {
   readonly limits;
   readonly retention;
   readonly schedule;
+  readonly largeValues;
   readonly #db: Db;
   readonly #tx: StoreTx;
   #depth = 0;
+  #checkpointer: Checkpointer | null = null;
   #pending: TaskChange[] = [];
   /** Bumped by every commit here and every commit another connection made (PRAGMA data_version). */
   #generation = 0;
@@ -116,6 +123,7 @@ export class Store {
     this.limits = r.limits;
     this.retention = r.retention;
     this.schedule = r.schedule;
+    this.largeValues = r.largeValues;
     const inTx = (): boolean => this.#depth > 0;
     const writer: Writer = {
       get db() {
@@ -156,6 +164,7 @@ export class Store {
       this.#depth = 0;
     }
     this.#generation++;
+    this.#checkpointer?.nudge();
     const committed = this.#pending;
     this.#pending = [];
     for (const c of committed) for (const l of this.#listeners) l(c);
@@ -180,6 +189,50 @@ export class Store {
       this.#dataVersion = v;
     }
     return this.#generation;
+  }
+
+  /**
+   * Writes a large value (a large raw message, a long answer) in bounded steps — a short
+   * transaction per chunk, the event loop turning between them — before the decision that refers
+   * to it (src/store/large-values.ts). Call it outside a transaction.
+   * @param at the time, ms since the epoch
+   * @returns its id, for `ledger.record`'s `rawValue` or `replies.insert`'s `textValue`
+   */
+  writeLargeValue(value: Buffer | string, at: number): Promise<number> {
+    return writeLargeValue(this, value, at);
+  }
+
+  /** Deletes a large value no row refers to, in the same bounded steps. `size` is its length (bytes, or UTF-16 code units). */
+  dropLargeValue(id: number, size: number): Promise<void> {
+    return dropLargeValue(this, id, size);
+  }
+
+  /**
+   * Moves WAL checkpoints off the event loop (src/store/checkpointer.ts): no commit of this
+   * connection runs one; a worker thread checkpoints after commits. For the long-running bridge;
+   * a store in memory has no WAL and is left as it is.
+   * @param onFailure called with the message of a checkpoint that failed
+   */
+  checkpointOffThread(onFailure?: (message: string) => void): void {
+    if (this.#db.memory || this.#checkpointer) return;
+    this.#db.pragma('wal_autocheckpoint = 0');
+    this.#checkpointer = new Checkpointer(this.#db.name, onFailure);
+  }
+
+  /** The result of the worker's last checkpoint ({@link checkpointOffThread}): WAL frames and how many were copied, or its failure; null before the first. */
+  lastCheckpoint(): { type: 'done'; log: number; checkpointed: number } | { type: 'failed'; message: string } | null {
+    return this.#checkpointer?.last ?? null;
+  }
+
+  /** A checkpoint on the worker ({@link checkpointOffThread}) now, resolved when it is done; nothing without the worker. */
+  checkpoint(): Promise<void> {
+    this.#checkpointer?.nudge();
+    return this.checkpointsIdle();
+  }
+
+  /** Resolves when no checkpoint asked of the worker ({@link checkpointOffThread}) runs or waits. */
+  checkpointsIdle(): Promise<void> {
+    return this.#checkpointer?.idle() ?? Promise.resolve();
   }
 
   /** Calls `listener` with each committed task change (it must not throw). @returns the unsubscribe function */
@@ -223,11 +276,12 @@ export class Store {
     return shrinkWal(this.#db);
   }
 
-  /** The connection's settings that bound waiting and the WAL (`PRAGMA busy_timeout`, `journal_size_limit`). */
-  settings(): { busyTimeoutMs: number; journalSizeLimit: number } {
+  /** The connection's settings that bound waiting and the WAL (`PRAGMA busy_timeout`, `journal_size_limit`, `wal_autocheckpoint` in pages: 0 when off). */
+  settings(): { busyTimeoutMs: number; journalSizeLimit: number; walAutocheckpoint: number } {
     return {
       busyTimeoutMs: this.#db.pragma('busy_timeout', { simple: true }) as number,
       journalSizeLimit: this.#db.pragma('journal_size_limit', { simple: true }) as number,
+      walAutocheckpoint: this.#db.pragma('wal_autocheckpoint', { simple: true }) as number,
     };
   }
 
@@ -250,6 +304,8 @@ export class Store {
   }
 
   close(): void {
+    void this.#checkpointer?.close();
+    this.#checkpointer = null;
     this.#db.close();
   }
 }

@@ -129,7 +129,7 @@ export function taskReads(db: Db) {
     /**
      * One agent's tasks, newest status first, from the keyset cursor `before` on, and the total
      * matching count (ignoring the cursor). The total costs no scan when only the agent and the
-     * state filter: the trigger-kept counts of migration 9 answer it. With other filters it counts
+     * state filter: the trigger-kept counts of migration 10 answer it. With other filters it counts
      * the index range once — `knownTotal` (the total the first page counted, carried by the page
      * token) skips that on later pages.
      */

@@ -1,5 +1,6 @@
 import type { Db, Writer } from './db.js';
 import { assertDispatchMove, type DispatchState } from './dispatch-state.js';
+import { replyTextSql } from './large-values.js';
 import { stmt } from './statements.js';
 
 export type { DispatchState } from './dispatch-state.js';
@@ -38,10 +39,11 @@ export type TurnStatus = Pick<TurnRow, 'turn' | 'dispatchId' | 'createdAt' | 'ne
 
 /**
  * The reply's text is stored once (bytes per task: bench/RESULTS.md, million): in its reply row
- * (src/store/replies.ts) when there is one, which is read here; `turns.reply_text` holds it only
- * for a reply recorded without one (stores written before replies had rows, migration 7).
+ * (src/store/replies.ts, or the large value it names: src/store/large-values.ts) when there is one,
+ * which is read here; `turns.reply_text` holds it only for a reply recorded without one (stores
+ * written before replies had rows, migration 7).
  */
-const REPLY_TEXT = `coalesce(r.text, t.reply_text) AS replyText`;
+const REPLY_TEXT = `coalesce(${replyTextSql('r')}, t.reply_text) AS replyText`;
 const FROM = `FROM turns t LEFT JOIN replies r ON r.ledger_id = t.reply_ledger_id`;
 
 const SELECT = `SELECT t.task_id AS taskId, t.turn, t.ask, t.reply_token AS replyToken, t.deadline_at AS deadlineAt,
@@ -102,7 +104,7 @@ export function turnWrites(w: Writer) {
      * the reply row first: src/core/apply-reply.ts); otherwise reads take it from there (the text is
      * stored once).
      */
-    recordReply(taskId: string, turn: number, r: { status: ReplyStatus; text: string; ledgerId: number; at: number; revokeToken: boolean }): void {
+    recordReply(taskId: string, turn: number, r: { status: ReplyStatus; text: string | null; ledgerId: number; at: number; revokeToken: boolean }): void {
       stmt(w.db,
         `UPDATE turns SET reply_status = @status, reply_ledger_id = @ledgerId, replied_at = @at,
            reply_text = CASE WHEN EXISTS (SELECT 1 FROM replies WHERE ledger_id = @ledgerId) THEN NULL ELSE @text END

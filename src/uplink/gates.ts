@@ -67,14 +67,17 @@ export function normalizeMessageId(value: string | null): string | null {
   return m ? m[0] : value.replace(/\s+/g, '') || null;
 }
 
-/** Header facts of a message; never throws. */
-export function messageFacts(raw: Buffer, size = raw.length): MessageFacts {
+/**
+ * Header facts of a message; never throws.
+ * @param sha256 the digest of `raw` when the caller has it (uplink/digest.ts hashes a large message in slices)
+ */
+export function messageFacts(raw: Buffer, size = raw.length, sha256?: string): MessageFacts {
   const { fields, malformedLines } = parseHeaderBlock(splitMessage(raw).header);
   const subject = first(fields, 'subject');
   return {
     fields,
     malformedHeaderLines: malformedLines,
-    rawSha256: createHash('sha256').update(raw).digest('hex'),
+    rawSha256: sha256 ?? createHash('sha256').update(raw).digest('hex'),
     size,
     messageId: normalizeMessageId(first(fields, 'message-id')),
     from: first(fields, 'from'),
@@ -87,8 +90,8 @@ export function messageFacts(raw: Buffer, size = raw.length): MessageFacts {
  * The facts of a message whose header block is not parsed (it cannot be read as one, see
  * {@link headerBlockReadable}): its digest and size only.
  */
-export function unparsedFacts(raw: Buffer, size = raw.length): MessageFacts {
-  return { fields: [], malformedHeaderLines: 0, rawSha256: createHash('sha256').update(raw).digest('hex'), size, messageId: null, from: null, subject: null, date: null };
+export function unparsedFacts(raw: Buffer, size = raw.length, sha256?: string): MessageFacts {
+  return { fields: [], malformedHeaderLines: 0, rawSha256: sha256 ?? createHash('sha256').update(raw).digest('hex'), size, messageId: null, from: null, subject: null, date: null };
 }
 
 /**

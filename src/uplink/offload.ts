@@ -44,7 +44,8 @@ export type JobKind = 'reply' | 'dkim';
 interface Job {
   id: number;
   kind: JobKind;
-  raw: Buffer;
+  /** The message, in shared memory ({@link sharedCopy}). */
+  raw: Uint8Array;
   options: Record<string, unknown>;
   resolver?: DnsResolver;
   budgetMs: number;
@@ -126,6 +127,34 @@ function ensure(): Worker {
   return worker;
 }
 
+/** The shared copy of each message posted (see {@link sharedCopy}), while the message is alive. */
+const sharedCopies = new WeakMap<Buffer, Promise<Uint8Array>>();
+
+/** Bytes copied into shared memory between two turns of the event loop. */
+const COPY_SLICE_BYTES = 1024 * 1024;
+
+/**
+ * The message in shared memory, copied there once, a slice at a time with a turn of the event
+ * loop between slices: posting a Buffer copies the whole memory under it every time (a 10 MB
+ * reply is posted twice, to verify DKIM and to parse, and may sit in a larger pool), while a view
+ * of a SharedArrayBuffer reaches the worker without a copy. Neither thread writes to it.
+ */
+function sharedCopy(raw: Buffer): Promise<Uint8Array> {
+  let copy = sharedCopies.get(raw);
+  if (!copy) {
+    copy = (async () => {
+      const view = new Uint8Array(new SharedArrayBuffer(raw.length));
+      for (let at = 0; at < raw.length; at += COPY_SLICE_BYTES) {
+        if (at > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+        view.set(raw.subarray(at, at + COPY_SLICE_BYTES), at);
+      }
+      return view;
+    })();
+    sharedCopies.set(raw, copy);
+  }
+  return copy;
+}
+
 function post(w: Worker, job: Job): void {
   job.posts++;
   w.ref();
@@ -148,10 +177,11 @@ function settle(job: Job): void {
  * @returns the job's result
  * @throws BudgetError when the job ran over its budget; Error when the worker job failed
  */
-export function offload(kind: JobKind, raw: Buffer, o: { budgetMs?: number; timer?: BudgetTimer; resolver?: DnsResolver; options?: Record<string, unknown> } = {}): Promise<unknown> {
+export async function offload(kind: JobKind, raw: Buffer, o: { budgetMs?: number; timer?: BudgetTimer; resolver?: DnsResolver; options?: Record<string, unknown> } = {}): Promise<unknown> {
+  const data = await sharedCopy(raw);
   return new Promise((resolve, reject) => {
     const budgetMs = o.budgetMs ?? OFFLOAD_BUDGET_MS;
-    const job: Job = { id: nextId++, kind, raw, options: o.options ?? {}, budgetMs, posts: 0, resolve, reject, ...(o.resolver ? { resolver: o.resolver } : {}) };
+    const job: Job = { id: nextId++, kind, raw: data, options: o.options ?? {}, budgetMs, posts: 0, resolve, reject, ...(o.resolver ? { resolver: o.resolver } : {}) };
     pending.set(job.id, job);
     post(ensure(), job);
     const expire = (): void => {

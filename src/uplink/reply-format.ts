@@ -106,11 +106,17 @@ const MAX_MARKER_LINE = 400;
  * The lines of a text without copying it: line `i` is `text.slice(start(i), end(i))`; line ends are
  * CRLF, LF or a bare CR. Built in one pass; every question below is answered in O(1) per line, so
  * the parse is linear in the text (a 3 MB reply of `____` lines took 60 s when each rule line
- * searched the whole text for the next non-blank line).
+ * searched the whole text for the next non-blank line). Each line's start, end and first visible
+ * character are found once, in typed arrays, and nothing is allocated per line (joining 5 million
+ * short lines one string at a time cost more than the rest of the parse: bench/RESULTS.md,
+ * reply-parse).
  */
 class Lines {
   readonly count: number;
   readonly #starts: Int32Array;
+  readonly #ends: Int32Array;
+  /** Per line, the code unit of its first character that is not white space; -1 for a blank line. */
+  readonly #first: Int32Array;
 
   constructor(readonly text: string) {
     let n = 1;
@@ -118,15 +124,36 @@ class Lines {
       const c = text.charCodeAt(i);
       if (c === 10 || (c === 13 && text.charCodeAt(i + 1) !== 10)) n++;
     }
-    const starts = new Int32Array(n + 1);
-    let k = 1;
+    const starts = new Int32Array(n);
+    const ends = new Int32Array(n);
+    const first = new Int32Array(n);
+    let k = 0;
     for (let i = 0; i < text.length; i++) {
       const c = text.charCodeAt(i);
-      if (c === 10 || (c === 13 && text.charCodeAt(i + 1) !== 10)) starts[k++] = i + 1;
+      if (c === 10) {
+        ends[k++] = i > 0 && text.charCodeAt(i - 1) === 13 ? i - 1 : i;
+        starts[k] = i + 1;
+      } else if (c === 13 && text.charCodeAt(i + 1) !== 10) {
+        ends[k++] = i;
+        starts[k] = i + 1;
+      }
     }
-    starts[n] = text.length + 1; // as if a line end followed the last line
+    ends[n - 1] = text.length;
+    for (let i = 0; i < n; i++) {
+      let c = -1;
+      for (let p = starts[i]!, e = ends[i]!; p < e; p++) {
+        const u = text.charCodeAt(p);
+        if (!isSpace(u)) {
+          c = u;
+          break;
+        }
+      }
+      first[i] = c;
+    }
     this.count = n;
     this.#starts = starts;
+    this.#ends = ends;
+    this.#first = first;
   }
 
   start(i: number): number {
@@ -135,37 +162,32 @@ class Lines {
 
   /** Where line `i` ends, before its line break. */
   end(i: number): number {
-    const next = this.#starts[i + 1]!;
-    if (i === this.count - 1) return this.text.length;
-    return this.text.charCodeAt(next - 1) === 10 && this.text.charCodeAt(next - 2) === 13 ? next - 2 : next - 1;
+    return this.#ends[i]!;
   }
 
   length(i: number): number {
-    return this.end(i) - this.start(i);
+    return this.#ends[i]! - this.#starts[i]!;
   }
 
   at(i: number): string {
-    return i < 0 || i >= this.count ? '' : this.text.slice(this.start(i), this.end(i));
+    return i < 0 || i >= this.count ? '' : this.text.slice(this.#starts[i], this.#ends[i]);
   }
 
   /** Only white space (`\s`), or empty. */
   blank(i: number): boolean {
-    for (let p = this.start(i), e = this.end(i); p < e; p++) if (!isSpace(this.text.charCodeAt(p))) return false;
-    return true;
+    return this.firstVisible(i) === -1;
   }
 
-  /** The first character that is not white space, or '' for a blank line. */
-  firstVisible(i: number): string {
-    for (let p = this.start(i), e = this.end(i); p < e; p++) if (!isSpace(this.text.charCodeAt(p))) return this.text[p]!;
-    return '';
+  /** The code unit of the first character that is not white space, or -1 for a blank line. */
+  firstVisible(i: number): number {
+    return this.#first[i]!;
   }
 
-  /** Lines `from` (inclusive) to `to` (exclusive) joined with `\n`. */
+  /** Lines `from` (inclusive) to `to` (exclusive) joined with `\n`: one slice, its line breaks made `\n`. */
   join(from: number, to: number): string {
     if (to <= from) return '';
-    const out: string[] = [];
-    for (let i = from; i < to; i++) out.push(this.at(i));
-    return out.join('\n');
+    const joined = this.text.slice(this.#starts[from], this.#ends[to - 1]);
+    return joined.includes('\r') ? joined.replace(/\r\n?/g, '\n') : joined;
   }
 }
 
@@ -198,24 +220,24 @@ function opensQuoteByHeader(lines: Lines, i: number): boolean {
   if (lines.length(i) > MAX_MARKER_LINE) return false;
   // Each marker opens with its own character: a line is tested only for the markers it could be.
   switch (lines.firstVisible(i)) {
-    case 'O':
-    case 'o': {
+    case 0x4f: // O
+    case 0x6f: {
       const line = lines.at(i);
       if (isOnWrote(line)) return true;
       return isOnStart(line) && i + 1 < lines.count && lines.length(i + 1) <= MAX_MARKER_LINE && WROTE_SUFFIX.test(lines.at(i + 1));
     }
-    case '-': {
+    case 0x2d: { // -
       const line = lines.at(i);
       return ORIGINAL_MESSAGE.test(line) || FORWARDED.test(line);
     }
-    case 'B':
-    case 'b':
+    case 0x42: // B
+    case 0x62:
       return BEGIN_FORWARDED.test(lines.at(i));
-    case 'F':
-    case 'f':
-    case '*':
+    case 0x46: // F
+    case 0x66:
+    case 0x2a: // *
       return OUTLOOK_FROM.test(lines.at(i)) && outlookBlockBelow(lines, i);
-    case '_': {
+    case 0x5f: { // _
       // Outlook's divider line right above such a block belongs to the quote.
       if (!OUTLOOK_RULE.test(lines.at(i))) return false;
       const at = i + 1 < lines.count && lines.blank(i + 1) ? i + 2 : i + 1;
@@ -249,7 +271,7 @@ function firstQuote(lines: Lines): number {
 
 /** `^\s*>` without copying a long line: only its first visible character matters. */
 function quotedLine(lines: Lines, i: number): boolean {
-  return lines.firstVisible(i) === '>';
+  return lines.firstVisible(i) === 0x3e;
 }
 
 /** The code units JavaScript's `\s` matches (ECMA-262 WhiteSpace and LineTerminator). */

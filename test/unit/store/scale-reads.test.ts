@@ -45,7 +45,7 @@ function addTasks(store: Store, n: number, o: { agent?: string; prefix?: string;
   return out;
 }
 
-describe('counts kept by triggers (migration 9): no scan of a table per call', () => {
+describe('counts kept by triggers (migration 10): no scan of a table per call', () => {
   it('tasks by state, dispatches by state and ledger rows by verdict agree with a scan after inserts, moves and prune', () => {
     const store = buildStore(':memory:', NOW);
     const check = (): void => {
@@ -164,7 +164,7 @@ describe('bytes per task: a reply text stored once', () => {
     expect(store.turns.ofTask(without!.id)[0]!.replyText).toBe('an older reply');
   });
 
-  it('migration 10 drops the copy an older store kept on the turn', () => {
+  it('migration 11 drops the copy an older store kept on the turn', () => {
     const old = new Database(':memory:');
     for (let v = 0; v < 8; v++) old.exec(MIGRATIONS[v]!);
     old.pragma('user_version = 8');

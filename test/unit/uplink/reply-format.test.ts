@@ -224,6 +224,11 @@ describe('parseReplyText: the reply block', () => {
     expect(parseReplyText(`> quoted first\nreply_token: ${TOKEN}\nstatus: done\n---\nx`)).toMatchObject({ token: null, tokenProblem: 'only-in-quote', answer: '' });
   });
 
+  it('gives the answer LF line breaks whatever line ends the body mixes (CRLF, LF, bare CR)', () => {
+    const r = parseReplyText(`reply_token: ${TOKEN}\r\nstatus: done\r\n---\r\n\r\none\r\ntwo\rthree\nfour\r\r\nfive\r\n\r\n`);
+    expect(r).toMatchObject({ answer: 'one\ntwo\nthree\nfour\n\nfive', omittedLines: 0 });
+  });
+
   it('ignores a byte-order mark and reads bare CR line ends', () => {
     expect(parseReplyText(`\uFEFFreply_token: ${TOKEN}\rstatus: done\r---\rA.`)).toEqual({ token: TOKEN, tokenProblem: null, status: 'done', statusProblem: null, answer: 'A.', omittedLines: 0 });
   });
