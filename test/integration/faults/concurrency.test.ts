@@ -307,11 +307,11 @@ describe('SQLite under contention and damage', () => {
     let now = Date.now();
     const built = buildBridge(loadConfig(cfg.configPath), { log: createLogger('silent'), now: () => now });
     try {
-      built.bridge.maintainStore();
+      await built.bridge.maintainStore();
       await built.bridge.idle();
       expect(built.bridge.health().storeCheck).toBeNull();
       now += STORE_CHECK_FIRST_MS;
-      built.bridge.maintainStore();
+      await built.bridge.maintainStore();
       await built.bridge.idle();
       const check = built.bridge.health().storeCheck!;
       expect(check.ok).toBe(false);
