@@ -25,7 +25,8 @@ import { OAuth2RetryMailbox, tokenSourceFor } from './uplink/oauth2.js';
 export function openMailbox(config: Config, now?: () => number): Mailbox {
   const m = config.mailbox;
   if (m.kind === 'imap') {
-    const imap = new ImapMailbox({ ...m.imap!, folder: m.folder });
+    // The session stays open between checks: a check with nothing new is one STATUS (uplink/imap-mailbox.ts).
+    const imap = new ImapMailbox({ ...m.imap!, folder: m.folder }, undefined, { keepSession: true, ...(now ? { now } : {}) });
     if (!m.imap!.oauth2) return imap;
     return new OAuth2RetryMailbox(imap, tokenSourceFor(m.imap!.oauth2, m.imap!.user, now));
   }
@@ -56,7 +57,7 @@ export interface BuiltBridge {
 }
 
 /**
- * The composition root: opens the store (quick_check, migrations) and builds the bridge on it —
+ * The composition root: opens the store (migrations; no whole-file check: src/store/integrity.ts) and builds the bridge on it —
  * the one place that does, for `serve` (through {@link startApp}), the CLI commands that act
  * (`retry`), the demo, the tests and the benchmarks.
  *
@@ -67,7 +68,8 @@ export function buildBridge(config: Config, o: BuildOptions): BuiltBridge {
   // Checkpoints (copying the WAL into the file, and syncing) on a worker, not inside a commit.
   store.checkpointOffThread((message) => o.log.warn({ err: message }, 'a WAL checkpoint failed; the next commit asks for another'));
   const maxTimeout = Math.max(...config.agents.map((a) => a.webhook.timeoutMs));
-  const dispatcher = o.dispatcher ?? webhookDispatcher(maxTimeout);
+  // Our webhook dispatcher (and undici with it) is made by the first webhook, not at start.
+  let ours: Dispatcher | undefined;
   const bridge = new Bridge({
     config,
     store,
@@ -75,7 +77,9 @@ export function buildBridge(config: Config, o: BuildOptions): BuiltBridge {
     log: o.log,
     now: o.now ?? Date.now,
     random: Math.random,
-    dispatcher,
+    get dispatcher(): Dispatcher {
+      return o.dispatcher ?? (ours ??= webhookDispatcher(maxTimeout));
+    },
     dkimResolver: o.dkimResolver ?? makeResolver(config.dnsServers),
     ...(o.metrics ? { metrics: new BridgeMetrics(store) } : {}),
   });
@@ -83,11 +87,14 @@ export function buildBridge(config: Config, o: BuildOptions): BuiltBridge {
     bridge,
     async close() {
       await bridge.close();
-      if (!o.dispatcher) await dispatcher.close();
+      await ours?.close();
       store.close();
     },
   };
 }
+
+/** How often `serve` runs the store's upkeep without a call (Bridge.maintainStore), in ms. */
+const UPKEEP_EVERY_MS = 60_000;
 
 export interface App {
   bridge: Bridge;
@@ -121,6 +128,9 @@ export async function startApp(config: Config, o: AppOptions): Promise<App> {
       : config.mailbox.kind === 'imap'
         ? imapIdleFeed({ ...config.mailbox.imap!, folder: config.mailbox.folder }, o.log)
         : maildirFeed(config.mailbox.maildirPath!, o.log);
+  // The store's upkeep (WAL bounds, the daily integrity check) also when no call comes.
+  const upkeep = setInterval(() => void bridge.maintainStore(), UPKEEP_EVERY_MS);
+  upkeep.unref();
   let watcher: Watcher | undefined;
   let demand: WatchDemand | undefined;
   if (config.mailbox.watch) watcher = startWatcher(bridge, feed(), config.mailbox.watchTickMs);
@@ -134,6 +144,7 @@ export async function startApp(config: Config, o: AppOptions): Promise<App> {
     bridge,
     server,
     async close() {
+      clearInterval(upkeep);
       await watcher?.stop();
       await demand?.stop();
       await server.close();

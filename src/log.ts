@@ -1,8 +1,13 @@
 import { readdirSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { basename, dirname, extname, join } from 'node:path';
 import { pino, type DestinationStream, type Logger } from 'pino';
-import pinoRoll from 'pino-roll';
-import pretty from 'pino-pretty';
+import type Pretty from 'pino-pretty';
+
+// pino-pretty (a terminal) and pino-roll (log.file) are loaded only by the configuration that
+// uses them: a service logging to journald or stderr never pays for them (memory and start-up:
+// bench/RESULTS.md, machine-limit).
+const require = createRequire(import.meta.url);
 
 /**
  * Paths pino blanks out wherever they appear in a log object (no secret in logs). The
@@ -92,6 +97,7 @@ export function pruneLogFiles(file: string, keep: number): void {
  * @param destination a file descriptor (2: stderr) or a stream
  */
 export function prettyDestination(destination: number | NodeJS.WritableStream, colorize: boolean): DestinationStream {
+  const pretty = require('pino-pretty') as typeof Pretty;
   return pretty({ destination, sync: true, colorize, singleLine: true, translateTime: 'SYS:HH:MM:ss', ignore: 'name,pid,hostname' });
 }
 
@@ -112,6 +118,7 @@ export async function createServiceLogger(c: LogConfig, o: { terminal?: boolean 
   if (!c.file) return createLogger(c.level, o.terminal ? prettyDestination(2, true) : undefined);
   // pino-roll goes on writing the highest-numbered file: keep it and max_files older ones.
   pruneLogFiles(c.file, c.maxFiles + 1);
+  const { default: pinoRoll } = await import('pino-roll');
   const destination = await pinoRoll({
     file: c.file,
     size: `${Math.max(1, Math.round(c.maxBytes / 1024))}k`,

@@ -11,7 +11,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const BUILD_DIR = join(ROOT, 'node_modules', '.cache', 'a2a-mailbridge-bench', 'dist');
+/** Where the build goes; BENCH_BUILD_DIR names another folder (two benchmarks running at once). */
+export const BUILD_DIR = process.env.BENCH_BUILD_DIR ?? join(ROOT, 'node_modules', '.cache', 'a2a-mailbridge-bench', 'dist');
 
 let built: string | null = null;
 

@@ -1,74 +1,126 @@
 /**
- * Fills a store with finished work fast, through the store's own writes (so the rows are the
- * ones the bridge writes, whatever the schema version), in one transaction: per task the task, its
- * turn and the caller's ask (as `submit` leaves them), then what applying a genuine `done` reply
- * writes — the ledger row with the raw bytes, the reply on the turn, the agent's message, the
- * artifact, and the move to COMPLETED (task event and audit entry).
+ * Fills a store with finished work fast, through the bridge's own functions, so the rows are the
+ * ones the bridge writes whatever the schema: per task `submit` (the task, its turn with the
+ * signed envelope, the caller's ask), one accepted webhook attempt (the writes `attemptDispatch`
+ * makes on a 2xx: the attempt, the dispatch `accepted`, the move to WORKING), then
+ * `recordDecision` with the decision the judge makes for a genuine `status: done` reply (the
+ * ledger row with the raw bytes, the reply, the move to COMPLETED with its audit entry).
+ *
+ * What it leaves out is the network and the judge's own work (MIME parsing, DKIM): the judge's
+ * decision is built here from what the reply says. The tasks are written in transactions of
+ * `batch` tasks (one commit per batch, as a bulk import would), one minute apart in time.
  */
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import type { Store } from '../../src/store/store.js';
-import { AGENT, ANSWER } from './mail-fixture.js';
+import { createHash, randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { buildBridge } from '../../src/app.js';
+import { loadConfig } from '../../src/config/config.js';
+import type { BridgeContext } from '../../src/core/context.js';
+import { createLogger } from '../../src/log.js';
+import { makeConfigDir } from '../../test/helpers/config-dir.js';
+import { benchToml } from './bridge-fixture.js';
+import { recordDecision } from '../../src/core/apply-reply.js';
+import { submit } from '../../src/core/submit.js';
+import { ANSWER } from './mail-fixture.js';
+
+/** The clock the bridge of a fill runs on: `buildBridge(config, { now: () => clock.now })`. */
+export interface FillClock {
+  now: number;
+}
+
+export interface FillOptions {
+  /** Tasks per transaction (default 10,000). */
+  batch?: number;
+  /** The first task's creation time, ms (default: `n` minutes before now). */
+  startAt?: number;
+  /** The number of this fill's first task (raw copies and sources are numbered from it). */
+  offset?: number;
+  /** Called after each committed batch with the tasks written so far. */
+  progress?: (done: number) => void;
+}
+
+/** A bridge on the store file `storePath` (the bench config, no server), on a clock the fill sets. */
+export function fillBridge(storePath: string): { ctx: BridgeContext; clock: FillClock; close(): Promise<void> } {
+  const dir = makeConfigDir(benchToml({ storePath, webhookUrl: 'http://127.0.0.1:9/hook', port: 9 }));
+  const clock: FillClock = { now: Date.now() };
+  const built = buildBridge(loadConfig(dir.configPath), { log: createLogger('silent'), now: () => clock.now });
+  return {
+    ctx: built.bridge.ctx,
+    clock,
+    async close() {
+      await built.close();
+      rmSync(dir.dir, { recursive: true, force: true });
+    },
+  };
+}
 
 /**
- * Writes `n` COMPLETED tasks, each with one applied reply in the ledger (raw bytes kept, as for
- * every tagged message), and returns their ids. `rawTemplate` is a reply as it sat in the mailbox;
- * each row gets a copy with a header line of its own, so digests differ.
+ * Writes `n` COMPLETED tasks of the config's first agent, each answered by a copy of
+ * `rawTemplate` (a genuine reply as it sat in the mailbox; each copy gets a header line of its
+ * own, so digests differ), and returns their ids.
  */
-export function fillFinishedTasks(store: Store, n: number, rawTemplate: Buffer): string[] {
+export function fillFinishedTasks(ctx: BridgeContext, clock: FillClock, n: number, rawTemplate: Buffer, o: FillOptions = {}): string[] {
+  const agent = ctx.config.agents[0]!;
+  const batch = o.batch ?? 10_000;
+  const offset = o.offset ?? 0;
+  const start = o.startAt ?? Date.now() - n * 60_000;
   const ids: string[] = [];
-  const label = `[UNTRUSTED — ${AGENT.name} reply, verify before acting]`;
-  const start = Date.now() - n * 60_000;
-  store.tx((db) => {
-    for (let i = 0; i < n; i++) {
-      const at = start + i * 60_000;
-      const taskId = randomUUID();
-      const contextId = `ctx-${randomBytes(8).toString('hex')}`;
-      const ask = `Job ${i}: survey the 2025 papers on retrieval-augmented generation and summarise the three strongest.`;
-      db.tasks.insert({ id: taskId, agent: AGENT.name, contextId, state: 'WORKING', stateReason: 'the webhook was accepted', failedBy: null, turn: 1, caller: 'a2a:bench', createdAt: at, updatedAt: at, deadlineAt: at + 3600_000 });
-      db.turns.insert({
-        taskId,
-        turn: 1,
-        ask,
-        replyToken: randomBytes(16).toString('hex'),
-        deadlineAt: at + 3600_000,
-        dispatchId: `msg_${randomBytes(16).toString('hex')}`,
-        envelope: Buffer.from(JSON.stringify({ v: 1, task_id: taskId, turn: 1, ask, thread: [] })),
-        dispatchState: 'accepted',
-        nextAttemptAt: null,
-        acceptedAt: at,
-        replyStatus: null,
-        replyText: null,
-        replyLedgerId: null,
-        repliedAt: null,
-        createdAt: at,
-      });
-      db.messages.insert({ agent: AGENT.name, messageId: randomBytes(16).toString('hex'), taskId, contextId, role: 'user', kind: 'ask', turn: 1, text: ask, contentSha256: createHash('sha256').update(ask).digest('hex'), createdAt: at });
+  for (let done = 0; done < n; ) {
+    const upTo = Math.min(n, done + batch);
+    ctx.store.tx((tx) => {
+      for (let i = done; i < upTo; i++) {
+        const k = offset + i;
+        const at = start + i * 60_000;
+        clock.now = at;
+        const text = `Job ${k}: survey the 2025 papers on retrieval-augmented generation and summarise the three strongest.`;
+        const sent = submit(ctx, agent, {
+          messageId: randomBytes(16).toString('hex'),
+          contextId: `ctx-${randomBytes(8).toString('hex')}`,
+          text,
+          contentSha256: createHash('sha256').update(text).digest('hex'),
+          caller: 'a2a:bench',
+        });
+        if (sent.kind !== 'new') throw new Error(`submit answered ${sent.kind}`);
+        const acceptedAt = at + 300;
+        const attempt = tx.attempts.start({ dispatchId: sent.dispatchId, taskId: sent.task.id, turn: 1, at });
+        tx.attempts.finish(attempt.id, { at: acceptedAt, outcome: 'accepted', httpStatus: 202, error: null });
+        tx.dispatch.move(sent.dispatchId, 'accepted', { nextAttemptAt: null, acceptedAt });
+        const task = tx.tasks.transition(sent.task, 'WORKING', { at: acceptedAt, cause: 'webhook accepted (HTTP 202) on attempt 1' });
+        const turn = tx.turns.get(task.id, 1)!;
 
-      const raw = Buffer.concat([Buffer.from(`X-Bench-Copy: ${i}\r\n`), rawTemplate]);
-      const repliedAt = at + 30 * 60_000;
-      const ledgerId = db.ledger.record({
-        source: `imap:INBOX:1:${i + 1}`,
-        seenAt: repliedAt,
-        messageId: `<bench-${i}@${AGENT.domain}>`,
-        fromHeader: `Grok Agent <${AGENT.address}>`,
-        subject: `Re: your job [${AGENT.tag}:${taskId}]`,
-        dateHeader: new Date(repliedAt).toUTCString(),
-        size: raw.length,
-        rawSha256: createHash('sha256').update(raw).digest('hex'),
-        raw,
-        agent: AGENT.name,
-        taskId,
-        verdict: 'applied:done',
-        reason: 'all gates passed; status done',
-      });
-      if (ledgerId === null) throw new Error('ledger row not written');
-      const body = `${label}\n${ANSWER}`;
-      db.turns.recordReply(taskId, 1, { status: 'done', text: ANSWER, ledgerId, at: repliedAt, revokeToken: true });
-      db.messages.insert({ agent: AGENT.name, messageId: `reply-${ledgerId}`, taskId, contextId, role: 'agent', kind: 'reply', turn: 1, text: body, contentSha256: createHash('sha256').update(raw).digest('hex'), createdAt: repliedAt });
-      db.artifacts.insert({ artifactId: `reply-${ledgerId}`, taskId, turn: 1, name: 'reply', text: body, ledgerId, createdAt: repliedAt });
-      db.tasks.transition(db.tasks.get(taskId)!, 'COMPLETED', { at: repliedAt, cause: `completed by reply <bench-${i}@${AGENT.domain}> (ledger #${ledgerId})`, deadlineAt: null });
-      ids.push(taskId);
-    }
-  });
+        const raw = Buffer.concat([Buffer.from(`X-Bench-Copy: ${k}\r\n`), rawTemplate]);
+        const repliedAt = at + 30 * 60_000;
+        const messageId = `<bench-${k}@agent.example>`;
+        const ledgerId = recordDecision(
+          tx,
+          {
+            kind: 'apply',
+            verdict: 'applied:done',
+            reason: 'all gates passed; status done',
+            status: 'done',
+            message: {
+              fields: [],
+              malformedHeaderLines: 0,
+              rawSha256: createHash('sha256').update(raw).digest('hex'),
+              size: raw.length,
+              messageId,
+              from: `Grok Agent <${agent.address}>`,
+              subject: `Re: your job [${agent.tag}:${task.id}]`,
+              date: new Date(repliedAt - 5000).toUTCString(),
+            },
+            on: { tag: { agent, taskId: task.id }, task, turn },
+            reply: { token: turn.replyToken, tokenProblem: null, status: 'done', statusProblem: null, answer: ANSWER, omittedLines: 0, bodyKind: 'text', attachments: [] },
+            evidence: 'whole',
+            // An RSA-2048 signature's b= (256 bytes), one per reply as in the mailbox.
+            signature: randomBytes(256).toString('base64'),
+          },
+          { source: `imap:INBOX:1:${k + 1}`, raw, receivedAt: repliedAt - 2000, at: repliedAt },
+        );
+        if (ledgerId === null) throw new Error('ledger row not written');
+        ids.push(task.id);
+      }
+    });
+    done = upTo;
+    o.progress?.(done);
+  }
   return ids;
 }

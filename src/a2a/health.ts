@@ -6,7 +6,8 @@ import { VERSION } from './agent-card.js';
 export interface HealthJson {
   status: 'ok' | 'degraded';
   version: string;
-  store: { ok: boolean };
+  /** `ok` false when the store could not be read, or its last integrity check found damage. */
+  store: { ok: boolean; lastCheckAt: string | null; lastCheck: string | null };
   mailbox: {
     kind: string;
     lastCheckAt: string | null;
@@ -20,7 +21,7 @@ export interface HealthJson {
 }
 
 /**
- * `GET /health`: store ok, last mailbox check (time, result, error), open tasks, dispatches
+ * `GET /health`: store ok (and its last integrity check: src/store/integrity.ts), last mailbox check (time, result, error), open tasks, dispatches
  * pending and failed (docs/architecture.md, "Operating"). Holds no secret and no task content: it
  * is served without auth.
  */
@@ -30,10 +31,11 @@ export function health(bridge: Bridge): HealthJson {
   const at = (t: number | null | undefined): string | null => (t === null || t === undefined ? null : timestamp(t));
   const byState: Record<string, number> = h.tasksByState;
   const open = (byState.SUBMITTED ?? 0) + (byState.WORKING ?? 0) + (byState.INPUT_REQUIRED ?? 0);
+  const storeOk = h.storeOk && h.storeCheck?.ok !== false;
   return {
-    status: h.storeOk && !m?.lastError ? 'ok' : 'degraded',
+    status: storeOk && !m?.lastError ? 'ok' : 'degraded',
     version: VERSION,
-    store: { ok: h.storeOk },
+    store: { ok: storeOk, lastCheckAt: at(h.storeCheck?.at), lastCheck: h.storeCheck?.detail ?? null },
     mailbox: {
       kind: h.mailboxKind,
       lastCheckAt: at(m?.lastCheckAt),

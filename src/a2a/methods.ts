@@ -2,10 +2,23 @@ import { randomUUID } from 'node:crypto';
 import type { Handler } from './call.js';
 import { A2AError } from './errors.js';
 import { parseListParams, parseSendParams, parseTaskIdParams } from './params.js';
-import { v1AgentText, v1Task, type V1ListTasksResult, type V1SendMessageResult } from './wire.js';
+import type { TaskView } from '../core/task-view.js';
+import { v1AgentText, v1Task, type V1ListTasksResult, type V1SendMessageResult, type V1Task } from './wire.js';
 import { v03AgentText, v03Task } from './wire-v03.js';
 import { V03_PUSH_METHODS, V1_PUSH_METHODS } from './methods-push.js';
 import { V03_STREAM_METHODS, V1_STREAM_METHODS } from './methods-stream.js';
+
+/**
+ * GetTask's wire shapes of a view, built once per view object: a view from the view cache
+ * (core/view-cache.ts) is the same object on every call while it is valid, and never changed.
+ */
+const v1Of = new WeakMap<TaskView, V1Task>();
+const v03Of = new WeakMap<TaskView, ReturnType<typeof v03Task>>();
+const memo = <W>(m: WeakMap<TaskView, W>, view: TaskView, render: (v: TaskView) => W): W => {
+  let w = m.get(view);
+  if (!w) m.set(view, (w = render(view)));
+  return w;
+};
 
 /** The A2A v1.0 JSON-RPC methods (A2A v1.0 §9.4). */
 export const V1_METHODS: Readonly<Record<string, Handler>> = {
@@ -17,7 +30,7 @@ export const V1_METHODS: Readonly<Record<string, Handler>> = {
   },
   GetTask: async (bridge, params, c) => {
     const p = parseTaskIdParams(params);
-    return v1Task(await bridge.get(c.agent, p.id, p.historyLength));
+    return memo(v1Of, await bridge.get(c.agent, p.id, p.historyLength), (v) => v1Task(v));
   },
   ListTasks: async (bridge, params, c) => {
     const p = parseListParams(params);
@@ -58,7 +71,7 @@ export const V03_METHODS: Readonly<Record<string, Handler>> = {
   },
   'tasks/get': async (bridge, params, c) => {
     const p = parseTaskIdParams(params);
-    return v03Task(await bridge.get(c.agent, p.id, p.historyLength));
+    return memo(v03Of, await bridge.get(c.agent, p.id, p.historyLength), (v) => v03Task(v));
   },
   'tasks/cancel': async (bridge, params, c) => v03Task(await bridge.cancel(c.agent, parseTaskIdParams(params).id)),
   ...V03_STREAM_METHODS,

@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { isLoopbackLiteral, type AgentConfig, type Config } from '../config/config.js';
@@ -14,6 +15,11 @@ import { errorResponse, isResponse, parseRequest, resultResponse, type JsonRpcId
 import { writeSse } from './sse.js';
 import { StreamLimiter } from './stream-limit.js';
 import { limitedLog } from '../log.js';
+
+// node:http through require, not `import`: Node's ES module facade of node:http reads every
+// export, and its lazy ones load Node's bundled undici (fetch, WebSocket): +40 ms of CPU and
+// +12 MiB at start for nothing a server uses (bench/RESULTS.md, machine-limit).
+const { createServer } = createRequire(import.meta.url)('node:http') as typeof import('node:http');
 
 /** Thrown at start-up when the listen address is not a loopback literal (defence in depth beside config validation). */
 export class ListenError extends Error {

@@ -66,6 +66,8 @@ export async function runBackup(where: StoreLocation, file: string, o: { json?: 
       let version: number;
       try {
         copy.useRollbackJournal();
+        const check = copy.quickCheck();
+        if (!check.ok) throw new Error(`the copy failed quick_check (${check.detail}); the store itself is damaged: a2a-mailbridge doctor`);
         version = copy.schemaVersion();
       } finally {
         copy.close();

@@ -170,9 +170,18 @@ function checkStore(path: string): Check {
   }
   try {
     const db = Store.open(path, { readOnly: true });
-    const version = db.schemaVersion();
-    const counts = db.stats.tasksByState();
-    db.close();
+    let version: number;
+    let counts: ReturnType<typeof db.stats.tasksByState>;
+    try {
+      const check = db.quickCheck();
+      if (!check.ok) {
+        return { name, status: 'fail', detail: `${path} is damaged (quick_check: ${check.detail})`, fix: 'restore it from a backup (a2a-mailbridge backup) or move it aside to start empty' };
+      }
+      version = db.schemaVersion();
+      counts = db.stats.tasksByState();
+    } finally {
+      db.close();
+    }
     const total = Object.values(counts).reduce((a, b) => a + (b ?? 0), 0);
     const open = Object.entries(counts).filter(([s]) => !TERMINAL_STATES.has(s as TaskState)).reduce((a, [, n]) => a + (n ?? 0), 0);
     return { name, status: 'ok', detail: `${path}: quick_check ok, schema version ${version}, ${plural(total, 'task')}, ${open} open` };

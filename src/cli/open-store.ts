@@ -22,7 +22,8 @@ export function storeFile(where: StoreLocation): string {
 
 /**
  * Opens the store read-only (inspection never takes a write lock from a running bridge), after
- * `quick_check` and the schema version check of `Store.open`.
+ * the schema version check of `Store.open`; no whole-file check, so a read command costs the same
+ * whatever the store's size (`doctor` and `backup` run quick_check).
  * @throws ConfigError, StoreError (no such file, damaged, another schema version)
  */
 export function openReadOnly(where: StoreLocation): Store {

@@ -2,6 +2,7 @@ import { BridgeError } from './errors.js';
 import type { AgentConfig } from '../config/config.js';
 import type { DispatchState } from '../store/dispatch-state.js';
 import type { MailboxState } from '../store/mailbox-state.js';
+import type { Schedule } from '../store/schedule.js';
 import type { TaskRow } from '../store/task-rows.js';
 import { isTerminal, type TaskState } from '../store/task-state.js';
 import { cancelTask, sendCancelNotice } from './cancel.js';
@@ -16,6 +17,13 @@ import { submit, type SendInput } from './submit.js';
 import { followTask, type TaskUpdate } from './task-follow.js';
 import { sweepDeadlines } from './sweep.js';
 import { viewTask, type TaskView } from './task-view.js';
+import { StoreUpkeep, type StoreCheck } from './store-upkeep.js';
+import { ViewCache } from './view-cache.js';
+import { listRows, type ListPage, type ListQuery } from './list-tasks.js';
+
+export type { ListPage, ListQuery } from './list-tasks.js';
+
+export { STORE_CHECK_EVERY_MS, STORE_CHECK_FIRST_MS, type StoreCheck } from './store-upkeep.js';
 
 /** What `GET /health` shows (src/a2a/health.ts renders it); counts are absent for states with none. */
 export interface HealthFacts {
@@ -26,24 +34,19 @@ export interface HealthFacts {
   mailboxKind: 'imap' | 'maildir';
   /** The last check's outcome; null when the store could not be read. */
   mailbox: MailboxState | null;
+  /** The last background integrity check of the store (quick_check); null before the first. */
+  storeCheck: StoreCheck | null;
 }
+
 
 /** The answer to a SendMessage: a task, or (a poll word on a context with no task) a plain message. */
 export type SendResult = { task: TaskView } | { message: { contextId: string; text: string } };
 
-export interface ListQuery {
-  contextId?: string;
-  state?: TaskState;
-  updatedAfter?: number;
-  pageSize: number;
-  pageToken?: string;
-  historyLength?: number;
-  /** false: the tasks come without artifacts (ListTasks' default), and no attachment is read. */
-  includeArtifacts?: boolean;
-}
 
-/** How often a refresh looks at the store's WAL, in ms (store/wal.ts). */
-const STORE_MAINTENANCE_MS = 60_000;
+
+/** States whose status text counts time (src/core/status-text.ts): their views are kept briefly (src/core/view-cache.ts). */
+const TIMED_STATES: ReadonlySet<TaskState> = new Set(['SUBMITTED', 'WORKING']);
+
 
 /** How often a blocking SendMessage checks the mailbox while it waits, in ms. */
 const WAIT_CHECK_EVERY_MS = 2000;
@@ -69,21 +72,26 @@ export class Bridge {
   private readonly background = new Set<Promise<unknown>>();
   /** Starts (or joins) the watcher on demand; null when the composition root set none. */
   private watchDemand: (() => () => void) | null = null;
-  /** When the store's WAL was last looked at (bridge clock, ms); 0 at start, so the first refresh does. */
-  private maintainedAt = 0;
+  private readonly upkeep: StoreUpkeep;
+  /** The store's schedule as of a generation (see {@link schedule}). */
+  private scheduled: Schedule & { generation: number; lastCheckAt: number | null } = { generation: -1, nextDispatchAt: null, nextDeadlineAt: null, lastCheckAt: null };
 
   /** Every committed task change, after its commit (src/core/events.ts). */
   readonly events: BridgeEvents;
+  /** GetTask views and ListTasks pages while the store and the clock leave them valid (src/core/view-cache.ts). */
+  private readonly views = new ViewCache<TaskView | ListPage>();
 
   /** Push notification delivery (src/core/push.ts); started by the composition root. */
   readonly push: PushWorker;
 
   constructor(readonly ctx: BridgeContext) {
+    this.upkeep = new StoreUpkeep(ctx, (p) => this.track(p));
     this.events = new BridgeEvents(ctx.log);
     this.push = new PushWorker(ctx, () => this.watchWhile());
     ctx.store.onTaskChange((c) => {
       // Ids and states only: a cause may quote the mail (its Message-ID), which stays out of the log.
       ctx.log.debug({ task: c.task.id, from: c.previous, to: c.task.state }, 'task changed');
+      this.views.clear();
       this.events.emit(c);
       this.push.kick();
     });
@@ -180,32 +188,39 @@ export class Bridge {
   /** GetTask. @throws BridgeError task-not-found for an unknown id or another agent's task. */
   async get(agent: AgentConfig, taskId: string, historyLength?: number): Promise<TaskView> {
     await this.refresh();
-    return this.view(agent, taskId, historyLength);
+    return this.cached(`get\0${agent.name}\0${taskId}\0${historyLength ?? ''}`, () => {
+      const view = this.view(agent, taskId, historyLength);
+      return { value: view, timed: TIMED_STATES.has(view.state) };
+    }) as TaskView;
   }
 
-  /** ListTasks, newest status first; `pageToken` is an opaque keyset cursor. */
-  async list(agent: AgentConfig, q: ListQuery): Promise<{ tasks: TaskView[]; nextPageToken: string; totalSize: number }> {
+  /**
+   * ListTasks, newest status first, a page at a time (core/list-tasks.ts: the keyset cursor that
+   * also carries the total), from the view cache while it is valid.
+   */
+  async list(agent: AgentConfig, q: ListQuery): Promise<ListPage> {
     await this.refresh();
-    let before: { updatedAt: number; id: string } | undefined;
-    if (q.pageToken) {
-      const m = /^(\d+):([0-9a-f-]{36})$/.exec(Buffer.from(q.pageToken, 'base64url').toString('utf8'));
-      if (!m) throw new BridgeError('invalid-request', 'pageToken is not a token this server issued');
-      before = { updatedAt: Number(m[1]), id: m[2]! };
-    }
-    const { rows, total } = this.ctx.store.tasks.list({
-      agent: agent.name,
-      contextId: q.contextId,
-      state: q.state,
-      updatedAfter: q.updatedAfter,
-      before,
-      limit: q.pageSize + 1,
-    });
-    const page = rows.slice(0, q.pageSize);
-    const last = page.at(-1);
-    const nextPageToken =
-      rows.length > q.pageSize && last ? Buffer.from(`${last.updatedAt}:${last.id}`, 'utf8').toString('base64url') : '';
-    for (const t of page) this.shown(t);
-    return { tasks: page.map((t) => viewTask(this.ctx, agent, t, q.historyLength, { artifacts: q.includeArtifacts !== false })), nextPageToken, totalSize: total };
+    return this.cached(`list\0${agent.name}\0${JSON.stringify(q)}`, () => {
+      const page = this.listPage(agent, q);
+      return { value: page, timed: page.tasks.some((t) => TIMED_STATES.has(t.state)) };
+    }) as ListPage;
+  }
+
+  /** A view from the cache, else built, kept and returned. A view handed out is shared: never changed. */
+  private cached(key: string, build: () => { value: TaskView | ListPage; timed: boolean }): TaskView | ListPage {
+    const generation = this.ctx.store.generation();
+    const now = this.ctx.now();
+    const hit = this.views.get(key, generation, now);
+    if (hit) return hit;
+    const { value, timed } = build();
+    this.views.set(key, generation, value, timed ? now : null);
+    return value;
+  }
+
+  private listPage(agent: AgentConfig, q: ListQuery): ListPage {
+    const { rows, page } = listRows(this.ctx.store, agent, q);
+    for (const t of rows) this.shown(t);
+    return { ...page, tasks: rows.map((t) => viewTask(this.ctx, agent, t, q.historyLength, { artifacts: q.includeArtifacts !== false })) };
   }
 
   /** CancelTask; the optional cancel notice goes out in the background. @throws BridgeError task-not-found, task-not-cancelable */
@@ -242,6 +257,8 @@ export class Bridge {
    * busy timeout (another process holding a write lock) postpones the sweep to the next call.
    */
   private sweep(): void {
+    const { nextDeadlineAt } = this.schedule();
+    if (nextDeadlineAt === null || nextDeadlineAt >= this.ctx.now()) return;
     try {
       sweepDeadlines(this.ctx);
     } catch (err) {
@@ -279,7 +296,10 @@ export class Bridge {
    */
   async refresh(): Promise<void> {
     const budget = this.ctx.config.mailbox.checkWaitMs;
-    const work: Promise<unknown>[] = this.ctx.store.turns.dueDispatches(this.ctx.now()).map((t) => this.dispatch(t.dispatchId));
+    const now = this.ctx.now();
+    const { nextDispatchAt } = this.schedule();
+    const work: Promise<unknown>[] =
+      nextDispatchAt !== null && nextDispatchAt <= now ? this.ctx.store.turns.dueDispatches(now).map((t) => this.dispatch(t.dispatchId)) : [];
     if (this.checkDue()) work.push(this.checkNow());
     if (work.length) await Promise.race([Promise.allSettled(work), sleep(budget)]);
     this.sweep();
@@ -288,28 +308,23 @@ export class Bridge {
   }
 
   /**
-   * At most once a minute (on the bridge clock): truncate a WAL that grew while a reader held a
-   * snapshot (store/wal.ts). Never waits for a reader and never fails the call it runs in. The
-   * log is first checkpointed on the checkpoint worker (store/checkpointer.ts: off the event loop;
-   * one already under way there would make the truncation here find the log busy).
+   * When the next webhook attempt and the next deadline fall due (store/schedule.ts), and when the
+   * mailbox was last checked (a check commits its time), read from the store again only after it
+   * changed (Store.generation: a commit here or by another process), so a call while nothing can
+   * be due asks the store nothing.
    */
-  private async maintainStore(): Promise<void> {
-    const now = this.ctx.now();
-    if (now - this.maintainedAt < STORE_MAINTENANCE_MS) return;
-    this.maintainedAt = now;
-    try {
-      await this.ctx.store.checkpoint();
-      const r = this.ctx.store.shrinkWal();
-      if (r.before !== r.after) this.ctx.log.info({ walBytes: r.before, now: r.after }, 'store WAL truncated');
-    } catch (err) {
-      this.ctx.log.warn({ err: (err as Error).message }, 'store WAL maintenance postponed');
+  private schedule(): Schedule & { lastCheckAt: number | null } {
+    const generation = this.ctx.store.generation();
+    if (generation !== this.scheduled.generation) {
+      this.scheduled = { generation, ...this.ctx.store.schedule.next(), lastCheckAt: this.ctx.store.mailbox.state(this.ctx.mailbox.folder).lastCheckAt };
     }
+    return this.scheduled;
   }
 
   /** True when the last check is older than `mailbox.check_interval_s`, or messages are waiting. */
   checkDue(): boolean {
     if (this.moreWaiting) return true;
-    const last = this.ctx.store.mailbox.state(this.ctx.mailbox.folder).lastCheckAt;
+    const last = this.schedule().lastCheckAt;
     return last === null || this.ctx.now() - last >= this.ctx.config.mailbox.checkIntervalMs;
   }
 
@@ -361,6 +376,14 @@ export class Bridge {
     return p;
   }
 
+  /**
+   * The store's upkeep (src/core/store-upkeep.ts), run by every refresh and by `serve`'s timer.
+   * Never waits and never fails the call it runs in.
+   */
+  maintainStore(): Promise<void> {
+    return this.upkeep.run();
+  }
+
   /** The counts and the last mailbox check, for `GET /health`; never throws. */
   health(): HealthFacts {
     const { store, mailbox } = this.ctx;
@@ -371,9 +394,10 @@ export class Bridge {
         dispatchesByState: store.stats.dispatchesByState(),
         mailboxKind: mailbox.kind,
         mailbox: store.mailbox.state(mailbox.folder),
+        storeCheck: this.upkeep.lastCheck,
       };
     } catch {
-      return { storeOk: false, tasksByState: {}, dispatchesByState: {}, mailboxKind: mailbox.kind, mailbox: null };
+      return { storeOk: false, tasksByState: {}, dispatchesByState: {}, mailboxKind: mailbox.kind, mailbox: null, storeCheck: this.upkeep.lastCheck };
     }
   }
 

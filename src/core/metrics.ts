@@ -1,6 +1,35 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { createRequire } from 'node:module';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Store } from '../store/store.js';
 import { TASK_STATES } from '../store/task-state.js';
+
+// prom-client is loaded by the first scrape of `GET /metrics` (or once many observations wait),
+// not at start: a bridge nobody scrapes never pays for it (memory and start-up: bench/RESULTS.md,
+// machine-limit). Until then counts and observations are kept here and handed over on loading.
+const require = createRequire(import.meta.url);
+
+/** Observations kept before prom-client is loaded; one more loads it (so what waits stays bounded). */
+const MAX_WAITING = 10_000;
+
+type Labels = Record<string, string>;
+
+/** A counter's or histogram's members as the bridge uses them. */
+export interface CounterLike<L extends string> {
+  inc(labels: Record<L, string>): void;
+}
+export interface HistogramLike {
+  /** @param value in s */
+  observe(value: number): void;
+}
+
+interface Instruments {
+  registry: Registry;
+  verdicts: Counter<'verdict'>;
+  attempts: Counter<'outcome' | 'kind'>;
+  checks: Counter<'result'>;
+  checkSeconds: Histogram;
+  promotionSeconds: Histogram;
+}
 
 /**
  * The bridge's Prometheus metrics, exposed at `GET /metrics` in the text format.
@@ -8,67 +37,101 @@ import { TASK_STATES } from '../store/task-state.js';
  * at each scrape, so they survive restarts. No label carries task content or an address.
  */
 export class BridgeMetrics {
-  readonly registry = new Registry();
   /** Ledger verdicts recorded by this process, by verdict name. */
-  readonly verdicts: Counter<'verdict'>;
+  readonly verdicts: CounterLike<'verdict'>;
   /** Webhook POSTs by outcome (`accepted`, `retry`, `failed`, `gone`) and kind (`dispatch`, `cancel`). */
-  readonly attempts: Counter<'outcome' | 'kind'>;
+  readonly attempts: CounterLike<'outcome' | 'kind'>;
   /** Mailbox checks by result (`ok`, `error`). */
-  readonly checks: Counter<'result'>;
+  readonly checks: CounterLike<'result'>;
   /** Duration of one mailbox check, in s. */
-  readonly checkSeconds: Histogram;
+  readonly checkSeconds: HistogramLike;
   /** From the mailbox receiving a reply (IMAP INTERNALDATE, Maildir mtime) to its promotion, in s. */
-  readonly promotionSeconds: Histogram;
+  readonly promotionSeconds: HistogramLike;
 
-  constructor(store: Store) {
-    const registers = [this.registry];
-    this.verdicts = new Counter({ name: 'a2a_mailbridge_verdicts_total', help: 'Mail ledger verdicts recorded since start, by verdict', labelNames: ['verdict'], registers });
-    this.attempts = new Counter({ name: 'a2a_mailbridge_webhook_attempts_total', help: 'Webhook POSTs since start, by outcome and kind', labelNames: ['outcome', 'kind'], registers });
-    this.checks = new Counter({ name: 'a2a_mailbridge_mailbox_checks_total', help: 'Mailbox checks since start, by result', labelNames: ['result'], registers });
-    this.checkSeconds = new Histogram({
-      name: 'a2a_mailbridge_mailbox_check_duration_seconds',
-      help: 'Duration of one mailbox check',
-      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      registers,
+  #real: Instruments | null = null;
+  /** What waits for prom-client: replayed in order when it loads. */
+  #waiting: ((m: Instruments) => void)[] = [];
+
+  constructor(private readonly store: Store) {
+    const counter = <L extends string>(pick: (m: Instruments) => Counter<L>): CounterLike<L> => ({
+      inc: (labels) => this.#record((m) => pick(m).inc(labels as Labels)),
     });
-    this.promotionSeconds = new Histogram({
-      name: 'a2a_mailbridge_reply_promotion_delay_seconds',
-      help: 'Time from a reply arriving in the mailbox to its promotion (or late recording)',
-      buckets: [0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600],
-      registers,
+    const histogram = (pick: (m: Instruments) => Histogram): HistogramLike => ({
+      observe: (v) => this.#record((m) => pick(m).observe(v)),
     });
-    new Gauge({
+    this.verdicts = counter((m) => m.verdicts);
+    this.attempts = counter((m) => m.attempts);
+    this.checks = counter((m) => m.checks);
+    this.checkSeconds = histogram((m) => m.checkSeconds);
+    this.promotionSeconds = histogram((m) => m.promotionSeconds);
+  }
+
+  #record(apply: (m: Instruments) => void): void {
+    if (this.#real) return apply(this.#real);
+    this.#waiting.push(apply);
+    if (this.#waiting.length > MAX_WAITING) this.#load();
+  }
+
+  /** Loads prom-client, makes the instruments and replays what waited. */
+  #load(): Instruments {
+    if (this.#real) return this.#real;
+    const prom = require('prom-client') as typeof import('prom-client');
+    const registers = [new prom.Registry()];
+    const store = this.store;
+    const m: Instruments = {
+      registry: registers[0]!,
+      verdicts: new prom.Counter({ name: 'a2a_mailbridge_verdicts_total', help: 'Mail ledger verdicts recorded since start, by verdict', labelNames: ['verdict'], registers }),
+      attempts: new prom.Counter({ name: 'a2a_mailbridge_webhook_attempts_total', help: 'Webhook POSTs since start, by outcome and kind', labelNames: ['outcome', 'kind'], registers }),
+      checks: new prom.Counter({ name: 'a2a_mailbridge_mailbox_checks_total', help: 'Mailbox checks since start, by result', labelNames: ['result'], registers }),
+      checkSeconds: new prom.Histogram({
+        name: 'a2a_mailbridge_mailbox_check_duration_seconds',
+        help: 'Duration of one mailbox check',
+        buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+        registers,
+      }),
+      promotionSeconds: new prom.Histogram({
+        name: 'a2a_mailbridge_reply_promotion_delay_seconds',
+        help: 'Time from a reply arriving in the mailbox to its promotion (or late recording)',
+        buckets: [0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600],
+        registers,
+      }),
+    };
+    new prom.Gauge({
       name: 'a2a_mailbridge_tasks',
       help: 'Tasks in the store, by state',
       labelNames: ['state'],
       registers,
-      collect() {
+      collect(this: Gauge<'state'>) {
         const by = store.stats.tasksByState();
         for (const s of TASK_STATES) this.set({ state: s }, by[s] ?? 0);
       },
     });
-    new Gauge({
+    new prom.Gauge({
       name: 'a2a_mailbridge_ledger_messages',
       help: 'Messages in the mail ledger, by verdict',
       labelNames: ['verdict'],
       registers,
-      collect() {
+      collect(this: Gauge<'verdict'>) {
         this.reset();
         for (const [verdict, n] of Object.entries(store.stats.ledgerByVerdict())) this.set({ verdict }, n);
       },
     });
-    new Gauge({
+    new prom.Gauge({
       name: 'a2a_mailbridge_dispatches_pending',
       help: 'Webhook dispatches waiting for an attempt',
       registers,
-      collect() {
+      collect(this: Gauge) {
         this.set(store.stats.dispatchesByState().pending ?? 0);
       },
     });
+    this.#real = m;
+    for (const apply of this.#waiting.splice(0)) apply(m);
+    return m;
   }
 
   /** The text exposition (content type `text/plain; version=0.0.4`). */
   async render(): Promise<{ contentType: string; body: string }> {
-    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+    const { registry } = this.#load();
+    return { contentType: registry.contentType, body: await registry.metrics() };
   }
 }

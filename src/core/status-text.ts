@@ -5,14 +5,14 @@ import type { RefusedReplies } from '../store/ledger.js';
 import { REFUSED_COUNT_CAP } from '../store/store.js';
 import type { MailboxState } from '../store/mailbox-state.js';
 import type { TaskRow } from '../store/task-rows.js';
-import type { TurnRow } from '../store/turns.js';
+import type { TurnStatus } from '../store/turns.js';
 import { humanDuration, iso } from './time.js';
 
 /** What the status text of a task is built from. All times in ms since the epoch. */
 export interface StatusFacts {
   task: TaskRow;
   agent: AgentConfig;
-  turn: TurnRow | undefined;
+  turn: TurnStatus | undefined;
   lastAttempt: AttemptRow | undefined;
   mailbox: MailboxState;
   /**

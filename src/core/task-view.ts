@@ -1,10 +1,10 @@
 import type { AgentConfig } from '../config/config.js';
 import type { ArtifactRow } from '../store/artifacts.js';
-import type { MessageRow } from '../store/messages.js';
+import type { MessageViewRow } from '../store/messages.js';
 import type { AttachmentInfo, ReplyRow } from '../store/replies.js';
 import type { TaskRow } from '../store/task-rows.js';
 import type { TaskState } from '../store/task-state.js';
-import type { TurnRow } from '../store/turns.js';
+import type { TurnStatus } from '../store/turns.js';
 import type { BridgeContext } from './context.js';
 import { agentTextPart, attachmentParts, attachmentsArtifactId, bridgePart, callerPart, replyNotes, type AttachmentContent, type PartView } from './parts.js';
 import { statusText } from './status-text.js';
@@ -90,7 +90,7 @@ function legacyReply(ledgerId: number | null, taskId: string, text: string, at: 
   return { ledgerId: ledgerId ?? 0, taskId, turn: 0, agent: '', kind: 'done', nonce: newFenceNonce(), text, omittedLines: 0, createdAt: at };
 }
 
-function messageView(agent: AgentConfig, r: Replies, m: MessageRow): MessageView {
+function messageView(agent: AgentConfig, r: Replies, m: MessageViewRow): MessageView {
   const head = { messageId: m.messageId, contextId: m.contextId, taskId: m.taskId, role: m.role };
   if (m.role === 'user') return { ...head, parts: [callerPart(m.text)] };
   const reply = m.ledgerId != null ? r.byLedger.get(m.ledgerId) : undefined;
@@ -162,7 +162,7 @@ function head(s: string, max: number): string {
 }
 
 /** The status message: the bridge's text, then the agent's question or progress note in its own part, and the bridge's notes on that reply. */
-function statusParts(ctx: ViewContext, agent: AgentConfig, task: TaskRow, turn: TurnRow | undefined, r: Replies, artifacts: readonly Dated[]): PartView[] {
+function statusParts(ctx: ViewContext, agent: AgentConfig, task: TaskRow, turn: TurnStatus | undefined, r: Replies, artifacts: readonly Dated[]): PartView[] {
   const { store } = ctx;
   const current = turn?.replyLedgerId != null && turn.replyText !== null ? (r.byLedger.get(turn.replyLedgerId) ?? legacyReply(turn.replyLedgerId, task.id, turn.replyText, turn.repliedAt ?? task.updatedAt)) : undefined;
   const progress = task.state === 'WORKING' && turn?.replyStatus === 'working' && current ? current : undefined;
@@ -205,7 +205,7 @@ function statusParts(ctx: ViewContext, agent: AgentConfig, task: TaskRow, turn: 
  */
 export function viewTask(ctx: ViewContext, agent: AgentConfig, task: TaskRow, historyLength?: number, o: { artifacts?: boolean } = {}): TaskView {
   const { store } = ctx;
-  const turn = store.turns.get(task.id, task.turn);
+  const turn = store.turns.status(task.id, task.turn);
   const r = readReplies(ctx, task.id);
   // Sorted by arrival (a stable sort: a reply's attachments stay after it).
   const dated = [...store.artifacts.of(task.id).map((a) => legacyArtifact(agent, a)), ...replyArtifacts(agent, task, r, o.artifacts !== false)].sort((a, b) => a.at - b.at);
@@ -220,6 +220,6 @@ export function viewTask(ctx: ViewContext, agent: AgentConfig, task: TaskRow, hi
     deadlineAt: task.deadlineAt,
     status: statusParts(ctx, agent, task, turn, r, dated),
     artifacts: o.artifacts === false ? [] : dated.map((a) => ({ artifactId: a.artifactId, name: a.name, description: a.description, late: a.late, parts: a.parts })),
-    history: historyLength === 0 ? [] : store.messages.history(task.id, historyLength).map((m) => messageView(agent, r, m)),
+    history: historyLength === 0 ? [] : store.messages.historyView(task.id, historyLength).map((m) => messageView(agent, r, m)),
   };
 }

@@ -1,5 +1,10 @@
-import { Agent, request, type Dispatcher } from 'undici';
+import { createRequire } from 'node:module';
+import type { Dispatcher } from 'undici';
 import type { AttemptOutcome } from '../store/attempts.js';
+
+// undici is loaded by the first webhook, not at start (memory and start-up: bench/RESULTS.md, machine-limit).
+const require = createRequire(import.meta.url);
+const undici = (): typeof import('undici') => require('undici') as typeof import('undici');
 
 /** What one POST came to. `retryAfterMs` is set when the receiver sent a usable `retry-after`. */
 export interface DeliveryResult {
@@ -55,7 +60,7 @@ export function backoffMs(attempt: number, retryAfterMs: number | null, random: 
 
 /** An undici dispatcher for webhook delivery with the connect timeout set (undici's defaults are 300 s). */
 export function webhookDispatcher(connectTimeoutMs: number): Dispatcher {
-  return new Agent({ connect: { timeout: connectTimeoutMs }, keepAliveTimeout: 10_000, pipelining: 0 });
+  return new (undici().Agent)({ connect: { timeout: connectTimeoutMs }, keepAliveTimeout: 10_000, pipelining: 0 });
 }
 
 /**
@@ -76,7 +81,7 @@ export async function postWebhook(
 ): Promise<DeliveryResult> {
   const signal = AbortSignal.timeout(timeoutMs);
   try {
-    const res = await request(url, {
+    const res = await undici().request(url, {
       method: 'POST',
       headers,
       body,

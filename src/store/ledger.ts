@@ -1,5 +1,6 @@
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { Verdict } from '../uplink/verdicts.js';
-import type { Db, Writer } from './db.js';
+import { StoreError, type Db, type Writer } from './db.js';
 import { largeValueReads } from './large-values.js';
 import { conditions, stmt } from './statements.js';
 
@@ -111,14 +112,14 @@ export function ledgerReads(db: Db) {
 
     /**
      * The distinct task ids ledger rows name that equal `text`, or start with it when `prefix`
-     * (exact characters, no wildcards), at most `limit`, sorted. Tagged mail may name a task that
-     * does not exist.
+     * (exact characters, no wildcards; a range of the ledger_by_task index, as tasks.idsWithPrefix),
+     * at most `limit`, sorted. Tagged mail may name a task that does not exist.
      */
     taskIdsWithPrefix(text: string, prefix: boolean, limit: number): string[] {
       const sql = prefix
-        ? `SELECT DISTINCT task_id AS id FROM ledger WHERE substr(task_id, 1, ?) = ? ORDER BY id LIMIT ?`
-        : `SELECT DISTINCT task_id AS id FROM ledger WHERE task_id = ? ORDER BY id LIMIT ?`;
-      const rows = (prefix ? stmt(db, sql).all(text.length, text, limit) : stmt(db, sql).all(text, limit)) as { id: string }[];
+        ? `SELECT DISTINCT task_id AS id FROM ledger WHERE task_id >= @t AND task_id < @t || char(1114111) AND substr(task_id, 1, length(@t)) = @t ORDER BY id LIMIT @limit`
+        : `SELECT DISTINCT task_id AS id FROM ledger WHERE task_id = @t ORDER BY id LIMIT @limit`;
+      const rows = stmt(db, sql).all({ t: text, limit }) as { id: string }[];
       return rows.map((r) => r.id);
     },
 
@@ -141,11 +142,15 @@ export function ledgerReads(db: Db) {
       return stmt(db, `SELECT ${COLUMNS} FROM ledger WHERE task_id = ? ORDER BY id`).all(taskId) as LedgerRow[];
     },
 
-    /** The raw bytes kept for this row, wherever they are stored; null when none were kept. */
+    /**
+     * The raw bytes kept for this row, exactly as they were fetched, wherever they are stored (a
+     * large value, or the row itself — inflated when stored compressed); null when none were kept.
+     * @throws StoreError when they are stored in an encoding this version does not read, or damaged
+     */
     raw(id: number): Buffer | null {
-      const r = stmt(db, `SELECT raw, raw_value AS rawValue FROM ledger WHERE id = ?`).get(id) as { raw: Buffer | null; rawValue: number | null } | undefined;
+      const r = stmt(db, `SELECT raw, raw_codec AS codec, raw_value AS rawValue FROM ledger WHERE id = ?`).get(id) as { raw: Buffer | null; codec: string | null; rawValue: number | null } | undefined;
       if (r?.rawValue != null) return largeValueReads(db).bytes(r.rawValue);
-      return r?.raw ?? null;
+      return unpackRaw(id, r?.raw ?? null, r?.codec ?? null);
     },
 
     /** The newest row of tagged mail whose raw bytes were kept (`doctor` judges it again), without the bytes. */
@@ -161,15 +166,49 @@ export function ledgerReads(db: Db) {
   };
 }
 
+/**
+ * Raw bytes of at most this size are stored compressed (DEFLATE, RFC 1951; ledger.raw_codec
+ * `deflate-raw`): a reply of a few KiB takes about 40% of its size (bytes per task:
+ * bench/RESULTS.md, million). Larger ones are stored as fetched: compressing megabytes inside the
+ * recording transaction would stall the event loop (64 KiB deflate in well under a millisecond).
+ */
+export const RAW_COMPRESS_MAX_BYTES = 64 * 1024;
+
+/** The codecs this version reads (ledger.raw_codec; NULL: the bytes as fetched). */
+const RAW_CODECS = new Set(['deflate-raw']);
+
+function packRaw(raw: Buffer | null): { raw: Buffer | null; codec: string | null } {
+  if (raw === null || raw.length === 0 || raw.length > RAW_COMPRESS_MAX_BYTES) return { raw, codec: null };
+  const packed = deflateRawSync(raw);
+  return packed.length < raw.length ? { raw: packed, codec: 'deflate-raw' } : { raw, codec: null };
+}
+
+/**
+ * The bytes as fetched.
+ * @throws StoreError for a codec this version does not know, or compressed bytes that do not
+ *   inflate within {@link RAW_COMPRESS_MAX_BYTES} (a damaged row)
+ */
+function unpackRaw(id: number, raw: Buffer | null, codec: string | null): Buffer | null {
+  if (raw === null || codec === null) return raw;
+  if (!RAW_CODECS.has(codec)) {
+    throw new StoreError(`ledger #${id}: raw bytes stored in an unknown encoding (raw_codec ${JSON.stringify(codec)}); this a2a-mailbridge reads ${[...RAW_CODECS].join(', ')} only: is the store from a newer version?`);
+  }
+  try {
+    return inflateRawSync(raw, { maxOutputLength: RAW_COMPRESS_MAX_BYTES });
+  } catch (err) {
+    throw new StoreError(`ledger #${id}: the stored raw bytes do not inflate (${(err as Error).message}); the row is damaged (doctor checks the store)`);
+  }
+}
+
 export function ledgerWrites(w: Writer) {
   return {
     /** Inserts the entry; returns its id, or null when the source was already recorded (a rescan). */
     record(e: LedgerEntry): number | null {
       const info = stmt(w.db,
-        `INSERT INTO ledger (source, seen_at, message_id, from_header, subject, date_header, size, raw_sha256, raw, raw_value, agent, task_id, verdict, reason, received_at, dkim_b)
-         VALUES (@source, @seenAt, @messageId, @fromHeader, @subject, @dateHeader, @size, @rawSha256, @raw, @rawValue, @agent, @taskId, @verdict, @reason, @receivedAt, @signature)
+        `INSERT INTO ledger (source, seen_at, message_id, from_header, subject, date_header, size, raw_sha256, raw, raw_codec, raw_value, agent, task_id, verdict, reason, received_at, dkim_b)
+         VALUES (@source, @seenAt, @messageId, @fromHeader, @subject, @dateHeader, @size, @rawSha256, @raw, @codec, @rawValue, @agent, @taskId, @verdict, @reason, @receivedAt, @signature)
          ON CONFLICT(source) DO NOTHING`,
-      ).run({ ...e, rawValue: e.rawValue ?? null, receivedAt: e.receivedAt ?? null, signature: e.signature ?? null });
+      ).run({ ...e, ...packRaw(e.raw), rawValue: e.rawValue ?? null, receivedAt: e.receivedAt ?? null, signature: e.signature ?? null });
       return info.changes === 0 ? null : Number(info.lastInsertRowid);
     },
   };

@@ -23,29 +23,15 @@ const SELECT = `SELECT folder, uid_validity AS uidValidity, last_uid AS lastUid,
   last_result AS lastResult, last_error AS lastError, error_since AS errorSince, last_success_at AS lastSuccessAt
   FROM mailbox_state`;
 
-/**
- * Read on every task view and every call's "is a check due?", written only by checks: kept in
- * memory per connection, dropped by every write below (a rolled-back write just costs a re-read).
- */
-const cache = new WeakMap<Db, Map<string, MailboxState>>();
-
-function forget(db: Db, folder: string): void {
-  cache.get(db)?.delete(folder);
-}
-
 export function mailboxReads(db: Db) {
   return {
+    /**
+     * One primary-key read. Not kept in memory here: a copy per connection missed another
+     * process's commit; the bridge keeps what it needs by Store.generation (src/core/bridge.ts
+     * schedule, src/core/view-cache.ts).
+     */
     state(folder: string): MailboxState {
-      let byFolder = cache.get(db);
-      if (!byFolder) {
-        byFolder = new Map<string, MailboxState>();
-        cache.set(db, byFolder);
-      }
-      const hit = byFolder.get(folder);
-      if (hit) return { ...hit };
-      const state = readMailboxState(db, folder);
-      byFolder.set(folder, state);
-      return { ...state };
+      return readMailboxState(db, folder);
     },
   };
 }
@@ -59,7 +45,6 @@ export function mailboxWrites(w: Writer) {
   return {
     /** Moves the watermark; in the same transaction as the ledger row of the message at `uid`. */
     advance(folder: string, uidValidity: string, uid: number): void {
-      forget(w.db, folder);
       stmt(w.db,
         `INSERT INTO mailbox_state (folder, uid_validity, last_uid) VALUES (?, ?, ?)
          ON CONFLICT(folder) DO UPDATE SET
@@ -70,7 +55,6 @@ export function mailboxWrites(w: Writer) {
 
     /** Resets the watermark when UIDVALIDITY changed: the next check rescans the folder (the ledger dedupes). */
     reset(folder: string, uidValidity: string): void {
-      forget(w.db, folder);
       stmt(w.db,
         `INSERT INTO mailbox_state (folder, uid_validity, last_uid) VALUES (?, ?, 0)
          ON CONFLICT(folder) DO UPDATE SET uid_validity = excluded.uid_validity, last_uid = 0`,
@@ -78,7 +62,6 @@ export function mailboxWrites(w: Writer) {
     },
 
     recordCheck(folder: string, r: { at: number; ok: boolean; result: string; error?: string }): void {
-      forget(w.db, folder);
       stmt(w.db, `INSERT INTO mailbox_state (folder) VALUES (?) ON CONFLICT(folder) DO NOTHING`).run(folder);
       if (r.ok) {
         stmt(w.db, `UPDATE mailbox_state SET last_check_at = ?, last_result = ?, last_error = NULL, error_since = NULL, last_success_at = ? WHERE folder = ?`).run(r.at, r.result, r.at, folder);

@@ -32,6 +32,11 @@ export interface MessageRow {
 const SELECT = `SELECT seq, agent, message_id AS messageId, task_id AS taskId, context_id AS contextId, role, kind, turn, text,
   ledger_id AS ledgerId, content_sha256 AS contentSha256, created_at AS createdAt FROM messages`;
 
+/** What a task's view shows of a message (src/core/task-view.ts). */
+export type MessageViewRow = Pick<MessageRow, 'messageId' | 'contextId' | 'taskId' | 'role' | 'text' | 'ledgerId' | 'createdAt'>;
+
+const VIEW = `SELECT message_id AS messageId, context_id AS contextId, task_id AS taskId, role, text, ledger_id AS ledgerId, created_at AS createdAt FROM messages`;
+
 export function messageReads(db: Db) {
   return {
     /** The message stored under a caller's `messageId`, scoped per agent. Durable, so dedupe survives restarts. */
@@ -46,6 +51,13 @@ export function messageReads(db: Db) {
       const n = Math.max(0, Math.floor(last));
       const rows = stmt(db, `${SELECT} WHERE task_id = ? AND kind != 'poll' ORDER BY seq DESC LIMIT ${n}`).all(taskId) as MessageRow[];
       return rows.reverse();
+    },
+
+    /** {@link history} with only the columns a task's view shows. */
+    historyView(taskId: string, last?: number): MessageViewRow[] {
+      if (last === undefined) return stmt(db, `${VIEW} WHERE task_id = ? AND kind != 'poll' ORDER BY seq`).all(taskId) as MessageViewRow[];
+      const n = Math.max(0, Math.floor(last));
+      return (stmt(db, `${VIEW} WHERE task_id = ? AND kind != 'poll' ORDER BY seq DESC LIMIT ${n}`).all(taskId) as MessageViewRow[]).reverse();
     },
   };
 }

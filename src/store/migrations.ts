@@ -308,4 +308,85 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX push_deliveries_due ON push_deliveries(state, next_attempt_at);
   CREATE INDEX push_deliveries_by_config ON push_deliveries(task_id, config_id, seq);
   `,
+  // 11: reads whose cost does not grow with the store (bench/RESULTS.md, million). Counts kept by
+  // triggers in the transaction of every write — tasks per agent and state (/health, /metrics,
+  // status, ListTasks totals), dispatches per state, ledger rows per verdict — instead of a scan of
+  // the table at every call, and the rows of the tables a task's rows live in (prune --dry-run);
+  // and the indexes of the reads that scanned: the CLI's `tasks` across agents and by state, newest
+  // first (tasks_by_time, tasks_by_state_time: also prune's finished tasks), `show`'s attempts of a
+  // task, start-up's attempts left unfinished, and prune's events and mail after its cut.
+  `
+  CREATE TABLE task_counts (agent TEXT NOT NULL, state TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (agent, state)) STRICT, WITHOUT ROWID;
+  INSERT INTO task_counts (agent, state, n) SELECT agent, state, count(*) FROM tasks GROUP BY agent, state;
+  CREATE TRIGGER task_counts_insert AFTER INSERT ON tasks BEGIN
+    INSERT INTO task_counts (agent, state, n) VALUES (new.agent, new.state, 1) ON CONFLICT (agent, state) DO UPDATE SET n = n + 1;
+  END;
+  CREATE TRIGGER task_counts_delete AFTER DELETE ON tasks BEGIN
+    UPDATE task_counts SET n = n - 1 WHERE agent = old.agent AND state = old.state;
+  END;
+  CREATE TRIGGER task_counts_update AFTER UPDATE OF agent, state ON tasks WHEN old.agent IS NOT new.agent OR old.state IS NOT new.state BEGIN
+    UPDATE task_counts SET n = n - 1 WHERE agent = old.agent AND state = old.state;
+    INSERT INTO task_counts (agent, state, n) VALUES (new.agent, new.state, 1) ON CONFLICT (agent, state) DO UPDATE SET n = n + 1;
+  END;
+
+  CREATE TABLE dispatch_counts (state TEXT PRIMARY KEY, n INTEGER NOT NULL) STRICT, WITHOUT ROWID;
+  INSERT INTO dispatch_counts (state, n) SELECT dispatch_state, count(*) FROM turns GROUP BY dispatch_state;
+  CREATE TRIGGER dispatch_counts_insert AFTER INSERT ON turns BEGIN
+    INSERT INTO dispatch_counts (state, n) VALUES (new.dispatch_state, 1) ON CONFLICT (state) DO UPDATE SET n = n + 1;
+  END;
+  CREATE TRIGGER dispatch_counts_delete AFTER DELETE ON turns BEGIN
+    UPDATE dispatch_counts SET n = n - 1 WHERE state = old.dispatch_state;
+  END;
+  CREATE TRIGGER dispatch_counts_update AFTER UPDATE OF dispatch_state ON turns WHEN old.dispatch_state IS NOT new.dispatch_state BEGIN
+    UPDATE dispatch_counts SET n = n - 1 WHERE state = old.dispatch_state;
+    INSERT INTO dispatch_counts (state, n) VALUES (new.dispatch_state, 1) ON CONFLICT (state) DO UPDATE SET n = n + 1;
+  END;
+
+  CREATE TABLE verdict_counts (verdict TEXT PRIMARY KEY, n INTEGER NOT NULL) STRICT, WITHOUT ROWID;
+  INSERT INTO verdict_counts (verdict, n) SELECT verdict, count(*) FROM ledger GROUP BY verdict;
+  CREATE TRIGGER verdict_counts_insert AFTER INSERT ON ledger BEGIN
+    INSERT INTO verdict_counts (verdict, n) VALUES (new.verdict, 1) ON CONFLICT (verdict) DO UPDATE SET n = n + 1;
+  END;
+  CREATE TRIGGER verdict_counts_delete AFTER DELETE ON ledger BEGIN
+    UPDATE verdict_counts SET n = n - 1 WHERE verdict = old.verdict;
+  END;
+  CREATE TRIGGER verdict_counts_update AFTER UPDATE OF verdict ON ledger WHEN old.verdict IS NOT new.verdict BEGIN
+    UPDATE verdict_counts SET n = n - 1 WHERE verdict = old.verdict;
+    INSERT INTO verdict_counts (verdict, n) VALUES (new.verdict, 1) ON CONFLICT (verdict) DO UPDATE SET n = n + 1;
+  END;
+
+  CREATE TABLE row_counts (name TEXT PRIMARY KEY, n INTEGER NOT NULL) STRICT, WITHOUT ROWID;
+  INSERT INTO row_counts (name, n) VALUES
+    ('dispatch_attempts', (SELECT count(*) FROM dispatch_attempts)), ('messages', (SELECT count(*) FROM messages)),
+    ('artifacts', (SELECT count(*) FROM artifacts)), ('task_events', (SELECT count(*) FROM task_events)),
+    ('replies', (SELECT count(*) FROM replies)), ('reply_attachments', (SELECT count(*) FROM reply_attachments));
+  CREATE TRIGGER row_counts_attempts_insert AFTER INSERT ON dispatch_attempts BEGIN UPDATE row_counts SET n = n + 1 WHERE name = 'dispatch_attempts'; END;
+  CREATE TRIGGER row_counts_attempts_delete AFTER DELETE ON dispatch_attempts BEGIN UPDATE row_counts SET n = n - 1 WHERE name = 'dispatch_attempts'; END;
+  CREATE TRIGGER row_counts_messages_insert AFTER INSERT ON messages BEGIN UPDATE row_counts SET n = n + 1 WHERE name = 'messages'; END;
+  CREATE TRIGGER row_counts_messages_delete AFTER DELETE ON messages BEGIN UPDATE row_counts SET n = n - 1 WHERE name = 'messages'; END;
+  CREATE TRIGGER row_counts_artifacts_insert AFTER INSERT ON artifacts BEGIN UPDATE row_counts SET n = n + 1 WHERE name = 'artifacts'; END;
+  CREATE TRIGGER row_counts_artifacts_delete AFTER DELETE ON artifacts BEGIN UPDATE row_counts SET n = n - 1 WHERE name = 'artifacts'; END;
+  CREATE TRIGGER row_counts_events_insert AFTER INSERT ON task_events BEGIN UPDATE row_counts SET n = n + 1 WHERE name = 'task_events'; END;
+  CREATE TRIGGER row_counts_events_delete AFTER DELETE ON task_events BEGIN UPDATE row_counts SET n = n - 1 WHERE name = 'task_events'; END;
+  CREATE TRIGGER row_counts_replies_insert AFTER INSERT ON replies BEGIN UPDATE row_counts SET n = n + 1 WHERE name = 'replies'; END;
+  CREATE TRIGGER row_counts_replies_delete AFTER DELETE ON replies BEGIN UPDATE row_counts SET n = n - 1 WHERE name = 'replies'; END;
+  CREATE TRIGGER row_counts_attachments_insert AFTER INSERT ON reply_attachments BEGIN UPDATE row_counts SET n = n + 1 WHERE name = 'reply_attachments'; END;
+  CREATE TRIGGER row_counts_attachments_delete AFTER DELETE ON reply_attachments BEGIN UPDATE row_counts SET n = n - 1 WHERE name = 'reply_attachments'; END;
+
+  CREATE INDEX tasks_by_time ON tasks(updated_at, id);
+  CREATE INDEX tasks_by_state_time ON tasks(state, updated_at);
+  CREATE INDEX attempts_by_task ON dispatch_attempts(task_id);
+  CREATE INDEX attempts_unfinished ON dispatch_attempts(dispatch_id) WHERE finished_at IS NULL;
+  CREATE INDEX task_events_by_time ON task_events(at);
+  CREATE INDEX ledger_by_time ON ledger(seen_at);
+  `,
+  // 12: bytes per task (bench/RESULTS.md, million). A reply's text stored once: a turn whose reply
+  // has a row of its own (migration 7) no longer keeps a copy in reply_text; reads take the reply
+  // row's (src/store/turns.ts). Raw mail may be stored compressed: raw_codec names how (NULL: as
+  // fetched; src/store/ledger.ts). No CHECK on it: SQLite cannot change one without rebuilding the
+  // table, and a codec this version does not know is refused when read, by name.
+  `
+  UPDATE turns SET reply_text = NULL WHERE reply_text IS NOT NULL AND reply_ledger_id IN (SELECT ledger_id FROM replies);
+  ALTER TABLE ledger ADD COLUMN raw_codec TEXT;
+  `,
 ];

@@ -15,7 +15,8 @@
  * gate 8a (Message-ID already applied) are kept for every open task.
  */
 import type { Db, Writer } from './db.js';
-import { TERMINAL_STATES } from './task-state.js';
+import { stmt } from './statements.js';
+import { TASK_STATES, TERMINAL_STATES } from './task-state.js';
 
 /** Rows deleted (or, for a dry run, that would be) per table. */
 export interface PruneCounts {
@@ -57,15 +58,53 @@ function empty(): PruneCounts {
   return { tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0 };
 }
 
+/** The tables a task's rows live in, with the count of each that migration 11's triggers keep. */
+const DEPENDENTS: readonly [keyof PruneCounts, string, string][] = [
+  ['turns', 'turns', `SELECT coalesce(sum(n), 0) AS n FROM dispatch_counts`],
+  ['attempts', 'dispatch_attempts', `SELECT n FROM row_counts WHERE name = 'dispatch_attempts'`],
+  ['messages', 'messages', `SELECT n FROM row_counts WHERE name = 'messages'`],
+  ['artifacts', 'artifacts', `SELECT n FROM row_counts WHERE name = 'artifacts'`],
+  ['replies', 'replies', `SELECT n FROM row_counts WHERE name = 'replies'`],
+  ['attachments', 'reply_attachments', `SELECT n FROM row_counts WHERE name = 'reply_attachments'`],
+  ['events', 'task_events', `SELECT n FROM row_counts WHERE name = 'task_events'`],
+];
+
+/** Finished tasks whose status timestamp is before the cut, whatever their events (tasks_by_state_time). */
+const FINISHED_BEFORE = `state IN (${TERMINAL}) AND updated_at < @cut`;
+/** Tasks with an event at or after the cut (task_events_by_time): a finished one among them stays. */
+const NOTED_SINCE = `SELECT task_id FROM task_events WHERE at >= @cut`;
+const OPEN = TASK_STATES.filter((st) => !TERMINAL_STATES.has(st)).map((st) => `'${st}'`).join(', ');
+/** The tasks that stay: open, finished at or after the cut, or noted since — each an index range. */
+const STAYING = `SELECT id FROM tasks WHERE state IN (${OPEN}) UNION ALL SELECT id FROM tasks WHERE state IN (${TERMINAL}) AND updated_at >= @cut UNION ALL ${NOTED_SINCE}`;
+
 export function pruneReads(db: Db) {
+  const one = (sql: string, cut: number): number => (stmt(db, sql).get({ cut }) as { n: number } | undefined)?.n ?? 0;
   return {
     /**
-     * What `prune` would delete for this cut; reads only, so a read-only store will do.
+     * What `prune` would delete for this cut; reads only, so a read-only store will do. The cost
+     * follows the smaller of the tasks that go and the tasks that stay, never the whole store:
+     * when most tasks go, each table's count (kept by triggers) less the rows of the tasks that
+     * stay; else the rows of the tasks that go (every row of a table here belongs to a task: the
+     * writes add them with their task, and prune deletes them with it). Bench: bench/RESULTS.md, million.
      * @param cut ms since the epoch: tasks finished before it and ledger rows seen before it
      */
     countPrunable(cut: number): PruneCounts {
       const out = empty();
-      for (const [key, table, where] of TARGETS) out[key] = (db.prepare(`SELECT count(*) AS n FROM ${table} WHERE ${where}`).get({ cut }) as { n: number }).n;
+      const finished = one(`SELECT count(*) AS n FROM tasks WHERE ${FINISHED_BEFORE}`, cut);
+      const finishedNoted = one(`SELECT count(*) AS n FROM tasks WHERE ${FINISHED_BEFORE} AND id IN (${NOTED_SINCE})`, cut);
+      out.tasks = finished - finishedNoted;
+      const all = one(`SELECT coalesce(sum(n), 0) AS n FROM task_counts`, cut);
+      const fewGo = out.tasks <= all - out.tasks;
+      for (const [key, table, total] of DEPENDENTS) {
+        out[key] = fewGo
+          ? one(`SELECT count(*) AS n FROM ${table} WHERE task_id IN (${PRUNABLE_TASKS})`, cut)
+          : one(total, cut) - one(`SELECT count(*) AS n FROM ${table} WHERE task_id IN (${STAYING})`, cut);
+      }
+      // Ledger rows seen before the cut (ledger_by_time), but those of a task that stays.
+      const before = one(`SELECT count(*) AS n FROM ledger WHERE seen_at < @cut`, cut);
+      out.ledger = fewGo
+        ? one(`SELECT count(*) AS n FROM ledger WHERE ${PRUNABLE_LEDGER}`, cut)
+        : before - one(`SELECT count(*) AS n FROM ledger WHERE seen_at < @cut AND task_id IN (${STAYING})`, cut);
       return out;
     },
   };

@@ -3,26 +3,30 @@ import { stmt } from './statements.js';
 import type { DispatchState } from './dispatch-state.js';
 import type { TaskState } from './task-state.js';
 
-/** Counts for `/health`, `/metrics` and `doctor`: whole-table aggregates, read at each request. */
+/**
+ * Counts for `/health`, `/metrics`, `status` and `doctor`. The per-state and per-verdict counts are
+ * kept by triggers (migration 11), so reading them costs the same at any store size; `rowCounts`
+ * counts whole tables (tests and `doctor`).
+ */
 export function statsReads(db: Db) {
   return {
     /** Tasks per state; states with no task are absent. */
     tasksByState(): Partial<Record<TaskState, number>> {
       const out: Partial<Record<TaskState, number>> = {};
-      for (const r of stmt(db, `SELECT state, count(*) AS n FROM tasks GROUP BY state`).all() as { state: TaskState; n: number }[]) out[r.state] = r.n;
+      for (const r of stmt(db, `SELECT state, sum(n) AS n FROM task_counts GROUP BY state HAVING sum(n) > 0`).all() as { state: TaskState; n: number }[]) out[r.state] = r.n;
       return out;
     },
 
     /** Ledger rows per verdict; verdicts never recorded are absent. */
     ledgerByVerdict(): Record<string, number> {
-      const rows = stmt(db, `SELECT verdict, count(*) AS n FROM ledger GROUP BY verdict`).all() as { verdict: string; n: number }[];
+      const rows = stmt(db, `SELECT verdict, n FROM verdict_counts WHERE n > 0`).all() as { verdict: string; n: number }[];
       return Object.fromEntries(rows.map((r) => [r.verdict, r.n]));
     },
 
     /** Turns per dispatch state; states with no turn are absent. */
     dispatchesByState(): Partial<Record<DispatchState, number>> {
       const out: Partial<Record<DispatchState, number>> = {};
-      for (const r of stmt(db, `SELECT dispatch_state AS s, count(*) AS n FROM turns GROUP BY dispatch_state`).all() as { s: DispatchState; n: number }[]) out[r.s] = r.n;
+      for (const r of stmt(db, `SELECT state AS s, n FROM dispatch_counts WHERE n > 0`).all() as { s: DispatchState; n: number }[]) out[r.s] = r.n;
       return out;
     },
 

@@ -3,6 +3,7 @@ import { attemptReads, attemptWrites } from './attempts.js';
 import { auditReads } from './audit.js';
 import { Checkpointer } from './checkpointer.js';
 import { immediate, openDb, StoreError, type Db, type OpenOptions, type Writer } from './db.js';
+import { quickCheck, quickCheckInWorker, type IntegrityResult } from './integrity.js';
 import { dropLargeValue, largeValueReads, largeValueWrites, writeLargeValue } from './large-values.js';
 import { ledgerReads, ledgerWrites } from './ledger.js';
 import { mailboxReads, mailboxWrites } from './mailbox-state.js';
@@ -12,13 +13,16 @@ import { overviewReads } from './overview.js';
 import { pruneReads, pruneWrites } from './prune.js';
 import { pushReads, pushWrites } from './push.js';
 import { replyReads, replyWrites } from './replies.js';
+import { scheduleReads } from './schedule.js';
 import { statsReads } from './stats.js';
 import { taskEventReads } from './task-events.js';
 import { taskReads, taskWrites, type TaskChange } from './task-rows.js';
 import { dispatchWrites, turnReads, turnWrites } from './turns.js';
+import { stmt } from './statements.js';
 import { shrinkWal, walBytes } from './wal.js';
 
 export { StoreError } from './db.js';
+export type { IntegrityResult } from './integrity.js';
 export { REFUSED_COUNT_CAP } from './ledger.js';
 export { LARGE_VALUE_MIN } from './large-values.js';
 
@@ -39,6 +43,7 @@ function reads(db: Db) {
     limits: limitReads(db),
     retention: pruneReads(db),
     push: pushReads(db),
+    schedule: scheduleReads(db),
     largeValues: largeValueReads(db),
   };
 }
@@ -91,12 +96,17 @@ export class Store {
   readonly limits;
   readonly retention;
   readonly push;
+  readonly schedule;
   readonly largeValues;
   readonly #db: Db;
   readonly #tx: StoreTx;
   #depth = 0;
   #checkpointer: Checkpointer | null = null;
   #pending: TaskChange[] = [];
+  /** Bumped by every commit here and every commit another connection made (PRAGMA data_version). */
+  #generation = 0;
+  #dataVersion: number | null = null;
+  #dataVersionAt = Number.NEGATIVE_INFINITY;
   readonly #listeners = new Set<(c: TaskChange) => void>();
 
   private constructor(db: Db) {
@@ -117,6 +127,7 @@ export class Store {
     this.limits = r.limits;
     this.retention = r.retention;
     this.push = r.push;
+    this.schedule = r.schedule;
     this.largeValues = r.largeValues;
     const inTx = (): boolean => this.#depth > 0;
     const writer: Writer = {
@@ -130,8 +141,8 @@ export class Store {
   }
 
   /**
-   * Opens (creating when needed) the store: WAL journal, busy timeout, foreign keys,
-   * `quick_check`, then the pending migrations (src/store/db.ts).
+   * Opens (creating when needed) the store: WAL journal, busy timeout, foreign keys, the schema
+   * read, then the pending migrations (src/store/db.ts). No whole-file check: see {@link quickCheck}.
    * @param path file path, `:memory:`, or an image from {@link image} to open in memory
    * @throws StoreError when the file cannot be used (damaged, newer schema, not SQLite…)
    */
@@ -157,11 +168,32 @@ export class Store {
     } finally {
       this.#depth = 0;
     }
+    this.#generation++;
     this.#checkpointer?.nudge();
     const committed = this.#pending;
     this.#pending = [];
     for (const c of committed) for (const l of this.#listeners) l(c);
     return result;
+  }
+
+  /**
+   * A number that changes whenever what the store holds may have changed: after each transaction
+   * committed on this connection, and after another connection (the CLI, another process)
+   * committed (`PRAGMA data_version`, https://sqlite.org/pragma.html#pragma_data_version: a read
+   * of the WAL index, no I/O), looked at most once a millisecond — so another process's commit is
+   * seen within 1 ms. What is read from the store and kept in memory stays valid while it does not
+   * change.
+   */
+  generation(): number {
+    const t = performance.now();
+    if (t - this.#dataVersionAt < 1) return this.#generation;
+    this.#dataVersionAt = t;
+    const v = (stmt(this.#db, 'PRAGMA data_version').get() as { data_version: number }).data_version;
+    if (v !== this.#dataVersion) {
+      if (this.#dataVersion !== null) this.#generation++;
+      this.#dataVersion = v;
+    }
+    return this.#generation;
   }
 
   /**
@@ -217,6 +249,22 @@ export class Store {
   /** `PRAGMA user_version`: the number of migrations applied. */
   schemaVersion(): number {
     return this.#db.pragma('user_version', { simple: true }) as number;
+  }
+
+  /**
+   * `PRAGMA quick_check` on this connection: reads the whole file, so the caller waits in
+   * proportion to the store's size (`doctor`, `backup`). See src/store/integrity.ts.
+   */
+  quickCheck(): IntegrityResult {
+    return quickCheck(this.#db);
+  }
+
+  /**
+   * quick_check of the store file on a worker thread with its own read-only connection (`serve`'s
+   * background check): the event loop goes on meanwhile. In memory, it runs here.
+   */
+  quickCheckInBackground(): Promise<IntegrityResult> {
+    return this.#db.memory ? Promise.resolve(quickCheck(this.#db)) : quickCheckInWorker(this.#db.name);
   }
 
   /** An online copy into `file` (SQLite's backup API: consistent while others write). */

@@ -127,15 +127,29 @@ export function taskReads(db: Db) {
       return (stmt(db, `SELECT * FROM tasks WHERE state IN ('SUBMITTED','WORKING') AND deadline_at IS NOT NULL AND deadline_at < ?`).all(now) as RawTask[]).map(toRow);
     },
 
-    /** One agent's tasks, newest status first, with the total matching count (ignoring the cursor). */
-    list(f: TaskFilter): { rows: TaskRow[]; total: number } {
+    /**
+     * One agent's tasks, newest status first, from the keyset cursor `before` on, and the total
+     * matching count (ignoring the cursor). The total costs no scan when only the agent and the
+     * state filter: the trigger-kept counts of migration 11 answer it. With other filters it counts
+     * the index range once — `knownTotal` (the total the first page counted, carried by the page
+     * token) skips that on later pages.
+     */
+    list(f: TaskFilter, knownTotal?: number): { rows: TaskRow[]; total: number } {
       const params: Record<string, unknown> = { agent: f.agent, limit: f.limit };
       const where = conditions(params, ['agent = @agent']);
       where.narrow('context_id = @contextId', 'contextId', f.contextId);
       where.narrow('state = @state', 'state', f.state);
       where.narrow('updated_at > @updatedAfter', 'updatedAfter', f.updatedAfter);
       const base = where.sql();
-      const total = (stmt(db, `SELECT count(*) AS n FROM tasks WHERE ${base}`).get(params) as { n: number }).n;
+      let total: number;
+      if (f.contextId === undefined && f.updatedAfter === undefined) {
+        const sql = `SELECT coalesce(sum(n), 0) AS n FROM task_counts WHERE agent = @agent${f.state !== undefined ? ' AND state = @state' : ''}`;
+        total = (stmt(db, sql).get(f.state !== undefined ? { agent: f.agent, state: f.state } : { agent: f.agent }) as { n: number }).n;
+      } else if (knownTotal !== undefined) total = knownTotal;
+      else {
+        const { limit: _limit, ...countParams } = params;
+        total = (stmt(db, `SELECT count(*) AS n FROM tasks WHERE ${base}`).get(countParams) as { n: number }).n;
+      }
       let page = base;
       if (f.before) {
         page += ' AND (updated_at < @bu OR (updated_at = @bu AND id < @bid))';
@@ -154,22 +168,36 @@ export function taskReads(db: Db) {
       const params: Record<string, unknown> = { limit: q.limit };
       const where = conditions(params);
       where.narrow('agent = @agent', 'agent', q.agent);
-      if (q.states !== undefined) {
-        const names = q.states.map((s, i) => {
-          params[`s${i}`] = s;
-          return `@s${i}`;
-        });
-        where.add(names.length ? `state IN (${names.join(', ')})` : '0');
-      }
       where.narrow('context_id = @contextId', 'contextId', q.contextId);
       where.narrow('updated_at >= @since', 'since', q.updatedSince);
-      const sql = `SELECT * FROM tasks ${where.sql() ? `WHERE ${where.sql()}` : ''} ORDER BY updated_at DESC, id DESC LIMIT @limit`;
+      const order = 'ORDER BY updated_at DESC, id DESC LIMIT @limit';
+      const states = q.states === undefined ? undefined : [...new Set(q.states)];
+      if (states?.length === 0) return [];
+      let sql: string;
+      if (states === undefined || states.length === 1) {
+        if (states) where.narrow('state = @s0', 's0', states[0]);
+        sql = `SELECT * FROM tasks ${where.sql() ? `WHERE ${where.sql()}` : ''} ${order}`;
+      } else {
+        // One ordered range per state (the tasks_by_state_time index), merged: `state IN (…)`
+        // would sort every task in those states to return the newest few.
+        const rest = where.sql() ? ` AND ${where.sql()}` : '';
+        const parts = states.map((st, i) => {
+          params[`s${i}`] = st;
+          return `SELECT * FROM (SELECT * FROM tasks WHERE state = @s${i}${rest} ${order})`;
+        });
+        sql = `SELECT * FROM (${parts.join(' UNION ALL ')}) ${order}`;
+      }
       return (stmt(db, sql).all(params) as RawTask[]).map(toRow);
     },
 
-    /** Ids of the tasks whose id starts with `prefix` (exact characters, no wildcards), at most `limit`, sorted. */
+    /**
+     * Ids of the tasks whose id starts with `prefix` (exact characters, no wildcards), at most
+     * `limit`, sorted: a range of the primary key (every such id is ≥ `prefix` and below `prefix`
+     * followed by U+10FFFF, in SQLite's binary order of UTF-8), not a scan.
+     */
     idsWithPrefix(prefix: string, limit: number): string[] {
-      return (stmt(db, `SELECT id FROM tasks WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT ?`).all(prefix.length, prefix, limit) as { id: string }[]).map((r) => r.id);
+      const sql = `SELECT id FROM tasks WHERE id >= @p AND id < @p || char(1114111) AND substr(id, 1, length(@p)) = @p ORDER BY id LIMIT @limit`;
+      return (stmt(db, sql).all({ p: prefix, limit }) as { id: string }[]).map((r) => r.id);
     },
   };
 }
@@ -190,7 +218,8 @@ export function taskWrites(w: Writer) {
 
     /**
      * Moves a task to `to` through the state machine (src/store/task-state.ts), records the
-     * cause in `task_events`, and writes the audit entry when `to` is terminal. Leaving a
+     * cause in `task_events`, and writes the audit entry when `to` is terminal (and empties its
+     * turns' envelopes, but for a task canceled or failed by dispatch: see the statement). Leaving a
      * terminal state (the operator's retry) forgets that the outcome was shown.
      *
      * @throws IllegalTransitionError when the move is not in the table or its guard refuses (a defect)
@@ -215,6 +244,11 @@ export function taskWrites(w: Writer) {
       recordTaskEvent(w.db, { taskId: task.id, at: o.at, from: task.state, to, cause: o.cause });
       queuePushes(w.db, task.id, to, next.updatedAt);
       if (isTerminal(to)) writeAudit(w.db, next, o.at);
+      // A completed, rejected or failed task's webhooks are never sent again: the signed bytes (a
+      // used or revoked token, the ask and thread the turns keep anyway) go. A task failed by
+      // dispatch keeps them for the operator's retry, a canceled one for its cancel notice (sent
+      // after the commit: core/cancel.ts). Bytes per task: bench/RESULTS.md, million.
+      if (isTerminal(to) && to !== 'CANCELED' && next.failedBy !== 'dispatch') stmt(w.db, `UPDATE turns SET envelope = x'' WHERE task_id = ? AND length(envelope) > 0`).run(task.id);
       w.changed({ task: next, previous: task.state, cause: o.cause, at: o.at });
       return next;
     },

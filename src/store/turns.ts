@@ -18,7 +18,11 @@ export interface TurnRow {
   deadlineAt: number;
   /** The Standard Webhooks `webhook-id`, stable across every attempt of this dispatch. */
   dispatchId: string;
-  /** The exact JSON bytes of the webhook body, signed and sent identically on every attempt. */
+  /**
+   * The exact JSON bytes of the webhook body, signed and sent identically on every attempt (and the
+   * base of a cancel notice); empty once the task is COMPLETED, REJECTED or FAILED other than by
+   * dispatch (see taskWrites.transition in task-rows.ts).
+   */
   envelope: Buffer;
   dispatchState: DispatchState;
   nextAttemptAt: number | null;
@@ -30,35 +34,50 @@ export interface TurnRow {
   createdAt: number;
 }
 
-/**
- * The reply's text: the turn's copy, or — for an answer written as a large value, of which the
- * turn keeps no copy (src/store/large-values.ts) — its reply row's.
- */
-const REPLY_TEXT = `coalesce(reply_text, (SELECT ${replyTextSql('r')} FROM replies r WHERE r.ledger_id = turns.reply_ledger_id AND r.text_value IS NOT NULL)) AS replyText`;
+/** What a task's view shows of its current turn: no ask, token or signed envelope (src/core/task-view.ts). */
+export type TurnStatus = Pick<TurnRow, 'turn' | 'dispatchId' | 'createdAt' | 'nextAttemptAt' | 'acceptedAt' | 'replyStatus' | 'replyText' | 'replyLedgerId' | 'repliedAt'>;
 
-const SELECT = `SELECT task_id AS taskId, turn, ask, reply_token AS replyToken, deadline_at AS deadlineAt,
-  dispatch_id AS dispatchId, envelope, dispatch_state AS dispatchState, next_attempt_at AS nextAttemptAt,
-  accepted_at AS acceptedAt, reply_status AS replyStatus, ${REPLY_TEXT},
-  reply_ledger_id AS replyLedgerId, replied_at AS repliedAt, created_at AS createdAt FROM turns`;
+/**
+ * The reply's text is stored once (bytes per task: bench/RESULTS.md, million): in its reply row
+ * (src/store/replies.ts, or the large value it names: src/store/large-values.ts) when there is one,
+ * which is read here; `turns.reply_text` holds it only for a reply recorded without one (stores
+ * written before replies had rows, migration 7).
+ */
+const REPLY_TEXT = `coalesce(${replyTextSql('r')}, t.reply_text) AS replyText`;
+const FROM = `FROM turns t LEFT JOIN replies r ON r.ledger_id = t.reply_ledger_id`;
+
+const SELECT = `SELECT t.task_id AS taskId, t.turn, t.ask, t.reply_token AS replyToken, t.deadline_at AS deadlineAt,
+  t.dispatch_id AS dispatchId, t.envelope, t.dispatch_state AS dispatchState, t.next_attempt_at AS nextAttemptAt,
+  t.accepted_at AS acceptedAt, t.reply_status AS replyStatus, ${REPLY_TEXT},
+  t.reply_ledger_id AS replyLedgerId, t.replied_at AS repliedAt, t.created_at AS createdAt ${FROM}`;
 
 export function turnReads(db: Db) {
   return {
     get(taskId: string, turn: number): TurnRow | undefined {
-      return stmt(db, `${SELECT} WHERE task_id = ? AND turn = ?`).get(taskId, turn) as TurnRow | undefined;
+      return stmt(db, `${SELECT} WHERE t.task_id = ? AND t.turn = ?`).get(taskId, turn) as TurnRow | undefined;
+    },
+
+    /** The columns of a turn a task's view shows ({@link TurnStatus}): the envelope blob stays on disk. */
+    status(taskId: string, turn: number): TurnStatus | undefined {
+      return stmt(db,
+        `SELECT t.turn, t.dispatch_id AS dispatchId, t.created_at AS createdAt, t.next_attempt_at AS nextAttemptAt, t.accepted_at AS acceptedAt,
+           t.reply_status AS replyStatus, ${REPLY_TEXT}, t.reply_ledger_id AS replyLedgerId, t.replied_at AS repliedAt
+         ${FROM} WHERE t.task_id = ? AND t.turn = ?`,
+      ).get(taskId, turn) as TurnStatus | undefined;
     },
 
     ofTask(taskId: string): TurnRow[] {
-      return stmt(db, `${SELECT} WHERE task_id = ? ORDER BY turn`).all(taskId) as TurnRow[];
+      return stmt(db, `${SELECT} WHERE t.task_id = ? ORDER BY t.turn`).all(taskId) as TurnRow[];
     },
 
     byDispatchId(dispatchId: string): TurnRow | undefined {
-      return stmt(db, `${SELECT} WHERE dispatch_id = ?`).get(dispatchId) as TurnRow | undefined;
+      return stmt(db, `${SELECT} WHERE t.dispatch_id = ?`).get(dispatchId) as TurnRow | undefined;
     },
 
     /** Pending dispatches whose next attempt is due at `now`, oldest first, at most 20. */
     dueDispatches(now: number): TurnRow[] {
       // The limit is written into the SQL: a bound LIMIT parameter measured 2–5× slower here (bench/).
-      return stmt(db, `${SELECT} WHERE dispatch_state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT 20`).all(now) as TurnRow[];
+      return stmt(db, `${SELECT} WHERE t.dispatch_state = 'pending' AND t.next_attempt_at <= ? ORDER BY t.next_attempt_at LIMIT 20`).all(now) as TurnRow[];
     },
   };
 }
@@ -80,12 +99,17 @@ export function turnWrites(w: Writer) {
       stmt(w.db, `UPDATE turns SET reply_token = NULL WHERE task_id = ? AND reply_token IS NOT NULL`).run(taskId);
     },
 
-    /** Records the reply on its turn; `text` null when its reply row holds it as a large value (reads take it from there). */
+    /**
+     * Records the reply on its turn. Its text is kept here only when no reply row holds it (write
+     * the reply row first: src/core/apply-reply.ts); otherwise reads take it from there (the text is
+     * stored once).
+     */
     recordReply(taskId: string, turn: number, r: { status: ReplyStatus; text: string | null; ledgerId: number; at: number; revokeToken: boolean }): void {
       stmt(w.db,
-        `UPDATE turns SET reply_status = ?, reply_text = ?, reply_ledger_id = ?, replied_at = ?
-           ${r.revokeToken ? ', reply_token = NULL' : ''} WHERE task_id = ? AND turn = ?`,
-      ).run(r.status, r.text, r.ledgerId, r.at, taskId, turn);
+        `UPDATE turns SET reply_status = @status, reply_ledger_id = @ledgerId, replied_at = @at,
+           reply_text = CASE WHEN EXISTS (SELECT 1 FROM replies WHERE ledger_id = @ledgerId) THEN NULL ELSE @text END
+           ${r.revokeToken ? ', reply_token = NULL' : ''} WHERE task_id = @taskId AND turn = @turn`,
+      ).run({ status: r.status, ledgerId: r.ledgerId, at: r.at, text: r.text, taskId, turn });
     },
   };
 }

@@ -11,7 +11,6 @@
  */
 import { isIPv4, isIPv6 } from 'node:net';
 import { Resolver } from 'node:dns/promises';
-import { dkimVerify } from 'mailauth';
 import type { DKIMResult, DNSResolver } from 'mailauth';
 import { BudgetError, offload, OFFLOAD_MIN_BYTES, type BudgetTimer } from './offload.js';
 import { parseHeaders, type HeaderField } from './raw-headers.js';
@@ -182,6 +181,8 @@ export async function verifyDkimHere(raw: Buffer, resolver: DnsResolver, options
   try {
     ours = parseDkimSignatures(parseHeaders(raw));
     const guarded: DnsResolver = (name, rrtype) => withTimeout(Promise.resolve().then(() => resolver(name, rrtype)), timeoutMs, `${name} ${rrtype}`);
+    // mailauth is loaded by the first verification, not at start (memory and start-up: bench/RESULTS.md, machine-limit).
+    const { dkimVerify } = await import('mailauth');
     const verified = await dkimVerify(raw, { resolver: guarded as DNSResolver, rejectRsaSha1: true, ...(options.now ? { curTime: options.now } : {}) });
     const results: MailauthDkimResult[] = verified.results;
     return results

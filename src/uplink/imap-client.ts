@@ -1,5 +1,10 @@
-import { ImapFlow, type ImapFlowOptions } from 'imapflow';
+import { createRequire } from 'node:module';
+import type { ImapFlow, ImapFlowOptions } from 'imapflow';
 import type { ImapConfig } from '../config/config.js';
+
+// imapflow is loaded by the first IMAP connection, never by a Maildir configuration or a command
+// that does not connect (memory and start-up: bench/RESULTS.md, machine-limit).
+const require = createRequire(import.meta.url);
 
 /**
  * A new imapflow client for one connection (an instance cannot reconnect) with the options every
@@ -9,7 +14,8 @@ import type { ImapConfig } from '../config/config.js';
  * greeting. `o` adds or overrides the rest (logger, IDLE, socket timeout, size limits).
  */
 export function imapClient(cfg: ImapConfig, auth: ImapFlowOptions['auth'], o: Partial<ImapFlowOptions> = {}): ImapFlow {
-  return new ImapFlow({
+  const { ImapFlow: Client } = require('imapflow') as typeof import('imapflow');
+  return new Client({
     host: cfg.host,
     port: cfg.port,
     secure: cfg.tls,

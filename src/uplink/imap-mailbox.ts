@@ -5,9 +5,13 @@
  * Per check: a new ImapFlow (an instance cannot reconnect) with an `error` listener (imapflow #302:
  * an unhandled socket timeout kills the process) → connect and log in →
  * `EXAMINE <folder>` (never SELECT) → compare UIDVALIDITY with the watermark → one narrowed
- * `UID SEARCH UID <after+1>:* (OR FROM … SUBJECT …)` → `UID FETCH (RFC822.SIZE)` of the chosen
- * UIDs → `UID FETCH BODY.PEEK[]` for those within the size cap and `BODY.PEEK[HEADER]<0.256K>` for
- * larger ones → LOGOUT; the socket is closed in `finally`. Nothing else is sent: no STORE, COPY,
+ * `UID SEARCH UID <after+1>:* (OR FROM … SUBJECT …)` → the header blocks of the candidates, then
+ * `UID FETCH BODY.PEEK[]` of those the header stage let through (src/uplink/imap-pass.ts) →
+ * LOGOUT; the socket is closed in `finally`. With `keepSession` (serve) the session stays open
+ * instead (CLOSE: no folder selected), and the next check starts with `STATUS <folder>
+ * (UIDVALIDITY UIDNEXT)` on it — no connect, login or EXAMINE, whose cost grows with the folder —
+ * and EXAMINEs and SEARCHes only when UIDNEXT says something came above the watermark. After any
+ * error, and {@link RECONNECT_EVERY_MS} after it connected, a check connects afresh. Nothing else is sent: no STORE, COPY,
  * MOVE, EXPUNGE, and no flag changes (`\Seen` stays as it was because every body fetch is PEEK).
  * Every FETCH is collected whole (`fetchAll`) before the next command (imapflow #159: a command
  * issued inside `for await` over `fetch()` deadlocks).
@@ -18,24 +22,13 @@
  * and the caller records it and moves the watermark past it. A timeout or a dropped connection
  * still fails the whole check (nothing is recorded; the next check tries again).
  */
-import { AuthenticationFailure, type ImapFlow, type ImapFlowError, type Logger, type SearchObject } from 'imapflow';
+import type { ImapFlow, ImapFlowError, Logger, SearchObject } from 'imapflow';
 import type { ImapConfig } from '../config/config.js';
 import { MAX_HEADER_BLOCK_BYTES } from './gates.js';
 import { imapClient } from './imap-client.js';
-import { fetchIsolating, Session, type Fetched, type Phase } from './imap-session.js';
-import {
-  DEFAULT_MAX_HEADERS,
-  HEADER_BATCH,
-  MailboxError,
-  readOldest,
-  unreadableMessage,
-  type CheckRequest,
-  type CheckResult,
-  type FetchedMessage,
-  type HeaderedMessage,
-  type Mailbox,
-  type MailboxPass,
-} from './mailbox.js';
+import { ImapPass } from './imap-pass.js';
+import { Session, type Phase } from './imap-session.js';
+import { MailboxError, readOldest, type CheckRequest, type CheckResult, type Mailbox, type MailboxPass } from './mailbox.js';
 import { imapAuth } from './oauth2.js';
 import { CONNECT_CODES, TIMEOUT_CODES, TLS_CODE } from './imap-codes.js';
 
@@ -53,7 +46,42 @@ const MAX_UID = 4294967295; // RFC 3501 §2.3.1.1: UIDs are 32-bit unsigned
 
 
 /**
- * Reads one IMAP folder, read-only. Holds no connection between checks.
+ * How long one connection is kept at most (`keepSession`), in ms: then a check connects, logs in
+ * and EXAMINEs the folder afresh. Between, a check with nothing new costs one STATUS, whatever the
+ * folder holds; UIDVALIDITY is compared on every check either way.
+ */
+export const RECONNECT_EVERY_MS = 10 * 60_000;
+
+/** A session kept open between checks, in the authenticated state (no folder selected). */
+interface Kept {
+  session: Session;
+  /** When it connected (clock of the mailbox, ms). */
+  connectedAt: number;
+  /** The literal cap its client was made with (it follows `maxMessageBytes`). */
+  literalCap: number;
+}
+
+/** LOGOUT when the connection is still usable (a failing LOGOUT changes nothing), then close every connection of the session. */
+async function endSession(session: Session): Promise<void> {
+  if (session.client.usable) await session.client.logout().catch(() => undefined);
+  session.closeAll();
+}
+
+/** Options of {@link ImapMailbox}. */
+export interface ImapMailboxOptions {
+  /**
+   * Keep the session open between checks (serve; src/app.ts): the next check resumes it with a
+   * STATUS instead of connecting, logging in and EXAMINEing again. imapflow closes a session left
+   * idle longer than `timeoutMs` (its socket inactivity limit), so this saves the most when checks
+   * come at least that often. Default false: every pass logs out (one-shot commands).
+   */
+  keepSession?: boolean;
+  /** The clock of {@link RECONNECT_EVERY_MS}, ms (default `performance.now`). */
+  now?: () => number;
+}
+
+/**
+ * Reads one IMAP folder, read-only. Holds no connection between checks unless `keepSession`.
  *
  * `tls: true` is implicit TLS (port 993). `tls: false` (allowed by the config for loopback only)
  * is plain text and never tries STARTTLS: local IMAP bridges offer STARTTLS with self-signed
@@ -67,6 +95,11 @@ export class ImapMailbox implements Mailbox {
   readonly #active = new Set<ImapFlow>();
   /** Connections that `close()` cut: their check fails with "aborted", not a network error. */
   readonly #aborted = new WeakSet<ImapFlow>();
+  readonly #keep: boolean;
+  readonly #now: () => number;
+  #kept: Kept | null = null;
+  /** Advanced by close(): a pass opened before it does not keep its session. */
+  #epoch = 0;
 
   /**
    * @param config server, credentials, folder and `timeoutMs` (used for connecting, for the
@@ -74,28 +107,34 @@ export class ImapMailbox implements Mailbox {
    * @param logger an imapflow logger (pino-like: `debug`, `info`, `warn`, `error`); it sees every
    *   command sent (entries with `src: 'c'`, credentials masked). Default: no logging.
    */
-  constructor(config: ImapMailboxConfig, logger?: Logger) {
+  constructor(config: ImapMailboxConfig, logger?: Logger, o: ImapMailboxOptions = {}) {
     this.#config = config;
     this.folder = config.folder;
     this.#logger = logger ?? false;
+    this.#keep = o.keepSession === true;
+    this.#now = o.now ?? (() => performance.now());
   }
 
   /**
-   * Opens one read-only pass (see the file comment): connects, EXAMINEs the folder, and lists the
-   * candidates — UIDs above the watermark (above 0 when UIDVALIDITY changed) that SEARCH matched
-   * and `req.isRecorded` does not know — oldest first. The connection stays open until the pass is
-   * closed.
+   * Opens one read-only pass (see the file comment) and lists the candidates — UIDs above the
+   * watermark (above 0 when UIDVALIDITY changed) that SEARCH matched and `req.isRecorded` does not
+   * know — oldest first. On a new connection: EXAMINE. On the kept one (`keepSession`): STATUS
+   * first, and EXAMINE only when UIDNEXT says something came above the watermark. The connection
+   * stays open until the pass is closed; then it is kept for the next check, or logged out.
    * @throws MailboxError `connect`, `auth`, `tls`, `timeout` or `protocol`; the message never holds the password.
    */
   async open(req: CheckRequest): Promise<MailboxPass> {
     const literalCap = Math.max(req.maxMessageBytes, MAX_HEADER_BLOCK_BYTES) + LITERAL_MARGIN_BYTES;
+    const kept = await this.#resume(literalCap);
     // The password, or an OAuth2 access token (src/uplink/oauth2.ts); a grant that is gone fails here with kind `auth`.
-    const auth = await imapAuth(this.#config);
-    const session = new Session(this.#client(literalCap, auth), this.#active);
-    const wm = req.watermark;
+    let auth = kept ? undefined : await imapAuth(this.#config);
+    const session = kept?.session ?? new Session(this.#client(literalCap, auth!), this.#active);
+    const epoch = this.#epoch;
+    const connectedAt = kept?.connectedAt ?? this.#now();
     let uidValidity = '';
     /** Opens a fresh connection after the server hung up on a FETCH; the folder must be the same. */
     const reopen = async (): Promise<void> => {
+      auth ??= await imapAuth(this.#config);
       session.replace(this.#client(literalCap, auth));
       await session.client.connect();
       const box = await session.client.mailboxOpen(this.folder, { readOnly: true });
@@ -103,11 +142,33 @@ export class ImapMailbox implements Mailbox {
     };
     const fail = (err: unknown): MailboxError =>
       err instanceof MailboxError ? err : this.#toMailboxError(err as ImapFlowError, session.eventError, session.phase, this.#aborted.has(session.client));
+    /**
+     * Keeps the session for the next check, back in the authenticated state (CLOSE after EXAMINE
+     * removes nothing, RFC 3501 §6.4.2), when asked to, the pass went well and close() did not
+     * come meanwhile; else logs out.
+     */
+    const release = async (ok: boolean): Promise<void> => {
+      if (ok && this.#keep && epoch === this.#epoch && session.client.usable && !this.#kept) {
+        const closed = session.client.mailbox ? await session.client.mailboxClose().catch(() => false) : true;
+        if (closed && session.client.usable && epoch === this.#epoch && !this.#kept) {
+          session.forgetReplaced();
+          this.#kept = { session, connectedAt, literalCap };
+          return;
+        }
+      }
+      await endSession(session);
+    };
     try {
-      await session.client.connect();
-      session.phase = 'examine';
-      const box = await session.client.mailboxOpen(this.folder, { readOnly: true });
-      uidValidity = box.uidValidity.toString(10);
+      const wm = req.watermark;
+      let exists = 0;
+      if (kept) {
+        uidValidity = kept.uidValidity;
+        const after = wm.uidValidity === uidValidity ? wm.lastUid : 0;
+        if (kept.uidNext - 1 > after) exists = await this.#examine(session, (v) => (uidValidity = v));
+      } else {
+        await session.client.connect();
+        exists = await this.#examine(session, (v) => (uidValidity = v));
+      }
       const uidValidityChanged = wm.uidValidity !== null && wm.uidValidity !== uidValidity;
       // Never checked, or the folder was recreated: everything is new (the ledger dedupes).
       const after = wm.uidValidity === uidValidity ? wm.lastUid : 0;
@@ -118,7 +179,7 @@ export class ImapMailbox implements Mailbox {
       const source = (uid: number): string => `imap:${this.folder}:${uidValidity}:${uid}`;
       const listing = { uidValidity, uidValidityChanged, after, fresh: [] as number[], pending: [] as number[] };
       // Nothing to narrow on means nothing may be read (the person's other mail is never fetched).
-      if (box.exists > 0 && terms.length > 0 && after < MAX_UID) {
+      if (exists > 0 && terms.length > 0 && after < MAX_UID) {
         session.phase = 'search';
         const found = await session.client.search({ uid: `${after + 1}:*`, or: terms }, { uid: true });
         // imapflow answers false when the server refused the SEARCH (NO/BAD): not "nothing matched".
@@ -132,10 +193,46 @@ export class ImapMailbox implements Mailbox {
           if (++n % 1000 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
         }
       }
-      return new ImapPass(this.folder, session, reopen, fail, req, source, listing);
+      return new ImapPass(this.folder, session, reopen, fail, req, source, listing, release);
     } catch (err) {
       session.closeAll();
       throw fail(err);
+    }
+  }
+
+  /** `EXAMINE <folder>` (never SELECT): hands its UIDVALIDITY to `set`. @returns the message count */
+  async #examine(session: Session, set: (uidValidity: string) => void): Promise<number> {
+    session.phase = 'examine';
+    const box = await session.client.mailboxOpen(this.folder, { readOnly: true });
+    set(box.uidValidity.toString(10));
+    return box.exists;
+  }
+
+  /**
+   * The kept session, when there is one this check may use — opened for the same literal cap,
+   * less than {@link RECONNECT_EVERY_MS} ago, still connected — with the folder's UIDVALIDITY and
+   * UIDNEXT from `STATUS` (RFC 3501 §6.3.10; UIDNEXT is above every UID in the folder,
+   * §2.3.1.1). The session holds no folder selected, so the server answers for the folder as it
+   * is now: one deleted and created again shows its new UIDVALIDITY at once (with the folder
+   * selected, Dovecot answers from the session's view). Anything else, or any error, ends it: the
+   * check then connects and EXAMINEs afresh.
+   */
+  async #resume(literalCap: number): Promise<(Kept & { uidValidity: string; uidNext: number }) | null> {
+    const k = this.#kept;
+    this.#kept = null;
+    if (!k) return null;
+    if (k.literalCap !== literalCap || !k.session.client.usable || this.#now() - k.connectedAt >= RECONNECT_EVERY_MS) {
+      await endSession(k.session);
+      return null;
+    }
+    try {
+      k.session.phase = 'examine';
+      const st = await k.session.client.status(this.folder, { uidValidity: true, uidNext: true });
+      if (!st || st.uidValidity === undefined || typeof st.uidNext !== 'number' || !k.session.client.usable) throw new Error('no STATUS');
+      return { ...k, uidValidity: st.uidValidity.toString(10), uidNext: st.uidNext };
+    } catch {
+      k.session.closeAll();
+      return null;
     }
   }
 
@@ -160,13 +257,19 @@ export class ImapMailbox implements Mailbox {
    * Cuts the connection of any running check (that check then fails with kind `connect`); idempotent.
    * The mailbox stays usable: a later `check()` opens a new connection.
    */
-  close(): Promise<void> {
+  async close(): Promise<void> {
+    this.#epoch++;
+    const k = this.#kept;
+    this.#kept = null;
+    if (k) {
+      this.#active.delete(k.session.client);
+      await endSession(k.session);
+    }
     for (const c of this.#active) {
       this.#aborted.add(c);
       c.close();
     }
     this.#active.clear();
-    return Promise.resolve();
   }
 
   /** Maps an imapflow failure to a short, password-free MailboxError. */
@@ -178,7 +281,8 @@ export class ImapMailbox implements Mailbox {
     const make = (message: string, kind: MailboxError['kind']): MailboxError =>
       new MailboxError(this.#redact(message), kind, { cause: err });
 
-    if (err instanceof AuthenticationFailure || err?.authenticationFailed) {
+    // imapflow's AuthenticationFailure sets authenticationFailed (and imapflow loads lazily: imap-client.ts).
+    if (err?.authenticationFailed) {
       return make(`IMAP login failed for ${user}`, 'auth');
     }
     if (TIMEOUT_CODES.has(code) || TIMEOUT_CODES.has(eventCode)) {
@@ -219,141 +323,3 @@ function tlsReason(err: ImapFlowError | undefined, eventError: ImapFlowError | u
   return [reason || 'handshake failed', code && `(${code})`].filter(Boolean).join(' ');
 }
 
-/** What the SEARCH of a pass found: every UID above `after` it matched, and those not recorded yet. */
-interface Listing {
-  uidValidity: string;
-  uidValidityChanged: boolean;
-  after: number;
-  /** Every matching UID above the watermark, ascending. */
-  fresh: number[];
-  /** Those not recorded yet: the candidates, ascending. */
-  pending: number[];
-}
-
-/** The UIDs a FETCH asks for at most, for whole messages of at most this many bytes together. */
-const WHOLE_BATCH = { uids: 50, bytes: 16 * 1024 * 1024 };
-
-/**
- * One IMAP pass: `headers()` fetches `UID FETCH <uids> (UID RFC822.SIZE INTERNALDATE
- * BODY.PEEK[HEADER]<0.262144>)` for the next {@link HEADER_BATCH} candidates, `whole()`
- * `UID FETCH <uids> BODY.PEEK[]` for those asked, in batches of at most {@link WHOLE_BATCH}.
- */
-class ImapPass implements MailboxPass {
-  readonly uidValidity: string;
-  readonly uidValidityChanged: boolean;
-  readonly floor: number;
-  bytesFetched = 0;
-  /** Candidates handed out so far (an index into `pending`). */
-  #next = 0;
-  /** Candidates this pass may hand out (`maxHeaders`). */
-  readonly #limit: number;
-  #closed = false;
-
-  constructor(
-    private readonly folder: string,
-    private readonly session: Session,
-    private readonly reopen: () => Promise<void>,
-    private readonly fail: (err: unknown) => MailboxError,
-    private readonly req: CheckRequest,
-    private readonly source: (uid: number) => string,
-    private readonly listing: Listing,
-  ) {
-    this.uidValidity = listing.uidValidity;
-    this.uidValidityChanged = listing.uidValidityChanged;
-    const { pending, fresh, after } = listing;
-    // Everything up to the first candidate not recorded has a verdict already.
-    this.floor = pending.length ? pending[0]! - 1 : (fresh.at(-1) ?? after);
-    this.#limit = Math.min(pending.length, Math.max(0, req.maxHeaders ?? DEFAULT_MAX_HEADERS));
-  }
-
-  get more(): boolean {
-    return this.#next < this.listing.pending.length;
-  }
-
-  /** Where the watermark may move once the candidate at `i` (and all before it) has a verdict. */
-  #passes(i: number): number {
-    const { pending, fresh, after } = this.listing;
-    return i + 1 < pending.length ? pending[i + 1]! - 1 : (fresh.at(-1) ?? after);
-  }
-
-  async headers(): Promise<HeaderedMessage[]> {
-    const from = this.#next;
-    const uids = this.listing.pending.slice(from, Math.min(this.#limit, from + HEADER_BATCH));
-    if (uids.length === 0) return [];
-    this.#next = from + uids.length;
-    const refused = new Map<number, string>();
-    const answers = new Map<number, Fetched>();
-    try {
-      this.session.phase = 'fetch';
-      const query = { uid: true, size: true, internalDate: true, bodyParts: [{ key: 'HEADER', maxLength: MAX_HEADER_BLOCK_BYTES }] };
-      for (const [uid, m] of await fetchIsolating(this.session, this.reopen, uids, query, (m) => m.size !== undefined, refused)) answers.set(uid, m);
-      // A message the server will not open may still have its size and date in the server's index.
-      const meta = await fetchIsolating(this.session, this.reopen, [...refused.keys()], { uid: true, size: true, internalDate: true }, (m) => m.size !== undefined, new Map());
-      for (const [uid, m] of meta) answers.set(uid, m);
-    } catch (err) {
-      throw this.fail(err);
-    }
-    return uids.map((uid, k): HeaderedMessage => {
-      const m = answers.get(uid);
-      const at = m?.internalDate instanceof Date ? m.internalDate.getTime() : Number.NaN;
-      const base = { uid, source: this.source(uid), passes: this.#passes(from + k), size: m?.size ?? 0, receivedAt: Number.isNaN(at) ? null : at };
-      const why = refused.get(uid);
-      // The server will not hand this one message over: recorded as such, the rest go on.
-      if (why !== undefined) return { ...base, head: Buffer.alloc(0), unreadable: { reason: 'fetch', detail: `IMAP FETCH of UID ${uid} in ${this.folder} refused twice: ${why}` } };
-      // SEARCH listed it, FETCH finds nothing: expunged meanwhile. It still gets its verdict.
-      if (!m) return { ...base, head: Buffer.alloc(0), unreadable: { reason: 'vanished', detail: `IMAP UID ${uid} in ${this.folder} was expunged after SEARCH listed it` } };
-      if (!m.headers) return { ...base, head: Buffer.alloc(0), unreadable: { reason: 'fetch', detail: `IMAP FETCH of UID ${uid} in ${this.folder} answered without its header block` } };
-      this.bytesFetched += m.headers.length;
-      return { ...base, head: m.headers };
-    });
-  }
-
-  async whole(messages: readonly HeaderedMessage[]): Promise<FetchedMessage[]> {
-    const out = new Map<string, FetchedMessage>();
-    const asked: HeaderedMessage[] = [];
-    for (const h of messages) {
-      if (h.unreadable) out.set(h.source, unreadableMessage(h, h.unreadable));
-      else if (h.size > this.req.maxMessageBytes) out.set(h.source, this.#message(h, h.head, true));
-      else asked.push(h);
-    }
-    for (let i = 0; i < asked.length; ) {
-      const batch: HeaderedMessage[] = [];
-      let bytes = 0;
-      while (i < asked.length && batch.length < WHOLE_BATCH.uids && (batch.length === 0 || bytes + asked[i]!.size <= WHOLE_BATCH.bytes)) {
-        bytes += asked[i]!.size;
-        batch.push(asked[i++]!);
-      }
-      const refused = new Map<number, string>();
-      let answers: Map<number, Fetched>;
-      try {
-        this.session.phase = 'fetch';
-        answers = await fetchIsolating(this.session, this.reopen, batch.map((h) => h.uid), { uid: true, source: true }, (m) => !!m.source, refused);
-      } catch (err) {
-        throw this.fail(err);
-      }
-      for (const h of batch) {
-        const why = refused.get(h.uid);
-        const raw = answers.get(h.uid)?.source;
-        if (why !== undefined) out.set(h.source, unreadableMessage(h, { reason: 'fetch', detail: `IMAP FETCH of UID ${h.uid} in ${this.folder} refused twice: ${why}` }));
-        else if (!raw) out.set(h.source, unreadableMessage(h, { reason: 'vanished', detail: `IMAP UID ${h.uid} in ${this.folder} was expunged after its header block was read` }));
-        // The server under-reported RFC822.SIZE: keep the promise of "header block only".
-        else if (raw.length > this.req.maxMessageBytes) out.set(h.source, this.#message(h, h.head, true));
-        else out.set(h.source, this.#message(h, raw, false));
-      }
-    }
-    return messages.map((h) => out.get(h.source)!);
-  }
-
-  #message(h: HeaderedMessage, raw: Buffer, tooLarge: boolean): FetchedMessage {
-    if (raw !== h.head) this.bytesFetched += raw.length;
-    return { uid: h.uid, source: h.source, raw, size: h.size, tooLarge, receivedAt: h.receivedAt };
-  }
-
-  async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    // LOGOUT politely; a failing LOGOUT does not spoil a finished pass (the socket is closed anyway).
-    await this.session.client.logout().catch(() => undefined);
-    this.session.closeAll();
-  }
-}

@@ -41,6 +41,12 @@ export class Session {
     this.active.add(client);
   }
 
+  /** Forgets the connections `replace` closed: the session goes on with its current one alone (kept between checks). */
+  forgetReplaced(): void {
+    for (const c of this.#all.splice(0)) if (c !== this.client) this.active.delete(c);
+    this.#all.push(this.client);
+  }
+
   closeAll(): void {
     for (const c of this.#all) {
       c.close();

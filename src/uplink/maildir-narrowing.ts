@@ -2,8 +2,14 @@
  * The Maildir reader's narrowing (docs/architecture.md, "The reply format"): whether a message's header block names one of the
  * configured agents, read the way IMAP SEARCH would, so the person's other mail is never read whole.
  */
-import libmime from 'libmime';
+import { createRequire } from 'node:module';
+import type Libmime from 'libmime';
 import type { CheckRequest } from './mailbox.js';
+
+// Loaded on the first message judged, not at start (memory and start-up: bench/RESULTS.md, machine-limit).
+const require = createRequire(import.meta.url);
+let loaded: typeof Libmime | undefined;
+const libmime = (): typeof Libmime => (loaded ??= require('libmime') as typeof Libmime);
 
 /**
  * Unfolded header fields of a header block, names lower-cased, in order (duplicates kept).
@@ -43,7 +49,7 @@ export function matches(header: Buffer, req: CheckRequest): boolean {
 
 function decode(value: string): string {
   try {
-    return libmime.decodeWords(value);
+    return libmime().decodeWords(value);
   } catch {
     return value;
   }

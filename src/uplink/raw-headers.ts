@@ -5,7 +5,13 @@
  * bytes.
  */
 import { isUtf8 } from 'node:buffer';
-import addressparser from 'nodemailer/lib/addressparser/index.js';
+import { createRequire } from 'node:module';
+import type AddressParser from 'nodemailer/lib/addressparser/index.js';
+
+// Loaded on the first message judged, not at start (memory and start-up: bench/RESULTS.md, machine-limit).
+const require = createRequire(import.meta.url);
+let loaded: typeof AddressParser | undefined;
+const addressparser = (value: string): ReturnType<typeof AddressParser> => (loaded ??= require('nodemailer/lib/addressparser/index.js') as typeof AddressParser)(value);
 
 /** One header field as it stands in the message. */
 export interface HeaderField {

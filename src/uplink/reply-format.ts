@@ -11,7 +11,7 @@
  * message can carry neither a token nor an answer. Headers are never read here: mailparser keeps
  * only the first of duplicate fields (src/uplink/raw-headers.ts reads them).
  */
-import { simpleParser, type SimpleParserOptions } from 'mailparser';
+import type { SimpleParserOptions } from 'mailparser';
 import { classifyAttachments, type RawAttachment, type ReplyAttachment } from './attachments.js';
 import { BudgetError, offload, OFFLOAD_MIN_BYTES, type BudgetTimer } from './offload.js';
 
@@ -62,6 +62,8 @@ const PARSER_OPTIONS: SimpleParserOptions = {
  */
 async function bodyText(raw: Buffer): Promise<{ text: string; kind: ParsedReply['bodyKind']; attachments: RawAttachment[] }> {
   try {
+    // mailparser is loaded by the first reply parsed, not at start (memory and start-up: bench/RESULTS.md, machine-limit).
+    const { simpleParser } = await import('mailparser');
     const plain = await simpleParser(raw, PARSER_OPTIONS);
     const attachments = plain.attachments.map((a) => ({ filename: a.filename ?? null, contentType: a.contentType, content: a.content }));
     if (typeof plain.text === 'string' && plain.text.trim() !== '') return { text: plain.text, kind: 'text', attachments };

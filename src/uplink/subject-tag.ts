@@ -2,7 +2,13 @@
  * The Subject of a reply: RFC 2047 decoding and the task tags `[<TAG>:<task id>]`
  * (docs/architecture.md, "The reply format").
  */
-import libmime from 'libmime';
+import { createRequire } from 'node:module';
+import type Libmime from 'libmime';
+
+// Loaded on the first message judged, not at start (memory and start-up: bench/RESULTS.md, machine-limit).
+const require = createRequire(import.meta.url);
+let loaded: typeof Libmime | undefined;
+const libmime = (): typeof Libmime => (loaded ??= require('libmime') as typeof Libmime);
 
 /** RFC 2047 §2 encoded-word: `=?charset?B|Q?text?=`, no whitespace or `?` inside the text. */
 const ENCODED_WORD = /=\?([^?\s]+)\?([BbQq])\?([^?\s]*)\?=/g;
@@ -42,7 +48,7 @@ export function decodeSubject(raw: string): string {
     // The run of adjacent encoded-words in one charset, not yet decoded.
     const run = { charset: '', norm: '', bytes: [] as Buffer[], open: false };
     const flush = (): void => {
-      if (run.open) out += libmime.decodeWord(run.charset, 'B', Buffer.concat(run.bytes).toString('base64'));
+      if (run.open) out += libmime().decodeWord(run.charset, 'B', Buffer.concat(run.bytes).toString('base64'));
       run.open = false;
       run.bytes = [];
     };
@@ -50,7 +56,7 @@ export function decodeSubject(raw: string): string {
       const at = m.index ?? 0;
       const gap = s.slice(last, at);
       const charset = (m[1] ?? '').replace(/\*.*$/, ''); // RFC 2231 §5 language suffix
-      const norm = libmime.normalizeCharset(charset);
+      const norm = libmime().normalizeCharset(charset);
       const bytes = (m[2] ?? '').toUpperCase() === 'B' ? Buffer.from(m[3] ?? '', 'base64') : decodeQ(m[3] ?? '');
       const adjacent = run.open && /^[ \t]*$/.test(gap);
       if (!adjacent || run.norm !== norm) {

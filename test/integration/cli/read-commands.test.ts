@@ -241,7 +241,8 @@ describe('backup and prune', () => {
     expect(r.status, r.stderr).toBe(0);
     const report = JSON.parse(r.stdout) as BackupReport;
     expect(report).toEqual({ file: target, bytes: statSync(target).size, pages: expect.any(Number) as unknown, schemaVersion: expect.any(Number) as unknown, quickCheck: 'ok' });
-    expect(report.bytes).toBe(report.pages * 4096);
+    // The page size is in the file's header (bytes 16–17, big-endian: https://sqlite.org/fileformat.html).
+    expect(report.bytes).toBe(report.pages * readFileSync(target).readUInt16BE(16));
 
     const missing = join(c.dir, 'no-such-folder', 'b.sqlite');
     const m = await cli('backup', missing);

@@ -1,9 +1,16 @@
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeSync, closeSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeSync, closeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { buildBridge } from '../../../src/app.js';
+import { loadConfig } from '../../../src/config/config.js';
+import { STORE_CHECK_FIRST_MS } from '../../../src/core/bridge.js';
+import { createLogger } from '../../../src/log.js';
+import { PAGE_BYTES } from '../../../src/store/db.js';
 import { Store } from '../../../src/store/store.js';
+import { RECONNECT_EVERY_MS } from '../../../src/uplink/imap-mailbox.js';
+import { runCli } from '../../helpers/cli.js';
 import { quickCheck } from './bridge-process.js';
 import { hermesBody, startHarness, type Harness } from '../../helpers/bridge-harness.js';
 import { makeConfigDir, minimalToml } from '../../helpers/config-dir.js';
@@ -18,8 +25,9 @@ import type { Counts } from './store-load.js';
 
 /**
  * Concurrency: many polls share one mailbox check; the sweep and the poller, in separate processes
- * on one store file, never see SQLITE_BUSY; and a damaged store is refused at start with a message
- * that names the check and the fix.
+ * on one store file, never see SQLITE_BUSY; a store with a damaged header or schema is refused at
+ * start with a message that names the fix, and damage elsewhere is named by quick_check in doctor,
+ * backup and serve's background check.
  */
 let dovecot: DovecotHandle;
 let folders = 0;
@@ -77,7 +85,7 @@ async function harnessWithTask(folder: string, port: number, mailboxToml: string
 }
 
 describe('50 concurrent polls share one mailbox check', () => {
-  it('check_interval_s = 15, check due: 50 polls at once → one EXAMINE, one LOGIN, zero errors; the reply is applied once and all 50 see it', async () => {
+  it('check_interval_s = 15, check due: 50 polls at once → one STATUS and one EXAMINE on the kept session, zero errors; the reply is applied once and all 50 see it', async () => {
     const folder = `C${++folders}`;
     await dovecot.createFolder(folder);
     const { h, ctx, first } = await harnessWithTask(folder, dovecot.port, 'check_interval_s = 15');
@@ -88,13 +96,15 @@ describe('50 concurrent polls share one mailbox check', () => {
     const { answers, errors, slowest } = await fiftyPolls(h, ctx);
     await h.app.bridge.idle();
     expect(errors).toEqual([]);
+    // One check, on the session kept since the start-up check (uplink/imap-mailbox.ts): no new login.
+    expect(count(h, before, /^STATUS /i)).toBe(1);
     expect(count(h, before, /^EXAMINE /i)).toBe(1);
-    expect(count(h, before, /^(LOGIN|AUTHENTICATE) /i)).toBe(1);
+    expect(count(h, before, /^(LOGIN|AUTHENTICATE) /i)).toBe(0);
     // Every poll joined the check (or came after it): all 50 see the applied reply.
     expect(answers.filter((t) => t?.status.state === 'TASK_STATE_COMPLETED')).toHaveLength(50);
     expect(answers.every((t) => fenceOf(shown(t)).body === 'Shared by fifty polls.')).toBe(true);
     expect(h.app.bridge.ctx.store.ledger.ofTask(first.id).map((l) => l.verdict)).toEqual(['applied:done']);
-    summary.add('50 concurrent polls, check due (check_interval_s = 15)', `1 EXAMINE, 1 LOGIN, 0 errors, all 50 answered 200 COMPLETED within ${Math.round(slowest)} ms; reply applied once`);
+    summary.add('50 concurrent polls, check due (check_interval_s = 15)', `1 STATUS and 1 EXAMINE on the kept session (no LOGIN), 0 errors, all 50 answered 200 COMPLETED within ${Math.round(slowest)} ms; reply applied once`);
   });
 
   it('check_interval_s = 0 and a slow server (500 ms to connect): 50 polls at once still make one check', async () => {
@@ -103,6 +113,8 @@ describe('50 concurrent polls share one mailbox check', () => {
     const proxy = await startImapProxy(dovecot.port, 'pass', 500);
     cleanup.push(() => proxy.close());
     const { h, ctx } = await harnessWithTask(folder, proxy.port, '');
+    // The session kept since the start-up check is too old: this check connects (slowly) afresh.
+    h.advance(RECONNECT_EVERY_MS);
 
     const before = h.imapCommands.length;
     const acceptedBefore = proxy.stats.accepted;
@@ -235,14 +247,12 @@ describe('SQLite under contention and damage', () => {
     db.close();
     return good;
   };
-  const PAGE = 4096;
+  /** The page size of the stores the bridge creates (store/db.ts). */
+  const PAGE = PAGE_BYTES;
   const FIX = 'restore it from a backup (a2a-mailbridge backup) or move it aside to start empty';
 
-  it.each([
-    ['three b-tree pages in the middle overwritten with garbage', (pages: number) => [Math.floor(pages / 2), Math.floor(pages / 2) + 1, Math.floor(pages / 2) + 3].map((p) => ({ at: p * PAGE, length: PAGE }))],
-    ['the 100-byte file header overwritten', () => [{ at: 0, length: 100 }]],
-    ['the schema page (page 1 after the header) overwritten', () => [{ at: 100, length: PAGE - 100 }]],
-  ] as const)('a damaged store is refused at start with exit 2 and the fix: %s', async (what, damage) => {
+  /** A copy of a good store in a fresh config folder, with `damage` (byte ranges) overwritten; its path and the original bytes. */
+  const damagedStore = (damage: (pages: number) => { at: number; length: number }[]): { cfg: ReturnType<typeof makeConfigDir>; damaged: string; before: Buffer } => {
     const good = goodStore();
     const pages = statSync(good).size / PAGE;
     expect(pages).toBeGreaterThan(20);
@@ -254,8 +264,14 @@ describe('SQLite under contention and damage', () => {
     const fd = openSync(damaged, 'r+');
     for (const { at, length } of damage(pages)) writeSync(fd, Buffer.alloc(length, 0xa5), 0, length, at);
     closeSync(fd);
-    const before = readFileSync(damaged);
+    return { cfg, damaged, before: readFileSync(damaged) };
+  };
 
+  it.each([
+    ['the 100-byte file header overwritten', () => [{ at: 0, length: 100 }]],
+    ['the schema page (page 1 after the header) overwritten', () => [{ at: 100, length: PAGE - 100 }]],
+  ] as const)('a store whose header or schema is damaged is refused at start with exit 2 and the fix: %s', async (what, damage) => {
+    const { cfg, damaged, before } = damagedStore(damage);
     const p = spawnCli(['--config', cfg.configPath, 'serve']);
     const { code } = await p.exited;
     const stderr = p.lines.join('\n');
@@ -267,6 +283,43 @@ describe('SQLite under contention and damage', () => {
     // What a person needs: that the file is damaged, and what to do about it.
     expect(stderr, 'the message must say the store is damaged and give the fix').toMatch(/damaged/);
     expect(stderr, 'the message must say the store is damaged and give the fix').toContain(FIX);
-    if (what.startsWith('three')) expect(stderr).toMatch(/is damaged \(quick_check: [\s\S]*Tree \d+ page \d+[\s\S]*\); restore/);
+  });
+
+  it('damaged pages in the middle of the store are named by quick_check in doctor, backup and the background check (never at open: its cost grows with the store)', async () => {
+    const { cfg, damaged, before } = damagedStore((pages) => [Math.floor(pages / 2), Math.floor(pages / 2) + 1, Math.floor(pages / 2) + 3].map((p) => ({ at: p * PAGE, length: PAGE })));
+    const quickCheckLine = /quick_check: [\s\S]*Tree \d+ page \d+/;
+
+    const doctor = await runCli(['--config', cfg.configPath, 'doctor', '--json']);
+    expect(doctor.stdout, doctor.stderr).not.toBe("");
+    const store = (JSON.parse(doctor.stdout) as { checks: { name: string; status: string; detail: string; fix?: string }[] }).checks.find((c) => c.name === 'store')!;
+    expect(doctor.status).toBe(1);
+    expect(store.status).toBe('fail');
+    expect(store.detail).toMatch(quickCheckLine);
+    expect(store.fix).toBe(FIX);
+
+    const target = join(cfg.dir, 'copy.sqlite');
+    const backup = await runCli(['--config', cfg.configPath, 'backup', target]);
+    expect(backup.status).toBe(1);
+    expect(backup.stderr).toMatch(/failed quick_check \([\s\S]*Tree \d+ page \d+/);
+    expect(existsSync(target)).toBe(false);
+
+    // serve's background check, on the bridge clock: the first STORE_CHECK_FIRST_MS after start.
+    let now = Date.now();
+    const built = buildBridge(loadConfig(cfg.configPath), { log: createLogger('silent'), now: () => now });
+    try {
+      await built.bridge.maintainStore();
+      await built.bridge.idle();
+      expect(built.bridge.health().storeCheck).toBeNull();
+      now += STORE_CHECK_FIRST_MS;
+      await built.bridge.maintainStore();
+      await built.bridge.idle();
+      const check = built.bridge.health().storeCheck!;
+      expect(check.ok).toBe(false);
+      expect(`quick_check: ${check.detail}`).toMatch(quickCheckLine);
+      summary.add('damaged store: three b-tree pages in the middle overwritten', `doctor: "${store.detail.replace(damaged, '<store>')}"; backup exits 1, no copy left; the background check (${check.tookMs} ms, on a worker thread) reports it to /health`);
+    } finally {
+      await built.close();
+    }
+    expect(readFileSync(damaged).equals(before)).toBe(true);
   });
 });

@@ -2,7 +2,7 @@ import { chmodSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { iso } from '../../../src/core/time.js';
-import { ImapMailbox } from '../../../src/uplink/imap-mailbox.js';
+import { ImapMailbox, RECONNECT_EVERY_MS } from '../../../src/uplink/imap-mailbox.js';
 import { HEADER_BATCH } from '../../../src/uplink/mailbox.js';
 import { AGENT_ADDRESS, hermesBody, startHarness, type Harness, type HarnessOptions } from '../../helpers/bridge-harness.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
@@ -203,6 +203,8 @@ describe('mailbox faults never fail an A2A call', () => {
     await dovecot.append(await h.reply(h.envelope(1), { answer: 'Survives a cut connection.' }), { folder: h.folder });
 
     await p.setMode('drop-on-fetch');
+    // The mode holds for new connections: the bridge's next check connects afresh (the kept one is too old).
+    h.advance(RECONNECT_EVERY_MS);
     const down = await expectUnreachable(h, ctx, /./);
     expect(p.stats.dropped).toBeGreaterThanOrEqual(1);
     expect(h.imapCommands.some((c) => /UID FETCH .*BODY\.PEEK\[\]/.test(c))).toBe(true);

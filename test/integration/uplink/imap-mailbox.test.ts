@@ -3,7 +3,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from 'imapflow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ImapMailbox, type ImapMailboxConfig } from '../../../src/uplink/imap-mailbox.js';
+import { ImapMailbox, RECONNECT_EVERY_MS, type ImapMailboxConfig } from '../../../src/uplink/imap-mailbox.js';
 import { MailboxError, type CheckRequest } from '../../../src/uplink/mailbox.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
 
@@ -416,3 +416,75 @@ function fakeImap(s: Socket, o: { stallBody: boolean }): void {
     }
   });
 }
+
+describe('ImapMailbox with keepSession (as serve opens it)', () => {
+  /** The verbs sent since entry `from` of the recorder, in order. */
+  const verbsSince = (log: ReturnType<typeof recorder>, from: number): string[] => log.commands().slice(from).map(verb);
+  const LOGIN = /^(LOGIN|AUTHENTICATE)$/;
+  const logins = (verbs: string[]): number => verbs.filter((v) => LOGIN.test(v)).length;
+
+  it('checks with nothing new cost one STATUS; new mail is EXAMINEd and SEARCHed on the same connection; no login again until the reconnect', async () => {
+    const folder = await freshFolder();
+    const first = await dovecot.append(mail(), { folder });
+    const log = recorder();
+    let now = 0;
+    const box = new ImapMailbox(config(folder), log.logger, { keepSession: true, now: () => now });
+    try {
+      const r1 = await box.check(req());
+      expect(r1.messages.map((m) => m.uid)).toEqual([first]);
+      expect(logins(verbsSince(log, 0))).toBe(1);
+      const watermark = { uidValidity: r1.uidValidity, lastUid: first };
+
+      let mark = log.commands().length;
+      const none = await box.check(req({ watermark }));
+      expect(none).toMatchObject({ uidValidity: r1.uidValidity, uidValidityChanged: false, messages: [] });
+      expect(verbsSince(log, mark)).toEqual(['STATUS']);
+
+      const second = await dovecot.append(mail(), { folder });
+      mark = log.commands().length;
+      const r2 = await box.check(req({ watermark }));
+      expect(r2.messages.map((m) => m.uid)).toEqual([second]);
+      const sent = verbsSince(log, mark);
+      expect(sent.slice(0, 3)).toEqual(['STATUS', 'EXAMINE', 'UID SEARCH']);
+      expect(logins(sent)).toBe(0);
+      expect(sent.at(-1)).toBe('CLOSE');
+
+      // RECONNECT_EVERY_MS after it connected, a check logs in and EXAMINEs afresh.
+      now += RECONNECT_EVERY_MS;
+      mark = log.commands().length;
+      await box.check(req({ watermark: { uidValidity: r1.uidValidity, lastUid: second } }));
+      const again = verbsSince(log, mark);
+      expect(again).toEqual(expect.arrayContaining(['LOGOUT', 'EXAMINE']));
+      expect(logins(again)).toBe(1);
+    } finally {
+      await box.close();
+    }
+    expect(log.commands().at(-1)).toBe('LOGOUT');
+  });
+
+  it('finds a folder deleted and created again at the next check (STATUS answers for the folder as it is now)', async () => {
+    const folder = await freshFolder();
+    const uid = await dovecot.append(mail(), { folder });
+    const log = recorder();
+    const box = new ImapMailbox(config(folder), log.logger, { keepSession: true });
+    try {
+      const first = await box.check(req());
+      const watermark = { uidValidity: first.uidValidity, lastUid: uid };
+      expect((await box.check(req({ watermark }))).messages).toEqual([]);
+
+      await dovecot.deleteFolder(folder);
+      await dovecot.createFolder(folder);
+      const raw = mail();
+      const a = await dovecot.append(raw, { folder });
+      const mark = log.commands().length;
+      const r = await box.check(req({ watermark }));
+      const uidValidity = (await dovecot.uidValidity(folder)).toString();
+      expect(uidValidity).not.toBe(first.uidValidity);
+      expect(r).toMatchObject({ uidValidity, uidValidityChanged: true });
+      expect(r.messages.map((m) => [m.uid, m.source, m.raw])).toEqual([[a, `imap:${folder}:${uidValidity}:${a}`, raw]]);
+      expect(logins(verbsSince(log, mark))).toBe(0);
+    } finally {
+      await box.close();
+    }
+  });
+});

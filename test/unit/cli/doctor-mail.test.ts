@@ -39,7 +39,12 @@ describe('doctor: latest agent mail', () => {
   });
 
   it('passes with the right preset', async () => {
-    const c = await checkLatestTaggedMail(configWith('provider = "gmail"', gmail), resolver);
+    const config = configWith('provider = "gmail"', gmail);
+    // The ledger keeps this mail compressed (src/store/ledger.ts): doctor judges the bytes as fetched.
+    const s = Store.open(config.store.path, { readOnly: true });
+    expect(s.ledger.raw(1)?.equals(gmail)).toBe(true);
+    s.close();
+    const c = await checkLatestTaggedMail(config, resolver);
     expect(c).toMatchObject({ status: 'ok', detail: 'ledger #1 (auth:no-border) passes gates 3–7 with provider gmail' });
   });
 

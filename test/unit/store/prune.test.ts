@@ -52,3 +52,43 @@ describe('prune: retention for finished tasks; never an open task', () => {
     expect(db.tx((tx) => tx.retention.prune(NOW - 365 * DAY))).toEqual({ tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0 });
   });
 });
+
+describe('prune --dry-run counts by the smaller side: the tasks that go, or those that stay', () => {
+  /** `n` tasks finished `daysAgo` days before NOW, each with a turn, an attempt, two messages, a reply with an attachment and a ledger row. */
+  function finished(db: ReturnType<typeof buildStore>, n: number, daysAgo: number, tag: string): void {
+    db.tx((tx) => {
+      for (let i = 0; i < n; i++) {
+        const at = NOW - daysAgo * DAY + i;
+        const id = `${tag}${String(i).padStart(4, '0')}-0000-4000-8000-000000000000`;
+        tx.tasks.insert({ id, agent: 'grok', contextId: `c-${tag}-${i}`, state: 'SUBMITTED', stateReason: 'stored', failedBy: null, turn: 1, caller: 'test', createdAt: at, updatedAt: at, deadlineAt: at + DAY });
+        tx.turns.insert({ taskId: id, turn: 1, ask: 'job', replyToken: null, deadlineAt: at + DAY, dispatchId: `msg_${tag}${i}`, envelope: Buffer.from('{}'), dispatchState: 'pending', nextAttemptAt: at, acceptedAt: null, replyStatus: null, replyText: null, replyLedgerId: null, repliedAt: null, createdAt: at });
+        const a = tx.attempts.start({ dispatchId: `msg_${tag}${i}`, taskId: id, turn: 1, at });
+        tx.attempts.finish(a.id, { at, outcome: 'accepted', httpStatus: 202, error: null });
+        for (const kind of ['ask', 'reply'] as const) {
+          tx.messages.insert({ agent: 'grok', messageId: `${kind}-${tag}-${i}`, taskId: id, contextId: `c-${tag}-${i}`, role: kind === 'ask' ? 'user' : 'agent', kind, turn: 1, text: 'x', contentSha256: 'e'.repeat(64), createdAt: at });
+        }
+        const ledgerId = tx.ledger.record({ source: `imap:INBOX:9:${tag}${i}`, seenAt: at, messageId: `<${tag}${i}@a>`, fromHeader: null, subject: null, dateHeader: null, size: 1, rawSha256: `${tag}${i}`, raw: null, agent: 'grok', taskId: id, verdict: 'applied:done', reason: 'ok' })!;
+        tx.replies.insert({ ledgerId, taskId: id, turn: 1, agent: 'grok', kind: 'done', nonce: '0123456789abcdef', text: 'x', omittedLines: 0, createdAt: at });
+        tx.replies.insertAttachment({ ledgerId, seq: 1, taskId: id, kind: 'refused', filename: 'a.bin', mediaType: 'application/octet-stream', size: 1, bytes: null, data: null, reason: 'test' });
+        tx.tasks.transition(tx.tasks.get(id)!, 'COMPLETED', { at, cause: 'done', deadlineAt: null });
+      }
+    });
+  }
+
+  it.each([
+    ['most tasks go (each table’s kept count less the rows of the tasks that stay)', 40, 2],
+    ['few tasks go (the rows of the tasks that go)', 2, 40],
+  ])('%s: the count is what prune then deletes', (_what, old, recent) => {
+    const db = buildStore(':memory:', NOW);
+    finished(db, old, 60, 'dddd');
+    finished(db, recent, 2, 'cccc');
+    // A finished old task noted after the cut stays, and one of no-task mail before the cut goes.
+    db.tx((tx) => tx.tasks.note(tx.tasks.get('dddd0000-0000-4000-8000-000000000000')!, NOW - DAY, 'late reply kept'));
+    const cut = NOW - 30 * DAY;
+    const planned = db.retention.countPrunable(cut);
+    expect(planned.tasks).toBeGreaterThan(0);
+    expect(db.tx((tx) => tx.retention.prune(cut))).toEqual(planned);
+    expect(db.tasks.get('dddd0000-0000-4000-8000-000000000000')).toBeDefined();
+    expect(db.retention.countPrunable(cut)).toEqual({ tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0 });
+  });
+});

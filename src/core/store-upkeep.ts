@@ -1,0 +1,86 @@
+import type { IntegrityResult } from '../store/store.js';
+import type { BridgeContext } from './context.js';
+
+/** The outcome of a background quick_check of the store (src/store/integrity.ts). */
+export interface StoreCheck extends IntegrityResult {
+  /** When it finished, bridge clock (ms). */
+  at: number;
+  /** How long it took, ms. */
+  tookMs: number;
+}
+
+/** How often a refresh looks at the store's WAL, in ms (store/wal.ts). */
+const STORE_MAINTENANCE_MS = 60_000;
+
+/**
+ * The background integrity check of the store (quick_check on a worker thread,
+ * src/store/integrity.ts): the first this long after the bridge starts, in ms, so a start is
+ * never slowed by reading the whole file…
+ */
+export const STORE_CHECK_FIRST_MS = 10 * 60_000;
+/** …then once a day, in ms. */
+export const STORE_CHECK_EVERY_MS = 24 * 3600_000;
+
+/**
+ * The store's upkeep (issue 17: no whole-file check on open): the WAL kept small and the
+ * background integrity check on its schedule. Run by every refresh and by `serve`'s timer
+ * (Bridge.maintainStore).
+ */
+export class StoreUpkeep {
+  /** When the store's WAL was last looked at (bridge clock, ms); 0 at start, so the first run does. */
+  private maintainedAt = 0;
+  /** When the next background integrity check is due (bridge clock, ms). */
+  private dueAt: number;
+  private running = false;
+  /** The last background integrity check; null before the first. */
+  lastCheck: StoreCheck | null = null;
+
+  /** @param track keeps background work until the bridge closes */
+  constructor(
+    private readonly ctx: Pick<BridgeContext, 'store' | 'log' | 'now'>,
+    private readonly track: (p: Promise<unknown>) => void,
+  ) {
+    this.dueAt = ctx.now() + STORE_CHECK_FIRST_MS;
+  }
+
+  /**
+   * When it is due ({@link STORE_CHECK_FIRST_MS}, then every {@link STORE_CHECK_EVERY_MS}), start
+   * the integrity check on a worker thread; and at most once a minute (on the bridge clock),
+   * truncate a WAL that grew while a reader held a snapshot (store/wal.ts), the log first
+   * checkpointed on the checkpoint worker (store/checkpointer.ts: off the event loop; one already
+   * under way there would make the truncation here find the log busy). Never waits for a reader
+   * and never fails the call it runs in.
+   */
+  async run(): Promise<void> {
+    const now = this.ctx.now();
+    if (now >= this.dueAt && !this.running) this.start(now);
+    if (now - this.maintainedAt < STORE_MAINTENANCE_MS) return;
+    this.maintainedAt = now;
+    try {
+      await this.ctx.store.checkpoint();
+      const r = this.ctx.store.shrinkWal();
+      if (r.before !== r.after) this.ctx.log.info({ walBytes: r.before, now: r.after }, 'store WAL truncated');
+    } catch (err) {
+      this.ctx.log.warn({ err: (err as Error).message }, 'store WAL maintenance postponed');
+    }
+  }
+
+  /** The background quick_check: its outcome is logged (a damaged store at error) and shown by /health. */
+  private start(now: number): void {
+    this.running = true;
+    this.dueAt = now + STORE_CHECK_EVERY_MS;
+    const started = performance.now();
+    this.track(
+      this.ctx.store
+        .quickCheckInBackground()
+        .then((r) => {
+          this.lastCheck = { ...r, at: this.ctx.now(), tookMs: Math.round(performance.now() - started) };
+          if (r.ok) this.ctx.log.info({ tookMs: this.lastCheck.tookMs }, 'store integrity check: ok');
+          else this.ctx.log.error({ detail: r.detail }, 'store integrity check failed: the store is damaged; restore it from a backup (a2a-mailbridge backup) or move it aside to start empty');
+        })
+        .finally(() => {
+          this.running = false;
+        }),
+    );
+  }
+}

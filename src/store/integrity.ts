@@ -1,0 +1,80 @@
+/**
+ * The store's integrity check, `PRAGMA quick_check` (https://sqlite.org/pragma.html#pragma_quick_check):
+ * it reads every page of the file, so its cost grows with the store (seconds for a store of a
+ * million tasks). It is therefore never run when the store is opened — not at `serve` start, not
+ * by the read commands — but by `doctor`, by `backup` (on the copy), and by `serve` in the
+ * background on a worker thread ({@link quickCheckInWorker}), on the schedule of
+ * src/core/store-upkeep.ts (`STORE_CHECK_EVERY_MS`). A page SQLite reads meanwhile is still checked by
+ * SQLite itself: a damaged one fails that read with SQLITE_CORRUPT.
+ */
+import { Worker } from 'node:worker_threads';
+import type { Db } from './db.js';
+
+/** The outcome of a quick_check: `ok`, or the problems SQLite listed, on one short line. */
+export interface IntegrityResult {
+  ok: boolean;
+  /** `ok`, or the problems (at most 300 characters). */
+  detail: string;
+}
+
+/** quick_check's report (one problem per line) as one short line. */
+export function integrityResult(report: string): IntegrityResult {
+  if (report === 'ok') return { ok: true, detail: 'ok' };
+  const detail = report
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !/^\*\*\* in database/.test(l))
+    .join('; ');
+  return { ok: false, detail: detail.length > 300 ? `${detail.slice(0, 300)}…` : detail };
+}
+
+/**
+ * quick_check's report on `db`: its rows, and if SQLite gave up part-way (a page so damaged that
+ * reading on fails with SQLITE_CORRUPT), the rows before that and the error.
+ */
+export function quickCheckReport(db: Db): string {
+  const rows: string[] = [];
+  try {
+    for (const r of db.prepare('PRAGMA quick_check').pluck().iterate()) rows.push(String(r));
+  } catch (err) {
+    rows.push(`the check stopped: ${(err as Error).message}`);
+  }
+  return rows.join('\n');
+}
+
+/**
+ * Runs quick_check on this connection (blocking: the caller waits the whole read of the file).
+ * Gives back the page cache the check filled (`shrink_memory`).
+ */
+export function quickCheck(db: Db): IntegrityResult {
+  const report = quickCheckReport(db);
+  db.pragma('shrink_memory');
+  return integrityResult(report);
+}
+
+/** The worker's entry: the compiled `.js` beside this file, or the `.ts` source run through tsx. */
+function workerUrl(): { url: URL; execArgv: string[] } {
+  const fromSource = import.meta.url.endsWith('.ts');
+  return { url: new URL(fromSource ? './integrity-worker.ts' : './integrity-worker.js', import.meta.url), execArgv: fromSource ? ['--import', 'tsx'] : [] };
+}
+
+/**
+ * quick_check of the store file `path` on a worker thread with a read-only connection of its own,
+ * so the event loop keeps serving while the file is read. Never rejects: an error opening or
+ * reading the file is a result that is not ok.
+ */
+export function quickCheckInWorker(path: string): Promise<IntegrityResult> {
+  const { url, execArgv } = workerUrl();
+  return new Promise((resolve) => {
+    let settled = false;
+    const done = (r: IntegrityResult): void => {
+      if (settled) return;
+      settled = true;
+      resolve(r);
+    };
+    const w = new Worker(url, { execArgv, workerData: { path } });
+    w.once('message', (m: IntegrityResult) => done(m));
+    w.once('error', (err) => done({ ok: false, detail: `the check could not run: ${err.message}` }));
+    w.once('exit', (code) => done({ ok: false, detail: `the check stopped (worker exit ${code})` }));
+  });
+}

@@ -1,0 +1,153 @@
+/**
+ * One IMAP pass of a check (src/uplink/imap-mailbox.ts opens it): the header blocks of the
+ * candidates SEARCH listed, in batches, then the whole messages asked for.
+ */
+import { MAX_HEADER_BLOCK_BYTES } from './gates.js';
+import { fetchIsolating, type Fetched, type Session } from './imap-session.js';
+import { DEFAULT_MAX_HEADERS, HEADER_BATCH, unreadableMessage, type CheckRequest, type FetchedMessage, type HeaderedMessage, type MailboxError, type MailboxPass } from './mailbox.js';
+
+/** What the SEARCH of a pass found: every UID above `after` it matched, and those not recorded yet. */
+export interface Listing {
+  uidValidity: string;
+  uidValidityChanged: boolean;
+  after: number;
+  /** Every matching UID above the watermark, ascending. */
+  fresh: number[];
+  /** Those not recorded yet: the candidates, ascending. */
+  pending: number[];
+}
+
+/** The UIDs a FETCH asks for at most, for whole messages of at most this many bytes together. */
+const WHOLE_BATCH = { uids: 50, bytes: 16 * 1024 * 1024 };
+
+/**
+ * One IMAP pass: `headers()` fetches `UID FETCH <uids> (UID RFC822.SIZE INTERNALDATE
+ * BODY.PEEK[HEADER]<0.262144>)` for the next {@link HEADER_BATCH} candidates, `whole()`
+ * `UID FETCH <uids> BODY.PEEK[]` for those asked, in batches of at most {@link WHOLE_BATCH}.
+ */
+export class ImapPass implements MailboxPass {
+  readonly uidValidity: string;
+  readonly uidValidityChanged: boolean;
+  readonly floor: number;
+  bytesFetched = 0;
+  /** Candidates handed out so far (an index into `pending`). */
+  #next = 0;
+  /** Candidates this pass may hand out (`maxHeaders`). */
+  readonly #limit: number;
+  #closed = false;
+  #failed = false;
+
+  constructor(
+    private readonly folder: string,
+    private readonly session: Session,
+    private readonly reopen: () => Promise<void>,
+    private readonly toError: (err: unknown) => MailboxError,
+    private readonly req: CheckRequest,
+    private readonly source: (uid: number) => string,
+    private readonly listing: Listing,
+    /** Ends the pass's session: `ok` false after a failure (the connection is then closed, never kept). */
+    private readonly release: (ok: boolean) => Promise<void>,
+  ) {
+    this.uidValidity = listing.uidValidity;
+    this.uidValidityChanged = listing.uidValidityChanged;
+    const { pending, fresh, after } = listing;
+    // Everything up to the first candidate not recorded has a verdict already.
+    this.floor = pending.length ? pending[0]! - 1 : (fresh.at(-1) ?? after);
+    this.#limit = Math.min(pending.length, Math.max(0, req.maxHeaders ?? DEFAULT_MAX_HEADERS));
+  }
+
+  /** The error to throw for `err`; the session is then not kept. */
+  private fail(err: unknown): MailboxError {
+    this.#failed = true;
+    return this.toError(err);
+  }
+
+  get more(): boolean {
+    return this.#next < this.listing.pending.length;
+  }
+
+  /** Where the watermark may move once the candidate at `i` (and all before it) has a verdict. */
+  #passes(i: number): number {
+    const { pending, fresh, after } = this.listing;
+    return i + 1 < pending.length ? pending[i + 1]! - 1 : (fresh.at(-1) ?? after);
+  }
+
+  async headers(): Promise<HeaderedMessage[]> {
+    const from = this.#next;
+    const uids = this.listing.pending.slice(from, Math.min(this.#limit, from + HEADER_BATCH));
+    if (uids.length === 0) return [];
+    this.#next = from + uids.length;
+    const refused = new Map<number, string>();
+    const answers = new Map<number, Fetched>();
+    try {
+      this.session.phase = 'fetch';
+      const query = { uid: true, size: true, internalDate: true, bodyParts: [{ key: 'HEADER', maxLength: MAX_HEADER_BLOCK_BYTES }] };
+      for (const [uid, m] of await fetchIsolating(this.session, this.reopen, uids, query, (m) => m.size !== undefined, refused)) answers.set(uid, m);
+      // A message the server will not open may still have its size and date in the server's index.
+      const meta = await fetchIsolating(this.session, this.reopen, [...refused.keys()], { uid: true, size: true, internalDate: true }, (m) => m.size !== undefined, new Map());
+      for (const [uid, m] of meta) answers.set(uid, m);
+    } catch (err) {
+      throw this.fail(err);
+    }
+    return uids.map((uid, k): HeaderedMessage => {
+      const m = answers.get(uid);
+      const at = m?.internalDate instanceof Date ? m.internalDate.getTime() : Number.NaN;
+      const base = { uid, source: this.source(uid), passes: this.#passes(from + k), size: m?.size ?? 0, receivedAt: Number.isNaN(at) ? null : at };
+      const why = refused.get(uid);
+      // The server will not hand this one message over: recorded as such, the rest go on.
+      if (why !== undefined) return { ...base, head: Buffer.alloc(0), unreadable: { reason: 'fetch', detail: `IMAP FETCH of UID ${uid} in ${this.folder} refused twice: ${why}` } };
+      // SEARCH listed it, FETCH finds nothing: expunged meanwhile. It still gets its verdict.
+      if (!m) return { ...base, head: Buffer.alloc(0), unreadable: { reason: 'vanished', detail: `IMAP UID ${uid} in ${this.folder} was expunged after SEARCH listed it` } };
+      if (!m.headers) return { ...base, head: Buffer.alloc(0), unreadable: { reason: 'fetch', detail: `IMAP FETCH of UID ${uid} in ${this.folder} answered without its header block` } };
+      this.bytesFetched += m.headers.length;
+      return { ...base, head: m.headers };
+    });
+  }
+
+  async whole(messages: readonly HeaderedMessage[]): Promise<FetchedMessage[]> {
+    const out = new Map<string, FetchedMessage>();
+    const asked: HeaderedMessage[] = [];
+    for (const h of messages) {
+      if (h.unreadable) out.set(h.source, unreadableMessage(h, h.unreadable));
+      else if (h.size > this.req.maxMessageBytes) out.set(h.source, this.#message(h, h.head, true));
+      else asked.push(h);
+    }
+    for (let i = 0; i < asked.length; ) {
+      const batch: HeaderedMessage[] = [];
+      let bytes = 0;
+      while (i < asked.length && batch.length < WHOLE_BATCH.uids && (batch.length === 0 || bytes + asked[i]!.size <= WHOLE_BATCH.bytes)) {
+        bytes += asked[i]!.size;
+        batch.push(asked[i++]!);
+      }
+      const refused = new Map<number, string>();
+      let answers: Map<number, Fetched>;
+      try {
+        this.session.phase = 'fetch';
+        answers = await fetchIsolating(this.session, this.reopen, batch.map((h) => h.uid), { uid: true, source: true }, (m) => !!m.source, refused);
+      } catch (err) {
+        throw this.fail(err);
+      }
+      for (const h of batch) {
+        const why = refused.get(h.uid);
+        const raw = answers.get(h.uid)?.source;
+        if (why !== undefined) out.set(h.source, unreadableMessage(h, { reason: 'fetch', detail: `IMAP FETCH of UID ${h.uid} in ${this.folder} refused twice: ${why}` }));
+        else if (!raw) out.set(h.source, unreadableMessage(h, { reason: 'vanished', detail: `IMAP UID ${h.uid} in ${this.folder} was expunged after its header block was read` }));
+        // The server under-reported RFC822.SIZE: keep the promise of "header block only".
+        else if (raw.length > this.req.maxMessageBytes) out.set(h.source, this.#message(h, h.head, true));
+        else out.set(h.source, this.#message(h, raw, false));
+      }
+    }
+    return messages.map((h) => out.get(h.source)!);
+  }
+
+  #message(h: HeaderedMessage, raw: Buffer, tooLarge: boolean): FetchedMessage {
+    if (raw !== h.head) this.bytesFetched += raw.length;
+    return { uid: h.uid, source: h.source, raw, size: h.size, tooLarge, receivedAt: h.receivedAt };
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.release(!this.#failed);
+  }
+}

@@ -1,0 +1,48 @@
+/**
+ * GetTask and ListTasks answer from the view cache (src/core/view-cache.ts) only while nothing the
+ * view was read from changed: a commit by another connection to the store (as the CLI makes) and
+ * a commit of the bridge's own (a new task) are seen by the very next call. With
+ * `check_interval_s = 3600` no mailbox check commits between the calls, so the cache is in use.
+ */
+import { describe, expect, it } from 'vitest';
+import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
+import { Store } from '../../../src/store/store.js';
+import type { V1Task } from '../../../src/a2a/wire.js';
+
+const suite = useHarness({ mailboxToml: 'check_interval_s = 3600' });
+
+async function send(ctx: string): Promise<V1Task> {
+  const r = await suite.h.rpc(hermesBody('Summarise the report', ctx));
+  return (r.json.result as { task: V1Task }).task;
+}
+
+const statusOf = async (id: string): Promise<string> => {
+  const r = await suite.h.rpc({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id } });
+  return (r.json.result as V1Task).status.message!.parts[0]!.text!;
+};
+
+const totalOf = async (): Promise<number> =>
+  ((await suite.h.rpc({ jsonrpc: '2.0', id: 2, method: 'ListTasks', params: {} })).json.result as { totalSize: number }).totalSize;
+
+describe('view cache', () => {
+  it("sees another connection's commit and the bridge's own on the next call", async () => {
+    const task = await send(`ctx-${hex(8)}`);
+    expect(task.status.state).toBe('TASK_STATE_WORKING');
+    expect(await statusOf(task.id)).toMatch(/Mailbox last checked \S+ \(\d+ s ago: /);
+    expect(await totalOf()).toBe(1);
+    expect(await totalOf()).toBe(1);
+
+    // Another connection (the CLI's, another process's) records a failed check.
+    const other = Store.open(suite.h.config.store.path);
+    try {
+      other.tx((tx) => tx.mailbox.recordCheck(suite.h.config.mailbox.folder, { at: Date.now(), ok: false, result: 'error', error: 'connection refused' }));
+    } finally {
+      other.close();
+    }
+    expect(await statusOf(task.id)).toMatch(/The mailbox is unreachable since \S+: connection refused/);
+
+    // The bridge's own commit: a second task counts in the next page.
+    await send(`ctx-${hex(8)}`);
+    expect(await totalOf()).toBe(2);
+  });
+});

@@ -1,0 +1,53 @@
+/**
+ * The view cache (src/core/view-cache.ts): a value is kept while the store's generation stays
+ * the same, a value whose text counts time for at most TIMED_VIEW_MAX_AGE_MS of the bridge clock
+ * (and never when the clock went back), and at most `max` entries, least recently used out first.
+ */
+import { describe, expect, it } from 'vitest';
+import { TIMED_VIEW_MAX_AGE_MS, ViewCache } from '../../../src/core/view-cache.js';
+
+describe('ViewCache', () => {
+  it('keeps a value while the generation stays, and forgets every value when it moves', () => {
+    const c = new ViewCache<string>();
+    expect(c.get('a', 7, 0)).toBeUndefined();
+    c.set('a', 7, 'view a', null);
+    c.set('b', 7, 'view b', null);
+    expect(c.get('a', 7, 10_000_000)).toBe('view a');
+    expect(c.get('b', 8, 0)).toBeUndefined();
+    expect(c.get('a', 8, 0)).toBeUndefined();
+    expect(c.size).toBe(0);
+  });
+
+  it('drops a value read at an older generation than the last seen (a commit between read and keep)', () => {
+    const c = new ViewCache<string>();
+    expect(c.get('a', 3, 0)).toBeUndefined();
+    c.set('a', 2, 'stale', null);
+    expect(c.get('a', 3, 0)).toBeUndefined();
+  });
+
+  it('keeps a timed value for less than its maximum age on the bridge clock, never across a clock going back', () => {
+    const c = new ViewCache<string>();
+    c.set('w', 1, 'working', 5000);
+    expect(c.get('w', 1, 5000 + TIMED_VIEW_MAX_AGE_MS - 1)).toBe('working');
+    expect(c.get('w', 1, 5000 + TIMED_VIEW_MAX_AGE_MS)).toBeUndefined();
+    c.set('w', 1, 'working', 5000);
+    expect(c.get('w', 1, 4999)).toBeUndefined();
+  });
+
+  it('holds at most max entries, the least recently used out first', () => {
+    const c = new ViewCache<number>(3);
+    for (const k of ['a', 'b', 'c']) c.set(k, 1, k.charCodeAt(0), null);
+    expect(c.get('a', 1, 0)).toBe(97);
+    c.set('d', 1, 100, null);
+    expect(c.size).toBe(3);
+    expect(c.get('b', 1, 0)).toBeUndefined();
+    expect([c.get('a', 1, 0), c.get('c', 1, 0), c.get('d', 1, 0)]).toEqual([97, 99, 100]);
+  });
+
+  it('forgets every value on clear (a task change announced)', () => {
+    const c = new ViewCache<string>();
+    c.set('a', 1, 'x', null);
+    c.clear();
+    expect(c.get('a', 1, 0)).toBeUndefined();
+  });
+});
