@@ -1,10 +1,9 @@
 import { BridgeError } from './errors.js';
 import type { AgentConfig } from '../config/config.js';
-import type { DispatchState } from '../store/dispatch-state.js';
-import type { MailboxState } from '../store/mailbox-state.js';
 import type { Schedule } from '../store/schedule.js';
 import type { TaskRow } from '../store/task-rows.js';
 import { isTerminal, type TaskState } from '../store/task-state.js';
+import { healthFacts, type HealthFacts } from './health-facts.js';
 import { cancelTask, sendCancelNotice } from './cancel.js';
 import type { BridgeContext } from './context.js';
 import { BridgeEvents } from './events.js';
@@ -17,26 +16,15 @@ import { submit, type SendInput } from './submit.js';
 import { followTask, type TaskUpdate } from './task-follow.js';
 import { sweepDeadlines } from './sweep.js';
 import { viewTask, type TaskView } from './task-view.js';
-import { StoreUpkeep, type StoreCheck } from './store-upkeep.js';
+import { StoreUpkeep } from './store-upkeep.js';
 import { ViewCache } from './view-cache.js';
 import { listRows, type ListPage, type ListQuery } from './list-tasks.js';
 
 export type { ListPage, ListQuery } from './list-tasks.js';
+export type { HealthFacts } from './health-facts.js';
 
 export { STORE_CHECK_EVERY_MS, STORE_CHECK_FIRST_MS, type StoreCheck } from './store-upkeep.js';
 
-/** What `GET /health` shows (src/a2a/health.ts renders it); counts are absent for states with none. */
-export interface HealthFacts {
-  /** The store answered the counts (false: it could not be read). */
-  storeOk: boolean;
-  tasksByState: Partial<Record<TaskState, number>>;
-  dispatchesByState: Partial<Record<DispatchState, number>>;
-  mailboxKind: 'imap' | 'maildir';
-  /** The last check's outcome; null when the store could not be read. */
-  mailbox: MailboxState | null;
-  /** The last background integrity check of the store (quick_check); null before the first. */
-  storeCheck: StoreCheck | null;
-}
 
 
 /** The answer to a SendMessage: a task, or (a poll word on a context with no task) a plain message. */
@@ -386,19 +374,7 @@ export class Bridge {
 
   /** The counts and the last mailbox check, for `GET /health`; never throws. */
   health(): HealthFacts {
-    const { store, mailbox } = this.ctx;
-    try {
-      return {
-        storeOk: true,
-        tasksByState: store.stats.tasksByState(),
-        dispatchesByState: store.stats.dispatchesByState(),
-        mailboxKind: mailbox.kind,
-        mailbox: store.mailbox.state(mailbox.folder),
-        storeCheck: this.upkeep.lastCheck,
-      };
-    } catch {
-      return { storeOk: false, tasksByState: {}, dispatchesByState: {}, mailboxKind: mailbox.kind, mailbox: null, storeCheck: this.upkeep.lastCheck };
-    }
+    return healthFacts(this.ctx, this.upkeep.lastCheck);
   }
 
   /** Starts a refresh in the background (at start-up: resume due dispatches, read mail that came while stopped). */

@@ -1,0 +1,39 @@
+import type { DispatchState } from '../store/dispatch-state.js';
+import type { MailboxState } from '../store/mailbox-state.js';
+import type { TaskState } from '../store/task-state.js';
+import type { BridgeContext } from './context.js';
+import type { StoreCheck } from './store-upkeep.js';
+
+/** What `GET /health` shows (src/a2a/health.ts renders it); counts are absent for states with none. */
+export interface HealthFacts {
+  /** The store answered the counts (false: it could not be read). */
+  storeOk: boolean;
+  tasksByState: Partial<Record<TaskState, number>>;
+  dispatchesByState: Partial<Record<DispatchState, number>>;
+  mailboxKind: 'imap' | 'maildir';
+  /** The last check's outcome; null when the store could not be read. */
+  mailbox: MailboxState | null;
+  /** The last background integrity check of the store (quick_check); null before the first. */
+  storeCheck: StoreCheck | null;
+}
+
+/**
+ * The facts `GET /health` shows, read from the store's counts (kept by triggers: the same cost at
+ * any store size); never throws — a store that cannot be read gives `storeOk: false`.
+ * @param storeCheck the last background integrity check (src/core/store-upkeep.ts), null before the first
+ */
+export function healthFacts(ctx: BridgeContext, storeCheck: StoreCheck | null): HealthFacts {
+  const { store, mailbox } = ctx;
+  try {
+    return {
+      storeOk: true,
+      tasksByState: store.stats.tasksByState(),
+      dispatchesByState: store.stats.dispatchesByState(),
+      mailboxKind: mailbox.kind,
+      mailbox: store.mailbox.state(mailbox.folder),
+      storeCheck,
+    };
+  } catch {
+    return { storeOk: false, tasksByState: {}, dispatchesByState: {}, mailboxKind: mailbox.kind, mailbox: null, storeCheck };
+  }
+}
