@@ -1,6 +1,7 @@
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll } from 'vitest';
+import { rmSync } from 'node:fs';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { startApp, type App } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config/config.js';
 import type { Envelope } from '../../src/downlink/envelope.js';
@@ -297,6 +298,36 @@ export function useHarness(o: Omit<HarnessOptions, 'dovecot'> = {}): { readonly 
   });
   afterAll(async () => {
     await env.h?.close();
+    await env.dovecot?.stop();
+  });
+  return env;
+}
+
+/**
+ * For a test file whose tests each need their own bridge: a private Dovecot for the file, and
+ * `start(o)` for a harness on it that is closed, its config folder removed, after the test that
+ * started it.
+ */
+export function useHarnesses(): { start(o?: Omit<HarnessOptions, 'dovecot'>): Promise<Harness>; readonly dovecot: DovecotHandle } {
+  const live: Harness[] = [];
+  const env = {
+    dovecot: undefined as unknown as DovecotHandle,
+    async start(o: Omit<HarnessOptions, 'dovecot'> = {}): Promise<Harness> {
+      const h = await startHarness({ ...o, dovecot: env.dovecot });
+      live.push(h);
+      return h;
+    },
+  };
+  beforeAll(async () => {
+    env.dovecot = await startDovecot();
+  });
+  afterEach(async () => {
+    for (const h of live.splice(0)) {
+      await h.close();
+      rmSync(h.configDir.dir, { recursive: true, force: true });
+    }
+  });
+  afterAll(async () => {
     await env.dovecot?.stop();
   });
   return env;

@@ -1,9 +1,7 @@
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
-import { rmSync } from 'node:fs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from '../../helpers/bridge-harness.js';
+import { describe, expect, it } from 'vitest';
+import { useHarnesses } from '../../helpers/bridge-harness.js';
 import { TEST_BEARER } from '../../helpers/config-dir.js';
-import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
 
 /**
  * The official SDK given an agent URL as the README and Hermes write it, without its trailing
@@ -12,20 +10,7 @@ import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
  * With one agent the bridge serves that agent's card there and the call reaches it; with several,
  * the 404 names the URL that works (with the trailing slash), which the SDK then uses.
  */
-let dovecot: DovecotHandle;
-const live: Harness[] = [];
-beforeAll(async () => {
-  dovecot = await startDovecot();
-});
-afterEach(async () => {
-  for (const h of live.splice(0)) {
-    await h.close();
-    rmSync(h.configDir.dir, { recursive: true, force: true });
-  }
-});
-afterAll(async () => {
-  await dovecot?.stop();
-});
+const suite = useHarnesses();
 
 const authedFetch: typeof fetch = (input, init) => {
   const headers = new Headers(init?.headers);
@@ -39,8 +24,7 @@ const send = { message: { role: 1, parts: [{ content: { $case: 'text', value: 's
 
 describe('the Agent Card through the SDK, agent URL without its trailing slash', () => {
   it('one agent: createFromUrl(".../agents/grok") finds the card and its calls reach grok', async () => {
-    const h = await startHarness({ dovecot });
-    live.push(h);
+    const h = await suite.start();
     expect(h.endpoint).toMatch(/\/agents\/grok$/);
     const client = await factory().createFromUrl(h.endpoint);
     const card = await client.getAgentCard();
@@ -52,8 +36,7 @@ describe('the Agent Card through the SDK, agent URL without its trailing slash',
   });
 
   it('several agents: that path is a 404 naming the URL with the trailing slash, which works', async () => {
-    const h = await startHarness({ dovecot, secondAgent: true });
-    live.push(h);
+    const h = await suite.start({ secondAgent: true });
     await expect(factory().createFromUrl(h.endpointOf('claude'))).rejects.toThrow(/Failed to fetch Agent Card from .*\/agents\/\.well-known\/agent-card\.json: 404/);
     const body = (await (await fetch(new URL('.well-known/agent-card.json', h.endpointOf('claude')))).json()) as { error: string; agents: string[] };
     expect(body.agents).toEqual(['grok', 'claude']);

@@ -1,7 +1,5 @@
-import { rmSync } from 'node:fs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { hermesBody, startHarness, type Harness } from '../../helpers/bridge-harness.js';
-import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
+import { describe, expect, it } from 'vitest';
+import { hermesBody, useHarnesses } from '../../helpers/bridge-harness.js';
 import { newContext, statusMessage } from './caller-view.js';
 import type { V1Task } from '../../../src/a2a/wire.js';
 import { iso } from '../../../src/core/time.js';
@@ -11,27 +9,13 @@ import { iso } from '../../../src/core/time.js';
  * next attempt really runs, on the injected clock: never the lease of an attempt still in
  * flight (timeout + 30 s), which a caller of `returnImmediately` used to be told.
  */
-let dovecot: DovecotHandle;
-const live: Harness[] = [];
-beforeAll(async () => {
-  dovecot = await startDovecot();
-});
-afterEach(async () => {
-  for (const h of live.splice(0)) {
-    await h.close();
-    rmSync(h.configDir.dir, { recursive: true, force: true });
-  }
-});
-afterAll(async () => {
-  await dovecot?.stop();
-});
+const suite = useHarnesses();
 
 const sentence = (t: V1Task | undefined): string | undefined => /Next attempt at (\S+Z)\./.exec(statusMessage(t))?.[1];
 
 describe('the next attempt time in the status text', () => {
   it('returnImmediately while attempt 1 is in flight: no "Next attempt at" (the lease is no schedule); after it failed, the time stated is when attempt 2 runs', async () => {
-    const h = await startHarness({ dovecot, respond: () => ({ status: 202 }), mailboxToml: 'check_interval_s = 3600', frozenClock: true });
-    live.push(h);
+    const h = await suite.start({ respond: () => ({ status: 202 }), mailboxToml: 'check_interval_s = 3600', frozenClock: true });
     await h.receiver.close(); // every attempt: ECONNREFUSED, retried with backoff
     const ctx = newContext();
     const body = hermesBody('Summarise the report', ctx);
