@@ -70,9 +70,18 @@ export function a2aHandler(bridge: Bridge, log: Logger, streams: StreamLimiter):
     }
     if (!found) return { kind: 'error', dialect, error: new A2AError('methodNotFound', `Method not found: ${req.method}`) };
     let release: (() => void) | null = null;
+    let signal = req.signal;
     try {
-      if (found.streams) release = streams.open(req.callerKey);
-      const result = await found.handler(bridge, req.params ?? {}, { agent: req.agent, caller: req.caller, signal: req.signal });
+      if (found.streams) {
+        // A stream closed at the caller's cap ends like one whose client went away (src/a2a/stream-limit.ts).
+        const capped = new AbortController();
+        signal = req.signal ? AbortSignal.any([req.signal, capped.signal]) : capped.signal;
+        release = streams.open(req.callerKey, () => {
+          log.info({ method: req.method, caller: req.caller }, 'stream closed: its caller opened one more at server.max_streams_per_caller');
+          capped.abort();
+        });
+      }
+      const result = await found.handler(bridge, req.params ?? {}, { agent: req.agent, caller: req.caller, signal });
       if (result instanceof StreamResult) {
         const done = release ?? (() => undefined);
         release = null;

@@ -145,4 +145,37 @@ describe('streaming (SDK client, watch = false)', () => {
       ['status-update', 'working', false],
     ]);
   });
+
+  it('at server.max_streams_per_caller, one more stream closes the oldest (it ends without a final event; nothing is refused); the others stay open', async () => {
+    const { h } = suite;
+    const max = h.config.server.maxStreamsPerCaller;
+    const task = (await h.client.sendMessage(sdkMessage('A job to follow from many streams', `ctx-${hex(8)}`))) as { id: string };
+    const subscribe = async (id: number): Promise<{ first: string; rest: Promise<string>; stop: () => void }> => {
+      const abort = new AbortController();
+      const res = await fetch(h.endpoint, {
+        method: 'POST',
+        signal: abort.signal,
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${h.configDir.bearer}`, 'a2a-version': '1.0' },
+        body: JSON.stringify({ jsonrpc: '2.0', id, method: 'SubscribeToTask', params: { id: task.id } }),
+      });
+      expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+      let first = '';
+      while (!first.includes('\n\n')) first += (await reader.read()).value ?? '';
+      const rest = (async () => {
+        let text = '';
+        for (let r = await reader.read(); !r.done; r = await reader.read()) text += r.value;
+        return text;
+      })().catch(() => 'aborted');
+      return { first, rest, stop: () => abort.abort() };
+    };
+    const streams = [];
+    for (let i = 0; i < max; i++) streams.push(await subscribe(i));
+    const extra = await subscribe(max);
+    expect(extra.first).toMatch(/^data: .*"task"/m);
+    // The oldest ended, with nothing after its first event (no final state: a client subscribes again).
+    expect((await streams[0]!.rest).split('\n').filter((l) => l.startsWith('data: '))).toEqual([]);
+    for (const s of [...streams.slice(1), extra]) s.stop();
+    await Promise.all([...streams.slice(1), extra].map((s) => s.rest));
+  });
 });
