@@ -1,8 +1,8 @@
 /**
- * The v0.3 dialect (docs/architecture.md, "Context rules"): the legacy card at `/.well-
- * known/agent.json`, and `message/send`, `tasks/get` and `tasks/cancel` answered with bare results,
- * `kind` tags and lowercase states, errors without ErrorInfo `data`. Each test carries the TCK
- * requirement ID it checks, run through the @a2a-js/sdk client on its v0.3 legacy transport
+ * The v0.3 dialect (docs/architecture.md, "Context rules"): the legacy card at
+ * `/.well-known/agent.json`, and `message/send`, `tasks/get` and `tasks/cancel` answered with bare
+ * results, `kind` tags and lowercase states, errors without ErrorInfo `data`. Each test carries the
+ * TCK requirement ID it checks, run through the @a2a-js/sdk client on its v0.3 legacy transport
  * (`legacyCompat`, card from the legacy path) and raw JSON-RPC with `A2A-Version: 0.3`. The v0.3
  * data model, execution mode, capabilities, errors and versions are in
  * conformance-v03-model.test.ts.
