@@ -224,3 +224,27 @@ export function uniqueName(fileName: string): string {
   const i = fileName.indexOf(':');
   return i < 0 ? fileName : fileName.slice(0, i);
 }
+
+/** Where a listed file is now (its `bytes` cleared when its name is UTF-8 again). */
+export function placeOf(e: FileName): FileName {
+  return { sub: e.sub, name: e.name, bytes: e.bytes };
+}
+
+/** A full listing at least this often, in ms, even when the directories' mtimes did not move. */
+const MAILDIR_RELIST_MS = 60_000;
+/** How old a directory mtime must be, against the listing, to be trusted unchanged, in ms (coarse timestamps). */
+const MAILDIR_MTIME_SLACK_MS = 2000;
+
+/**
+ * Whether the last listing (`last`: the directories' mtimes then, and when it was taken, ms) still
+ * holds at `now`, so a check needs no new one (the way Dovecot syncs a Maildir): neither
+ * directory's mtime moved since it, the listing is less than a minute old, and it was taken at
+ * least 2 s after the newest of those mtimes — a change within the file system's timestamp
+ * granularity of an earlier one would leave the mtime as it was.
+ */
+export function listingHolds(last: (DirTimes & { at: number }) | null, dirs: DirTimes, now: number): boolean {
+  if (!last || last.newM !== dirs.newM || last.curM !== dirs.curM) return false;
+  if (now - last.at >= MAILDIR_RELIST_MS) return false;
+  const newestMs = Number((dirs.newM ?? 0n) > (dirs.curM ?? 0n) ? dirs.newM : dirs.curM) / 1e6;
+  return last.at - newestMs >= MAILDIR_MTIME_SLACK_MS;
+}

@@ -43,7 +43,7 @@ import {
   type Mailbox,
   type MailboxPass,
 } from './mailbox.js';
-import { dirTimes, listFolder, lstatEntry, readFileStart, readUidValidity, pathOf, shownPath, type DirTimes, type FileName, type ListedEntry } from './maildir-files.js';
+import { dirTimes, listFolder, listingHolds, lstatEntry, pathOf, placeOf, readFileStart, readUidValidity, shownPath, type FileName, type ListedEntry } from './maildir-files.js';
 import { matches } from './maildir-narrowing.js';
 import { headerEnd } from './raw-headers.js';
 
@@ -54,10 +54,6 @@ export { uniqueName } from './maildir-files.js';
 export const MAILDIR_HEADER_CAP_BYTES = MAX_HEADER_BLOCK_BYTES;
 /** Entries looked up or lstat'ed between two yields to the event loop. */
 const YIELD_EVERY = 1000;
-/** A full listing at least this often, in ms, even when the directories' mtimes did not move. */
-const MAILDIR_RELIST_MS = 60_000;
-/** How old a directory mtime must be, against the listing, to be trusted unchanged, in ms (coarse timestamps). */
-const MAILDIR_MTIME_SLACK_MS = 2000;
 
 /** A unique name not yet settled: where it is, and (once lstat'ed) its mtime and size. */
 interface Pending extends FileName {
@@ -95,7 +91,7 @@ export class MaildirMailbox implements Mailbox {
   #uidValidity: string | null = null;
   /** The pending entries oldest first, as the last check sorted them (see #candidates). */
   #order: [string, Pending][] | null = null;
-  /** The directories' mtimes when the last listing was taken, and when (ms): see #unchangedSinceListing. */
+  /** The directories' mtimes when the last listing was taken, and when (ms): see listingHolds (maildir-files.ts). */
   #listed: { newM: bigint | null; curM: bigint | null; at: number } | null = null;
 
   readonly #afterHeaderRead: ((file: string) => void | Promise<void>) | undefined;
@@ -136,7 +132,7 @@ export class MaildirMailbox implements Mailbox {
     let candidates: [string, Pending][] = [];
     // Nothing to narrow on means nothing may be read.
     if (narrowing) {
-      if (relist || !this.#unchangedSinceListing(dirs)) {
+      if (relist || !listingHolds(this.#listed, dirs, Date.now())) {
         await this.#refresh(await listFolder(this.folder));
         this.#listed = { ...dirs, at: Date.now() };
       }
@@ -313,20 +309,6 @@ export class MaildirMailbox implements Mailbox {
     return this.#message(c, maxBytes, whole.size > maxBytes ? c.header : whole.ok);
   }
 
-  /**
-   * Whether the last listing still holds, so this check needs no new one (the way Dovecot syncs a
-   * Maildir): neither directory's mtime moved since it, the listing is less than a minute old, and
-   * it was taken at least 2 s after the newest of those mtimes — a change within the file system's
-   * timestamp granularity of an earlier one would leave the mtime as it was.
-   */
-  #unchangedSinceListing(dirs: DirTimes): boolean {
-    const last = this.#listed;
-    if (!last || last.newM !== dirs.newM || last.curM !== dirs.curM) return false;
-    const now = Date.now();
-    if (now - last.at >= MAILDIR_RELIST_MS) return false;
-    const newestMs = Number((dirs.newM ?? 0n) > (dirs.curM ?? 0n) ? dirs.newM : dirs.curM) / 1e6;
-    return last.at - newestMs >= MAILDIR_MTIME_SLACK_MS;
-  }
 
   /** Brings the remembered names in line with a listing: gone names are dropped, new ones become pending. */
   async #refresh(listing: Map<string, ListedEntry>): Promise<void> {
@@ -408,7 +390,3 @@ export class MaildirMailbox implements Mailbox {
   }
 }
 
-/** Where a listed file is now (its `bytes` cleared when its name is UTF-8 again). */
-function placeOf(e: FileName): FileName {
-  return { sub: e.sub, name: e.name, bytes: e.bytes };
-}
