@@ -1,28 +1,23 @@
-import { chmodSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { iso } from '../../../src/core/time.js';
-import { ImapMailbox, RECONNECT_EVERY_MS } from '../../../src/uplink/imap-mailbox.js';
-import { HEADER_BATCH } from '../../../src/uplink/mailbox.js';
-import { AGENT_ADDRESS, hermesBody, startHarness, type Harness, type HarnessOptions } from '../../helpers/bridge-harness.js';
-import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
-import { unfence } from '../../helpers/agent-text.js';
-import { healthOf, newContext, shown, statusMessage } from './caller-view.js';
-import { multiAppend, startImapProxy, startSilentServer, type ImapProxy } from './imap-faults.js';
-import { Summary } from './summary.js';
-import type { HealthJson } from '../../../src/a2a/health.js';
-import type { V1Task } from '../../../src/a2a/wire.js';
-
 /**
  * Mailbox faults. None may fail an A2A call: every poll answers HTTP 200 with the task's current
  * state, its status text says the mailbox is unreachable and since when, and GET /health shows the
  * last success, the last error and since when. Faults come from a TCP proxy in front of the real
  * Dovecot (refuse, cut mid-FETCH, come back on the same port), a silent server, a wrong password
  * file and TLS against a plaintext port. Every test reads its own folder, so watermarks and ledgers
- * are its own.
+ * are its own. (The bounded big folder is in mailbox-big-folder.test.ts.)
  */
+import { chmodSync } from 'node:fs';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ImapMailbox, RECONNECT_EVERY_MS } from '../../../src/uplink/imap-mailbox.js';
+import { AGENT_ADDRESS } from '../../helpers/bridge-harness.js';
+import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
+import { unfence } from '../../helpers/agent-text.js';
+import { healthOf, shown } from './caller-view.js';
+import { startSilentServer } from './imap-faults.js';
+import { Summary } from './summary.js';
+import { call, expectUnreachable, mailboxFaults, toSecond, working } from './mailbox-faults.js';
+
 let dovecot: DovecotHandle;
-let folders = 0;
 const cleanup: (() => Promise<void>)[] = [];
 const summary = new Summary('Mailbox faults (test/integration/faults/mailbox.test.ts)');
 
@@ -37,88 +32,7 @@ afterAll(async () => {
   summary.print();
 });
 
-/** A harness reading a fresh folder of `server` (default: the shared Dovecot). */
-async function harness(o: Partial<HarnessOptions> & { server?: DovecotHandle; folder?: string } = {}): Promise<Harness & { folder: string }> {
-  const server = o.server ?? dovecot;
-  const folder = o.folder ?? `F${++folders}`;
-  await server.createFolder(folder);
-  const h = await startHarness({ ...o, dovecot: o.dovecot ?? server, mailboxToml: `folder = "${folder}"\n${o.mailboxToml ?? ''}` });
-  cleanup.push(async () => {
-    await h.close();
-    rmSync(h.configDir.dir, { recursive: true, force: true });
-  });
-  await h.app.bridge.idle(); // the start-up check
-  return Object.assign(h, { folder });
-}
-
-async function proxy(mode: 'pass' | 'refuse' = 'pass'): Promise<ImapProxy> {
-  const p = await startImapProxy(dovecot.port, mode);
-  cleanup.push(() => p.close());
-  return p;
-}
-
-/** One Hermes-style call: HTTP 200, a task result (never a JSON-RPC error), and the time it took. */
-async function call(h: Harness, text: string, ctx: string): Promise<{ task: V1Task; ms: number }> {
-  const started = performance.now();
-  const r = await h.rpc(hermesBody(text, ctx));
-  const ms = performance.now() - started;
-  expect(r.status).toBe(200);
-  expect(r.json.error).toBeUndefined();
-  return { task: r.json.result!.task!, ms };
-}
-
-/** Starts a task whose webhook is accepted (WORKING); returns its context, id and envelope. */
-async function working(h: Harness): Promise<{ ctx: string; id: string; n: number }> {
-  const ctx = newContext();
-  const { task } = await call(h, 'Summarise the report', ctx);
-  expect(task.status.state).toBe('TASK_STATE_WORKING');
-  return { ctx, id: task.id, n: h.receiver.requests.length };
-}
-
-const UNREACHABLE = /The mailbox is unreachable since (\S+Z): ([\s\S]*?)(?: \(last successful check (\S+Z)\))?; replies will be read once it is back\./;
-
-/**
- * A poll while the mailbox fails: 200, WORKING, the status text names the error and since when,
- * and /health agrees. Returns what was shown.
- */
-async function expectUnreachable(h: Harness, ctx: string, error: RegExp): Promise<{ since: string; lastSuccess: string | null; text: string; health: HealthJson; ms: number }> {
-  const { task, ms } = await call(h, 'status', ctx);
-  expect(task.status.state).toBe('TASK_STATE_WORKING');
-  const text = statusMessage(task);
-  const m = UNREACHABLE.exec(text);
-  expect(m, text).not.toBeNull();
-  expect(m![2]).toMatch(error);
-  const health = await healthOf(h);
-  expect(health.status).toBe('degraded');
-  expect(health.mailbox.lastError).toBe(m![2]);
-  // /health has milliseconds, the status text (for people) whole seconds.
-  expect(toSecond(health.mailbox.errorSince)).toBe(m![1]);
-  expect(toSecond(health.mailbox.lastSuccessAt)).toBe(m![3] ?? null);
-  expect(health.mailbox.lastResult).toBe('failed');
-  expect(text).toContain(`Call again with context_id ${ctx} to check (send "status").`);
-  return { since: m![1]!, lastSuccess: m![3] ?? null, text, health, ms };
-}
-
-/** An ISO timestamp cut to the second, as the status text prints it (`…:05Z`); null stays null. */
-function toSecond(t: string | null): string | null {
-  return t === null ? null : iso(Date.parse(t));
-}
-
-/** The file in the shared Dovecot's Maildir (folder `.name/`, Maildir++) of the message whose text holds `marker`. */
-function messageFile(folder: string, marker: string): string {
-  for (const sub of ['cur', 'new']) {
-    const dir = join(dovecot.maildir, `.${folder}`, sub);
-    for (const f of readdirSync(dir)) if (readFileSync(join(dir, f), 'latin1').includes(marker)) return join(dir, f);
-  }
-  throw new Error(`no message with ${marker} in ${folder}`);
-}
-
-/** Counts of each verdict in a list of ledger rows. */
-function tally(verdicts: string[]): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const v of verdicts) out[v] = (out[v] ?? 0) + 1;
-  return out;
-}
+const { harness, proxy, messageFile } = mailboxFaults(() => dovecot, cleanup);
 
 describe('mailbox faults never fail an A2A call', () => {
   it('connection refused: the poll answers WORKING with "unreachable since"; once the server is back the waiting reply is applied', async () => {
@@ -316,94 +230,5 @@ describe('mailbox faults never fail an A2A call', () => {
     expect(again.task.artifacts).toHaveLength(1);
     expect(db().events.of(t.id).filter((e) => e.toState === 'COMPLETED')).toHaveLength(1);
     summary.add('re-uploaded copies (same bytes, UIDs ' + `${uid1}, ${uid2}, ${uid3})`, 'first → applied:done; the copy in the same check and the copy in a later check → duplicate (gate 1); 1 artifact, 1 COMPLETED transition');
-  });
-});
-
-/**
- * A folder of 100,000 messages (A2A_FAULTS_BIG_N overrides the count), on a Dovecot of its own
- * that stores mail as mdbox (many messages per file): one MULTIAPPEND fills it in about a second,
- * where a Maildir (one file per message) took 10–60 s here depending on the disk's load. The
- * bridge's IMAP path does not depend on the storage format. The matching mail is spread through it.
- */
-const BIG_N = Number(process.env.A2A_FAULTS_BIG_N ?? 100_000);
-const CAP = 25;
-
-describe(`a folder of ${BIG_N.toLocaleString('en')} messages stays bounded`, () => {
-  it('only matching mail is fetched, header blocks first and whole only what passed them; polls stay bounded; the reply is applied', { timeout: 150_000 }, async () => {
-    const big = await startDovecot({ mailFormat: 'mdbox' });
-    cleanup.push(() => big.stop());
-    const h = await harness({ server: big, folder: 'Big', mailboxToml: `max_fetch_per_check = ${CAP}\ncheck_wait_ms = 1000` });
-    const t = await working(h);
-
-    // Spread the matching mail through the folder: 60 untagged from the agent, 20 tagged from a stranger.
-    const matching = new Map<number, string>(); // position → expected verdict
-    for (let k = 0; k < 80; k++) matching.set(Math.floor(((k + 1) * BIG_N) / 81), k < 60 ? 'no-task-id' : 'auth:from-mismatch');
-    const messages: Buffer[] = [];
-    for (let i = 0; i < BIG_N; i++) {
-      const kind = matching.get(i);
-      const from = kind === 'no-task-id' ? `Grok Agent <${AGENT_ADDRESS}>` : kind ? `Stranger <stranger${i}@else.example>` : `Person ${i} <person${i}@elsewhere.example>`;
-      const subject = kind === 'auth:from-mismatch' ? `Re: [GROK:${t.id}] hello` : kind ? `FYI ${i}` : `Newsletter ${i}: this week`;
-      messages.push(
-        Buffer.from(
-          `From: ${from}\r\nTo: me@bridge.test\r\nSubject: ${subject}\r\nDate: Tue, 1 Jan 2030 12:00:00 +0000\r\nMessage-ID: <m${i}@elsewhere.example>\r\n\r\nMessage number ${i}.\r\n`,
-        ),
-      );
-    }
-    const populateStarted = performance.now();
-    const appended = await multiAppend(big, 'Big', messages);
-    const populateMs = performance.now() - populateStarted;
-    expect(appended.lastUid - appended.firstUid + 1).toBe(BIG_N);
-    const genuineUid = await big.append(await h.reply(h.envelope(t.n), { answer: 'Found it among the newsletters.' }), { folder: 'Big' });
-    const expectedUids = new Set([...[...matching.keys()].map((pos) => appended.firstUid + pos), genuineUid]);
-    const commandsBefore = h.imapCommands.length;
-
-    // Poll until the reply is applied; each poll is bounded, each check reads at most CAP whole.
-    const polls: number[] = [];
-    const cycles: number[] = [];
-    let state = '';
-    for (let i = 0; i < 10 && state !== 'COMPLETED'; i++) {
-      const started = performance.now();
-      polls.push((await call(h, 'status', t.ctx)).ms);
-      await h.app.bridge.idle(); // the check may go on after the answer
-      cycles.push(performance.now() - started);
-      state = h.app.bridge.ctx.store.tasks.get(t.id)!.state;
-    }
-    expect(state).toBe('COMPLETED');
-    const sent = h.imapCommands.slice(commandsBefore).map((c) => c.replace(/^\S+ /, ''));
-    expect((await call(h, 'status', t.ctx)).task.status.state).toBe('TASK_STATE_COMPLETED');
-    for (const ms of polls) expect(ms).toBeLessThan(1000 + 1500); // check_wait_ms + margin
-
-    const fetches = sent.filter((c) => /^UID FETCH /i.test(c));
-    const bodyFetches = fetches.filter((c) => /BODY\.PEEK\[\]/.test(c));
-    const uidsOf = (c: string): number[] =>
-      c.split(' ')[2]!.split(',').flatMap((part) => {
-        const [lo, hi] = part.split(':').map(Number);
-        return hi === undefined ? [lo!] : Array.from({ length: hi - lo! + 1 }, (_, k) => lo! + k);
-      });
-    const fetched = new Set<number>();
-    for (const c of fetches) {
-      const uids = uidsOf(c);
-      expect(uids.length).toBeLessThanOrEqual(/BODY\.PEEK\[\]/.test(c) ? CAP : HEADER_BATCH);
-      for (const u of uids) {
-        expect(expectedUids.has(u), `UID ${u} is not a matching message`).toBe(true);
-        fetched.add(u);
-      }
-    }
-    expect(fetched).toEqual(expectedUids);
-    for (const c of sent.filter((x) => /^UID SEARCH /i.test(x))) expect(c).toMatch(/^UID SEARCH UID \d+:\* OR /i);
-    expect(sent.some((c) => /^(UID )?(STORE|COPY|MOVE|EXPUNGE)|^SELECT /i.test(c))).toBe(false);
-
-    const ledger = h.app.bridge.ctx.store.ledger.query({ limit: 1000 });
-    expect(ledger).toHaveLength(expectedUids.size);
-    expect(tally(ledger.map((l) => l.verdict))).toEqual({ 'no-task-id': 60, 'auth:from-mismatch': 20, 'applied:done': 1 });
-    const examines = sent.filter((c) => /^EXAMINE /i.test(c)).length;
-    // The 80 refused on their header block were never read whole: only the reply was.
-    expect(bodyFetches.flatMap(uidsOf)).toEqual([genuineUid]);
-    expect(examines).toBe(polls.length); // one check per poll
-    expect(polls.length).toBe(1);
-    summary.add(
-      `a folder of ${BIG_N.toLocaleString('en')} messages (${expectedUids.size} matching, max_fetch_per_check = ${CAP})`,
-      `populated by one MULTIAPPEND (Dovecot mdbox) in ${(populateMs / 1000).toFixed(1)} s; ${examines} check (narrowed UID SEARCH UID n:* OR FROM … SUBJECT …) read the header blocks of exactly the ${expectedUids.size} matching UIDs and no other message, and only the reply whole (${bodyFetches.length} body fetch); polls answered in ≤ ${Math.round(Math.max(...polls))} ms (check_wait_ms 1000), slowest check ${Math.round(Math.max(...cycles))} ms; ledger 60 no-task-id, 20 auth:from-mismatch (on their header blocks), 1 applied:done → COMPLETED`,
-    );
   });
 });

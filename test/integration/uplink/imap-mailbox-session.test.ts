@@ -1,0 +1,206 @@
+/**
+ * ImapMailbox's connections: failures without Dovecot (refused, silent, a scripted server that
+ * stalls mid-FETCH) and the session kept open between checks, as `serve` opens it, against Dovecot.
+ */
+import { createServer, type Server, type Socket } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ImapMailbox, RECONNECT_EVERY_MS } from '../../../src/uplink/imap-mailbox.js';
+import { MailboxError } from '../../../src/uplink/mailbox.js';
+import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
+import { AGENT, mail, onDovecot, recorder, req, verb } from '../../helpers/imap-mailbox-kit.js';
+
+let dovecot: DovecotHandle;
+
+beforeAll(async () => {
+  dovecot = await startDovecot();
+});
+afterAll(async () => {
+  await dovecot?.stop();
+});
+
+const { config, freshFolder } = onDovecot(() => dovecot);
+
+describe('ImapMailbox failures without Dovecot', () => {
+  const servers: Server[] = [];
+  const sockets = new Set<Socket>();
+  afterAll(async () => {
+    for (const s of sockets) s.destroy();
+    await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  });
+
+  /** A TCP server on 127.0.0.1 that runs `onConnection` for each client. */
+  async function listen(onConnection: (s: Socket) => void): Promise<number> {
+    const srv = createServer((s) => {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => {});
+      onConnection(s);
+    });
+    servers.push(srv);
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    return (srv.address() as { port: number }).port;
+  }
+
+  function box(port: number, timeoutMs: number): ImapMailbox {
+    return new ImapMailbox({ host: '127.0.0.1', port, tls: false, user: 'u', password: 'p4ssw0rd-x', folder: 'INBOX', timeoutMs });
+  }
+
+  it('connection refused is MailboxError connect', async () => {
+    const port = await listen(() => {});
+    const srv = servers.pop()!;
+    await new Promise((r) => srv.close(r)); // nothing listens there any more
+    const err = await box(port, 2000).check(req()).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(MailboxError);
+    expect(err).toMatchObject({ kind: 'connect' });
+    expect((err as Error).message).toContain('ECONNREFUSED');
+  });
+
+  it('a server that accepts and never greets is MailboxError timeout within timeoutMs', async () => {
+    const port = await listen(() => {}); // silent
+    const started = Date.now();
+    const err = await box(port, 400).check(req()).catch((e: unknown) => e);
+    const elapsed = Date.now() - started;
+    expect(err).toMatchObject({ name: 'MailboxError', kind: 'timeout' });
+    expect(elapsed).toBeGreaterThanOrEqual(350);
+    expect(elapsed).toBeLessThan(1500);
+  });
+
+  it('a server that stalls in the middle of a FETCH is MailboxError timeout', async () => {
+    const port = await listen((s) => fakeImap(s, { stallBody: true }));
+    const started = Date.now();
+    const err = await box(port, 500).check(req()).catch((e: unknown) => e);
+    const elapsed = Date.now() - started;
+    expect(err).toMatchObject({ name: 'MailboxError', kind: 'timeout' });
+    expect((err as Error).message).toContain('fetch');
+    expect(elapsed).toBeLessThan(2500);
+  });
+
+  it('close() aborts a running check and is idempotent', async () => {
+    const port = await listen(() => {}); // silent: the check waits for the greeting
+    const b = box(port, 10_000);
+    const pending = b.check(req()).catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 100));
+    const started = Date.now();
+    await b.close();
+    await b.close();
+    const err = await pending;
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(err).toMatchObject({ name: 'MailboxError', kind: 'connect' });
+  });
+});
+
+/**
+ * A scripted IMAP server just good enough for imapflow's check: one message (UID 1, 100 bytes)
+ * that matches, its header block served; with `stallBody` it sends 20 bytes of the 100-byte
+ * literal of the whole message and then nothing.
+ */
+function fakeImap(s: Socket, o: { stallBody: boolean }): void {
+  const body = Buffer.from(`From: ${AGENT}\r\nSubject: x\r\n\r\n`.padEnd(100, 'b'));
+  s.write('* OK [CAPABILITY IMAP4rev1] fake ready\r\n');
+  let buf = '';
+  s.on('data', (d) => {
+    buf += d.toString('latin1');
+    for (let i = buf.indexOf('\r\n'); i >= 0; i = buf.indexOf('\r\n')) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      const [tag, ...rest] = line.split(' ');
+      const cmd = rest.join(' ').toUpperCase();
+      const ok = (text = 'done'): boolean => s.write(`${tag} OK ${text}\r\n`);
+      // Untagged data, then the tagged OK (which, as in this fake from the start, is skipped if write() reports backpressure).
+      const reply = (data: string | Buffer): void => {
+        if (s.write(data)) ok();
+      };
+      if (cmd.startsWith('LOGIN')) ok('[CAPABILITY IMAP4rev1] logged in');
+      else if (cmd.startsWith('CAPABILITY')) reply('* CAPABILITY IMAP4rev1\r\n');
+      else if (cmd.startsWith('NAMESPACE')) reply('* NAMESPACE (("" ".")) NIL NIL\r\n');
+      else if (cmd.startsWith('LIST')) reply('* LIST () "." INBOX\r\n');
+      else if (cmd.startsWith('LSUB')) ok();
+      else if (cmd.startsWith('EXAMINE')) {
+        s.write('* 1 EXISTS\r\n* OK [UIDVALIDITY 7] ok\r\n* OK [UIDNEXT 2] ok\r\n');
+        ok('[READ-ONLY] examined');
+      } else if (cmd.startsWith('UID SEARCH')) reply('* SEARCH 1\r\n');
+      else if (cmd.startsWith('UID FETCH') && cmd.includes('BODY.PEEK[HEADER]')) {
+        const head = body.subarray(0, body.indexOf('\r\n\r\n') + 4);
+        reply(Buffer.concat([Buffer.from(`* 1 FETCH (UID 1 RFC822.SIZE ${body.length} BODY[HEADER]<0> {${head.length}}\r\n`), head, Buffer.from(')\r\n')]));
+      } else if (cmd.startsWith('UID FETCH') && cmd.includes('RFC822.SIZE')) reply(`* 1 FETCH (UID 1 RFC822.SIZE ${body.length})\r\n`);
+      else if (cmd.startsWith('UID FETCH') && cmd.includes('BODY.PEEK[]')) {
+        if (o.stallBody) s.write(Buffer.concat([Buffer.from(`* 1 FETCH (UID 1 BODY[] {${body.length}}\r\n`), body.subarray(0, 20)]));
+        else reply(Buffer.concat([Buffer.from(`* 1 FETCH (UID 1 BODY[] {${body.length}}\r\n`), body, Buffer.from(')\r\n')]));
+      } else if (cmd.startsWith('LOGOUT')) {
+        if (s.write('* BYE bye\r\n') && ok()) s.end();
+      } else s.write(`${tag} BAD unknown\r\n`);
+    }
+  });
+}
+
+describe('ImapMailbox with keepSession (as serve opens it)', () => {
+  /** The verbs sent since entry `from` of the recorder, in order. */
+  const verbsSince = (log: ReturnType<typeof recorder>, from: number): string[] => log.commands().slice(from).map(verb);
+  const LOGIN = /^(LOGIN|AUTHENTICATE)$/;
+  const logins = (verbs: string[]): number => verbs.filter((v) => LOGIN.test(v)).length;
+
+  it('checks with nothing new cost one STATUS; new mail is EXAMINEd and SEARCHed on the same connection; no login again until the reconnect', async () => {
+    const folder = await freshFolder();
+    const first = await dovecot.append(mail(), { folder });
+    const log = recorder();
+    let now = 0;
+    const box = new ImapMailbox(config(folder), log.logger, { keepSession: true, now: () => now });
+    try {
+      const r1 = await box.check(req());
+      expect(r1.messages.map((m) => m.uid)).toEqual([first]);
+      expect(logins(verbsSince(log, 0))).toBe(1);
+      const watermark = { uidValidity: r1.uidValidity, lastUid: first };
+
+      let mark = log.commands().length;
+      const none = await box.check(req({ watermark }));
+      expect(none).toMatchObject({ uidValidity: r1.uidValidity, uidValidityChanged: false, messages: [] });
+      expect(verbsSince(log, mark)).toEqual(['STATUS']);
+
+      const second = await dovecot.append(mail(), { folder });
+      mark = log.commands().length;
+      const r2 = await box.check(req({ watermark }));
+      expect(r2.messages.map((m) => m.uid)).toEqual([second]);
+      const sent = verbsSince(log, mark);
+      expect(sent.slice(0, 3)).toEqual(['STATUS', 'EXAMINE', 'UID SEARCH']);
+      expect(logins(sent)).toBe(0);
+      expect(sent.at(-1)).toBe('CLOSE');
+
+      // RECONNECT_EVERY_MS after it connected, a check logs in and EXAMINEs afresh.
+      now += RECONNECT_EVERY_MS;
+      mark = log.commands().length;
+      await box.check(req({ watermark: { uidValidity: r1.uidValidity, lastUid: second } }));
+      const again = verbsSince(log, mark);
+      expect(again).toEqual(expect.arrayContaining(['LOGOUT', 'EXAMINE']));
+      expect(logins(again)).toBe(1);
+    } finally {
+      await box.close();
+    }
+    expect(log.commands().at(-1)).toBe('LOGOUT');
+  });
+
+  it('finds a folder deleted and created again at the next check (STATUS answers for the folder as it is now)', async () => {
+    const folder = await freshFolder();
+    const uid = await dovecot.append(mail(), { folder });
+    const log = recorder();
+    const box = new ImapMailbox(config(folder), log.logger, { keepSession: true });
+    try {
+      const first = await box.check(req());
+      const watermark = { uidValidity: first.uidValidity, lastUid: uid };
+      expect((await box.check(req({ watermark }))).messages).toEqual([]);
+
+      await dovecot.deleteFolder(folder);
+      await dovecot.createFolder(folder);
+      const raw = mail();
+      const a = await dovecot.append(raw, { folder });
+      const mark = log.commands().length;
+      const r = await box.check(req({ watermark }));
+      const uidValidity = (await dovecot.uidValidity(folder)).toString();
+      expect(uidValidity).not.toBe(first.uidValidity);
+      expect(r).toMatchObject({ uidValidity, uidValidityChanged: true });
+      expect(r.messages.map((m) => [m.uid, m.source, m.raw])).toEqual([[a, `imap:${folder}:${uidValidity}:${a}`, raw]]);
+      expect(logins(verbsSince(log, mark))).toBe(0);
+    } finally {
+      await box.close();
+    }
+  });
+});
