@@ -6,11 +6,11 @@
  * - wireCalls: v1.0 calls with headers, and the Agent Card (conformance-wire-*.test.ts);
  * - v03Calls: calls with `A2A-Version: 0.3` (conformance-v03*.test.ts).
  */
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import type { V1Task } from '../../../src/a2a/wire.js';
 import type { V03Task } from '../../../src/a2a/wire-v03.js';
-import { hex, type Harness } from '../../helpers/bridge-harness.js';
-import type { DovecotHandle } from '../../helpers/dovecot.js';
+import { hex, startHarness, type Harness, type HarnessOptions } from '../../helpers/bridge-harness.js';
+import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
 import type { ResultOf, V03SendResult } from '../../helpers/rpc-json.js';
 import type { PlannedResponse, RecordedRequest } from '../../helpers/webhook-receiver.js';
 import { appendReply, ctx, rpcPost, v03SendParams, v1SendParams, type RawResult, type V1AgentCardJson, type WireExchange } from './conformance-helpers.js';
@@ -123,4 +123,23 @@ export function v03Calls(bridge: () => Bridge, wire: WireExchange<V03SendResult>
   }
 
   return { call, working, answered, lastWire };
+}
+
+/**
+ * One conformance file's bridge: a private Dovecot and one harness (options `o`) started before the
+ * file's tests and both stopped after them; `ready` gets them once started, for the file's own
+ * setup (its endpoints and SDK clients).
+ */
+export function useConformanceBridge(o: Omit<HarnessOptions, 'dovecot'>, ready: (b: { dovecot: DovecotHandle; h: Harness }) => Promise<void>): void {
+  let dovecot: DovecotHandle | undefined;
+  let h: Harness | undefined;
+  beforeAll(async () => {
+    dovecot = await startDovecot();
+    h = await startHarness({ ...o, dovecot });
+    await ready({ dovecot, h });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await dovecot?.stop();
+  });
 }

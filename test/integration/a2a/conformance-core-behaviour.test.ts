@@ -16,7 +16,7 @@ import { RequestMalformedError, TaskNotFoundError, UnsupportedOperationError } f
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hex, startHarness, type Harness } from '../../helpers/bridge-harness.js';
-import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
+import type { DovecotHandle } from '../../helpers/dovecot.js';
 import type { PlannedResponse, RecordedRequest } from '../../helpers/webhook-receiver.js';
 import {
   asMessage, asTask, ctx, envelopeOf, errorInfo, expectV1Error, post, rejection, rpcBody, rpcPost,
@@ -24,7 +24,7 @@ import {
   LABEL,
 } from './conformance-helpers.js';
 import { unfence } from '../../helpers/agent-text.js';
-import { coreCalls } from './conformance-calls.js';
+import { useConformanceBridge, coreCalls } from './conformance-calls.js';
 
 let dovecot: DovecotHandle;
 let h: Harness;
@@ -32,15 +32,10 @@ let sdk: Client;
 const wire: WireExchange[] = [];
 let grok: string;
 
-beforeAll(async () => {
-  dovecot = await startDovecot();
-  h = await startHarness({ dovecot, secondAgent: true });
+useConformanceBridge({ secondAgent: true }, async (b) => {
+  ({ dovecot, h } = b);
   grok = h.endpoint;
   sdk = await sdkV1Client(grok, wire);
-});
-afterAll(async () => {
-  await h?.close();
-  await dovecot?.stop();
 });
 
 const { call, working, answered } = coreCalls(() => ({ dovecot, h, url: grok }));

@@ -11,15 +11,15 @@
  */
 import { Role, TaskState } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hex, startHarness, type Harness } from '../../helpers/bridge-harness.js';
-import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { hex, type Harness } from '../../helpers/bridge-harness.js';
+import type { DovecotHandle } from '../../helpers/dovecot.js';
 import {
   appendReply, asTask, ctx, expectV1Error, post, rpcBody, sdkSend, sdkTexts, sdkV1Client,
   v1SendParams, type WireExchange, LABEL,
 } from './conformance-helpers.js';
 import { unfence } from '../../helpers/agent-text.js';
-import { coreCalls } from './conformance-calls.js';
+import { useConformanceBridge, coreCalls } from './conformance-calls.js';
 
 let dovecot: DovecotHandle;
 let h: Harness;
@@ -29,17 +29,12 @@ const wire: WireExchange[] = [];
 let grok: string;
 let claude: string;
 
-beforeAll(async () => {
-  dovecot = await startDovecot();
-  h = await startHarness({ dovecot, secondAgent: true });
+useConformanceBridge({ secondAgent: true }, async (b) => {
+  ({ dovecot, h } = b);
   grok = h.endpoint;
   claude = h.endpointOf('claude');
   sdk = await sdkV1Client(grok, wire);
   sdkClaude = await sdkV1Client(claude);
-});
-afterAll(async () => {
-  await h?.close();
-  await dovecot?.stop();
 });
 
 const { call, working, answered, allListedIds } = coreCalls(() => ({ dovecot, h, url: grok }));

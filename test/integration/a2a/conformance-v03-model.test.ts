@@ -8,16 +8,16 @@
 import { TaskState } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { RequestMalformedError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hex, startHarness, type Harness } from '../../helpers/bridge-harness.js';
-import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
+import { describe, expect, it } from 'vitest';
+import { hex, type Harness } from '../../helpers/bridge-harness.js';
+import type { DovecotHandle } from '../../helpers/dovecot.js';
 import type { V03SendResult } from '../../helpers/rpc-json.js';
 import {
   asTask, ctx, envelopeOf, expectV03Error, post, rejection, rpcBody, sdkSend, sdkV03Client,
   workingOn, v03SendParams, V03_STATES, type WireExchange, UUID, LABEL,
 } from './conformance-helpers.js';
 import { unfence } from '../../helpers/agent-text.js';
-import { v03Calls, v03Respond as respond } from './conformance-calls.js';
+import { useConformanceBridge, v03Calls, v03Respond as respond } from './conformance-calls.js';
 
 let dovecot: DovecotHandle;
 let h: Harness;
@@ -25,15 +25,10 @@ let legacy: Client;
 const wire: WireExchange<V03SendResult>[] = [];
 let url: string;
 
-beforeAll(async () => {
-  dovecot = await startDovecot();
-  h = await startHarness({ dovecot, respond });
+useConformanceBridge({ respond }, async (b) => {
+  ({ dovecot, h } = b);
   url = h.endpoint;
   legacy = await sdkV03Client(url, wire);
-});
-afterAll(async () => {
-  await h?.close();
-  await dovecot?.stop();
 });
 
 const { call, working, answered, lastWire } = v03Calls(() => ({ dovecot, h, url }), wire);

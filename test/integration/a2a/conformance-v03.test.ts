@@ -11,9 +11,9 @@ import { Role, TaskState } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { ContentTypeNotSupportedError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hex, startHarness, type Harness } from '../../helpers/bridge-harness.js';
-import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
+import { describe, expect, it } from 'vitest';
+import { hex, type Harness } from '../../helpers/bridge-harness.js';
+import type { DovecotHandle } from '../../helpers/dovecot.js';
 import type { V03SendResult } from '../../helpers/rpc-json.js';
 import {
   appendReply, asMessage, asTask, ctx, envelopeOf, expectV03Error, post, rejection, rpcBody,
@@ -21,7 +21,7 @@ import {
   type WireExchange, LABEL,
 } from './conformance-helpers.js';
 import { unfence } from '../../helpers/agent-text.js';
-import { v03Calls, v03Respond as respond } from './conformance-calls.js';
+import { useConformanceBridge, v03Calls, v03Respond as respond } from './conformance-calls.js';
 
 let dovecot: DovecotHandle;
 let h: Harness;
@@ -29,15 +29,10 @@ let legacy: Client;
 const wire: WireExchange<V03SendResult>[] = [];
 let url: string;
 
-beforeAll(async () => {
-  dovecot = await startDovecot();
-  h = await startHarness({ dovecot, respond });
+useConformanceBridge({ respond }, async (b) => {
+  ({ dovecot, h } = b);
   url = h.endpoint;
   legacy = await sdkV03Client(url, wire);
-});
-afterAll(async () => {
-  await h?.close();
-  await dovecot?.stop();
 });
 
 const { call, working, answered, lastWire } = v03Calls(() => ({ dovecot, h, url }), wire);

@@ -12,9 +12,9 @@
 import { Role, TaskState } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hex, startHarness, type Harness } from '../../helpers/bridge-harness.js';
-import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { hex, type Harness } from '../../helpers/bridge-harness.js';
+import type { DovecotHandle } from '../../helpers/dovecot.js';
 import type { Artifact, Message, Task } from '@a2a-js/sdk';
 import type { ProtoJson } from '../../../src/a2a/proto-json.js';
 import type { V1ListTasksResult, V1Task } from '../../../src/a2a/wire.js';
@@ -24,7 +24,7 @@ import {
   rpcBody, sdkSend, sdkV1Client, v1SendParams, V1_STATES, type RawResult, type V03AgentCardJson,
   type WireExchange,
 } from './conformance-helpers.js';
-import { wireCalls } from './conformance-calls.js';
+import { useConformanceBridge, wireCalls } from './conformance-calls.js';
 
 let dovecot: DovecotHandle;
 let h: Harness;
@@ -32,15 +32,10 @@ let sdk: Client;
 const wire: WireExchange<EitherOf<V1Task, V1SendResult>>[] = [];
 let url: string;
 
-beforeAll(async () => {
-  dovecot = await startDovecot();
-  h = await startHarness({ dovecot });
+useConformanceBridge({}, async (b) => {
+  ({ dovecot, h } = b);
   url = h.endpoint;
   sdk = await sdkV1Client(url, wire);
-});
-afterAll(async () => {
-  await h?.close();
-  await dovecot?.stop();
 });
 
 const { call, getCard, working } = wireCalls(() => ({ dovecot, h, url }));

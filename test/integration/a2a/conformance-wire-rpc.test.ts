@@ -19,17 +19,17 @@ import {
   VersionNotSupportedError,
 } from '@a2a-js/sdk/errors';
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ERRORS } from '../../../src/a2a/errors.js';
-import { hex, startHarness, type Harness } from '../../helpers/bridge-harness.js';
-import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
+import { hex, type Harness } from '../../helpers/bridge-harness.js';
+import type { DovecotHandle } from '../../helpers/dovecot.js';
 import type { V1Task } from '../../../src/a2a/wire.js';
 import type { EitherOf, V1SendResult } from '../../helpers/rpc-json.js';
 import {
   appendReply, ctx, errorInfo, expectV03Error, expectV1Error, post, rejection, rpcBody, rpcPost,
   sdkSend, sdkV1Client, v03SendParams, v1SendParams, type RawResult, type WireExchange,
 } from './conformance-helpers.js';
-import { wireCalls } from './conformance-calls.js';
+import { useConformanceBridge, wireCalls } from './conformance-calls.js';
 
 let dovecot: DovecotHandle;
 let h: Harness;
@@ -37,15 +37,10 @@ let sdk: Client;
 const wire: WireExchange<EitherOf<V1Task, V1SendResult>>[] = [];
 let url: string;
 
-beforeAll(async () => {
-  dovecot = await startDovecot();
-  h = await startHarness({ dovecot });
+useConformanceBridge({}, async (b) => {
+  ({ dovecot, h } = b);
   url = h.endpoint;
   sdk = await sdkV1Client(url, wire);
-});
-afterAll(async () => {
-  await h?.close();
-  await dovecot?.stop();
 });
 
 const { call, working } = wireCalls(() => ({ dovecot, h, url }));
