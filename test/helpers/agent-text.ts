@@ -109,3 +109,15 @@ export function unfence(text: string | undefined): string {
   const f = fenceOf(text);
   return `${f.label}\n${f.body}`;
 }
+
+/** Every string in a JSON value, member names included (where agent text could hide in a view). */
+export function jsonStrings(v: unknown, out: string[] = []): string[] {
+  if (typeof v === 'string') out.push(v);
+  else if (typeof v === 'object' && v !== null) {
+    for (const [k, x] of Object.entries(v)) {
+      out.push(k);
+      jsonStrings(x, out);
+    }
+  }
+  return out;
+}

@@ -35,7 +35,7 @@ import type { ParsedReply } from '../../../src/uplink/reply-format.js';
 import { reply } from '../../fixtures/world/compose.js';
 import { DIRECT, deliver } from '../../fixtures/world/delivery.js';
 import { AGENT, LIVE_TASK, LIVE_TOKEN, T0 } from '../../fixtures/world/identities.js';
-import { fenceOf } from '../../helpers/agent-text.js';
+import { fenceOf, jsonStrings as strings } from '../../helpers/agent-text.js';
 import { corpusAgent, loadManifest, loadZone, profileOf, readMessage, zoneResolver } from '../../helpers/corpus.js';
 import { corpusStore, type CorpusSetting } from '../../helpers/corpus-store.js';
 
@@ -100,18 +100,6 @@ function forbiddenIn(s: string): string | null {
     if (CF_OR_IGNORABLE.test(c)) return `format character U+${cp.toString(16)}`;
   }
   return null;
-}
-
-/** Every string in a JSON value, member names included. */
-function strings(v: unknown, out: string[] = []): string[] {
-  if (typeof v === 'string') out.push(v);
-  else if (typeof v === 'object' && v !== null) {
-    for (const [k, x] of Object.entries(v)) {
-      out.push(k);
-      strings(x, out);
-    }
-  }
-  return out;
 }
 
 /**

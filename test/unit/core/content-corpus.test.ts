@@ -26,7 +26,7 @@ import { viewTask } from '../../../src/core/task-view.js';
 import { noChanges } from '../../../src/core/untrusted-text.js';
 import { messageFacts } from '../../../src/uplink/gates.js';
 import type { ContentCorpusManifest, ContentCorpusMessage } from '../../fixtures/generate-content-corpus.js';
-import { fenceOf, hermesPrints } from '../../helpers/agent-text.js';
+import { fenceOf, hermesPrints, jsonStrings as strings } from '../../helpers/agent-text.js';
 import { corpusAgent, FIXTURES_DIR, loadManifest, loadZone, profileOf, zoneResolver } from '../../helpers/corpus.js';
 import { corpusStore } from '../../helpers/corpus-store.js';
 
@@ -61,18 +61,6 @@ bearer_file = "hook"
 );
 
 type Part = { text?: string; metadata?: Record<string, unknown> };
-
-/** Every string in a JSON value, member names included. */
-function strings(v: unknown, out: string[] = []): string[] {
-  if (typeof v === 'string') out.push(v);
-  else if (typeof v === 'object' && v !== null) {
-    for (const [k, x] of Object.entries(v)) {
-      out.push(k);
-      strings(x, out);
-    }
-  }
-  return out;
-}
 
 /** `text` with every fenced block (start line to its end line) taken out. */
 function outsideFences(text: string): string {
