@@ -4,12 +4,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type App } from '../../../src/app.js';
 import { loadConfig } from '../../../src/config/config.js';
 import { startDnsZone, type DnsZone } from '../../../src/demo/dns-zone.js';
-import { buildReplyMail, dkimTxtName, generateDkimKey } from '../../../src/demo/reply-mail.js';
+import { dkimTxtName, generateDkimKey } from '../../../src/demo/reply-mail.js';
 import type { Envelope } from '../../../src/downlink/envelope.js';
 import { createLogger } from '../../../src/log.js';
 import type { ChangeCause, ChangeFeed } from '../../../src/uplink/change-feed.js';
 import { deliverToMaildir, MaildirMailbox } from '../../../src/uplink/maildir-mailbox.js';
-import { AGENT_ADDRESS, AGENT_DOMAIN, hermesBody, hex, PROVIDER, SELECTOR } from '../../helpers/bridge-harness.js';
+import { AGENT_DOMAIN, agentReply, hermesBody, hex, SELECTOR } from '../../helpers/bridge-harness.js';
 import { makeConfigDir, minimalToml, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET, type ConfigDir } from '../../helpers/config-dir.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
 import type { V1SendResult } from '../../helpers/rpc-json.js';
@@ -81,16 +81,7 @@ async function newTask(text: string): Promise<{ id: string; envelope: Envelope }
 }
 
 function reply(env: Envelope, answer: string): Promise<Buffer> {
-  return buildReplyMail({
-    from: `Grok Agent <${AGENT_ADDRESS}>`,
-    to: env.reply_to,
-    subject: `Re: your job ${env.subject_tag}`,
-    token: env.reply_token,
-    status: 'done',
-    answer,
-    dkim: { domain: AGENT_DOMAIN, selector: SELECTOR, privateKeyPem: key.privateKeyPem },
-    provider: PROVIDER,
-  });
+  return agentReply(env, key.privateKeyPem, { answer });
 }
 
 describe('the watcher', () => {

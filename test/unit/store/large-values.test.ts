@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LARGE_VALUE_CHUNK } from '../../../src/store/large-values.js';
 import { Store, type StoreTx } from '../../../src/store/store.js';
+import { turnCounter } from '../../helpers/event-loop.js';
 
 const AT = Date.parse('2026-06-01T12:00:00Z');
 const TASK = '0b7c2f7e-3f8e-4b8a-9a51-0d6b2a8f1c11';
@@ -14,19 +15,6 @@ const tempDir = (): string => {
   dirs.push(d);
   return d;
 };
-
-/** Counts turns of the event loop until stopped. */
-function turnCounter(): { turns: () => number; stop: () => void } {
-  let n = 0;
-  let on = true;
-  const tick = (): void => {
-    if (!on) return;
-    n++;
-    setImmediate(tick);
-  };
-  setImmediate(tick);
-  return { turns: () => n, stop: () => void (on = false) };
-}
 
 /** Counts the store's transactions (each `tx` call that is not nested). */
 function countTransactions(store: Store): () => number {

@@ -3,19 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { judgeMessage, type JudgeStore } from '../../../src/core/judge.js';
 import { DIGEST_SLICE_BYTES, sha256Sliced } from '../../../src/uplink/digest.js';
 import { FASTMAIL_PROFILE } from '../../../src/uplink/border.js';
-
-/** Counts turns of the event loop (setImmediate callbacks) until stopped. */
-function turnCounter(): { turns: () => number; stop: () => void } {
-  let n = 0;
-  let on = true;
-  const tick = (): void => {
-    if (!on) return;
-    n++;
-    setImmediate(tick);
-  };
-  setImmediate(tick);
-  return { turns: () => n, stop: () => void (on = false) };
-}
+import { turnCounter } from '../../helpers/event-loop.js';
 
 describe('sha256Sliced: the digest of a large message, a slice at a time', () => {
   it('equals the one-piece SHA-256 at any size, slice boundaries included', async () => {
