@@ -291,7 +291,7 @@ export class Bridge {
     if (this.checkDue()) work.push(this.checkNow());
     if (work.length) await Promise.race([Promise.allSettled(work), sleep(budget)]);
     this.sweep();
-    this.push.kick();
+    this.push.refresh();
     await this.maintainStore();
   }
 

@@ -100,6 +100,12 @@ export class PushWorker {
   #release: (() => void) | null = null;
   #dispatcher: Dispatcher | null = null;
   #closed = false;
+  /**
+   * What the last kick read: the store's generation after it, and the earliest pending delivery's
+   * due time then (ms since the epoch, null for none). A refresh with the same generation and
+   * nothing due asks the store nothing ({@link refresh}).
+   */
+  #seen: { generation: number; nextDueAt: number | null } = { generation: -1, nextDueAt: null };
 
   constructor(
     private readonly ctx: BridgeContext,
@@ -110,6 +116,18 @@ export class PushWorker {
   start(render: PushRenderer): void {
     this.#render = render;
     this.#dispatcher = pushDispatcher(this.ctx.config.server.pushAllowHosts, PUSH_TIMEOUT_MS);
+    this.kick();
+  }
+
+  /**
+   * The request-driven step (every A2A call's refresh): a kick only when the store changed since
+   * the last one (Store.generation: a new configuration, a queued delivery, another process's
+   * commit) or a delivery fell due — so a call while nothing changed asks the store nothing.
+   */
+  refresh(): void {
+    if (!this.#render || this.#closed) return;
+    const { generation, nextDueAt } = this.#seen;
+    if (generation === this.ctx.store.generation() && (nextDueAt === null || nextDueAt > this.ctx.now())) return;
     this.kick();
   }
 
@@ -172,6 +190,7 @@ export class PushWorker {
   private schedule(): void {
     if (this.#closed) return;
     const next = this.ctx.store.push.nextDueAt();
+    this.#seen = { generation: this.ctx.store.generation(), nextDueAt: next };
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
     if (next === null) return;
