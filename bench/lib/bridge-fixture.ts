@@ -134,7 +134,7 @@ process.on('exit', () => {
 });
 
 export async function startBridgeFixture(o: BridgeFixtureOptions = {}): Promise<BridgeFixture> {
-  const main = buildBridge();
+  const main = await buildBridge();
   const receiver = await startWebhookReceiver({ secret: TEST_WEBHOOK_SECRET, bearer: TEST_WEBHOOK_BEARER });
   const configDir = makeConfigDir('');
   const storePath = o.storePath ?? join(configDir.dir, 'state', 'bridge.sqlite');
