@@ -27,7 +27,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { firstHealth, getTaskBody, rpcHeaders, startBridgeFixture, workingTask, type BridgeFixture } from './lib/bridge-fixture.js';
-import { rssOf, startChild } from './lib/child.js';
+import { cpuMsOf, rssOf, startChild } from './lib/child.js';
 import type { LoadJob, LoadResult } from './lib/load.js';
 import { describeLoad, startLoadMeter } from './lib/machine.js';
 import { newestProfile, summariseProfile } from './lib/profile.js';
@@ -67,6 +67,8 @@ interface Started {
   pid: number;
   url: string;
   startMs: number;
+  /** CPU time used by the first `/health` 200, in ms (all threads). */
+  startCpuMs: number;
   close(): Promise<void>;
 }
 
@@ -76,12 +78,14 @@ async function startBare(body: string): Promise<Started> {
   const proc = spawn(process.execPath, ['-e', BARE_SERVER], { env: { ...process.env, BARE_BODY: body, BARE_PORT: String(port) }, stdio: 'ignore' });
   await firstHealth(port, 30_000, () => proc.exitCode !== null);
   const startMs = performance.now() - spawnedAt;
+  const startCpuMs = cpuMsOf(proc.pid!);
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   return {
     proc,
     pid: proc.pid!,
     url: `http://127.0.0.1:${port}/agents/grok`,
     startMs,
+    startCpuMs,
     async close() {
       proc.kill('SIGTERM');
       await exited;
@@ -90,7 +94,7 @@ async function startBare(body: string): Promise<Started> {
 }
 
 function asStarted(f: BridgeFixture): Started {
-  return { proc: f.proc, pid: f.pid, url: f.endpoint, startMs: f.startMs, close: () => f.close() };
+  return { proc: f.proc, pid: f.pid, url: f.endpoint, startMs: f.startMs, startCpuMs: f.startCpuMs, close: () => f.close() };
 }
 
 const sleep = (msec: number): Promise<void> => new Promise((r) => setTimeout(r, msec));
@@ -150,12 +154,15 @@ try {
 
   // Cold start and memory after start, alternately, on the store the bridge just used.
   const starts: { bridge: number[]; bare: number[]; other: number[]; rss: number[]; bareRss: number[]; otherRss: number[] } = { bridge: [], bare: [], other: [], rss: [], bareRss: [], otherRss: [] };
+  // CPU time by the first /health 200: a figure of the start that other work on the machine does not stretch.
+  const startCpu: Record<'bridge' | 'bare' | 'other', number[]> = { bridge: [], bare: [], other: [] };
   for (let i = 0; i < STARTS; i++) {
     for (const which of OTHER ? (['bridge', 'other', 'bare'] as const) : (['bridge', 'bare'] as const)) {
       const s = which === 'bare' ? await startBare(answer) : asStarted(await startBridgeFixture({ storePath, ...(which === 'other' ? { main: OTHER } : {}) }));
       try {
         await sleep(2000);
         starts[which].push(s.startMs);
+        startCpu[which].push(s.startCpuMs);
         starts[which === 'bridge' ? 'rss' : which === 'bare' ? 'bareRss' : 'otherRss'].push(rssOf(s.pid).rss);
       } finally {
         await s.close();
@@ -164,7 +171,10 @@ try {
     const other = OTHER ? `, other build ${ms(starts.other.at(-1)!)} (${bytes(starts.otherRss.at(-1)!)})` : '';
     console.log(`start ${i + 1}: bridge ${ms(starts.bridge.at(-1)!)} (${bytes(starts.rss.at(-1)!)})${other}, bare node:http ${ms(starts.bare.at(-1)!)} (${bytes(starts.bareRss.at(-1)!)})`);
   }
-  if (OTHER) console.log(`medians: bridge ${ms(median(starts.bridge))} (${bytes(median(starts.rss))}), other build ${ms(median(starts.other))} (${bytes(median(starts.otherRss))}), bare node:http ${ms(median(starts.bare))} (${bytes(median(starts.bareRss))})`);
+  const cpuNote = (w: 'bridge' | 'bare' | 'other'): string => `, CPU to the first /health ${ms(median(startCpu[w]))}`;
+  console.log(
+    `medians: bridge ${ms(median(starts.bridge))} (${bytes(median(starts.rss))}${cpuNote('bridge')})${OTHER ? `, other build ${ms(median(starts.other))} (${bytes(median(starts.otherRss))}${cpuNote('other')})` : ''}, bare node:http ${ms(median(starts.bare))} (${bytes(median(starts.bareRss))}${cpuNote('bare')})`,
+  );
 
   let profileNote = '';
   if (PROFILE) {
@@ -226,6 +236,7 @@ try {
           ['RSS peak under GetTask load (c=64)', bytes(at64.peakRss), bytes(at64.barePeakRss), ratio(at64.peakRss, at64.barePeakRss)],
           ['RSS idle after the first calls (before the load)', bytes(idleRss), bytes(bareIdleRss), ratio(idleRss, bareIdleRss)],
           ['cold start to the first /health 200', `${ms(median(starts.bridge))} (${starts.bridge.map((x) => num(x)).join(', ')})`, `${ms(median(starts.bare))} (${starts.bare.map((x) => num(x)).join(', ')})`, ratio(median(starts.bridge), median(starts.bare))],
+          ['CPU time by the first /health 200 (all threads)', ms(median(startCpu.bridge)), ms(median(startCpu.bare)), ratio(median(startCpu.bridge), median(startCpu.bare))],
         ],
       ),
       profileNote,

@@ -15,6 +15,7 @@ import { makeConfigDir, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET, t
 import { freePort } from '../../test/helpers/free-port.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../test/helpers/webhook-receiver.js';
 import { buildBridge } from './build.js';
+import { cpuMsOf } from './child.js';
 import { AGENT } from './mail-fixture.js';
 import type { V1SendResult } from '../../test/helpers/rpc-json.js';
 
@@ -58,6 +59,8 @@ export interface BridgeFixture {
   proc: ChildProcess;
   /** From the spawn to the first `/health` 200, in ms (polled every 2 ms). */
   startMs: number;
+  /** CPU time the process had used when the first `/health` 200 came, in ms (all threads). */
+  startCpuMs: number;
   pid: number;
   endpoint: string;
   configDir: ConfigDir;
@@ -163,9 +166,11 @@ export async function startBridgeFixture(o: BridgeFixtureOptions = {}): Promise<
     throw new Error(`the bridge did not start: ${(err as Error).message}:\n${stderr.slice(-3000)}`, { cause: err });
   }
   const startMs = performance.now() - spawnedAt;
+  const startCpuMs = cpuMsOf(proc.pid!);
   return {
     proc,
     startMs,
+    startCpuMs,
     pid: proc.pid!,
     endpoint: `${base}/agents/grok`,
     configDir,
