@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 import { Store } from '../../../src/store/store.js';
 import type { V1Task } from '../../../src/a2a/wire.js';
+import type { V03Task } from '../../../src/a2a/wire-v03.js';
 
 const suite = useHarness({ mailboxToml: 'check_interval_s = 3600' });
 
@@ -44,5 +45,31 @@ describe('view cache', () => {
     // The bridge's own commit: a second task counts in the next page.
     await send(`ctx-${hex(8)}`);
     expect(await totalOf()).toBe(2);
+  });
+});
+
+describe("GetTask's serialised answer", () => {
+  it("is one text per view and dialect, each call with its own id, replaced after another connection's commit", async () => {
+    const task = await send(`ctx-${hex(8)}`);
+    const v1 = async (id: string | number) => (await suite.h.rpc({ jsonrpc: '2.0', id, method: 'GetTask', params: { id: task.id } })).json;
+    const v03 = async (id: string | number) => (await suite.h.rpc({ jsonrpc: '2.0', id, method: 'tasks/get', params: { id: task.id } })).json;
+    const [a, b, c] = [await v1(1), await v1('two'), await v03(3)];
+    expect([a.id, b.id, c.id]).toEqual([1, 'two', 3]);
+    expect(b.result).toEqual(a.result);
+    expect(a.result!.status.state).toBe('TASK_STATE_WORKING');
+    const old = (c.result as V03Task).status;
+    expect(old.state).toBe('working');
+
+    const other = Store.open(suite.h.config.store.path);
+    try {
+      other.tx((tx) => tx.mailbox.recordCheck(suite.h.config.mailbox.folder, { at: Date.now(), ok: false, result: 'error', error: 'connection refused' }));
+    } finally {
+      other.close();
+    }
+    const [after1, after03] = [await v1(4), await v03(5)];
+    expect(after1.id).toBe(4);
+    expect(after1.result!.status.message!.parts[0]!.text).toMatch(/The mailbox is unreachable since \S+: connection refused/);
+    expect(after03.id).toBe(5);
+    expect(JSON.stringify((after03.result as V03Task).status.message)).toMatch(/The mailbox is unreachable since \S+: connection refused/);
   });
 });
