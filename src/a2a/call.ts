@@ -26,5 +26,8 @@ export class JsonText {
   constructor(readonly text: string) {}
 }
 
-/** One A2A method: validated params in, a result (or a {@link StreamResult}) out; errors are thrown. */
-export type Handler = (bridge: Bridge, params: unknown, c: CallContext) => Promise<unknown>;
+/**
+ * One A2A method: validated params in, a result (or a {@link StreamResult}) out, or a promise of
+ * one when it waits for something; errors are thrown (or the promise rejected).
+ */
+export type Handler = (bridge: Bridge, params: unknown, c: CallContext) => unknown;

@@ -22,6 +22,9 @@ const memo = (m: WeakMap<TaskView, JsonText>, view: TaskView, render: (v: TaskVi
   return w;
 };
 
+/** `f` of a value that may still be coming (Bridge.get answers at once when nothing is due). */
+const then = <T, R>(x: T | Promise<T>, f: (v: T) => R): R | Promise<R> => (x instanceof Promise ? x.then(f) : f(x));
+
 /** The A2A v1.0 JSON-RPC methods (A2A v1.0 §9.4). */
 export const V1_METHODS: Readonly<Record<string, Handler>> = {
   SendMessage: async (bridge, params, c) => {
@@ -30,9 +33,9 @@ export const V1_METHODS: Readonly<Record<string, Handler>> = {
     if ('message' in r) return { message: v1AgentText(r.message.contextId, r.message.text, randomUUID()) } satisfies V1SendMessageResult;
     return { task: v1Task(r.task) } satisfies V1SendMessageResult;
   },
-  GetTask: async (bridge, params, c) => {
+  GetTask: (bridge, params, c) => {
     const p = parseTaskIdParams(params);
-    return memo(v1Of, await bridge.get(c.agent, p.id, p.historyLength), (v) => v1Task(v));
+    return then(bridge.get(c.agent, p.id, p.historyLength), (view) => memo(v1Of, view, (v) => v1Task(v)));
   },
   ListTasks: async (bridge, params, c) => {
     const p = parseListParams(params);
@@ -71,9 +74,9 @@ export const V03_METHODS: Readonly<Record<string, Handler>> = {
     if ('message' in r) return v03AgentText(r.message.contextId, r.message.text, randomUUID());
     return v03Task(r.task);
   },
-  'tasks/get': async (bridge, params, c) => {
+  'tasks/get': (bridge, params, c) => {
     const p = parseTaskIdParams(params);
-    return memo(v03Of, await bridge.get(c.agent, p.id, p.historyLength), (v) => v03Task(v));
+    return then(bridge.get(c.agent, p.id, p.historyLength), (view) => memo(v03Of, view, (v) => v03Task(v)));
   },
   'tasks/cancel': async (bridge, params, c) => v03Task(await bridge.cancel(c.agent, parseTaskIdParams(params).id)),
   ...V03_STREAM_METHODS,

@@ -174,7 +174,8 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     if (isResponse(parsed)) return send(res, 200, parsed);
     const caller = `a2a:${String(req.headers['user-agent'] ?? 'unknown').slice(0, 120)}`;
     const abort = new AbortController();
-    const outcome = await handleCall({ agent, method: parsed.method, params: parsed.params, version, caller, callerKey, signal: abort.signal });
+    const answered = handleCall({ agent, method: parsed.method, params: parsed.params, version, caller, callerKey, signal: abort.signal });
+    const outcome = answered instanceof Promise ? await answered : answered;
     if (outcome.kind === 'stream') {
       const n = await writeSse(res, outcome.events, (result) => resultResponse(parsed.id, result), (err) => streamError(parsed.id, err, outcome.dialect), {
         keepAliveMs: config.server.streamKeepAliveMs,

@@ -25,16 +25,11 @@ export type { HealthFacts } from './health-facts.js';
 
 export { STORE_CHECK_EVERY_MS, STORE_CHECK_FIRST_MS, type StoreCheck } from './store-upkeep.js';
 
-
-
 /** The answer to a SendMessage: a task, or (a poll word on a context with no task) a plain message. */
 export type SendResult = { task: TaskView } | { message: { contextId: string; text: string } };
 
-
-
 /** States whose status text counts time (src/core/status-text.ts): their views are kept briefly (src/core/view-cache.ts). */
 const TIMED_STATES: ReadonlySet<TaskState> = new Set(['SUBMITTED', 'WORKING']);
-
 
 /** How often a blocking SendMessage checks the mailbox while it waits, in ms. */
 const WAIT_CHECK_EVERY_MS = 2000;
@@ -174,9 +169,17 @@ export class Bridge {
     return this.watchDemand ? this.watchDemand() : () => undefined;
   }
 
-  /** GetTask. @throws BridgeError task-not-found for an unknown id or another agent's task. */
-  async get(agent: AgentConfig, taskId: string, historyLength?: number): Promise<TaskView> {
-    if (this.somethingDue()) await this.refresh();
+  /**
+   * GetTask: the view at once while nothing is due ({@link somethingDue}), else a promise of it
+   * after the refresh.
+   * @throws BridgeError task-not-found for an unknown id or another agent's task (or rejects with it)
+   */
+  get(agent: AgentConfig, taskId: string, historyLength?: number): TaskView | Promise<TaskView> {
+    if (this.somethingDue()) return this.refresh().then(() => this.viewNow(agent, taskId, historyLength));
+    return this.viewNow(agent, taskId, historyLength);
+  }
+
+  private viewNow(agent: AgentConfig, taskId: string, historyLength?: number): TaskView {
     return this.cached(`get\0${agent.name}\0${taskId}\0${historyLength ?? ''}`, () => {
       const view = this.view(agent, taskId, historyLength);
       return { value: view, timed: TIMED_STATES.has(view.state) };
