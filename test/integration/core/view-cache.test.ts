@@ -4,7 +4,7 @@
  * a commit of the bridge's own (a new task) are seen by the very next call. With
  * `check_interval_s = 3600` no mailbox check commits between the calls, so the cache is in use.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 import { Store } from '../../../src/store/store.js';
 import type { V1Task } from '../../../src/a2a/wire.js';
@@ -71,5 +71,25 @@ describe("GetTask's serialised answer", () => {
     expect(after1.result!.status.message!.parts[0]!.text).toMatch(/The mailbox is unreachable since \S+: connection refused/);
     expect(after03.id).toBe(5);
     expect(JSON.stringify((after03.result as V03Task).status.message)).toMatch(/The mailbox is unreachable since \S+: connection refused/);
+  });
+});
+
+describe('GetTask while nothing is due (answered without waiting for a refresh)', () => {
+  it('an unknown id is TaskNotFound and bad params are -32602, in both dialects, as when a refresh runs', async () => {
+    const task = await send(`ctx-${hex(8)}`);
+    await suite.h.app.bridge.idle();
+    await statusOf(task.id); // the refresh after the send's commits; from here on nothing is due
+    const next = vi.spyOn(suite.h.app.bridge.ctx.store.schedule, 'next');
+    onTestFinished(() => next.mockRestore());
+    const v1 = await suite.h.rpc({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'no-such-task' } });
+    expect(v1.json.error).toMatchObject({ code: -32001 });
+    expect(v1.json.error!.data).toEqual([expect.objectContaining({ reason: 'TASK_NOT_FOUND' })]);
+    const v03 = await suite.h.rpc({ jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id: 'no-such-task' } });
+    expect(v03.json.error).toMatchObject({ code: -32001 });
+    expect(v03.json.error!.data).toBeUndefined();
+    const bad = await suite.h.rpc({ jsonrpc: '2.0', id: 3, method: 'GetTask', params: { id: 'x', historyLength: -1 } });
+    expect(bad.json.error).toMatchObject({ code: -32602 });
+    expect(bad.json.id).toBe(3);
+    expect(next).not.toHaveBeenCalled(); // no refresh ran: the answers came from the quiet path
   });
 });
