@@ -66,6 +66,10 @@ export async function bundle(outDir: string): Promise<string> {
     // identifiers are not renamed, so a stack trace still names the function.
     minifyWhitespace: true,
     minifySyntax: true,
+    // A map beside each file, read only under `node --enable-source-maps` (then a stack trace
+    // names src/ files and lines); without the flag Node never opens it.
+    sourcemap: 'linked',
+    sourcesContent: false,
     legalComments: 'eof',
     charset: 'ascii',
     logLevel: 'warning',
