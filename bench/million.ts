@@ -103,7 +103,7 @@ try {
       const fill = fillBridge(storePath);
       const t = performance.now();
       let last = performance.now();
-      fillFinishedTasks(fill.ctx, fill.clock, size - filled, template, {
+      await fillFinishedTasks(fill.ctx, fill.clock, size - filled, template, {
         offset: filled,
         startAt: start + filled * MINUTE,
         progress: (done) => {

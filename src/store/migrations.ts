@@ -1,3 +1,4 @@
+import { COMPACT_MIGRATION } from './compact.js';
 import { LARGE_VALUES_MIGRATION } from './large-values.js';
 
 /**
@@ -389,4 +390,6 @@ export const MIGRATIONS: readonly string[] = [
   UPDATE turns SET reply_text = NULL WHERE reply_text IS NOT NULL AND reply_ledger_id IN (SELECT ledger_id FROM replies);
   ALTER TABLE ledger ADD COLUMN raw_codec TEXT;
   `,
+  // 13: bytes per task, again: src/store/compact.ts.
+  COMPACT_MIGRATION,
 ];

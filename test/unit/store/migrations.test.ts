@@ -82,3 +82,75 @@ describe('migration 8: the signature that authenticated a mail', () => {
     }
   });
 });
+
+describe('migration 13: a signature digest instead of the signature, packed reply text and audit entries', () => {
+  /** A version-12 store with a ledger row of authenticated mail, its reply and an audit entry, as version 12 wrote them. */
+  function v12(): string {
+    const path = storeAtVersion(12);
+    const db = new Database(path);
+    db.exec(`
+      INSERT INTO ledger (source, seen_at, message_id, size, raw_sha256, verdict, reason, agent, task_id, dkim_b)
+        VALUES ('imap:INBOX:1:1', 1000, '<a@x>', 10, 'ab', 'applied:done', 'ok', 'grok', 't1', 'c2lnbmF0dXJl'),
+               ('imap:INBOX:1:2', 1100, '<b@x>', 10, 'cd', 'bad-token', 'gate 9', 'grok', 't1', NULL);
+      INSERT INTO replies (ledger_id, task_id, turn, agent, kind, nonce, text, omitted_lines, created_at)
+        VALUES (1, 't1', 1, 'grok', 'done', '0123456789abcdef', 'the answer as version 12 stored it', 0, 1000);
+      INSERT INTO audit (task_id, seq, state, written_at, entry) VALUES ('t1', 1, 'FAILED', 2000, '{"task":"t1","state":"FAILED"}');
+    `);
+    db.close();
+    return path;
+  }
+
+  it('converts the signature of an old row, so mail replaying it is still recognised; the signature text is gone', () => {
+    const path = v12();
+    const store = Store.open(path);
+    try {
+      expect(store.schemaVersion()).toBe(MIGRATIONS.length);
+      // Gate 1 of the old row's signature and Message-ID: the same row, found through the digest.
+      expect(store.ledger.authenticatedWith(['b3RoZXI=', 'c2lnbmF0dXJl'], '<a@x>')).toBe(1);
+      expect(store.ledger.authenticatedWith(['c2lnbmF0dXJl'], '<b@x>')).toBeUndefined();
+      expect(store.ledger.authenticatedWith(['b3RoZXI='], '<a@x>')).toBeUndefined();
+      // A new row is recorded by its digest and found the same way.
+      const id = store.tx((tx) =>
+        tx.ledger.record({ source: 'imap:INBOX:1:3', seenAt: 3000, messageId: '<c@x>', fromHeader: null, subject: null, dateHeader: null, size: 10, rawSha256: 'ef', raw: null, agent: null, taskId: null, verdict: 'bad-token', reason: 'gate 9', signature: 'bmV3' }),
+      );
+      expect(store.ledger.authenticatedWith(['bmV3'], '<c@x>')).toBe(id);
+    } finally {
+      store.close();
+    }
+    const db = new Database(path, { readonly: true });
+    try {
+      const columns = (db.prepare(`SELECT name FROM pragma_table_info('ledger')`).pluck().all() as string[]);
+      expect(columns).toContain('dkim_b_sha256');
+      expect(columns).not.toContain('dkim_b');
+      const digests = db.prepare(`SELECT id, length(dkim_b_sha256) AS n FROM ledger ORDER BY id`).all();
+      expect(digests).toEqual([{ id: 1, n: 32 }, { id: 2, n: null }, { id: 3, n: 32 }]);
+      const plan = (db.prepare(`EXPLAIN QUERY PLAN SELECT id FROM ledger WHERE dkim_b_sha256 = ? AND message_id = ? ORDER BY id LIMIT 1`).all(Buffer.alloc(32), '<a@x>') as { detail: string }[]).map((r) => r.detail).join('; ');
+      expect(plan).toMatch(/USING INDEX ledger_by_signature_digest/);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('reads the reply text and audit entry an old row holds as they were, and packs what it writes from then on', () => {
+    const path = v12();
+    const store = Store.open(path);
+    const answer = 'Finding: retrieval quality dominates generation quality when the corpus is noisy.\n'.repeat(20);
+    try {
+      expect(store.replies.get(1)?.text).toBe('the answer as version 12 stored it');
+      expect(store.audit.latest('t1')).toEqual({ task: 't1', state: 'FAILED' });
+      store.tx((tx) => tx.replies.insert({ ledgerId: 2, taskId: 't1', turn: 1, agent: 'grok', kind: 'late', nonce: 'fedcba9876543210', text: answer, omittedLines: 0, createdAt: 3000 }));
+      expect(store.replies.get(2)?.text).toBe(answer);
+      expect(store.replies.ofTask('t1').map((r) => r.text)).toEqual(['the answer as version 12 stored it', answer]);
+    } finally {
+      store.close();
+    }
+    const db = new Database(path, { readonly: true });
+    try {
+      const row = db.prepare(`SELECT text, length(text_deflate) AS packed FROM replies WHERE ledger_id = 2`).get() as { text: string; packed: number };
+      expect(row.text).toBe('');
+      expect(row.packed).toBeLessThan(answer.length / 4);
+    } finally {
+      db.close();
+    }
+  });
+});
