@@ -1,5 +1,6 @@
 import { COMPACT_MIGRATION } from './compact.js';
 import { LARGE_VALUES_MIGRATION } from './large-values.js';
+import { TASK_ROWS_MIGRATION } from './prune.js';
 
 /**
  * Versioned schema migrations. Each entry runs once, in order, inside one transaction, and
@@ -392,4 +393,6 @@ export const MIGRATIONS: readonly string[] = [
   `,
   // 13: bytes per task, again: src/store/compact.ts.
   COMPACT_MIGRATION,
+  // 14: each task's rows per table, kept by triggers, for prune's counts: src/store/prune.ts.
+  TASK_ROWS_MIGRATION,
 ];

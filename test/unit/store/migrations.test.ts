@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { registerStoreFunctions } from '../../../src/store/compact.js';
 import { MIGRATIONS } from '../../../src/store/migrations.js';
 import { Store } from '../../../src/store/store.js';
 
@@ -13,6 +14,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 function storeAtVersion(v: number): string {
   const path = join(dir, `v${v}-${Math.random().toString(36).slice(2)}.sqlite`);
   const db = new Database(path);
+  registerStoreFunctions(db);
   for (let i = 0; i < v; i++) db.exec(MIGRATIONS[i]!);
   db.pragma(`user_version = ${v}`);
   db.exec(`
@@ -151,6 +153,40 @@ describe('migration 13: a signature digest instead of the signature, packed repl
       expect(row.packed).toBeLessThan(answer.length / 4);
     } finally {
       db.close();
+    }
+  });
+});
+
+describe("migration 14: each task's rows per table in its task row, for prune's counts", () => {
+  it("counts the rows of a version-13 store's tasks, keeps them counted on every write, and prune --dry-run counts what prune deletes", () => {
+    const path = storeAtVersion(13);
+    const db = new Database(path);
+    db.exec(`
+      INSERT INTO dispatch_attempts (dispatch_id, task_id, turn, attempt, started_at, finished_at, outcome) VALUES ('msg_1', 't1', 1, 1, 1000, 1100, 'accepted'), ('msg_1', 't1', 1, 2, 1200, 1300, 'accepted');
+      INSERT INTO messages (agent, message_id, task_id, context_id, role, kind, turn, text, content_sha256, created_at) VALUES ('grok', 'm1', 't1', 'c1', 'user', 'ask', 1, 'job', 'e', 1000);
+    `);
+    db.close();
+    const store = Store.open(path);
+    try {
+      const raw = (id: string): unknown => {
+        const r = new Database(path, { readonly: true });
+        try {
+          return r.prepare(`SELECT n_turns AS turns, n_attempts AS attempts, n_messages AS messages, n_events AS events FROM tasks WHERE id = ?`).get(id);
+        } finally {
+          r.close();
+        }
+      };
+      expect(raw('t1')).toEqual({ turns: 1, attempts: 2, messages: 1, events: 2 });
+      expect(raw('t2')).toEqual({ turns: 1, attempts: 0, messages: 0, events: 0 });
+      store.tx((tx) => tx.messages.insert({ agent: 'grok', messageId: 'm2', taskId: 't2', contextId: 'c2', role: 'user', kind: 'ask', turn: 1, text: 'job', contentSha256: 'e', createdAt: 1600 }));
+      expect(raw('t2')).toEqual({ turns: 1, attempts: 0, messages: 1, events: 0 });
+      // t1 FAILED at 2000: a cut after it takes t1 and its rows; t2 (open) stays.
+      const planned = store.retention.countPrunable(3000);
+      expect(planned).toMatchObject({ tasks: 1, turns: 1, attempts: 2, messages: 1, events: 2 });
+      expect(store.tx((tx) => tx.retention.prune(3000))).toEqual(planned);
+      expect(store.retention.countPrunable(3000)).toMatchObject({ tasks: 0, turns: 0, attempts: 0, messages: 0, events: 0 });
+    } finally {
+      store.close();
     }
   });
 });
