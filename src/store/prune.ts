@@ -58,7 +58,11 @@ function empty(): PruneCounts {
   return { tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0 };
 }
 
-/** The tables a task's rows live in: the count, its column in `tasks` (migration 14), the total migration 11's triggers keep. */
+/**
+ * The tables a task's rows live in: the count, its column in `tasks`, the total migration 11's
+ * triggers keep. Migration 14 is written from this list: a table added here needs a migration of
+ * its own (its column, its triggers, the index), never a change to that one.
+ */
 const DEPENDENTS: readonly [Exclude<keyof PruneCounts, 'tasks' | 'ledger'>, string, string, string][] = [
   ['turns', 'turns', 'n_turns', `SELECT coalesce(sum(n), 0) AS n FROM dispatch_counts`],
   ['attempts', 'dispatch_attempts', 'n_attempts', `SELECT n FROM row_counts WHERE name = 'dispatch_attempts'`],
