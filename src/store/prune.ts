@@ -119,7 +119,22 @@ type Sums = Omit<PruneCounts, 'ledger'>;
 
 export function pruneReads(db: Db) {
   const one = (sql: string, cut: number): number => (stmt(db, sql).get({ cut }) as { n: number } | undefined)?.n ?? 0;
-  const sums = (where: string, cut: number): Sums => stmt(db, `SELECT ${SUMS} FROM tasks WHERE ${where}`).get({ cut }) as Sums;
+  const sums = (where: string, cut: number, index = ''): Sums => stmt(db, `SELECT ${SUMS} FROM tasks ${index} WHERE ${where}`).get({ cut }) as Sums;
+  /** The finished tasks on one side of the cut, counted up to `limit` (a walk of at most `limit` index entries). */
+  const upTo = (where: string, cut: number, limit: number): number =>
+    (stmt(db, `SELECT count(*) AS n FROM (SELECT 1 FROM tasks WHERE ${where} LIMIT @limit)`).get({ cut, limit }) as { n: number }).n;
+  /**
+   * Whether fewer finished tasks lie before the cut than at or after it: both sides counted up to a
+   * limit that grows fourfold until one side ends below it, so the walk follows the smaller side
+   * (at most about 2.7 times its size), whichever it is.
+   */
+  const beforeIsSmaller = (cut: number): boolean => {
+    for (let limit = 1024; ; limit *= 4) {
+      const before = upTo(FINISHED_BEFORE, cut, limit);
+      if (before < limit) return before <= upTo(`state IN (${TERMINAL}) AND updated_at >= @cut`, cut, before + 1);
+      if (upTo(`state IN (${TERMINAL}) AND updated_at >= @cut`, cut, limit) < limit) return false;
+    }
+  };
   return {
     /**
      * What `prune` would delete for this cut; reads only, so a read-only store will do. Each task
@@ -132,27 +147,30 @@ export function pruneReads(db: Db) {
      * @param cut ms since the epoch: tasks finished before it and ledger rows seen before it
      */
     countPrunable(cut: number): PruneCounts {
-      const all = one(`SELECT coalesce(sum(n), 0) AS n FROM task_counts`, cut);
       const finishedAll = one(`SELECT coalesce(sum(n), 0) AS n FROM task_counts WHERE state IN (${TERMINAL})`, cut);
-      const after = sums(`state IN (${TERMINAL}) AND updated_at >= @cut`, cut);
-      const noted = sums(`id IN (${NOTED_SINCE}) AND ${FINISHED_BEFORE}`, cut);
-      const goCount = finishedAll - after.tasks - noted.tasks;
-      const fewGo = goCount <= all - goCount;
-      const out: PruneCounts = { ...empty(), tasks: goCount };
+      const FINISHED_SINCE = `state IN (${TERMINAL}) AND updated_at >= @cut`;
+      const fewGo = beforeIsSmaller(cut);
+      // A look-up by id of each noted task (few), never a walk of the finished ones before the cut
+      // (most of the store), which SQLite chose without the INDEXED BY (360 ms at a million).
+      const noted = sums(`id IN (${NOTED_SINCE}) AND ${FINISHED_BEFORE}`, cut, 'INDEXED BY sqlite_autoindex_tasks_1');
+      const out = empty();
       if (fewGo) {
         const before = sums(FINISHED_BEFORE, cut);
+        out.tasks = before.tasks - noted.tasks;
         for (const [key] of DEPENDENTS) out[key] = before[key] - noted[key];
       } else {
+        const after = sums(FINISHED_SINCE, cut);
         const open = sums(`state IN (${OPEN})`, cut);
+        out.tasks = finishedAll - after.tasks - noted.tasks;
         for (const [key, , , total] of DEPENDENTS) out[key] = one(total, cut) - open[key] - after[key] - noted[key];
       }
-      // Ledger rows seen before the cut (every row, by the counts triggers keep, less those seen since:
-      // ledger_by_time), but those of a task that stays (ledger_by_task holds seen_at).
-      out.ledger = fewGo
-        ? one(`SELECT count(*) AS n FROM ledger WHERE ${PRUNABLE_LEDGER}`, cut)
-        : one(`SELECT coalesce(sum(n), 0) AS n FROM verdict_counts`, cut) -
-          one(`SELECT count(*) AS n FROM ledger WHERE seen_at >= @cut`, cut) -
-          one(`SELECT count(*) AS n FROM ledger INDEXED BY ledger_by_task WHERE task_id IN (${STAYING_SINCE_BEFORE}) AND seen_at < @cut`, cut);
+      // Ledger rows seen before the cut (a range of ledger_by_time, or every row by the counts triggers
+      // keep less those seen since), but those of a task that stays (ledger_by_task holds seen_at):
+      // index walks, never a look-up per row (PRUNABLE_LEDGER took 14.7 s for 712,000 rows).
+      const seenBefore = fewGo
+        ? one(`SELECT count(*) AS n FROM ledger WHERE seen_at < @cut`, cut)
+        : one(`SELECT coalesce(sum(n), 0) AS n FROM verdict_counts`, cut) - one(`SELECT count(*) AS n FROM ledger WHERE seen_at >= @cut`, cut);
+      out.ledger = seenBefore - one(`SELECT count(*) AS n FROM ledger INDEXED BY ledger_by_task WHERE task_id IN (${STAYING_SINCE_BEFORE}) AND seen_at < @cut`, cut);
       return out;
     },
   };
