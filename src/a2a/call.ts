@@ -18,5 +18,16 @@ export class StreamResult {
   constructor(readonly events: AsyncIterable<unknown>) {}
 }
 
-/** One A2A method: validated params in, a result (or a {@link StreamResult}) out; errors are thrown. */
-export type Handler = (bridge: Bridge, params: unknown, c: CallContext) => Promise<unknown>;
+/**
+ * A result already serialised as JSON text (GetTask's answer, built once per view: src/a2a/methods.ts),
+ * sent as it is instead of through `JSON.stringify` on every call.
+ */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
+/**
+ * One A2A method: validated params in, a result (or a {@link StreamResult}) out, or a promise of
+ * one when it waits for something; errors are thrown (or the promise rejected).
+ */
+export type Handler = (bridge: Bridge, params: unknown, c: CallContext) => unknown;

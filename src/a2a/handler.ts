@@ -3,7 +3,7 @@ import type { AgentConfig } from '../config/config.js';
 import type { Bridge } from '../core/bridge.js';
 import { A2AError, asA2AError } from './errors.js';
 import { StreamResult } from './call.js';
-import { findMethod } from './methods.js';
+import { findMethod, type FoundMethod } from './methods.js';
 import type { StreamLimiter } from './stream-limit.js';
 
 /** The two A2A dialects served: v1.0 (`SendMessage`…) and v0.3 (`message/send`…). */
@@ -59,9 +59,43 @@ export function dialectOfHeader(version: string): Dialect {
  * of every error to the caller's JSON-RPC error (src/a2a/errors.ts). The HTTP server
  * (src/a2a/server.ts) only listens, checks the Host, the bearer and the body, and hands over.
  * A defect (an error that is neither A2A's nor the core's) is logged and answered -32603.
+ *
+ * The outcome is synchronous when the method answered synchronously (GetTask while nothing is
+ * due: Bridge.get), so such a call costs no promise on the way back; else a promise of it.
  */
-export function a2aHandler(bridge: Bridge, log: Logger, streams: StreamLimiter): (req: A2ARequest) => Promise<A2AOutcome> {
-  return async (req) => {
+export function a2aHandler(bridge: Bridge, log: Logger, streams: StreamLimiter): (req: A2ARequest) => A2AOutcome | Promise<A2AOutcome> {
+  const failed = (err: unknown, dialect: Dialect, method: string): A2AOutcome => {
+    const known = asA2AError(err);
+    if (known) return { kind: 'error', dialect, error: known };
+    log.error({ err: (err as Error).message, stack: (err as Error).stack, method }, 'internal error');
+    return { kind: 'error', dialect, error: new A2AError('internalError', 'Internal error; see the bridge log') };
+  };
+  const outcome = (result: unknown, dialect: Dialect, release: () => void): A2AOutcome =>
+    result instanceof StreamResult ? { kind: 'stream', dialect, events: releasing(result.events, release) } : { kind: 'result', dialect, result };
+
+  /** A streaming method: its stream counts against the caller's cap until it ends. */
+  const streamCall = async (found: FoundMethod, req: A2ARequest, dialect: Dialect): Promise<A2AOutcome> => {
+    let release: (() => void) | null = null;
+    try {
+      // A stream closed at the caller's cap ends like one whose client went away (src/a2a/stream-limit.ts).
+      const capped = new AbortController();
+      const signal = req.signal ? AbortSignal.any([req.signal, capped.signal]) : capped.signal;
+      release = streams.open(req.callerKey, () => {
+        log.info({ method: req.method, caller: req.caller }, 'stream closed: its caller opened one more at server.max_streams_per_caller');
+        capped.abort();
+      });
+      const result = await found.handler(bridge, req.params ?? {}, { agent: req.agent, caller: req.caller, signal });
+      const done = release;
+      release = null;
+      return outcome(result, dialect, done);
+    } catch (err) {
+      return failed(err, dialect, req.method);
+    } finally {
+      release?.();
+    }
+  };
+
+  return (req) => {
     const found = findMethod(req.method);
     // A method names its dialect; an unknown one is answered in the dialect the header asks for.
     const dialect: Dialect = found?.dialect ?? (req.version.startsWith('0') || req.version === '' ? '0.3' : '1.0');
@@ -69,32 +103,19 @@ export function a2aHandler(bridge: Bridge, log: Logger, streams: StreamLimiter):
       return { kind: 'error', dialect, error: new A2AError('versionNotSupported', `A2A-Version ${req.version} is not supported; use 1.0 or 0.3`) };
     }
     if (!found) return { kind: 'error', dialect, error: new A2AError('methodNotFound', `Method not found: ${req.method}`) };
-    let release: (() => void) | null = null;
-    let signal = req.signal;
+    if (found.streams) return streamCall(found, req, dialect);
+    const none = (): void => undefined;
     try {
-      if (found.streams) {
-        // A stream closed at the caller's cap ends like one whose client went away (src/a2a/stream-limit.ts).
-        const capped = new AbortController();
-        signal = req.signal ? AbortSignal.any([req.signal, capped.signal]) : capped.signal;
-        release = streams.open(req.callerKey, () => {
-          log.info({ method: req.method, caller: req.caller }, 'stream closed: its caller opened one more at server.max_streams_per_caller');
-          capped.abort();
-        });
+      const result = found.handler(bridge, req.params ?? {}, { agent: req.agent, caller: req.caller, signal: req.signal });
+      if (result instanceof Promise) {
+        return result.then(
+          (r) => outcome(r, dialect, none),
+          (err: unknown) => failed(err, dialect, req.method),
+        );
       }
-      const result = await found.handler(bridge, req.params ?? {}, { agent: req.agent, caller: req.caller, signal });
-      if (result instanceof StreamResult) {
-        const done = release ?? (() => undefined);
-        release = null;
-        return { kind: 'stream', dialect, events: releasing(result.events, done) };
-      }
-      return { kind: 'result', dialect, result };
+      return outcome(result, dialect, none);
     } catch (err) {
-      const known = asA2AError(err);
-      if (known) return { kind: 'error', dialect, error: known };
-      log.error({ err: (err as Error).message, stack: (err as Error).stack, method: req.method }, 'internal error');
-      return { kind: 'error', dialect, error: new A2AError('internalError', 'Internal error; see the bridge log') };
-    } finally {
-      release?.();
+      return failed(err, dialect, req.method);
     }
   };
 }

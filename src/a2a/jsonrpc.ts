@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer';
+import { JsonText } from './call.js';
 import { A2AError, toJsonRpcError, type JsonRpcErrorObject } from './errors.js';
 
 /**
@@ -65,6 +66,15 @@ export function isResponse(x: JsonRpcRequest | JsonRpcResponse): x is JsonRpcRes
 
 export function resultResponse(id: JsonRpcId, result: unknown): JsonRpcResponse {
   return { jsonrpc: '2.0', id, result };
+}
+
+/**
+ * The text of `resultResponse(id, result)`, byte for byte what `JSON.stringify` makes of it; a
+ * {@link JsonText} result goes in as it is (a string concatenation, no serialisation).
+ */
+export function resultText(id: JsonRpcId, result: unknown): string {
+  if (result instanceof JsonText) return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result.text}}`;
+  return JSON.stringify(resultResponse(id, result));
 }
 
 export function errorResponse(id: JsonRpcId, err: A2AError, dialect: '1.0' | '0.3'): JsonRpcResponse {

@@ -1,24 +1,29 @@
 import { randomUUID } from 'node:crypto';
-import type { Handler } from './call.js';
+import { JsonText, type Handler } from './call.js';
 import { A2AError } from './errors.js';
 import { parseListParams, parseSendParams, parseTaskIdParams } from './params.js';
 import type { TaskView } from '../core/task-view.js';
-import { v1AgentText, v1Task, type V1ListTasksResult, type V1SendMessageResult, type V1Task } from './wire.js';
+import { v1AgentText, v1Task, type V1ListTasksResult, type V1SendMessageResult } from './wire.js';
 import { v03AgentText, v03Task } from './wire-v03.js';
 import { V03_PUSH_METHODS, V1_PUSH_METHODS } from './methods-push.js';
 import { V03_STREAM_METHODS, V1_STREAM_METHODS } from './methods-stream.js';
 
 /**
- * GetTask's wire shapes of a view, built once per view object: a view from the view cache
- * (core/view-cache.ts) is the same object on every call while it is valid, and never changed.
+ * GetTask's answer of a view, serialised once per view object and dialect: a view from the view
+ * cache (core/view-cache.ts) is the same object on every call while it is valid — a commit here or
+ * by another process, or a second of the clock for a view that counts time, makes a new one — and
+ * is never changed. The server sends the text as it is (src/a2a/jsonrpc.ts `resultText`).
  */
-const v1Of = new WeakMap<TaskView, V1Task>();
-const v03Of = new WeakMap<TaskView, ReturnType<typeof v03Task>>();
-const memo = <W>(m: WeakMap<TaskView, W>, view: TaskView, render: (v: TaskView) => W): W => {
+const v1Of = new WeakMap<TaskView, JsonText>();
+const v03Of = new WeakMap<TaskView, JsonText>();
+const memo = (m: WeakMap<TaskView, JsonText>, view: TaskView, render: (v: TaskView) => unknown): JsonText => {
   let w = m.get(view);
-  if (!w) m.set(view, (w = render(view)));
+  if (!w) m.set(view, (w = new JsonText(JSON.stringify(render(view)))));
   return w;
 };
+
+/** `f` of a value that may still be coming (Bridge.get answers at once when nothing is due). */
+const then = <T, R>(x: T | Promise<T>, f: (v: T) => R): R | Promise<R> => (x instanceof Promise ? x.then(f) : f(x));
 
 /** The A2A v1.0 JSON-RPC methods (A2A v1.0 §9.4). */
 export const V1_METHODS: Readonly<Record<string, Handler>> = {
@@ -28,9 +33,9 @@ export const V1_METHODS: Readonly<Record<string, Handler>> = {
     if ('message' in r) return { message: v1AgentText(r.message.contextId, r.message.text, randomUUID()) } satisfies V1SendMessageResult;
     return { task: v1Task(r.task) } satisfies V1SendMessageResult;
   },
-  GetTask: async (bridge, params, c) => {
+  GetTask: (bridge, params, c) => {
     const p = parseTaskIdParams(params);
-    return memo(v1Of, await bridge.get(c.agent, p.id, p.historyLength), (v) => v1Task(v));
+    return then(bridge.get(c.agent, p.id, p.historyLength), (view) => memo(v1Of, view, (v) => v1Task(v)));
   },
   ListTasks: async (bridge, params, c) => {
     const p = parseListParams(params);
@@ -69,9 +74,9 @@ export const V03_METHODS: Readonly<Record<string, Handler>> = {
     if ('message' in r) return v03AgentText(r.message.contextId, r.message.text, randomUUID());
     return v03Task(r.task);
   },
-  'tasks/get': async (bridge, params, c) => {
+  'tasks/get': (bridge, params, c) => {
     const p = parseTaskIdParams(params);
-    return memo(v03Of, await bridge.get(c.agent, p.id, p.historyLength), (v) => v03Task(v));
+    return then(bridge.get(c.agent, p.id, p.historyLength), (view) => memo(v03Of, view, (v) => v03Task(v)));
   },
   'tasks/cancel': async (bridge, params, c) => v03Task(await bridge.cancel(c.agent, parseTaskIdParams(params).id)),
   ...V03_STREAM_METHODS,
@@ -80,13 +85,23 @@ export const V03_METHODS: Readonly<Record<string, Handler>> = {
     Promise.reject(new A2AError('unsupportedOperation', 'this agent has no extended card (supportsAuthenticatedExtendedCard is false)')),
 };
 
+/** A method found by name: its handler, its dialect, and whether it answers with a stream. */
+export interface FoundMethod {
+  handler: Handler;
+  dialect: '1.0' | '0.3';
+  streams: boolean;
+}
+
+/** Every method by name, built once (the two grammars never share a name). */
+const BY_NAME = new Map<string, FoundMethod>([
+  ...Object.entries(V1_METHODS).map(([name, handler]): [string, FoundMethod] => [name, { handler, dialect: '1.0', streams: Object.hasOwn(V1_STREAM_METHODS, name) }]),
+  ...Object.entries(V03_METHODS).map(([name, handler]): [string, FoundMethod] => [name, { handler, dialect: '0.3', streams: Object.hasOwn(V03_STREAM_METHODS, name) }]),
+]);
+
 /**
  * Resolves a method name to its handler and dialect; undefined for an unknown method. `streams`
  * marks the methods that answer with a stream (they count against `server.max_streams_per_caller`).
  */
-export function findMethod(method: string): { handler: Handler; dialect: '1.0' | '0.3'; streams: boolean } | undefined {
-  const streams = Object.hasOwn(V1_STREAM_METHODS, method) || Object.hasOwn(V03_STREAM_METHODS, method);
-  if (Object.hasOwn(V1_METHODS, method)) return { handler: V1_METHODS[method]!, dialect: '1.0', streams };
-  if (Object.hasOwn(V03_METHODS, method)) return { handler: V03_METHODS[method]!, dialect: '0.3', streams };
-  return undefined;
+export function findMethod(method: string): FoundMethod | undefined {
+  return BY_NAME.get(method);
 }

@@ -24,8 +24,13 @@ const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d
 /** Deadlines a caller may ask for, in seconds (metadata `deadline_s`). */
 const DEADLINE_RANGE_S = [10, 30 * 86400] as const;
 
+/** snake_case names of the camelCase field names asked for (a fixed set: the names in this file). */
+const SNAKE = new Map<string, string>();
+
 function snake(name: string): string {
-  return name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+  let s = SNAKE.get(name);
+  if (s === undefined) SNAKE.set(name, (s = name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)));
+  return s;
 }
 
 /** The value of `name` in camelCase or snake_case. */

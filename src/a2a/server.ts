@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
@@ -9,9 +9,11 @@ import { cardFor, sendCard } from './card-route.js';
 import { A2AError, asA2AError } from './errors.js';
 import { a2aHandler, dialectOfHeader, supportedVersion } from './handler.js';
 import { findMethod } from './methods.js';
+import { pathOf, urlOf } from './request-target.js';
 import { restError, routeRest, type RestCall } from './rest.js';
 import { health } from './health.js';
-import { errorResponse, isResponse, parseRequest, resultResponse, type JsonRpcId, type JsonRpcResponse } from './jsonrpc.js';
+import { errorResponse, isResponse, parseRequest, resultResponse, resultText, type JsonRpcId, type JsonRpcResponse } from './jsonrpc.js';
+import { JsonText } from './call.js';
 import { writeSse } from './sse.js';
 import { StreamLimiter } from './stream-limit.js';
 import { limitedLog } from '../log.js';
@@ -51,14 +53,22 @@ function refusalLogger(log: Logger, now: () => number = Date.now): (status: 401 
   return (status, fields, msg) => limited(now(), 'warn', String(status), { status, ...fields }, msg);
 }
 
+/**
+ * SHA-256 of `s` (UTF-8): one call into OpenSSL and no Hash object per request; read out as hex
+ * into a pooled Buffer, which costs less than a digest Buffer of its own.
+ */
 function digest(s: string): Buffer {
-  return createHash('sha256').update(s, 'utf8').digest();
+  return Buffer.from(hash('sha256', s, 'hex'), 'hex');
 }
+
+/** The headers of every JSON answer. */
+const JSON_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store' } as const;
 
 /**
  * Starts the A2A HTTP server: loopback only, enforced here again; the `Host` header must name a
  * loopback host (DNS rebinding); JSON-RPC bodies are capped; the bearer is compared in constant
- * time (SHA-256 of both, then `timingSafeEqual`, so the length leaks nothing). Cards and /health
+ * time (SHA-256 of both, then `timingSafeEqual`, so the length leaks nothing; the presented one is
+ * hashed once per call). Cards and /health
  * need no auth (Hermes' discover sends none). The call itself goes to the transport-free handler
  * (src/a2a/handler.ts).
  *
@@ -70,6 +80,8 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     throw new ListenError(`refusing to listen on ${host}: a2a-mailbridge listens on loopback only; set server.listen = "127.0.0.1:${port}"`);
   }
   const bearer = digest(config.server.bearer);
+  /** The key of the streams of whoever presents the bearer (a hash of it, never the bearer): there is one bearer, so one key. */
+  const callerKey = bearer.toString('hex').slice(0, 16);
   const streams = new StreamLimiter(config.server.maxStreamsPerCaller);
   const handleCall = a2aHandler(bridge, log, streams);
   const agents = new Map(config.agents.map((a) => [a.name, a]));
@@ -79,16 +91,19 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
   let baseUrl = '';
   const endpoint = (a: AgentConfig): string => `${baseUrl}/agents/${a.name}`;
 
-  const requestUrl = (req: IncomingMessage): URL => new URL(req.url ?? '/', 'http://127.0.0.1');
-
+  /** The last Host header found allowed: a client sends the same one on every call. */
+  let allowedHost = '';
   const hostAllowed = (header: string | undefined): boolean => {
     if (!header) return false;
+    if (header === allowedHost) return true;
     const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(header.trim().toLowerCase());
     if (!m) return false;
     const name = m[1]!.replace(/^\[|\]$/g, '');
     // Any port: a loopback proxy in front of the bridge passes its own Host (the name is what
     // stops DNS rebinding), and the cards then name the URL the caller reached us by.
-    return name === 'localhost' || isLoopbackLiteral(name);
+    if (name !== 'localhost' && !isLoopbackLiteral(name)) return false;
+    allowedHost = header;
+    return true;
   };
 
   /** The agent's URL as the caller reached it: the Host it sent (a loopback name, checked above), else the listening address. */
@@ -97,9 +112,10 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     return host ? `http://${host}/agents/${a.name}` : endpoint(a);
   };
 
-  const send = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void => {
-    const text = JSON.stringify(body);
-    res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers });
+  /** Sends `body` as JSON; a {@link JsonText} (an answer serialised before) as it is. */
+  const send = (res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>): void => {
+    const text = body instanceof JsonText ? body.text : JSON.stringify(body);
+    res.writeHead(status, headers ? { ...JSON_HEADERS, ...headers } : JSON_HEADERS);
     res.end(text);
   };
 
@@ -117,11 +133,14 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
           req.resume();
         } else chunks.push(c);
       });
-      req.on('end', () => resolve(Buffer.concat(chunks)));
+      req.on('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
       req.on('error', reject);
     });
 
-  /** The caller's key (a hash of its bearer) when the bearer is right; else answers 401 and returns null. */
+  /**
+   * The caller's key (a hash of its bearer) when the bearer is right; else answers 401 and returns
+   * null. The presented token is hashed once and compared in constant time, never as a string.
+   */
   const authorized = (req: IncomingMessage, res: ServerResponse, agent: AgentConfig): string | null => {
     const auth = req.headers.authorization ?? '';
     const m = /^Bearer[ ]+(\S+)\s*$/i.exec(auth);
@@ -131,7 +150,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       send(res, 401, { error: 'missing or wrong bearer token' }, { 'www-authenticate': 'Bearer realm="a2a-mailbridge"' });
       return null;
     }
-    return digest(m[1]!).toString('hex').slice(0, 16);
+    return callerKey;
   };
 
   const rpc = async (req: IncomingMessage, res: ServerResponse, agent: AgentConfig): Promise<void> => {
@@ -155,7 +174,8 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     if (isResponse(parsed)) return send(res, 200, parsed);
     const caller = `a2a:${String(req.headers['user-agent'] ?? 'unknown').slice(0, 120)}`;
     const abort = new AbortController();
-    const outcome = await handleCall({ agent, method: parsed.method, params: parsed.params, version, caller, callerKey, signal: abort.signal });
+    const answered = handleCall({ agent, method: parsed.method, params: parsed.params, version, caller, callerKey, signal: abort.signal });
+    const outcome = answered instanceof Promise ? await answered : answered;
     if (outcome.kind === 'stream') {
       const n = await writeSse(res, outcome.events, (result) => resultResponse(parsed.id, result), (err) => streamError(parsed.id, err, outcome.dialect), {
         keepAliveMs: config.server.streamKeepAliveMs,
@@ -164,8 +184,12 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       log.debug({ agent: agent.name, method: parsed.method, events: n }, 'stream closed');
       return;
     }
-    const response: JsonRpcResponse = outcome.kind === 'result' ? resultResponse(parsed.id, outcome.result) : errorResponse(parsed.id, outcome.error, outcome.dialect);
-    send(res, 200, response);
+    if (outcome.kind === 'result') {
+      res.writeHead(200, JSON_HEADERS);
+      res.end(resultText(parsed.id, outcome.result));
+      return;
+    }
+    send(res, 200, errorResponse(parsed.id, outcome.error, outcome.dialect));
   };
 
   /** The error event of a stream that failed after it started (a defect, or the store went away). */
@@ -182,8 +206,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       send(res, 403, { error: 'Host header must name a loopback host (127.0.0.1, [::1] or localhost)' });
       return;
     }
-    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    const path = url.pathname;
+    const path = pathOf(req.url);
     const get = req.method === 'GET' || req.method === 'HEAD';
     if (path === '/health') {
       if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });
@@ -211,7 +234,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
         });
       }
       const only = [...agents.values()][0]!;
-      return sendCard(req, res, cardFor(req, url, only, endpointFor(req, only), path.endsWith('/agent.json')).body, servingSince);
+      return sendCard(req, res, cardFor(req, urlOf(req.url), only, endpointFor(req, only), path.endsWith('/agent.json')).body, servingSince);
     }
     const m = /^\/agents\/([^/]+)(\/.*)?$/.exec(path);
     let name: string | undefined;
@@ -225,13 +248,13 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     const rest = m[2] ?? '';
     if (CARD_PATHS.has(rest)) {
       if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });
-      return sendCard(req, res, cardFor(req, url, agent, endpointFor(req, agent), rest.endsWith('/agent.json')).body, servingSince);
+      return sendCard(req, res, cardFor(req, urlOf(req.url), agent, endpointFor(req, agent), rest.endsWith('/agent.json')).body, servingSince);
     }
     if (rest === '' || rest === '/') {
       if (req.method !== 'POST') return send(res, 405, { error: 'JSON-RPC: use POST' }, { allow: 'POST' });
       return rpc(req, res, agent);
     }
-    const route = routeRest(req.method ?? 'GET', rest, url);
+    const route = routeRest(req.method ?? 'GET', rest, urlOf(req.url));
     if (route === null) return send(res, 404, { error: 'not found' });
     if ('allow' in route) return send(res, 405, { error: `use ${route.allow}` }, { allow: route.allow });
     return restCall(req, res, agent, route);
@@ -246,7 +269,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       send(res, e.status, e.body);
     };
     // Only v1.0 is served over HTTP+JSON; no header is taken as the caller meaning this interface's version.
-    const version = String(req.headers['a2a-version'] ?? requestUrl(req).searchParams.get('A2A-Version') ?? '').trim();
+    const version = String(req.headers['a2a-version'] ?? urlOf(req.url).searchParams.get('A2A-Version') ?? '').trim();
     if (version !== '' && supportedVersion(version) !== '1.0') {
       req.resume();
       return fail(new A2AError('versionNotSupported', `A2A-Version ${version.slice(0, 20)} is not served over HTTP+JSON; use 1.0`));

@@ -1,6 +1,5 @@
 import { BridgeError } from './errors.js';
 import type { AgentConfig } from '../config/config.js';
-import type { Schedule } from '../store/schedule.js';
 import type { TaskRow } from '../store/task-rows.js';
 import { isTerminal, type TaskState } from '../store/task-state.js';
 import { healthFacts, type HealthFacts } from './health-facts.js';
@@ -17,6 +16,7 @@ import { followTask, type TaskUpdate } from './task-follow.js';
 import { sweepDeadlines } from './sweep.js';
 import { viewTask, type TaskView } from './task-view.js';
 import { StoreUpkeep } from './store-upkeep.js';
+import { RefreshDue } from './refresh-due.js';
 import { ViewCache } from './view-cache.js';
 import { listRows, type ListPage, type ListQuery } from './list-tasks.js';
 
@@ -25,16 +25,11 @@ export type { HealthFacts } from './health-facts.js';
 
 export { STORE_CHECK_EVERY_MS, STORE_CHECK_FIRST_MS, type StoreCheck } from './store-upkeep.js';
 
-
-
 /** The answer to a SendMessage: a task, or (a poll word on a context with no task) a plain message. */
 export type SendResult = { task: TaskView } | { message: { contextId: string; text: string } };
 
-
-
 /** States whose status text counts time (src/core/status-text.ts): their views are kept briefly (src/core/view-cache.ts). */
 const TIMED_STATES: ReadonlySet<TaskState> = new Set(['SUBMITTED', 'WORKING']);
-
 
 /** How often a blocking SendMessage checks the mailbox while it waits, in ms. */
 const WAIT_CHECK_EVERY_MS = 2000;
@@ -61,8 +56,8 @@ export class Bridge {
   /** Starts (or joins) the watcher on demand; null when the composition root set none. */
   private watchDemand: (() => () => void) | null = null;
   private readonly upkeep: StoreUpkeep;
-  /** The store's schedule as of a generation (see {@link schedule}). */
-  private scheduled: Schedule & { generation: number; lastCheckAt: number | null } = { generation: -1, nextDispatchAt: null, nextDeadlineAt: null, lastCheckAt: null };
+  /** When the refresh has work, kept in memory (src/core/refresh-due.ts). */
+  private readonly due: RefreshDue;
 
   /** Every committed task change, after its commit (src/core/events.ts). */
   readonly events: BridgeEvents;
@@ -76,6 +71,7 @@ export class Bridge {
     this.upkeep = new StoreUpkeep(ctx, (p) => this.track(p));
     this.events = new BridgeEvents(ctx.log);
     this.push = new PushWorker(ctx, () => this.watchWhile());
+    this.due = new RefreshDue(ctx, [this.push, this.upkeep]);
     ctx.store.onTaskChange((c) => {
       // Ids and states only: a cause may quote the mail (its Message-ID), which stays out of the log.
       ctx.log.debug({ task: c.task.id, from: c.previous, to: c.task.state }, 'task changed');
@@ -173,9 +169,17 @@ export class Bridge {
     return this.watchDemand ? this.watchDemand() : () => undefined;
   }
 
-  /** GetTask. @throws BridgeError task-not-found for an unknown id or another agent's task. */
-  async get(agent: AgentConfig, taskId: string, historyLength?: number): Promise<TaskView> {
-    await this.refresh();
+  /**
+   * GetTask: the view at once while nothing is due ({@link somethingDue}), else a promise of it
+   * after the refresh.
+   * @throws BridgeError task-not-found for an unknown id or another agent's task (or rejects with it)
+   */
+  get(agent: AgentConfig, taskId: string, historyLength?: number): TaskView | Promise<TaskView> {
+    if (this.somethingDue()) return this.refresh().then(() => this.viewNow(agent, taskId, historyLength));
+    return this.viewNow(agent, taskId, historyLength);
+  }
+
+  private viewNow(agent: AgentConfig, taskId: string, historyLength?: number): TaskView {
     return this.cached(`get\0${agent.name}\0${taskId}\0${historyLength ?? ''}`, () => {
       const view = this.view(agent, taskId, historyLength);
       return { value: view, timed: TIMED_STATES.has(view.state) };
@@ -187,7 +191,7 @@ export class Bridge {
    * also carries the total), from the view cache while it is valid.
    */
   async list(agent: AgentConfig, q: ListQuery): Promise<ListPage> {
-    await this.refresh();
+    if (this.somethingDue()) await this.refresh();
     return this.cached(`list\0${agent.name}\0${JSON.stringify(q)}`, () => {
       const page = this.listPage(agent, q);
       return { value: page, timed: page.tasks.some((t) => TIMED_STATES.has(t.state)) };
@@ -245,7 +249,7 @@ export class Bridge {
    * busy timeout (another process holding a write lock) postpones the sweep to the next call.
    */
   private sweep(): void {
-    const { nextDeadlineAt } = this.schedule();
+    const { nextDeadlineAt } = this.due.schedule();
     if (nextDeadlineAt === null || nextDeadlineAt >= this.ctx.now()) return;
     try {
       sweepDeadlines(this.ctx);
@@ -285,35 +289,31 @@ export class Bridge {
   async refresh(): Promise<void> {
     const budget = this.ctx.config.mailbox.checkWaitMs;
     const now = this.ctx.now();
-    const { nextDispatchAt } = this.schedule();
+    const { nextDispatchAt } = this.due.schedule();
     const work: Promise<unknown>[] =
       nextDispatchAt !== null && nextDispatchAt <= now ? this.ctx.store.turns.dueDispatches(now).map((t) => this.dispatch(t.dispatchId)) : [];
     if (this.checkDue()) work.push(this.checkNow());
     if (work.length) await Promise.race([Promise.allSettled(work), sleep(budget)]);
     this.sweep();
     this.push.refresh();
-    await this.maintainStore();
+    const upkeep = this.maintainStore();
+    this.due.settle();
+    await upkeep;
   }
 
   /**
-   * When the next webhook attempt and the next deadline fall due (store/schedule.ts), and when the
-   * mailbox was last checked (a check commits its time), read from the store again only after it
-   * changed (Store.generation: a commit here or by another process), so a call while nothing can
-   * be due asks the store nothing.
+   * Whether a read (GetTask, ListTasks) must run {@link refresh} first: the store changed or the
+   * clock reached what was due first at the end of the last refresh (src/core/refresh-due.ts), or
+   * messages are waiting in the mailbox. Else a refresh would find nothing to do, and the read
+   * asks nothing of the store, the push worker or the upkeep.
    */
-  private schedule(): Schedule & { lastCheckAt: number | null } {
-    const generation = this.ctx.store.generation();
-    if (generation !== this.scheduled.generation) {
-      this.scheduled = { generation, ...this.ctx.store.schedule.next(), lastCheckAt: this.ctx.store.mailbox.state(this.ctx.mailbox.folder).lastCheckAt };
-    }
-    return this.scheduled;
+  private somethingDue(): boolean {
+    return this.moreWaiting || this.due.somethingDue();
   }
 
   /** True when the last check is older than `mailbox.check_interval_s`, or messages are waiting. */
   checkDue(): boolean {
-    if (this.moreWaiting) return true;
-    const last = this.schedule().lastCheckAt;
-    return last === null || this.ctx.now() - last >= this.ctx.config.mailbox.checkIntervalMs;
+    return this.moreWaiting || this.due.checkDue();
   }
 
   /**

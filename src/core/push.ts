@@ -131,6 +131,17 @@ export class PushWorker {
     this.kick();
   }
 
+  /**
+   * When {@link refresh} next has work (ms since the epoch): now when the store changed since the
+   * last kick, the earliest pending delivery's due time, +Infinity for none (or not started).
+   */
+  dueAt(): number {
+    if (!this.#render || this.#closed) return Number.POSITIVE_INFINITY;
+    const { generation, nextDueAt } = this.#seen;
+    if (generation !== this.ctx.store.generation()) return Number.NEGATIVE_INFINITY;
+    return nextDueAt ?? Number.POSITIVE_INFINITY;
+  }
+
   /** Fills the free slots with due deliveries now (after a task change, a finished POST, the retry timer). */
   kick(): void {
     if (!this.#render || this.#closed) return;

@@ -30,7 +30,7 @@ export class StoreUpkeep {
   /** When the store's WAL was last looked at (bridge clock, ms); 0 at start, so the first run does. */
   private maintainedAt = 0;
   /** When the next background integrity check is due (bridge clock, ms). */
-  private dueAt: number;
+  private checkDueAt: number;
   private running = false;
   /** The last background integrity check; null before the first. */
   lastCheck: StoreCheck | null = null;
@@ -40,7 +40,7 @@ export class StoreUpkeep {
     private readonly ctx: Pick<BridgeContext, 'store' | 'log' | 'now'>,
     private readonly track: (p: Promise<unknown>) => void,
   ) {
-    this.dueAt = ctx.now() + STORE_CHECK_FIRST_MS;
+    this.checkDueAt = ctx.now() + STORE_CHECK_FIRST_MS;
   }
 
   /**
@@ -53,7 +53,7 @@ export class StoreUpkeep {
    */
   async run(): Promise<void> {
     const now = this.ctx.now();
-    if (now >= this.dueAt && !this.running) this.start(now);
+    if (now >= this.checkDueAt && !this.running) this.start(now);
     if (now - this.maintainedAt < STORE_MAINTENANCE_MS) return;
     this.maintainedAt = now;
     try {
@@ -65,10 +65,15 @@ export class StoreUpkeep {
     }
   }
 
+  /** When {@link run} next has work to start (bridge clock, ms): the integrity check or the WAL's look, whichever comes first. */
+  dueAt(): number {
+    return Math.min(this.checkDueAt, this.maintainedAt + STORE_MAINTENANCE_MS);
+  }
+
   /** The background quick_check: its outcome is logged (a damaged store at error) and shown by /health. */
   private start(now: number): void {
     this.running = true;
-    this.dueAt = now + STORE_CHECK_EVERY_MS;
+    this.checkDueAt = now + STORE_CHECK_EVERY_MS;
     const started = performance.now();
     this.track(
       this.ctx.store

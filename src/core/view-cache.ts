@@ -34,6 +34,8 @@ interface Entry<V> {
 export class ViewCache<V> {
   readonly #entries = new Map<string, Entry<V>>();
   #generation = -1;
+  /** The key most recently got or set: already last in the order, so a hit on it moves nothing. */
+  #last: string | null = null;
 
   /** @param max most entries kept (≥ 1) */
   constructor(private readonly max = VIEW_CACHE_MAX_ENTRIES) {}
@@ -56,8 +58,11 @@ export class ViewCache<V> {
       return undefined;
     }
     // Most recently used last (a Map keeps insertion order).
-    this.#entries.delete(key);
-    this.#entries.set(key, e);
+    if (key !== this.#last) {
+      this.#entries.delete(key);
+      this.#entries.set(key, e);
+      this.#last = key;
+    }
     return e.value;
   }
 
@@ -73,6 +78,7 @@ export class ViewCache<V> {
     }
     this.#entries.delete(key);
     this.#entries.set(key, { value, timedAt });
+    this.#last = key;
     if (this.#entries.size > this.max) this.#entries.delete(this.#entries.keys().next().value!);
   }
 
@@ -84,5 +90,6 @@ export class ViewCache<V> {
   /** Forgets every entry (a task change announced: src/core/events.ts). */
   clear(): void {
     this.#entries.clear();
+    this.#last = null;
   }
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { isResponse, parseRequest } from '../../../src/a2a/jsonrpc.js';
+import { isResponse, parseRequest, resultResponse, resultText } from '../../../src/a2a/jsonrpc.js';
+import { JsonText } from '../../../src/a2a/call.js';
 import { parseListParams, parseSendParams } from '../../../src/a2a/params.js';
 import { A2AError } from '../../../src/a2a/errors.js';
 
@@ -119,5 +120,14 @@ describe('part media types', () => {
     expect(() => parseSendParams(msg({ data: { a: 1 }, mediaType: 'application/pdf' }), ['ROLE_USER'])).toThrow(expect.objectContaining({ kind: 'contentTypeNotSupported' }));
     expect(parseSendParams(msg({ text: 'x', mediaType: 'text/markdown' }), ['ROLE_USER']).message.text).toBe('x');
     expect(parseSendParams(msg({ data: { a: 1 }, mediaType: 'application/vnd.x+json' }), ['ROLE_USER']).message.text).toContain('"a": 1');
+  });
+});
+
+describe('resultText (the answer of a result serialised before)', () => {
+  const result = { id: 'task-1', status: { state: 'TASK_STATE_WORKING', message: { parts: [{ text: 'quote " backslash \\ and \u2028' }] } }, n: -0, big: 1e21 };
+  it.each([['a string id', 'req-"1"'], ['a number id', 42], ['a fractional id', -1.5], ['a null id', null]] as const)('with %s: the same bytes as JSON.stringify of the response, from the text or the object', (_, id) => {
+    const expected = JSON.stringify(resultResponse(id, result));
+    expect(resultText(id, new JsonText(JSON.stringify(result)))).toBe(expected);
+    expect(resultText(id, result)).toBe(expected);
   });
 });

@@ -1,0 +1,29 @@
+/**
+ * The path of a request target (RFC 9112 §3.2.1, origin-form), read without building a `URL` on
+ * every call: a target made only of unreserved characters (RFC 3986 §2.3) in slash-led segments,
+ * none of them a dot segment (`.`, `..`: RFC 3986 §5.2.4) and no `//` at its start, is already
+ * what `new URL(target, base).pathname` gives (WHATWG URL: nothing to percent-encode, nothing to
+ * remove); any other target goes through `new URL`, so both agree on every input.
+ */
+
+/** Slash-led segments of unreserved characters, none of them `.` or `..`; not starting with `//`. */
+const PLAIN_PATH = /^(?!\/\/)(?:\/(?!\.\.?(?:\/|$))[\w.~-]*)+$/;
+
+/** The base a request target is resolved against (only its path is ever read). */
+const BASE = 'http://127.0.0.1';
+
+/**
+ * `new URL(target, 'http://127.0.0.1').pathname`, without the `URL` for a plain target.
+ * @param target the request target as received (`req.url`); '' or undefined read as `/`
+ */
+export function pathOf(target: string | undefined): string {
+  if (!target) return '/';
+  const q = target.indexOf('?');
+  const path = q === -1 ? target : target.slice(0, q);
+  return PLAIN_PATH.test(path) ? path : new URL(target, BASE).pathname;
+}
+
+/** The whole target as a `URL` (its query: the HTTP+JSON routes, the card's `A2A-Version` parameter). */
+export function urlOf(target: string | undefined): URL {
+  return new URL(target || '/', BASE);
+}

@@ -1,0 +1,71 @@
+import type { Schedule } from '../store/schedule.js';
+import type { BridgeContext } from './context.js';
+
+/** What else a refresh starts when due, each saying when it next has work (bridge clock, ms; +Infinity for never). */
+export interface DueSource {
+  dueAt(): number;
+}
+
+/**
+ * When the request-driven refresh (Bridge.refresh) has work, kept in memory (issue 17: a read when
+ * nothing can be due asks the store nothing):
+ *
+ * - the store's schedule — the next webhook attempt, the next deadline (store/schedule.ts) and
+ *   the last mailbox check's time (a check commits it) — read again only after the store changed
+ *   (Store.generation: a commit here, or by another process within 1 ms);
+ * - the earliest of everything a refresh may find due, taken at the end of each refresh with the
+ *   generation then ({@link settle}). A read at the same generation before that time skips the
+ *   refresh ({@link somethingDue}): one integer and one time compared.
+ */
+export class RefreshDue {
+  private scheduled: Schedule & { generation: number; lastCheckAt: number | null } = { generation: -1, nextDispatchAt: null, nextDeadlineAt: null, lastCheckAt: null };
+  private quiet = { generation: -1, until: Number.NEGATIVE_INFINITY };
+
+  /** @param others the push worker and the store upkeep, which a refresh also runs */
+  constructor(
+    private readonly ctx: Pick<BridgeContext, 'store' | 'config' | 'mailbox' | 'now'>,
+    private readonly others: readonly DueSource[],
+  ) {}
+
+  /** The store's schedule and the last check's time, read from the store only when its generation changed. */
+  schedule(): Schedule & { lastCheckAt: number | null } {
+    const generation = this.ctx.store.generation();
+    if (generation !== this.scheduled.generation) {
+      this.scheduled = { generation, ...this.ctx.store.schedule.next(), lastCheckAt: this.ctx.store.mailbox.state(this.ctx.mailbox.folder).lastCheckAt };
+    }
+    return this.scheduled;
+  }
+
+  /** True when the last check is older than `mailbox.check_interval_s` (or there was none). */
+  checkDue(): boolean {
+    const last = this.schedule().lastCheckAt;
+    return last === null || this.ctx.now() - last >= this.ctx.config.mailbox.checkIntervalMs;
+  }
+
+  /**
+   * Whether a refresh may have work: the store changed since the last {@link settle}, or the clock
+   * reached the earliest due time then. (Messages left waiting by the last check are the caller's
+   * to add: they are no store change.)
+   */
+  somethingDue(): boolean {
+    return this.ctx.store.generation() !== this.quiet.generation || this.ctx.now() >= this.quiet.until;
+  }
+
+  /** Records, at the end of a refresh, until when the next one has nothing to do. */
+  settle(): void {
+    this.quiet = { generation: this.ctx.store.generation(), until: this.dueAt() };
+  }
+
+  /**
+   * The earliest time a refresh may find work, as of the store now: the next webhook attempt, the
+   * next mailbox check, the next deadline (its sweep runs once it has passed: this is earlier or
+   * equal), and what the others say. -Infinity when a check was never made.
+   */
+  private dueAt(): number {
+    const { nextDispatchAt, nextDeadlineAt, lastCheckAt } = this.schedule();
+    if (lastCheckAt === null) return Number.NEGATIVE_INFINITY;
+    let at = Math.min(nextDispatchAt ?? Number.POSITIVE_INFINITY, lastCheckAt + this.ctx.config.mailbox.checkIntervalMs, nextDeadlineAt ?? Number.POSITIVE_INFINITY);
+    for (const o of this.others) at = Math.min(at, o.dueAt());
+    return at;
+  }
+}
