@@ -53,7 +53,7 @@ try {
   const fullPath = join(dir, 'full.sqlite');
   const filled = performance.now();
   const fill = fillBridge(fullPath);
-  const ids = fillFinishedTasks(fill.ctx, fill.clock, TASKS, template);
+  const ids = await fillFinishedTasks(fill.ctx, fill.clock, TASKS, template);
   await fill.close();
   fillMs = performance.now() - filled;
   console.log(`filled ${num(TASKS)} finished tasks in ${num(fillMs)} ms`);

@@ -66,7 +66,8 @@ export async function runBackup(where: StoreLocation, file: string, o: { json?: 
       let version: number;
       try {
         copy.useRollbackJournal();
-        const check = copy.quickCheck();
+        // The copy was just written by this process: read it memory-mapped (integrity.ts).
+        const check = copy.quickCheck({ mapped: true });
         if (!check.ok) throw new Error(`the copy failed quick_check (${check.detail}); the store itself is damaged: a2a-mailbridge doctor`);
         version = copy.schemaVersion();
       } finally {

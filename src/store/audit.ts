@@ -1,3 +1,4 @@
+import { packText, unpackText } from './compact.js';
 import type { Db } from './db.js';
 import { stmt } from './statements.js';
 import type { TaskRow } from './task-rows.js';
@@ -32,24 +33,37 @@ export function writeAudit(db: Db, task: TaskRow, at: number): void {
     turns,
     verdicts,
   };
+  // Packed when that makes it smaller (src/store/compact.ts): `entry` is then ''.
+  const json = JSON.stringify(entry);
+  const packed = packText(json);
   stmt(db,
-    `INSERT INTO audit (task_id, seq, state, written_at, entry)
-     VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM audit WHERE task_id = ?), ?, ?, ?)`,
-  ).run(task.id, task.id, task.state, at, JSON.stringify(entry));
+    `INSERT INTO audit (task_id, seq, state, written_at, entry, entry_deflate)
+     VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM audit WHERE task_id = ?), ?, ?, ?, ?)`,
+  ).run(task.id, task.id, task.state, at, packed ? '' : json, packed);
+}
+
+/** An audit entry as stored: its JSON text, or '' and the text packed. */
+interface StoredEntry {
+  entry: string;
+  packed: Buffer | null;
+}
+
+function parseEntry(r: StoredEntry): Record<string, unknown> {
+  return JSON.parse(r.packed ? unpackText(r.packed) : r.entry) as Record<string, unknown>;
 }
 
 export function auditReads(db: Db) {
   return {
     /** The newest audit entry of a task (there is one per arrival at a terminal state). */
     latest(taskId: string): Record<string, unknown> | undefined {
-      const r = stmt(db, `SELECT entry FROM audit WHERE task_id = ? ORDER BY seq DESC LIMIT 1`).get(taskId) as { entry: string } | undefined;
-      return r && (JSON.parse(r.entry) as Record<string, unknown>);
+      const r = stmt(db, `SELECT entry, entry_deflate AS packed FROM audit WHERE task_id = ? ORDER BY seq DESC LIMIT 1`).get(taskId) as StoredEntry | undefined;
+      return r && parseEntry(r);
     },
 
     /** Every audit entry of a task, oldest first; empty when none. */
     of(taskId: string): AuditRow[] {
-      const rows = stmt(db, `SELECT seq, state, written_at AS writtenAt, entry FROM audit WHERE task_id = ? ORDER BY seq`).all(taskId) as (Omit<AuditRow, 'entry'> & { entry: string })[];
-      return rows.map((r) => ({ ...r, entry: JSON.parse(r.entry) as Record<string, unknown> }));
+      const rows = stmt(db, `SELECT seq, state, written_at AS writtenAt, entry, entry_deflate AS packed FROM audit WHERE task_id = ? ORDER BY seq`).all(taskId) as (Omit<AuditRow, 'entry'> & StoredEntry)[];
+      return rows.map(({ packed, ...r }) => ({ ...r, entry: parseEntry({ entry: r.entry, packed }) }));
     },
   };
 }

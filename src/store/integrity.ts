@@ -43,13 +43,27 @@ export function quickCheckReport(db: Db): string {
 }
 
 /**
- * Runs quick_check on this connection (blocking: the caller waits the whole read of the file).
- * Gives back the page cache the check filled (`shrink_memory`).
+ * At most this many bytes of a file are read memory-mapped by a `mapped` check
+ * (https://sqlite.org/mmap.html): no read call and copy per page; a check of a store of 1.2 GB
+ * took 0.95 s mapped against 1.3–1.8 s read (bench/million.ts, backup).
  */
-export function quickCheck(db: Db): IntegrityResult {
-  const report = quickCheckReport(db);
-  db.pragma('shrink_memory');
-  return integrityResult(report);
+export const CHECK_MMAP_BYTES = 64 * 1024 ** 3;
+
+/**
+ * Runs quick_check on this connection (blocking: the caller waits the whole read of the file).
+ * Gives back the page cache the check filled (`shrink_memory`). `mapped` reads the file
+ * memory-mapped for the check only: for a file this process has just written (`backup`'s copy),
+ * never the live store — an I/O error or a file cut short under a mapping stops the process
+ * (SIGBUS) instead of failing a read (https://sqlite.org/mmap.html).
+ */
+export function quickCheck(db: Db, o: { mapped?: boolean } = {}): IntegrityResult {
+  if (o.mapped) db.pragma(`mmap_size = ${CHECK_MMAP_BYTES}`);
+  try {
+    return integrityResult(quickCheckReport(db));
+  } finally {
+    if (o.mapped) db.pragma('mmap_size = 0');
+    db.pragma('shrink_memory');
+  }
 }
 
 /** The worker's entry: the compiled `.js` beside this file, or the `.ts` source run through tsx. */

@@ -50,11 +50,11 @@ export const LARGE_VALUES_MIGRATION = `
 `;
 
 /**
- * SQL for the text of the reply row `alias` (a row of `replies`): its `text`, or the chunks of its
- * large value joined in order.
+ * SQL for the text of the reply row `alias` (a row of `replies`): its packed text inflated
+ * (src/store/compact.ts), its `text`, or the chunks of its large value joined in order.
  */
 export function replyTextSql(alias: string): string {
-  return `CASE WHEN ${alias}.text_value IS NULL THEN ${alias}.text
+  return `CASE WHEN ${alias}.text_deflate IS NOT NULL THEN mailbridge_unpack(${alias}.text_deflate) WHEN ${alias}.text_value IS NULL THEN ${alias}.text
     ELSE (SELECT group_concat(c.data, '' ORDER BY c.seq) FROM large_value_chunks c WHERE c.value_id = ${alias}.text_value) END`;
 }
 

@@ -1,4 +1,5 @@
 import type { Verdict } from '../uplink/verdicts.js';
+import { signatureDigest } from './compact.js';
 import { StoreError, type Db, type Writer } from './db.js';
 import { largeValueReads } from './large-values.js';
 import { conditions, stmt } from './statements.js';
@@ -37,7 +38,8 @@ export interface LedgerEntry {
   receivedAt?: number | null;
   /**
    * The DKIM signature that authenticated the mail (gate 7), as its b= value decoded and encoded
-   * again (uplink/gates.ts `signatureKey`); null for mail refused before it authenticated.
+   * again (uplink/gates.ts `signatureKey`); null for mail refused before it authenticated. Stored
+   * as its SHA-256 (src/store/compact.ts), which is all gate 1 compares.
    */
   signature?: string | null;
 }
@@ -86,7 +88,7 @@ export function ledgerReads(db: Db) {
      */
     authenticatedWith(signatures: readonly string[], messageId: string): number | undefined {
       for (const sig of signatures) {
-        const r = stmt(db, `SELECT id FROM ledger WHERE dkim_b = ? AND message_id = ? ORDER BY id LIMIT 1`).get(sig, messageId) as { id: number } | undefined;
+        const r = stmt(db, `SELECT id FROM ledger WHERE dkim_b_sha256 = ? AND message_id = ? ORDER BY id LIMIT 1`).get(signatureDigest(sig), messageId) as { id: number } | undefined;
         if (r) return r.id;
       }
       return undefined;
@@ -207,10 +209,10 @@ export function ledgerWrites(w: Writer) {
     /** Inserts the entry; returns its id, or null when the source was already recorded (a rescan). */
     record(e: LedgerEntry): number | null {
       const info = stmt(w.db,
-        `INSERT INTO ledger (source, seen_at, message_id, from_header, subject, date_header, size, raw_sha256, raw, raw_codec, raw_value, agent, task_id, verdict, reason, received_at, dkim_b)
+        `INSERT INTO ledger (source, seen_at, message_id, from_header, subject, date_header, size, raw_sha256, raw, raw_codec, raw_value, agent, task_id, verdict, reason, received_at, dkim_b_sha256)
          VALUES (@source, @seenAt, @messageId, @fromHeader, @subject, @dateHeader, @size, @rawSha256, @raw, @codec, @rawValue, @agent, @taskId, @verdict, @reason, @receivedAt, @signature)
          ON CONFLICT(source) DO NOTHING`,
-      ).run({ ...e, ...packRaw(e.raw), rawValue: e.rawValue ?? null, receivedAt: e.receivedAt ?? null, signature: e.signature ?? null });
+      ).run({ ...e, ...packRaw(e.raw), rawValue: e.rawValue ?? null, receivedAt: e.receivedAt ?? null, signature: e.signature ? signatureDigest(e.signature) : null });
       return info.changes === 0 ? null : Number(info.lastInsertRowid);
     },
   };

@@ -1,4 +1,6 @@
+import { COMPACT_MIGRATION } from './compact.js';
 import { LARGE_VALUES_MIGRATION } from './large-values.js';
+import { TASK_ROWS_MIGRATION } from './prune.js';
 
 /**
  * Versioned schema migrations. Each entry runs once, in order, inside one transaction, and
@@ -389,4 +391,8 @@ export const MIGRATIONS: readonly string[] = [
   UPDATE turns SET reply_text = NULL WHERE reply_text IS NOT NULL AND reply_ledger_id IN (SELECT ledger_id FROM replies);
   ALTER TABLE ledger ADD COLUMN raw_codec TEXT;
   `,
+  // 13: bytes per task, again: src/store/compact.ts.
+  COMPACT_MIGRATION,
+  // 14: each task's rows per table, kept by triggers, for prune's counts: src/store/prune.ts.
+  TASK_ROWS_MIGRATION,
 ];

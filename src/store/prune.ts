@@ -58,53 +58,119 @@ function empty(): PruneCounts {
   return { tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0 };
 }
 
-/** The tables a task's rows live in, with the count of each that migration 11's triggers keep. */
-const DEPENDENTS: readonly [keyof PruneCounts, string, string][] = [
-  ['turns', 'turns', `SELECT coalesce(sum(n), 0) AS n FROM dispatch_counts`],
-  ['attempts', 'dispatch_attempts', `SELECT n FROM row_counts WHERE name = 'dispatch_attempts'`],
-  ['messages', 'messages', `SELECT n FROM row_counts WHERE name = 'messages'`],
-  ['artifacts', 'artifacts', `SELECT n FROM row_counts WHERE name = 'artifacts'`],
-  ['replies', 'replies', `SELECT n FROM row_counts WHERE name = 'replies'`],
-  ['attachments', 'reply_attachments', `SELECT n FROM row_counts WHERE name = 'reply_attachments'`],
-  ['events', 'task_events', `SELECT n FROM row_counts WHERE name = 'task_events'`],
+/**
+ * The tables a task's rows live in: the count, its column in `tasks`, the total migration 11's
+ * triggers keep. Migration 14 is written from this list: a table added here needs a migration of
+ * its own (its column, its triggers, the index), never a change to that one.
+ */
+const DEPENDENTS: readonly [Exclude<keyof PruneCounts, 'tasks' | 'ledger'>, string, string, string][] = [
+  ['turns', 'turns', 'n_turns', `SELECT coalesce(sum(n), 0) AS n FROM dispatch_counts`],
+  ['attempts', 'dispatch_attempts', 'n_attempts', `SELECT n FROM row_counts WHERE name = 'dispatch_attempts'`],
+  ['messages', 'messages', 'n_messages', `SELECT n FROM row_counts WHERE name = 'messages'`],
+  ['artifacts', 'artifacts', 'n_artifacts', `SELECT n FROM row_counts WHERE name = 'artifacts'`],
+  ['replies', 'replies', 'n_replies', `SELECT n FROM row_counts WHERE name = 'replies'`],
+  ['attachments', 'reply_attachments', 'n_attachments', `SELECT n FROM row_counts WHERE name = 'reply_attachments'`],
+  ['events', 'task_events', 'n_events', `SELECT n FROM row_counts WHERE name = 'task_events'`],
 ];
 
-/** Finished tasks whose status timestamp is before the cut, whatever their events (tasks_by_state_time). */
+/**
+ * Migration 14: each task's rows per table (turns, dispatch attempts, messages, artifacts, replies,
+ * attachments, task events) in columns of its task row, kept by triggers in the transaction of
+ * every insert and delete, and held by the index of finished tasks by time (tasks_by_state_time),
+ * so prune's counts are sums over a range of that index instead of a look-up per task in every
+ * table (1.1 s for 43,000 tasks that stay: bench/RESULTS.md, million). That index also holds
+ * `created_at`, the ledger's task index `seen_at`, and the notes (events that change no state:
+ * `tasks.note`) have an index of their own, for the counts' look-ups below.
+ */
+export const TASK_ROWS_MIGRATION = [
+  ...DEPENDENTS.map(([, , col]) => `ALTER TABLE tasks ADD COLUMN ${col} INTEGER NOT NULL DEFAULT 0;`),
+  ...DEPENDENTS.map(([, table, col]) => `UPDATE tasks SET ${col} = c.n FROM (SELECT task_id, count(*) AS n FROM ${table} GROUP BY task_id) AS c WHERE c.task_id = tasks.id;`),
+  ...DEPENDENTS.flatMap(([, table, col]) => [
+    `CREATE TRIGGER task_rows_${table}_insert AFTER INSERT ON ${table} BEGIN UPDATE tasks SET ${col} = ${col} + 1 WHERE id = new.task_id; END;`,
+    `CREATE TRIGGER task_rows_${table}_delete AFTER DELETE ON ${table} BEGIN UPDATE tasks SET ${col} = ${col} - 1 WHERE id = old.task_id; END;`,
+  ]),
+  'DROP INDEX tasks_by_state_time;',
+  `CREATE INDEX tasks_by_state_time ON tasks(state, updated_at, created_at, ${DEPENDENTS.map(([, , col]) => col).join(', ')});`,
+  'CREATE INDEX task_events_notes ON task_events(at, task_id) WHERE from_state IS to_state;',
+  'DROP INDEX ledger_by_task;',
+  'CREATE INDEX ledger_by_task ON ledger(task_id, message_id, seen_at);',
+].join('\n');
+
+/** A set of tasks' count and their rows per table, summed from their task rows. */
+const SUMS = `count(*) AS tasks, ${DEPENDENTS.map(([key, , col]) => `coalesce(sum(${col}), 0) AS ${key}`).join(', ')}`;
+/** Finished tasks whose status timestamp is before the cut, whatever their events (a range of tasks_by_state_time). */
 const FINISHED_BEFORE = `state IN (${TERMINAL}) AND updated_at < @cut`;
-/** Tasks with an event at or after the cut (task_events_by_time): a finished one among them stays. */
-const NOTED_SINCE = `SELECT task_id FROM task_events WHERE at >= @cut`;
+/**
+ * Tasks with a note at or after the cut (task_events_notes). Of a task finished before the cut,
+ * every event since is a note: any other event is a state change, which moves `updated_at` to its
+ * time (task-rows.ts `transition`; the bridge's clock does not go back).
+ */
+const NOTED_SINCE = `SELECT task_id FROM task_events WHERE from_state IS to_state AND at >= @cut`;
 const OPEN = TASK_STATES.filter((st) => !TERMINAL_STATES.has(st)).map((st) => `'${st}'`).join(', ');
-/** The tasks that stay: open, finished at or after the cut, or noted since — each an index range. */
-const STAYING = `SELECT id FROM tasks WHERE state IN (${OPEN}) UNION ALL SELECT id FROM tasks WHERE state IN (${TERMINAL}) AND updated_at >= @cut UNION ALL ${NOTED_SINCE}`;
+/**
+ * The tasks that stay and were created before the cut: open, finished at or after the cut, or
+ * noted since — each an index range. Mail that names a task is seen after the task was created (its
+ * id is drawn then), so only these can have ledger rows seen before the cut.
+ */
+const STAYING_SINCE_BEFORE = `SELECT id FROM tasks WHERE state IN (${OPEN}) AND created_at < @cut
+  UNION ALL SELECT id FROM tasks WHERE state IN (${TERMINAL}) AND updated_at >= @cut AND created_at < @cut UNION ALL ${NOTED_SINCE}`;
+
+type Sums = Omit<PruneCounts, 'ledger'>;
 
 export function pruneReads(db: Db) {
   const one = (sql: string, cut: number): number => (stmt(db, sql).get({ cut }) as { n: number } | undefined)?.n ?? 0;
+  const sums = (where: string, cut: number, index = ''): Sums => stmt(db, `SELECT ${SUMS} FROM tasks ${index} WHERE ${where}`).get({ cut }) as Sums;
+  /** The finished tasks on one side of the cut, counted up to `limit` (a walk of at most `limit` index entries). */
+  const upTo = (where: string, cut: number, limit: number): number =>
+    (stmt(db, `SELECT count(*) AS n FROM (SELECT 1 FROM tasks WHERE ${where} LIMIT @limit)`).get({ cut, limit }) as { n: number }).n;
+  /**
+   * Whether fewer finished tasks lie before the cut than at or after it: both sides counted up to a
+   * limit that grows fourfold until one side ends below it, so the walk follows the smaller side
+   * (at most about 2.7 times its size), whichever it is.
+   */
+  const beforeIsSmaller = (cut: number): boolean => {
+    for (let limit = 1024; ; limit *= 4) {
+      const before = upTo(FINISHED_BEFORE, cut, limit);
+      if (before < limit) return before <= upTo(`state IN (${TERMINAL}) AND updated_at >= @cut`, cut, before + 1);
+      if (upTo(`state IN (${TERMINAL}) AND updated_at >= @cut`, cut, limit) < limit) return false;
+    }
+  };
   return {
     /**
-     * What `prune` would delete for this cut; reads only, so a read-only store will do. The cost
-     * follows the smaller of the tasks that go and the tasks that stay, never the whole store:
-     * when most tasks go, each table's count (kept by triggers) less the rows of the tasks that
-     * stay; else the rows of the tasks that go (every row of a table here belongs to a task: the
-     * writes add them with their task, and prune deletes them with it). Bench: bench/RESULTS.md, million.
+     * What `prune` would delete for this cut; reads only, so a read-only store will do. Each task
+     * row holds its rows per table (migration 14), so the counts are sums over ranges of the index
+     * of tasks by state and time, taken on the smaller side: the tasks that go (finished before the
+     * cut, less those noted since), or every row (the totals triggers keep) less the rows of the
+     * tasks that stay (open, finished since the cut, noted since). Every row of a table here
+     * belongs to a task: the writes add them with their task, and prune deletes them with it.
+     * Bench: bench/RESULTS.md, million.
      * @param cut ms since the epoch: tasks finished before it and ledger rows seen before it
      */
     countPrunable(cut: number): PruneCounts {
+      const finishedAll = one(`SELECT coalesce(sum(n), 0) AS n FROM task_counts WHERE state IN (${TERMINAL})`, cut);
+      const FINISHED_SINCE = `state IN (${TERMINAL}) AND updated_at >= @cut`;
+      const fewGo = beforeIsSmaller(cut);
+      // A look-up by id of each noted task (few), never a walk of the finished ones before the cut
+      // (most of the store), which SQLite chose without the INDEXED BY (360 ms at a million).
+      const noted = sums(`id IN (${NOTED_SINCE}) AND ${FINISHED_BEFORE}`, cut, 'INDEXED BY sqlite_autoindex_tasks_1');
       const out = empty();
-      const finished = one(`SELECT count(*) AS n FROM tasks WHERE ${FINISHED_BEFORE}`, cut);
-      const finishedNoted = one(`SELECT count(*) AS n FROM tasks WHERE ${FINISHED_BEFORE} AND id IN (${NOTED_SINCE})`, cut);
-      out.tasks = finished - finishedNoted;
-      const all = one(`SELECT coalesce(sum(n), 0) AS n FROM task_counts`, cut);
-      const fewGo = out.tasks <= all - out.tasks;
-      for (const [key, table, total] of DEPENDENTS) {
-        out[key] = fewGo
-          ? one(`SELECT count(*) AS n FROM ${table} WHERE task_id IN (${PRUNABLE_TASKS})`, cut)
-          : one(total, cut) - one(`SELECT count(*) AS n FROM ${table} WHERE task_id IN (${STAYING})`, cut);
+      if (fewGo) {
+        const before = sums(FINISHED_BEFORE, cut);
+        out.tasks = before.tasks - noted.tasks;
+        for (const [key] of DEPENDENTS) out[key] = before[key] - noted[key];
+      } else {
+        const after = sums(FINISHED_SINCE, cut);
+        const open = sums(`state IN (${OPEN})`, cut);
+        out.tasks = finishedAll - after.tasks - noted.tasks;
+        for (const [key, , , total] of DEPENDENTS) out[key] = one(total, cut) - open[key] - after[key] - noted[key];
       }
-      // Ledger rows seen before the cut (ledger_by_time), but those of a task that stays.
-      const before = one(`SELECT count(*) AS n FROM ledger WHERE seen_at < @cut`, cut);
-      out.ledger = fewGo
-        ? one(`SELECT count(*) AS n FROM ledger WHERE ${PRUNABLE_LEDGER}`, cut)
-        : before - one(`SELECT count(*) AS n FROM ledger WHERE seen_at < @cut AND task_id IN (${STAYING})`, cut);
+      // Ledger rows seen before the cut (a range of ledger_by_time, or every row by the counts triggers
+      // keep less those seen since), but those of a task that stays (ledger_by_task holds seen_at):
+      // index walks, never a look-up per row (PRUNABLE_LEDGER took 14.7 s for 712,000 rows).
+      const seenBefore = fewGo
+        ? one(`SELECT count(*) AS n FROM ledger WHERE seen_at < @cut`, cut)
+        : one(`SELECT coalesce(sum(n), 0) AS n FROM verdict_counts`, cut) - one(`SELECT count(*) AS n FROM ledger WHERE seen_at >= @cut`, cut);
+      out.ledger = seenBefore - one(`SELECT count(*) AS n FROM ledger INDEXED BY ledger_by_task WHERE task_id IN (${STAYING_SINCE_BEFORE}) AND seen_at < @cut`, cut);
       return out;
     },
   };

@@ -1,4 +1,5 @@
 import type { Db, Writer } from './db.js';
+import { packText } from './compact.js';
 import { replyTextSql } from './large-values.js';
 import { stmt } from './statements.js';
 import type { ReplyStatus } from './turns.js';
@@ -81,13 +82,19 @@ export function replyReads(db: Db) {
   };
 }
 
+/** The text columns of a reply row: the text packed (src/store/compact.ts) and '' in `text`, or as it is. */
+function packedText(text: string): { text: string; textDeflate: Buffer | null } {
+  const packed = packText(text);
+  return packed ? { text: '', textDeflate: packed } : { text, textDeflate: null };
+}
+
 export function replyWrites(w: Writer) {
   return {
     insert(r: ReplyRow): void {
       stmt(w.db,
-        `INSERT INTO replies (ledger_id, task_id, turn, agent, kind, nonce, text, text_value, omitted_lines, created_at)
-         VALUES (@ledgerId, @taskId, @turn, @agent, @kind, @nonce, @text, @textValue, @omittedLines, @createdAt)`,
-      ).run({ ...r, textValue: r.textValue ?? null });
+        `INSERT INTO replies (ledger_id, task_id, turn, agent, kind, nonce, text, text_deflate, text_value, omitted_lines, created_at)
+         VALUES (@ledgerId, @taskId, @turn, @agent, @kind, @nonce, @text, @textDeflate, @textValue, @omittedLines, @createdAt)`,
+      ).run({ ...r, ...packedText(r.text), textValue: r.textValue ?? null });
     },
 
     insertAttachment(a: AttachmentRow): void {

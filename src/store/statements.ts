@@ -6,6 +6,7 @@ import type { Db } from './db.js';
  * reusable; compiling one costs more than running a simple query). The SQL texts are the
  * constants of the store modules, plus a bounded set of filter combinations, so the cache stays
  * small.
+ *
  */
 const cache = new WeakMap<Db, Map<string, Database.Statement>>();
 
@@ -36,8 +37,53 @@ export function stmt(db: Db, sql: string): Database.Statement {
   }
   let s = byText.get(sql);
   if (!s) {
-    s = db.prepare(sql);
+    s = db.prepare(stableParams(sql));
     byText.set(sql, s);
   }
   return s;
+}
+
+/**
+ * `sql` with a unary `+` before each parameter (`?`, `?NNN`, `@name`, `:name`, `$name`) outside
+ * string literals, quoted identifiers and comments, so binding it never recompiles the statement
+ * (see above). A parameter already written `+?` is left as it is.
+ */
+export function stableParams(sql: string): string {
+  let out = '';
+  let i = 0;
+  while (i < sql.length) {
+    const c = sql[i]!;
+    if (c === "'" || c === '"' || c === '`') {
+      // A literal or quoted identifier, to its closing quote (a doubled quote stays inside).
+      let j = i + 1;
+      for (; j < sql.length; j++) {
+        if (sql[j] === c) {
+          if (sql[j + 1] === c) j++;
+          else break;
+        }
+      }
+      out += sql.slice(i, j + 1);
+      i = j + 1;
+    } else if (c === '-' && sql[i + 1] === '-') {
+      const j = sql.indexOf('\n', i);
+      const end = j === -1 ? sql.length : j;
+      out += sql.slice(i, end);
+      i = end;
+    } else if (c === '/' && sql[i + 1] === '*') {
+      const j = sql.indexOf('*/', i + 2);
+      const end = j === -1 ? sql.length : j + 2;
+      out += sql.slice(i, end);
+      i = end;
+    } else if (c === '?' || ((c === '@' || c === ':' || c === '$') && /[A-Za-z_]/.test(sql[i + 1] ?? ''))) {
+      let j = i + 1;
+      while (j < sql.length && /\w/.test(sql[j]!)) j++;
+      if (!out.trimEnd().endsWith('+')) out += '+';
+      out += sql.slice(i, j);
+      i = j;
+    } else {
+      out += c;
+      i++;
+    }
+  }
+  return out;
 }

@@ -260,9 +260,10 @@ export class Store {
   /**
    * `PRAGMA quick_check` on this connection: reads the whole file, so the caller waits in
    * proportion to the store's size (`doctor`, `backup`). See src/store/integrity.ts.
+   * @param o.mapped read the file memory-mapped (`backup`'s own new copy only): see integrity.ts
    */
-  quickCheck(): IntegrityResult {
-    return quickCheck(this.#db);
+  quickCheck(o: { mapped?: boolean } = {}): IntegrityResult {
+    return quickCheck(this.#db, o);
   }
 
   /**

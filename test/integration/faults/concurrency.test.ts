@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeSync, closeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -252,17 +253,22 @@ describe('SQLite under contention and damage', () => {
   const FIX = 'restore it from a backup (a2a-mailbridge backup) or move it aside to start empty';
 
   /** A copy of a good store in a fresh config folder, with `damage` (byte ranges) overwritten; its path and the original bytes. */
-  const damagedStore = (damage: (pages: number) => { at: number; length: number }[]): { cfg: ReturnType<typeof makeConfigDir>; damaged: string; before: Buffer } => {
+  const damagedStore = (damage: (pages: number, taskPages: number[]) => { at: number; length: number }[]): { cfg: ReturnType<typeof makeConfigDir>; damaged: string; before: Buffer } => {
     const good = goodStore();
     const pages = statSync(good).size / PAGE;
     expect(pages).toBeGreaterThan(20);
+    // The leaf pages of the tasks table (1-based page numbers, in file order): rows, not the
+    // schema, which opening the store reads (its definitions span several pages).
+    const stat = new Database(good, { readonly: true });
+    const taskPages = stat.prepare(`SELECT pageno FROM dbstat WHERE name = 'tasks' AND pagetype = 'leaf' ORDER BY pageno`).pluck().all() as number[];
+    stat.close();
     const cfg = makeConfigDir(minimalToml());
     dirs.push(cfg.dir);
     mkdirSync(join(cfg.dir, 'state'), { mode: 0o700 });
     const damaged = join(cfg.dir, 'state', 'bridge.sqlite');
     copyFileSync(good, damaged);
     const fd = openSync(damaged, 'r+');
-    for (const { at, length } of damage(pages)) writeSync(fd, Buffer.alloc(length, 0xa5), 0, length, at);
+    for (const { at, length } of damage(pages, taskPages)) writeSync(fd, Buffer.alloc(length, 0xa5), 0, length, at);
     closeSync(fd);
     return { cfg, damaged, before: readFileSync(damaged) };
   };
@@ -286,7 +292,11 @@ describe('SQLite under contention and damage', () => {
   });
 
   it('damaged pages in the middle of the store are named by quick_check in doctor, backup and the background check (never at open: its cost grows with the store)', async () => {
-    const { cfg, damaged, before } = damagedStore((pages) => [Math.floor(pages / 2), Math.floor(pages / 2) + 1, Math.floor(pages / 2) + 3].map((p) => ({ at: p * PAGE, length: PAGE })));
+    const { cfg, damaged, before } = damagedStore((_pages, taskPages) => {
+      expect(taskPages.length).toBeGreaterThan(8);
+      const mid = Math.floor(taskPages.length / 2);
+      return [taskPages[mid]!, taskPages[mid + 1]!, taskPages[mid + 3]!].map((p) => ({ at: (p - 1) * PAGE, length: PAGE }));
+    });
     const quickCheckLine = /quick_check: [\s\S]*Tree \d+ page \d+/;
 
     const doctor = await runCli(['--config', cfg.configPath, 'doctor', '--json']);

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { registerStoreFunctions } from '../../../src/store/compact.js';
 import { MIGRATIONS } from '../../../src/store/migrations.js';
 import { Store } from '../../../src/store/store.js';
 
@@ -13,6 +14,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 function storeAtVersion(v: number): string {
   const path = join(dir, `v${v}-${Math.random().toString(36).slice(2)}.sqlite`);
   const db = new Database(path);
+  registerStoreFunctions(db);
   for (let i = 0; i < v; i++) db.exec(MIGRATIONS[i]!);
   db.pragma(`user_version = ${v}`);
   db.exec(`
@@ -77,6 +79,112 @@ describe('migration 8: the signature that authenticated a mail', () => {
       );
       expect(store.ledger.authenticatedWith(['b3RoZXI=', 'c2lnbmF0dXJl'], '<b@x>')).toBe(id);
       expect(store.ledger.authenticatedWith(['c2lnbmF0dXJl'], '<a@x>')).toBeUndefined();
+    } finally {
+      store.close();
+    }
+  });
+});
+
+describe('migration 13: a signature digest instead of the signature, packed reply text and audit entries', () => {
+  /** A version-12 store with a ledger row of authenticated mail, its reply and an audit entry, as version 12 wrote them. */
+  function v12(): string {
+    const path = storeAtVersion(12);
+    const db = new Database(path);
+    db.exec(`
+      INSERT INTO ledger (source, seen_at, message_id, size, raw_sha256, verdict, reason, agent, task_id, dkim_b)
+        VALUES ('imap:INBOX:1:1', 1000, '<a@x>', 10, 'ab', 'applied:done', 'ok', 'grok', 't1', 'c2lnbmF0dXJl'),
+               ('imap:INBOX:1:2', 1100, '<b@x>', 10, 'cd', 'bad-token', 'gate 9', 'grok', 't1', NULL);
+      INSERT INTO replies (ledger_id, task_id, turn, agent, kind, nonce, text, omitted_lines, created_at)
+        VALUES (1, 't1', 1, 'grok', 'done', '0123456789abcdef', 'the answer as version 12 stored it', 0, 1000);
+      INSERT INTO audit (task_id, seq, state, written_at, entry) VALUES ('t1', 1, 'FAILED', 2000, '{"task":"t1","state":"FAILED"}');
+    `);
+    db.close();
+    return path;
+  }
+
+  it('converts the signature of an old row, so mail replaying it is still recognised; the signature text is gone', () => {
+    const path = v12();
+    const store = Store.open(path);
+    try {
+      expect(store.schemaVersion()).toBe(MIGRATIONS.length);
+      // Gate 1 of the old row's signature and Message-ID: the same row, found through the digest.
+      expect(store.ledger.authenticatedWith(['b3RoZXI=', 'c2lnbmF0dXJl'], '<a@x>')).toBe(1);
+      expect(store.ledger.authenticatedWith(['c2lnbmF0dXJl'], '<b@x>')).toBeUndefined();
+      expect(store.ledger.authenticatedWith(['b3RoZXI='], '<a@x>')).toBeUndefined();
+      // A new row is recorded by its digest and found the same way.
+      const id = store.tx((tx) =>
+        tx.ledger.record({ source: 'imap:INBOX:1:3', seenAt: 3000, messageId: '<c@x>', fromHeader: null, subject: null, dateHeader: null, size: 10, rawSha256: 'ef', raw: null, agent: null, taskId: null, verdict: 'bad-token', reason: 'gate 9', signature: 'bmV3' }),
+      );
+      expect(store.ledger.authenticatedWith(['bmV3'], '<c@x>')).toBe(id);
+    } finally {
+      store.close();
+    }
+    const db = new Database(path, { readonly: true });
+    try {
+      const columns = (db.prepare(`SELECT name FROM pragma_table_info('ledger')`).pluck().all() as string[]);
+      expect(columns).toContain('dkim_b_sha256');
+      expect(columns).not.toContain('dkim_b');
+      const digests = db.prepare(`SELECT id, length(dkim_b_sha256) AS n FROM ledger ORDER BY id`).all();
+      expect(digests).toEqual([{ id: 1, n: 32 }, { id: 2, n: null }, { id: 3, n: 32 }]);
+      const plan = (db.prepare(`EXPLAIN QUERY PLAN SELECT id FROM ledger WHERE dkim_b_sha256 = ? AND message_id = ? ORDER BY id LIMIT 1`).all(Buffer.alloc(32), '<a@x>') as { detail: string }[]).map((r) => r.detail).join('; ');
+      expect(plan).toMatch(/USING INDEX ledger_by_signature_digest/);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('reads the reply text and audit entry an old row holds as they were, and packs what it writes from then on', () => {
+    const path = v12();
+    const store = Store.open(path);
+    const answer = 'Finding: retrieval quality dominates generation quality when the corpus is noisy.\n'.repeat(20);
+    try {
+      expect(store.replies.get(1)?.text).toBe('the answer as version 12 stored it');
+      expect(store.audit.latest('t1')).toEqual({ task: 't1', state: 'FAILED' });
+      store.tx((tx) => tx.replies.insert({ ledgerId: 2, taskId: 't1', turn: 1, agent: 'grok', kind: 'late', nonce: 'fedcba9876543210', text: answer, omittedLines: 0, createdAt: 3000 }));
+      expect(store.replies.get(2)?.text).toBe(answer);
+      expect(store.replies.ofTask('t1').map((r) => r.text)).toEqual(['the answer as version 12 stored it', answer]);
+    } finally {
+      store.close();
+    }
+    const db = new Database(path, { readonly: true });
+    try {
+      const row = db.prepare(`SELECT text, length(text_deflate) AS packed FROM replies WHERE ledger_id = 2`).get() as { text: string; packed: number };
+      expect(row.text).toBe('');
+      expect(row.packed).toBeLessThan(answer.length / 4);
+    } finally {
+      db.close();
+    }
+  });
+});
+
+describe("migration 14: each task's rows per table in its task row, for prune's counts", () => {
+  it("counts the rows of a version-13 store's tasks, keeps them counted on every write, and prune --dry-run counts what prune deletes", () => {
+    const path = storeAtVersion(13);
+    const db = new Database(path);
+    db.exec(`
+      INSERT INTO dispatch_attempts (dispatch_id, task_id, turn, attempt, started_at, finished_at, outcome) VALUES ('msg_1', 't1', 1, 1, 1000, 1100, 'accepted'), ('msg_1', 't1', 1, 2, 1200, 1300, 'accepted');
+      INSERT INTO messages (agent, message_id, task_id, context_id, role, kind, turn, text, content_sha256, created_at) VALUES ('grok', 'm1', 't1', 'c1', 'user', 'ask', 1, 'job', 'e', 1000);
+    `);
+    db.close();
+    const store = Store.open(path);
+    try {
+      const raw = (id: string): unknown => {
+        const r = new Database(path, { readonly: true });
+        try {
+          return r.prepare(`SELECT n_turns AS turns, n_attempts AS attempts, n_messages AS messages, n_events AS events FROM tasks WHERE id = ?`).get(id);
+        } finally {
+          r.close();
+        }
+      };
+      expect(raw('t1')).toEqual({ turns: 1, attempts: 2, messages: 1, events: 2 });
+      expect(raw('t2')).toEqual({ turns: 1, attempts: 0, messages: 0, events: 0 });
+      store.tx((tx) => tx.messages.insert({ agent: 'grok', messageId: 'm2', taskId: 't2', contextId: 'c2', role: 'user', kind: 'ask', turn: 1, text: 'job', contentSha256: 'e', createdAt: 1600 }));
+      expect(raw('t2')).toEqual({ turns: 1, attempts: 0, messages: 1, events: 0 });
+      // t1 FAILED at 2000: a cut after it takes t1 and its rows; t2 (open) stays.
+      const planned = store.retention.countPrunable(3000);
+      expect(planned).toMatchObject({ tasks: 1, turns: 1, attempts: 2, messages: 1, events: 2 });
+      expect(store.tx((tx) => tx.retention.prune(3000))).toEqual(planned);
+      expect(store.retention.countPrunable(3000)).toMatchObject({ tasks: 0, turns: 0, attempts: 0, messages: 0, events: 0 });
     } finally {
       store.close();
     }

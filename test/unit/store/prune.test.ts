@@ -84,11 +84,19 @@ describe('prune --dry-run counts by the smaller side: the tasks that go, or thos
     finished(db, recent, 2, 'cccc');
     // A finished old task noted after the cut stays, and one of no-task mail before the cut goes.
     db.tx((tx) => tx.tasks.note(tx.tasks.get('dddd0000-0000-4000-8000-000000000000')!, NOW - DAY, 'late reply kept'));
+    // A task created before the cut and finished after it stays, and so does the mail naming it seen before the cut.
+    const long = 'eeee0000-0000-4000-8000-000000000000';
+    db.tx((tx) => {
+      tx.tasks.insert({ id: long, agent: 'grok', contextId: 'c-long', state: 'SUBMITTED', stateReason: 'stored', failedBy: null, turn: 1, caller: 'test', createdAt: NOW - 55 * DAY, updatedAt: NOW - 55 * DAY, deadlineAt: null });
+      tx.ledger.record({ source: 'imap:INBOX:9:early', seenAt: NOW - 50 * DAY, messageId: '<early@a>', fromHeader: null, subject: null, dateHeader: null, size: 1, rawSha256: 'early', raw: null, agent: 'grok', taskId: long, verdict: 'bad-token', reason: 'gate 9' });
+      tx.tasks.transition(tx.tasks.get(long)!, 'CANCELED', { at: NOW - 2 * DAY, cause: 'canceled', deadlineAt: null });
+    });
     const cut = NOW - 30 * DAY;
     const planned = db.retention.countPrunable(cut);
     expect(planned.tasks).toBeGreaterThan(0);
     expect(db.tx((tx) => tx.retention.prune(cut))).toEqual(planned);
     expect(db.tasks.get('dddd0000-0000-4000-8000-000000000000')).toBeDefined();
+    expect(db.ledger.isSourceRecorded('imap:INBOX:9:early')).toBe(true);
     expect(db.retention.countPrunable(cut)).toEqual({ tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0 });
   });
 });
