@@ -290,7 +290,8 @@ export async function doctor(configFile: string): Promise<DoctorReport> {
   const configFlag = resolve(configPath(undefined)) === file ? '' : ` --config ${file}`;
   const secretChecks = refs.map((r) => checkSecret(r, configFlag));
   checks.push(...secretChecks);
-  const { check, config } = checkConfig(file);
+  // A config file others may write is refused by the loader too: said once, by the file's check.
+  const { check, config } = first.check.status === 'fail' ? { check: { name: 'config', status: 'skip', detail: 'not validated while the config file check fails', fix: 'fix the config file first' } as Check, config: undefined } : checkConfig(file);
   checks.push(check);
   if (!config) {
     checks.push({ name: 'store, mailbox, webhook', status: 'skip', detail: 'not checked without a valid config', fix: 'fix the config first' });

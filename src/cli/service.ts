@@ -187,12 +187,14 @@ export function runServiceInstall(configFile: string, o: ServiceInstallOptions, 
   const hidden = kind === 'systemd' ? privateFolderConflicts(unitNeeds(config, paths, secretFilesOf(config))) : [];
 
   if (o.dryRun) {
+    // Exit 1 when the install itself would refuse, so a script can trust a dry run's 0.
     process.stdout.write(text);
     const notes = [`# would write ${target}`, `# then load it with: ${command}`];
-    if (!existsSync(entry)) notes.push(`# note: ${notBuilt}`);
-    if (hidden.length) notes.push(`# warning: ${privateFolderMessage(hidden)}`);
+    const refusals = [...(hidden.length ? [privateFolderMessage(hidden)] : []), ...(existsSync(entry) ? [] : [notBuilt])];
+    if (existsSync(target) && !o.force) refusals.push(`${target} exists; pass --force to replace it`);
+    for (const r of refusals) notes.push(`# warning: the install would refuse: ${r}`);
     process.stderr.write(`${notes.join('\n')}\n`);
-    return 0;
+    return refusals.length ? 1 : 0;
   }
   if (hidden.length) throw new CliFailure(`refusing to write ${target}: ${privateFolderMessage(hidden)}`);
   if (!existsSync(entry)) throw new CliFailure(notBuilt);

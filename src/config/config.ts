@@ -7,7 +7,7 @@ import { parseAgent } from './agents.js';
 import type { ProviderProfile } from '../uplink/border.js';
 import type { ProviderName } from '../uplink/providers.js';
 import { writableByOthers } from './file-safety.js';
-import { ConfigError, Fields, type Table } from './fields.js';
+import { ConfigError, FILE_KEY, Fields, type Table } from './fields.js';
 import { parseImapAuth, parseProvider, type OAuth2Config } from './provider.js';
 import { ADDRESS_RE, isLoopbackLiteral, secret } from './values.js';
 
@@ -376,13 +376,13 @@ export function loadConfig(path: string, o: LoadOptions = {}): Config {
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new ConfigError('(file)', `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}; create one with \`a2a-mailbridge init\``, { cause: err });
+    throw new ConfigError(FILE_KEY, `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}; create one with \`a2a-mailbridge init\``, { cause: err });
   }
   // Whoever can write the config (or swap the file in its folder) can point the bridge at their
   // own webhook or mailbox: refused like a secret others can read.
   for (const p of [file, dirname(file)]) {
     const mode = writableByOthers(p);
-    if (mode !== null) throw new ConfigError('(file)', `${p} is writable by others (mode ${mode}), so they could redirect the bridge; run: chmod go-w ${p}`);
+    if (mode !== null) throw new ConfigError(FILE_KEY, `${p} is writable by others (mode ${mode}), so they could redirect the bridge; run: chmod go-w ${p}`);
   }
   let doc: Table;
   try {

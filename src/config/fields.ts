@@ -9,6 +9,9 @@ import { resolve } from 'node:path';
 import { distance } from 'fastest-levenshtein';
 
 /** Thrown for any invalid configuration. `key` is the dotted TOML key (e.g. `agents[0].webhook.url`). */
+/** The `key` of a {@link ConfigError} about the config file itself (unreadable, writable by others), not one of its keys. */
+export const FILE_KEY = '(file)';
+
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
   constructor(
@@ -16,7 +19,7 @@ export class ConfigError extends Error {
     message: string,
     options?: { cause?: unknown },
   ) {
-    super(`config key ${key}: ${message}`, options);
+    super(key === FILE_KEY ? `config file: ${message}` : `config key ${key}: ${message}`, options);
   }
 }
 
@@ -69,6 +72,11 @@ export class Fields {
 
   has(name: string): boolean {
     this.known.add(name);
+    return this.table[name] !== undefined;
+  }
+
+  /** Whether a key no longer read is present (to refuse it by name); never offered as a typo's suggestion. */
+  hasRetired(name: string): boolean {
     return this.table[name] !== undefined;
   }
 

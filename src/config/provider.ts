@@ -49,7 +49,7 @@ const PROBES = ['attacker.example', 'mx.attacker.example', 'localhost', ''];
  */
 export function parseProvider(f: Fields, verifyDkim: boolean): ProviderChoice {
   const provider = f.oneOf('provider', PROVIDER_NAMES, 'fastmail');
-  if (f.has('provider_host')) {
+  if (f.hasRetired('provider_host')) {
     // The older key set both patterns at once; refused, not read, so the two are always set on purpose.
     throw new ConfigError(
       f.key('provider_host'),

@@ -105,6 +105,12 @@ export function openDb(path: string | Buffer, options: OpenOptions = {}): Db {
   }
 }
 
+/**
+ * Applies the migrations after `from`, one transaction each; when any ran, checkpoints the WAL
+ * they wrote back into the file and truncates it (a new store's schema is about 0.9 MiB of WAL,
+ * which no worker would otherwise move before the first megabyte of WAL: src/store/checkpointer.ts).
+ * A checkpoint another connection's snapshot holds back stays for the next one; it is not an error.
+ */
 function migrate(db: Db, from: number): void {
   for (let v = from; v < MIGRATIONS.length; v++) {
     immediate(db, () => {
@@ -112,6 +118,7 @@ function migrate(db: Db, from: number): void {
       db.pragma(`user_version = ${v + 1}`);
     });
   }
+  if (from < MIGRATIONS.length) db.pragma('wal_checkpoint(TRUNCATE)');
 }
 
 /**

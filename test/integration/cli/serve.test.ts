@@ -34,7 +34,7 @@ describe('a2a-mailbridge serve refuses unsafe settings', () => {
     chmodSync(c.configPath, 0o666);
     const file = cli(['--config', c.configPath, 'serve']);
     expect(file.status).toBe(2);
-    expect(file.stderr).toBe(`a2a-mailbridge: config key (file): ${c.configPath} is writable by others (mode 0666), so they could redirect the bridge; run: chmod go-w ${c.configPath}\n`);
+    expect(file.stderr).toBe(`a2a-mailbridge: config file: ${c.configPath} is writable by others (mode 0666), so they could redirect the bridge; run: chmod go-w ${c.configPath}\n`);
     chmodSync(c.configPath, 0o600);
     // The secrets here sit beside the config: the same folder, now writable by the group.
     chmodSync(c.dir, 0o770);

@@ -1,3 +1,4 @@
+import { chmodSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { doctor, formatDoctor, hermesSnippet, secretRefs, splitFix, type DoctorReport } from '../../../src/cli/doctor.js';
 import type { Config } from '../../../src/config/config.js';
@@ -111,6 +112,17 @@ describe('doctor: pure parts', () => {
         fix: 'correct line 2, column 25: listen = "127.0.0.1:8765',
       },
     ]);
+  });
+
+  it('a config file others may write is one failure, said by the config file check; the config is not validated twice', async () => {
+    const c = makeConfigDir(minimalToml());
+    chmodSync(c.configPath, 0o664);
+    const r = await doctor(c.configPath);
+    expect(r.ok).toBe(false);
+    expect(r.checks.filter((x) => x.status === 'fail')).toEqual([
+      { name: 'config file', status: 'fail', detail: `${c.configPath} is writable by others (mode 0664); they could redirect the bridge`, fix: `chmod go-w ${c.configPath}` },
+    ]);
+    expect(r.checks.find((x) => x.name === 'config')).toMatchObject({ status: 'skip', fix: 'fix the config file first' });
   });
 
   it('OAuth2 before auth login: the missing refresh-token file has one fix, the sign-in (never a printf of a secret)', async () => {

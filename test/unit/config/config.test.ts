@@ -59,10 +59,10 @@ describe('loadConfig', () => {
   it('refuses a config file, or its folder, that others can write, naming the path and the chmod', () => {
     const c = makeConfigDir(minimalToml());
     chmodSync(c.configPath, 0o664);
-    expect(() => loadConfig(c.configPath)).toThrow(`config key (file): ${c.configPath} is writable by others (mode 0664), so they could redirect the bridge; run: chmod go-w ${c.configPath}`);
+    expect(() => loadConfig(c.configPath)).toThrow(`config file: ${c.configPath} is writable by others (mode 0664), so they could redirect the bridge; run: chmod go-w ${c.configPath}`);
     chmodSync(c.configPath, 0o644);
     chmodSync(c.dir, 0o777);
-    expect(() => loadConfig(c.configPath)).toThrow(`config key (file): ${c.dir} is writable by others (mode 0777), so they could redirect the bridge; run: chmod go-w ${c.dir}`);
+    expect(() => loadConfig(c.configPath)).toThrow(`config file: ${c.dir} is writable by others (mode 0777), so they could redirect the bridge; run: chmod go-w ${c.dir}`);
     chmodSync(c.dir, 0o755);
     expect(loadConfig(c.configPath).agents).toHaveLength(1);
   });
@@ -90,6 +90,8 @@ describe('loadConfig', () => {
   it('names unknown keys, wrong types and bad values', () => {
     const typo = makeConfigDir(minimalToml().replace('[mailbox]', '[mailbox]\ncheck_intervall_s = 3'));
     expect(() => loadConfig(typo.configPath)).toThrow('config key mailbox.check_intervall_s: is not a known key; did you mean mailbox.check_interval_s? (known in [mailbox]: ');
+    // A key refused by name (provider_host, retired) is never offered among the known ones.
+    expect(() => loadConfig(typo.configPath)).toThrow(/^(?![\s\S]*provider_host)/);
     const type = makeConfigDir(minimalToml().replace('[mailbox]', '[mailbox]\ncheck_interval_s = "3"'));
     expect(() => loadConfig(type.configPath)).toThrow(/config key mailbox\.check_interval_s: must be an integer/);
     const url = makeConfigDir(minimalToml({ webhookUrl: 'http://agent.example/hook' }));

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -29,6 +29,19 @@ function storeAtVersion(v: number): string {
   db.close();
   return path;
 }
+
+describe('migrations and the WAL', () => {
+  it('a new store leaves no WAL behind its schema: the migrations are checkpointed into the file at open', () => {
+    const path = join(dir, `fresh-${Math.random().toString(36).slice(2)}.sqlite`);
+    const store = Store.open(path);
+    try {
+      expect(existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0).toBe(0);
+      expect(statSync(path).size).toBeGreaterThan(0);
+    } finally {
+      store.close();
+    }
+  });
+});
 
 describe('migration 6: the schema holds the states', () => {
   it('keeps every row of a version-5 store, its indexes and the reference from turns to tasks', () => {
