@@ -17,14 +17,17 @@
  * Knobs: BENCH_ROUNDS (default 3), BENCH_DURATION_S (per round and server, default 5),
  *        BENCH_STARTS (cold starts per server, default 7),
  *        BENCH_PROFILE=1 adds one profiled round of GetTask at concurrency 64 (node --cpu-prof) and
- *        prints where the bridge's CPU time goes.
+ *        prints where the bridge's CPU time goes,
+ *        BENCH_ONLY=start measures only the memory after start and the cold start (no GetTask rounds),
+ *        BENCH_OTHER=<cli/main.js of another build> (e.g. of main: `npm run build` in its checkout)
+ *        starts that build too in the cold-start loop, alternating with this one and bare node.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { firstHealth, getTaskBody, rpcHeaders, startBridgeFixture, workingTask, type BridgeFixture } from './lib/bridge-fixture.js';
-import { rssOf, startChild } from './lib/child.js';
+import { cpuMsOf, rssOf, startChild } from './lib/child.js';
 import type { LoadJob, LoadResult } from './lib/load.js';
 import { describeLoad, startLoadMeter } from './lib/machine.js';
 import { newestProfile, summariseProfile } from './lib/profile.js';
@@ -36,6 +39,8 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
 const STARTS = Number(process.env.BENCH_STARTS ?? 7);
 const PROFILE = process.env.BENCH_PROFILE === '1';
+const ONLY_START = process.env.BENCH_ONLY === 'start';
+const OTHER = process.env.BENCH_OTHER;
 const MiB = 1024 * 1024;
 
 /**
@@ -62,6 +67,8 @@ interface Started {
   pid: number;
   url: string;
   startMs: number;
+  /** CPU time used by the first `/health` 200, in ms (all threads). */
+  startCpuMs: number;
   close(): Promise<void>;
 }
 
@@ -71,12 +78,14 @@ async function startBare(body: string): Promise<Started> {
   const proc = spawn(process.execPath, ['-e', BARE_SERVER], { env: { ...process.env, BARE_BODY: body, BARE_PORT: String(port) }, stdio: 'ignore' });
   await firstHealth(port, 30_000, () => proc.exitCode !== null);
   const startMs = performance.now() - spawnedAt;
+  const startCpuMs = cpuMsOf(proc.pid!);
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   return {
     proc,
     pid: proc.pid!,
     url: `http://127.0.0.1:${port}/agents/grok`,
     startMs,
+    startCpuMs,
     async close() {
       proc.kill('SIGTERM');
       await exited;
@@ -85,7 +94,7 @@ async function startBare(body: string): Promise<Started> {
 }
 
 function asStarted(f: BridgeFixture): Started {
-  return { proc: f.proc, pid: f.pid, url: f.endpoint, startMs: f.startMs, close: () => f.close() };
+  return { proc: f.proc, pid: f.pid, url: f.endpoint, startMs: f.startMs, startCpuMs: f.startCpuMs, close: () => f.close() };
 }
 
 const sleep = (msec: number): Promise<void> => new Promise((r) => setTimeout(r, msec));
@@ -117,7 +126,7 @@ try {
   const idleRss = rssOf(bridge.pid).rss;
   const bareIdleRss = rssOf(bare.pid).rss;
   try {
-    for (const c of [1, 64]) {
+    for (const c of ONLY_START ? [] : [1, 64]) {
       const row: Row = { c, bridge: [], bare: [], peakRss: 0, barePeakRss: 0 };
       const job = (url: string, durationS = DURATION_S): LoadJob => ({ url, connections: c, durationS, headers, body: getBody });
       await run(job(bridge.endpoint, 2));
@@ -144,20 +153,28 @@ try {
   }
 
   // Cold start and memory after start, alternately, on the store the bridge just used.
-  const starts: { bridge: number[]; bare: number[]; rss: number[]; bareRss: number[] } = { bridge: [], bare: [], rss: [], bareRss: [] };
+  const starts: { bridge: number[]; bare: number[]; other: number[]; rss: number[]; bareRss: number[]; otherRss: number[] } = { bridge: [], bare: [], other: [], rss: [], bareRss: [], otherRss: [] };
+  // CPU time by the first /health 200: a figure of the start that other work on the machine does not stretch.
+  const startCpu: Record<'bridge' | 'bare' | 'other', number[]> = { bridge: [], bare: [], other: [] };
   for (let i = 0; i < STARTS; i++) {
-    for (const which of ['bridge', 'bare'] as const) {
-      const s = which === 'bridge' ? asStarted(await startBridgeFixture({ storePath })) : await startBare(answer);
+    for (const which of OTHER ? (['bridge', 'other', 'bare'] as const) : (['bridge', 'bare'] as const)) {
+      const s = which === 'bare' ? await startBare(answer) : asStarted(await startBridgeFixture({ storePath, ...(which === 'other' ? { main: OTHER } : {}) }));
       try {
         await sleep(2000);
-        (which === 'bridge' ? starts.bridge : starts.bare).push(s.startMs);
-        (which === 'bridge' ? starts.rss : starts.bareRss).push(rssOf(s.pid).rss);
+        starts[which].push(s.startMs);
+        startCpu[which].push(s.startCpuMs);
+        starts[which === 'bridge' ? 'rss' : which === 'bare' ? 'bareRss' : 'otherRss'].push(rssOf(s.pid).rss);
       } finally {
         await s.close();
       }
     }
-    console.log(`start ${i + 1}: bridge ${ms(starts.bridge.at(-1)!)} (${bytes(starts.rss.at(-1)!)}), bare node:http ${ms(starts.bare.at(-1)!)} (${bytes(starts.bareRss.at(-1)!)})`);
+    const other = OTHER ? `, other build ${ms(starts.other.at(-1)!)} (${bytes(starts.otherRss.at(-1)!)})` : '';
+    console.log(`start ${i + 1}: bridge ${ms(starts.bridge.at(-1)!)} (${bytes(starts.rss.at(-1)!)})${other}, bare node:http ${ms(starts.bare.at(-1)!)} (${bytes(starts.bareRss.at(-1)!)})`);
   }
+  const cpuNote = (w: 'bridge' | 'bare' | 'other'): string => `, CPU to the first /health ${ms(median(startCpu[w]))}`;
+  console.log(
+    `medians: bridge ${ms(median(starts.bridge))} (${bytes(median(starts.rss))}${cpuNote('bridge')})${OTHER ? `, other build ${ms(median(starts.other))} (${bytes(median(starts.otherRss))}${cpuNote('other')})` : ''}, bare node:http ${ms(median(starts.bare))} (${bytes(median(starts.bareRss))}${cpuNote('bare')})`,
+  );
 
   let profileNote = '';
   if (PROFILE) {
@@ -193,35 +210,44 @@ try {
   const machineLoad = meter.stop();
 
   const med = (xs: LoadResult[], k: 'rps' | 'p50' | 'p99'): number => median(xs.map((x) => x[k]));
-  const at64 = rows.find((r) => r.c === 64)!;
-  const tput = med(at64.bridge, 'rps') / med(at64.bare, 'rps');
-  const p99 = med(at64.bridge, 'p99');
-  const rss = median(starts.rss);
-  const coldRatio = median(starts.bridge) / median(starts.bare);
-  body.push(
-    `The bridge: \`a2a-mailbridge serve\` (src/ compiled with the project's tsc, Node flags of the service templates: \`--max-semi-space-size=4\`) on a SQLite store, a Maildir mailbox with no check due (\`check_interval_s = 3600\`), logging at info; bearer and Host checked on every call; GetTask on one WORKING task (answer ${bytes(Buffer.byteLength(answer))}). The reference: a bare \`node:http\` server (CommonJS, its cheapest form) on plain \`node\` that reads the request body and sends the same answer bytes with the same headers. Load: autocannon in a process of its own, ${ROUNDS} rounds of ${DURATION_S} s per server and concurrency after 2 s of warm-up each, the two servers alternately; figures are the medians of the rounds. Memory: VmRSS 2 s after the first \`/health\` 200, and its peak (sampled every 100 ms) under the load. Cold start: spawn to the first \`/health\` 200 (polled every 2 ms) on an existing store, ${STARTS} starts of each, alternately, median. ${describeLoad(machineLoad)}`,
-    '',
-    table(
-      ['what', 'bridge', 'bare node:http (reference)', 'ratio bridge/reference'],
-      [
-        ...rows.flatMap((r) => [
-          [`GetTask req/s, concurrency ${r.c}`, num(med(r.bridge, 'rps')), num(med(r.bare, 'rps')), `${ratio(med(r.bridge, 'rps'), med(r.bare, 'rps'))} (rounds: ${r.bridge.map((b, i) => ratio(b.rps, r.bare[i]!.rps)).join(', ')})`],
-          [`GetTask p50 / p99, concurrency ${r.c}`, `${ms(med(r.bridge, 'p50'))} / ${ms(med(r.bridge, 'p99'))}`, `${ms(med(r.bare, 'p50'))} / ${ms(med(r.bare, 'p99'))}`, `${ratio(med(r.bridge, 'p99'), med(r.bare, 'p99'))} (p99)`],
-        ]),
-        ['RSS after start', bytes(rss), bytes(median(starts.bareRss)), ratio(rss, median(starts.bareRss))],
-        ['RSS peak under GetTask load (c=64)', bytes(at64.peakRss), bytes(at64.barePeakRss), ratio(at64.peakRss, at64.barePeakRss)],
-        ['RSS idle after the first calls (before the load)', bytes(idleRss), bytes(bareIdleRss), ratio(idleRss, bareIdleRss)],
-        ['cold start to the first /health 200', `${ms(median(starts.bridge))} (${starts.bridge.map((x) => num(x)).join(', ')})`, `${ms(median(starts.bare))} (${starts.bare.map((x) => num(x)).join(', ')})`, ratio(median(starts.bridge), median(starts.bare))],
-      ],
-    ),
-    profileNote,
-    '',
-    'Goals (issue 17):',
-    `- GetTask at concurrency 64 ≥ 0.40× the bare node:http server: ${ratio(med(at64.bridge, 'rps'), med(at64.bare, 'rps'))} — ${verdict(tput >= 0.4)}; p99 < 5 ms: ${ms(p99)} — ${verdict(p99 < 5)}.`,
-    `- RSS after \`serve\` starts ≤ 60 MiB: ${(rss / MiB).toFixed(1)} MiB — ${verdict(rss <= 60 * MiB)}.`,
-    `- Cold start to the first /health 200 ≤ 2.5× bare node: ${coldRatio.toFixed(2)}× — ${verdict(coldRatio <= 2.5)}.`,
-  );
-  writeSection('machine-limit', "The machine's limit: GetTask, memory and start-up beside bare node:http", body.join('\n'));
+  if (ONLY_START) {
+    // Printed only: RESULTS.md keeps the whole section of a full run.
+    const r = median(starts.rss);
+    console.log(`${describeLoad(machineLoad)}\n- RSS after \`serve\` starts ≤ 60 MiB: ${(r / MiB).toFixed(1)} MiB (bare node:http ${(median(starts.bareRss) / MiB).toFixed(1)} MiB) — ${verdict(r <= 60 * MiB)}.`);
+    console.log(`- Cold start to the first /health 200 ≤ 2.5× bare node: ${ms(median(starts.bridge))} / ${ms(median(starts.bare))} = ${(median(starts.bridge) / median(starts.bare)).toFixed(2)}× — ${verdict(median(starts.bridge) / median(starts.bare) <= 2.5)}.`);
+  }
+  const at64 = rows.find((r) => r.c === 64);
+  if (at64) {
+    const tput = med(at64.bridge, 'rps') / med(at64.bare, 'rps');
+    const p99 = med(at64.bridge, 'p99');
+    const rss = median(starts.rss);
+    const coldRatio = median(starts.bridge) / median(starts.bare);
+    body.push(
+      `The bridge: \`a2a-mailbridge serve\` (src/ built by scripts/build.ts as \`npm run build\` does, Node flags and environment of the service templates: \`--max-semi-space-size=4\`, \`NODE_COMPILE_CACHE\` in the folder of the store, so every start but the first of a run finds V8's code cache as a restarted service does) on a SQLite store, a Maildir mailbox with no check due (\`check_interval_s = 3600\`), logging at info; bearer and Host checked on every call; GetTask on one WORKING task (answer ${bytes(Buffer.byteLength(answer))}). The reference: a bare \`node:http\` server (CommonJS, its cheapest form) on plain \`node\` that reads the request body and sends the same answer bytes with the same headers. Load: autocannon in a process of its own, ${ROUNDS} rounds of ${DURATION_S} s per server and concurrency after 2 s of warm-up each, the two servers alternately; figures are the medians of the rounds. Memory: VmRSS 2 s after the first \`/health\` 200, and its peak (sampled every 100 ms) under the load. Cold start: spawn to the first \`/health\` 200 (polled every 2 ms) on an existing store, ${STARTS} starts of each, alternately, median. ${describeLoad(machineLoad)}`,
+      '',
+      table(
+        ['what', 'bridge', 'bare node:http (reference)', 'ratio bridge/reference'],
+        [
+          ...rows.flatMap((r) => [
+            [`GetTask req/s, concurrency ${r.c}`, num(med(r.bridge, 'rps')), num(med(r.bare, 'rps')), `${ratio(med(r.bridge, 'rps'), med(r.bare, 'rps'))} (rounds: ${r.bridge.map((b, i) => ratio(b.rps, r.bare[i]!.rps)).join(', ')})`],
+            [`GetTask p50 / p99, concurrency ${r.c}`, `${ms(med(r.bridge, 'p50'))} / ${ms(med(r.bridge, 'p99'))}`, `${ms(med(r.bare, 'p50'))} / ${ms(med(r.bare, 'p99'))}`, `${ratio(med(r.bridge, 'p99'), med(r.bare, 'p99'))} (p99)`],
+          ]),
+          ['RSS after start', bytes(rss), bytes(median(starts.bareRss)), ratio(rss, median(starts.bareRss))],
+          ['RSS peak under GetTask load (c=64)', bytes(at64.peakRss), bytes(at64.barePeakRss), ratio(at64.peakRss, at64.barePeakRss)],
+          ['RSS idle after the first calls (before the load)', bytes(idleRss), bytes(bareIdleRss), ratio(idleRss, bareIdleRss)],
+          ['cold start to the first /health 200', `${ms(median(starts.bridge))} (${starts.bridge.map((x) => num(x)).join(', ')})`, `${ms(median(starts.bare))} (${starts.bare.map((x) => num(x)).join(', ')})`, ratio(median(starts.bridge), median(starts.bare))],
+          ['CPU time by the first /health 200 (all threads)', ms(median(startCpu.bridge)), ms(median(startCpu.bare)), ratio(median(startCpu.bridge), median(startCpu.bare))],
+        ],
+      ),
+      profileNote,
+      '',
+      'Goals (issue 17):',
+      `- GetTask at concurrency 64 ≥ 0.40× the bare node:http server: ${ratio(med(at64.bridge, 'rps'), med(at64.bare, 'rps'))} — ${verdict(tput >= 0.4)}; p99 < 5 ms: ${ms(p99)} — ${verdict(p99 < 5)}.`,
+      `- RSS after \`serve\` starts ≤ 60 MiB: ${(rss / MiB).toFixed(1)} MiB — ${verdict(rss <= 60 * MiB)}.`,
+      `- Cold start to the first /health 200 ≤ 2.5× bare node: ${coldRatio.toFixed(2)}× — ${verdict(coldRatio <= 2.5)}.`,
+    );
+    writeSection('machine-limit', "The machine's limit: GetTask, memory and start-up beside bare node:http", body.join('\n'));
+  }
 } finally {
   await load.stop();
   rmSync(storeDir, { recursive: true, force: true });

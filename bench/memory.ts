@@ -41,7 +41,7 @@ interface Row {
   hwm: number;
 }
 
-buildBridge();
+await buildBridge();
 const meter = startLoadMeter();
 const dir = mkdtempSync(join(tmpdir(), 'mb-bench-memory-'));
 const load = await startChild('load.ts');

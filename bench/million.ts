@@ -67,7 +67,7 @@ function tableBytes(path: string): { name: string; bytes: number }[] {
   }
 }
 
-const main = buildBridge();
+const main = await buildBridge();
 const meter = startLoadMeter();
 const keep = process.env.BENCH_KEEP;
 const dir = keep ?? mkdtempSync(join(tmpdir(), 'mb-bench-million-'));

@@ -10,11 +10,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { makeConfigDir, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET, type ConfigDir } from '../../test/helpers/config-dir.js';
 import { freePort } from '../../test/helpers/free-port.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../test/helpers/webhook-receiver.js';
 import { buildBridge } from './build.js';
+import { cpuMsOf } from './child.js';
 import { AGENT } from './mail-fixture.js';
 import type { V1SendResult } from '../../test/helpers/rpc-json.js';
 
@@ -58,6 +59,8 @@ export interface BridgeFixture {
   proc: ChildProcess;
   /** From the spawn to the first `/health` 200, in ms (polled every 2 ms). */
   startMs: number;
+  /** CPU time the process had used when the first `/health` 200 came, in ms (all threads). */
+  startCpuMs: number;
   pid: number;
   endpoint: string;
   configDir: ConfigDir;
@@ -73,6 +76,8 @@ export interface BridgeFixtureOptions {
   execArgv?: string[];
   /** Config text appended to the bench config (e.g. `[log]` settings). */
   extraToml?: string;
+  /** Start this CLI entry instead of the build of src/ (another build, e.g. of main, to compare). */
+  main?: string;
 }
 
 /** Config text of the benchmark bridge. */
@@ -134,7 +139,7 @@ process.on('exit', () => {
 });
 
 export async function startBridgeFixture(o: BridgeFixtureOptions = {}): Promise<BridgeFixture> {
-  const main = buildBridge();
+  const main = o.main ?? (await buildBridge());
   const receiver = await startWebhookReceiver({ secret: TEST_WEBHOOK_SECRET, bearer: TEST_WEBHOOK_BEARER });
   const configDir = makeConfigDir('');
   const storePath = o.storePath ?? join(configDir.dir, 'state', 'bridge.sqlite');
@@ -142,10 +147,12 @@ export async function startBridgeFixture(o: BridgeFixtureOptions = {}): Promise<
   // Written now that the folder (and so the store path) is known.
   writeFileSync(configDir.configPath, benchToml({ storePath, webhookUrl: receiver.url, port }) + (o.extraToml ?? ''));
   for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(configDir.dir, 'Maildir', sub), { recursive: true });
-  // The Node flags the service templates in launchd/ start the bridge with.
+  // The Node flags and environment the service templates in launchd/ start the bridge with: the
+  // compile cache in the folder of the store, which outlives the process as a state folder does.
   const serviceFlags = ['--max-semi-space-size=4'];
+  const env = { ...process.env, NODE_COMPILE_CACHE: join(dirname(storePath), 'node-compile-cache') };
   const spawnedAt = performance.now();
-  const proc = spawn(process.execPath, [...serviceFlags, ...(o.execArgv ?? []), main, '--config', configDir.configPath, 'serve'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(process.execPath, [...serviceFlags, ...(o.execArgv ?? []), main, '--config', configDir.configPath, 'serve'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   live.add(proc);
   let stderr = '';
   proc.stderr.on('data', (d: Buffer) => {
@@ -159,9 +166,11 @@ export async function startBridgeFixture(o: BridgeFixtureOptions = {}): Promise<
     throw new Error(`the bridge did not start: ${(err as Error).message}:\n${stderr.slice(-3000)}`, { cause: err });
   }
   const startMs = performance.now() - spawnedAt;
+  const startCpuMs = cpuMsOf(proc.pid!);
   return {
     proc,
     startMs,
+    startCpuMs,
     pid: proc.pid!,
     endpoint: `${base}/agents/grok`,
     configDir,

@@ -118,6 +118,12 @@ export function serveParent(info: Record<string, unknown>, handler: (m: Record<s
 }
 
 /** Resident set size and its peak, in bytes, of a process (Linux /proc). */
+/** CPU time the process `pid` has used so far, user and system, all its threads, in ms (Linux: /proc/<pid>/stat, in clock ticks of 10 ms). */
+export function cpuMsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 export function rssOf(pid: number): { rss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN) * 1024;

@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { startApp } from '../app.js';
 import { loadConfig } from '../config/config.js';
 import type { CheckSummary } from '../core/mail-check.js';
@@ -28,6 +29,8 @@ export async function serve(configFile: string, o: { logLevel?: string }): Promi
       : `stderr${terminal ? ' as readable lines' : ' as JSON lines'}, level ${level}`;
   const summary = startupSummary({ config, endpoints: config.agents.map((a) => app.server.endpoint(a)), firstCheck, waitedMs, logTo });
   process.stderr.write(`${[...summary.lines, ...summary.warnings.map((w) => `warning: ${w}`)].join('\n')}\n`);
+  // What the configuration made it load (docs/architecture.md, "Start-up and memory").
+  log.debug({ packages: loadedPackages() }, 'libraries loaded at start');
   const stop = (signal: string): void => {
     log.info({ signal }, 'stopping');
     app.close().then(
@@ -45,4 +48,19 @@ export async function serve(configFile: string, o: { logLevel?: string }): Promi
   });
   process.once('SIGINT', () => stop('SIGINT'));
   process.once('SIGTERM', () => stop('SIGTERM'));
+}
+
+/**
+ * The packages of node_modules this process has loaded so far (through `require`, or `import` of a
+ * CommonJS package: both fill require's cache), by name, sorted.
+ */
+export function loadedPackages(): string[] {
+  const names = new Set<string>();
+  for (const file of Object.keys(createRequire(import.meta.url).cache)) {
+    const at = file.lastIndexOf('node_modules/');
+    if (at < 0) continue;
+    const [scope, name] = file.slice(at + 'node_modules/'.length).split('/');
+    if (scope) names.add(scope.startsWith('@') && name ? `${scope}/${name}` : scope);
+  }
+  return [...names].sort();
 }

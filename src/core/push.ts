@@ -115,7 +115,6 @@ export class PushWorker {
   /** Starts delivering, with bodies rendered by `render`. Without it (one-shot CLI commands) deliveries stay queued. */
   start(render: PushRenderer): void {
     this.#render = render;
-    this.#dispatcher = pushDispatcher(this.ctx.config.server.pushAllowHosts, PUSH_TIMEOUT_MS);
     this.kick();
   }
 
@@ -236,7 +235,7 @@ export class PushWorker {
     const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'a2a-mailbridge' };
     if (claim.config.authScheme) headers.authorization = claim.config.authCredentials ? `${claim.config.authScheme} ${claim.config.authCredentials}` : claim.config.authScheme;
     if (claim.config.token) headers['x-a2a-notification-token'] = claim.config.token;
-    const r = await postWebhook(new URL(claim.config.url), headers, body, PUSH_TIMEOUT_MS, this.#dispatcher ?? undefined, this.ctx.now);
+    const r = await postWebhook(new URL(claim.config.url), headers, body, PUSH_TIMEOUT_MS, (this.#dispatcher ??= pushDispatcher(this.ctx.config.server.pushAllowHosts, PUSH_TIMEOUT_MS)), this.ctx.now);
     this.ctx.metrics?.attempts.inc({ outcome: r.outcome, kind: 'push' });
     const at = this.ctx.now();
     // Ids, states and the outcome only: the URL and the caller's credentials stay out of the log.

@@ -173,8 +173,12 @@ export const BRIDGE_OPENERS: readonly string[] = [
 
 const FENCE_LIKE = /(?:begin|end)[\s_\-.:]*agent[\s_\-.:]*text/;
 const LABEL_LIKE = /\[\s*\/?\s*(?:un)?trusted\b/;
-/** Leading characters a line may dress an imitation in: spaces, quote marks, Markdown, parentheses, list numbers. */
-const DRESSING = /^[\s>*_#`|~\-+=•·([{'"“”‘’«»]*(?:\d+[.)]\s+)?/;
+/**
+ * Leading characters a line may dress an imitation in: spaces, quote marks (• · “ ” ‘ ’ « »,
+ * written as escapes: one character outside ASCII in the code makes V8 hold the whole bundle's
+ * source at two bytes a character, scripts/build.ts), Markdown, parentheses, list numbers.
+ */
+const DRESSING = /^[\s>*_#`|~\-+=\u2022\u00b7([{'"\u201c\u201d\u2018\u2019\u00ab\u00bb]*(?:\d+[.)]\s+)?/;
 /** `3 replies for this task…`, `2 lines after the answer…`: a count before the opener. */
 const COUNTED = /^\d[\d,]*\s+/;
 

@@ -1,6 +1,10 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { createRequire } from 'node:module';
 import { isIP, type LookupFunction } from 'node:net';
-import { Agent, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+
+// undici is loaded by the first push notification, not at start (as in deliver.ts).
+const require = createRequire(import.meta.url);
 
 /**
  * Where a push notification may go (docs/push.md). A push URL is the caller's: POSTed to blindly it
@@ -75,5 +79,6 @@ function checkedLookup(allowHosts: readonly string[]): LookupFunction {
 
 /** The undici dispatcher for push POSTs: the checked lookup, the connect timeout, no keep-alive beyond 10 s. */
 export function pushDispatcher(allowHosts: readonly string[], connectTimeoutMs: number): Dispatcher {
+  const { Agent } = require('undici') as typeof import('undici');
   return new Agent({ connect: { timeout: connectTimeoutMs, lookup: checkedLookup(allowHosts) }, keepAliveTimeout: 10_000, pipelining: 0 });
 }

@@ -10,8 +10,21 @@
  * src/store/wal.ts still truncates a grown log).
  *
  * One checkpoint runs at a time; a commit while one runs asks for one more after it.
+ *
+ * The worker (a thread with its own V8 isolate and SQLite connection: about 9 MiB of resident
+ * memory, docs/architecture.md) is started by the first commit that finds the WAL at
+ * {@link CHECKPOINT_FROM_BYTES} or more, not at start: a bridge that writes a few rows a day never
+ * needs it, and SQLite checkpoints the rest when the store closes. From then on every commit asks
+ * for a checkpoint, as before.
  */
 import { Worker } from 'node:worker_threads';
+
+/**
+ * The WAL size, in bytes, from which commits ask for checkpoints (and so start the worker): 1 MiB,
+ * a quarter of the size the WAL is cut back to (store/wal.ts), an eighth of what SQLite's automatic
+ * checkpoint would let it reach (1,000 pages of 8 KiB).
+ */
+export const CHECKPOINT_FROM_BYTES = 1024 * 1024;
 
 /** What the worker posts after each checkpoint: the WAL's frames and how many were copied, or the failure. */
 export type FromCheckpointer = { type: 'done'; log: number; checkpointed: number } | { type: 'failed'; message: string };
@@ -33,20 +46,32 @@ export class Checkpointer {
 
   /**
    * @param path the store file (a connection of the worker's own opens it)
+   * @param walBytes the WAL's size now, in bytes (read before the worker is started)
    * @param onFailure called with the message when a checkpoint fails (the next commit asks again)
    */
   constructor(
     readonly path: string,
+    private readonly walBytes: () => number,
     private readonly onFailure: (message: string) => void = () => {},
   ) {}
 
-  /** After a commit: a checkpoint now, or right after the one that runs. Never throws. */
+  /** True once the worker was started ({@link CHECKPOINT_FROM_BYTES}); false again after close. */
+  get started(): boolean {
+    return this.#worker !== null;
+  }
+
+  /**
+   * After a commit: a checkpoint now, or right after the one that runs — once the worker is
+   * started, or the WAL has reached {@link CHECKPOINT_FROM_BYTES} (one `stat` of the -wal file until
+   * then). Never throws.
+   */
   nudge(): void {
     if (this.#closed) return;
     if (this.#running) {
       this.#again = true;
       return;
     }
+    if (!this.#worker && this.walBytes() < CHECKPOINT_FROM_BYTES) return;
     this.#running = true;
     const w = this.#ensure();
     w.ref();

@@ -1,8 +1,10 @@
-import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { Verdict } from '../uplink/verdicts.js';
 import { StoreError, type Db, type Writer } from './db.js';
 import { largeValueReads } from './large-values.js';
 import { conditions, stmt } from './statements.js';
+
+/** node:zlib, loaded by the first raw message packed or unpacked, not at start (docs/architecture.md, "Start-up and memory"). */
+const zlib = (): typeof import('node:zlib') => process.getBuiltinModule('node:zlib');
 
 /** One fetched message and the verdict the judge gave it (src/core/judge.ts). Recorded once per source. */
 export interface LedgerEntry {
@@ -179,7 +181,7 @@ const RAW_CODECS = new Set(['deflate-raw']);
 
 function packRaw(raw: Buffer | null): { raw: Buffer | null; codec: string | null } {
   if (raw === null || raw.length === 0 || raw.length > RAW_COMPRESS_MAX_BYTES) return { raw, codec: null };
-  const packed = deflateRawSync(raw);
+  const packed = zlib().deflateRawSync(raw);
   return packed.length < raw.length ? { raw: packed, codec: 'deflate-raw' } : { raw, codec: null };
 }
 
@@ -194,7 +196,7 @@ function unpackRaw(id: number, raw: Buffer | null, codec: string | null): Buffer
     throw new StoreError(`ledger #${id}: raw bytes stored in an unknown encoding (raw_codec ${JSON.stringify(codec)}); this a2a-mailbridge reads ${[...RAW_CODECS].join(', ')} only: is the store from a newer version?`);
   }
   try {
-    return inflateRawSync(raw, { maxOutputLength: RAW_COMPRESS_MAX_BYTES });
+    return zlib().inflateRawSync(raw, { maxOutputLength: RAW_COMPRESS_MAX_BYTES });
   } catch (err) {
     throw new StoreError(`ledger #${id}: the stored raw bytes do not inflate (${(err as Error).message}); the row is damaged (doctor checks the store)`);
   }

@@ -214,14 +214,15 @@ export class Store {
 
   /**
    * Moves WAL checkpoints off the event loop (src/store/checkpointer.ts): no commit of this
-   * connection runs one; a worker thread checkpoints after commits. For the long-running bridge;
+   * connection runs one; a worker thread checkpoints after commits, started by the first commit
+   * that finds the WAL at 1 MiB or more (CHECKPOINT_FROM_BYTES). For the long-running bridge;
    * a store in memory has no WAL and is left as it is.
    * @param onFailure called with the message of a checkpoint that failed
    */
   checkpointOffThread(onFailure?: (message: string) => void): void {
     if (this.#db.memory || this.#checkpointer) return;
     this.#db.pragma('wal_autocheckpoint = 0');
-    this.#checkpointer = new Checkpointer(this.#db.name, onFailure);
+    this.#checkpointer = new Checkpointer(this.#db.name, () => walBytes(this.#db), onFailure);
   }
 
   /** The result of the worker's last checkpoint ({@link checkpointOffThread}): WAL frames and how many were copied, or its failure; null before the first. */
@@ -229,7 +230,12 @@ export class Store {
     return this.#checkpointer?.last ?? null;
   }
 
-  /** A checkpoint on the worker ({@link checkpointOffThread}) now, resolved when it is done; nothing without the worker. */
+  /** True once the checkpoint worker ({@link checkpointOffThread}) was started. */
+  checkpointWorkerStarted(): boolean {
+    return this.#checkpointer?.started ?? false;
+  }
+
+  /** A checkpoint on the worker ({@link checkpointOffThread}) now, resolved when it is done; nothing without the worker or while the WAL is under 1 MiB (CHECKPOINT_FROM_BYTES). */
   checkpoint(): Promise<void> {
     this.#checkpointer?.nudge();
     return this.checkpointsIdle();

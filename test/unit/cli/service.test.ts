@@ -50,6 +50,7 @@ describe('service install: the LaunchAgent plist', () => {
     expect(value).toMatchObject({
       Label: 'com.a2a-mailbridge',
       ProgramArguments: ['/usr/local/bin/node', '--max-semi-space-size=4', '/opt/a2a-mailbridge/dist/cli/main.js', '--config', PATHS.config, 'serve'],
+      EnvironmentVariables: { NODE_COMPILE_CACHE: `${PATHS.stateDir}/node-compile-cache` },
       WorkingDirectory: PATHS.stateDir,
       RunAtLoad: true,
       KeepAlive: true,
@@ -81,6 +82,7 @@ describe('service install: the systemd user unit', () => {
     const settings = new Map(unit.split('\n').filter((l) => /^\w+=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
     expect(Object.fromEntries(settings)).toMatchObject({
       ExecStart: `/usr/local/bin/node --max-semi-space-size=4 /opt/a2a-mailbridge/dist/cli/main.js --config ${PATHS.config} serve`,
+      Environment: `NODE_COMPILE_CACHE=${PATHS.stateDir}/node-compile-cache`,
       WorkingDirectory: PATHS.stateDir,
       Restart: 'on-failure',
       UMask: '0077',

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { CHECKPOINT_FROM_BYTES } from '../../../src/store/checkpointer.js';
 import { LARGE_VALUE_CHUNK } from '../../../src/store/large-values.js';
 import { Store, type StoreTx } from '../../../src/store/store.js';
 import { turnCounter } from '../../helpers/event-loop.js';
@@ -100,6 +101,23 @@ describe('large values: written in bounded steps before the decision that refers
 });
 
 describe('checkpoints off the event loop', () => {
+  it('small commits leave the WAL to grow and start no worker; the first commit past 1 MiB of WAL starts it', async () => {
+    const store = Store.open(join(tempDir(), 'c.sqlite'));
+    store.checkpointOffThread();
+    for (let i = 0; i < 20; i++) store.tx((tx) => tx.largeValues.create('bytes', 0, AT + i));
+    await store.checkpoint(); // what serve's upkeep asks once a minute
+    expect(store.walBytes()).toBeGreaterThan(0);
+    expect(store.walBytes()).toBeLessThan(CHECKPOINT_FROM_BYTES);
+    expect(store.checkpointWorkerStarted()).toBe(false);
+    expect(store.lastCheckpoint()).toBeNull();
+    await store.writeLargeValue(Buffer.alloc(5 * LARGE_VALUE_CHUNK, 4), AT); // 1.25 MiB
+    expect(store.checkpointWorkerStarted()).toBe(true);
+    await store.checkpoint();
+    expect(store.lastCheckpoint()).toMatchObject({ type: 'done' });
+    store.close();
+    expect(store.checkpointWorkerStarted()).toBe(false);
+  });
+
   it('no commit of the bridge connection checkpoints; the worker copies the WAL into the file after commits', async () => {
     const store = Store.open(join(tempDir(), 'c.sqlite'));
     expect(store.settings().walAutocheckpoint).toBe(1000); // SQLite's default: a commit past 1,000 pages checkpoints
