@@ -1,7 +1,7 @@
 import { hash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
+import { isIP, type AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { isLoopbackLiteral, type AgentConfig, type Config } from '../config/config.js';
 import type { Bridge } from '../core/bridge.js';
@@ -96,9 +96,11 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
   const hostAllowed = (header: string | undefined): boolean => {
     if (!header) return false;
     if (header === allowedHost) return true;
-    const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(header.trim().toLowerCase());
-    if (!m) return false;
-    const name = m[1]!.replace(/^\[|\]$/g, '');
+    // uri-host [":" port] (RFC 9110 §7.2): a bracketed host is an IPv6 literal (RFC 3986 §3.2.2), a port at most 65535.
+    const m = /^(?:\[([^\]]+)\]|([^:[\]]+))(?::(\d{1,5}))?$/.exec(header.trim().toLowerCase());
+    if (!m || Number(m[3] ?? 0) > 65535) return false;
+    const name = m[1] ?? m[2]!;
+    if (m[1] !== undefined && isIP(name) !== 6) return false;
     // Any port: a loopback proxy in front of the bridge passes its own Host (the name is what
     // stops DNS rebinding), and the cards then name the URL the caller reached us by.
     if (name !== 'localhost' && !isLoopbackLiteral(name)) return false;

@@ -1,7 +1,8 @@
 /**
  * The request target as the server reads it (src/a2a/request-target.ts, src/a2a/server.ts): a
  * target the URL parser refuses is a 400, not a failure of the server; an absolute-form target
- * names the host in place of the Host header (RFC 9112 §3.2.2), so it must be a loopback one too.
+ * names the host in place of the Host header (RFC 9112 §3.2.2), so it must be a loopback one too;
+ * the Host header itself is a loopback uri-host and port (RFC 9110 §7.2).
  * Sent with node:http, which writes the target as given.
  */
 import { request } from 'node:http';
@@ -25,6 +26,17 @@ function raw(method: string, path: string, host = 'localhost'): Promise<{ status
     req.end(method === 'POST' ? JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} }) : undefined);
   });
 }
+
+describe('the Host header', () => {
+  it('is uri-host [":" port] of a loopback name: brackets only around an IPv6 literal, a port at most 65535', async () => {
+    for (const host of ['localhost', 'LOCALHOST:8080', '127.0.0.1', '127.0.0.1:65535', '[::1]', '[::1]:8765', '[0:0:0:0:0:0:0:1]']) {
+      expect([host, (await raw('GET', '/health', host)).status]).toEqual([host, 200]);
+    }
+    for (const host of ['[localhost]', '[127.0.0.1]:80', 'localhost:65536', 'localhost:99999999999999999999', 'evil.example', '[::ffff:127.0.0.1]', 'localhost.']) {
+      expect([host, (await raw('GET', '/health', host)).status]).toEqual([host, 403]);
+    }
+  });
+});
 
 describe('the request target', () => {
   it('a target the URL parser refuses is 400 (the server answers the next request as before)', async () => {
