@@ -47,6 +47,10 @@ export interface BuildOptions {
 export interface AppOptions extends Omit<BuildOptions, 'metrics'> {
   /** With `mailbox.watch`: replaces the change feed (null: the timer only). */
   changeFeed?: ChangeFeed | null;
+  /** How often the upkeep timer runs without a call, in ms (default {@link UPKEEP_EVERY_MS}). */
+  upkeepEveryMs?: number;
+  /** How long the watcher on demand outlives its last holder, in ms (default WATCH_LINGER_MS, src/core/watch-demand.ts). */
+  watchLingerMs?: number;
 }
 
 /** A bridge on its store, mailbox and webhook dispatcher, without a server. */
@@ -128,15 +132,20 @@ export async function startApp(config: Config, o: AppOptions): Promise<App> {
       : config.mailbox.kind === 'imap'
         ? imapIdleFeed({ ...config.mailbox.imap!, folder: config.mailbox.folder }, o.log)
         : maildirFeed(config.mailbox.maildirPath!, o.log);
-  // The store's upkeep (WAL bounds, the daily integrity check) also when no call comes.
-  const upkeep = setInterval(() => void bridge.maintainStore(), UPKEEP_EVERY_MS);
+  // The store's upkeep (WAL bounds, the daily integrity check) also when no call comes; and the
+  // push deliveries another process's commit queued (the CLI's `retry` reopens a task): sent, and
+  // the watcher held again for a reopened task with a push configuration (Store.generation tells).
+  const upkeep = setInterval(() => {
+    void bridge.maintainStore();
+    bridge.push.refresh();
+  }, o.upkeepEveryMs ?? UPKEEP_EVERY_MS);
   upkeep.unref();
   let watcher: Watcher | undefined;
   let demand: WatchDemand | undefined;
   if (config.mailbox.watch) watcher = startWatcher(bridge, feed(), config.mailbox.watchTickMs);
   else {
     // Streams and push notifications need mail read without a call: the watcher runs while one is open (docs/streaming.md).
-    demand = new WatchDemand(() => startWatcher(bridge, feed(), config.mailbox.watchTickMs), o.log);
+    demand = new WatchDemand(() => startWatcher(bridge, feed(), config.mailbox.watchTickMs), o.log, o.watchLingerMs);
     const d = demand;
     bridge.setWatchDemand(() => d.acquire());
   }

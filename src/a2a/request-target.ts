@@ -15,12 +15,30 @@ const BASE = 'http://127.0.0.1';
 /**
  * `new URL(target, 'http://127.0.0.1').pathname`, without the `URL` for a plain target.
  * @param target the request target as received (`req.url`); '' or undefined read as `/`
+ * @returns null for a target the URL parser refuses (e.g. `http://[::1/x`, which node:http lets through)
  */
-export function pathOf(target: string | undefined): string {
+export function pathOf(target: string | undefined): string | null {
   if (!target) return '/';
   const q = target.indexOf('?');
   const path = q === -1 ? target : target.slice(0, q);
-  return PLAIN_PATH.test(path) ? path : new URL(target, BASE).pathname;
+  if (PLAIN_PATH.test(path)) return path;
+  try {
+    return new URL(target, BASE).pathname;
+  } catch {
+    return null;
+  }
+}
+
+/** A target in absolute-form: a scheme, then `//` and an authority (RFC 9112 §3.2.2). */
+const ABSOLUTE_FORM = /^[a-z][a-z\d+.-]*:\/\//i;
+
+/**
+ * The host (and port) of an absolute-form target, which stands in for the Host header (RFC 9112
+ * §3.2.2: the server must use it and ignore Host); null for any other target.
+ * @param target the request target as received, one {@link pathOf} read (so the URL parser takes it)
+ */
+export function targetAuthority(target: string | undefined): string | null {
+  return target && ABSOLUTE_FORM.test(target) ? new URL(target).host : null;
 }
 
 /** The whole target as a `URL` (its query: the HTTP+JSON routes, the card's `A2A-Version` parameter). */

@@ -1,7 +1,7 @@
 import { hash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
+import { isIP, type AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { isLoopbackLiteral, type AgentConfig, type Config } from '../config/config.js';
 import type { Bridge } from '../core/bridge.js';
@@ -9,7 +9,7 @@ import { cardFor, sendCard } from './card-route.js';
 import { A2AError, asA2AError } from './errors.js';
 import { a2aHandler, dialectOfHeader, supportedVersion } from './handler.js';
 import { findMethod } from './methods.js';
-import { pathOf, urlOf } from './request-target.js';
+import { pathOf, targetAuthority, urlOf } from './request-target.js';
 import { restError, routeRest, type RestCall } from './rest.js';
 import { health } from './health.js';
 import { errorResponse, isResponse, parseRequest, resultResponse, resultText, type JsonRpcId, type JsonRpcResponse } from './jsonrpc.js';
@@ -96,9 +96,11 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
   const hostAllowed = (header: string | undefined): boolean => {
     if (!header) return false;
     if (header === allowedHost) return true;
-    const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(header.trim().toLowerCase());
-    if (!m) return false;
-    const name = m[1]!.replace(/^\[|\]$/g, '');
+    // uri-host [":" port] (RFC 9110 §7.2): a bracketed host is an IPv6 literal (RFC 3986 §3.2.2), a port at most 65535.
+    const m = /^(?:\[([^\]]+)\]|([^:[\]]+))(?::(\d{1,5}))?$/.exec(header.trim().toLowerCase());
+    if (!m || Number(m[3] ?? 0) > 65535) return false;
+    const name = m[1] ?? m[2]!;
+    if (m[1] !== undefined && isIP(name) !== 6) return false;
     // Any port: a loopback proxy in front of the bridge passes its own Host (the name is what
     // stops DNS rebinding), and the cards then name the URL the caller reached us by.
     if (name !== 'localhost' && !isLoopbackLiteral(name)) return false;
@@ -200,13 +202,17 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    if (!hostAllowed(req.headers.host)) {
+    const path = pathOf(req.url);
+    // A target in absolute-form names the host instead of the Host header (RFC 9112 §3.2.2): both must be loopback.
+    const authority = path === null ? null : targetAuthority(req.url);
+    const foreign = !hostAllowed(req.headers.host) ? String(req.headers.host ?? '') : authority !== null && !hostAllowed(authority) ? authority : null;
+    if (foreign !== null) {
       // The Host header is the caller's text: logged JSON-escaped and cut, for the operator to recognise.
-      refused(403, { host: String(req.headers.host ?? '').slice(0, 100) }, 'request refused: 403 (Host is not a loopback name)');
+      refused(403, { host: foreign.slice(0, 100) }, 'request refused: 403 (Host is not a loopback name)');
       send(res, 403, { error: 'Host header must name a loopback host (127.0.0.1, [::1] or localhost)' });
       return;
     }
-    const path = pathOf(req.url);
+    if (path === null) return send(res, 400, { error: 'the request target is not a valid URL (RFC 9112 §3.2)' });
     const get = req.method === 'GET' || req.method === 'HEAD';
     if (path === '/health') {
       if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });

@@ -14,10 +14,10 @@ import { noTaskText, withSendNotes } from './send-notes.js';
 import { submit, type SendInput } from './submit.js';
 import { followTask, type TaskUpdate } from './task-follow.js';
 import { sweepDeadlines } from './sweep.js';
-import { viewTask, type TaskView } from './task-view.js';
+import { viewTask, viewWeight, type TaskView } from './task-view.js';
 import { StoreUpkeep } from './store-upkeep.js';
 import { RefreshDue } from './refresh-due.js';
-import { ViewCache } from './view-cache.js';
+import { VIEW_CACHE_MAX_ENTRIES, ViewCache } from './view-cache.js';
 import { listRows, type ListPage, type ListQuery } from './list-tasks.js';
 
 export type { ListPage, ListQuery } from './list-tasks.js';
@@ -61,8 +61,8 @@ export class Bridge {
 
   /** Every committed task change, after its commit (src/core/events.ts). */
   readonly events: BridgeEvents;
-  /** GetTask views and ListTasks pages while the store and the clock leave them valid (src/core/view-cache.ts). */
-  private readonly views = new ViewCache<TaskView | ListPage>();
+  /** GetTask views and ListTasks pages while the store and the clock leave them valid, bounded by their weight (src/core/view-cache.ts). */
+  readonly views = new ViewCache<TaskView | ListPage>(VIEW_CACHE_MAX_ENTRIES, viewWeight);
 
   /** Push notification delivery (src/core/push.ts); started by the composition root. */
   readonly push: PushWorker;

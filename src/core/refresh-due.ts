@@ -19,7 +19,7 @@ export interface DueSource {
  */
 export class RefreshDue {
   private scheduled: Schedule & { generation: number; lastCheckAt: number | null } = { generation: -1, nextDispatchAt: null, nextDeadlineAt: null, lastCheckAt: null };
-  private quiet = { generation: -1, until: Number.NEGATIVE_INFINITY };
+  private quiet = { generation: -1, at: Number.POSITIVE_INFINITY, until: Number.NEGATIVE_INFINITY };
 
   /** @param others the push worker and the store upkeep, which a refresh also runs */
   constructor(
@@ -36,34 +36,41 @@ export class RefreshDue {
     return this.scheduled;
   }
 
-  /** True when the last check is older than `mailbox.check_interval_s` (or there was none). */
+  /**
+   * True when the last check is older than `mailbox.check_interval_s`, or there was none, or it is
+   * later than now: the clock was stepped back (NTP, a laptop's wake), and waiting for it to pass
+   * the last check's time again would stop the mailbox checks for as long as the step.
+   */
   checkDue(): boolean {
     const last = this.schedule().lastCheckAt;
-    return last === null || this.ctx.now() - last >= this.ctx.config.mailbox.checkIntervalMs;
+    const now = this.ctx.now();
+    return last === null || now < last || now - last >= this.ctx.config.mailbox.checkIntervalMs;
   }
 
   /**
-   * Whether a refresh may have work: the store changed since the last {@link settle}, or the clock
-   * reached the earliest due time then. (Messages left waiting by the last check are the caller's
-   * to add: they are no store change.)
+   * Whether a refresh may have work: the store changed since the last {@link settle}, the clock
+   * reached the earliest due time then, or went back behind that settle (see {@link checkDue}).
+   * (Messages left waiting by the last check are the caller's to add: they are no store change.)
    */
   somethingDue(): boolean {
-    return this.ctx.store.generation() !== this.quiet.generation || this.ctx.now() >= this.quiet.until;
+    const now = this.ctx.now();
+    return this.ctx.store.generation() !== this.quiet.generation || now >= this.quiet.until || now < this.quiet.at;
   }
 
   /** Records, at the end of a refresh, until when the next one has nothing to do. */
   settle(): void {
-    this.quiet = { generation: this.ctx.store.generation(), until: this.dueAt() };
+    this.quiet = { generation: this.ctx.store.generation(), at: this.ctx.now(), until: this.dueAt() };
   }
 
   /**
    * The earliest time a refresh may find work, as of the store now: the next webhook attempt, the
    * next mailbox check, the next deadline (its sweep runs once it has passed: this is earlier or
-   * equal), and what the others say. -Infinity when a check was never made.
+   * equal), and what the others say. -Infinity when a check was never made, or the last one is
+   * later than now (the clock went back: {@link checkDue}).
    */
   private dueAt(): number {
     const { nextDispatchAt, nextDeadlineAt, lastCheckAt } = this.schedule();
-    if (lastCheckAt === null) return Number.NEGATIVE_INFINITY;
+    if (lastCheckAt === null || lastCheckAt > this.ctx.now()) return Number.NEGATIVE_INFINITY;
     let at = Math.min(nextDispatchAt ?? Number.POSITIVE_INFINITY, lastCheckAt + this.ctx.config.mailbox.checkIntervalMs, nextDeadlineAt ?? Number.POSITIVE_INFINITY);
     for (const o of this.others) at = Math.min(at, o.dueAt());
     return at;

@@ -57,6 +57,27 @@ export interface TaskView {
   history: MessageView[];
 }
 
+/** Fixed cost counted per part and per message or artifact by {@link viewWeight}: its ids, metadata and object. */
+const PART_OVERHEAD = 64;
+
+/**
+ * About how much a view holds, for the view cache's bound (src/core/view-cache.ts): the characters
+ * of its texts (UTF-16 code units), the bytes of its files, the characters of its data parts as
+ * JSON, and {@link PART_OVERHEAD} per part, message and artifact; a ListTasks page (`tasks`) the sum of its views'.
+ */
+export function viewWeight(view: TaskView | { tasks: TaskView[] }): number {
+  if ('tasks' in view) return view.tasks.reduce((w, t) => w + viewWeight(t), PART_OVERHEAD);
+  const parts = (ps: PartView[]): number => {
+    let w = 0;
+    for (const p of ps) w += PART_OVERHEAD + (p.kind === 'text' ? p.text.length : p.kind === 'file' ? p.bytes.length : (JSON.stringify(p.data)?.length ?? 0));
+    return w;
+  };
+  let w = PART_OVERHEAD + parts(view.status);
+  for (const a of view.artifacts) w += PART_OVERHEAD + a.description.length + parts(a.parts);
+  for (const m of view.history) w += PART_OVERHEAD + parts(m.parts);
+  return w;
+}
+
 /** Puts a note of the bridge before the status message (a new first part when the message starts with agent text). */
 export function prependStatusNote(view: TaskView, note: string): void {
   const first = view.status[0];

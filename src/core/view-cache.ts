@@ -14,13 +14,23 @@
  *   TIMED_VIEW_MAX_AGE_MS}, the resolution of those durations (src/core/time.ts humanDuration),
  *   and never when the clock went back.
  *
- * Bounded in entries ({@link VIEW_CACHE_MAX_ENTRIES}); the least recently used entry goes first.
+ * Bounded in entries ({@link VIEW_CACHE_MAX_ENTRIES}) and in weight ({@link VIEW_CACHE_MAX_WEIGHT}:
+ * the characters and bytes the views hold, as the weigher given says); the least
+ * recently used entry goes first. A value heavier than {@link VIEW_ENTRY_MAX_WEIGHT} is not kept:
+ * the same task read with each historyLength from 0 to 511 would otherwise be kept 512 times, its
+ * 1 MiB message or 10 MiB reply in each (and each view's serialised answer beside it).
  * A value handed out is shared by every caller that gets it from the cache: callers must not
  * change it (SendMessage, which prepends notes, builds its own view).
  */
 
 /** Most views kept (GetTask views and ListTasks pages together). */
 export const VIEW_CACHE_MAX_ENTRIES = 512;
+
+/** Most weight kept, summed over the entries: characters of text and bytes of files (see src/core/task-view.ts viewWeight). */
+export const VIEW_CACHE_MAX_WEIGHT = 16 * 1024 * 1024;
+
+/** The heaviest value kept: a quarter of {@link VIEW_CACHE_MAX_WEIGHT}. */
+export const VIEW_ENTRY_MAX_WEIGHT = VIEW_CACHE_MAX_WEIGHT / 4;
 
 /** How long a view whose text counts time is kept, in ms of the bridge clock. */
 export const TIMED_VIEW_MAX_AGE_MS = 1000;
@@ -29,16 +39,27 @@ interface Entry<V> {
   value: V;
   /** When it was built (bridge clock, ms); null for a view whose text does not count time. */
   timedAt: number | null;
+  weight: number;
 }
 
 export class ViewCache<V> {
   readonly #entries = new Map<string, Entry<V>>();
   #generation = -1;
+  /** The weight of the entries kept. */
+  #weight = 0;
   /** The key most recently got or set: already last in the order, so a hit on it moves nothing. */
   #last: string | null = null;
 
-  /** @param max most entries kept (≥ 1) */
-  constructor(private readonly max = VIEW_CACHE_MAX_ENTRIES) {}
+  /**
+   * @param max most entries kept (≥ 1)
+   * @param weigh what a value holds (characters and bytes: src/core/task-view.ts viewWeight); none by default
+   * @param maxWeight most weight kept; a value heavier than a quarter of it is not kept
+   */
+  constructor(
+    private readonly max = VIEW_CACHE_MAX_ENTRIES,
+    private readonly weigh: (value: V) => number = () => 0,
+    private readonly maxWeight = VIEW_CACHE_MAX_WEIGHT,
+  ) {}
 
   /**
    * The value kept under `key`, if still valid at this store generation and bridge time.
@@ -47,14 +68,14 @@ export class ViewCache<V> {
    */
   get(key: string, generation: number, now: number): V | undefined {
     if (generation !== this.#generation) {
-      this.#entries.clear();
+      this.clear();
       this.#generation = generation;
       return undefined;
     }
     const e = this.#entries.get(key);
     if (!e) return undefined;
     if (e.timedAt !== null && (now < e.timedAt || now - e.timedAt >= TIMED_VIEW_MAX_AGE_MS)) {
-      this.#entries.delete(key);
+      this.#drop(key, e);
       return undefined;
     }
     // Most recently used last (a Map keeps insertion order).
@@ -73,13 +94,26 @@ export class ViewCache<V> {
    */
   set(key: string, generation: number, value: V, timedAt: number | null): void {
     if (generation !== this.#generation) {
-      this.#entries.clear();
+      this.clear();
       this.#generation = generation;
     }
-    this.#entries.delete(key);
-    this.#entries.set(key, { value, timedAt });
+    const old = this.#entries.get(key);
+    if (old) this.#drop(key, old);
+    const weight = this.weigh(value);
+    if (weight > this.maxWeight / 4) return;
+    this.#entries.set(key, { value, timedAt, weight });
+    this.#weight += weight;
     this.#last = key;
-    if (this.#entries.size > this.max) this.#entries.delete(this.#entries.keys().next().value!);
+    while (this.#entries.size > this.max || this.#weight > this.maxWeight) {
+      const [oldest, e] = this.#entries.entries().next().value!;
+      this.#drop(oldest, e);
+    }
+  }
+
+  #drop(key: string, e: Entry<V>): void {
+    this.#entries.delete(key);
+    this.#weight -= e.weight;
+    if (this.#last === key) this.#last = null;
   }
 
   /** Entries kept now. */
@@ -87,9 +121,15 @@ export class ViewCache<V> {
     return this.#entries.size;
   }
 
+  /** The weight of the entries kept now. */
+  get weight(): number {
+    return this.#weight;
+  }
+
   /** Forgets every entry (a task change announced: src/core/events.ts). */
   clear(): void {
     this.#entries.clear();
+    this.#weight = 0;
     this.#last = null;
   }
 }

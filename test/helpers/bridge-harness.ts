@@ -59,6 +59,10 @@ export interface HarnessOptions {
   serverToml?: string;
   /** The bridge's clock stands still but for `advance` (default: it runs with the real one, shifted by `advance`). */
   frozenClock?: boolean;
+  /** How often `serve`'s timer runs the store's upkeep without a call, in ms (AppOptions.upkeepEveryMs). */
+  upkeepEveryMs?: number;
+  /** How long the watcher on demand outlives its last holder, in ms (AppOptions.watchLingerMs). */
+  watchLingerMs?: number;
   /** Extra TOML lines in [mailbox] (e.g. `check_interval_s = 60`, which replaces the harness's `check_interval_s = 0`). */
   mailboxToml?: string;
   /** Extra TOML lines in the first agent's table (`grok`). */
@@ -227,6 +231,8 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
     const app = await startApp(config, {
       log: createLogger('silent'),
       now: () => (frozenAt ?? Date.now()) + offset,
+      ...(o.upkeepEveryMs !== undefined ? { upkeepEveryMs: o.upkeepEveryMs } : {}),
+      ...(o.watchLingerMs !== undefined ? { watchLingerMs: o.watchLingerMs } : {}),
       // As serve opens it (src/app.ts openMailbox): the session kept between checks, on the bridge clock.
       mailbox: new ImapMailbox({ ...config.mailbox.imap!, folder: config.mailbox.folder }, imapLogger, { keepSession: true, now: () => (frozenAt ?? Date.now()) + offset }),
     });

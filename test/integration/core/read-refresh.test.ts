@@ -61,3 +61,26 @@ describe('GetTask runs the refresh exactly when something is due', () => {
     expect(await get()).toBe('TASK_STATE_FAILED');
   });
 });
+
+describe('a clock stepped back', () => {
+  it('does not stop the mailbox checks: the call after the step checks, and a reply that came is read', async () => {
+    const h = await suite.start({ respond: () => ({ status: 202 }), mailboxToml: 'check_interval_s = 60', frozenClock: true });
+    const task = (await h.rpc(hermesBody('Summarise the report', `ctx-${hex(8)}`))).json.result!.task!;
+    await h.app.bridge.idle();
+    const get = async (): Promise<string> => {
+      const r = await h.rpc({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: task.id } });
+      await h.app.bridge.idle();
+      return r.json.result!.status.state;
+    };
+    expect(await get()).toBe('TASK_STATE_WORKING');
+    const { store } = h.app.bridge.ctx;
+    const folder = h.config.mailbox.folder;
+    const before = store.mailbox.state(folder).lastCheckAt!;
+
+    // Ten minutes back (NTP corrects a fast clock; within date_skew_s, so the reply's Date passes gate 8).
+    h.advance(-600_000);
+    await suite.dovecot.append(await h.reply(h.envelope(1), { date: new Date(h.app.bridge.ctx.now()) }));
+    expect(await get()).toBe('TASK_STATE_COMPLETED');
+    expect(store.mailbox.state(folder).lastCheckAt).toBe(before - 600_000);
+  });
+});

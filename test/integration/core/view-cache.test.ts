@@ -7,6 +7,7 @@
 import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 import { Store } from '../../../src/store/store.js';
+import { VIEW_CACHE_MAX_WEIGHT } from '../../../src/core/view-cache.js';
 import type { V1Task } from '../../../src/a2a/wire.js';
 import type { V03Task } from '../../../src/a2a/wire-v03.js';
 
@@ -91,5 +92,25 @@ describe('GetTask while nothing is due (answered without waiting for a refresh)'
     expect(bad.json.error).toMatchObject({ code: -32602 });
     expect(bad.json.id).toBe(3);
     expect(next).not.toHaveBeenCalled(); // no refresh ran: the answers came from the quiet path
+  });
+});
+
+describe('the view cache under reads of one large task with many history lengths', () => {
+  it('keeps at most VIEW_CACHE_MAX_WEIGHT, every answer whole', async () => {
+    // A 900 KB ask: each historyLength is its own view, each holding the ask.
+    const ask = 'x'.repeat(900_000);
+    const task = (await suite.h.rpc(hermesBody(ask, `ctx-${hex(8)}`))).json.result!.task!;
+    await suite.h.app.bridge.idle();
+    await statusOf(task.id);
+    const { views } = suite.h.app.bridge;
+    for (let n = 1; n <= 40; n++) {
+      const r = await suite.h.rpc({ jsonrpc: '2.0', id: n, method: 'GetTask', params: { id: task.id, historyLength: n } });
+      expect(r.json.id).toBe(n);
+      expect(r.json.result!.history[0]!.parts[0]!.text).toBe(ask);
+      // Each view holds the ask: no more of them than fit in the bound.
+      expect(views.size).toBeLessThanOrEqual(Math.floor(VIEW_CACHE_MAX_WEIGHT / ask.length));
+    }
+    expect(views.size).toBeGreaterThan(0);
+    expect(views.weight).toBeLessThanOrEqual(VIEW_CACHE_MAX_WEIGHT);
   });
 });

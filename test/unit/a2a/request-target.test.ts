@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { pathOf } from '../../../src/a2a/request-target.js';
+import { pathOf, targetAuthority } from '../../../src/a2a/request-target.js';
 
 /** What the server read the path with before: the WHATWG URL parser (which refuses some targets, e.g. `//`). */
 const outcome = (read: () => string): string => {
@@ -11,7 +11,7 @@ const outcome = (read: () => string): string => {
   }
 };
 const urlPath = (target: string): string => outcome(() => new URL(target || '/', 'http://127.0.0.1').pathname);
-const fastPath = (target: string): string => outcome(() => pathOf(target));
+const fastPath = (target: string): string => outcome(() => pathOf(target) ?? 'throws ERR_INVALID_URL');
 
 describe('pathOf (the request path without a URL per call)', () => {
   it.each([
@@ -36,6 +36,9 @@ describe('pathOf (the request path without a URL per call)', () => {
     '*',
     '',
     '?x=1',
+    'http://[::1/x',
+    'http://evil.example/health',
+    'http://127.0.0.1:99999/',
   ])('%j reads as new URL reads it', (target) => {
     expect(fastPath(target)).toBe(urlPath(target));
   });
@@ -49,5 +52,18 @@ describe('pathOf (the request path without a URL per call)', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+describe('targetAuthority (RFC 9112 §3.2.2: an absolute-form target names the host)', () => {
+  it.each([
+    ['/agents/grok', null],
+    ['*', null],
+    ['http://evil.example/agents/grok', 'evil.example'],
+    ['HTTP://Evil.Example:8080/health', 'evil.example:8080'],
+    ['http://127.0.0.1:8765/agents/grok', '127.0.0.1:8765'],
+    ['http://[::1]/health', '[::1]'],
+  ])('%j → %j', (target, host) => {
+    expect(targetAuthority(target)).toBe(host);
   });
 });

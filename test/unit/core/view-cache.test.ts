@@ -1,7 +1,8 @@
 /**
  * The view cache (src/core/view-cache.ts): a value is kept while the store's generation stays
  * the same, a value whose text counts time for at most TIMED_VIEW_MAX_AGE_MS of the bridge clock
- * (and never when the clock went back), and at most `max` entries, least recently used out first.
+ * (and never when the clock went back), and at most `max` entries and `maxWeight` of weight, least
+ * recently used out first; a value heavier than a quarter of `maxWeight` is not kept.
  */
 import { describe, expect, it } from 'vitest';
 import { TIMED_VIEW_MAX_AGE_MS, ViewCache } from '../../../src/core/view-cache.js';
@@ -42,6 +43,29 @@ describe('ViewCache', () => {
     expect(c.size).toBe(3);
     expect(c.get('b', 1, 0)).toBeUndefined();
     expect([c.get('a', 1, 0), c.get('c', 1, 0), c.get('d', 1, 0)]).toEqual([97, 99, 100]);
+  });
+
+  it('holds at most maxWeight, the least recently used out first, and no value heavier than a quarter of it', () => {
+    const c = new ViewCache<string>(100, (v) => v.length, 40);
+    for (const k of ['a', 'b', 'c', 'd']) c.set(k, 1, k.repeat(10), null);
+    expect([c.size, c.weight]).toEqual([4, 40]);
+    expect(c.get('a', 1, 0)).toBe('a'.repeat(10));
+    c.set('e', 1, 'e'.repeat(10), null);
+    expect([c.size, c.weight]).toEqual([4, 40]);
+    expect(c.get('b', 1, 0)).toBeUndefined();
+
+    c.set('big', 1, 'x'.repeat(11), null);
+    expect(c.get('big', 1, 0)).toBeUndefined();
+    expect([c.size, c.weight]).toEqual([4, 40]);
+    // A heavy value under a kept key: the old one goes, the new one is not kept.
+    c.set('a', 1, 'x'.repeat(11), null);
+    expect(c.get('a', 1, 0)).toBeUndefined();
+    expect([c.size, c.weight]).toEqual([3, 30]);
+
+    c.set('f', 2, 'f', null);
+    expect([c.size, c.weight]).toEqual([1, 1]);
+    c.clear();
+    expect(c.weight).toBe(0);
   });
 
   it('forgets every value on clear (a task change announced)', () => {
