@@ -314,7 +314,11 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     send(res, 200, outcome.result ?? {});
   };
 
-  const server = createServer({ requestTimeout: 120_000, headersTimeout: 30_000 }, (req, res) => {
+  // A request's headers within 10 s and the whole request within 120 s (a stream's answer is not
+  // bounded by either), looked at every 2 s; at most server.max_connections sockets: a local
+  // process that opens thousands and never writes is closed at accept past the cap and let go by
+  // the header timeout, and the descriptors the store, the mailbox and the webhook need stay free.
+  const server = createServer({ requestTimeout: 120_000, headersTimeout: 10_000, connectionsCheckingInterval: 2_000 }, (req, res) => {
     handle(req, res).catch((err: unknown) => {
       // A caller that hangs up mid-request (its own timeout) is not our error.
       const aborted = req.destroyed || (err as NodeJS.ErrnoException).code === 'ECONNRESET' || (err as Error).message === 'aborted';
@@ -324,6 +328,9 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       else res.destroy();
     });
   });
+  server.maxConnections = config.server.maxConnections;
+  const dropped = limitedLog(log, REFUSAL_LOG_EVERY_MS);
+  server.on('drop', () => dropped(Date.now(), 'warn', 'drop', { maxConnections: config.server.maxConnections }, 'connection closed at accept: server.max_connections reached'));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen({ host, port, exclusive: true }, () => {

@@ -147,6 +147,8 @@ export interface ServerConfig {
   waitBudgetMs: number;
   /** Streams (SendStreamingMessage, SubscribeToTask) one caller may hold open at once; more are refused with `limitReached`. */
   maxStreamsPerCaller: number;
+  /** TCP connections the server holds at once (node:http `maxConnections`); one more is closed at accept, so descriptors stay for the store and the mailbox. */
+  maxConnections: number;
   /** A quiet stream gets an SSE comment line this often, in ms, so idle proxies and clients keep it. */
   streamKeepAliveMs: number;
   /**
@@ -281,6 +283,7 @@ export function parseConfig(doc: Table, baseDir: string, file = '', o: LoadOptio
     callerTimeoutMs: server.integer('caller_timeout_s', 30, 5, 3600) * 1000,
     waitBudgetMs: server.integer('wait_budget_s', 0, 0, 3600) * 1000,
     maxStreamsPerCaller: server.integer('max_streams_per_caller', 16, 1, 10_000),
+    maxConnections: server.integer('max_connections', 256, 2, 10_000),
     streamKeepAliveMs: server.integer('stream_keepalive_s', 15, 1, 300) * 1000,
     pushAllowHosts: server.stringArray('push_allow_hosts', []).map((h) => h.trim().toLowerCase()),
   };
