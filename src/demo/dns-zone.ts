@@ -262,22 +262,30 @@ function listening(target: { once(e: 'error', l: (err: Error) => void): unknown;
 }
 
 /**
- * Binds UDP and TCP on the same port. With port 0 the UDP port is chosen first; if TCP cannot
- * take it, both are released and the pair is tried again (5 times at most).
+ * Binds UDP and TCP on the same port. With port 0 the TCP port is chosen first, by the kernel,
+ * among those free for a TCP listener; UDP then takes the same number, which is seldom in use
+ * (the other order lost often on a busy machine: a UDP pick from the ephemeral range is where the
+ * machine's outgoing TCP connections live). If UDP cannot take it, both are released and the pair
+ * is tried again (20 times at most).
  *
  * @throws the bind error (e.g. EADDRINUSE) of the last try.
  */
 async function bindBoth(host: string, port: number): Promise<{ udp: Socket; tcp: NetServer }> {
   for (let attempt = 1; ; attempt++) {
-    const udp = createSocket(isIP(host) === 6 ? 'udp6' : 'udp4');
-    await listening(udp, (ready) => udp.bind(port, host, ready));
     const tcp = createServer();
+    await listening(tcp, (ready) => tcp.listen(port, host, ready));
+    const udp = createSocket(isIP(host) === 6 ? 'udp6' : 'udp4');
     try {
-      await listening(tcp, (ready) => tcp.listen(udp.address().port, host, ready));
+      await listening(udp, (ready) => udp.bind((tcp.address() as { port: number }).port, host, ready));
       return { udp, tcp };
     } catch (err) {
-      await new Promise<void>((resolve) => udp.close(() => resolve()));
-      if (port !== 0 || attempt >= 5) throw err;
+      try {
+        udp.close();
+      } catch {
+        // not bound: nothing to release
+      }
+      await new Promise<void>((resolve) => tcp.close(() => resolve()));
+      if (port !== 0 || attempt >= 20) throw err;
     }
   }
 }
