@@ -61,12 +61,12 @@ export interface IntakeContext {
  * What became of one message:
  * - `recorded`: judged, and its decision committed (ledger row, any promotion, the watermark);
  * - `seen`: this copy (source) was recorded before; only the watermark moved;
- * - `deferred`: its DKIM key could not be looked up yet; nothing was written.
+ * - `deferred`: its DKIM key could not be looked up yet, or the MIME parser could not be loaded; nothing was written.
  */
 export type Intake =
   | { kind: 'recorded'; verdict: Verdict; reason: string; ledgerId: number; decision: Exclude<Decision, { kind: 'defer' }> }
   | { kind: 'seen' }
-  | { kind: 'deferred'; reason: string };
+  | { kind: 'deferred'; reason: string; cause?: 'parser' };
 
 /**
  * One fetched message through the judge (src/core/judge.ts) and into the store: the judge's
@@ -112,7 +112,7 @@ export async function intake(c: IntakeContext, msg: FetchedMessage, uidValidity:
       settle: (decide) =>
         store.tx((tx): Intake => {
           const d = decide();
-          return d.kind === 'defer' ? { kind: 'deferred', reason: d.reason } : commit(tx, d);
+          return d.kind === 'defer' ? { kind: 'deferred', reason: d.reason, ...(d.cause ? { cause: d.cause } : {}) } : commit(tx, d);
         }),
       // An authenticated reply may be applied: a large raw message or answer is written now, in
       // bounded steps, so the decision's transaction only refers to it (src/store/large-values.ts).

@@ -32,7 +32,7 @@ import {
 } from '../uplink/gates.js';
 import type { UnreadableReason } from '../uplink/mailbox.js';
 import { sha256Sliced } from '../uplink/digest.js';
-import { parseReply, type ParsedReply } from '../uplink/reply-format.js';
+import { parseReply, ParserUnavailableError, type ParsedReply } from '../uplink/reply-format.js';
 import { tokensEqual } from './token.js';
 
 /**
@@ -150,7 +150,7 @@ export type Decision =
       signature: string | null;
     }
   /** Look at the message again on a later check; nothing is recorded (the watermark stays before it). */
-  | { kind: 'defer'; reason: string; message: MessageFacts }
+  | { kind: 'defer'; reason: string; message: MessageFacts; /** `parser`: the MIME parser could not be loaded; else a DKIM key lookup failed temporarily. */ cause?: 'parser' }
   | { kind: 'apply'; verdict: `applied:${ReplyStatusWord}`; reason: string; status: ReplyStatusWord; message: MessageFacts; on: DecidedTask; reply: ParsedReply; evidence: 'whole'; signature: string }
   /** An authenticated reply to a task that failed by its deadline or dispatch: kept and shown, not applied. */
   | { kind: 'late'; verdict: 'late:recorded'; reason: string; message: MessageFacts; on: DecidedTask; reply: ParsedReply; evidence: 'whole'; signature: string };
@@ -236,7 +236,8 @@ export function judgeHeaderBlock(msg: IncomingMessage, rules: JudgeRules, store:
  *    aligned DKIM signature — steps 0–4 read the header block alone ({@link judgeHeaderBlock});
  * 5. gate 7 again: the aligned signature verifies locally (`mailbox.verify_dkim`); a DKIM key
  *    lookup that failed temporarily ⇒ `defer` for {@link TEMPORARY_RETRY_MS} after arrival, then
- *    the refusal;
+ *    the refusal; the MIME parser could not be loaded (uplink/reply-format.ts
+ *    `ParserUnavailableError`) ⇒ `defer` until it can;
  * 6. inside `settle`: gate 1 again (a concurrent process may have recorded the bytes, or the
  *    signature, while this one authenticated), then gates 8–11 on the task as the store holds it:
  *    the task exists, the Date window, gate 8a (Message-ID replay), the live token, the task awaits
@@ -270,7 +271,15 @@ export async function judgeMessage<R>(msg: IncomingMessage, facts: JudgeFacts<R>
   }
   const key = signatureKey(signature.b);
 
-  const reply = await parseReply(msg.raw, { maxAttachmentBytes: rules.maxAttachmentBytes });
+  let reply: ParsedReply;
+  try {
+    reply = await parseReply(msg.raw, { maxAttachmentBytes: rules.maxAttachmentBytes });
+  } catch (err) {
+    // The parser is loaded at first use: if it cannot be, nothing of the body was read, and a
+    // genuine reply must not be refused as one without a token; it is judged again next check.
+    if (err instanceof ParserUnavailableError) return facts.settle(() => ({ kind: 'defer', reason: err.message, message, cause: 'parser' }));
+    throw err;
+  }
   await facts.stage?.(reply);
   return facts.settle((): Decision => {
     // Authenticated from here on: only an applied or late reply keeps the whole message.

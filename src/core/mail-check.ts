@@ -107,7 +107,12 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
             // The callers' status text shows this error: the bridge's words only. The reason names
             // the signature's selector, which the agent chose (docs/agent-text.md); it goes to the log.
             ctx.log.info({ folder: mailbox.folder, uid: msg.uid, reason: outcome.reason }, 'reply deferred');
-            throw new MailboxError('a reply could not be authenticated yet (gate 7: local DKIM verification hit a temperror: the key lookup failed); it will be judged again on the next check', 'io');
+            throw new MailboxError(
+              outcome.cause === 'parser'
+                ? 'a reply could not be read yet (the MIME parser could not be loaded: see the log); it will be judged again on the next check'
+                : 'a reply could not be authenticated yet (gate 7: local DKIM verification hit a temperror: the key lookup failed); it will be judged again on the next check',
+              'io',
+            );
           }
           mark.recorded(msg.source);
           if (outcome.kind === 'recorded') count(outcome, msg.receivedAt);

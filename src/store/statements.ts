@@ -43,17 +43,34 @@ export function stmt(db: Db, sql: string): Database.Statement {
   return s;
 }
 
+/** A character SQLite reads as part of an identifier or a parameter's name (its tokenizer's IdChar: letters, digits, `_`, `$`, and every non-ASCII character). */
+const ID_CHAR = /[\w$\u0080-\uffff]/;
+
 /**
  * `sql` with a unary `+` before each parameter (`?`, `?NNN`, `@name`, `:name`, `$name`) outside
- * string literals, quoted identifiers and comments, so binding it never recompiles the statement
- * (see above). A parameter already written `+?` is left as it is.
+ * string literals, quoted identifiers (`"…"`, `` `…` ``, `[…]`) and comments, so binding it never
+ * recompiles the statement (see above). A `$`, `@` or `:` inside a name (`a$b`, `@a$b`) is part of
+ * that name, as SQLite's tokenizer reads it (https://sqlite.org/lang_expr.html#varparam). A
+ * parameter already written `+?` is left as it is.
  */
 export function stableParams(sql: string): string {
   let out = '';
   let i = 0;
   while (i < sql.length) {
     const c = sql[i]!;
-    if (c === "'" || c === '"' || c === '`') {
+    if (c === '[') {
+      // A quoted identifier in brackets (MS Access/SQL Server style, which SQLite accepts), to its `]`.
+      const j = sql.indexOf(']', i + 1);
+      const end = j === -1 ? sql.length : j + 1;
+      out += sql.slice(i, end);
+      i = end;
+    } else if (c !== '$' && ID_CHAR.test(c)) {
+      // An identifier, keyword or number, whole: a `$` inside it does not start a parameter.
+      let j = i + 1;
+      while (j < sql.length && ID_CHAR.test(sql[j]!)) j++;
+      out += sql.slice(i, j);
+      i = j;
+    } else if (c === "'" || c === '"' || c === '`') {
       // A literal or quoted identifier, to its closing quote (a doubled quote stays inside).
       let j = i + 1;
       for (; j < sql.length; j++) {
@@ -76,7 +93,7 @@ export function stableParams(sql: string): string {
       i = end;
     } else if (c === '?' || ((c === '@' || c === ':' || c === '$') && /[A-Za-z_]/.test(sql[i + 1] ?? ''))) {
       let j = i + 1;
-      while (j < sql.length && /\w/.test(sql[j]!)) j++;
+      while (j < sql.length && (c === '?' ? /\d/ : ID_CHAR).test(sql[j]!)) j++;
       if (!out.trimEnd().endsWith('+')) out += '+';
       out += sql.slice(i, j);
       i = j;

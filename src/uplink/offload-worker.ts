@@ -38,6 +38,6 @@ port.on('message', (m: ToWorker) => {
   };
   run().then(
     (result) => send({ type: 'done', id: m.id, result }),
-    (err: unknown) => send({ type: 'failed', id: m.id, message: err instanceof Error ? err.message : String(err) }),
+    (err: unknown) => send({ type: 'failed', id: m.id, message: err instanceof Error ? err.message : String(err), ...(err instanceof Error ? { name: err.name } : {}) }),
   );
 });

@@ -60,7 +60,7 @@ interface Job {
 /** What the worker posts. */
 export type FromWorker =
   | { type: 'done'; id: number; result: unknown }
-  | { type: 'failed'; id: number; message: string }
+  | { type: 'failed'; id: number; message: string; name?: string }
   | { type: 'dns'; id: number; lookup: number; name: string; rrtype: string };
 
 /** What the worker is sent. */
@@ -99,7 +99,7 @@ function start(): Worker {
     }
     settle(job);
     if (m.type === 'done') job.resolve(m.result);
-    else job.reject(new Error(m.message));
+    else job.reject(Object.assign(new Error(m.message), m.name ? { name: m.name } : {}));
   });
   // A worker that died (a crash, an exhausted heap) leaves its jobs to a fresh one.
   const lost = (why: string): void => {

@@ -57,14 +57,37 @@ const PARSER_OPTIONS: SimpleParserOptions = {
 };
 
 /**
+ * The MIME parser could not be loaded — its package missing or being replaced under a running
+ * bridge (`npm ci` empties node_modules first) — so nothing of the message was read: a fault of
+ * ours, never the mail's, which the judge defers to the next check (src/core/judge.ts).
+ */
+export class ParserUnavailableError extends Error {
+  override readonly name = 'ParserUnavailableError';
+}
+
+/**
+ * mailparser, loaded by the first reply parsed, not at start (memory and start-up: bench/RESULTS.md,
+ * machine-limit).
+ * @throws ParserUnavailableError when it cannot be loaded
+ */
+async function loadParser(): Promise<typeof import('mailparser')> {
+  try {
+    return await import('mailparser');
+  } catch (err) {
+    throw new ParserUnavailableError(`the MIME parser (mailparser) could not be loaded: ${(err as Error).message}`);
+  }
+}
+
+/**
  * The body as text: the text/plain part(s) when there is one with content, else the HTML
  * converted by mailparser; and every other part, as mailparser decoded it (an embedded
- * `message/rfc822` among them: kept as an attachment, never read as text). Never throws.
+ * `message/rfc822` among them: kept as an attachment, never read as text). Never throws on the
+ * message's bytes.
+ * @throws ParserUnavailableError when the parser cannot be loaded (never read as an empty body)
  */
 async function bodyText(raw: Buffer): Promise<{ text: string; kind: ParsedReply['bodyKind']; attachments: RawAttachment[] }> {
+  const { simpleParser } = await loadParser();
   try {
-    // mailparser is loaded by the first reply parsed, not at start (memory and start-up: bench/RESULTS.md, machine-limit).
-    const { simpleParser } = await import('mailparser');
     const plain = await simpleParser(raw, PARSER_OPTIONS);
     const attachments = plain.attachments.map((a) => ({ filename: a.filename ?? null, contentType: a.contentType, content: a.content }));
     if (typeof plain.text === 'string' && plain.text.trim() !== '') return { text: plain.text, kind: 'text', attachments };
@@ -297,11 +320,17 @@ export async function parseReply(raw: Buffer, o: { budgetMs?: number; timer?: Bu
     return { ...r, attachments: r.attachments.map((a) => (a.kind === 'file' ? { ...a, bytes: Buffer.from(a.bytes.buffer, a.bytes.byteOffset, a.bytes.byteLength) } : a)) };
   } catch (err) {
     if (err instanceof BudgetError) return unparsedReply(err.message);
+    // The worker's own failure to load the parser crosses the thread by name.
+    if (err instanceof Error && err.name === 'ParserUnavailableError') throw new ParserUnavailableError(err.message);
     throw err;
   }
 }
 
-/** {@link parseReply} on this thread, without budgets (the worker runs this). Never throws. */
+/**
+ * {@link parseReply} on this thread, without budgets (the worker runs this). Never throws on the
+ * message's bytes.
+ * @throws ParserUnavailableError when the parser cannot be loaded
+ */
 export async function parseReplyHere(raw: Buffer, maxAttachmentBytes = DEFAULT_MAX_ATTACHMENT_BYTES): Promise<ParsedReply> {
   const { text, kind, attachments } = await bodyText(raw);
   try {

@@ -39,3 +39,48 @@ describe('stableParams', () => {
     db.close();
   });
 });
+
+describe('stableParams on real SQLite: every query means what it meant as written', () => {
+  const db = new Database(':memory:');
+  db.exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, s TEXT, n INTEGER, r REAL, b BLOB, a, "we$ird" TEXT, [br?k] TEXT, x$y TEXT);
+    INSERT INTO t VALUES (1, '10', 10, 1.5, x'00', '10', 'w1', 'b1', 'd1'), (2, '9', 9, 2.0, x'01', 9, 'w2', 'b2', 'd2'),
+      (3, 'a_b%', 3, 3, NULL, 'x', 'w3', 'b3', 'd3'), (4, 'A_B', 4, 4, NULL, NULL, 'w4', 'b4', 'd4');`);
+  const cases: [string, unknown[] | Record<string, unknown>][] = [
+    // Affinity: a TEXT, INTEGER, REAL or untyped column against a number or a numeric string.
+    ['SELECT id FROM t WHERE s = ? ORDER BY id', [10]],
+    ['SELECT id FROM t WHERE n = ? ORDER BY id', ['10']],
+    ['SELECT id FROM t WHERE a = ? ORDER BY id', ['10']],
+    ['SELECT id FROM t WHERE a = ? ORDER BY id', [10]],
+    ['SELECT id FROM t WHERE r = ? ORDER BY id', ['2']],
+    ['SELECT id FROM t WHERE s > ? ORDER BY id', [5]],
+    ['SELECT id FROM t WHERE b = ?', [Buffer.from([0])]],
+    ['SELECT typeof(?) AS ty, ? AS v', ['12', '12']],
+    // IN lists, ranges, row values, IS, CASE, LIMIT/OFFSET with strings.
+    ['SELECT id FROM t WHERE s IN (?, ?) ORDER BY id', [10, 9]],
+    ['SELECT id FROM t WHERE n IN (?, ?) ORDER BY id', ['10', '9']],
+    ['SELECT id FROM t WHERE id BETWEEN ? AND ? ORDER BY id', ['2', '3']],
+    ['SELECT id FROM t WHERE (id, s) = (?, ?)', [2, '9']],
+    ['SELECT id FROM t WHERE s IS ? ORDER BY id', [null]],
+    [`SELECT CASE ? WHEN 1 THEN 'one' ELSE 'other' END AS v`, ['1']],
+    ['SELECT id FROM t ORDER BY id LIMIT ? OFFSET ?', ['2', 1]],
+    ['SELECT -? AS v, - ? AS w, 1-? AS x, 1 - -? AS z, 1+? AS p', [2, 2, 2, 2, 2]],
+    // LIKE, ESCAPE, GLOB, COLLATE.
+    ['SELECT id FROM t WHERE s LIKE ? ORDER BY id', ['a\\_b%']],
+    ['SELECT id FROM t WHERE s LIKE ? ESCAPE ? ORDER BY id', ['a\\_b%', '\\']],
+    ['SELECT id FROM t WHERE s GLOB ? ORDER BY id', ['[aA]*']],
+    ['SELECT id FROM t WHERE s = ? COLLATE NOCASE ORDER BY id', ['a_b']],
+    // Named parameters, a ? in a literal or a comment.
+    ['SELECT id FROM t WHERE id = @id OR s = :s OR n = $n ORDER BY id', { id: 1, s: '9', n: 3 }],
+    [`SELECT id FROM t WHERE s = 'x?' OR s = ? -- ? here`, ['9']],
+    ['SELECT id FROM t WHERE s = ? /* ? :p */', ['9']],
+    // Names holding a ? or a $: bracketed, double-quoted, bare, and a parameter's own name.
+    ['SELECT [br?k] AS v FROM t WHERE id = ?', [1]],
+    ['SELECT "we$ird" AS v FROM t WHERE id = ?', [1]],
+    ['SELECT x$y AS v FROM t WHERE id = ?', [2]],
+    ['SELECT id FROM t WHERE id = @a$b', { a$b: 3 }],
+  ];
+  it.each(cases)('%s', (sql, params) => {
+    const bind = (s: string) => (Array.isArray(params) ? db.prepare(s).all(...params) : db.prepare(s).all(params));
+    expect(bind(stableParams(sql))).toEqual(bind(sql));
+  });
+});
