@@ -38,8 +38,8 @@ export function formatPrune(counts: PruneCounts, cut: number, dryRun: boolean): 
  * `a2a-mailbridge prune --older-than <days>`: deletes tasks finished before the cut with no event
  * since (terminal states only, never an open task), with their turns, attempts, messages,
  * artifacts, replies, attachments and events, and the ledger rows
- * seen before the cut that belong to no task that stays (see src/store/prune.ts). One
- * transaction; safe while the bridge runs. `--dry-run` only counts, on a read-only connection.
+ * seen before the cut that belong to no task that stays (see src/store/prune.ts). A batch of
+ * tasks per transaction (`pruneInBatches`): safe while the bridge runs, which waits for one batch at most. `--dry-run` only counts, on a read-only connection.
  *
  * @returns the exit code (0)
  * @throws UsageError without `--older-than`; ConfigError/StoreError when the store cannot be opened
@@ -60,7 +60,7 @@ export function runPrune(where: StoreLocation, o: PruneOptions, now = Date.now()
     if (!existsSync(file)) throw new StoreError(`no store at ${file}; nothing to prune`);
     const db = Store.open(file);
     try {
-      counts = db.tx((tx) => tx.retention.prune(cut));
+      counts = db.pruneInBatches(cut);
     } finally {
       db.close();
     }

@@ -176,20 +176,104 @@ export function pruneReads(db: Db) {
   };
 }
 
+/** Tasks per transaction of a batched prune ({@link pruneInBatches}). */
+export const PRUNE_BATCH_TASKS = 1000;
+/** Ledger rows looked at per transaction of a batched prune. */
+export const PRUNE_BATCH_LEDGER = 5000;
+
+/** Each task's rows but the ledger's, by table, for a batch given as `@ids` (a JSON array). */
+const BATCH_TARGETS: readonly [Exclude<keyof PruneCounts, 'ledger'>, string, string][] = TARGETS.filter(([key]) => key !== 'ledger').map(
+  ([key, table]) => [key as Exclude<keyof PruneCounts, 'ledger'>, table, `${table === 'tasks' ? 'id' : 'task_id'} IN (SELECT value FROM json_each(@ids))`],
+);
+
+function add(into: PruneCounts, from: Partial<PruneCounts>): void {
+  for (const [k, v] of Object.entries(from) as [keyof PruneCounts, number][]) into[k] += v;
+}
+
 export function pruneWrites(w: Writer) {
-  return {
+  const writes = {
+    /**
+     * Deletes up to `limit` tasks that go (the oldest first), with their rows and the ledger rows
+     * seen before the cut that name them; inside the caller's transaction.
+     * @param cut ms since the epoch
+     * @returns the rows deleted per table (`tasks < limit`: none is left)
+     */
+    pruneTasks(cut: number, limit: number): PruneCounts {
+      const out = empty();
+      const ids = (w.db.prepare(`${PRUNABLE_TASKS} ORDER BY t.updated_at LIMIT @limit`).pluck().all({ cut, limit }) as string[]);
+      if (!ids.length) return out;
+      const batch = { ids: JSON.stringify(ids), cut };
+      out.ledger = w.db.prepare(`DELETE FROM ledger WHERE task_id IN (SELECT value FROM json_each(@ids)) AND seen_at < @cut`).run(batch).changes;
+      // A pruned task's push configurations and deliveries go with it (uncounted: they hold no evidence).
+      for (const table of ['push_deliveries', 'push_configs']) w.db.prepare(`DELETE FROM ${table} WHERE task_id IN (SELECT value FROM json_each(@ids))`).run(batch);
+      for (const [key, table, where] of BATCH_TARGETS) out[key] = w.db.prepare(`DELETE FROM ${table} WHERE ${where}`).run(batch).changes;
+      return out;
+    },
+
+    /**
+     * Deletes the ledger rows that go among the `limit` rows after id `after` (by id, so a whole
+     * pass reads the ledger once); inside the caller's transaction.
+     * @returns the rows deleted, and the last id looked at (null: the ledger ends before the window)
+     */
+    pruneLedger(cut: number, after: number, limit: number): { ledger: number; last: number | null } {
+      const last = w.db.prepare(`SELECT max(id) FROM (SELECT id FROM ledger WHERE id > @after ORDER BY id LIMIT @limit)`).pluck().get({ after, limit }) as number | null;
+      if (last === null) return { ledger: 0, last: null };
+      const ledger = w.db.prepare(`DELETE FROM ledger WHERE id > @after AND id <= @last AND ${PRUNABLE_LEDGER}`).run({ after, last, cut }).changes;
+      return { ledger, last };
+    },
+
     /**
      * Deletes finished tasks (with their rows) and old ledger rows; inside the caller's
-     * transaction, so a running bridge sees all of it or none.
+     * transaction, so a running bridge sees all of it or none (tests, a small store). The CLI
+     * prunes in batches instead ({@link pruneInBatches}).
      * @param cut ms since the epoch: tasks finished before it and ledger rows seen before it
      * @returns the number of rows deleted per table
      */
     prune(cut: number): PruneCounts {
       const out = empty();
-      // A pruned task's push configurations and deliveries go with it (uncounted: they hold no evidence).
-      for (const table of ['push_deliveries', 'push_configs']) w.db.prepare(`DELETE FROM ${table} WHERE task_id IN (${PRUNABLE_TASKS})`).run({ cut });
-      for (const [key, table, where] of TARGETS) out[key] = w.db.prepare(`DELETE FROM ${table} WHERE ${where}`).run({ cut }).changes;
+      for (let done = false; !done; ) {
+        const c = writes.pruneTasks(cut, PRUNE_BATCH_TASKS);
+        add(out, c);
+        done = c.tasks < PRUNE_BATCH_TASKS;
+      }
+      for (let after: number | null = 0; after !== null; ) {
+        const c = writes.pruneLedger(cut, after, PRUNE_BATCH_LEDGER);
+        out.ledger += c.ledger;
+        after = c.last;
+      }
       return out;
     },
   };
+  return writes;
+}
+
+/**
+ * `prune` on a store a bridge is using: the same deletions as `prune(cut)`, a batch of tasks (or
+ * a window of the ledger) per transaction, so the bridge's own writes wait for one batch at most,
+ * never for the whole prune (at a million tasks one transaction held the write lock for minutes,
+ * past the bridge's 5 s busy timeout). Each batch is whole: a task goes with all its rows or not
+ * at all; between batches the bridge sees some tasks gone and others not yet.
+ *
+ * @param tx runs one transaction (Store.tx)
+ * @param sizes tasks and ledger rows per transaction (tests pass small ones)
+ * @returns the rows deleted per table, as `countPrunable(cut)` counted them before
+ */
+export function pruneInBatches(
+  tx: <T>(fn: (t: { retention: ReturnType<typeof pruneWrites> }) => T) => T,
+  cut: number,
+  sizes: { tasks: number; ledger: number } = { tasks: PRUNE_BATCH_TASKS, ledger: PRUNE_BATCH_LEDGER },
+): PruneCounts {
+  const out = empty();
+  for (let done = false; !done; ) {
+    const c = tx((t) => t.retention.pruneTasks(cut, sizes.tasks));
+    add(out, c);
+    done = c.tasks < sizes.tasks;
+  }
+  for (let after: number | null = 0; after !== null; ) {
+    const from: number = after;
+    const c = tx((t) => t.retention.pruneLedger(cut, from, sizes.ledger));
+    out.ledger += c.ledger;
+    after = c.last;
+  }
+  return out;
 }

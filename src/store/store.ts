@@ -10,7 +10,7 @@ import { mailboxReads, mailboxWrites } from './mailbox-state.js';
 import { messageReads, messageWrites } from './messages.js';
 import { limitReads } from './limits.js';
 import { overviewReads } from './overview.js';
-import { pruneReads, pruneWrites } from './prune.js';
+import { pruneInBatches, pruneReads, pruneWrites, type PruneCounts } from './prune.js';
 import { pushReads, pushWrites } from './push.js';
 import { replyReads, replyWrites } from './replies.js';
 import { scheduleReads } from './schedule.js';
@@ -148,6 +148,16 @@ export class Store {
    */
   static open(path: string | Buffer, options: OpenOptions = {}): Store {
     return new Store(openDb(path, options));
+  }
+
+  /**
+   * `prune` on a store a bridge may be using: a batch of tasks (or a window of the ledger) per
+   * transaction (src/store/prune.ts `pruneInBatches`).
+   * @param cut ms since the epoch
+   * @param sizes tasks and ledger rows per transaction (default 1,000 and 5,000)
+   */
+  pruneInBatches(cut: number, sizes?: { tasks: number; ledger: number }): PruneCounts {
+    return pruneInBatches((fn) => this.tx(fn), cut, sizes);
   }
 
   /**

@@ -23,6 +23,26 @@ describe('prune: retention for finished tasks; never an open task', () => {
     expect(db.retention.countPrunable(cut)).toEqual({ tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0 });
   });
 
+  it('in batches (the CLI): one transaction per task and per ledger window, the same deletions as one prune, and what stays is the same', () => {
+    const one = buildStore(':memory:', NOW);
+    const batched = buildStore(':memory:', NOW);
+    const cut = NOW + DAY; // every finished task and every old ledger row of no open task
+    const planned = batched.retention.countPrunable(cut);
+    expect(planned.tasks).toBeGreaterThan(2);
+    const commits: number[] = [];
+    const tx = batched.tx.bind(batched);
+    batched.tx = ((fn: Parameters<typeof tx>[0]) => {
+      commits.push(1);
+      return tx(fn);
+    }) as typeof tx;
+    expect(batched.pruneInBatches(cut, { tasks: 1, ledger: 1 })).toEqual(planned);
+    // One transaction per task and one more that finds none, then the ledger's windows.
+    expect(commits.length).toBeGreaterThanOrEqual(planned.tasks + 2);
+    expect(one.tx((t) => t.retention.prune(cut))).toEqual(planned);
+    expect(tableCounts(batched)).toEqual(tableCounts(one));
+    expect(batched.retention.countPrunable(cut)).toEqual(one.retention.countPrunable(cut));
+  });
+
   it('never deletes an open task, however old, nor the ledger rows it relies on (gates 1 and 8a)', () => {
     const db = buildStore(':memory:', NOW);
     const ledgerOfOpen = ledgerOf(db, IDS.oldWorking);
