@@ -3,6 +3,7 @@ import { limitedLog, type LimitedLog } from '../log.js';
 import { LARGE_VALUE_MIN, type Store, type StoreTx } from '../store/store.js';
 import type { DnsResolver } from '../uplink/dkim.js';
 import { recordableFacts } from '../uplink/gates.js';
+import { ParserUnavailableError } from '../uplink/parser-unavailable.js';
 import type { FetchedMessage, HeaderedMessage } from '../uplink/mailbox.js';
 import type { Verdict } from '../uplink/verdicts.js';
 import { recordDecision } from './apply-reply.js';
@@ -127,6 +128,9 @@ export async function intake(c: IntakeContext, msg: FetchedMessage, uidValidity:
     return logged(out);
   } catch (err) {
     await dropUnused();
+    // A library the judge reads mail with could not be loaded: ours to fix, so nothing is recorded
+    // and the message is judged again on the next check (src/uplink/parser-unavailable.ts).
+    if (err instanceof ParserUnavailableError) return logged({ kind: 'deferred', reason: err.message, cause: 'parser' });
     // The parsers never throw on hostile bytes; if something else does, the message is still recorded.
     c.log.error({ err: (err as Error).message, source: msg.source }, 'message could not be processed');
     const reason = `processing failed: ${(err as Error).message}`;

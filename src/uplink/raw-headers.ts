@@ -7,11 +7,11 @@
 import { isUtf8 } from 'node:buffer';
 import { createRequire } from 'node:module';
 import type AddressParser from 'nodemailer/lib/addressparser/index.js';
+import { loadOnce } from './parser-unavailable.js';
 
 // Loaded on the first message judged, not at start (memory and start-up: bench/RESULTS.md, machine-limit).
 const require = createRequire(import.meta.url);
-let loaded: typeof AddressParser | undefined;
-const addressparser = (value: string): ReturnType<typeof AddressParser> => (loaded ??= require('nodemailer/lib/addressparser/index.js') as typeof AddressParser)(value);
+const addressParser = loadOnce("nodemailer's address parser", () => require('nodemailer/lib/addressparser/index.js') as typeof AddressParser);
 
 /** One header field as it stands in the message. */
 export interface HeaderField {
@@ -232,9 +232,12 @@ function validAddrSpec(address: string): boolean {
  * address, and an address that is not a plain `local@domain` (quoted local parts included).
  *
  * @returns the address lower-cased, or the problem: `none` (no mailbox), `several`, `invalid`.
+ * @throws ParserUnavailableError when the address parser cannot be loaded
  */
 export function parseSingleAddress(value: string): SingleAddress {
-  let entries: ReturnType<typeof addressparser>;
+  // Loaded before the catch-all below: a missing parser is ours to fix, never the mail's.
+  const addressparser = addressParser();
+  let entries: ReturnType<typeof AddressParser>;
   try {
     entries = addressparser(value);
   } catch {

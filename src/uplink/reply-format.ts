@@ -56,14 +56,9 @@ const PARSER_OPTIONS: SimpleParserOptions = {
   checksumAlgo: false,
 };
 
-/**
- * The MIME parser could not be loaded — its package missing or being replaced under a running
- * bridge (`npm ci` empties node_modules first) — so nothing of the message was read: a fault of
- * ours, never the mail's, which the judge defers to the next check (src/core/judge.ts).
- */
-export class ParserUnavailableError extends Error {
-  override readonly name = 'ParserUnavailableError';
-}
+import { ParserUnavailableError } from './parser-unavailable.js';
+
+export { ParserUnavailableError };
 
 /**
  * mailparser, loaded by the first reply parsed, not at start (memory and start-up: bench/RESULTS.md,

@@ -4,11 +4,11 @@
  */
 import { createRequire } from 'node:module';
 import type Libmime from 'libmime';
+import { loadOnce } from './parser-unavailable.js';
 
 // Loaded on the first message judged, not at start (memory and start-up: bench/RESULTS.md, machine-limit).
 const require = createRequire(import.meta.url);
-let loaded: typeof Libmime | undefined;
-const libmime = (): typeof Libmime => (loaded ??= require('libmime') as typeof Libmime);
+const libmime = loadOnce('the MIME word decoder (libmime)', () => require('libmime') as typeof Libmime);
 
 /** RFC 2047 §2 encoded-word: `=?charset?B|Q?text?=`, no whitespace or `?` inside the text. */
 const ENCODED_WORD = /=\?([^?\s]+)\?([BbQq])\?([^?\s]*)\?=/g;
@@ -38,17 +38,20 @@ function decodeQ(text: string): Buffer {
  * out whole (github.com/nodemailer/mailparser/pull/89; libmime alone joins only B+B and Q+Q runs).
  * The charset conversion is libmime's; an unknown charset reads as UTF-8. Folding is removed.
  *
- * @returns the decoded text; on any failure the input as it was. Never throws.
+ * @returns the decoded text; on any failure the input as it was.
+ * @throws ParserUnavailableError when libmime cannot be loaded (never read as the text undecoded)
  */
 export function decodeSubject(raw: string): string {
   const s = String(raw ?? '').replace(/\r?\n(?=[ \t])/g, '');
+  // Loaded before the catch-all below: a missing decoder is ours to fix, never the mail's.
+  const lib = s.includes('=?') ? libmime() : null;
   try {
     let out = '';
     let last = 0;
     // The run of adjacent encoded-words in one charset, not yet decoded.
     const run = { charset: '', norm: '', bytes: [] as Buffer[], open: false };
     const flush = (): void => {
-      if (run.open) out += libmime().decodeWord(run.charset, 'B', Buffer.concat(run.bytes).toString('base64'));
+      if (run.open) out += lib!.decodeWord(run.charset, 'B', Buffer.concat(run.bytes).toString('base64'));
       run.open = false;
       run.bytes = [];
     };
