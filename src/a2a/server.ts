@@ -61,6 +61,13 @@ function digest(s: string): Buffer {
   return Buffer.from(hash('sha256', s, 'hex'), 'hex');
 }
 
+/** How many Host field lines a request has (`rawHeaders`: name, value, name, value…). */
+function hostLines(raw: string[]): number {
+  let n = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === 4 && raw[i]!.toLowerCase() === 'host') n++;
+  return n;
+}
+
 /** The headers of every JSON answer. */
 const JSON_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store' } as const;
 
@@ -213,6 +220,8 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       return;
     }
     if (path === null) return send(res, 400, { error: 'the request target is not a valid URL (RFC 9112 §3.2)' });
+    // RFC 9112 §3.2: more than one Host field line is a 400 (node:http keeps the first, silently).
+    if (hostLines(req.rawHeaders) > 1) return send(res, 400, { error: 'more than one Host header (RFC 9112 §3.2)' }, { connection: 'close' });
     const get = req.method === 'GET' || req.method === 'HEAD';
     if (path === '/health') {
       if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });

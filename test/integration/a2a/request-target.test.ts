@@ -5,7 +5,9 @@
  * the Host header itself is a loopback uri-host and port (RFC 9110 §7.2).
  * Sent with node:http, which writes the target as given.
  */
+import { once } from 'node:events';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { useHarness } from '../../helpers/bridge-harness.js';
 import { TEST_BEARER } from '../../helpers/config-dir.js';
@@ -35,6 +37,28 @@ describe('the Host header', () => {
     for (const host of ['[localhost]', '[127.0.0.1]:80', 'localhost:65536', 'localhost:99999999999999999999', 'evil.example', '[::ffff:127.0.0.1]', 'localhost.']) {
       expect([host, (await raw('GET', '/health', host)).status]).toEqual([host, 403]);
     }
+  });
+});
+
+/** Sends `head` as written on a new socket; the status code of the answer. */
+async function rawHead(head: string): Promise<number> {
+  const u = new URL(suite.h.endpoint);
+  const s = connect(Number(u.port), u.hostname);
+  await once(s, 'connect');
+  let text = '';
+  s.setEncoding('utf8');
+  s.on('data', (d: string) => (text += d));
+  s.write(head);
+  await once(s, 'end');
+  s.destroy();
+  return Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0);
+}
+
+describe('more than one Host header', () => {
+  it('is a 400 (RFC 9112 §3.2), whatever the second names; one Host line is served', async () => {
+    expect(await rawHead('GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n')).toBe(200);
+    expect(await rawHead('GET /health HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\nConnection: close\r\n\r\n')).toBe(400);
+    expect(await rawHead('GET /health HTTP/1.1\r\nHost: localhost\r\nhost: localhost\r\nConnection: close\r\n\r\n')).toBe(400);
   });
 });
 
