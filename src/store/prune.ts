@@ -190,8 +190,14 @@ function add(into: PruneCounts, from: Partial<PruneCounts>): void {
   for (const [k, v] of Object.entries(from) as [keyof PruneCounts, number][]) into[k] += v;
 }
 
+/** The two steps of a batched prune, each run inside a transaction of its own ({@link pruneInBatches}). */
+interface PruneSteps {
+  pruneTasks(cut: number, limit: number): PruneCounts;
+  pruneLedger(cut: number, after: number, limit: number): { ledger: number; last: number | null };
+}
+
 export function pruneWrites(w: Writer) {
-  const writes = {
+  const writes: PruneSteps & { prune(cut: number): PruneCounts } = {
     /**
      * Deletes up to `limit` tasks that go (the oldest first), with their rows and the ledger rows
      * seen before the cut that name them; inside the caller's transaction.
@@ -230,18 +236,8 @@ export function pruneWrites(w: Writer) {
      * @returns the number of rows deleted per table
      */
     prune(cut: number): PruneCounts {
-      const out = empty();
-      for (let done = false; !done; ) {
-        const c = writes.pruneTasks(cut, PRUNE_BATCH_TASKS);
-        add(out, c);
-        done = c.tasks < PRUNE_BATCH_TASKS;
-      }
-      for (let after: number | null = 0; after !== null; ) {
-        const c = writes.pruneLedger(cut, after, PRUNE_BATCH_LEDGER);
-        out.ledger += c.ledger;
-        after = c.last;
-      }
-      return out;
+      // The batches of the CLI, all inside the caller's one transaction.
+      return pruneInBatches((fn) => fn({ retention: writes }), cut);
     },
   };
   return writes;
@@ -259,7 +255,7 @@ export function pruneWrites(w: Writer) {
  * @returns the rows deleted per table, as `countPrunable(cut)` counted them before
  */
 export function pruneInBatches(
-  tx: <T>(fn: (t: { retention: ReturnType<typeof pruneWrites> }) => T) => T,
+  tx: <T>(fn: (t: { retention: PruneSteps }) => T) => T,
   cut: number,
   sizes: { tasks: number; ledger: number } = { tasks: PRUNE_BATCH_TASKS, ledger: PRUNE_BATCH_LEDGER },
 ): PruneCounts {
