@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { dateInWindow, headerBlockReadable, MAX_DKIM_SIGNATURES, MAX_HEADER_BLOCK_BYTES, MAX_HEADER_LINES, messageFacts, replyStatus, taskOpen, tokenHolds } from '../../../src/uplink/gates.js';
+import { dateInWindow, headerBlockReadable, MAX_DKIM_SIGNATURES, MAX_FROM_CHARS, MAX_HEADER_BLOCK_BYTES, MAX_HEADER_LINES, messageFacts, replyStatus, taskOpen, tokenHolds } from '../../../src/uplink/gates.js';
 import type { ParsedReply } from '../../../src/uplink/reply-format.js';
 import { verifyDkimLocally } from '../../../src/uplink/dkim.js';
 import { corpusAgent, loadManifest, loadZone, profileOf, readMessage, zoneResolver } from '../../helpers/corpus.js';
@@ -159,6 +159,30 @@ describe('before gate 1: a header block that cannot be read as one', () => {
       const [row] = store.store.ledger.query({ limit: 1 });
       expect(row).toMatchObject({ verdict: 'too-large-header', size: huge.length, subject: null, fromHeader: null, taskId: null });
       expect(store.store.ledger.row(row!.id)!.hasRaw).toBe(false);
+    } finally {
+      store.close();
+    }
+  });
+});
+
+describe('gate 3: a From field too long to hold one address', () => {
+  it(`refuses a From over ${MAX_FROM_CHARS} characters on its header block, without parsing it`, async () => {
+    const manifest = loadManifest();
+    const genuine = readMessage('01-genuine-done.eml').toString('latin1');
+    const withFrom = (value: string): Buffer => Buffer.from(genuine.replace(/^From: .*$/m, `From: ${value}`), 'latin1');
+    const store = corpusStore(manifest, { agents: [corpusAgent(manifest)], profile: profileOf(manifest), resolver: zoneResolver(loadZone().records) });
+    try {
+      // 40,000 addresses: parsed, this took 67 ms of the main thread per forgery and read as "several".
+      const many = `Grok Agent <agent@agent.example>, ${'a@b, '.repeat(40_000)}`;
+      await expect(store.take(withFrom(many))).resolves.toMatchObject({
+        kind: 'recorded',
+        verdict: 'auth:duplicate-header',
+        reason: `gate 3: From must hold exactly one address (the field is ${many.length} characters, over ${MAX_FROM_CHARS})`,
+      });
+      // One address with a display name at the bound is still read as the agent's (gate 3 passes; gate 7 then fails the edited mail).
+      const long = `"${'G'.repeat(MAX_FROM_CHARS - '"" <agent@agent.example>'.length)}" <agent@agent.example>`;
+      expect(long.length).toBe(MAX_FROM_CHARS);
+      expect(store.takeHeaderBlock(withFrom(long))).not.toBe('auth:duplicate-header');
     } finally {
       store.close();
     }
