@@ -96,4 +96,21 @@ describe("README's SDK example", () => {
       rmSync(home, { recursive: true, force: true });
     }
   });
+
+  it('the shapes it warns about are refused with the fix named: a string role through the SDK, the other dialect\'s role over raw JSON-RPC', async () => {
+    expect(section()).toContain('a string role is sent as `"UNRECOGNIZED"` with empty parts, and refused');
+    const before = h.receiver.requests.length;
+    const asJson = { message: { messageId: crypto.randomUUID(), contextId: 'ctx-sdk-trap', role: 'ROLE_USER', parts: [{ text: 'x', mediaType: 'text/plain' }] } };
+    await expect(h.client.sendMessage(asJson as never)).rejects.toThrow(
+      /message\.role must be ROLE_USER \(got "UNRECOGNIZED"\); .*role: Role\.ROLE_USER \(import \{ Role \} from '@a2a-js\/sdk'\) and parts: \[\{ content: \{ \$case: 'text'/,
+    );
+    const body = (method: string, role: string) => ({ jsonrpc: '2.0', id: 1, method, params: { message: { role, messageId: crypto.randomUUID(), parts: [{ kind: 'text', text: 'x' }] } } });
+    const v1 = await h.rpc(body('SendMessage', 'user'));
+    expect((v1.json as { error: { code: number; message: string } }).error).toEqual(
+      expect.objectContaining({ code: -32602, message: 'message.role must be ROLE_USER (got "user"); "user" is the v0.3 spelling, taken by message/send and message/stream' }),
+    );
+    const v03 = await h.rpc(body('message/send', 'ROLE_USER'), { 'a2a-version': '0.3' });
+    expect((v03.json as { error: { message: string } }).error.message).toBe('message.role must be user (got "ROLE_USER"); "ROLE_USER" is the v1.0 spelling, taken by SendMessage and SendStreamingMessage');
+    expect(h.receiver.requests).toHaveLength(before); // nothing refused was sent
+  });
 });
