@@ -262,9 +262,14 @@ export function alignedSignatures(facts: MessageFacts, r: TrustedResults, agent:
   const byHeaderB = new Set(named.filter((n) => n.how.includes('header.b')).map((n) => n.s));
   if (aligned.length === 0) {
     const seen = r.dkim.map((d) => `dkim=${d.result} header.d=${d.headerD ?? '?'}`).join(', ') || 'no dkim result';
+    // Which half is missing: the signature in the message, or a trusted pass that names it.
+    let inMessage: string;
+    if (signatures.length === 0) inMessage = `the message holds no DKIM-Signature with d=${agent.dkimDomain}`;
+    else if (passes.length === 0) inMessage = `the message holds ${plural(signatures.length, 'DKIM-Signature')} with d=${agent.dkimDomain}`;
+    else inMessage = `no trusted pass names the message's ${plural(signatures.length, 'DKIM-Signature')} with d=${agent.dkimDomain} (by header.b or header.s)`;
     return {
       verdict: 'auth:dkim-unaligned',
-      reason: `gate 7: no trusted dkim=pass with header.d=${agent.dkimDomain} matching a DKIM-Signature (${seen})`,
+      reason: `gate 7: no trusted dkim=pass with header.d=${agent.dkimDomain} matching a DKIM-Signature (trusted: ${seen}; ${inMessage})`,
     };
   }
   const problems: string[] = [];
