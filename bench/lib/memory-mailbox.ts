@@ -1,6 +1,7 @@
-import { MAX_HEADER_BLOCK_BYTES } from '../../src/uplink/gates.js';
+import { MAX_HEADER_BLOCK_BYTES, STAMP_PREFIX_BYTES } from '../../src/uplink/gates.js';
 import {
   DEFAULT_MAX_HEADERS,
+  DEFAULT_MAX_PREFIXES,
   HEADER_BATCH,
   readOldest,
   type CheckRequest,
@@ -32,7 +33,9 @@ export class MemoryMailbox implements Mailbox {
 
   open(req: CheckRequest): Promise<MailboxPass> {
     const fresh = this.#messages.filter((m) => m.uid > req.watermark.lastUid && !req.isRecorded?.(m.source));
-    const limit = Math.min(fresh.length, req.maxHeaders ?? DEFAULT_MAX_HEADERS);
+    const limit = Math.min(fresh.length, req.maxPrefixes ?? DEFAULT_MAX_PREFIXES);
+    let blocks = Math.max(0, req.maxHeaders ?? DEFAULT_MAX_HEADERS);
+    let left = false;
     const byUid = new Map(this.#messages.map((m) => [m.uid, m]));
     let next = 0;
     let bytes = 0;
@@ -42,7 +45,7 @@ export class MemoryMailbox implements Mailbox {
       uidValidityChanged: req.watermark.uidValidity !== null && req.watermark.uidValidity !== '1',
       floor: fresh.length ? fresh[0]!.uid - 1 : last,
       get more() {
-        return next < fresh.length;
+        return left || next < fresh.length;
       },
       get bytesFetched() {
         return bytes;
@@ -53,11 +56,27 @@ export class MemoryMailbox implements Mailbox {
         next += batch.length;
         return Promise.resolve(
           batch.map((m, k): HeaderedMessage => {
-            const end = headerEnd(m.raw, MAX_HEADER_BLOCK_BYTES);
-            const head = end < 0 ? m.raw.subarray(0, MAX_HEADER_BLOCK_BYTES) : m.raw.subarray(0, end);
+            const end = headerEnd(m.raw, STAMP_PREFIX_BYTES);
+            const runsOn = end < 0 && m.raw.length > STAMP_PREFIX_BYTES;
+            const head = end < 0 ? m.raw.subarray(0, STAMP_PREFIX_BYTES) : m.raw.subarray(0, end);
             bytes += head.length;
             const after = fresh[from + k + 1];
-            return { uid: m.uid, source: m.source, head, size: m.size, receivedAt: m.receivedAt, passes: after ? after.uid - 1 : last };
+            return { uid: m.uid, source: m.source, head, size: m.size, receivedAt: m.receivedAt, passes: after ? after.uid - 1 : last, ...(runsOn ? { prefixOnly: true } : {}) };
+          }),
+        );
+      },
+      headerBlocks: (messages) => {
+        const take = messages.slice(0, blocks);
+        blocks -= take.length;
+        if (take.length < messages.length) left = true;
+        return Promise.resolve(
+          take.map((h): HeaderedMessage => {
+            const raw = byUid.get(h.uid)!.raw;
+            const end = headerEnd(raw, MAX_HEADER_BLOCK_BYTES);
+            const head = end < 0 ? raw.subarray(0, MAX_HEADER_BLOCK_BYTES) : raw.subarray(0, end);
+            bytes += head.length;
+            const { prefixOnly: _, ...rest } = h;
+            return { ...rest, head };
           }),
         );
       },

@@ -98,8 +98,15 @@ export interface MailboxConfig {
    */
   maxFetchPerCheck: number;
   /**
-   * Header blocks read per check at most (IMAP: candidates SEARCH listed; Maildir: files opened);
-   * mail refused on its header block costs no whole read, so a flood is worked through here.
+   * Candidates read per check at most by the first 16 KiB of their header block (IMAP: candidates
+   * SEARCH listed; Maildir: files opened): mail refused there (on its header block when it ends
+   * within them, else on the provider's stamp) costs nothing more, so a flood is worked through
+   * here (docs/architecture.md, "The header stage").
+   */
+  maxPrefixesPerCheck: number;
+  /**
+   * Header blocks read per check at most beyond their first 16 KiB: those whose provider stamp
+   * could not refuse them.
    */
   maxHeadersPerCheck: number;
   /** Messages over this size, in bytes, are refused with the verdict `too-large`. */
@@ -223,6 +230,7 @@ function parseMailbox(f: Fields, baseDir: string, o: LoadOptions): MailboxConfig
     checkIntervalMs: f.integer('check_interval_s', 15, 0, 3600) * 1000,
     checkWaitMs: f.integer('check_wait_ms', 5000, 100, 60_000),
     maxFetchPerCheck: f.integer('max_fetch_per_check', 50, 1, 10_000),
+    maxPrefixesPerCheck: f.integer('max_prefixes_per_check', 50_000, 100, 1_000_000),
     maxHeadersPerCheck: f.integer('max_headers_per_check', 10_000, 100, 100_000),
     maxMessageBytes: f.integer('max_message_bytes', 10 * 1024 * 1024, 1024, 200 * 1024 * 1024),
     maxAttachmentBytes: f.integer('max_attachment_bytes', 1024 * 1024, 0, 50 * 1024 * 1024),

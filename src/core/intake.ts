@@ -7,7 +7,7 @@ import { ParserUnavailableError } from '../uplink/parser-unavailable.js';
 import type { FetchedMessage, HeaderedMessage } from '../uplink/mailbox.js';
 import type { Verdict } from '../uplink/verdicts.js';
 import { recordDecision } from './apply-reply.js';
-import { judgeHeaderBlock, judgeMessage, type Decision, type JudgeRules, type JudgeStore } from './judge.js';
+import { judgeHeaderBlock, judgeMessage, judgeStamp, type Decision, type JudgeRules, type JudgeStore } from './judge.js';
 
 /**
  * Intake (docs/architecture.md, "The data path"): a message through the judge (src/core/judge.ts)
@@ -168,12 +168,14 @@ function logIntake(c: Pick<IntakeContext, 'log' | 'now'>, out: Intake, source: s
 }
 
 /**
- * The header stage of a check (docs/architecture.md, "The gates"): each header block of a batch
- * through the gates that read the header block alone (`judgeHeaderBlock`), in one `BEGIN
- * IMMEDIATE` transaction. A refusal is recorded at once — the ledger row, with the header block as
- * its evidence — and `passTo(source)` says where the watermark may move now that the message has a
- * verdict (null: not yet, an older message waits). What no gate refused is returned, in order, to
- * be judged whole; a copy already recorded is skipped.
+ * The header stage of a check (docs/architecture.md, "The header stage"): each header block of a
+ * batch through the gates that read the header block alone (`judgeHeaderBlock`) — or, for the
+ * first bytes of a block that runs on past them (`prefixOnly`), through the stamp rule
+ * (`judgeStamp`) — in one `BEGIN IMMEDIATE` transaction. A refusal is recorded at once — the
+ * ledger row, with what was read as its evidence — and `passTo(source)` says where the watermark
+ * may move now that the message has a verdict (null: not yet, an older message waits). What no
+ * gate refused is returned, in order: a `prefixOnly` one to be read on (`MailboxPass.headerBlocks`)
+ * and screened again, the rest to be judged whole; a copy already recorded is skipped.
  *
  * @returns the survivors, and what was recorded (its outcome and source), in order
  */
@@ -190,7 +192,10 @@ export function intakeHeaderBlocks(
   store.tx((tx) => {
     for (const h of batch) {
       if (!store.ledger.isSourceRecorded(h.source)) {
-        const d = judgeHeaderBlock({ raw: h.head, size: h.size, tooLarge: h.size > o.maxMessageBytes, receivedAt: h.receivedAt, ...(h.unreadable ? { unreadable: h.unreadable } : {}) }, c.rules, reads);
+        const d =
+          h.prefixOnly && !h.unreadable
+            ? judgeStamp({ raw: h.head, size: h.size }, c.rules, reads)
+            : judgeHeaderBlock({ raw: h.head, size: h.size, tooLarge: h.size > o.maxMessageBytes, receivedAt: h.receivedAt, ...(h.unreadable ? { unreadable: h.unreadable } : {}) }, c.rules, reads);
         if (!d) {
           survivors.push(h);
           continue;

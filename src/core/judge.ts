@@ -14,6 +14,7 @@ import {
   headerShape,
   isRefusal,
   messageFacts,
+  prefixFacts,
   replayedMessageId,
   replayedSignature,
   replyStatus,
@@ -32,6 +33,7 @@ import {
 } from '../uplink/gates.js';
 import type { UnreadableReason } from '../uplink/mailbox.js';
 import { sha256Sliced } from '../uplink/digest.js';
+import { onTheStamp, stampRefusal } from '../uplink/stamp.js';
 import { parseReply, ParserUnavailableError, type ParsedReply } from '../uplink/reply-format.js';
 import { tokensEqual } from './token.js';
 
@@ -218,6 +220,32 @@ function screen(msg: IncomingMessage, rules: JudgeRules, store: JudgeStore, sha2
 export function judgeHeaderBlock(msg: IncomingMessage, rules: JudgeRules, store: JudgeStore): EarlyRefusal | null {
   const s = screen(msg, rules, store);
   return 'kind' in s ? s : null;
+}
+
+/**
+ * The judge on the first bytes of a header block that runs on past them (`msg.raw` is that
+ * prefix, `msg.size` the whole message's; the header stage of a check, docs/architecture.md "The
+ * header stage"): the row of the gate table that reads the provider's stamp alone. In order, on the
+ * prefix's whole fields (uplink/gates.ts `prefixFacts`): gate 1 by a DKIM signature and the
+ * Message-ID the prefix shows (a replay: the whole judge finds them too, and says `duplicate`);
+ * then gates 5–7 on the stamp (uplink/stamp.ts `stampRefusal`). Gate 1 by the digest needs the
+ * whole bytes: a copy of mail refused on its stamp is refused on its stamp again. The ledger row names the task when the Subject
+ * fields in the prefix carry one tag of a configured agent (and keeps the prefix as evidence), as
+ * {@link judgeHeaderBlock} does for the whole block. Synchronous: the caller records the refusal
+ * in its transaction.
+ *
+ * @returns the refusal; null when the whole header block must be read (the stamp holds an aligned
+ *   pass, or the prefix does not reach the end of the stamp)
+ */
+export function judgeStamp(msg: Pick<IncomingMessage, 'raw' | 'size'>, rules: JudgeRules, store: JudgeStore): EarlyRefusal | null {
+  const message = prefixFacts(msg.raw, msg.size);
+  const tagged = taskTag(message, rules.agents);
+  const tag = isRefusal(tagged) ? null : tagged;
+  const early = (r: Refusal): EarlyRefusal => ({ kind: 'refuse', verdict: r.verdict, reason: r.reason, message, tag, evidence: tag ? 'head' : 'none', signature: null });
+  const replayed = replayedSignature(message, (sigs, id) => store.authenticatedWith(sigs, id));
+  if (replayed) return early(replayed);
+  const refused = stampRefusal(message.fields, rules.profile, rules.agents);
+  return refused ? early(onTheStamp(refused, msg.raw.length, message.fields.length)) : null;
 }
 
 /**

@@ -18,6 +18,8 @@ export interface CheckSummary {
   verdicts: Partial<Record<Verdict, number>>;
   /** Candidates wait beyond this check's header or body budget (or behind a deferred reply). */
   more: boolean;
+  /** Message bytes the mailbox read for this check (`MailboxPass.bytesFetched`): header prefixes, header blocks, whole messages. */
+  bytes: number;
   error?: string;
   durationMs: number;
 }
@@ -75,7 +77,7 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
   const { store, config, mailbox } = ctx;
   const started = ctx.now();
   const state = store.mailbox.state(mailbox.folder);
-  const summary: CheckSummary = { ok: true, fetched: 0, onHeaders: 0, verdicts: {}, more: false, durationMs: 0 };
+  const summary: CheckSummary = { ok: true, fetched: 0, onHeaders: 0, verdicts: {}, more: false, bytes: 0, durationMs: 0 };
   const intakeCtx: IntakeContext = { store, rules: judgeRulesOf(config), resolver: ctx.dkimResolver, now: ctx.now, log: ctx.log, folder: mailbox.folder };
   const count = (out: Extract<Intake, { kind: 'recorded' }>, receivedAt: number | null): void => {
     const { verdict } = out;
@@ -93,6 +95,7 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
       fromAddresses: config.agents.map((a) => a.address),
       subjectContains: config.agents.map((a) => `[${a.tag}:`),
       maxFetch: config.mailbox.maxFetchPerCheck,
+      maxPrefixes: config.mailbox.maxPrefixesPerCheck,
       maxHeaders: config.mailbox.maxHeadersPerCheck,
       maxMessageBytes: config.mailbox.maxMessageBytes,
       isRecorded: (source) => store.ledger.isSourceRecorded(source),
@@ -115,11 +118,24 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
       summary.onHeaders += recorded.length;
       return survivors;
     };
+    const screenAll = async (batch: readonly HeaderedMessage[]): Promise<HeaderedMessage[]> => {
+      const left: HeaderedMessage[] = [];
+      for (const slice of screenSlices(batch)) {
+        left.push(...screen(slice));
+        await yieldToLoop(); // the event loop answers between slices
+      }
+      return left;
+    };
     for (let batch = await pass.headers(); batch.length > 0; batch = await pass.headers()) {
       mark.add(batch);
-      for (const slice of screenSlices(batch)) {
-        waiting.push(...screen(slice));
-        await yieldToLoop(); // the event loop answers between slices
+      const left = await screenAll(batch);
+      // Header blocks that run on past their prefix and whose stamp could not refuse them: read on
+      // (at most `max_headers_per_check` a check; the rest wait) and screened on the whole block.
+      const cut = left.filter((h) => h.prefixOnly);
+      const blocks = cut.length ? new Map((await screenAll(await pass.headerBlocks(cut))).map((h) => [h.source, h])) : null;
+      for (const h of left) {
+        const now = h.prefixOnly ? blocks?.get(h.source) : h;
+        if (now) waiting.push(now);
       }
       while (waiting.length > 0 && budget > 0) {
         // Screened again first: a replay of a survivor judged a moment ago is now known by its signature.
@@ -165,9 +181,10 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
     store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: false, result: 'failed', error: message }));
   } finally {
     await pass?.close();
+    summary.bytes = pass?.bytesFetched ?? 0;
   }
   summary.durationMs = ctx.now() - started;
-  ctx.log.debug({ folder: mailbox.folder, ok: summary.ok, fetched: summary.fetched, onHeaders: summary.onHeaders, more: summary.more, ms: summary.durationMs }, 'mailbox check done');
+  ctx.log.debug({ folder: mailbox.folder, ok: summary.ok, fetched: summary.fetched, onHeaders: summary.onHeaders, more: summary.more, bytes: summary.bytes, ms: summary.durationMs }, 'mailbox check done');
   ctx.metrics?.checks.inc({ result: summary.ok ? 'ok' : 'error' });
   ctx.metrics?.checkSeconds.observe(summary.durationMs / 1000);
   return summary;

@@ -98,6 +98,16 @@ export interface TrustedResults {
   conflicts: string[];
 }
 
+/**
+ * What the fields given cannot tell: they are the top of a header block that runs on
+ * ({@link findTrustedResultsInPrefix}), and the border, or the end of a `below` stamp, may lie in
+ * the fields not given.
+ */
+export interface Undecided {
+  ok: 'undecided';
+  reason: string;
+}
+
 export type TrustOutcome =
   | { ok: false; verdict: 'auth:no-border' | 'auth:no-trusted-results'; reason: string; border?: number }
   | {
@@ -208,7 +218,7 @@ function idOf(value: string): string | null {
  * `below`, from the border down to the first A-R whose id matches `stampEndId`.
  * @returns the window, or a reason when a `below` stamp has no end field in reach.
  */
-function stampWindow(fields: readonly HeaderField[], border: number, profile: ProviderProfile): { from: number; to: number } | { missing: string } {
+function stampWindow(fields: readonly HeaderField[], border: number, profile: ProviderProfile, more: boolean): { from: number; to: number } | { missing: string } | Undecided {
   if ((profile.placement ?? 'above') === 'above') {
     const receivedAbove = profile.idless ? fields.filter((f) => f.lname === 'received' && f.index < border).map((f) => f.index) : [];
     return { from: receivedAbove.length ? Math.max(...receivedAbove) + 1 : 0, to: border - 1 };
@@ -220,6 +230,8 @@ function stampWindow(fields: readonly HeaderField[], border: number, profile: Pr
     const id = idOf(f.value);
     if (id !== null && matchesWhole(end, id)) return { from: border + 1, to: f.index };
   }
+  // The fields not given may hold the end field, while they are within reach of the border.
+  if (more && (fields.at(-1)?.index ?? -1) < border + MAX_STAMP_FIELDS) return { ok: 'undecided', reason: `the end of the provider's stamp under the border lies beyond the fields read` };
   return { missing: `no Authentication-Results by an authserv-id matching ${end} in the provider's stamp under the border (the ${MAX_STAMP_FIELDS} fields below it)` };
 }
 
@@ -238,7 +250,25 @@ function stampWindow(fields: readonly HeaderField[], border: number, profile: Pr
  * `header.i` (Gmail and Yahoo write only `header.i`). Never throws.
  */
 export function findTrustedResults(fields: readonly HeaderField[], profile: ProviderProfile): TrustOutcome {
+  return trustOf(fields, profile, false) as TrustOutcome;
+}
+
+/**
+ * {@link findTrustedResults} on the top fields of a header block that runs on past them (the
+ * prefix a check reads first: raw-headers.ts `headerPrefixFields`; docs/architecture.md, "The
+ * header stage"): the same rule, and the same outcome the whole block gets whenever the fields
+ * given decide it — the border is the topmost matching Received, and the provider's stamp lies
+ * above it or, for `below`, within {@link MAX_STAMP_FIELDS} fields under it. Undecided when the
+ * border, or the end of a `below` stamp, may lie in the fields not given. Never throws.
+ */
+export function findTrustedResultsInPrefix(fields: readonly HeaderField[], profile: ProviderProfile): TrustOutcome | Undecided {
+  return trustOf(fields, profile, true);
+}
+
+/** The border rule of both: `more` says fields may follow those given. */
+function trustOf(fields: readonly HeaderField[], profile: ProviderProfile, more: boolean): TrustOutcome | Undecided {
   const border = findBorder(fields, profile);
+  if (!border && more) return { ok: 'undecided', reason: 'no border among the fields read' };
   if (!border) {
     const hops = fields.filter((f) => f.lname === 'received').map((f) => ({ index: f.index, hop: parseReceived(f.value) }));
     const seen = hops.slice(0, 8).map(({ index, hop }) => describeHop(index, hop));
@@ -252,7 +282,8 @@ export function findTrustedResults(fields: readonly HeaderField[], profile: Prov
     };
   }
   const borderText = `border is ${describeHop(border.index, border.hop)}`;
-  const window = stampWindow(fields, border.index, profile);
+  const window = stampWindow(fields, border.index, profile, more);
+  if ('ok' in window) return window;
   if ('missing' in window) return { ok: false, verdict: 'auth:no-trusted-results', reason: `${borderText}; ${window.missing}`, border: border.index };
   const results: TrustedResults = { dkim: [], dmarc: [], spf: [], conflicts: [] };
   const trusted: string[] = [];

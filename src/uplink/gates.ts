@@ -1,15 +1,15 @@
-import { createHash } from 'node:crypto';
 import type { AgentConfig } from '../config/config.js';
 import { plural } from '../plural.js';
-import { headerBlockReadable } from './header-block.js';
-import { dkimResultNames, findTrustedResults, type ProviderProfile, type TrustedResults } from './border.js';
+import { dkimResultNames, findTrustedResults, type DkimAr, type ProviderProfile, type TrustedResults, type TrustOutcome } from './border.js';
 import { parseDkimSignatures, verifyDkimLocally, type DkimSignatureInfo, type DnsResolver } from './dkim.js';
-import { fieldsNamed, parseHeaderBlock, parseSingleAddress, splitMessage, type HeaderField } from './raw-headers.js';
+import { fieldsNamed, parseSingleAddress } from './raw-headers.js';
 import type { ParsedReply } from './reply-format.js';
 import { decodeSubject, findTaskTags } from './subject-tag.js';
 import type { Verdict } from './verdicts.js';
 
-export { headerBlockReadable, MAX_HEADER_BLOCK_BYTES, MAX_HEADER_LINES } from './header-block.js';
+export { headerBlockReadable, MAX_HEADER_BLOCK_BYTES, MAX_HEADER_LINES, STAMP_PREFIX_BYTES } from './header-block.js';
+export { messageFacts, normalizeMessageId, prefixFacts, recordableFacts, unparsedFacts, type MessageFacts } from './message-facts.js';
+import type { MessageFacts } from './message-facts.js';
 
 /**
  * The rules of the gates, one pure function per gate (docs/architecture.md, "The gates"). Each
@@ -29,19 +29,6 @@ export interface Refusal {
   temporary?: boolean;
 }
 
-/** What the ledger records about any fetched message, whatever its verdict. */
-export interface MessageFacts {
-  fields: HeaderField[];
-  /** Header-block lines that are neither a field nor a continuation (see parseHeaderBlock). */
-  malformedHeaderLines: number;
-  rawSha256: string;
-  size: number;
-  /** First occurrence of each, as written (the ledger shows them; trust decisions use `fields`). */
-  messageId: string | null;
-  from: string | null;
-  subject: string | null;
-  date: string | null;
-}
 
 /** The one task a subject names: a task id and the configured agent whose tag carries it. */
 export interface TaskTag {
@@ -49,61 +36,13 @@ export interface TaskTag {
   taskId: string;
 }
 
-function first(fields: HeaderField[], name: string): string | null {
-  return fieldsNamed(fields, name)[0]?.value ?? null;
-}
 
 /** True when a gate refused (every gate returns a Refusal or what the next gate needs). */
 export function isRefusal<T>(x: T | Refusal): x is Refusal {
   return typeof x === 'object' && x !== null && 'verdict' in x;
 }
 
-/**
- * The msg-id of a Message-ID field (RFC 5322 §3.6.4): the `<…>` part, without the comments and
- * whitespace relaxed DKIM canonicalization lets anyone add without breaking the signature — so a
- * padded replay of an applied reply still matches it at gate 8a.
- */
-export function normalizeMessageId(value: string | null): string | null {
-  if (value === null) return null;
-  const m = /<[^<>\s]+>/.exec(value);
-  return m ? m[0] : value.replace(/\s+/g, '') || null;
-}
 
-/**
- * Header facts of a message; never throws.
- * @param sha256 the digest of `raw` when the caller has it (uplink/digest.ts hashes a large message in slices)
- */
-export function messageFacts(raw: Buffer, size = raw.length, sha256?: string): MessageFacts {
-  const { fields, malformedLines } = parseHeaderBlock(splitMessage(raw).header);
-  const subject = first(fields, 'subject');
-  return {
-    fields,
-    malformedHeaderLines: malformedLines,
-    rawSha256: sha256 ?? createHash('sha256').update(raw).digest('hex'),
-    size,
-    messageId: normalizeMessageId(first(fields, 'message-id')),
-    from: first(fields, 'from'),
-    subject: subject === null ? null : decodeSubject(subject),
-    date: first(fields, 'date'),
-  };
-}
-
-/**
- * The facts of a message whose header block is not parsed (it cannot be read as one, see
- * {@link headerBlockReadable}): its digest and size only.
- */
-export function unparsedFacts(raw: Buffer, size = raw.length, sha256?: string): MessageFacts {
-  return { fields: [], malformedHeaderLines: 0, rawSha256: sha256 ?? createHash('sha256').update(raw).digest('hex'), size, messageId: null, from: null, subject: null, date: null };
-}
-
-
-/**
- * What the ledger records of any message: its header facts when its header block can be read
- * ({@link headerBlockReadable}), else only its digest and size (nothing of it is parsed).
- */
-export function recordableFacts(raw: Buffer, size = raw.length): MessageFacts {
-  return headerBlockReadable(raw, size) ? unparsedFacts(raw, size) : messageFacts(raw, size);
-}
 
 /** Gate 1's refusal: the same raw bytes are in the ledger already (a re-upload, a rescan, a copy). */
 export const DUPLICATE_BYTES: Refusal = { verdict: 'duplicate', reason: 'gate 1: the same raw bytes are already in the ledger' };
@@ -223,7 +162,11 @@ export function fromIsAgent(fromAddress: string, agent: AgentConfig): Refusal | 
  * count (RFC 8601 §5; the border rule in src/uplink/border.ts).
  */
 export function trustedResults(facts: MessageFacts, profile: ProviderProfile): TrustedResults | Refusal {
-  const trust = findTrustedResults(facts.fields, profile);
+  return gate5(findTrustedResults(facts.fields, profile));
+}
+
+/** Gate 5's answer for the border rule's outcome (src/uplink/border.ts). */
+export function gate5(trust: TrustOutcome): TrustedResults | Refusal {
   if (!trust.ok) return { verdict: trust.verdict, reason: `gate 5: ${trust.reason}` };
   return trust.results;
 }
@@ -237,6 +180,21 @@ export function dmarcHolds(r: TrustedResults): Refusal | null {
   const badDmarc = r.dmarc.find((d) => DMARC_FATAL.has(d.result));
   if (badDmarc) return { verdict: 'auth:dmarc-fail', reason: `gate 6: trusted dmarc=${badDmarc.result}` };
   return null;
+}
+
+/**
+ * Gate 7's first half, on the trusted results alone: their `dkim=pass` results whose `header.d` is
+ * exactly `dkimDomain` (lower-case), or the refusal when the trusted results conflict. No pass
+ * means no DKIM-Signature of the message can align, whatever the message holds.
+ */
+export function trustedPasses(r: TrustedResults, dkimDomain: string): DkimAr[] | Refusal {
+  if (r.conflicts.length) return { verdict: 'auth:dkim-unaligned', reason: `gate 7: trusted results conflict: ${r.conflicts.join('; ')}` };
+  return r.dkim.filter((d) => d.result === 'pass' && d.headerD !== null && d.headerD.toLowerCase() === dkimDomain);
+}
+
+/** The trusted dkim results, for a refusal's reason. */
+export function trustedDkimSeen(r: TrustedResults): string {
+  return r.dkim.map((d) => `dkim=${d.result} header.d=${d.headerD ?? '?'}`).join(', ') || 'no dkim result';
 }
 
 /** Header fields the aligned signature must cover (its h= tag, lower-cased). */
@@ -254,14 +212,14 @@ const SIGNED_HEADERS = ['from', 'subject', 'date', 'message-id'] as const;
  *   them a trusted result named by header.b (`pinned`; null when none was)
  */
 export function alignedSignatures(facts: MessageFacts, r: TrustedResults, agent: AgentConfig): { candidates: DkimSignatureInfo[]; pinned: DkimSignatureInfo | null } | Refusal {
-  if (r.conflicts.length) return { verdict: 'auth:dkim-unaligned', reason: `gate 7: trusted results conflict: ${r.conflicts.join('; ')}` };
+  const passes = trustedPasses(r, agent.dkimDomain);
+  if (isRefusal(passes)) return passes;
   const signatures = parseDkimSignatures(facts.fields).filter((s) => s.d === agent.dkimDomain);
-  const passes = r.dkim.filter((d) => d.result === 'pass' && d.headerD !== null && d.headerD.toLowerCase() === agent.dkimDomain);
   const named = signatures.map((s) => ({ s, how: passes.map((d) => dkimResultNames(d, s)) }));
   const aligned = named.filter((n) => n.how.some((h) => h !== null)).map((n) => n.s);
   const byHeaderB = new Set(named.filter((n) => n.how.includes('header.b')).map((n) => n.s));
   if (aligned.length === 0) {
-    const seen = r.dkim.map((d) => `dkim=${d.result} header.d=${d.headerD ?? '?'}`).join(', ') || 'no dkim result';
+    const seen = trustedDkimSeen(r);
     // Which half is missing: the signature in the message, or a trusted pass that names it.
     let inMessage: string;
     if (signatures.length === 0) inMessage = `the message holds no DKIM-Signature with d=${agent.dkimDomain}`;

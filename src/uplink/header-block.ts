@@ -13,6 +13,14 @@ import { headerEnd } from './raw-headers.js';
  */
 export const MAX_HEADER_BLOCK_BYTES = 256 * 1024;
 /**
+ * Bytes of a header block read first, at most (IMAP `BODY.PEEK[HEADER]<0.16384>`, a Maildir
+ * file's first 16 KiB). The provider's stamp must lie within them for the stamp rule to decide: a
+ * Fastmail stamp (ARC set, Authentication-Results, Received) is 3–6 KiB, the other presets' fewer
+ * (docs/architecture.md, "The header stage"). A header block that ends within them is read whole
+ * by this one read; the stamp rule is uplink/stamp.ts.
+ */
+export const STAMP_PREFIX_BYTES = 16 * 1024;
+/**
  * The most lines a header block may have. mailparser's splitter counts every header line as at
  * least 64 bytes against its 1 MiB header budget and fails the whole message past it (so a block
  * of many short lines never reaches the body); 4,096 lines of at most 256 KiB stay well inside.

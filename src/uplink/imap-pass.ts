@@ -2,9 +2,10 @@
  * One IMAP pass of a check (src/uplink/imap-mailbox.ts opens it): the header blocks of the
  * candidates SEARCH listed, in batches, then the whole messages asked for.
  */
-import { MAX_HEADER_BLOCK_BYTES } from './gates.js';
+import { MAX_HEADER_BLOCK_BYTES, STAMP_PREFIX_BYTES } from './gates.js';
+import { headerEnd } from './raw-headers.js';
 import { fetchIsolating, type Fetched, type Session } from './imap-session.js';
-import { DEFAULT_MAX_HEADERS, HEADER_BATCH, unreadableMessage, type CheckRequest, type FetchedMessage, type HeaderedMessage, type MailboxError, type MailboxPass } from './mailbox.js';
+import { DEFAULT_MAX_HEADERS, DEFAULT_MAX_PREFIXES, HEADER_BATCH, unreadableMessage, type CheckRequest, type FetchedMessage, type HeaderedMessage, type MailboxError, type MailboxPass } from './mailbox.js';
 
 /** What the SEARCH of a pass found: every UID above `after` it matched, and those not recorded yet. */
 export interface Listing {
@@ -22,7 +23,8 @@ const WHOLE_BATCH = { uids: 50, bytes: 16 * 1024 * 1024 };
 
 /**
  * One IMAP pass: `headers()` fetches `UID FETCH <uids> (UID RFC822.SIZE INTERNALDATE
- * BODY.PEEK[HEADER]<0.262144>)` for the next {@link HEADER_BATCH} candidates, `whole()`
+ * BODY.PEEK[HEADER]<0.16384>)` for the next {@link HEADER_BATCH} candidates, `headerBlocks()` the
+ * same with `<0.262144>` for those asked (the header block beyond its prefix), `whole()`
  * `UID FETCH <uids> BODY.PEEK[]` for those asked, in batches of at most {@link WHOLE_BATCH}.
  */
 export class ImapPass implements MailboxPass {
@@ -32,8 +34,12 @@ export class ImapPass implements MailboxPass {
   bytesFetched = 0;
   /** Candidates handed out so far (an index into `pending`). */
   #next = 0;
-  /** Candidates this pass may hand out (`maxHeaders`). */
+  /** Candidates this pass may hand out (`maxPrefixes`). */
   readonly #limit: number;
+  /** Header blocks read beyond their prefix so far (`maxHeaders`). */
+  #blocks = 0;
+  /** Some were left out by `headerBlocks` (over `maxHeaders`). */
+  #left = false;
   #closed = false;
   #failed = false;
 
@@ -53,7 +59,7 @@ export class ImapPass implements MailboxPass {
     const { pending, fresh, after } = listing;
     // Everything up to the first candidate not recorded has a verdict already.
     this.floor = pending.length ? pending[0]! - 1 : (fresh.at(-1) ?? after);
-    this.#limit = Math.min(pending.length, Math.max(0, req.maxHeaders ?? DEFAULT_MAX_HEADERS));
+    this.#limit = Math.min(pending.length, Math.max(0, req.maxPrefixes ?? DEFAULT_MAX_PREFIXES));
   }
 
   /** The error to throw for `err`; the session is then not kept. */
@@ -63,7 +69,7 @@ export class ImapPass implements MailboxPass {
   }
 
   get more(): boolean {
-    return this.#next < this.listing.pending.length;
+    return this.#left || this.#next < this.listing.pending.length;
   }
 
   /** Where the watermark may move once the candidate at `i` (and all before it) has a verdict. */
@@ -77,11 +83,46 @@ export class ImapPass implements MailboxPass {
     const uids = this.listing.pending.slice(from, Math.min(this.#limit, from + HEADER_BATCH));
     if (uids.length === 0) return [];
     this.#next = from + uids.length;
+    const { answers, refused } = await this.#heads(uids, STAMP_PREFIX_BYTES);
+    return uids.map((uid, k): HeaderedMessage => {
+      const m = answers.get(uid);
+      const at = m?.internalDate instanceof Date ? m.internalDate.getTime() : Number.NaN;
+      const base = { uid, source: this.source(uid), passes: this.#passes(from + k), size: m?.size ?? 0, receivedAt: Number.isNaN(at) ? null : at };
+      const head = this.#head(uid, m, refused.get(uid), 'after SEARCH listed it');
+      if (!Buffer.isBuffer(head)) return { ...base, head: Buffer.alloc(0), unreadable: head };
+      // No empty line in the prefix read, and the server cut it: the header block runs on.
+      return { ...base, head, ...(head.length >= STAMP_PREFIX_BYTES && headerEnd(head) < 0 ? { prefixOnly: true } : {}) };
+    });
+  }
+
+  async headerBlocks(messages: readonly HeaderedMessage[]): Promise<HeaderedMessage[]> {
+    const limit = Math.max(0, this.req.maxHeaders ?? DEFAULT_MAX_HEADERS);
+    const take = messages.slice(0, Math.max(0, limit - this.#blocks));
+    this.#blocks += take.length;
+    if (take.length < messages.length) this.#left = true;
+    const out: HeaderedMessage[] = [];
+    for (let i = 0; i < take.length; i += HEADER_BATCH) {
+      const batch = take.slice(i, i + HEADER_BATCH);
+      const { answers, refused } = await this.#heads(batch.map((h) => h.uid), MAX_HEADER_BLOCK_BYTES);
+      for (const h of batch) {
+        const { prefixOnly: _, ...rest } = h;
+        const head = this.#head(h.uid, answers.get(h.uid), refused.get(h.uid), 'after its header block was read');
+        out.push(Buffer.isBuffer(head) ? { ...rest, head } : { ...rest, head: Buffer.alloc(0), unreadable: head });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * `UID FETCH <uids> (UID RFC822.SIZE INTERNALDATE BODY.PEEK[HEADER]<0.maxLength>)`; the UIDs the
+   * server refused twice, with their size and date when its index still has them.
+   */
+  async #heads(uids: number[], maxLength: number): Promise<{ answers: Map<number, Fetched>; refused: Map<number, string> }> {
     const refused = new Map<number, string>();
     const answers = new Map<number, Fetched>();
     try {
       this.session.phase = 'fetch';
-      const query = { uid: true, size: true, internalDate: true, bodyParts: [{ key: 'HEADER', maxLength: MAX_HEADER_BLOCK_BYTES }] };
+      const query = { uid: true, size: true, internalDate: true, bodyParts: [{ key: 'HEADER', maxLength }] };
       for (const [uid, m] of await fetchIsolating(this.session, this.reopen, uids, query, (m) => m.size !== undefined, refused)) answers.set(uid, m);
       // A message the server will not open may still have its size and date in the server's index.
       const meta = await fetchIsolating(this.session, this.reopen, [...refused.keys()], { uid: true, size: true, internalDate: true }, (m) => m.size !== undefined, new Map());
@@ -89,25 +130,25 @@ export class ImapPass implements MailboxPass {
     } catch (err) {
       throw this.fail(err);
     }
-    return uids.map((uid, k): HeaderedMessage => {
-      const m = answers.get(uid);
-      const at = m?.internalDate instanceof Date ? m.internalDate.getTime() : Number.NaN;
-      const base = { uid, source: this.source(uid), passes: this.#passes(from + k), size: m?.size ?? 0, receivedAt: Number.isNaN(at) ? null : at };
-      const why = refused.get(uid);
-      // The server will not hand this one message over: recorded as such, the rest go on.
-      if (why !== undefined) return { ...base, head: Buffer.alloc(0), unreadable: { reason: 'fetch', detail: `IMAP FETCH of UID ${uid} in ${this.folder} refused twice: ${why}` } };
-      // SEARCH listed it, FETCH finds nothing: expunged meanwhile. It still gets its verdict.
-      if (!m) return { ...base, head: Buffer.alloc(0), unreadable: { reason: 'vanished', detail: `IMAP UID ${uid} in ${this.folder} was expunged after SEARCH listed it` } };
-      if (!m.headers) return { ...base, head: Buffer.alloc(0), unreadable: { reason: 'fetch', detail: `IMAP FETCH of UID ${uid} in ${this.folder} answered without its header block` } };
-      this.bytesFetched += m.headers.length;
-      return { ...base, head: m.headers };
-    });
+    return { answers, refused };
+  }
+
+  /** The header bytes a FETCH answered for `uid` (counted in `bytesFetched`), or why there are none. */
+  #head(uid: number, m: Fetched | undefined, why: string | undefined, since: string): Buffer | NonNullable<HeaderedMessage['unreadable']> {
+    // The server will not hand this one message over: recorded as such, the rest go on.
+    if (why !== undefined) return { reason: 'fetch', detail: `IMAP FETCH of UID ${uid} in ${this.folder} refused twice: ${why}` };
+    // Listed, and FETCH finds nothing: expunged meanwhile. It still gets its verdict.
+    if (!m) return { reason: 'vanished', detail: `IMAP UID ${uid} in ${this.folder} was expunged ${since}` };
+    if (!m.headers) return { reason: 'fetch', detail: `IMAP FETCH of UID ${uid} in ${this.folder} answered without its header block` };
+    this.bytesFetched += m.headers.length;
+    return m.headers;
   }
 
   async whole(messages: readonly HeaderedMessage[]): Promise<FetchedMessage[]> {
     const out = new Map<string, FetchedMessage>();
     const asked: HeaderedMessage[] = [];
     for (const h of messages) {
+      if (h.prefixOnly) throw new Error(`${h.source}: whole() before headerBlocks() (a defect)`);
       if (h.unreadable) out.set(h.source, unreadableMessage(h, h.unreadable));
       else if (h.size > this.req.maxMessageBytes) out.set(h.source, this.#message(h, h.head, true));
       else asked.push(h);

@@ -36,9 +36,16 @@ export interface CheckRequest {
    */
   maxFetch: number;
   /**
-   * Header blocks read per pass at most (`mailbox.max_headers_per_check`; default
-   * {@link DEFAULT_MAX_HEADERS}): IMAP counts the candidates SEARCH listed, a Maildir every file it
-   * opens (the narrowing is its own). The rest wait for the next pass (`more`).
+   * Candidates read per pass at most by the first read of their header block, its first
+   * `STAMP_PREFIX_BYTES` (uplink/stamp.ts) (`mailbox.max_prefixes_per_check`; default
+   * {@link DEFAULT_MAX_PREFIXES}): IMAP counts the candidates SEARCH listed, a Maildir every file
+   * it opens (the narrowing is its own). The rest wait for the next pass (`more`).
+   */
+  maxPrefixes?: number;
+  /**
+   * Header blocks read per pass at most beyond their first `STAMP_PREFIX_BYTES`
+   * ({@link MailboxPass.headerBlocks}; `mailbox.max_headers_per_check`; default
+   * {@link DEFAULT_MAX_HEADERS}). The rest wait for the next pass (`more`).
    */
   maxHeaders?: number;
   /** Messages larger than this, in bytes, are returned with `tooLarge` and their header block only. */
@@ -50,8 +57,10 @@ export interface CheckRequest {
   isRecorded?: (source: string) => boolean;
 }
 
-/** Header blocks read per pass when the request names no `maxHeaders`. */
+/** Header blocks read whole per pass, beyond their prefix, when the request names no `maxHeaders`. */
 export const DEFAULT_MAX_HEADERS = 10_000;
+/** Candidates read by their prefix per pass when the request names no `maxPrefixes`. */
+export const DEFAULT_MAX_PREFIXES = 50_000;
 /** Header blocks a pass hands out at a time (one FETCH; the caller records each batch in one transaction). */
 export const HEADER_BATCH = 100;
 
@@ -92,9 +101,15 @@ export interface HeaderedMessage {
   /**
    * The header block as read: up to and including the empty line that ends it (IMAP:
    * `BODY.PEEK[HEADER]`); the first `MAX_HEADER_BLOCK_BYTES` (uplink/gates.ts) when it runs on; the
-   * whole message when it has no empty line. Empty when unreadable.
+   * whole message when it has no empty line. Empty when unreadable. With `prefixOnly`, only the
+   * block's first `STAMP_PREFIX_BYTES` (uplink/stamp.ts).
    */
   head: Buffer;
+  /**
+   * `head` is the first read of a header block that runs on past it: its first
+   * `STAMP_PREFIX_BYTES`, no empty line among them. {@link MailboxPass.headerBlocks} reads the rest.
+   */
+  prefixOnly?: boolean;
   /** Size of the whole message in bytes. */
   size: number;
   receivedAt: number | null;
@@ -122,7 +137,17 @@ export interface MailboxPass {
    */
   headers(): Promise<HeaderedMessage[]>;
   /**
-   * The whole messages of candidates handed out by {@link headers}, in the order given: one over
+   * The candidates handed out by {@link headers} as the first read of a header block left them
+   * (`prefixOnly`), with the header block as far as the second read takes it (to
+   * `MAX_HEADER_BLOCK_BYTES`), in the order given: as many as `maxHeaders` allows this pass, the
+   * first ones first (the rest are left out and wait for the next pass: `more`). One the mailbox
+   * cannot read any more comes back `unreadable`.
+   * @throws MailboxError as {@link Mailbox.open}
+   */
+  headerBlocks(messages: readonly HeaderedMessage[]): Promise<HeaderedMessage[]>;
+  /**
+   * The whole messages of candidates handed out by {@link headers} (one with `prefixOnly` after
+   * {@link headerBlocks}: a defect otherwise), in the order given: one over
    * `maxMessageBytes` (or that the server under-reported) with `tooLarge` and its header block; one
    * the mailbox cannot hand over with `unreadable` (`vanished` when it was deleted since its header
    * block was read, `fetch`, `permission`, `io`).
@@ -199,7 +224,9 @@ export async function readOldest(box: Pick<Mailbox, 'open'>, req: CheckRequest):
       if (batch.length === 0) break;
       heads.push(...batch);
     }
-    const chosen = heads.slice(0, Math.max(0, req.maxFetch));
+    const first = heads.slice(0, Math.max(0, req.maxFetch));
+    const blocks = new Map((await pass.headerBlocks(first.filter((h) => h.prefixOnly))).map((h) => [h.source, h]));
+    const chosen = first.flatMap((h) => (!h.prefixOnly ? [h] : (blocks.get(h.source) ?? [])));
     const read = await pass.whole(chosen.filter((h) => !h.unreadable));
     const bySource = new Map(read.map((m) => [m.source, m]));
     const messages: FetchedMessage[] = [];

@@ -214,6 +214,18 @@ export async function readFileStart(path: string | Buffer, cap: number, headerOn
   }
 }
 
+/**
+ * A file's first bytes, to `cap`, cut after the empty line that ends its header block, and
+ * whether the block runs on past them (no empty line among them, and the file is longer); or why
+ * they cannot be read (as {@link readFileStart}).
+ */
+export async function readHeaderStart(path: string | Buffer, cap: number): Promise<{ header: Buffer; runsOn: boolean; size: number } | Exclude<Read, { ok: Buffer }>> {
+  const head = await readFileStart(path, cap, true);
+  if (!('ok' in head)) return head;
+  const end = headerEnd(head.ok, cap);
+  return { header: end < 0 ? head.ok : head.ok.subarray(0, end), runsOn: end < 0 && head.size > head.ok.length, size: head.size };
+}
+
 function ioError(what: string, err: unknown): MailboxError {
   const code = (err as NodeJS.ErrnoException)?.code;
   return new MailboxError(`${what}${code ? ` (${code})` : ''}`, 'io', { cause: err });

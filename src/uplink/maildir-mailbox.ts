@@ -13,15 +13,17 @@
  * before are opened: names recorded, names whose header block did not match the narrowing, and
  * entries that are not regular files are remembered in memory and not touched again. Per pass the
  * cost is a stat of each directory — a listing only when one changed (its mtime moved), and at
- * least once a minute — plus at most `req.maxHeaders` header reads, each of the header block only
- * (after a restart the narrowing misses are learnt again over several passes; `more` says so),
- * plus the whole messages the caller asks for. Files are taken oldest first by (mtime, unique
- * name); a uid is the mtime in ms, clamped to now, and the watermark built from it is for
- * information only.
+ * least once a minute — plus at most `req.maxPrefixes` files opened, each read to the end of its
+ * header block within its first `STAMP_PREFIX_BYTES` (a block that runs on is handed out on those
+ * bytes, `prefixOnly`, when they match the narrowing; else the narrowing reads on), plus at most
+ * `req.maxHeaders` header blocks read on (`headerBlocks`) and the whole messages the caller asks
+ * for. After a restart the narrowing misses are learnt again over several passes (`more`). Files
+ * are taken oldest first (maildir-order.ts); a uid is the mtime in ms, clamped to now, and the
+ * watermark built from it is for information only.
  *
  * Every file that may be mail leaves a trace: one whose header block runs past
- * {@link MAILDIR_HEADER_CAP_BYTES} is handed out whatever the narrowing (which cannot read it), for
- * the gates to record as `too-large-header`; the narrowing reads CR-only line ends as line ends.
+ * {@link MAILDIR_HEADER_CAP_BYTES} is handed out whatever the narrowing (which cannot read it);
+ * the narrowing reads CR-only line ends as line ends.
  * One bad entry never stops the mailbox: a symlink, FIFO, socket or directory is not mail and is
  * skipped, and a file that cannot be opened (EACCES) or vanishes after its header block matched is
  * handed out with `unreadable` set, so the caller records it and goes on. Only a folder that cannot
@@ -30,9 +32,10 @@
  * UIDVALIDITY: see `readUidValidity` in maildir-files.ts; when it changes, what this reader
  * remembers is dropped and the folder is read again (the ledger dedupes).
  */
-import { MAX_HEADER_BLOCK_BYTES } from './gates.js';
+import { MAX_HEADER_BLOCK_BYTES, STAMP_PREFIX_BYTES } from './gates.js';
 import {
   DEFAULT_MAX_HEADERS,
+  DEFAULT_MAX_PREFIXES,
   HEADER_BATCH,
   readOldest,
   unreadableMessage,
@@ -43,9 +46,9 @@ import {
   type Mailbox,
   type MailboxPass,
 } from './mailbox.js';
-import { dirTimes, listFolder, listingHolds, lstatEntry, pathOf, placeOf, readFileStart, readUidValidity, shownPath, type FileName, type ListedEntry } from './maildir-files.js';
+import { dirTimes, listFolder, listingHolds, pathOf, placeOf, readFileStart, readHeaderStart, readUidValidity, shownPath, type ListedEntry } from './maildir-files.js';
 import { matches } from './maildir-narrowing.js';
-import { headerEnd } from './raw-headers.js';
+import { oldestFirst, type Pending } from './maildir-order.js';
 
 export { deliverToMaildir } from './maildir-deliver.js';
 export { uniqueName } from './maildir-files.js';
@@ -55,19 +58,15 @@ export const MAILDIR_HEADER_CAP_BYTES = MAX_HEADER_BLOCK_BYTES;
 /** Entries looked up or lstat'ed between two yields to the event loop. */
 const YIELD_EVERY = 1000;
 
-/** A unique name not yet settled: where it is, and (once lstat'ed) its mtime and size. */
-interface Pending extends FileName {
-  mtimeMs?: number;
-  size?: number;
-  /** isRecorded was asked since the name was last handed out. */
-  asked: boolean;
-}
-
 /** A file chosen for this check: its header block matched the narrowing, or it could not be read at all. */
 interface Chosen {
   unique: string;
   p: Pending;
+  /** Its header block, or with `prefixOnly` the block's first `STAMP_PREFIX_BYTES`. */
   header: Buffer;
+  prefixOnly?: boolean;
+  /** Bytes read of it so far (the narrowing may read past the prefix). */
+  read: number;
   unreadable?: FetchedMessage['unreadable'];
 }
 
@@ -89,7 +88,7 @@ export class MaildirMailbox implements Mailbox {
   readonly #skipped = new Set<string>();
   /** The UIDVALIDITY all the above belongs to. */
   #uidValidity: string | null = null;
-  /** The pending entries oldest first, as the last check sorted them (see #candidates). */
+  /** The pending entries oldest first, as the last check sorted them (maildir-order.ts). */
   #order: [string, Pending][] | null = null;
   /** The directories' mtimes when the last listing was taken, and when (ms): see listingHolds (maildir-files.ts). */
   #listed: { newM: bigint | null; curM: bigint | null; at: number } | null = null;
@@ -137,9 +136,10 @@ export class MaildirMailbox implements Mailbox {
         this.#listed = { ...dirs, at: Date.now() };
       }
       await this.#settleRecorded(req);
-      candidates = await this.#candidates();
+      this.#order = await oldestFirst(this.folder, this.#pending, this.#order, (u) => this.#settle(u, this.#skipped));
+      candidates = this.#order;
     }
-    const budget = Math.max(0, req.maxHeaders ?? DEFAULT_MAX_HEADERS);
+    const budget = Math.max(0, req.maxPrefixes ?? DEFAULT_MAX_PREFIXES);
     /** Handed out by headers(), by source: what whole() reads. */
     const handed = new Map<string, Chosen>();
     let cursor = 0;
@@ -151,15 +151,19 @@ export class MaildirMailbox implements Mailbox {
       const m = this.#message(c, req.maxMessageBytes, c.header, c.unreadable);
       handed.set(m.source, c);
       c.p.asked = false; // handed out: ask isRecorded again next time
-      bytes += c.header.length;
-      return { uid: m.uid, source: m.source, head: c.header, size: m.size, receivedAt: m.receivedAt, passes: m.uid, ...(c.unreadable ? { unreadable: c.unreadable } : {}) };
+      bytes += c.read;
+      return { uid: m.uid, source: m.source, head: c.header, size: m.size, receivedAt: m.receivedAt, passes: m.uid, ...(c.prefixOnly ? { prefixOnly: true } : {}), ...(c.unreadable ? { unreadable: c.unreadable } : {}) };
     };
+    /** Header blocks read beyond their prefix by this pass (`maxHeaders`), and whether some were left out. */
+    let blocks = 0;
+    let left = false;
+    const headerBudget = Math.max(0, req.maxHeaders ?? DEFAULT_MAX_HEADERS);
     return {
       uidValidity,
       uidValidityChanged: wm.uidValidity !== null && wm.uidValidity !== uidValidity,
       floor: wm.uidValidity === uidValidity ? wm.lastUid : 0,
       get more() {
-        return waiting || cursor < candidates.length;
+        return waiting || left || cursor < candidates.length;
       },
       get bytesFetched() {
         return bytes;
@@ -192,6 +196,30 @@ export class MaildirMailbox implements Mailbox {
         }
         return out.sort((x, y) => x.uid - y.uid || (x.source < y.source ? -1 : x.source > y.source ? 1 : 0));
       },
+      headerBlocks: async (messages) => {
+        const take = messages.slice(0, Math.max(0, headerBudget - blocks));
+        blocks += take.length;
+        if (take.length < messages.length) left = true;
+        const out: HeaderedMessage[] = [];
+        for (const h of take) {
+          const c = handed.get(h.source);
+          if (!c) throw new Error(`${h.source} was not handed out by this pass`);
+          const { prefixOnly: _, ...rest } = h;
+          let block = await this.#readHead(c.unique, c.p, MAILDIR_HEADER_CAP_BYTES);
+          // Moved (new/ → cur/, a flag) since its prefix was read: read once more from where it is now.
+          const now = block === 'gone' ? (await listFolder(this.folder)).get(c.unique) : undefined;
+          if (now) block = await this.#readHead(c.unique, Object.assign(c.p, placeOf(now)), MAILDIR_HEADER_CAP_BYTES);
+          if (typeof block === 'string' || 'unreadable' in block) {
+            const why = typeof block === 'string' ? { reason: 'vanished' as const, detail: `${shownPath(pathOf(this.folder, c.p))} was deleted after its header block's first bytes were read` } : block.unreadable;
+            out.push({ ...rest, head: Buffer.alloc(0), unreadable: why });
+          } else {
+            Object.assign(c, { header: block.header, prefixOnly: false });
+            bytes += block.header.length;
+            out.push({ ...rest, head: block.header });
+          }
+        }
+        return out;
+      },
       whole: async (messages) => {
         const out = new Map<string, FetchedMessage>();
         const lost: [HeaderedMessage, Chosen][] = [];
@@ -206,6 +234,7 @@ export class MaildirMailbox implements Mailbox {
         for (const h of messages) {
           const c = handed.get(h.source);
           if (!c) throw new Error(`${h.source} was not handed out by this pass`);
+          if (c.prefixOnly) throw new Error(`${h.source}: whole() before headerBlocks() (a defect)`);
           if (h.unreadable) {
             out.set(h.source, unreadableMessage(h, h.unreadable));
             continue;
@@ -244,22 +273,41 @@ export class MaildirMailbox implements Mailbox {
    * cannot judge: the gates record it as `too-large-header`) to hand out, or why not.
    */
   async #examine(unique: string, p: Pending, req: CheckRequest): Promise<Chosen | 'gone' | 'skip' | 'miss'> {
-    const head = await readFileStart(pathOf(this.folder, p), MAILDIR_HEADER_CAP_BYTES, true);
-    if ('gone' in head) return 'gone'; // moved or deleted since the listing
-    if ('skip' in head) {
-      this.#settle(unique, this.#skipped);
-      return 'skip';
-    }
-    if ('unreadable' in head) return { unique, p, header: Buffer.alloc(0), unreadable: { reason: head.unreadable, detail: head.detail } };
-    p.size = head.size;
-    const end = headerEnd(head.ok, MAILDIR_HEADER_CAP_BYTES);
-    const header = end < 0 ? head.ok : head.ok.subarray(0, end);
-    const runsOn = end < 0 && head.size > head.ok.length;
-    if (!runsOn && !matches(header, req)) {
+    const prefix = await this.#readHead(unique, p, STAMP_PREFIX_BYTES);
+    if (typeof prefix === 'string') return prefix;
+    if ('unreadable' in prefix) return { unique, p, header: Buffer.alloc(0), read: 0, unreadable: prefix.unreadable };
+    if (!prefix.runsOn) {
+      if (matches(prefix.header, req)) return { unique, p, header: prefix.header, read: prefix.header.length };
       this.#settle(unique, this.#misses);
       return 'miss';
     }
-    return { unique, p, header };
+    // The header block runs on past the prefix: handed out on its prefix when the prefix's whole
+    // lines match the narrowing; else the narrowing reads on, to MAILDIR_HEADER_CAP_BYTES (a file
+    // that runs past that is handed out whatever the narrowing, which cannot read it).
+    const lines = prefix.header.subarray(0, prefix.header.lastIndexOf(0x0a) + 1);
+    const chosen: Chosen = { unique, p, header: prefix.header, read: prefix.header.length, prefixOnly: true };
+    if (matches(lines, req)) return chosen;
+    const block = await this.#readHead(unique, p, MAILDIR_HEADER_CAP_BYTES);
+    if (typeof block === 'string') return block;
+    if ('unreadable' in block) return { unique, p, header: Buffer.alloc(0), read: chosen.read, unreadable: block.unreadable };
+    chosen.read += block.header.length;
+    if (!block.runsOn && !matches(block.header, req)) {
+      this.#settle(unique, this.#misses);
+      return 'miss';
+    }
+    return chosen;
+  }
+
+  /**
+   * A file's first bytes, to `cap`, cut after the empty line that ends its header block: whether
+   * the block runs on past them (no empty line, and the file is longer), or why they cannot be read.
+   */
+  async #readHead(unique: string, p: Pending, cap: number): Promise<{ header: Buffer; runsOn: boolean } | { unreadable: NonNullable<Chosen['unreadable']> } | 'gone' | 'skip'> {
+    const head = await readHeaderStart(pathOf(this.folder, p), cap);
+    if ('gone' in head) return 'gone'; // moved or deleted since the listing
+    if ('skip' in head) this.#settle(unique, this.#skipped);
+    else if ('header' in head) p.size = head.size;
+    return 'skip' in head ? 'skip' : 'unreadable' in head ? { unreadable: { reason: head.unreadable, detail: head.detail } } : head;
   }
 
   /** Holds nothing open; a no-op kept for the interface. */
@@ -309,7 +357,6 @@ export class MaildirMailbox implements Mailbox {
     return this.#message(c, maxBytes, whole.size > maxBytes ? c.header : whole.ok);
   }
 
-
   /** Brings the remembered names in line with a listing: gone names are dropped, new ones become pending. */
   async #refresh(listing: Map<string, ListedEntry>): Promise<void> {
     let n = 0;
@@ -347,46 +394,6 @@ export class MaildirMailbox implements Mailbox {
       if (req.isRecorded(this.#source(u))) this.#settle(u, this.#recorded);
       if (++n % YIELD_EVERY === 0) await yieldToLoop(); // a first check after a restart may ask 100,000 times
     }
-  }
-
-  /** The pending entries, lstat'ed once each, oldest first by (mtime, unique name). */
-  async #candidates(): Promise<[string, Pending][]> {
-    const unstated = [...this.#pending].filter(([, p]) => p.mtimeMs === undefined);
-    const gone: [string, Pending][] = [];
-    // 32 at a time on the thread pool; each batch's await lets the event loop run.
-    for (let i = 0; i < unstated.length; i += 32) {
-      const batch = unstated.slice(i, i + 32);
-      const outcomes = await Promise.all(batch.map(([u, p]) => this.#lstat(u, p)));
-      outcomes.forEach((o, k) => o === 'gone' && gone.push(batch[k]!));
-    }
-    if (gone.length) {
-      // Moved (new/ → cur/, a flag) or deleted since the listing: one more listing says which.
-      const listing = await listFolder(this.folder);
-      for (const [u, p] of gone) {
-        const now = listing.get(u);
-        if (!now) this.#pending.delete(u);
-        else if (now.sub !== p.sub || now.name !== p.name) await this.#lstat(u, Object.assign(p, placeOf(now)));
-      }
-    }
-    // The order is kept between checks while no entry got its first lstat (after a restart 100,000
-    // names are worked through `maxHeaders` a check: sorting them on every check stalled the event loop).
-    if (unstated.length > 0 || gone.length > 0 || !this.#order) {
-      this.#order = [...this.#pending]
-        .filter(([, p]) => p.mtimeMs !== undefined)
-        .sort(([ua, a], [ub, b]) => a.mtimeMs! - b.mtimeMs! || (ua < ub ? -1 : ua > ub ? 1 : 0));
-    }
-    // Settled names drop out of the kept order for good.
-    const order = this.#order.filter(([u, p]) => this.#pending.get(u) === p);
-    this.#order = order;
-    return order;
-  }
-
-  /** Fills in a pending entry's mtime and size; `gone` when the name is no longer there. */
-  async #lstat(unique: string, p: Pending): Promise<'gone' | void> {
-    const s = await lstatEntry(pathOf(this.folder, p));
-    if (s === 'gone') return 'gone';
-    if (s === 'not-a-file') this.#settle(unique, this.#skipped);
-    else if (s !== 'retry') Object.assign(p, s);
   }
 }
 

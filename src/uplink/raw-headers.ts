@@ -141,6 +141,19 @@ export function parseHeaderBlock(raw: Buffer): { fields: HeaderField[]; malforme
 }
 
 /**
+ * The fields of the first bytes of a header block that runs on past them (the prefix a mailbox
+ * reads first, docs/architecture.md, "The header stage"): only fields certainly whole — the prefix
+ * is cut after its last line break, and the last field left is dropped too, as the next line (not
+ * read) may continue it. The top fields of the whole block are these, in the same order and with
+ * the same indexes. Linear; never throws.
+ */
+export function headerPrefixFields(prefix: Buffer): HeaderField[] {
+  const lastLf = prefix.lastIndexOf(LF);
+  if (lastLf < 0) return [];
+  return parseHeaderBlock(prefix.subarray(0, lastLf + 1)).fields.slice(0, -1);
+}
+
+/**
  * `s` without the spaces and tabs at its end. A loop, not `/[ \t]+$/`: that pattern tries every
  * space of a run and backtracks to its end, quadratic on a field name padded with a long run of
  * spaces before an inner character (10 minutes for 0.5 MB).

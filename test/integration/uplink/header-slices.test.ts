@@ -13,7 +13,9 @@ import { startApp, type App } from '../../../src/app.js';
 import { loadConfig } from '../../../src/config/config.js';
 import { startDnsZone, type DnsZone } from '../../../src/demo/dns-zone.js';
 import { buildReplyMail, dkimTxtName, generateDkimKey } from '../../../src/demo/reply-mail.js';
+import type { CheckSummary } from '../../../src/core/mail-check.js';
 import { createLogger } from '../../../src/log.js';
+import { STAMP_PREFIX_BYTES } from '../../../src/uplink/gates.js';
 import { deliverToMaildir, MaildirMailbox } from '../../../src/uplink/maildir-mailbox.js';
 import { AGENT_ADDRESS, AGENT_DOMAIN, agentReply, hermesBody, hex, PROVIDER, SELECTOR } from '../../helpers/bridge-harness.js';
 import { makeConfigDir, minimalToml, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET, type ConfigDir } from '../../helpers/config-dir.js';
@@ -45,7 +47,13 @@ afterAll(async () => {
   if (dir) rmSync(dir.dir, { recursive: true, force: true });
 });
 
-it('20 forged header blocks of 200 KB are judged one to a turn of the event loop, and the genuine reply behind them is applied in the same check', async () => {
+/**
+ * 20 forgeries of 200 KB header blocks (the agent's From, the live tag and token, 2,000 padding
+ * fields) queued before a genuine reply, stamped by the provider with `results`; one check.
+ * @returns the check's summary, the ledger rows recorded between two turns of the event loop (as
+ *   a `setImmediate` ticker saw them), and whether the task was completed
+ */
+async function floodOfHeavyForgeries(results: string): Promise<{ summary: CheckSummary; steps: number[]; completed: boolean; forged: Buffer }> {
   const res = await fetch(app.server.endpoint(app.bridge.ctx.config.agents[0]!), {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_BEARER}`, 'a2a-version': '1.0' },
@@ -53,12 +61,10 @@ it('20 forged header blocks of 200 KB are judged one to a turn of the event loop
   });
   const task = ((await res.json()) as { result: { task: { id: string } } }).result.task;
   const env = receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === task.id)!;
-  // The agent's From, the live tag and token; 2,000 padding fields make a 200 KB header block. The
-  // provider stamps what it saw: dmarc=fail.
   const padding = Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`X-Pad-${i}`, 'p'.repeat(90)]));
   const forged = await buildReplyMail({
     from: `Grok Agent <${AGENT_ADDRESS}>`, to: env.reply_to, subject: `Re: ${env.subject_tag}`, token: env.reply_token, status: 'done', answer: 'forged', headers: padding,
-    provider: { ...PROVIDER, fromHost: 'mx.evil.example', fromIp: '203.0.113.66', results: `dkim=none; spf=fail smtp.mailfrom=${AGENT_DOMAIN}; dmarc=fail (p=reject) header.from=${AGENT_DOMAIN}` },
+    provider: { ...PROVIDER, fromHost: 'mx.evil.example', fromIp: '203.0.113.66', results },
   });
   expect(forged.indexOf('\r\n\r\n')).toBeGreaterThan(200_000);
   let at = Date.now() - 3600_000;
@@ -70,8 +76,8 @@ it('20 forged header blocks of 200 KB are judged one to a turn of the event loop
   await put(await agentReply(env, key.privateKeyPem, { answer: 'The genuine answer.' }));
 
   const store = app.bridge.ctx.store;
-  const rows = (): number => store.ledger.ofTask(task.id).length;
-  /** The ledger rows recorded between two turns of the event loop, as the ticker saw them. */
+  // Every row, not the task's: a forgery refused on its stamp names the task only when its prefix shows the tag.
+  const rows = (): number => store.ledger.query({ limit: 100_000 }).length;
   const steps: number[] = [];
   let ticking = true;
   let seen = rows();
@@ -85,9 +91,26 @@ it('20 forged header blocks of 200 KB are judged one to a turn of the event loop
   const summary = await app.bridge.checkNow();
   ticking = false;
   await new Promise((resolve) => setImmediate(resolve));
-
-  expect(summary).toMatchObject({ ok: true, fetched: 21, onHeaders: 20, verdicts: { 'auth:dmarc-fail': 20, 'applied:done': 1 } });
-  expect(store.tasks.get(task.id)!.state).toBe('COMPLETED');
   expect(steps.reduce((a, b) => a + b, 0)).toBe(21);
+  return { summary, steps, completed: store.tasks.get(task.id)!.state === 'COMPLETED', forged };
+}
+
+it('20 forgeries of 200 KB header blocks whose provider stamp says dmarc=fail are refused on their first 16 KiB, in slices, and the genuine reply behind them is applied in the same check', async () => {
+  const { summary, steps, completed, forged } = await floodOfHeavyForgeries(`dkim=none; spf=fail smtp.mailfrom=${AGENT_DOMAIN}; dmarc=fail (p=reject) header.from=${AGENT_DOMAIN}`);
+  expect(summary).toMatchObject({ ok: true, fetched: 21, onHeaders: 20, verdicts: { 'auth:dmarc-fail': 20, 'applied:done': 1 } });
+  expect(completed).toBe(true);
+  // Read: 20 prefixes and the reply (its header block, then whole); never a forgery's 200 KB.
+  expect(summary.bytes).toBeLessThan(20 * STAMP_PREFIX_BYTES + 3 * 16 * 1024);
+  expect(summary.bytes).toBeGreaterThanOrEqual(20 * STAMP_PREFIX_BYTES);
+  expect(forged.length).toBeGreaterThan(10 * STAMP_PREFIX_BYTES);
+  // A slice is at most 256 KiB of what was read: 16 prefixes.
+  expect(Math.max(...steps)).toBeLessThanOrEqual(16);
+});
+
+it('20 forgeries of 200 KB header blocks whose provider stamp says dkim=pass for the agent (no signature of theirs matches it) are read on and judged one to a turn of the event loop', async () => {
+  const { summary, steps, completed } = await floodOfHeavyForgeries(`dkim=pass header.d=${AGENT_DOMAIN} header.b=AAAAAAAA; spf=pass smtp.mailfrom=${AGENT_DOMAIN}; dmarc=pass header.from=${AGENT_DOMAIN}`);
+  expect(summary).toMatchObject({ ok: true, fetched: 21, onHeaders: 20, verdicts: { 'auth:dkim-unaligned': 20, 'applied:done': 1 } });
+  expect(completed).toBe(true);
+  expect(summary.bytes).toBeGreaterThan(20 * 200_000); // each header block read whole: its stamp could not refuse it
   expect(Math.max(...steps)).toBe(1); // was 20: every forgery judged in one turn
 });

@@ -3,6 +3,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, sta
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { STAMP_PREFIX_BYTES } from '../../../src/uplink/gates.js';
 import type { CheckRequest } from '../../../src/uplink/mailbox.js';
 import { checkAsUser } from '../../helpers/maildir-as-user.js';
 import { MailboxError } from '../../../src/uplink/mailbox.js';
@@ -185,18 +186,52 @@ describe('MaildirMailbox', () => {
     expect((await box.check(req())).messages.map((m) => uniqueOf(m.source))).toEqual(['1.first', '2.second', '3.third']);
   });
 
-  it('reads at most maxHeaders header blocks per check, says more are waiting, and reaches a reply behind them', async () => {
-    const maxHeaders = 300;
-    const n = maxHeaders + 100;
+  it('opens at most maxPrefixes files per check, says more are waiting, and reaches a reply behind them', async () => {
+    const maxPrefixes = 300;
+    const n = maxPrefixes + 100;
     const other = mail({ from: 'friend@else.example', subject: 'old mail' });
     for (let i = 0; i < n; i++) put(`${String(i).padStart(5, '0')}.other`, other, T0 + i);
     put('99999.reply', mail({ subject: '[GROK:x] the reply' }), T0 + n);
     const box = new MaildirMailbox(dir);
-    const first = await box.check(req({ maxHeaders }));
+    const first = await box.check(req({ maxPrefixes }));
     expect(first).toMatchObject({ messages: [], more: true });
-    const second = await box.check(req({ maxHeaders }));
+    const second = await box.check(req({ maxPrefixes }));
     expect(second.messages.map((m) => uniqueOf(m.source))).toEqual(['99999.reply']);
     expect(second.more).toBe(false);
+  });
+
+  it('reads a header block that runs past STAMP_PREFIX_BYTES in two steps: its prefix, then (headerBlocks, at most maxHeaders a pass) the rest', async () => {
+    const pad = `X-Pad: ${'p'.repeat(100)}\r\n`.repeat(400); // 43 KB of fields under From and Subject
+    const big = (n: number): Buffer => Buffer.from(`From: ${AGENT}\r\nSubject: big ${n} [GROK:t]\r\n${pad}\r\nbody\r\n`);
+    const late = Buffer.from(`${pad}From: ${AGENT}\r\nSubject: late [GROK:t]\r\n\r\nbody\r\n`); // the narrowing reads on for it
+    put('1.big', big(1), T0 + 1);
+    put('2.big', big(2), T0 + 2);
+    put('3.late', late, T0 + 3);
+    put('4.small', mail({ subject: 'small [GROK:t]' }), T0 + 4);
+    put('5.other', Buffer.from(`${pad}From: friend@else.example\r\nSubject: not ours\r\n\r\nbody\r\n`), T0 + 5);
+    const pass = await new MaildirMailbox(dir).open(req({ maxHeaders: 2 }));
+    const heads = await pass.headers();
+    expect(heads.map((h) => [uniqueOf(h.source), h.prefixOnly ?? false, h.head.length])).toEqual([
+      ['1.big', true, STAMP_PREFIX_BYTES],
+      ['2.big', true, STAMP_PREFIX_BYTES],
+      ['3.late', true, STAMP_PREFIX_BYTES],
+      ['4.small', false, expect.any(Number)],
+    ]);
+    expect(heads[0]!.head.equals(big(1).subarray(0, STAMP_PREFIX_BYTES))).toBe(true);
+    // Counted for what was handed out: three prefixes, the small mail's whole header block, and
+    // 3.late's header block read on for the narrowing (5.other, read on and not matched, is not mail of ours).
+    const smallHead = heads[3]!.head.length;
+    expect(pass.bytesFetched).toBe(3 * STAMP_PREFIX_BYTES + smallHead + late.indexOf('\r\n\r\n') + 4);
+    const before = pass.bytesFetched;
+    const blocks = await pass.headerBlocks(heads.filter((h) => h.prefixOnly));
+    expect(blocks.map((h) => [uniqueOf(h.source), h.prefixOnly ?? false, h.head.toString('latin1').endsWith('\r\n\r\n')])).toEqual([
+      ['1.big', false, true],
+      ['2.big', false, true],
+    ]);
+    expect(pass.bytesFetched - before).toBe(2 * (big(1).indexOf('\r\n\r\n') + 4));
+    expect(pass.more).toBe(true); // 3.late waits for the next pass: over maxHeaders
+    await expect(pass.whole([heads[2]!])).rejects.toThrow(/headerBlocks/);
+    expect((await pass.whole([blocks[0]!]))[0]!.raw.equals(big(1))).toBe(true);
   });
 
   it('skips files that vanish between the listing and the read, and follows one that moved to cur/', async () => {

@@ -1,0 +1,56 @@
+/**
+ * The order a Maildir pass reads its pending names in (maildir-mailbox.ts): oldest first by
+ * (mtime, unique name), each entry lstat'ed once, the order kept between checks while no entry is
+ * new. Reads only: an lstat per new entry, and a listing when one moved or went.
+ */
+import { listFolder, lstatEntry, pathOf, placeOf, type FileName } from './maildir-files.js';
+
+/** A unique name not yet settled: where it is, and (once lstat'ed) its mtime and size. */
+export interface Pending extends FileName {
+  mtimeMs?: number;
+  size?: number;
+  /** isRecorded was asked since the name was last handed out. */
+  asked: boolean;
+}
+
+/**
+ * The pending entries, lstat'ed once each, oldest first by (mtime, unique name).
+ * @param pending the names not settled; a name no longer in the folder is deleted from it
+ * @param kept the order the last call returned, or null
+ * @param notAFile settles a name that is not a regular file (a symlink, FIFO… swapped in)
+ * @returns the order, to be passed back as `kept` next time
+ */
+export async function oldestFirst(folder: string, pending: Map<string, Pending>, kept: [string, Pending][] | null, notAFile: (unique: string) => void): Promise<[string, Pending][]> {
+  /** Fills in a pending entry's mtime and size; `gone` when the name is no longer there. */
+  const lstat = async (unique: string, p: Pending): Promise<'gone' | void> => {
+    const s = await lstatEntry(pathOf(folder, p));
+    if (s === 'gone') return 'gone';
+    if (s === 'not-a-file') notAFile(unique);
+    else if (s !== 'retry') Object.assign(p, s);
+  };
+  const unstated = [...pending].filter(([, p]) => p.mtimeMs === undefined);
+  const gone: [string, Pending][] = [];
+  // 32 at a time on the thread pool; each batch's await lets the event loop run.
+  for (let i = 0; i < unstated.length; i += 32) {
+    const batch = unstated.slice(i, i + 32);
+    const outcomes = await Promise.all(batch.map(([u, p]) => lstat(u, p)));
+    outcomes.forEach((o, k) => o === 'gone' && gone.push(batch[k]!));
+  }
+  if (gone.length) {
+    // Moved (new/ → cur/, a flag) or deleted since the listing: one more listing says which.
+    const listing = await listFolder(folder);
+    for (const [u, p] of gone) {
+      const now = listing.get(u);
+      if (!now) pending.delete(u);
+      else if (now.sub !== p.sub || now.name !== p.name) await lstat(u, Object.assign(p, placeOf(now)));
+    }
+  }
+  // The order is kept between checks while no entry got its first lstat (after a restart 100,000
+  // names are worked through `maxPrefixes` a check: sorting them on every check stalled the event loop).
+  let order = kept;
+  if (unstated.length > 0 || gone.length > 0 || !order) {
+    order = [...pending].filter(([, p]) => p.mtimeMs !== undefined).sort(([ua, a], [ub, b]) => a.mtimeMs! - b.mtimeMs! || (ua < ub ? -1 : ua > ub ? 1 : 0));
+  }
+  // Settled names drop out of the kept order for good.
+  return order.filter(([u, p]) => pending.get(u) === p);
+}
