@@ -9,7 +9,7 @@ import { startDnsZone, type DnsZone } from '../../../src/demo/dns-zone.js';
 import { buildReplyMail, dkimTxtName, generateDkimKey } from '../../../src/demo/reply-mail.js';
 import type { Envelope } from '../../../src/downlink/envelope.js';
 import { createLogger } from '../../../src/log.js';
-import { MAX_HEADER_LINES } from '../../../src/uplink/gates.js';
+import { MAX_HEADER_LINES, STAMP_PREFIX_BYTES } from '../../../src/uplink/gates.js';
 import { deliverToMaildir, MaildirMailbox } from '../../../src/uplink/maildir-mailbox.js';
 import { AGENT_ADDRESS, AGENT_DOMAIN, agentReply, hermesBody, hex, PROVIDER, SELECTOR, startHarness, type Harness } from '../../helpers/bridge-harness.js';
 import { makeConfigDir, minimalToml, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET, type ConfigDir } from '../../helpers/config-dir.js';
@@ -43,6 +43,8 @@ interface Rig {
   restart(): Promise<void>;
   /** The UIDs fetched whole so far (IMAP `BODY.PEEK[]`); a Maildir: null. */
   wholeFetched(): number[] | null;
+  /** The IMAP commands sent so far; a Maildir: none. */
+  imapCommands(): string[];
   close(): Promise<void>;
 }
 
@@ -83,6 +85,7 @@ async function imapRig(dovecot: DovecotHandle, folder: string): Promise<Rig> {
       return raws.map((_, i) => firstUid + i);
     },
     restart: () => h.restart(),
+    imapCommands: () => h.imapCommands,
     wholeFetched: () =>
       h.imapCommands
         .filter((c) => /UID FETCH \S+ \(?[^)]*BODY\.PEEK\[\]/.test(c))
@@ -139,6 +142,7 @@ async function maildirRig(): Promise<Rig> {
       app = await boot();
     },
     wholeFetched: () => null,
+    imapCommands: () => [],
     async close() {
       await app.close();
       await receiver.close();
@@ -226,6 +230,50 @@ describe.each(KINDS)('header blocks first, on %s', (_name, makeRig) => {
     for (const x of [a, b, c, d]) expect(store().ledger.ofTask(x.id).filter((r) => r.verdict === 'applied:done')).toHaveLength(1);
     if (rig.kind === 'imap') expect(store().mailbox.state(rig.bridge.ctx.mailbox.folder).lastUid).toBe(newer[0]);
     expect((await rig.bridge.checkNow()).fetched).toBe(0);
+  });
+
+  it('forgeries of 200 KB header blocks are refused on the provider stamp with only their first 16 KiB read; one whose stamp runs past 16 KiB is read on and gets the verdict the whole judge gives; the reply behind them is applied on the first check', async () => {
+    const t = await rig.newTask('Job behind heavy forgeries');
+    const padding = Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`X-Pad-${i}`, 'p'.repeat(90)]));
+    const heavy = async (results: string): Promise<Buffer> => {
+      const raw = await buildReplyMail({
+        from: `Grok Agent <${AGENT_ADDRESS}>`, to: t.envelope.reply_to, subject: `Re: ${t.envelope.subject_tag}`, token: t.envelope.reply_token, status: 'done', answer: 'forged', headers: padding,
+        provider: { ...PROVIDER, fromHost: 'mx.evil.example', fromIp: '203.0.113.66', results },
+      });
+      // The padding under the sender's other fields (MailComposer writes it first), where the Maildir narrowing need not read.
+      const end = raw.indexOf('\r\n\r\n');
+      const fields = raw.subarray(0, end).toString('latin1').split(/\r\n(?![ \t])/);
+      return Buffer.concat([Buffer.from([...fields.filter((f) => !f.startsWith('X-Pad-')), ...fields.filter((f) => f.startsWith('X-Pad-'))].join('\r\n'), 'latin1'), raw.subarray(end)]);
+    };
+    const dmarcFail = `dkim=none; spf=fail smtp.mailfrom=${AGENT_DOMAIN}; dmarc=fail (p=reject) header.from=${AGENT_DOMAIN}`;
+    const flood = await Promise.all(Array.from({ length: 30 }, () => heavy(dmarcFail)));
+    // The provider's own results run past 16 KiB (a result per DKIM-Signature the sender added): undecided on the prefix.
+    const longStamp = await heavy(`${Array.from({ length: 400 }, (_, i) => `dkim=fail header.d=s${i}.example header.b=AAAAAAAA`).join('; ')}; ${dmarcFail}`);
+    expect(longStamp.indexOf('Received:')).toBeGreaterThan(STAMP_PREFIX_BYTES);
+    await rig.deliver([...flood, longStamp, await rig.reply(t.envelope, 'The genuine answer.')]);
+
+    const first = await rig.bridge.checkNow();
+    expect(first).toMatchObject<Partial<CheckSummary>>({ ok: true, fetched: 32, onHeaders: 31, verdicts: { 'auth:dmarc-fail': 31, 'applied:done': 1 }, more: false });
+    expect(store().tasks.get(t.id)!.state).toBe('COMPLETED');
+    // Read: 31 prefixes, the long stamp's header block read on, the reply's header block and the reply.
+    const blockOf = (raw: Buffer): number => raw.indexOf('\r\n\r\n') + 4;
+    // (A Maildir reads the long stamp's block on twice: its From lies past 16 KiB, so the narrowing reads on too.)
+    const readOn = (rig.kind === 'maildir' ? 2 : 1) * blockOf(longStamp);
+    expect(first.bytes).toBeGreaterThanOrEqual(31 * STAMP_PREFIX_BYTES + readOn);
+    expect(first.bytes).toBeLessThan(31 * STAMP_PREFIX_BYTES + readOn + 64 * 1024);
+    const rows = store().ledger.ofTask(t.id);
+    const onStamp = rows.filter((r) => r.reason.includes("read on the provider's stamp"));
+    expect(onStamp).toHaveLength(30);
+    // Evidence: the prefix read, never more.
+    expect(store().ledger.raw(onStamp[0]!.id)!.equals(flood[0]!.subarray(0, STAMP_PREFIX_BYTES))).toBe(true);
+    const long = rows.find((r) => r.verdict === 'auth:dmarc-fail' && !r.reason.includes("read on the provider's stamp"))!;
+    expect(long.reason).toMatch(/^gate 6: trusted dmarc=fail$/);
+    if (rig.kind === 'imap') {
+      const fetches = rig.imapCommands().filter((c) => /UID FETCH/.test(c));
+      expect(fetches.some((c) => c.includes('BODY.PEEK[HEADER]<0.16384>'))).toBe(true);
+      // Read on: only the long stamp's and the reply's... never a stamp-refused forgery's.
+      expect(rig.wholeFetched()).toHaveLength(1);
+    }
   });
 
   it('every hostile header block leaves a ledger row that says why', async () => {

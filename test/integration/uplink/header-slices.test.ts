@@ -66,13 +66,19 @@ async function floodOfHeavyForgeries(results: string): Promise<{ summary: CheckS
     from: `Grok Agent <${AGENT_ADDRESS}>`, to: env.reply_to, subject: `Re: ${env.subject_tag}`, token: env.reply_token, status: 'done', answer: 'forged', headers: padding,
     provider: { ...PROVIDER, fromHost: 'mx.evil.example', fromIp: '203.0.113.66', results },
   });
-  expect(forged.indexOf('\r\n\r\n')).toBeGreaterThan(200_000);
+  // The padding under the sender's other fields (MailComposer writes it first): the From and the
+  // tag within the first 16 KiB, where the Maildir narrowing sees them.
+  const end = forged.indexOf('\r\n\r\n');
+  const lines = forged.subarray(0, end).toString('latin1').split(/\r\n(?![ \t])/); // whole fields, folding kept
+  const forgedBytes = Buffer.concat([Buffer.from([...lines.filter((l) => !l.startsWith('X-Pad-')), ...lines.filter((l) => l.startsWith('X-Pad-'))].join('\r\n'), 'latin1'), forged.subarray(end)]);
+  expect(forgedBytes.length).toBe(forged.length);
+  expect(forgedBytes.indexOf('\r\n\r\n')).toBeGreaterThan(200_000);
   let at = Date.now() - 3600_000;
   const put = async (raw: Buffer): Promise<void> => {
     const p = await deliverToMaildir(maildir, raw);
     utimesSync(p, new Date((at += 1000)), new Date(at));
   };
-  for (let i = 0; i < 20; i++) await put(Buffer.from(forged.toString('latin1').replace('Subject:', `X-N: ${i}\r\nSubject:`), 'latin1'));
+  for (let i = 0; i < 20; i++) await put(Buffer.from(forgedBytes.toString('latin1').replace('Subject:', `X-N: ${i}\r\nSubject:`), 'latin1'));
   await put(await agentReply(env, key.privateKeyPem, { answer: 'The genuine answer.' }));
 
   const store = app.bridge.ctx.store;
@@ -92,7 +98,7 @@ async function floodOfHeavyForgeries(results: string): Promise<{ summary: CheckS
   ticking = false;
   await new Promise((resolve) => setImmediate(resolve));
   expect(steps.reduce((a, b) => a + b, 0)).toBe(21);
-  return { summary, steps, completed: store.tasks.get(task.id)!.state === 'COMPLETED', forged };
+  return { summary, steps, completed: store.tasks.get(task.id)!.state === 'COMPLETED', forged: forgedBytes };
 }
 
 it('20 forgeries of 200 KB header blocks whose provider stamp says dmarc=fail are refused on their first 16 KiB, in slices, and the genuine reply behind them is applied in the same check', async () => {
