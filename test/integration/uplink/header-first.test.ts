@@ -250,7 +250,7 @@ describe.each(KINDS)('header blocks first, on %s', (_name, makeRig) => {
     // The provider's own results run past 16 KiB (a result per DKIM-Signature the sender added): undecided on the prefix.
     const longStamp = await heavy(`${Array.from({ length: 400 }, (_, i) => `dkim=fail header.d=s${i}.example header.b=AAAAAAAA`).join('; ')}; ${dmarcFail}`);
     expect(longStamp.indexOf('Received:')).toBeGreaterThan(STAMP_PREFIX_BYTES);
-    await rig.deliver([...flood, longStamp, await rig.reply(t.envelope, 'The genuine answer.')]);
+    const uids = await rig.deliver([...flood, longStamp, await rig.reply(t.envelope, 'The genuine answer.')]);
 
     const first = await rig.bridge.checkNow();
     expect(first).toMatchObject<Partial<CheckSummary>>({ ok: true, fetched: 32, onHeaders: 31, verdicts: { 'auth:dmarc-fail': 31, 'applied:done': 1 }, more: false });
@@ -271,8 +271,9 @@ describe.each(KINDS)('header blocks first, on %s', (_name, makeRig) => {
     if (rig.kind === 'imap') {
       const fetches = rig.imapCommands().filter((c) => /UID FETCH/.test(c));
       expect(fetches.some((c) => c.includes('BODY.PEEK[HEADER]<0.16384>'))).toBe(true);
-      // Read on: only the long stamp's and the reply's... never a stamp-refused forgery's.
-      expect(rig.wholeFetched()).toHaveLength(1);
+      // Read on (`<0.262144>`): the long stamp's header block alone; read whole: the reply alone.
+      expect(fetches.filter((c) => c.includes('BODY.PEEK[HEADER]<0.262144>')).map((c) => Number(c.split(' ')[3]))).toEqual([uids[30]]);
+      expect(rig.wholeFetched()!.filter((u) => uids.includes(u))).toEqual([uids[31]]);
     }
   });
 
