@@ -204,9 +204,7 @@ describe('MaildirMailbox', () => {
     const pad = `X-Pad: ${'p'.repeat(100)}\r\n`.repeat(400); // 43 KB of fields under From and Subject
     const big = (n: number): Buffer => Buffer.from(`From: ${AGENT}\r\nSubject: big ${n} [GROK:t]\r\n${pad}\r\nbody\r\n`);
     const late = Buffer.from(`${pad}From: ${AGENT}\r\nSubject: late [GROK:t]\r\n\r\nbody\r\n`); // the narrowing reads on for it
-    put('1.big', big(1), T0 + 1);
-    put('2.big', big(2), T0 + 2);
-    put('3.late', late, T0 + 3);
+    [big(1), big(2), late].forEach((raw, i) => put(['1.big', '2.big', '3.late'][i]!, raw, T0 + i + 1));
     put('4.small', mail({ subject: 'small [GROK:t]' }), T0 + 4);
     put('5.other', Buffer.from(`${pad}From: friend@else.example\r\nSubject: not ours\r\n\r\nbody\r\n`), T0 + 5);
     const pass = await new MaildirMailbox(dir).open(req({ maxHeaders: 2 }));
