@@ -1,16 +1,19 @@
 /**
- * A flood cannot hold back a genuine reply. BENCH_FLOOD_N (default 5,000) forged tagged mails are
- * queued before one genuine reply — each copies a live task's tag, the agent's From, the leaked
- * reply token and an Authentication-Results saying pass among its own headers (below the border);
- * the provider stamps what it saw (dmarc=fail). Measured: the check on which the reply is applied
- * (goal: the first, at most the second), on IMAP (a private Dovecot 2.3, the mail APPENDed in one
- * MULTIAPPEND) and on a Maildir, each beside a reference measured in the same run (the same kind
- * of folder holding the genuine reply alone). Default settings (`max_headers_per_check = 10000`,
- * `max_fetch_per_check = 50`, local DKIM verification with an in-process key). "Longest stall":
- * the largest lateness of a 1 ms timer during the checks.
+ * A flood cannot hold back a genuine reply. Forged tagged mails are queued before one genuine reply
+ * — each copies a live task's tag, the agent's From, the leaked reply token and an
+ * Authentication-Results saying pass among its own headers (below the border); the provider stamps
+ * what it saw (dmarc=fail). Two floods: BENCH_FLOOD_N (default 10,000) small forgeries (803-byte
+ * header blocks), and BENCH_FLOOD_BIG_N (default 2,000) forgeries of ~200 KiB header blocks (2,000
+ * small fields under the sender's From and Subject). Measured: the check on which the reply is
+ * applied (goal: the first), the time of the checks up to it, the bytes the mailbox read, the
+ * longest event-loop stall; on IMAP (a private Dovecot 2.3, the mail APPENDed in MULTIAPPENDs) and
+ * on a Maildir, each beside a reference measured in the same run (the same kind of folder holding
+ * the genuine reply alone). Default settings (`max_prefixes_per_check = 50000`,
+ * `max_headers_per_check = 10000`, `max_fetch_per_check = 50`), local DKIM verification with an
+ * in-process key. "Longest stall": the largest lateness of a 1 ms timer during the checks.
  *
  * Run: npx tsx bench/flood.ts   (IMAP needs Dovecot: apt-get install -y dovecot-imapd; skipped without)
- * Knobs: BENCH_FLOOD_N (default 5000)
+ * Knobs: BENCH_FLOOD_N (default 10000), BENCH_FLOOD_BIG_N (default 2000), BENCH_FLOOD_NO_WRITE=1 (print, do not write RESULTS.md)
  */
 import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,7 +33,10 @@ import { MeteredMailbox } from './lib/metered-mailbox.js';
 import { writeSection } from './lib/results.js';
 import { bytes, ms, num, table, verdict } from './lib/stats.js';
 
-const N = Number(process.env.BENCH_FLOOD_N ?? 5000);
+const N = Number(process.env.BENCH_FLOOD_N ?? 10_000);
+const BIG_N = Number(process.env.BENCH_FLOOD_BIG_N ?? 2000);
+/** Padding fields of a big forgery: 2,000 of ~100 bytes, a ~200 KiB header block. */
+const PADDING = Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`X-Pad-${i}`, 'p'.repeat(90)]));
 /** Checks tried before giving up on the reply. */
 const MAX_CHECKS = 200;
 
@@ -41,9 +47,13 @@ try {
   dovecotFound = false;
 }
 
-/** A forgery of a reply to `task`: everything but the agent's signature and an honest provider stamp. */
-function forged(task: BenchTask, n: number): Promise<Buffer> {
-  return buildReplyMail({
+/**
+ * A forgery of a reply to `task`: everything but the agent's signature and an honest provider
+ * stamp; `big`: with {@link PADDING} under the sender's other fields (MailComposer writes it first;
+ * moved down, so From and Subject stand where a Maildir's narrowing reads them first).
+ */
+async function forged(task: BenchTask, n: number, big = false): Promise<Buffer> {
+  const raw = await buildReplyMail({
     from: `Grok Agent <${AGENT.address}>`,
     to: MAILBOX_ADDRESS,
     subject: `Re: your job [${AGENT.tag}:${task.taskId}]`,
@@ -52,7 +62,12 @@ function forged(task: BenchTask, n: number): Promise<Buffer> {
     answer: `Forged answer ${n}: wire the money to account 4711.`,
     headers: { 'Authentication-Results': `${PROVIDER.authservId}; dkim=pass header.d=${AGENT.domain} header.b=AAAAAAAA; dmarc=pass header.from=${AGENT.domain}` },
     provider: { ...PROVIDER, fromHost: 'mx.evil.example', fromIp: '203.0.113.66', results: `dkim=none; spf=fail smtp.mailfrom=${AGENT.domain}; dmarc=fail (p=reject) header.from=${AGENT.domain}` },
+    ...(big ? { headers: { ...PADDING, 'Authentication-Results': `${PROVIDER.authservId}; dkim=pass header.d=${AGENT.domain} header.b=AAAAAAAA; dmarc=pass header.from=${AGENT.domain}` } } : {}),
   });
+  if (!big) return raw;
+  const end = raw.indexOf('\r\n\r\n');
+  const fields = raw.subarray(0, end).toString('latin1').split(/\r\n(?![ \t])/);
+  return Buffer.concat([Buffer.from([...fields.filter((f) => !f.startsWith('X-Pad-')), ...fields.filter((f) => f.startsWith('X-Pad-'))].join('\r\n'), 'latin1'), raw.subarray(end)]);
 }
 
 interface Run {
@@ -113,9 +128,9 @@ async function measure(config: Config, dkim: DkimFixture, mails: (task: BenchTas
   }
 }
 
-const floodThenReply = (dkim: DkimFixture) => async (task: BenchTask): Promise<Buffer[]> => {
+const floodThenReply = (dkim: DkimFixture, n: number, big: boolean) => async (task: BenchTask): Promise<Buffer[]> => {
   const flood: Buffer[] = [];
-  for (let i = 0; i < N; i++) flood.push(await forged(task, i));
+  for (let i = 0; i < n; i++) flood.push(await forged(task, i, big));
   return [...flood, await genuineReply(dkim, task)];
 };
 const replyAlone = (dkim: DkimFixture) => async (task: BenchTask): Promise<Buffer[]> => [await genuineReply(dkim, task)];
@@ -126,7 +141,18 @@ async function imapCase(dkim: DkimFixture, dovecot: DovecotHandle, folder: strin
   try {
     writeFileSync(c.configPath, imapToml({ port: dovecot.port, user: dovecot.user, folder, storePath: join(c.dir, 'state', 'bridge.sqlite') }).replace('check_interval_s = 0', 'check_interval_s = 3600'));
     writeSecret(c.dir, 'imap-password', dovecot.password);
-    return await measure(loadConfig(c.configPath), dkim, mails, async (raws) => void (await multiAppend(dovecot, folder, raws, 600_000)));
+    return await measure(loadConfig(c.configPath), dkim, mails, async (raws) => {
+      // In MULTIAPPENDs of at most 64 MiB (one command holds every literal).
+      for (let i = 0; i < raws.length; ) {
+        const part: Buffer[] = [];
+        let bytes = 0;
+        while (i < raws.length && (part.length === 0 || bytes + raws[i]!.length <= 64 * 1024 * 1024)) {
+          bytes += raws[i]!.length;
+          part.push(raws[i++]!);
+        }
+        await multiAppend(dovecot, folder, part, 600_000);
+      }
+    });
   } finally {
     rmSync(c.dir, { recursive: true, force: true });
   }
@@ -144,7 +170,7 @@ async function maildirCase(dkim: DkimFixture, mails: (t: BenchTask) => Promise<B
         `[[agents]]\nname = "${AGENT.name}"\naddress = "${AGENT.address}"\n[agents.webhook]\nurl = "http://127.0.0.1:9/hook"\nauth = "both"\nbearer_file = "webhook-bearer"\nsecret_file = "webhook-secret"\n`,
     );
     // Delivered a second apart, oldest first, an hour ago: the flood is older than the reply.
-    let at = Date.now() - 3600_000 - N * 1000;
+    let at = Date.now() - 3600_000 - (N + BIG_N) * 1000;
     const deliver = async (raws: Buffer[]): Promise<void> => {
       for (const raw of raws) {
         const path = await deliverToMaildir(folder, raw);
@@ -161,42 +187,38 @@ async function maildirCase(dkim: DkimFixture, mails: (t: BenchTask) => Promise<B
 
 const meter = startLoadMeter();
 const dkim = dkimFixture();
-const results: { kind: string; reference: Run; flood: Run }[] = [];
+const floods = [
+  { what: `${num(N)} small forgeries (803-byte header blocks), then the reply`, mails: floodThenReply(dkim, N, false) },
+  { what: `${num(BIG_N)} forgeries of ~200 KiB header blocks, then the reply`, mails: floodThenReply(dkim, BIG_N, true) },
+];
+const results: { kind: string; what: string; run: Run }[] = [];
+let folderN = 0;
 if (dovecotFound) {
   const dovecot = await startDovecot();
   try {
-    results.push({ kind: 'IMAP (Dovecot)', reference: await imapCase(dkim, dovecot, 'Alone', replyAlone(dkim)), flood: await imapCase(dkim, dovecot, 'Flooded', floodThenReply(dkim)) });
+    results.push({ kind: 'IMAP (Dovecot)', what: 'the reply alone (reference)', run: await imapCase(dkim, dovecot, `F${++folderN}`, replyAlone(dkim)) });
+    for (const f of floods) results.push({ kind: 'IMAP (Dovecot)', what: f.what, run: await imapCase(dkim, dovecot, `F${++folderN}`, f.mails) });
   } finally {
     await dovecot.stop();
   }
 } else {
   console.log('flood: IMAP skipped — Dovecot is not installed');
 }
-results.push({ kind: 'Maildir', reference: await maildirCase(dkim, replyAlone(dkim)), flood: await maildirCase(dkim, floodThenReply(dkim)) });
+results.push({ kind: 'Maildir', what: 'the reply alone (reference)', run: await maildirCase(dkim, replyAlone(dkim)) });
+for (const f of floods) results.push({ kind: 'Maildir', what: f.what, run: await maildirCase(dkim, f.mails) });
 const load = meter.stop();
 
 const on = (r: Run): string => (r.appliedOn === null ? `not within ${MAX_CHECKS}` : `check ${r.appliedOn}`);
-const rows = results.flatMap(({ kind, reference, flood }) =>
-  [
-    [`${kind}: the reply alone (reference)`, reference],
-    [`${kind}: ${num(N)} forgeries, then the reply`, flood],
-  ].map(([what, r]) => {
-    const run = r as Run;
-    return [what as string, on(run), ms(run.ms), num(run.headers), num(run.refusedOnHeaders), num(run.whole), bytes(run.bytes), ms(run.stallMs)];
-  }),
-);
-const goals = results.map(({ kind, flood }) => {
-  const n = flood.appliedOn;
-  return `- ${kind}: the reply applied on the first check (goal), at most the second: ${n === null ? 'not applied' : `check ${n}`} — ${verdict(n === 1)} (first), ${verdict(n !== null && n <= 2)} (at most the second).`;
-});
-writeSection(
-  'flood',
-  'Flood: a genuine reply queued behind forged mail',
-  [
-    `${num(N)} forged tagged mails (the agent's From, a live task's tag and its leaked token, an Authentication-Results saying pass below the border; the provider's own stamp says dmarc=fail) queued before one genuine reply, read by \`Bridge.checkNow()\` with default settings (\`max_headers_per_check = 10000\`, \`max_fetch_per_check = 50\`). Each row is a fresh folder and store; "header blocks" counts those handed to the header stage, "read whole" the messages judged whole. Before header blocks were read first, each check fetched the oldest 50 matching mails whole and judged them in turn: the same flood held the reply back for 100 checks (issue 10). ${describeLoad(load)}`,
-    '',
-    table(['case', 'reply applied on', 'time of those checks', 'header blocks', 'refused on the header block', 'read whole', 'bytes fetched', 'longest stall'], rows),
-    '',
-    ...goals,
-  ].join('\n'),
-);
+const rows = results.map(({ kind, what, run }) => [`${kind}: ${what}`, on(run), ms(run.ms), num(run.headers), num(run.refusedOnHeaders), num(run.whole), bytes(run.bytes), ms(run.stallMs)]);
+const goals = results
+  .filter((r) => !r.what.includes('reference'))
+  .map(({ kind, what, run }) => `- ${kind}, ${what}: the reply applied on the first check (goal): ${run.appliedOn === null ? 'not applied' : `check ${run.appliedOn}`} — ${verdict(run.appliedOn === 1)}.`);
+const text = [
+  `Forged tagged mails (the agent's From, a live task's tag and its leaked token, an Authentication-Results saying pass below the border; the provider's own stamp says dmarc=fail) queued before one genuine reply, read by \`Bridge.checkNow()\` with default settings (\`max_prefixes_per_check = 50000\`, \`max_headers_per_check = 10000\`, \`max_fetch_per_check = 50\`). Each row is a fresh folder and store; "header blocks" counts the candidates handed to the header stage, "read whole" the messages judged whole, "bytes read" what the mailbox read (prefixes, header blocks, whole messages) over the checks up to the reply's. ${describeLoad(load)}`,
+  '',
+  table(['case', 'reply applied on', 'time of those checks', 'header blocks', 'refused on the header block', 'read whole', 'bytes read', 'longest stall'], rows),
+  '',
+  ...goals,
+].join('\n');
+if (process.env.BENCH_FLOOD_NO_WRITE) console.log(text);
+else writeSection('flood', 'Flood: a genuine reply queued behind forged mail', text);
