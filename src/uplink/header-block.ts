@@ -8,8 +8,8 @@ import { headerEnd } from './raw-headers.js';
 
 /**
  * The longest header block read, in bytes, the empty line that ends it included: what a mailbox
- * reads of a message before deciding anything (Maildir) or asks the server for
- * (`BODY.PEEK[HEADER]<0.262144>`). Longer is `too-large-header`.
+ * reads of a header block that runs on past {@link STAMP_PREFIX_BYTES} when its stamp could not
+ * refuse it (a Maildir file; IMAP `BODY.PEEK[HEADER]<0.262144>`). Longer is `too-large-header`.
  */
 export const MAX_HEADER_BLOCK_BYTES = 256 * 1024;
 /**
