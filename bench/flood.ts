@@ -8,7 +8,7 @@
  * applied (goal: the first), the time of the checks up to it, the bytes the mailbox read, the
  * longest event-loop stall; on IMAP (a private Dovecot 2.3, the mail APPENDed in MULTIAPPENDs) and
  * on a Maildir, each beside a reference measured in the same run (the same kind of folder holding
- * the genuine reply alone). Default settings (`max_prefixes_per_check = 50000`,
+ * the genuine reply alone). Default settings (`max_prefixes_per_check = 25000`,
  * `max_headers_per_check = 10000`, `max_fetch_per_check = 50`), local DKIM verification with an
  * in-process key. "Longest stall": the largest lateness of a 1 ms timer during the checks.
  *
@@ -214,7 +214,7 @@ const goals = results
   .filter((r) => !r.what.includes('reference'))
   .map(({ kind, what, run }) => `- ${kind}, ${what}: the reply applied on the first check (goal): ${run.appliedOn === null ? 'not applied' : `check ${run.appliedOn}`} — ${verdict(run.appliedOn === 1)}.`);
 const text = [
-  `Forged tagged mails (the agent's From, a live task's tag and its leaked token, an Authentication-Results saying pass below the border; the provider's own stamp says dmarc=fail) queued before one genuine reply, read by \`Bridge.checkNow()\` with default settings (\`max_prefixes_per_check = 50000\`, \`max_headers_per_check = 10000\`, \`max_fetch_per_check = 50\`). Each row is a fresh folder and store; "header blocks" counts the candidates handed to the header stage, "read whole" the messages judged whole, "bytes read" what the mailbox read (prefixes, header blocks, whole messages) over the checks up to the reply's. ${describeLoad(load)}`,
+  `Forged tagged mails (the agent's From, a live task's tag and its leaked token, an Authentication-Results saying pass below the border; the provider's own stamp says dmarc=fail) queued before one genuine reply, read by \`Bridge.checkNow()\` with default settings (\`max_prefixes_per_check = 25000\`, \`max_headers_per_check = 10000\`, \`max_fetch_per_check = 50\`). Each row is a fresh folder and store; "header blocks" counts the candidates handed to the header stage, "read whole" the messages judged whole, "bytes read" what the mailbox read (prefixes, header blocks, whole messages) over the checks up to the reply's. ${describeLoad(load)}`,
   '',
   table(['case', 'reply applied on', 'time of those checks', 'header blocks', 'refused on the header block', 'read whole', 'bytes read', 'longest stall'], rows),
   '',

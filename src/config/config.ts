@@ -230,7 +230,7 @@ function parseMailbox(f: Fields, baseDir: string, o: LoadOptions): MailboxConfig
     checkIntervalMs: f.integer('check_interval_s', 15, 0, 3600) * 1000,
     checkWaitMs: f.integer('check_wait_ms', 5000, 100, 60_000),
     maxFetchPerCheck: f.integer('max_fetch_per_check', 50, 1, 10_000),
-    maxPrefixesPerCheck: f.integer('max_prefixes_per_check', 50_000, 100, 1_000_000),
+    maxPrefixesPerCheck: f.integer('max_prefixes_per_check', 25_000, 100, 1_000_000),
     maxHeadersPerCheck: f.integer('max_headers_per_check', 10_000, 100, 100_000),
     maxMessageBytes: f.integer('max_message_bytes', 10 * 1024 * 1024, 1024, 200 * 1024 * 1024),
     maxAttachmentBytes: f.integer('max_attachment_bytes', 1024 * 1024, 0, 50 * 1024 * 1024),

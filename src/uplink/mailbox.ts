@@ -60,7 +60,7 @@ export interface CheckRequest {
 /** Header blocks read whole per pass, beyond their prefix, when the request names no `maxHeaders`. */
 export const DEFAULT_MAX_HEADERS = 10_000;
 /** Candidates read by their prefix per pass when the request names no `maxPrefixes`. */
-export const DEFAULT_MAX_PREFIXES = 50_000;
+export const DEFAULT_MAX_PREFIXES = 25_000;
 /** Header blocks a pass hands out at a time (one FETCH; the caller records each batch in one transaction). */
 export const HEADER_BATCH = 100;
 
