@@ -12,7 +12,10 @@
  * the indexes and triggers the old one had (migrations 6, 7, 9, 11 and 14) created again as they
  * were. Nothing references either table, so no foreign key is rewritten; `turns` still references
  * `tasks`. The copies keep every count the triggers hold (no trigger exists on the new tables while
- * they are filled). Cost: one pass over both tables, inside the migration's transaction.
+ * they are filled). Cost: one copy of both tables, inside the migration's transaction, once, at the
+ * first start of a bridge of this version: 3.2–4.0 s for a store of 100,000 finished tasks
+ * (483 MiB), against 2.6–4.1 s for a `VACUUM INTO` copy of the same file in the same runs (a
+ * 2-CPU machine at load average 5).
  */
 export const REPLY_STATUS_MIGRATION = `
   CREATE TABLE turns_v15 (
