@@ -156,6 +156,8 @@ try {
   const starts: { bridge: number[]; bare: number[]; other: number[]; rss: number[]; bareRss: number[]; otherRss: number[] } = { bridge: [], bare: [], other: [], rss: [], bareRss: [], otherRss: [] };
   // CPU time by the first /health 200: a figure of the start that other work on the machine does not stretch.
   const startCpu: Record<'bridge' | 'bare' | 'other', number[]> = { bridge: [], bare: [], other: [] };
+  // The same RSS split into the process's own pages and the pages of mapped files (bench/lib/child.ts).
+  const split: Record<'bridge' | 'bare' | 'other', { anon: number[]; file: number[] }> = { bridge: { anon: [], file: [] }, bare: { anon: [], file: [] }, other: { anon: [], file: [] } };
   for (let i = 0; i < STARTS; i++) {
     for (const which of OTHER ? (['bridge', 'other', 'bare'] as const) : (['bridge', 'bare'] as const)) {
       const s = which === 'bare' ? await startBare(answer) : asStarted(await startBridgeFixture({ storePath, ...(which === 'other' ? { main: OTHER } : {}) }));
@@ -163,7 +165,10 @@ try {
         await sleep(2000);
         starts[which].push(s.startMs);
         startCpu[which].push(s.startCpuMs);
-        starts[which === 'bridge' ? 'rss' : which === 'bare' ? 'bareRss' : 'otherRss'].push(rssOf(s.pid).rss);
+        const m = rssOf(s.pid);
+        starts[which === 'bridge' ? 'rss' : which === 'bare' ? 'bareRss' : 'otherRss'].push(m.rss);
+        split[which].anon.push(m.anon);
+        split[which].file.push(m.file);
       } finally {
         await s.close();
       }
@@ -214,6 +219,7 @@ try {
     // Printed only: RESULTS.md keeps the whole section of a full run.
     const r = median(starts.rss);
     console.log(`${describeLoad(machineLoad)}\n- RSS after \`serve\` starts ≤ 60 MiB: ${(r / MiB).toFixed(1)} MiB (bare node:http ${(median(starts.bareRss) / MiB).toFixed(1)} MiB) — ${verdict(r <= 60 * MiB)}.`);
+    console.log(`  anonymous ${bytes(median(split.bridge.anon))} (bare ${bytes(median(split.bare.anon))}), file-backed ${bytes(median(split.bridge.file))} (bare ${bytes(median(split.bare.file))})`);
     console.log(`- Cold start to the first /health 200 ≤ 2.5× bare node: ${ms(median(starts.bridge))} / ${ms(median(starts.bare))} = ${(median(starts.bridge) / median(starts.bare)).toFixed(2)}× — ${verdict(median(starts.bridge) / median(starts.bare) <= 2.5)}.`);
   }
   const at64 = rows.find((r) => r.c === 64);
@@ -233,6 +239,8 @@ try {
             [`GetTask p50 / p99, concurrency ${r.c}`, `${ms(med(r.bridge, 'p50'))} / ${ms(med(r.bridge, 'p99'))}`, `${ms(med(r.bare, 'p50'))} / ${ms(med(r.bare, 'p99'))}`, `${ratio(med(r.bridge, 'p99'), med(r.bare, 'p99'))} (p99)`],
           ]),
           ['RSS after start', bytes(rss), bytes(median(starts.bareRss)), ratio(rss, median(starts.bareRss))],
+          ['… of it anonymous (RssAnon: V8 heap, malloc)', bytes(median(split.bridge.anon)), bytes(median(split.bare.anon)), ratio(median(split.bridge.anon), median(split.bare.anon))],
+          ['… of it file-backed (RssFile: node binary, SQLite addon, libc; shared)', bytes(median(split.bridge.file)), bytes(median(split.bare.file)), ratio(median(split.bridge.file), median(split.bare.file))],
           ['RSS peak under GetTask load (c=64)', bytes(at64.peakRss), bytes(at64.barePeakRss), ratio(at64.peakRss, at64.barePeakRss)],
           ['RSS idle after the first calls (before the load)', bytes(idleRss), bytes(bareIdleRss), ratio(idleRss, bareIdleRss)],
           ['cold start to the first /health 200', `${ms(median(starts.bridge))} (${starts.bridge.map((x) => num(x)).join(', ')})`, `${ms(median(starts.bare))} (${starts.bare.map((x) => num(x)).join(', ')})`, ratio(median(starts.bridge), median(starts.bare))],

@@ -124,8 +124,10 @@ export function cpuMsOf(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
-export function rssOf(pid: number): { rss: number; peak: number } {
+export function rssOf(pid: number): { rss: number; peak: number; anon: number; file: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN) * 1024;
-  return { rss: kb('VmRSS'), peak: kb('VmHWM') };
+  // RssAnon: the process's own pages (V8's heap, malloc); RssFile: pages of mapped files (the node
+  // binary's code and data, the SQLite addon, libc), which every process mapping them shares.
+  return { rss: kb('VmRSS'), peak: kb('VmHWM'), anon: kb('RssAnon'), file: kb('RssFile') };
 }

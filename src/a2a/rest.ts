@@ -99,9 +99,15 @@ const HTTP: Record<ErrorKind, [number, string]> = {
   limitReached: [429, 'RESOURCE_EXHAUSTED'],
 };
 
-/** An error as AIP-193 JSON with its HTTP status (A2A v1.0 §11.6). */
-export function restError(err: A2AError): { status: number; body: { error: { code: number; status: string; message: string; details: Record<string, unknown>[] } } } {
-  const [status, code] = HTTP[err.kind];
+/**
+ * An error as AIP-193 JSON with its HTTP status (A2A v1.0 §11.6). `error.code` is always the HTTP
+ * status the body is sent with (AIP-193).
+ * @param httpStatus the status when the transport, not the error's kind, decides it (413: a body
+ *   over `server.max_body_bytes`); default the kind's status of §5.4
+ */
+export function restError(err: A2AError, httpStatus?: number): { status: number; body: { error: { code: number; status: string; message: string; details: Record<string, unknown>[] } } } {
+  const [kindStatus, code] = HTTP[err.kind];
+  const status = httpStatus ?? kindStatus;
   const domain = err.kind === 'limitReached' ? BRIDGE_ERROR_DOMAIN : ERROR_DOMAIN;
   const details: Record<string, unknown>[] = [{ '@type': ERROR_INFO_TYPE, reason: ERRORS[err.kind].reason, domain, ...(err.metadata ? { metadata: err.metadata } : {}) }];
   if (err.retryAfterSeconds !== undefined) details.push({ '@type': RETRY_INFO_TYPE, retryDelay: `${err.retryAfterSeconds}s` });

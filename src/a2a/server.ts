@@ -176,7 +176,8 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     }
     const body = await readBody(req, config.server.maxBodyBytes);
     if (body === null) {
-      send(res, 413, { error: `request body over ${config.server.maxBodyBytes} bytes` }, { connection: 'close' });
+      // A JSON-RPC error body, as for 415 above, so a JSON-RPC client can read why (-32600).
+      send(res, 413, errorResponse(null, new A2AError('invalidRequest', `request body over ${config.server.maxBodyBytes} bytes (server.max_body_bytes)`), dialectOfHeader(version)), { connection: 'close' });
       return;
     }
     const parsed = parseRequest(body, dialectOfHeader(version), (name) => findMethod(name) !== undefined);
@@ -297,7 +298,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
         return fail(new A2AError('contentTypeNotSupported', `Content-Type ${type.slice(0, 80)} is not supported; send application/json`));
       }
       const body = await readBody(req, config.server.maxBodyBytes);
-      if (body === null) return send(res, 413, restError(new A2AError('invalidRequest', `request body over ${config.server.maxBodyBytes} bytes`)).body, { connection: 'close' });
+      if (body === null) return send(res, 413, restError(new A2AError('invalidRequest', `request body over ${config.server.maxBodyBytes} bytes (server.max_body_bytes)`), 413).body, { connection: 'close' });
       if (body.length > 0) {
         let doc: unknown;
         try {

@@ -1,4 +1,4 @@
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import type { LookupAddress } from 'node:dns';
 import { createRequire } from 'node:module';
 import { isIP, type LookupFunction } from 'node:net';
 import type { Dispatcher } from 'undici';
@@ -61,7 +61,8 @@ export function pushUrlProblem(raw: string, allowHosts: readonly string[]): stri
  */
 function checkedLookup(allowHosts: readonly string[]): LookupFunction {
   return (hostname, options, callback) => {
-    dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
+    // node:dns by the first push connection, not at start (docs/architecture.md, "Start-up and memory").
+    process.getBuiltinModule('node:dns').lookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
       if (err) return callback(err, '', 0);
       const allowed = allowHosts.includes(hostname.toLowerCase());
       const bad = addresses.find((a) => !isLoopbackAddress(a.address));

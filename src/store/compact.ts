@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { Db } from './db.js';
 
 /**
@@ -26,6 +25,13 @@ export const COMPACT_MIGRATION = `
   ALTER TABLE audit ADD COLUMN entry_deflate BLOB;
 `;
 
+/**
+ * node:zlib, loaded by the first text or raw message packed or unpacked rather than at start
+ * (docs/architecture.md, "Start-up and memory"): with its archive helpers it is about 15 built-in
+ * modules.
+ */
+export const zlib = (): typeof import('node:zlib') => process.getBuiltinModule('node:zlib');
+
 /** The SHA-256 (32 bytes) of a DKIM signature's key (uplink/gates.ts `signatureKey`), as ledger.dkim_b_sha256 holds it. */
 export function signatureDigest(key: string): Buffer {
   return createHash('sha256').update(key, 'utf8').digest();
@@ -44,7 +50,7 @@ const UNPACK_MAX_BYTES = 3 * PACK_MAX_CHARS;
 export function packText(text: string): Buffer | null {
   if (text.length < 64 || text.length > PACK_MAX_CHARS) return null;
   const utf8 = Buffer.from(text, 'utf8');
-  const packed = deflateRawSync(utf8);
+  const packed = zlib().deflateRawSync(utf8);
   return packed.length < utf8.length ? packed : null;
 }
 
@@ -53,7 +59,7 @@ export function packText(text: string): Buffer | null {
  * @throws Error when the bytes do not inflate within the bound (a damaged row)
  */
 export function unpackText(packed: Buffer): string {
-  return inflateRawSync(packed, { maxOutputLength: UNPACK_MAX_BYTES }).toString('utf8');
+  return zlib().inflateRawSync(packed, { maxOutputLength: UNPACK_MAX_BYTES }).toString('utf8');
 }
 
 /**

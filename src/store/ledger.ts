@@ -1,11 +1,8 @@
 import type { Verdict } from '../uplink/verdicts.js';
-import { signatureDigest } from './compact.js';
+import { signatureDigest, zlib } from './compact.js';
 import { StoreError, type Db, type Writer } from './db.js';
 import { largeValueReads } from './large-values.js';
 import { conditions, stmt } from './statements.js';
-
-/** node:zlib, loaded by the first raw message packed or unpacked, not at start (docs/architecture.md, "Start-up and memory"). */
-const zlib = (): typeof import('node:zlib') => process.getBuiltinModule('node:zlib');
 
 /** One fetched message and the verdict the judge gave it (src/core/judge.ts). Recorded once per source. */
 export interface LedgerEntry {

@@ -10,7 +10,6 @@
  * and refuse `l=`.
  */
 import { isIPv4, isIPv6 } from 'node:net';
-import { Resolver } from 'node:dns/promises';
 import type { DKIMResult, DNSResolver } from 'mailauth';
 import { BudgetError, offload, OFFLOAD_MIN_BYTES, type BudgetTimer } from './offload.js';
 import { parseHeaders, type HeaderField } from './raw-headers.js';
@@ -129,9 +128,16 @@ export function makeResolver(servers: readonly string[], options: { timeoutMs?: 
   const timeoutMs = options.timeoutMs ?? 5000;
   const bad = servers.find((s) => !validServer(s));
   if (bad !== undefined) throw new TypeError(`a2a-mailbridge: DNS server ${JSON.stringify(bad)} is not "ip" or "ip:port"`);
-  const resolver = new Resolver({ timeout: Math.max(100, Math.floor(timeoutMs / 2)), tries: 2 });
-  if (servers.length > 0) resolver.setServers([...servers]);
-  return (name, rrtype) => withTimeout(resolver.resolve(name, rrtype), timeoutMs, `${name} ${rrtype}`);
+  // node:dns/promises is loaded by the first lookup (the first signed mail), not at start
+  // (docs/architecture.md, "Start-up and memory").
+  let resolver: import('node:dns/promises').Resolver | undefined;
+  const lazily = (): import('node:dns/promises').Resolver => {
+    if (resolver) return resolver;
+    resolver = new (process.getBuiltinModule('node:dns/promises').Resolver)({ timeout: Math.max(100, Math.floor(timeoutMs / 2)), tries: 2 });
+    if (servers.length > 0) resolver.setServers([...servers]);
+    return resolver;
+  };
+  return (name, rrtype) => withTimeout(lazily().resolve(name, rrtype), timeoutMs, `${name} ${rrtype}`);
 }
 
 export interface LocalDkimResult {

@@ -93,6 +93,13 @@ describe('JSON-RPC binding (TCK §9, §5.4)', () => {
     // a JSON-RPC error body, not a bare object (A2A v1.0 §9.5)
     expect(text.json).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32005, data: [{ reason: 'CONTENT_TYPE_NOT_SUPPORTED' }] } });
     expect(h.receiver.requests.length).toBe(hooks + 2);
+    // over server.max_body_bytes (1 MiB by default): 413, and still a JSON-RPC error a client can read
+    const huge = await rpcPost(url, 'SendMessage', v1SendParams('x'.repeat(1024 * 1024), { contextId: ctx() }));
+    expect(huge.status).toBe(413);
+    expect(huge.contentType).toMatch(/^application\/json/);
+    expect(huge.json).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600, data: [{ reason: 'INVALID_REQUEST' }] } });
+    expect(huge.json.error!.message).toContain('server.max_body_bytes');
+    expect(h.receiver.requests.length).toBe(hooks + 2);
     // the SDK sends application/json
     await sdk.listTasks({ tenant: '', contextId: ctx(), status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined });
     expect(wire.at(-1)!.headers['content-type']).toBe('application/json');

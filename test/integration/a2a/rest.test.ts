@@ -97,6 +97,10 @@ describe('HTTP+JSON binding (SDK REST transport)', () => {
     expect((await fetch(`${suite.h.endpoint}/tasks`)).status).toBe(401);
     expect((await raw('/message:send')).status).toBe(405);
     expect((await raw('/nothing/here')).status).toBe(404);
+    // over server.max_body_bytes (1 MiB by default): 413, and the body's code says the same status (AIP-193)
+    const huge = await raw('/message:send', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: { role: 'ROLE_USER', parts: [{ text: 'x'.repeat(1024 * 1024) }] } }) });
+    expect(huge.status).toBe(413);
+    expect(await huge.json()).toMatchObject({ error: { code: 413, status: 'INVALID_ARGUMENT', details: [{ reason: 'INVALID_REQUEST' }] } });
     const bad = await raw('/tasks?statusTimestampAfter=-1');
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { details: { reason: string }[] } }).error.details[0]!.reason).toBe('INVALID_PARAMS');

@@ -25,14 +25,20 @@ afterAll(() => {
   if (c) rmSync(c.dir, { recursive: true, force: true });
 });
 
-/** Starts the built `serve` at debug level and resolves with the packages its start-up line names. */
-function packagesAtStart(): Promise<string[]> {
+const BUILTINS_AT_EXIT = resolve('test/fixtures/builtins-at-exit.cjs');
+
+/**
+ * Starts the built `serve` at debug level and resolves with the packages its start-up line names
+ * and the built-in modules it had loaded when it stopped, just after that line.
+ */
+function loadedAtStart(): Promise<{ packages: string[]; builtins: string[] }> {
   const env = { ...process.env };
   delete env.JOURNAL_STREAM;
   delete env.INVOCATION_ID;
   return new Promise((done, reject) => {
-    const child = spawn(process.execPath, [main, '--config', c.configPath, 'serve', '--log-level', 'debug'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, ['-r', BUILTINS_AT_EXIT, main, '--config', c.configPath, 'serve', '--log-level', 'debug'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
+    let packages: string[] | undefined;
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`no start-up line within 30 s:\n${err}`));
@@ -40,20 +46,29 @@ function packagesAtStart(): Promise<string[]> {
     child.stderr.on('data', (d: Buffer) => {
       err += d.toString('utf8');
       const line = err.split('\n').find((l) => l.includes('"libraries loaded at start"'));
-      if (!line) return;
+      if (!line || packages) return;
       clearTimeout(timer);
+      packages = (JSON.parse(line) as { packages: string[] }).packages;
       child.kill('SIGTERM');
-      child.once('close', () => done((JSON.parse(line) as { packages: string[] }).packages));
+    });
+    child.once('close', () => {
+      const exitLine = err.split('\n').find((l) => l.startsWith('{"builtinsLoaded"'));
+      if (!packages || !exitLine) return reject(new Error(`no start-up line or no exit line:\n${err}`));
+      done({ packages, builtins: (JSON.parse(exitLine) as { builtinsLoaded: string[] }).builtinsLoaded });
     });
   });
 }
 
 describe('serve on a Maildir config, as built', () => {
   it('loads the store, the logger and the webhook signer, and none of the libraries it does not use yet', async () => {
-    const packages = await packagesAtStart();
+    const { packages, builtins } = await loadedAtStart();
     expect(packages).toEqual(expect.arrayContaining(['better-sqlite3', 'pino', 'smol-toml', 'standardwebhooks']));
     for (const lazy of ['imapflow', 'mailparser', 'mailauth', 'libmime', 'nodemailer', 'undici', 'prom-client', 'pino-pretty', 'pino-roll', '@a2a-js/sdk', 'dns-packet']) {
       expect(packages, lazy).not.toContain(lazy);
     }
+    // Built-ins loaded by first use as well: DEFLATE packing (with its archive helpers, about 15
+    // modules) and the DKIM resolver. Both have been imported at the top of a module by mistake.
+    expect(builtins).toContain('http');
+    for (const lazy of ['zlib', 'dns/promises']) expect(builtins, lazy).not.toContain(lazy);
   });
 });
