@@ -306,7 +306,7 @@ export async function doctor(configFile: string): Promise<DoctorReport> {
     for (const server of config.dnsServers) checks.push(await checkDns(config, server));
     const examples = exampleIdentities(config);
     if (examples.length > 0) {
-      checks.push({ name: 'example identities', status: 'warn', detail: exampleIdentitiesText(examples), fix: `replace them in ${file} with your mailbox and the agent's real address, DKIM domain and webhook URL` });
+      checks.push({ name: 'example identities', status: 'warn', detail: exampleIdentitiesText(examples), fix: `set ${examples.map((e) => e.key).join(', ')} in ${file} to the real ${examples.length === 1 ? 'value' : 'values'}` });
     }
     const tokenFile = refs.find((r) => r.key === 'server.bearer_file')?.path ?? 'your bearer file';
     report.hermes = hermesSnippet(config, tokenFile);
