@@ -147,6 +147,29 @@ function deadlineOf(meta: unknown): number | undefined {
 }
 
 /**
+ * The error for a `message.role` that is not the caller's: what was expected, what came (a short
+ * name is quoted, anything else only described), and the fix when what came is the other
+ * dialect's spelling — `ROLE_USER` is v1.0's (SendMessage…), `user` v0.3's (message/send…) — or
+ * `UNRECOGNIZED`, what the `@a2a-js/sdk` client writes for a role given as a string instead of
+ * its `Role` enum (its parts then go out empty too: README, "Calling it from code").
+ */
+function roleRefusal(got: unknown, roles: readonly string[]): string {
+  let shown: string;
+  if (got === undefined) shown = 'none';
+  else if (typeof got === 'string') shown = /^[A-Za-z_]{1,32}$/.test(got) ? JSON.stringify(got) : `a string of ${got.length} characters`;
+  else shown = got === null ? 'null' : `a ${typeof got}`;
+  let hint = '';
+  if (got === 'user' && !roles.includes('user')) hint = '; "user" is the v0.3 spelling, taken by message/send and message/stream';
+  else if (got === 'ROLE_USER' && !roles.includes('ROLE_USER')) hint = '; "ROLE_USER" is the v1.0 spelling, taken by SendMessage and SendStreamingMessage';
+  else if (got === 'UNRECOGNIZED') {
+    hint =
+      "; the @a2a-js/sdk client writes that for a message not in its in-memory form: role: Role.ROLE_USER (import { Role } from '@a2a-js/sdk') " +
+      "and parts: [{ content: { $case: 'text', value: '…' } }] (README, \"Calling it from code\")";
+  }
+  return `message.role must be ${roles.join(' or ')} (got ${shown})${hint}`;
+}
+
+/**
  * SendMessage params (A2A v1.0 §3.1.1; v0.3 `message/send` has the same shape with `kind` tags).
  * @param roles accepted `message.role` values (`ROLE_USER` in v1.0, `user` in v0.3)
  * @throws A2AError invalidParams, contentTypeNotSupported
@@ -157,9 +180,7 @@ export function parseSendParams(params: unknown, roles: readonly string[]): Send
   const messageId = requiredId(message, 'messageId', 'message');
   const contextId = optionalId(message, 'contextId', 'message');
   const taskId = optionalId(message, 'taskId', 'message');
-  if (!roles.includes(message.role as string)) {
-    throw new A2AError('invalidParams', `message.role must be ${roles.join(' or ')}`);
-  }
+  if (!roles.includes(message.role as string)) throw new A2AError('invalidParams', roleRefusal(message.role, roles));
   const parts = message.parts;
   if (!Array.isArray(parts) || parts.length === 0) throw new A2AError('invalidParams', 'message.parts must be a non-empty array');
   const texts = parts.map((part, i) => partText(asObject(part, `message.parts[${i}]`), i));

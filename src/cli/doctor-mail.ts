@@ -5,7 +5,7 @@
  * read-only store, nothing written. Looks DKIM keys up in DNS.
  */
 import { existsSync } from 'node:fs';
-import type { Config } from '../config/config.js';
+import type { AgentConfig, Config } from '../config/config.js';
 import { judgeHeaderBlock, judgeMessage, judgeRulesOf, type Decision } from '../core/judge.js';
 import type { LedgerRow } from '../store/ledger.js';
 import { Store } from '../store/store.js';
@@ -69,9 +69,23 @@ export async function checkLatestTaggedMail(config: Config, resolver?: DnsResolv
         ? `this mail is stamped like ${detected.preset}: set in [mailbox] ${lines.join(', ')} (a2a-mailbridge provider detect --from ${agent?.address ?? '<agent address>'} explains)`
         : gate5
           ? `run a2a-mailbridge provider detect --from ${agent?.address ?? '<agent address>'} to see what your provider stamps`
-          : `the provider's stamp was read; the refusal is about the mail itself (${verdict}): check agents.dkim_domain and the agent's DKIM signing`;
+          : mailFix(verdict, agent, config);
     return { name, status: 'fail', detail: `${what} would be refused: ${d.reason}`, fix };
   } finally {
     store.close();
   }
+}
+
+/**
+ * The fix for a mail whose provider stamp was read but that gates 3, 4, 6 or 7 refuse: the key of
+ * the agent it names (as doctor names keys: `agents[0].dkim_domain`) with its value, when a key
+ * can change the outcome (gate 4: the address; gate 7: the DKIM domain).
+ */
+function mailFix(verdict: string, agent: AgentConfig | undefined, config: Config): string {
+  const i = agent ? config.agents.findIndex((a) => a.name === agent.name) : -1;
+  const key = (k: string, v: string | undefined): string => (i >= 0 ? `agents[${i}].${k} (${v})` : `the agent's ${k}`);
+  const read = `the provider's stamp was read; the refusal is about the mail itself (${verdict})`;
+  if (verdict === 'auth:from-mismatch') return `${read}: check ${key('address', agent?.address)}, the From the agent sends with`;
+  if (verdict.startsWith('auth:dkim')) return `${read}: check ${key('dkim_domain', agent?.dkimDomain)} and the agent's DKIM signing`;
+  return `${read}; it is the agent's mail, not this config, that must change`;
 }

@@ -1,6 +1,7 @@
-import { readFileSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
+import { readConfigText } from '../config/config-file.js';
 import { ConfigError, loadConfig, tomlSyntaxMessage, type Config } from '../config/config.js';
 import { exampleIdentities, exampleIdentitiesText } from '../config/example-identities.js';
 import { writableByOthers } from '../config/file-safety.js';
@@ -119,10 +120,11 @@ function checkConfigFile(file: string): { check: Check; doc?: Doc } {
   let doc: Doc;
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readConfigText(file);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? String(err);
-    return { check: { name, status: 'fail', detail: `cannot read ${file}: ${code}`, fix: 'create it with: a2a-mailbridge init (or pass --config <file>)' } };
+    const { problem, fix } = splitFix((err as ConfigError).message.replace(/^config file: /, ''));
+    const unread = problem.startsWith('cannot read ');
+    return { check: { name, status: 'fail', detail: problem, fix: unread ? 'create it with: a2a-mailbridge init (or pass --config <file>)' : (fix ?? 'pass --config <file>') } };
   }
   try {
     doc = parseToml(text);
@@ -304,7 +306,7 @@ export async function doctor(configFile: string): Promise<DoctorReport> {
     for (const server of config.dnsServers) checks.push(await checkDns(config, server));
     const examples = exampleIdentities(config);
     if (examples.length > 0) {
-      checks.push({ name: 'example identities', status: 'warn', detail: exampleIdentitiesText(examples), fix: `replace them in ${file} with your mailbox and the agent's real address, DKIM domain and webhook URL` });
+      checks.push({ name: 'example identities', status: 'warn', detail: exampleIdentitiesText(examples), fix: `set ${examples.map((e) => e.key).join(', ')} in ${file} to the real ${examples.length === 1 ? 'value' : 'values'}` });
     }
     const tokenFile = refs.find((r) => r.key === 'server.bearer_file')?.path ?? 'your bearer file';
     report.hermes = hermesSnippet(config, tokenFile);

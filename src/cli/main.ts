@@ -38,7 +38,7 @@ program
   .name('a2a-mailbridge')
   .description('A loopback A2A peer for cloud agents that are woken by webhook and answer by email.')
   .version(VERSION)
-  .option('-c, --config <file>', 'config file (default: $A2A_MAILBRIDGE_CONFIG or ~/.config/a2a-mailbridge/config.toml)')
+  .option('-c, --config <file>', 'config file (default: $A2A_MAILBRIDGE_CONFIG, else $XDG_CONFIG_HOME/a2a-mailbridge/config.toml, ~/.config/… when XDG_CONFIG_HOME is unset)')
   // Usage errors exit 2 (help and --version exit 0); set before the commands so they inherit it.
   .exitOverride((err: CommanderError) => process.exit(err.exitCode === 0 ? 0 : 2));
 
@@ -58,7 +58,7 @@ program
 program
   .command('init')
   .description('write a commented config and the secret files (mode 0600) into a private folder; never overwrites')
-  .option('--dir <dir>', 'the folder (default: the folder of --config, or ~/.config/a2a-mailbridge)')
+  .option('--dir <dir>', 'the folder (default: that of the config file as every command finds it: --config, $A2A_MAILBRIDGE_CONFIG, $XDG_CONFIG_HOME/a2a-mailbridge, ~/.config/a2a-mailbridge)')
   .action(async (o: { dir?: string }) => {
     const flag = program.opts<{ config?: string }>().config;
     run((await import('./init.js')).runInit({ ...(o.dir !== undefined ? { dir: o.dir } : {}), ...(flag !== undefined ? { configFlag: flag } : {}) }));

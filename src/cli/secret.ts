@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, existsSync, fchmodSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, constants, existsSync, fchmodSync, lstatSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
+import { readConfigText } from '../config/config-file.js';
 import { ConfigError, tomlSyntaxMessage } from '../config/config.js';
 import { isGenerated, secretKind, type SecretKind } from '../config/secret-kinds.js';
 import { secretRefs, type Doc, type SecretRef } from './doctor.js';
@@ -106,9 +107,12 @@ export function runSecretNew(configFile: string, name: string, o: SecretNewOptio
   const file = isAbsolute(configFile) ? configFile : resolve(configFile);
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readConfigText(file);
   } catch (err) {
-    throw new CliFailure(`cannot read the config ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}; create one with: a2a-mailbridge init (or pass --config <file>)`);
+    // Not a regular file, or too large: the loader's message says what to fix.
+    const code = ((err as Error).cause as NodeJS.ErrnoException | undefined)?.code;
+    if (code === undefined) throw err;
+    throw new CliFailure(`cannot read the config ${file}: ${code}; create one with: a2a-mailbridge init (or pass --config <file>)`);
   }
   let doc: Doc;
   try {

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
@@ -6,6 +5,7 @@ import type { LogConfig } from '../log.js';
 import { parseAgent } from './agents.js';
 import type { ProviderProfile } from '../uplink/border.js';
 import type { ProviderName } from '../uplink/providers.js';
+import { readConfigText } from './config-file.js';
 import { writableByOthers } from './file-safety.js';
 import { ConfigError, FILE_KEY, Fields, type Table } from './fields.js';
 import { parseImapAuth, parseProvider, type OAuth2Config } from './provider.js';
@@ -370,17 +370,12 @@ export function tomlSyntaxMessage(file: string, text: string, err: unknown): str
 
 /**
  * Reads and validates a TOML config file.
- * @throws ConfigError for a missing file, a file or folder others can write, a TOML syntax error
- *   (with line) or an invalid key.
+ * @throws ConfigError for a missing file, one that is not a regular file or is over 1 MiB, a file
+ *   or folder others can write, a TOML syntax error (with line) or an invalid key.
  */
 export function loadConfig(path: string, o: LoadOptions = {}): Config {
   const file = isAbsolute(path) ? path : resolve(path);
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new ConfigError(FILE_KEY, `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}; create one with \`a2a-mailbridge init\``, { cause: err });
-  }
+  const text = readConfigText(file);
   // Whoever can write the config (or swap the file in its folder) can point the bridge at their
   // own webhook or mailbox: refused like a secret others can read.
   for (const p of [file, dirname(file)]) {

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
 import { registerStoreFunctions } from './compact.js';
 import { MIGRATIONS } from './migrations.js';
@@ -40,12 +40,14 @@ export interface OpenOptions {
  * `backup` and `serve`'s background check.
  *
  * @param path file path, `:memory:`, or the image of a store (`db.serialize()`) to open in memory
- * @throws StoreError when the file is not an SQLite database, its header or schema is damaged,
- *   or it was written by a newer schema.
+ * @throws StoreError when the path is not a regular file, the file is not an SQLite database or
+ *   is another program's (tables at schema version 0), its header or schema is damaged, or it was
+ *   written by a newer schema; such a file is left unchanged.
  */
 export function openDb(path: string | Buffer, options: OpenOptions = {}): Db {
   if (typeof path === 'string' && path !== ':memory:' && !options.readOnly) mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const name = typeof path === 'string' ? path : '(image in memory)';
+  if (typeof path === 'string' && path !== ':memory:') refuseNonFile(path);
   let db: Db;
   try {
     db = typeof path === 'string' ? new Database(path, { readonly: options.readOnly ?? false, fileMustExist: options.readOnly ?? false }) : new Database(path);
@@ -54,6 +56,27 @@ export function openDb(path: string | Buffer, options: OpenOptions = {}): Db {
   }
   try {
     db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+    // The schema is read (and so checked by SQLite) here, not by the first query that needs it:
+    // a damaged header or schema page refuses the store now. The whole file is checked by
+    // quick_check elsewhere (integrity.ts), never at open: its cost grows with the store.
+    // Before any pragma that writes (journal_mode = WAL changes the file): a file that is not
+    // ours is left as it was.
+    const objects = db.prepare('SELECT count(*) AS n FROM sqlite_schema').get() as { n: number };
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version > MIGRATIONS.length) {
+      throw new StoreError(
+        `the store ${name} has schema version ${version}, newer than this a2a-mailbridge understands (${MIGRATIONS.length}); upgrade a2a-mailbridge`,
+      );
+    }
+    // Migration 1 sets user_version in the transaction that creates the first tables, so a store
+    // of ours at version 0 is empty: anything in it belongs to another program.
+    if (version === 0 && objects.n > 0) {
+      const tables = (db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY rowid LIMIT 4").all() as { name: string }[]).map((t) => t.name);
+      const shown = tables.length > 3 ? `${tables.slice(0, 3).join(', ')}…` : tables.join(' and ') || 'schema objects';
+      throw new StoreError(
+        `the store ${name} is an SQLite database of another program (it holds ${shown} and no a2a-mailbridge schema): check store.path (or --db); a2a-mailbridge creates its store in a new file`,
+      );
+    }
     if (!options.readOnly) {
       // A new store gets 8 KiB pages: a raw reply (a few KiB) shares a page with its neighbours
       // instead of leaving most of a 4 KiB one empty (bytes per task: bench/RESULTS.md, million).
@@ -70,16 +93,6 @@ export function openDb(path: string | Buffer, options: OpenOptions = {}): Db {
     db.pragma('temp_store = MEMORY');
     db.pragma('foreign_keys = ON');
     registerStoreFunctions(db);
-    // The schema is read (and so checked by SQLite) here, not by the first query that needs it:
-    // a damaged header or schema page refuses the store now. The whole file is checked by
-    // quick_check elsewhere (integrity.ts), never at open: its cost grows with the store.
-    db.prepare('SELECT count(*) FROM sqlite_schema').get();
-    const version = db.pragma('user_version', { simple: true }) as number;
-    if (version > MIGRATIONS.length) {
-      throw new StoreError(
-        `the store ${name} has schema version ${version}, newer than this a2a-mailbridge understands (${MIGRATIONS.length}); upgrade a2a-mailbridge`,
-      );
-    }
     if (!options.readOnly) migrate(db, version);
     else if (version < MIGRATIONS.length) {
       throw new StoreError(`the store ${name} needs migrations; run a2a-mailbridge serve once to upgrade it`);
@@ -103,6 +116,23 @@ export function openDb(path: string | Buffer, options: OpenOptions = {}): Db {
     }
     throw new StoreError(`the store ${name} cannot be used: ${(err as Error).message}`, { cause: err });
   }
+}
+
+/**
+ * Refuses a path that exists and is not a regular file (a symlink to one is followed): opening a
+ * FIFO read-only waits for a writer, and a device is no store.
+ * @throws StoreError naming what the path is
+ */
+function refuseNonFile(path: string): void {
+  let st: Stats;
+  try {
+    st = statSync(path);
+  } catch {
+    return; // missing (a new store) or not stat-able: SQLite's open says why
+  }
+  if (st.isFile()) return;
+  const kind = st.isDirectory() ? 'a directory' : st.isFIFO() ? 'a FIFO' : st.isCharacterDevice() ? 'a character device' : st.isBlockDevice() ? 'a block device' : st.isSocket() ? 'a socket' : 'not a file';
+  throw new StoreError(`the store ${path} is not a regular file (${kind}): check store.path (or --db)`);
 }
 
 /**

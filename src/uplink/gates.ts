@@ -157,6 +157,14 @@ export function taskTag(facts: MessageFacts, agents: readonly AgentConfig[]): Ta
 const MIME_FIELDS = ['Content-Type', 'Content-Transfer-Encoding', 'MIME-Version'] as const;
 
 /**
+ * The longest From field (unfolded, in characters) gate 3 hands to the address parser. One mailbox
+ * is a path of at most 256 octets (RFC 5321 §4.5.3.1.3) and a display name; a field longer than
+ * this cannot be one address a person would send from, and parsing it costs about 0.3 ms a KiB on
+ * the main thread (a forged From of 40,000 addresses, 200 KB: 67 ms each).
+ */
+export const MAX_FROM_CHARS = 2048;
+
+/**
  * The most DKIM-Signature fields a message may carry. A verifier checks each one (a key lookup in
  * DNS and an RSA or Ed25519 verification, RFC 6376 §6.1), so without a cap anyone holding one
  * genuine signed mail could add a thousand fields and spend seconds of the check on it. Real mail
@@ -193,7 +201,11 @@ export function headerShape(facts: MessageFacts): { fromAddress: string } | Refu
   if (signatures > MAX_DKIM_SIGNATURES) {
     return { verdict: 'auth:duplicate-header', reason: `gate 3: ${signatures} DKIM-Signature headers; at most ${MAX_DKIM_SIGNATURES} are verified` };
   }
-  const from = parseSingleAddress(fieldsNamed(facts.fields, 'from')[0]!.value);
+  const fromValue = fieldsNamed(facts.fields, 'from')[0]!.value;
+  if (fromValue.length > MAX_FROM_CHARS) {
+    return { verdict: 'auth:duplicate-header', reason: `gate 3: From must hold exactly one address (the field is ${fromValue.length} characters, over ${MAX_FROM_CHARS})` };
+  }
+  const from = parseSingleAddress(fromValue);
   if (!('address' in from)) {
     return { verdict: 'auth:duplicate-header', reason: `gate 3: From must hold exactly one address (${from.problem})` };
   }
@@ -250,9 +262,14 @@ export function alignedSignatures(facts: MessageFacts, r: TrustedResults, agent:
   const byHeaderB = new Set(named.filter((n) => n.how.includes('header.b')).map((n) => n.s));
   if (aligned.length === 0) {
     const seen = r.dkim.map((d) => `dkim=${d.result} header.d=${d.headerD ?? '?'}`).join(', ') || 'no dkim result';
+    // Which half is missing: the signature in the message, or a trusted pass that names it.
+    let inMessage: string;
+    if (signatures.length === 0) inMessage = `the message holds no DKIM-Signature with d=${agent.dkimDomain}`;
+    else if (passes.length === 0) inMessage = `the message holds ${plural(signatures.length, 'DKIM-Signature')} with d=${agent.dkimDomain}`;
+    else inMessage = `no trusted pass names the message's ${plural(signatures.length, 'DKIM-Signature')} with d=${agent.dkimDomain} (by header.b or header.s)`;
     return {
       verdict: 'auth:dkim-unaligned',
-      reason: `gate 7: no trusted dkim=pass with header.d=${agent.dkimDomain} matching a DKIM-Signature (${seen})`,
+      reason: `gate 7: no trusted dkim=pass with header.d=${agent.dkimDomain} matching a DKIM-Signature (trusted: ${seen}; ${inMessage})`,
     };
   }
   const problems: string[] = [];

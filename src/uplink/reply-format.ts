@@ -93,7 +93,7 @@ async function loadParser(): Promise<typeof import('mailparser')> {
  * message's bytes.
  * @throws ParserUnavailableError when the parser cannot be loaded (never read as an empty body)
  */
-async function bodyText(raw: Buffer): Promise<{ text: string; kind: ParsedReply['bodyKind']; attachments: RawAttachment[] }> {
+async function bodyText(raw: Buffer): Promise<{ text: string; kind: ParsedReply['bodyKind']; attachments: RawAttachment[]; failed?: string }> {
   const { simpleParser } = await loadParser();
   try {
     const plain = await simpleParser(raw, PARSER_OPTIONS);
@@ -103,9 +103,21 @@ async function bodyText(raw: Buffer): Promise<{ text: string; kind: ParsedReply[
     const converted = await simpleParser(raw, { ...PARSER_OPTIONS, skipHtmlToText: false });
     const text = typeof converted.text === 'string' ? converted.text : '';
     return text.trim() === '' ? { text: '', kind: 'none', attachments } : { text, kind: 'html', attachments };
-  } catch {
-    return { text: '', kind: 'none', attachments: [] };
+  } catch (err) {
+    return { text: '', kind: 'none', attachments: [], failed: parserFailure(err) };
   }
+}
+
+/**
+ * Why the parser gave up on a message, in the bridge's words: its splitter's two limits by name
+ * (`EMAXLEN`: more than 1,000 MIME parts, a part header over 1 MiB), anything else by the error's
+ * class only — the text of another error could quote the mail.
+ */
+function parserFailure(err: unknown): string {
+  const e = err as { code?: unknown; message?: unknown; name?: unknown };
+  if (e?.code === 'EMAXLEN' && e.message === 'Max allowed child nodes exceeded') return 'the MIME parser stops at 1,000 MIME parts (Max allowed child nodes exceeded)';
+  if (e?.code === 'EMAXLEN' && e.message === 'Max header size for a MIME node exceeded') return 'the MIME parser stops at a part header over 1 MiB (Max header size for a MIME node exceeded)';
+  return `the MIME parser failed on it (${typeof e?.name === 'string' ? e.name : 'an error'})`;
 }
 
 /** RFC 3676 §4.3 signature separator `-- ` (the space is often stripped in transit). */
@@ -340,7 +352,8 @@ export async function parseReply(raw: Buffer, o: { budgetMs?: number; timer?: Bu
  * @throws ParserUnavailableError when the parser cannot be loaded
  */
 export async function parseReplyHere(raw: Buffer, maxAttachmentBytes = DEFAULT_MAX_ATTACHMENT_BYTES): Promise<ParsedReply> {
-  const { text, kind, attachments } = await bodyText(raw);
+  const { text, kind, attachments, failed } = await bodyText(raw);
+  if (failed !== undefined) return unparsedReply(failed);
   try {
     return { ...parseReplyText(text), bodyKind: kind, attachments: classifyAttachments(attachments, maxAttachmentBytes) };
   } catch {

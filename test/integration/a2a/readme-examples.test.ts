@@ -1,12 +1,19 @@
-import { readFileSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../../helpers/bridge-harness.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
+import { TEST_BEARER } from '../../helpers/config-dir.js';
 
 /**
- * The README's "Calling it by hand" examples, as written there (each `rpc '…'` body, `<task id>`
+ * The README's "Calling it by hand" and "Calling it from code" examples, as written there (each `rpc '…'` body, `<task id>`
  * filled in from the answer the README says to take it from), against the bridge over raw
- * JSON-RPC with the README's headers: each answer has the shape the README's text describes.
+ * JSON-RPC with the README's headers: each answer has the shape the README's text describes. The
+ * SDK example runs as a user runs it (`node`, from the checkout, its bearer file under ~/.config),
+ * its URL pointed at this bridge.
  */
 let dovecot: DovecotHandle;
 let h: Harness;
@@ -25,7 +32,7 @@ type Answer = { result?: Record<string, unknown> & { task?: { id: string; status
 describe("README's raw JSON-RPC examples", () => {
   it('each body, as written, answers as the README says', async () => {
     const readme = readFileSync('README.md', 'utf8');
-    const section = readme.slice(readme.indexOf('### Calling it by hand'), readme.indexOf('### How callers see a long job'));
+    const section = readme.slice(readme.indexOf('### Calling it by hand'), readme.indexOf('### Calling it from code'));
     const bodies = [...section.matchAll(/^rpc '(.+)'$/gm)].map((m) => m[1]!);
     expect(bodies.map((b) => (JSON.parse(b) as { method: string }).method)).toEqual(['SendMessage', 'GetTask', 'ListTasks', 'CancelTask']);
     expect(section).toContain("-H 'A2A-Version: 1.0'");
@@ -53,5 +60,57 @@ describe("README's raw JSON-RPC examples", () => {
     expect((await call(withId(bodies[3]!))).error!.code).toBe(-32002);
     const unknown = await call(withId(bodies[1]!).replace(id, '00000000-0000-4000-8000-000000000000'));
     expect(unknown.error!.code).toBe(-32001);
+  });
+});
+
+const run = promisify(execFile);
+
+describe("README's SDK example", () => {
+  const readme = (): string => readFileSync('README.md', 'utf8');
+  const section = (): string => readme().slice(readme().indexOf('### Calling it from code'), readme().indexOf('### How callers see a long job'));
+
+  it('runs as written: the job is stored and sent, the poll answers the same task, as the README says it prints', async () => {
+    const code = /```js\n([\s\S]+?)```/.exec(section())![1]!;
+    const url = 'http://127.0.0.1:8765/agents/grok/';
+    expect(code).toContain(`createFromUrl('${url}')`);
+    // The bearer where `init` writes it, under a home folder of the test's own.
+    const home = mkdtempSync(join(tmpdir(), 'mb-home-'));
+    const before = h.receiver.requests.length;
+    try {
+      mkdirSync(join(home, '.config/a2a-mailbridge/secrets'), { recursive: true });
+      writeFileSync(join(home, '.config/a2a-mailbridge/secrets/bearer'), `${TEST_BEARER}\n`, { mode: 0o600 });
+      // --input-type=module -e resolves '@a2a-js/sdk' from the working folder: the checkout, as the README says.
+      const { stdout } = await run(process.execPath, ['--input-type=module', '-e', code.replace(url, `${h.endpoint}/`)], { env: { ...process.env, HOME: home } });
+      const lines = stdout.trim().split('\n');
+      expect(lines).toHaveLength(2);
+      const id = h.envelope(before + 1).task_id;
+      expect(h.envelope(before + 1).ask).toBe('Survey RAG papers');
+      expect(h.receiver.requests).toHaveLength(before + 1); // the poll sent nothing
+      for (const line of lines) expect(line.startsWith(`TASK_STATE_WORKING ${id} The job is with the cloud agent grok since `)).toBe(true);
+      expect(section()).toContain('It prints `TASK_STATE_WORKING <task id> The job is with the cloud agent grok since …` twice');
+      // "client.getTask({ id }) and client.cancelTask({ id }) take the task id"
+      expect(section()).toContain('`client.getTask({ id: task.id })` and `client.cancelTask({ id: task.id })` take the task\'s id');
+      expect((await h.client.getTask({ id } as never)).id).toBe(id);
+      expect((await h.client.cancelTask({ id } as never)).status?.state).toBe(5); // TASK_STATE_CANCELED
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+
+  it('the shapes it warns about are refused with the fix named: a string role through the SDK, the other dialect\'s role over raw JSON-RPC', async () => {
+    expect(section()).toContain('a string role is sent as `"UNRECOGNIZED"` with empty parts, and refused');
+    const before = h.receiver.requests.length;
+    const asJson = { message: { messageId: crypto.randomUUID(), contextId: 'ctx-sdk-trap', role: 'ROLE_USER', parts: [{ text: 'x', mediaType: 'text/plain' }] } };
+    await expect(h.client.sendMessage(asJson as never)).rejects.toThrow(
+      /message\.role must be ROLE_USER \(got "UNRECOGNIZED"\); .*role: Role\.ROLE_USER \(import \{ Role \} from '@a2a-js\/sdk'\) and parts: \[\{ content: \{ \$case: 'text'/,
+    );
+    const body = (method: string, role: string) => ({ jsonrpc: '2.0', id: 1, method, params: { message: { role, messageId: crypto.randomUUID(), parts: [{ kind: 'text', text: 'x' }] } } });
+    const v1 = await h.rpc(body('SendMessage', 'user'));
+    expect((v1.json as { error: { code: number; message: string } }).error).toEqual(
+      expect.objectContaining({ code: -32602, message: 'message.role must be ROLE_USER (got "user"); "user" is the v0.3 spelling, taken by message/send and message/stream' }),
+    );
+    const v03 = await h.rpc(body('message/send', 'ROLE_USER'), { 'a2a-version': '0.3' });
+    expect((v03.json as { error: { message: string } }).error.message).toBe('message.role must be user (got "ROLE_USER"); "ROLE_USER" is the v1.0 spelling, taken by SendMessage and SendStreamingMessage');
+    expect(h.receiver.requests).toHaveLength(before); // nothing refused was sent
   });
 });

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -98,6 +98,40 @@ _a2a_mailbridge`;
     expect(zsh('a2a-mailbridge', 'tasks', '--state', '')).toContain('input-required');
     expect(zsh('a2a-mailbridge', '--db', '')).toEqual(['<files>']);
     expect(zsh('a2a-mailbridge', 'completion', '')).toEqual(['bash', 'zsh', 'fish']);
+  });
+});
+
+describe.skipIf(!has('zsh'))('zsh completion installed as the README says', () => {
+  it('its lines write only under the home folder (never into ${fpath[1]}, which root owns), and a new interactive zsh then completes a2a-mailbridge', () => {
+    const readme = readFileSync('README.md', 'utf8');
+    const at = readme.indexOf('Shell completion, generated from the program');
+    const blocks = [...readme.slice(at).matchAll(/```sh\n([\s\S]*?)```/g)].slice(0, 2).map((m) => m[1]!);
+    const install = blocks[0]!.split('\n').filter((l) => /zfunc|completion zsh/.test(l));
+    expect(install).toHaveLength(2);
+    expect(install.join('\n')).not.toContain('fpath'); // nothing written into a folder of zsh's own
+    const zshrc = blocks[1]!;
+    expect(zshrc).toContain('fpath=(~/.zfunc $fpath)');
+    // The generated script's own install line says the same.
+    expect(readFileSync(scripts.zsh!, 'utf8')).toContain('> ~/.zfunc/_a2a-mailbridge, with fpath=(~/.zfunc $fpath) in ~/.zshrc');
+
+    const home = mkdtempSync(join(tmpdir(), 'mb-zsh-home-'));
+    try {
+      // `a2a-mailbridge` on PATH, as `npm link` puts it: the program from source.
+      mkdirSync(join(home, 'bin'));
+      const shim = join(home, 'bin', 'a2a-mailbridge');
+      writeFileSync(shim, `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} --import tsx ${JSON.stringify(join(process.cwd(), 'src/cli/main.ts'))} "$@"\n`);
+      chmodSync(shim, 0o755);
+      const env = { ...process.env, HOME: home, ZDOTDIR: home, PATH: `${join(home, 'bin')}:${process.env.PATH ?? ''}` };
+      const ran = spawnSync('zsh', ['-f', '-c', install.map((l) => l.replace(/\s+#.*$/, '')).join('\n')], { env, encoding: 'utf8' });
+      expect(ran.stderr).toBe('');
+      expect(ran.status).toBe(0);
+      expect(readFileSync(join(home, '.zfunc/_a2a-mailbridge'), 'utf8')).toMatch(/^#compdef a2a-mailbridge\n/);
+      writeFileSync(join(home, '.zshrc'), zshrc);
+      const shell = spawnSync('zsh', ['-i', '-c', 'print -r -- "completer=$_comps[a2a-mailbridge]"'], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      expect(shell.stdout).toBe('completer=_a2a-mailbridge\n');
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 });
 

@@ -135,7 +135,8 @@ describe('init → edit → doctor', () => {
     // agent.example), and so is the mailbox address: a warning, not "all checks passed".
     const ex = line(r.stdout, 'example identities');
     expect(ex.line).toMatch(/^warn +example identities +mailbox\.address = me@example\.com, agents\[0\]\.address = agent@agent\.example, agents\[0\]\.dkim_domain = agent\.example are example names \(RFC 2606\)/);
-    expect(ex.next).toBe(`      fix: replace them in ${config} with your mailbox and the agent's real address, DKIM domain and webhook URL`);
+    // the fix names exactly the keys found (not the webhook URL, which is not an example name here)
+    expect(ex.next).toBe(`      fix: set mailbox.address, agents[0].address, agents[0].dkim_domain in ${config} to the real values`);
     expect(r.stdout.trimEnd().endsWith('no check failed, but 1 warning to fix before real use')).toBe(true);
     expect(r.stdout).not.toContain('all checks passed');
 

@@ -84,6 +84,30 @@ describe('parseSendParams', () => {
   });
 });
 
+describe('a refused message.role', () => {
+  const refusal = (role: unknown, roles = ['ROLE_USER']): string => {
+    try {
+      parseSendParams({ message: { role, parts: [{ text: 'x' }], messageId: 'm' } }, roles);
+    } catch (err) {
+      return (err as Error).message;
+    }
+    return expect.unreachable();
+  };
+  it('names what came: a short name quoted, anything else only described', () => {
+    expect(refusal('ROLE_AGENT')).toBe('message.role must be ROLE_USER (got "ROLE_AGENT")');
+    expect(refusal(undefined)).toBe('message.role must be ROLE_USER (got none)');
+    expect(refusal(1)).toBe('message.role must be ROLE_USER (got a number)');
+    expect(refusal(null, ['user'])).toBe('message.role must be user (got null)');
+    expect(refusal('x'.repeat(100))).toBe('message.role must be ROLE_USER (got a string of 100 characters)');
+    expect(refusal('user\u202e')).toBe('message.role must be ROLE_USER (got a string of 5 characters)');
+  });
+  it("names the fix for the other dialect's spelling and for the SDK's UNRECOGNIZED", () => {
+    expect(refusal('user')).toMatch(/\(got "user"\); "user" is the v0\.3 spelling, taken by message\/send/);
+    expect(refusal('ROLE_USER', ['user'])).toMatch(/\(got "ROLE_USER"\); "ROLE_USER" is the v1\.0 spelling, taken by SendMessage/);
+    expect(refusal('UNRECOGNIZED')).toMatch(/\(got "UNRECOGNIZED"\); the @a2a-js\/sdk client writes that .* role: Role\.ROLE_USER/);
+  });
+});
+
 describe('parseListParams', () => {
   it('applies defaults and bounds', () => {
     expect(parseListParams({})).toMatchObject({ pageSize: 50, includeArtifacts: false });

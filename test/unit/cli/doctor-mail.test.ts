@@ -13,8 +13,8 @@ import { readProviderMessage } from '../../helpers/provider-corpus.js';
 
 const resolver = zoneResolver(loadZone().records);
 
-function configWith(providerLine: string | null, raw: Buffer | null, size = raw?.length ?? 0) {
-  const toml = minimalToml().replace('kind = "maildir"\n', `kind = "maildir"\n${providerLine ?? ''}\n`);
+function configWith(providerLine: string | null, raw: Buffer | null, size = raw?.length ?? 0, agentLines = 'address = "agent@agent.example"') {
+  const toml = minimalToml().replace('kind = "maildir"\n', `kind = "maildir"\n${providerLine ?? ''}\n`).replace('address = "agent@agent.example"', agentLines);
   const config = loadConfig(makeConfigDir(toml).configPath);
   if (raw) {
     const db = Store.open(config.store.path);
@@ -59,6 +59,15 @@ describe('doctor: latest agent mail', () => {
   it('prints the self-hosted patterns when the mail comes from your own MTA', async () => {
     const c = await checkLatestTaggedMail(configWith('provider = "icloud"', readProviderMessage('self-hosted/01-genuine-done.eml')), resolver);
     expect(c.fix).toContain(`provider = "self-hosted", authserv_id = 'mail\\.person\\.example', border_host = 'mail\\.person\\.example'`);
+  });
+
+  it("names the agent's key and its value when the stamp was read and gate 4 or 7 refuses", async () => {
+    const otherDomain = await checkLatestTaggedMail(configWith('provider = "gmail"', gmail, gmail.length, 'address = "agent@agent.example"\ndkim_domain = "other.example"'), resolver);
+    expect(otherDomain).toMatchObject({ status: 'fail', detail: expect.stringContaining('would be refused: gate 7') as unknown });
+    expect(otherDomain.fix).toBe("the provider's stamp was read; the refusal is about the mail itself (auth:dkim-unaligned): check agents[0].dkim_domain (other.example) and the agent's DKIM signing");
+    // A config whose address is another's: the mail is the agent's by its tag, and From is not that address.
+    const otherAddress = await checkLatestTaggedMail(configWith('provider = "gmail"', gmail, gmail.length, 'address = "bot@agent.example"'), resolver);
+    expect(otherAddress.fix).toBe("the provider's stamp was read; the refusal is about the mail itself (auth:from-mismatch): check agents[0].address (bot@agent.example), the From the agent sends with");
   });
 
   it('is ok while there is no store or no tagged mail', async () => {

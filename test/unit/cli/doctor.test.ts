@@ -1,4 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import { chmodSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { doctor, formatDoctor, hermesSnippet, secretRefs, splitFix, type DoctorReport } from '../../../src/cli/doctor.js';
 import type { Config } from '../../../src/config/config.js';
@@ -111,6 +113,16 @@ describe('doctor: pure parts', () => {
         detail: `${c.configPath} is not valid TOML at line 2, column 25: control characters are not allowed in strings`,
         fix: 'correct line 2, column 25: listen = "127.0.0.1:8765',
       },
+    ]);
+  });
+
+  it('a config path that is a FIFO is one failure at once (the read blocked until a writer came)', async () => {
+    const c = makeConfigDir(minimalToml());
+    const fifo = join(c.dir, 'fifo.toml');
+    execFileSync('mkfifo', [fifo]);
+    const r = await doctor(fifo);
+    expect(r.checks.filter((x) => x.status === 'fail')).toEqual([
+      { name: 'config file', status: 'fail', detail: `${fifo} is not a regular file (a FIFO)`, fix: 'point --config (or A2A_MAILBRIDGE_CONFIG) at the config file itself' },
     ]);
   });
 

@@ -1,4 +1,5 @@
-import { chmodSync, mkdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, stringify } from 'smol-toml';
@@ -65,6 +66,27 @@ describe('loadConfig', () => {
     expect(() => loadConfig(c.configPath)).toThrow(`config file: ${c.dir} is writable by others (mode 0777), so they could redirect the bridge; run: chmod go-w ${c.dir}`);
     chmodSync(c.dir, 0o755);
     expect(loadConfig(c.configPath).agents).toHaveLength(1);
+  });
+
+  it('refuses a config path that is not a regular file, or over 1 MiB, at once and naming the fix', () => {
+    // A FIFO blocked the read until a writer came (doctor, serve hung with no output); /dev/zero
+    // through a symlink was read until memory ran out (22 GB resident after 60 s).
+    const c = makeConfigDir(minimalToml());
+    const fifo = join(c.dir, 'fifo.toml');
+    execFileSync("mkfifo", [fifo]);
+    expect(() => loadConfig(fifo)).toThrow(`config file: ${fifo} is not a regular file (a FIFO); point --config (or A2A_MAILBRIDGE_CONFIG) at the config file itself`);
+    const zero = join(c.dir, 'zero.toml');
+    symlinkSync('/dev/zero', zero);
+    expect(() => loadConfig(zero)).toThrow(`config file: ${zero} is not a regular file (a character device); point --config (or A2A_MAILBRIDGE_CONFIG) at the config file itself`);
+    expect(() => loadConfig(c.dir)).toThrow(`config file: ${c.dir} is not a regular file (a directory)`);
+    const big = join(c.dir, 'big.toml');
+    writeFileSync(big, `${minimalToml()}\n${'#'.repeat(1024 * 1024)}\n`, { mode: 0o600 });
+    expect(() => loadConfig(big)).toThrow(`config file: ${big} is larger than 1 MiB (1,048,`);
+    // A symlink to a real config is still read (a config kept with one's dotfiles).
+    const link = join(c.dir, 'link.toml');
+    symlinkSync(c.configPath, link);
+    expect(loadConfig(link).agents).toHaveLength(1);
+    rmSync(c.dir, { recursive: true, force: true });
   });
 
   it('refuses a secrets folder others can write, like a secret others can read', () => {

@@ -29,13 +29,13 @@ describe('status text', () => {
   it('names refused replies by count, verdict and time, and the operator command; FAILED by deadline too', () => {
     const one = { count: 1, lastVerdict: 'auth:dkim-unaligned' as const, lastSeenAt: NOW - 5000, lastLedgerId: 7 };
     expect(statusText(facts({ refused: one }))).toContain(
-      `A reply for this task was refused by the bridge's authentication gates (verdict auth:dkim-unaligned, seen 2026-06-01T11:59:55Z); it was not applied and the task still waits for the agent. The bridge's operator can see why with: a2a-mailbridge ledger --task ${id}`,
+      `A reply for this task was refused by the bridge's authentication gates (verdict auth:dkim-unaligned, seen 2026-06-01T11:59:55Z); it was not applied and the task still waits for the agent. The bridge's operator can see why with: a2a-mailbridge ledger --task ${id} (run on the bridge's machine). Deadline `,
     );
     const many = statusText(facts({ refused: { ...one, count: 3, lastVerdict: 'bad-token' } }))!;
     expect(many).toContain("3 replies for this task were refused by the bridge's authentication gates (the last: verdict bad-token, seen");
     expect(statusText(facts({ refused: { ...one, count: 1000 } }))).toContain('1000 replies or more for this task were refused');
     const failed = statusText(facts({ task: task({ state: 'FAILED', failedBy: 'deadline', stateReason: 'deadline passed with no reply from grok' }), refused: one }))!;
-    expect(failed).toMatch(/^Failed: deadline passed with no reply from grok\. A reply for this task was refused .*; it was not applied\. The bridge's operator can see why with: a2a-mailbridge ledger --task /);
+    expect(failed).toMatch(/^Failed: deadline passed with no reply from grok\. A reply for this task was refused .*; it was not applied\. The bridge's operator can see why with: a2a-mailbridge ledger --task \S+ \(run on the bridge's machine\)\.$/);
   });
 });
 

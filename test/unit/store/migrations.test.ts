@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -276,5 +277,40 @@ describe('migration 15: the reply status rejected in the schema of turns and rep
     } finally {
       left.close();
     }
+  });
+});
+
+describe('a file at store.path that is not a store of ours', () => {
+  it("refuses another program's SQLite database and leaves it as it was (its tables, its journal mode), read-only or not", () => {
+    const path = join(dir, `other-${Math.random().toString(36).slice(2)}.db`);
+    const other = new Database(path);
+    other.exec("CREATE TABLE notes (x TEXT); INSERT INTO notes VALUES ('precious')");
+    other.close();
+    const before = readFileSync(path);
+    const message = `the store ${path} is an SQLite database of another program (it holds notes and no a2a-mailbridge schema): check store.path (or --db); a2a-mailbridge creates its store in a new file`;
+    expect(() => Store.open(path)).toThrow(message);
+    expect(() => Store.open(path, { readOnly: true })).toThrow(message);
+    expect(readFileSync(path).equals(before)).toBe(true);
+    expect(existsSync(`${path}-wal`)).toBe(false);
+    const again = new Database(path, { readonly: true });
+    expect(again.pragma('journal_mode', { simple: true })).toBe('delete');
+    expect(again.prepare("SELECT group_concat(name) AS n FROM sqlite_schema WHERE type = 'table'").get()).toEqual({ n: 'notes' });
+    again.close();
+  });
+
+  it('refuses a FIFO or a device at store.path at once (opening a FIFO read-only waited for a writer)', () => {
+    const fifo = join(dir, `fifo-${Math.random().toString(36).slice(2)}.db`);
+    execFileSync('mkfifo', [fifo]);
+    expect(() => Store.open(fifo, { readOnly: true })).toThrow(`the store ${fifo} is not a regular file (a FIFO): check store.path (or --db)`);
+    expect(() => Store.open(fifo)).toThrow(`the store ${fifo} is not a regular file (a FIFO)`);
+    expect(() => Store.open('/dev/zero', { readOnly: true })).toThrow('the store /dev/zero is not a regular file (a character device)');
+  });
+
+  it('opens an empty file, as a new store', () => {
+    const path = join(dir, `empty-${Math.random().toString(36).slice(2)}.db`);
+    writeFileSync(path, '');
+    const s = Store.open(path);
+    expect(s.tasks.get('nothing')).toBeUndefined();
+    s.close();
   });
 });

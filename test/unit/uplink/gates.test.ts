@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { dateInWindow, headerBlockReadable, MAX_DKIM_SIGNATURES, MAX_HEADER_BLOCK_BYTES, MAX_HEADER_LINES, messageFacts, replyStatus, taskOpen, tokenHolds } from '../../../src/uplink/gates.js';
+import { alignedSignatures, dateInWindow, headerBlockReadable, MAX_DKIM_SIGNATURES, MAX_FROM_CHARS, MAX_HEADER_BLOCK_BYTES, MAX_HEADER_LINES, messageFacts, replyStatus, taskOpen, tokenHolds, trustedResults } from '../../../src/uplink/gates.js';
 import type { ParsedReply } from '../../../src/uplink/reply-format.js';
 import { verifyDkimLocally } from '../../../src/uplink/dkim.js';
 import { corpusAgent, loadManifest, loadZone, profileOf, readMessage, zoneResolver } from '../../helpers/corpus.js';
@@ -29,6 +29,38 @@ describe('gate 8: the Date window', () => {
 
   it('allows clock skew within the window', () => {
     expect(dateInWindow('Mon, 30 Nov 2026 11:50:00 +0000', window)).toBeNull();
+  });
+});
+
+describe('gate 7: an unaligned refusal says which half is missing', () => {
+  const manifest = loadManifest();
+  const agent = corpusAgent(manifest);
+  const genuine = readMessage('01-genuine-done.eml').toString('latin1');
+  const gate7 = (text: string): string => {
+    const facts = messageFacts(Buffer.from(text, 'latin1'));
+    const trusted = trustedResults(facts, profileOf(manifest));
+    if ('verdict' in trusted) throw new Error(trusted.reason);
+    const r = alignedSignatures(facts, trusted, agent);
+    if (!('verdict' in r)) throw new Error('gate 7 passed');
+    expect(r.verdict).toBe('auth:dkim-unaligned');
+    return r.reason;
+  };
+  it('a provider pass with no signature in the message (a hand-written reply, or the signature stripped on the way)', () => {
+    const unsigned = genuine.replace(/^DKIM-Signature:.*\r?\n(?:[ \t].*\r?\n)*/m, '');
+    expect(unsigned).not.toContain('DKIM-Signature');
+    expect(gate7(unsigned)).toBe(
+      'gate 7: no trusted dkim=pass with header.d=agent.example matching a DKIM-Signature (trusted: dkim=pass header.d=agent.example; the message holds no DKIM-Signature with d=agent.example)',
+    );
+  });
+  it('a signature in the message and no trusted pass for its domain', () => {
+    expect(gate7(genuine.replace('dkim=pass (2048-bit', 'dkim=fail (2048-bit'))).toBe(
+      'gate 7: no trusted dkim=pass with header.d=agent.example matching a DKIM-Signature (trusted: dkim=fail header.d=agent.example; the message holds 1 DKIM-Signature with d=agent.example)',
+    );
+  });
+  it('a trusted pass that names another signature than the one in the message', () => {
+    expect(gate7(genuine.replace('header.b=r58EdR2b', 'header.b=AAAAAAAA'))).toBe(
+      "gate 7: no trusted dkim=pass with header.d=agent.example matching a DKIM-Signature (trusted: dkim=pass header.d=agent.example; no trusted pass names the message's 1 DKIM-Signature with d=agent.example (by header.b or header.s))",
+    );
   });
 });
 
@@ -162,6 +194,30 @@ describe('before gate 1: a header block that cannot be read as one', () => {
       const [row] = store.store.ledger.query({ limit: 1 });
       expect(row).toMatchObject({ verdict: 'too-large-header', size: huge.length, subject: null, fromHeader: null, taskId: null });
       expect(store.store.ledger.row(row!.id)!.hasRaw).toBe(false);
+    } finally {
+      store.close();
+    }
+  });
+});
+
+describe('gate 3: a From field too long to hold one address', () => {
+  it(`refuses a From over ${MAX_FROM_CHARS} characters on its header block, without parsing it`, async () => {
+    const manifest = loadManifest();
+    const genuine = readMessage('01-genuine-done.eml').toString('latin1');
+    const withFrom = (value: string): Buffer => Buffer.from(genuine.replace(/^From: .*$/m, `From: ${value}`), 'latin1');
+    const store = corpusStore(manifest, { agents: [corpusAgent(manifest)], profile: profileOf(manifest), resolver: zoneResolver(loadZone().records) });
+    try {
+      // 40,000 addresses: parsed, this took 67 ms of the main thread per forgery and read as "several".
+      const many = `Grok Agent <agent@agent.example>, ${'a@b, '.repeat(40_000)}`;
+      await expect(store.take(withFrom(many))).resolves.toMatchObject({
+        kind: 'recorded',
+        verdict: 'auth:duplicate-header',
+        reason: `gate 3: From must hold exactly one address (the field is ${many.length} characters, over ${MAX_FROM_CHARS})`,
+      });
+      // One address with a display name at the bound is still read as the agent's (gate 3 passes; gate 7 then fails the edited mail).
+      const long = `"${'G'.repeat(MAX_FROM_CHARS - '"" <agent@agent.example>'.length)}" <agent@agent.example>`;
+      expect(long.length).toBe(MAX_FROM_CHARS);
+      expect(store.takeHeaderBlock(withFrom(long))).not.toBe('auth:duplicate-header');
     } finally {
       store.close();
     }

@@ -1,0 +1,55 @@
+/**
+ * Reading the config file's bytes: a regular file of at most 1 MiB, opened so that nothing a
+ * path can point at (a FIFO, a device, a directory) blocks or floods the process.
+ */
+import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
+import { ConfigError, FILE_KEY } from './fields.js';
+
+/** Largest config file read, in bytes: the commented example is 7 KiB; a config is never a document. */
+export const MAX_CONFIG_BYTES = 1024 * 1024;
+
+/** What a path that is not a regular file is, for the error message. */
+function fileKind(st: Stats): string {
+  if (st.isDirectory()) return 'a directory';
+  if (st.isFIFO()) return 'a FIFO';
+  if (st.isCharacterDevice()) return 'a character device';
+  if (st.isBlockDevice()) return 'a block device';
+  if (st.isSocket()) return 'a socket';
+  return 'not a file';
+}
+
+/**
+ * The config file's text (UTF-8; a byte that is not becomes U+FFFD, as before). Opened with
+ * O_NONBLOCK and checked on the open handle, so a FIFO or a device (a symlink to /dev/zero) is
+ * refused at once instead of blocking start-up or being read until memory runs out; a symlink to
+ * a regular file is followed (a config kept with one's dotfiles).
+ * @throws ConfigError when the file cannot be opened, is not a regular file, or is over {@link MAX_CONFIG_BYTES}
+ */
+export function readConfigText(file: string): string {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (err) {
+    throw new ConfigError(FILE_KEY, `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}; create one with \`a2a-mailbridge init\``, { cause: err });
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) {
+      throw new ConfigError(FILE_KEY, `${file} is not a regular file (${fileKind(st)}); point --config (or A2A_MAILBRIDGE_CONFIG) at the config file itself`);
+    }
+    const tooLarge = (size: number): ConfigError =>
+      new ConfigError(FILE_KEY, `${file} is larger than 1 MiB (${size.toLocaleString('en-US')} bytes or more); a config holds settings only: check that --config names the config file`);
+    if (st.size > MAX_CONFIG_BYTES) throw tooLarge(st.size);
+    // One byte more than the cap: a file that grew after the fstat is refused, never cut.
+    const buf = Buffer.alloc(MAX_CONFIG_BYTES + 1);
+    let got = 0;
+    for (let n = 1; n > 0 && got < buf.length; got += n) n = readSync(fd, buf, got, buf.length - got, got);
+    if (got > MAX_CONFIG_BYTES) throw tooLarge(got);
+    return buf.subarray(0, got).toString('utf8');
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw new ConfigError(FILE_KEY, `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, { cause: err });
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -1,0 +1,45 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../helpers/cli.js';
+
+/**
+ * Where `init` writes without --dir, against what `--help` and `init --help` say: the folder of
+ * the config file as every command finds it (src/cli/config-path.ts) — --config, else
+ * $A2A_MAILBRIDGE_CONFIG, else $XDG_CONFIG_HOME/a2a-mailbridge, else ~/.config/a2a-mailbridge.
+ */
+const root = mkdtempSync(join(tmpdir(), 'mb-init-location-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+/** The environment of a user whose home is `home`, with only the variables given set. */
+const user = (home: string, vars: Record<string, string> = {}): NodeJS.ProcessEnv => ({ HOME: home, XDG_CONFIG_HOME: undefined, A2A_MAILBRIDGE_CONFIG: undefined, ...vars });
+
+describe('init without --dir', () => {
+  it('--help and init --help name each place in the order they are tried', async () => {
+    const top = (await runCli(['--help'])).stdout.replace(/\s+/g, ' ');
+    expect(top).toContain('config file (default: $A2A_MAILBRIDGE_CONFIG, else $XDG_CONFIG_HOME/a2a-mailbridge/config.toml, ~/.config/… when XDG_CONFIG_HOME is unset)');
+    const init = (await runCli(['init', '--help'])).stdout.replace(/\s+/g, ' ');
+    expect(init).toContain('--dir <dir> the folder (default: that of the config file as every command finds it: --config, $A2A_MAILBRIDGE_CONFIG, $XDG_CONFIG_HOME/a2a-mailbridge, ~/.config/a2a-mailbridge)');
+  });
+
+  it('writes into each of those places, in that order', async () => {
+    const home = join(root, 'home');
+    const plain = await runCli(['init'], { env: user(home) });
+    expect(plain.status, plain.stderr).toBe(0);
+    expect(existsSync(join(home, '.config/a2a-mailbridge/config.toml'))).toBe(true);
+
+    const xdg = join(root, 'xdg');
+    const withXdg = await runCli(['init'], { env: user(join(root, 'home2'), { XDG_CONFIG_HOME: xdg }) });
+    expect(withXdg.status, withXdg.stderr).toBe(0);
+    expect(existsSync(join(xdg, 'a2a-mailbridge/config.toml'))).toBe(true);
+    expect(existsSync(join(root, 'home2'))).toBe(false);
+
+    const named = join(root, 'named/mailbridge.toml');
+    const withEnv = await runCli(['init'], { env: user(join(root, 'home3'), { XDG_CONFIG_HOME: join(root, 'xdg3'), A2A_MAILBRIDGE_CONFIG: named }) });
+    expect(withEnv.status, withEnv.stderr).toBe(0);
+    expect(existsSync(named)).toBe(true);
+    expect(existsSync(join(root, 'named/secrets/bearer'))).toBe(true);
+    expect(existsSync(join(root, 'xdg3'))).toBe(false);
+  });
+});
