@@ -314,3 +314,18 @@ describe('a file at store.path that is not a store of ours', () => {
     s.close();
   });
 });
+
+describe('openDb says when it migrates', () => {
+  it('onMigrate is called before and after pending migrations, with the versions and the time they took, and not when none is pending', () => {
+    const path = storeAtVersion(14);
+    const steps: { from: number; to: number; tookMs?: number }[] = [];
+    Store.open(path, { onMigrate: (s) => steps.push(s) }).close();
+    expect(steps).toEqual([
+      { from: 14, to: MIGRATIONS.length },
+      { from: 14, to: MIGRATIONS.length, tookMs: expect.any(Number) as number },
+    ]);
+    steps.length = 0;
+    Store.open(path, { onMigrate: (s) => steps.push(s) }).close();
+    expect(steps).toEqual([]);
+  });
+});
