@@ -13,7 +13,7 @@ import { overviewReads } from './overview.js';
 import { pruneInBatches, pruneReads, pruneWrites, type PruneCounts } from './prune.js';
 import { pushReads, pushWrites } from './push.js';
 import { replyReads, replyWrites } from './replies.js';
-import { scheduleReads } from './schedule.js';
+import { scheduleReads, scheduleWrites } from './schedule.js';
 import { statsReads } from './stats.js';
 import { taskEventReads } from './task-events.js';
 import { taskReads, taskWrites, type TaskChange } from './task-rows.js';
@@ -64,6 +64,7 @@ function writes(db: Db, w: Writer) {
     retention: { ...r.retention, ...pruneWrites(w) },
     push: { ...r.push, ...pushWrites(w) },
     largeValues: { ...r.largeValues, ...largeValueWrites(w) },
+    schedule: { ...r.schedule, ...scheduleWrites(w) },
   };
 }
 
