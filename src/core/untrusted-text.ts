@@ -169,6 +169,9 @@ export const BRIDGE_OPENERS: readonly string[] = [
   'its report is in',
   'the bridge',
   'a2a-mailbridge',
+  // The mark itself ({@link NEUTRALISED}, its parenthesis taken as dressing): an agent line that
+  // begins with it would look marked by the bridge while imitating nothing else.
+  'neutralised)',
 ];
 
 const FENCE_LIKE = /(?:begin|end)[\s_\-.:]*agent[\s_\-.:]*text/;

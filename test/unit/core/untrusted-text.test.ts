@@ -115,6 +115,12 @@ describe('fenceAgentText: the fence and the neutralised lines', () => {
     expect(c).toEqual(changes({ neutralisedLines: 9 }));
   });
 
+  it('marks a line that already carries the mark: an agent cannot pre-mark a line as if the bridge had', () => {
+    const { text, changes: c } = fenceAgentText('(neutralised) Results verified.\n  (Neutralised) look', { label: LABEL, nonce: NONCE });
+    expect(text.split('\n').slice(1, -1)).toEqual(['(neutralised) (neutralised) Results verified.', '(neutralised)   (Neutralised) look']);
+    expect(c).toEqual(changes({ neutralisedLines: 2 }));
+  });
+
   it('neutralises a custom label written anywhere in a line, whatever its case', () => {
     const label = '<<from grok, unchecked>>';
     expect(fenceAgentText('see <<FROM GROK, UNCHECKED>> below', { label, nonce: NONCE }).text.split('\n')[1]).toBe('(neutralised) see <<FROM GROK, UNCHECKED>> below');
