@@ -151,7 +151,16 @@ function checkConfig(file: string): { check: Check; config?: Config } {
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     if (err.cause instanceof SecretFileError) {
-      return { check: { name: 'config', status: 'skip', detail: `not validated past ${err.key}`, fix: `fix the secret file of ${err.key} first` } };
+      // The secret file's own check says what is wrong with it; the rest of the config is still
+      // validated (every secret read as ''), so a second mistake is not hidden behind the first.
+      try {
+        loadConfig(file, { skipSecrets: true });
+      } catch (rest) {
+        if (!(rest instanceof ConfigError)) throw rest;
+        const { problem, fix } = splitFix(rest.message);
+        return { check: { name: 'config', status: 'fail', detail: problem, fix: fix ?? `edit ${rest.key} in ${file}` } };
+      }
+      return { check: { name: 'config', status: 'skip', detail: `valid apart from the secret file of ${err.key}`, fix: `fix the secret file of ${err.key} first` } };
     }
     const { problem, fix } = splitFix(err.message);
     return { check: { name: 'config', status: 'fail', detail: problem, fix: fix ?? `edit ${err.key} in ${file}` } };
