@@ -68,7 +68,14 @@ export interface BuiltBridge {
  * @throws StoreError when the store cannot be used
  */
 export function buildBridge(config: Config, o: BuildOptions): BuiltBridge {
-  const store = Store.open(config.store.path);
+  const store = Store.open(config.store.path, {
+    // A new store's schema takes milliseconds; an upgrade may rebuild tables of a large store once.
+    onMigrate: ({ from, to, tookMs }) => {
+      if (from === 0) return;
+      if (tookMs === undefined) o.log.info({ from, to }, 'upgrading the store schema; on a large store this takes a while, once');
+      else o.log.info({ from, to, tookMs }, 'store schema upgraded');
+    },
+  });
   // Checkpoints (copying the WAL into the file, and syncing) on a worker, not inside a commit.
   store.checkpointOffThread((message) => o.log.warn({ err: message }, 'a WAL checkpoint failed; the next commit asks for another'));
   const maxTimeout = Math.max(...config.agents.map((a) => a.webhook.timeoutMs));

@@ -67,6 +67,12 @@ export function a2aHandler(bridge: Bridge, log: Logger, streams: StreamLimiter):
   const failed = (err: unknown, dialect: Dialect, method: string): A2AOutcome => {
     const known = asA2AError(err);
     if (known) return { kind: 'error', dialect, error: known };
+    const refused = bridge.ctx.store.writeFailure();
+    if (refused && (err as { code?: unknown }).code === refused.code) {
+      // The disk, not a defect: the caller learns it is the bridge's and passing (GET /health says so too).
+      log.error({ err: (err as Error).message, code: refused.code, method }, 'store write failed');
+      return { kind: 'error', dialect, error: new A2AError('internalError', `The bridge could not write its store (${refused.code}: ${refused.message}). Call again once its operator has freed disk space; GET /health shows the error.`) };
+    }
     log.error({ err: (err as Error).message, stack: (err as Error).stack, method }, 'internal error');
     return { kind: 'error', dialect, error: new A2AError('internalError', 'Internal error; see the bridge log') };
   };

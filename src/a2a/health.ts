@@ -6,8 +6,12 @@ import { VERSION } from './agent-card.js';
 export interface HealthJson {
   status: 'ok' | 'degraded';
   version: string;
-  /** `ok` false when the store could not be read, or its last integrity check found damage. */
-  store: { ok: boolean; lastCheckAt: string | null; lastCheck: string | null };
+  /**
+   * `ok` false when the store could not be read, its last integrity check found damage, or it
+   * cannot be written: `writeError` (the SQLite code and message: a full disk, an I/O error) since
+   * `writeErrorSince`, until a write commits again.
+   */
+  store: { ok: boolean; lastCheckAt: string | null; lastCheck: string | null; writeError: string | null; writeErrorSince: string | null };
   mailbox: {
     kind: string;
     lastCheckAt: string | null;
@@ -31,11 +35,18 @@ export function health(bridge: Bridge): HealthJson {
   const at = (t: number | null | undefined): string | null => (t === null || t === undefined ? null : timestamp(t));
   const byState: Record<string, number> = h.tasksByState;
   const open = (byState.SUBMITTED ?? 0) + (byState.WORKING ?? 0) + (byState.INPUT_REQUIRED ?? 0);
-  const storeOk = h.storeOk && h.storeCheck?.ok !== false;
+  const w = h.storeWriteFailure;
+  const storeOk = h.storeOk && h.storeCheck?.ok !== false && !w;
   return {
     status: storeOk && !m?.lastError ? 'ok' : 'degraded',
     version: VERSION,
-    store: { ok: storeOk, lastCheckAt: at(h.storeCheck?.at), lastCheck: h.storeCheck?.detail ?? null },
+    store: {
+      ok: storeOk,
+      lastCheckAt: at(h.storeCheck?.at),
+      lastCheck: h.storeCheck?.detail ?? null,
+      writeError: w ? `${w.code}: ${w.message}` : null,
+      writeErrorSince: at(w?.since),
+    },
     mailbox: {
       kind: h.mailboxKind,
       lastCheckAt: at(m?.lastCheckAt),

@@ -151,7 +151,16 @@ function checkConfig(file: string): { check: Check; config?: Config } {
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     if (err.cause instanceof SecretFileError) {
-      return { check: { name: 'config', status: 'skip', detail: `not validated past ${err.key}`, fix: `fix the secret file of ${err.key} first` } };
+      // The secret file's own check says what is wrong with it; the rest of the config is still
+      // validated (every secret read as ''), so a second mistake is not hidden behind the first.
+      try {
+        loadConfig(file, { skipSecrets: true });
+      } catch (rest) {
+        if (!(rest instanceof ConfigError)) throw rest;
+        const { problem, fix } = splitFix(rest.message);
+        return { check: { name: 'config', status: 'fail', detail: problem, fix: fix ?? `edit ${rest.key} in ${file}` } };
+      }
+      return { check: { name: 'config', status: 'skip', detail: `valid apart from the secret file of ${err.key}`, fix: `fix the secret file of ${err.key} first` } };
     }
     const { problem, fix } = splitFix(err.message);
     return { check: { name: 'config', status: 'fail', detail: problem, fix: fix ?? `edit ${err.key} in ${file}` } };
@@ -306,7 +315,7 @@ export async function doctor(configFile: string): Promise<DoctorReport> {
     for (const server of config.dnsServers) checks.push(await checkDns(config, server));
     const examples = exampleIdentities(config);
     if (examples.length > 0) {
-      checks.push({ name: 'example identities', status: 'warn', detail: exampleIdentitiesText(examples), fix: `replace them in ${file} with your mailbox and the agent's real address, DKIM domain and webhook URL` });
+      checks.push({ name: 'example identities', status: 'warn', detail: exampleIdentitiesText(examples), fix: `set ${examples.map((e) => e.key).join(', ')} in ${file} to the real ${examples.length === 1 ? 'value' : 'values'}` });
     }
     const tokenFile = refs.find((r) => r.key === 'server.bearer_file')?.path ?? 'your bearer file';
     report.hermes = hermesSnippet(config, tokenFile);

@@ -87,8 +87,8 @@ export function formatStatus(r: StatusReport, now: number): string {
   }
   lines.push(`store     ${r.store.path}: ${bytes(r.store.bytes)} on disk (with its -wal/-shm)`);
   const t = r.tasks!;
-  const openStates = TASK_STATES.filter((s) => !TERMINAL_STATES.has(s)).map((s) => `${t.byState[s] ?? 0} ${s}`).join(', ');
-  lines.push(`tasks     ${t.open} open (${openStates}); ${t.finished} finished`);
+  const byState = (open: boolean): string => TASK_STATES.filter((s) => TERMINAL_STATES.has(s) !== open).map((s) => `${t.byState[s] ?? 0} ${s}`).join(', ');
+  lines.push(`tasks     ${t.open} open (${byState(true)}); ${t.finished} finished (${byState(false)})`);
   const m = r.mailbox!;
   if (m.lastError !== null && m.errorSince !== null) lines.push(`mailbox   UNREACHABLE since ${iso(Date.parse(m.errorSince))}${ago(m.errorSince)}: ${m.lastError}; a2a-mailbridge doctor checks the settings`);
   else if (m.lastCheckAt === null) lines.push(`mailbox   ${m.kind}, never checked yet`);

@@ -121,6 +121,11 @@ export function recordDecision(tx: StoreTx, d: Exclude<Decision, { kind: 'defer'
     case 'failed':
       tx.tasks.transition(task, 'FAILED', { at, cause: `the agent reported failure in ${via}`, failedBy: 'agent', deadlineAt: null });
       break;
+    case 'rejected':
+      // The agent declines the task (A2A v1.0 §4.1.3 TaskState, TASK_STATE_REJECTED): terminal, the
+      // token revoked above; its answer, if any, is the reason (shown fenced: src/core/task-view.ts).
+      tx.tasks.transition(task, 'REJECTED', { at, cause: `the agent declined the task in ${via}`, deadlineAt: null });
+      break;
     case 'input-required':
       tx.tasks.transition(task, 'INPUT_REQUIRED', { at, cause: `the agent asked for input in ${via}`, deadlineAt: null });
       break;
@@ -128,6 +133,9 @@ export function recordDecision(tx: StoreTx, d: Exclude<Decision, { kind: 'defer'
       if (task.state === 'SUBMITTED') tx.tasks.transition(task, 'WORKING', { at, cause: `progress note in ${via}` });
       else tx.tasks.note(task, at, `progress note in ${via}`);
       break;
+    default:
+      // Every word gate 11 accepts has its move above: a new word fails the typecheck here.
+      return status satisfies never;
   }
   return ledgerId;
 }

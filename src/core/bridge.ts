@@ -17,6 +17,7 @@ import { sweepDeadlines } from './sweep.js';
 import { viewTask, viewWeight, type TaskView } from './task-view.js';
 import { StoreUpkeep } from './store-upkeep.js';
 import { RefreshDue } from './refresh-due.js';
+import { ClockSteps } from './clock-steps.js';
 import { VIEW_CACHE_MAX_ENTRIES, ViewCache } from './view-cache.js';
 import { listRows, type ListPage, type ListQuery } from './list-tasks.js';
 
@@ -58,6 +59,8 @@ export class Bridge {
   private readonly upkeep: StoreUpkeep;
   /** When the refresh has work, kept in memory (src/core/refresh-due.ts). */
   private readonly due: RefreshDue;
+  /** Moves pending attempt times back when the clock steps back (src/core/clock-steps.ts). */
+  private readonly clock: ClockSteps;
 
   /** Every committed task change, after its commit (src/core/events.ts). */
   readonly events: BridgeEvents;
@@ -70,7 +73,8 @@ export class Bridge {
   constructor(readonly ctx: BridgeContext) {
     this.upkeep = new StoreUpkeep(ctx, (p) => this.track(p));
     this.events = new BridgeEvents(ctx.log);
-    this.push = new PushWorker(ctx, () => this.watchWhile());
+    this.clock = new ClockSteps(ctx);
+    this.push = new PushWorker(ctx, () => this.watchWhile(), () => this.clock.observe());
     this.due = new RefreshDue(ctx, [this.push, this.upkeep]);
     ctx.store.onTaskChange((c) => {
       // Ids and states only: a cause may quote the mail (its Message-ID), which stays out of the log.
@@ -288,6 +292,7 @@ export class Bridge {
    */
   async refresh(): Promise<void> {
     const budget = this.ctx.config.mailbox.checkWaitMs;
+    this.clock.observe();
     const now = this.ctx.now();
     const { nextDispatchAt } = this.due.schedule();
     const work: Promise<unknown>[] =
@@ -324,16 +329,11 @@ export class Bridge {
   checkAfterChange(): Promise<CheckSummary> {
     const running = this.check;
     if (!running) return this.checkNow();
-    this.followUp ??= running.then(
-      () => {
-        this.followUp = null;
-        return this.checkNow();
-      },
-      () => {
-        this.followUp = null;
-        return this.checkNow();
-      },
-    );
+    const next = (): Promise<CheckSummary> => {
+      this.followUp = null;
+      return this.checkNow();
+    };
+    this.followUp ??= running.then(next, next);
     return this.followUp;
   }
 
@@ -356,6 +356,7 @@ export class Bridge {
   dispatch(dispatchId: string): Promise<unknown> {
     let p = this.dispatching.get(dispatchId);
     if (!p) {
+      this.clock.observe();
       p = attemptDispatch(this.ctx, dispatchId)
         .catch((err: unknown) => this.ctx.log.error({ err: (err as Error).message, dispatchId }, 'dispatch attempt failed'))
         .finally(() => this.dispatching.delete(dispatchId));

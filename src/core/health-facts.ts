@@ -2,6 +2,7 @@ import type { DispatchState } from '../store/dispatch-state.js';
 import type { MailboxState } from '../store/mailbox-state.js';
 import type { TaskState } from '../store/task-state.js';
 import type { BridgeContext } from './context.js';
+import type { StoreWriteFailure } from '../store/store.js';
 import type { StoreCheck } from './store-upkeep.js';
 
 /** What `GET /health` shows (src/a2a/health.ts renders it); counts are absent for states with none. */
@@ -15,6 +16,8 @@ export interface HealthFacts {
   mailbox: MailboxState | null;
   /** The last background integrity check of the store (quick_check); null before the first. */
   storeCheck: StoreCheck | null;
+  /** The store could not be written since then (disk full, I/O error): Store.writeFailure; null when the last write committed. */
+  storeWriteFailure: StoreWriteFailure | null;
 }
 
 /**
@@ -32,8 +35,9 @@ export function healthFacts(ctx: BridgeContext, storeCheck: StoreCheck | null): 
       mailboxKind: mailbox.kind,
       mailbox: store.mailbox.state(mailbox.folder),
       storeCheck,
+      storeWriteFailure: store.writeFailure(),
     };
   } catch {
-    return { storeOk: false, tasksByState: {}, dispatchesByState: {}, mailboxKind: mailbox.kind, mailbox: null, storeCheck };
+    return { storeOk: false, tasksByState: {}, dispatchesByState: {}, mailboxKind: mailbox.kind, mailbox: null, storeCheck, storeWriteFailure: store.writeFailure() };
   }
 }

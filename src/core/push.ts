@@ -107,9 +107,11 @@ export class PushWorker {
    */
   #seen: { generation: number; nextDueAt: number | null } = { generation: -1, nextDueAt: null };
 
+  /** @param observeClock moves pending attempt times back after the clock stepped back (src/core/clock-steps.ts); run before each round */
   constructor(
     private readonly ctx: BridgeContext,
     private readonly watchWhile: () => () => void,
+    private readonly observeClock: () => void = () => undefined,
   ) {}
 
   /** Starts delivering, with bodies rendered by `render`. Without it (one-shot CLI commands) deliveries stay queued. */
@@ -144,6 +146,7 @@ export class PushWorker {
   /** Fills the free slots with due deliveries now (after a task change, a finished POST, the retry timer). */
   kick(): void {
     if (!this.#render || this.#closed) return;
+    this.observeClock();
     this.syncDemand();
     try {
       this.#fill();

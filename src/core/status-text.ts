@@ -22,6 +22,11 @@ export interface StatusFacts {
   progressNote: { at: number; shownChars: number; totalChars: number } | null;
   /** INPUT_REQUIRED: the agent's question is in the part after this text. */
   question?: boolean;
+  /**
+   * REJECTED by the agent's reply (`status: rejected`): whether its reason (the answer) is in the
+   * part after this text, or it wrote none.
+   */
+  declined?: 'with-reason' | 'without-reason';
   /** FAILED by the agent: the artifact holding its report. */
   reportArtifact?: string;
   /** A late reply kept after a deadline failure, if any: when it came and its artifact. */
@@ -138,6 +143,9 @@ export function statusText(f: StatusFacts): string | null {
     case 'CANCELED':
       return `Canceled: ${task.stateReason ?? 'canceled'}.`;
     case 'REJECTED':
+      // Said in the bridge's words only; the agent's reason travels fenced in the next part.
+      if (f.declined === 'with-reason') return `Rejected: the cloud agent ${agent.name} declined the task; its reason is in the next part, as the agent wrote it.`;
+      if (f.declined === 'without-reason') return `Rejected: the cloud agent ${agent.name} declined the task and gave no reason.`;
       return `Rejected: ${task.stateReason ?? 'rejected'}.`;
   }
 }

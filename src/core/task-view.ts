@@ -188,6 +188,10 @@ function statusParts(ctx: ViewContext, agent: AgentConfig, task: TaskRow, turn: 
   const current = turn?.replyLedgerId != null && turn.replyText !== null ? (r.byLedger.get(turn.replyLedgerId) ?? legacyReply(turn.replyLedgerId, task.id, turn.replyText, turn.repliedAt ?? task.updatedAt)) : undefined;
   const progress = task.state === 'WORKING' && turn?.replyStatus === 'working' && current ? current : undefined;
   const question = task.state === 'INPUT_REQUIRED' && turn?.replyStatus === 'input-required' && current ? current : undefined;
+  // A task the agent declined: its answer, if it wrote one, is the reason (A2A v1.0 §4.1.2
+  // TaskStatus: "a message associated with the status"; no artifact, the agent produced nothing).
+  const declined = task.state === 'REJECTED' && turn?.replyStatus === 'rejected' && current ? current : undefined;
+  const reason = declined && declined.text.trim() !== '' ? declined : undefined;
   const shown = progress ? head(progress.text, PROGRESS_NOTE_MAX_CHARS) : '';
   const lastAttempt = turn && task.state === 'SUBMITTED' ? store.attempts.last(turn.dispatchId) : undefined;
   const late = artifacts.find((a) => a.late && a.name === 'late-reply');
@@ -203,6 +207,7 @@ function statusParts(ctx: ViewContext, agent: AgentConfig, task: TaskRow, turn: 
     mailbox: store.mailbox.state(ctx.mailbox.folder),
     progressNote: progress ? { at: progress.createdAt, shownChars: shown.length, totalChars: progress.text.length } : null,
     question: question !== undefined,
+    ...(declined ? { declined: reason ? 'with-reason' : 'without-reason' } : {}),
     ...(report ? { reportArtifact: report.artifactId } : {}),
     lateReplyAt: late ? late.at : null,
     ...(late ? { lateReplyArtifact: late.artifactId } : {}),
@@ -213,8 +218,12 @@ function statusParts(ctx: ViewContext, agent: AgentConfig, task: TaskRow, turn: 
     now: ctx.now(),
   });
   const parts: PartView[] = text === null ? [] : [bridgePart(text)];
-  const own = progress ?? question;
-  if (own) parts.push(agentTextPart(agent, own, progress ? shown : own.text), ...replyNotes(own, r.attachments.get(own.ledgerId) ?? [], 'history'));
+  const own = progress ?? question ?? reason;
+  if (own) parts.push(agentTextPart(agent, own, progress ? shown : own.text));
+  // The notes on the reply (lines left out, attachments in the history) follow its part, or the
+  // bridge's sentence when a declining agent wrote no reason.
+  const noted = own ?? declined;
+  if (noted) parts.push(...replyNotes(noted, r.attachments.get(noted.ledgerId) ?? [], 'history'));
   return parts;
 }
 

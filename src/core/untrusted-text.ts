@@ -169,6 +169,9 @@ export const BRIDGE_OPENERS: readonly string[] = [
   'its report is in',
   'the bridge',
   'a2a-mailbridge',
+  // The mark itself ({@link NEUTRALISED}, its parenthesis taken as dressing): an agent line that
+  // begins with it would look marked by the bridge while imitating nothing else.
+  'neutralised)',
 ];
 
 const FENCE_LIKE = /(?:begin|end)[\s_\-.:]*agent[\s_\-.:]*text/;
@@ -182,9 +185,18 @@ const DRESSING = /^[\s>*_#`|~\-+=\u2022\u00b7([{'"\u201c\u201d\u2018\u2019\u00ab
 /** `3 replies for this task…`, `2 lines after the answer…`: a count before the opener. */
 const COUNTED = /^\d[\d,]*\s+/;
 
-/** Whether an agent line imitates a fence line, a label (ours or `labelKey`), or a bridge sentence. */
+/**
+ * A line as {@link imitates} compares it: NFKC (a fullwidth bracket U+FF3B reads as `[`), combining
+ * marks dropped (`T` with U+0335 over it reads as `T`), every run of white space one space (`The  job`,
+ * `The<tab>job`: a renderer and a model read them as one), lower case. Linear in the line.
+ */
+function matchForm(s: string): string {
+  return s.normalize('NFKD').replace(/\p{M}/gu, '').normalize('NFKC').replace(/\s+/g, ' ').toLowerCase();
+}
+
+/** Whether an agent line imitates a fence line, a label (ours or `labelKey`, in {@link matchForm}), or a bridge sentence. */
 function imitates(line: string, labelKey: string): boolean {
-  const n = line.normalize('NFKC').toLowerCase();
+  const n = matchForm(line);
   if (FENCE_LIKE.test(n) || LABEL_LIKE.test(n) || (labelKey !== '' && n.includes(labelKey))) return true;
   const body = n.replace(DRESSING, '');
   const opened = (t: string): boolean => BRIDGE_OPENERS.some((o) => t.startsWith(o));
@@ -209,7 +221,7 @@ export function newFenceNonce(): string {
  */
 export function fenceAgentText(s: string, fence: { label: string; nonce: string }): { text: string; changes: TextChanges } {
   const { text, changes } = cleanAgentText(s);
-  const labelKey = fence.label.normalize('NFKC').toLowerCase().trim();
+  const labelKey = matchForm(fence.label).trim();
   const lines = text.split('\n').map((line) => {
     if (!imitates(line, labelKey)) return line;
     changes.neutralisedLines++;

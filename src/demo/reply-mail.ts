@@ -17,9 +17,10 @@
 import { createPrivateKey, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { dkimSign, type DKIMSignOptions } from 'mailauth';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
+import type { ReplyStatusWord } from '../uplink/reply-format.js';
 
-/** The four statuses of the reply block (docs/architecture.md, "The reply format"). */
-export type ReplyStatus = 'done' | 'input-required' | 'failed' | 'working';
+/** The statuses of the reply block (docs/architecture.md, "The reply format"). */
+export type ReplyStatus = ReplyStatusWord;
 
 /** The agent's DKIM signing identity. */
 export interface DkimIdentity {

@@ -3,6 +3,7 @@
  * cloud agent. It is serialised once, stored with the turn, and the same bytes are signed and sent
  * on every attempt (a signature covers exact bytes: never re-serialise).
  */
+import { REPLY_STATUS_WORDS } from '../uplink/reply-format.js';
 
 /** One earlier turn of the task, oldest first: what the caller asked and what the agent answered. */
 export interface ThreadEntry {
@@ -54,10 +55,11 @@ export function replyInstructions(o: { replyTo: string; subjectTag: string; toke
     `The Subject must contain ${o.subjectTag} exactly once.`,
     'The body (text/plain preferred) must start with these lines, before any quoted text:',
     `reply_token: ${o.token}`,
-    'status: done | input-required | failed | working',
+    `status: ${REPLY_STATUS_WORDS.join(' | ')}`,
     '---',
     'Then your whole answer after the "---" line. Use "input-required" to ask the caller a question,',
-    '"working" for a progress note (send the final reply later), "failed" if you cannot do the job.',
+    '"working" for a progress note (send the final reply later), "failed" if you tried and could not do the job,',
+    '"rejected" if you will not do it (your reason after the "---" line).',
     `Files go as attachments of the same email, each at most ${max} bytes (a larger one is refused whole, not cut).`,
     'An attachment of type application/json holding valid JSON (at most 32 levels deep, 1 MiB) reaches the caller as structured data.',
     'The caller is shown your text as untrusted, between marker lines; write plain text without hidden or control characters.',

@@ -1,6 +1,7 @@
 import { COMPACT_MIGRATION } from './compact.js';
 import { LARGE_VALUES_MIGRATION } from './large-values.js';
 import { TASK_ROWS_MIGRATION } from './prune.js';
+import { REPLY_STATUS_MIGRATION } from './reply-status-schema.js';
 
 /**
  * Versioned schema migrations. Each entry runs once, in order, inside one transaction, and
@@ -395,4 +396,5 @@ export const MIGRATIONS: readonly string[] = [
   COMPACT_MIGRATION,
   // 14: each task's rows per table, kept by triggers, for prune's counts: src/store/prune.ts.
   TASK_ROWS_MIGRATION,
+  REPLY_STATUS_MIGRATION, // 15: `rejected` in the reply statuses of turns and replies: src/store/reply-status-schema.ts.
 ];

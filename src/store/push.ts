@@ -46,12 +46,17 @@ const CONFIG = `SELECT task_id AS taskId, id, dialect, url, token, auth_scheme A
 const DELIVERY = `SELECT seq, task_id AS taskId, config_id AS configId, task_state AS taskState, changed_at AS changedAt, state, attempts,
   next_attempt_at AS nextAttemptAt, http_status AS httpStatus, error, finished_at AS finishedAt FROM push_deliveries`;
 
-/** Queues one delivery per configuration of `taskId` for a change to `state` at `at`; inside the change's transaction. */
-export function queuePushes(db: Db, taskId: string, state: TaskState, at: number): void {
+/**
+ * Queues one delivery per configuration of `taskId` for a change to `state` stamped `changedAt`
+ * (the task's status time), due at `dueAt` (the clock's now); inside the change's transaction.
+ * The two differ after the clock stepped back: status times stay increasing (the last one plus
+ * 1 ms), and a delivery due at such a time would wait out the step.
+ */
+export function queuePushes(db: Db, taskId: string, state: TaskState, changedAt: number, dueAt: number): void {
   stmt(db,
     `INSERT INTO push_deliveries (task_id, config_id, task_state, changed_at, state, next_attempt_at)
      SELECT task_id, id, ?, ?, 'pending', ? FROM push_configs WHERE task_id = ? ORDER BY created_at, id`,
-  ).run(state, at, at, taskId);
+  ).run(state, changedAt, dueAt, taskId);
 }
 
 export function pushReads(db: Db) {

@@ -13,7 +13,7 @@ import { overviewReads } from './overview.js';
 import { pruneInBatches, pruneReads, pruneWrites, type PruneCounts } from './prune.js';
 import { pushReads, pushWrites } from './push.js';
 import { replyReads, replyWrites } from './replies.js';
-import { scheduleReads } from './schedule.js';
+import { scheduleReads, scheduleWrites } from './schedule.js';
 import { statsReads } from './stats.js';
 import { taskEventReads } from './task-events.js';
 import { taskReads, taskWrites, type TaskChange } from './task-rows.js';
@@ -64,6 +64,7 @@ function writes(db: Db, w: Writer) {
     retention: { ...r.retention, ...pruneWrites(w) },
     push: { ...r.push, ...pushWrites(w) },
     largeValues: { ...r.largeValues, ...largeValueWrites(w) },
+    schedule: { ...r.schedule, ...scheduleWrites(w) },
   };
 }
 
@@ -71,6 +72,16 @@ function writes(db: Db, w: Writer) {
 export type StoreReads = ReturnType<typeof reads>;
 /** What a transaction can read and write: the reads, plus each concept's writes. Exists only inside {@link Store.tx}. */
 export type StoreTx = ReturnType<typeof writes>;
+
+/** SQLite result codes of a write the disk refused (https://sqlite.org/rescode.html): full, I/O error, read-only. */
+const WRITE_FAILURES = /^SQLITE_(?:FULL|IOERR|READONLY)/;
+
+/** A write the disk refused (Store.writeFailure): the SQLite code, its message, and since when (ms since the epoch). */
+export interface StoreWriteFailure {
+  code: string;
+  message: string;
+  since: number;
+}
 
 /**
  * The store (docs/architecture.md, "The store"): every SQL statement of the bridge lives in
@@ -101,6 +112,7 @@ export class Store {
   readonly #db: Db;
   readonly #tx: StoreTx;
   #depth = 0;
+  #writeFailure: StoreWriteFailure | null = null;
   #checkpointer: Checkpointer | null = null;
   #pending: TaskChange[] = [];
   /** Bumped by every commit here and every commit another connection made (PRAGMA data_version). */
@@ -165,6 +177,16 @@ export class Store {
    * `tx` inside another joins it. `fn` must be synchronous. The task changes it made go to the
    * listeners after the commit, never inside the transaction.
    */
+  /**
+   * The store could not be written since `since` (ms since the epoch, the process clock): the
+   * first SQLite error of the disk's kind (SQLITE_FULL, SQLITE_IOERR…, SQLITE_READONLY…) of a
+   * transaction that rolled back, with no commit after it; null once a transaction commits.
+   * `GET /health` reports it, and a caller's call that failed on it is told so.
+   */
+  writeFailure(): StoreWriteFailure | null {
+    return this.#writeFailure;
+  }
+
   tx<T>(fn: (tx: StoreTx) => T): T {
     if (this.#depth > 0) return fn(this.#tx);
     this.#pending = [];
@@ -174,10 +196,13 @@ export class Store {
       result = immediate(this.#db, () => fn(this.#tx));
     } catch (err) {
       this.#pending = [];
+      const code = (err as { code?: unknown }).code;
+      if (typeof code === 'string' && WRITE_FAILURES.test(code)) this.#writeFailure ??= { code, message: (err as Error).message, since: Date.now() };
       throw err;
     } finally {
       this.#depth = 0;
     }
+    this.#writeFailure = null;
     this.#generation++;
     this.#checkpointer?.nudge();
     const committed = this.#pending;

@@ -242,7 +242,7 @@ export function taskWrites(w: Writer) {
            deadline_at = @deadlineAt, turn = @turn, outcome_shown_at = CASE WHEN @reopened THEN NULL ELSE outcome_shown_at END WHERE id = @id`,
       ).run({ ...next, reopened: reopened ? 1 : 0 });
       recordTaskEvent(w.db, { taskId: task.id, at: o.at, from: task.state, to, cause: o.cause });
-      queuePushes(w.db, task.id, to, next.updatedAt);
+      queuePushes(w.db, task.id, to, next.updatedAt, o.at);
       if (isTerminal(to)) writeAudit(w.db, next, o.at);
       // A completed, rejected or failed task's webhooks are never sent again: the signed bytes (a
       // used or revoked token, the ask and thread the turns keep anyway) go. A task failed by
@@ -256,7 +256,7 @@ export function taskWrites(w: Writer) {
     /** Records a note against a task without a state move (a late reply kept, a progress note). */
     note(task: TaskRow, at: number, cause: string): void {
       recordTaskEvent(w.db, { taskId: task.id, at, from: task.state, to: task.state, cause });
-      queuePushes(w.db, task.id, task.state, at);
+      queuePushes(w.db, task.id, task.state, at, at);
       w.changed({ task, previous: task.state, cause, at });
     },
 

@@ -51,10 +51,15 @@ interface GuardedEdge {
 export type TransitionEdge = 'operator-retry';
 
 const ALLOWED: Record<TaskState, readonly TaskState[]> = {
-  // SUBMITTED: stored, the webhook has not accepted the turn yet.
+  // SUBMITTED: stored, the webhook has not accepted the turn yet. The agent may hold the job before
+  // the bridge knows it (its reply can beat the webhook's 2xx), so every reply status applies here
+  // as from WORKING: REJECTED is the agent declining the task (`status: rejected`), which A2A v1.0
+  // §4.1.3 TaskState allows "during initial task creation".
   SUBMITTED: ['WORKING', 'INPUT_REQUIRED', 'COMPLETED', 'FAILED', 'CANCELED', 'REJECTED'],
   // WORKING: the agent has the turn; it may also answer `working` (a progress note, no move).
-  WORKING: ['INPUT_REQUIRED', 'COMPLETED', 'FAILED', 'CANCELED'],
+  // REJECTED: `status: rejected`, the agent "has determined it can't or won't proceed" (A2A v1.0
+  // §4.1.3 TaskState, TASK_STATE_REJECTED) — it declines, distinct from FAILED (it tried and failed).
+  WORKING: ['INPUT_REQUIRED', 'COMPLETED', 'FAILED', 'CANCELED', 'REJECTED'],
   // INPUT_REQUIRED: the caller's answer opens the next turn, stored before its dispatch.
   INPUT_REQUIRED: ['SUBMITTED', 'CANCELED', 'FAILED'],
   COMPLETED: [],

@@ -5,8 +5,11 @@ import { stmt } from './statements.js';
 
 export type { DispatchState } from './dispatch-state.js';
 
-/** The reply statuses of the reply format (docs/architecture.md, "The reply format"). */
-export type ReplyStatus = 'done' | 'input-required' | 'failed' | 'working';
+/**
+ * The reply statuses of the reply format (docs/architecture.md, "The reply format"); the schema
+ * holds them (`turns.reply_status`, `replies.kind`: migration 15 added `rejected`).
+ */
+export type ReplyStatus = 'done' | 'input-required' | 'failed' | 'rejected' | 'working';
 
 /** One turn of a task: what the caller asked, the webhook that carried it, and the agent's reply. */
 export interface TurnRow {

@@ -3,7 +3,7 @@ import { plural } from '../plural.js';
 import { dkimResultNames, findTrustedResults, type DkimAr, type ProviderProfile, type TrustedResults, type TrustOutcome } from './border.js';
 import { parseDkimSignatures, verifyDkimLocally, type DkimSignatureInfo, type DnsResolver } from './dkim.js';
 import { fieldsNamed, parseSingleAddress } from './raw-headers.js';
-import type { ParsedReply } from './reply-format.js';
+import { REPLY_STATUS_WORDS, type ParsedReply, type ReplyStatusWord } from './reply-format.js';
 import { decodeSubject, findTaskTags } from './subject-tag.js';
 import type { Verdict } from './verdicts.js';
 
@@ -331,15 +331,16 @@ export function taskOpen(state: string, failedBy: string | null): Refusal | 'ope
   return { verdict: 'task-closed', reason: `gate 10: the task is ${state.toLowerCase()}` };
 }
 
-/** The reply words of the status line. */
-export type ReplyStatusWord = 'done' | 'input-required' | 'failed' | 'working';
-const STATUSES: ReadonlySet<string> = new Set(['done', 'input-required', 'failed', 'working']);
+export type { ReplyStatusWord };
+const STATUSES: ReadonlySet<string> = new Set(REPLY_STATUS_WORDS);
+/** `done, input-required, failed, rejected or working`, for the refusal's reason. */
+const EXPECTED = REPLY_STATUS_WORDS.join(', ').replace(/, (?=[^,]*$)/, ' or ');
 
-/** Gate 11: one status line with a known word. */
+/** Gate 11: one status line with a known word ({@link REPLY_STATUS_WORDS}; docs/architecture.md, "The reply format"). */
 export function replyStatus(reply: ParsedReply): ReplyStatusWord | Refusal {
   if (reply.status === null || !STATUSES.has(reply.status)) {
     const why = reply.statusProblem === 'several' ? 'more than one status line' : reply.status === null ? 'no status line' : `status "${reply.status}"`;
-    return { verdict: 'bad-status', reason: `gate 11: ${why}; expected done, input-required, failed or working` };
+    return { verdict: 'bad-status', reason: `gate 11: ${why}; expected ${EXPECTED}` };
   }
   return reply.status as ReplyStatusWord;
 }

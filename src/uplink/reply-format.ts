@@ -2,7 +2,7 @@
  * The reply body format (docs/architecture.md, "The reply format"):
  * ```
  * reply_token: <32 lowercase hex>
- * status: done | input-required | failed | working
+ * status: done | input-required | failed | rejected | working
  * ---
  * <the answer>
  * ```
@@ -15,6 +15,19 @@ import type { SimpleParserOptions } from 'mailparser';
 import { classifyAttachments, type RawAttachment, type ReplyAttachment } from './attachments.js';
 import { BudgetError, offload, OFFLOAD_MIN_BYTES, type BudgetTimer } from './offload.js';
 import { Lines } from './reply-lines.js';
+
+/**
+ * The words of the `status:` line, in the order the agent's instructions list them
+ * (docs/architecture.md, "The reply format"): `done` (the answer), `input-required` (a question to
+ * the caller), `failed` (the agent tried and could not do the job), `rejected` (the agent will not
+ * do it: A2A v1.0 §4.1.3 TaskState, TASK_STATE_REJECTED, "the agent has decided to not perform the
+ * task … once an agent has determined it can't or won't proceed"), `working` (a progress note).
+ * The parser keeps any word (lower-cased); gate 11 (src/uplink/gates.ts `replyStatus`) accepts these.
+ */
+export const REPLY_STATUS_WORDS = ['done', 'input-required', 'failed', 'rejected', 'working'] as const;
+
+/** One word of {@link REPLY_STATUS_WORDS}. */
+export type ReplyStatusWord = (typeof REPLY_STATUS_WORDS)[number];
 
 export interface ParsedReply {
   /** The `reply_token:` value as written (trimmed), or null; the gate compares it to the live token. */

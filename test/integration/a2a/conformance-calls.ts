@@ -37,12 +37,12 @@ export function coreCalls(bridge: () => Bridge) {
   }
 
   /** A WORKING task answered by a genuine reply with `status`, then polled on its context; returns the polled task. */
-  async function answered(status: 'done' | 'failed' | 'input-required', answer = `Answer ${hex(4)}`, url = bridge().url): Promise<V1Task> {
+  async function answered(status: 'done' | 'failed' | 'input-required' | 'rejected', answer = `Answer ${hex(4)}`, url = bridge().url): Promise<V1Task> {
     const t = await working(undefined, { url });
     const { h, dovecot } = bridge();
     await appendReply(h, dovecot, t.id, { status, answer });
     const polled = await call('SendMessage', v1SendParams('status', { contextId: t.contextId }), url);
-    const expected = { done: 'TASK_STATE_COMPLETED', failed: 'TASK_STATE_FAILED', 'input-required': 'TASK_STATE_INPUT_REQUIRED' }[status];
+    const expected = { done: 'TASK_STATE_COMPLETED', failed: 'TASK_STATE_FAILED', 'input-required': 'TASK_STATE_INPUT_REQUIRED', rejected: 'TASK_STATE_REJECTED' }[status];
     expect(polled.json.result!.task!.status.state, polled.text).toBe(expected);
     return polled.json.result!.task!;
   }
@@ -106,12 +106,12 @@ export function v03Calls(bridge: () => Bridge, wire: WireExchange<V03SendResult>
   }
 
   /** A task answered by a genuine reply, then read with tasks/get. */
-  async function answered(status: 'done' | 'failed' | 'input-required', answer = `Answer ${hex(4)}`): Promise<V03Task> {
+  async function answered(status: 'done' | 'failed' | 'input-required' | 'rejected', answer = `Answer ${hex(4)}`): Promise<V03Task> {
     const t = await working();
     const { h, dovecot } = bridge();
     await appendReply(h, dovecot, t.id, { status, answer });
     const r = await call('tasks/get', { id: t.id });
-    expect(r.json.result!.status.state, r.text).toBe({ done: 'completed', failed: 'failed', 'input-required': 'input-required' }[status]);
+    expect(r.json.result!.status.state, r.text).toBe({ done: 'completed', failed: 'failed', 'input-required': 'input-required', rejected: 'rejected' }[status]);
     return r.json.result!;
   }
 

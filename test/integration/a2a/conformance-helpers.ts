@@ -12,6 +12,7 @@ import type { ProtoJson } from '../../../src/a2a/proto-json.js';
 import { expect } from 'vitest';
 import type { TaskChanged } from '../../../src/core/events.js';
 import type { Envelope } from '../../../src/downlink/envelope.js';
+import type { ReplyStatus } from '../../../src/demo/reply-mail.js';
 import { hex, type Harness } from '../../helpers/bridge-harness.js';
 import { TEST_BEARER } from '../../helpers/config-dir.js';
 import type { DovecotHandle } from '../../helpers/dovecot.js';
@@ -281,7 +282,7 @@ export async function appendReply(
   h: Harness,
   dovecot: DovecotHandle,
   taskId: string,
-  o: { status?: 'done' | 'input-required' | 'failed' | 'working'; answer?: string } = {},
+  o: { status?: ReplyStatus; answer?: string } = {},
 ): Promise<void> {
   await dovecot.append(await h.reply(envelopeOf(h, taskId), { status: o.status ?? 'done', answer: o.answer ?? 'Here is the result.' }));
 }

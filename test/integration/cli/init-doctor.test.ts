@@ -97,8 +97,21 @@ describe('init → edit → doctor', () => {
     const pw = line(r.stdout, 'secret mailbox.imap.password_file');
     expect(pw.line).toMatch(/^fail .*imap-password still holds a placeholder$/);
     expect(pw.next).toBe(`      fix: write your IMAP app password into ${join(dir, 'secrets/imap-password')} (the file stays mode 0600)`);
-    expect(line(r.stdout, 'config').line).toMatch(/^skip .*not validated past mailbox\.imap\.password_file$/);
+    expect(line(r.stdout, 'config').line).toMatch(/^skip .*valid apart from the secret file of mailbox\.imap\.password_file$/);
     expect(line(r.stdout, 'store, mailbox, webhook').line).toMatch(/^skip /);
+  });
+
+  it('with the placeholder still in place, a second mistake in the config is named too, not hidden behind it', async () => {
+    const text = readFileSync(config, 'utf8');
+    edit([[/^port = 993$/m, 'port = 99999']]);
+    try {
+      const r = await doctor();
+      expect(r.status).toBe(1);
+      expect(line(r.stdout, 'secret mailbox.imap.password_file').line).toMatch(/^fail .*still holds a placeholder$/);
+      expect(line(r.stdout, 'config').line).toMatch(/^fail .*mailbox\.imap\.port/);
+    } finally {
+      writeFileSync(config, text);
+    }
   });
 
   it('after the edit every check passes, the agent is not woken, the example names still in place are a warning, and the Hermes snippet has a placeholder, never the bearer', async () => {
@@ -135,7 +148,8 @@ describe('init → edit → doctor', () => {
     // agent.example), and so is the mailbox address: a warning, not "all checks passed".
     const ex = line(r.stdout, 'example identities');
     expect(ex.line).toMatch(/^warn +example identities +mailbox\.address = me@example\.com, agents\[0\]\.address = agent@agent\.example, agents\[0\]\.dkim_domain = agent\.example are example names \(RFC 2606\)/);
-    expect(ex.next).toBe(`      fix: replace them in ${config} with your mailbox and the agent's real address, DKIM domain and webhook URL`);
+    // the fix names exactly the keys found (not the webhook URL, which is not an example name here)
+    expect(ex.next).toBe(`      fix: set mailbox.address, agents[0].address, agents[0].dkim_domain in ${config} to the real values`);
     expect(r.stdout.trimEnd().endsWith('no check failed, but 1 warning to fix before real use')).toBe(true);
     expect(r.stdout).not.toContain('all checks passed');
 
@@ -164,7 +178,7 @@ describe('init → edit → doctor', () => {
     }
   });
 
-  it('a world-readable secret fails its own check with the chmod to run; the config is then not validated past it', async () => {
+  it('a world-readable secret fails its own check with the chmod to run; the rest of the config is still validated', async () => {
     const secret = join(dir, 'secrets/webhook-secret');
     chmodSync(secret, 0o644);
     try {
@@ -174,7 +188,7 @@ describe('init → edit → doctor', () => {
       expect(s.line).toMatch(new RegExp(`^fail .*secret file ${secret} has mode 0644, readable by others$`));
       expect(s.next).toBe(`      fix: chmod 600 ${secret}`);
       expect(line(r.stdout, 'secret server.bearer_file').line).toMatch(/^ok /); // each file separately
-      expect(line(r.stdout, 'config').line).toMatch(/^skip .*not validated past agents\[0\]\.webhook\.secret_file$/);
+      expect(line(r.stdout, 'config').line).toMatch(/^skip .*valid apart from the secret file of agents\[0\]\.webhook\.secret_file$/);
     } finally {
       chmodSync(secret, 0o600);
     }

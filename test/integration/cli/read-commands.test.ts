@@ -197,7 +197,7 @@ describe('status', () => {
     expect(lines[1]).toBe('bridge    not answering at http://127.0.0.1:0 (server.listen has port 0 (a new port at each start): cannot tell); start it: a2a-mailbridge serve, or a2a-mailbridge service status');
     expect(lines[2]).toMatch(new RegExp(`^store {5}${store.replaceAll('.', '\\.')}: \\d+\\.\\d (KiB|MiB) on disk \\(with its -wal/-shm\\)$`));
     expect(lines.slice(3)).toEqual([
-      'tasks     2 open (0 SUBMITTED, 1 WORKING, 1 INPUT_REQUIRED); 3 finished',
+      'tasks     2 open (0 SUBMITTED, 1 WORKING, 1 INPUT_REQUIRED); 3 finished (1 COMPLETED, 1 FAILED, 1 CANCELED, 0 REJECTED)',
       'mailbox   maildir, never checked yet',
       'webhooks  none failing',
       'refused   replies refused for 1 open task:',

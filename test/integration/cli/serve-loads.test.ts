@@ -14,6 +14,8 @@ import { makeConfigDir, minimalToml, type ConfigDir } from '../../helpers/config
  */
 let main: string;
 let c: ConfigDir;
+// tmp/ (git-ignored) may not exist yet in a fresh clone: service.test.ts makes it only in its beforeAll.
+mkdirSync(resolve('tmp'), { recursive: true });
 const out = mkdtempSync(join(resolve('tmp'), 'mb-build-'));
 beforeAll(async () => {
   main = await bundle(out);

@@ -3,6 +3,7 @@ import { hermesBody, useHarnesses } from '../../helpers/bridge-harness.js';
 import { newContext, statusMessage } from './caller-view.js';
 import type { V1Task } from '../../../src/a2a/wire.js';
 import { iso } from '../../../src/core/time.js';
+import { startWebhookReceiver } from '../../helpers/webhook-receiver.js';
 
 /**
  * The time a SUBMITTED task's status text gives for the next webhook attempt is the time the
@@ -47,5 +48,114 @@ describe('the next attempt time in the status text', () => {
     const rows = store.attempts.ofTask(task.id);
     expect(rows).toHaveLength(2);
     expect(iso(rows[1]!.startedAt)).toBe(sentence(poll));
+  });
+});
+
+describe('a clock stepped back', () => {
+  it('a webhook retry keeps its delay: stepped back 1 h after attempt 1 failed, attempt 2 runs once the backoff has elapsed, not 1 h later', async () => {
+    const h = await suite.start({ respond: () => ({ status: 202 }), mailboxToml: 'check_interval_s = 3600', frozenClock: true });
+    await h.receiver.close(); // every attempt: ECONNREFUSED, retried with backoff
+    const ctx = newContext();
+    const body = hermesBody('Summarise the report', ctx);
+    const task = (await h.rpc({ ...body, params: { ...body.params, configuration: { returnImmediately: true } } })).json.result!.task!;
+    await h.app.bridge.idle();
+    const store = h.app.bridge.ctx.store;
+    const [a1] = store.attempts.ofTask(task.id);
+    expect(a1).toMatchObject({ attempt: 1, outcome: 'retry' });
+    const backoff = store.turns.get(task.id, 1)!.nextAttemptAt! - a1!.finishedAt!;
+    expect(backoff).toBeGreaterThan(0);
+    expect(backoff).toBeLessThanOrEqual(2000);
+    const due = async (): Promise<number> => {
+      await h.rpc(hermesBody('status', ctx));
+      await h.app.bridge.idle();
+      return store.attempts.ofTask(task.id).length;
+    };
+    // NTP steps the clock back an hour; then the backoff elapses.
+    h.advance(-3600_000);
+    expect(await due()).toBe(1);
+    h.advance(backoff);
+    expect(await due()).toBe(2);
+    // The attempt after it is scheduled from the clock as it now is.
+    const [, a2] = store.attempts.ofTask(task.id);
+    expect(a2!.startedAt).toBe(a1!.finishedAt! - 3600_000 + backoff);
+  });
+
+  it('stepped back 1 h while the bridge was stopped: after the restart, attempt 2 still runs once the backoff has elapsed', async () => {
+    const h = await suite.start({ respond: () => ({ status: 202 }), mailboxToml: 'check_interval_s = 3600', frozenClock: true });
+    await h.receiver.close();
+    const ctx = newContext();
+    const body = hermesBody('Summarise the report', ctx);
+    const task = (await h.rpc({ ...body, params: { ...body.params, configuration: { returnImmediately: true } } })).json.result!.task!;
+    await h.app.bridge.idle();
+    const [a1] = h.app.bridge.ctx.store.attempts.ofTask(task.id);
+    const backoff = h.app.bridge.ctx.store.turns.get(task.id, 1)!.nextAttemptAt! - a1!.finishedAt!;
+    h.advance(-3600_000);
+    await h.restart(); // its start-up refresh runs on the stepped clock
+    const attempts = async (): Promise<number> => {
+      await h.rpc(hermesBody('status', ctx));
+      await h.app.bridge.idle();
+      return h.app.bridge.ctx.store.attempts.ofTask(task.id).length;
+    };
+    expect(await attempts()).toBe(1);
+    h.advance(backoff);
+    expect(await attempts()).toBe(2);
+  });
+});
+
+describe('a clock stepped back, push', () => {
+  it('a push retry keeps its delay: stepped back 1 h after POST 1 was refused, POST 2 runs once the backoff has elapsed', async () => {
+    const h = await suite.start({ respond: () => ({ status: 202 }), mailboxToml: 'check_interval_s = 3600', frozenClock: true });
+    const ctx = newContext();
+    const body = hermesBody('Push me the result', ctx);
+    const config = { taskId: '', id: 'cfg-step', url: 'http://127.0.0.1:9/hook' }; // nothing listens: every POST is refused, retried
+    const task = (await h.rpc({ ...body, params: { ...body.params, configuration: { taskPushNotificationConfig: config } } })).json.result!.task!;
+    const store = h.app.bridge.ctx.store;
+    const settle = async (): Promise<void> => {
+      await h.app.bridge.idle();
+      await h.app.bridge.push.idle();
+    };
+    // The WORKING change is stamped 1 ms after SUBMITTED (status times strictly increase); on the frozen clock, reach it.
+    h.advance(1);
+    await h.rpc({ jsonrpc: '2.0', id: 0, method: 'GetTask', params: { id: task.id } });
+    await settle();
+    const [d1] = store.push.deliveriesOf(task.id);
+    expect(d1).toMatchObject({ state: 'pending', attempts: 1 });
+    const backoff = d1!.nextAttemptAt! - h.app.bridge.ctx.now();
+    expect(backoff).toBeGreaterThan(0);
+    expect(backoff).toBeLessThanOrEqual(2000);
+    h.advance(-3600_000);
+    await h.rpc({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: task.id } });
+    await settle();
+    expect(store.push.deliveriesOf(task.id)[0]!.attempts).toBe(1);
+    h.advance(backoff);
+    await h.rpc({ jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: task.id } });
+    await settle();
+    expect(store.push.deliveriesOf(task.id)[0]!.attempts).toBe(2);
+  });
+
+  it('a task change after a step back of 1 h is POSTed at once (its status time stays after the last one, its delivery is due now)', async () => {
+    const push = await startWebhookReceiver({ bearer: 'push-step-credential' });
+    try {
+      const h = await suite.start({ respond: () => ({ status: 202 }), mailboxToml: 'check_interval_s = 3600', frozenClock: true });
+      const ctx = newContext();
+      const body = hermesBody('Push me the result', ctx);
+      const config = { taskId: '', id: 'cfg-step2', url: push.url, authentication: { scheme: 'Bearer', credentials: 'push-step-credential' } };
+      const task = (await h.rpc({ ...body, params: { ...body.params, configuration: { taskPushNotificationConfig: config } } })).json.result!.task!;
+      expect(task.status.state).toBe('TASK_STATE_WORKING');
+      h.advance(1);
+      await h.rpc({ jsonrpc: '2.0', id: 0, method: 'GetTask', params: { id: task.id } });
+      await push.waitForRequests(1);
+      h.advance(-3600_000);
+      const canceled = await h.rpc({ jsonrpc: '2.0', id: 1, method: 'CancelTask', params: { id: task.id } });
+      expect(canceled.json.result!.status.state).toBe('TASK_STATE_CANCELED');
+      await h.app.bridge.idle();
+      await h.app.bridge.push.idle();
+      const [, d2] = h.app.bridge.ctx.store.push.deliveriesOf(task.id);
+      expect(d2).toMatchObject({ taskState: 'CANCELED', state: 'delivered', attempts: 1 });
+      const bodies = push.requests.map((r) => (JSON.parse(r.body.toString('utf8')) as { task: { status: { state: string } } }).task.status.state);
+      expect(bodies).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_CANCELED']);
+    } finally {
+      await push.close();
+    }
   });
 });

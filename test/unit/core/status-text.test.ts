@@ -39,6 +39,14 @@ describe('status text', () => {
   });
 });
 
+describe('status text of a task the agent declined (REJECTED)', () => {
+  it('says so in the bridge’s words, and where the reason is; never the stored cause', () => {
+    const rejected = task({ state: 'REJECTED', stateReason: 'the agent declined the task in reply (ledger #12)', deadlineAt: null });
+    expect(statusText(facts({ task: rejected, declined: 'with-reason' }))).toBe('Rejected: the cloud agent grok declined the task; its reason is in the next part, as the agent wrote it.');
+    expect(statusText(facts({ task: rejected, declined: 'without-reason' }))).toBe('Rejected: the cloud agent grok declined the task and gave no reason.');
+  });
+});
+
 describe('every sentence the bridge writes is one an agent cannot pass off as the bridge’s', () => {
   // The neutraliser (src/core/untrusted-text.ts BRIDGE_OPENERS) must know how each of them begins.
   const agentSays = (line: string): boolean => fenceAgentText(line, { label: '[UNTRUSTED]', nonce: '0123456789abcdef' }).changes.neutralisedLines === 1;
@@ -64,6 +72,8 @@ describe('every sentence the bridge writes is one an agent cannot pass off as th
     statusText(facts({ task: task({ state: 'FAILED', failedBy: 'deadline', stateReason: 'deadline passed' }), lateReplyAt: NOW, lateReplyArtifact: 'late-reply-12', refused })),
     statusText(facts({ task: task({ state: 'CANCELED', stateReason: 'canceled by the caller' }) })),
     statusText(facts({ task: task({ state: 'REJECTED', stateReason: 'rejected' }) })),
+    statusText(facts({ task: task({ state: 'REJECTED', stateReason: 'rejected' }), declined: 'with-reason' })),
+    statusText(facts({ task: task({ state: 'REJECTED', stateReason: 'rejected' }), declined: 'without-reason' })),
     ...[...replyNotes(reply, [attachment({}), attachment({ seq: 2, kind: 'refused', reason: 'too big' })], 'artifact'), ...replyNotes(reply, [attachment({})], 'below'), ...replyNotes(reply, [attachment({})], 'history')].map((p) => (p.kind === 'text' ? p.text : '')),
     ...attachmentParts({ name: 'grok', untrustedLabel: '[UNTRUSTED]' } as AgentConfig, attachment({ kind: 'refused', reason: '9 bytes, over mailbox.max_attachment_bytes (1); refused whole, never cut' }), content).map((p) => (p.kind === 'text' ? p.text : '')),
     ...attachmentParts({ name: 'grok', untrustedLabel: '[UNTRUSTED]' } as AgentConfig, attachment({ reason: 'not valid JSON: kept as a file, not a data part' }), content).map((p) => (p.kind === 'text' ? p.text : '')).slice(0, 1),

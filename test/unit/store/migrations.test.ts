@@ -205,6 +205,81 @@ describe("migration 14: each task's rows per table in its task row, for prune's 
   });
 });
 
+describe('migration 15: the reply status rejected in the schema of turns and replies', () => {
+  /** What migration 15 must keep of a store: the indexes and triggers of both tables, their rows, and the counts the triggers hold. */
+  function kept(path: string): Record<string, unknown> {
+    const db = new Database(path, { readonly: true });
+    try {
+      const all = (sql: string): unknown[] => db.prepare(sql).all();
+      return {
+        schema: (all(`SELECT type, name, tbl_name AS tbl, sql FROM sqlite_schema WHERE tbl_name IN ('turns', 'replies') AND type IN ('index', 'trigger') ORDER BY name`) as { sql: string | null }[]).map(
+          (r) => ({ ...r, sql: r.sql?.replace(/\s+/g, ' ') ?? null }),
+        ),
+        turns: all(`SELECT * FROM turns ORDER BY task_id, turn`),
+        replies: all(`SELECT * FROM replies ORDER BY ledger_id`),
+        taskRows: all(`SELECT id, n_turns, n_replies FROM tasks ORDER BY id`),
+        dispatchCounts: all(`SELECT * FROM dispatch_counts ORDER BY state`),
+        rowCounts: all(`SELECT * FROM row_counts ORDER BY name`),
+      };
+    } finally {
+      db.close();
+    }
+  }
+
+  it('keeps every row, count, index and trigger of a version-14 store; the CHECKs admit rejected and still refuse other words', () => {
+    const path = storeAtVersion(14);
+    const db = new Database(path);
+    registerStoreFunctions(db);
+    db.exec(`
+      INSERT INTO large_values (id, kind, size, created_at) VALUES (1, 'text', 9, 1000);
+      INSERT INTO large_value_chunks (value_id, seq, data) VALUES (1, 1, 'long text');
+      INSERT INTO replies (ledger_id, task_id, turn, agent, kind, nonce, text, omitted_lines, created_at, text_value)
+        VALUES (1, 't1', 1, 'grok', 'late', '0123456789abcdef', '', 0, 2100, 1),
+               (2, 't2', 1, 'grok', 'working', 'fedcba9876543210', 'half way', 2, 1500, NULL);
+      UPDATE turns SET reply_status = 'working', reply_ledger_id = 2, replied_at = 1500 WHERE task_id = 't2';
+    `);
+    db.close();
+    const before = kept(path);
+    expect((before.schema as unknown[]).length).toBe(15); // 3 indexes, 2 of the constraints of turns, 10 triggers
+
+    const store = Store.open(path);
+    try {
+      expect(store.schemaVersion()).toBe(MIGRATIONS.length);
+      expect(kept(path)).toEqual(before);
+      // The new word is taken by both tables, through the store's own writes.
+      store.tx((tx) => {
+        tx.replies.insert({ ledgerId: 3, taskId: 't2', turn: 1, agent: 'grok', kind: 'rejected', nonce: '00112233445566aa', text: 'I will not.', omittedLines: 0, createdAt: 1700 });
+        tx.turns.recordReply('t2', 1, { status: 'rejected', text: null, ledgerId: 3, at: 1700, revokeToken: true });
+      });
+      expect(store.turns.get('t2', 1)).toMatchObject({ replyStatus: 'rejected', replyText: 'I will not.', replyToken: null });
+      expect(store.replies.get(3)).toMatchObject({ kind: 'rejected', text: 'I will not.' });
+      // Other words are refused as before.
+      expect(() => store.tx((tx) => tx.turns.recordReply('t1', 1, { status: 'declined' as never, text: null, ledgerId: 9, at: 1, revokeToken: false }))).toThrow(/CHECK constraint failed/);
+      expect(() => store.tx((tx) => tx.replies.insert({ ledgerId: 4, taskId: 't1', turn: 1, agent: 'grok', kind: 'declined' as never, nonce: 'x', text: 'x', omittedLines: 0, createdAt: 1 }))).toThrow(/CHECK constraint failed/);
+      // The reference from turns to tasks holds.
+      expect(() =>
+        store.tx((tx) =>
+          tx.turns.insert({ taskId: 'nope', turn: 1, ask: 'x', replyToken: null, deadlineAt: 1, dispatchId: 'msg_3', envelope: Buffer.from('{}'), dispatchState: 'pending', nextAttemptAt: 1, acceptedAt: null, replyStatus: null, replyText: null, replyLedgerId: null, repliedAt: null, createdAt: 1 }),
+        ),
+      ).toThrow(/FOREIGN KEY/);
+      // The triggers work on the rebuilt tables: prune deletes t1 (FAILED at 2000) with its reply, its large value and its counts.
+      expect(store.tx((tx) => tx.retention.prune(3000))).toMatchObject({ tasks: 1, turns: 1, replies: 1 });
+    } finally {
+      store.close();
+    }
+    const after = kept(path);
+    expect(after.rowCounts).toContainEqual({ name: 'replies', n: 2 });
+    expect(after.dispatchCounts).toEqual([{ state: 'accepted', n: 0 }, { state: 'pending', n: 1 }]);
+    expect(after.taskRows).toEqual([{ id: 't2', n_turns: 1, n_replies: 2 }]);
+    const left = new Database(path, { readonly: true });
+    try {
+      expect(left.prepare(`SELECT count(*) AS n FROM large_values`).get()).toEqual({ n: 0 });
+    } finally {
+      left.close();
+    }
+  });
+});
+
 describe('a file at store.path that is not a store of ours', () => {
   it("refuses another program's SQLite database and leaves it as it was (its tables, its journal mode), read-only or not", () => {
     const path = join(dir, `other-${Math.random().toString(36).slice(2)}.db`);
@@ -237,5 +312,20 @@ describe('a file at store.path that is not a store of ours', () => {
     const s = Store.open(path);
     expect(s.tasks.get('nothing')).toBeUndefined();
     s.close();
+  });
+});
+
+describe('openDb says when it migrates', () => {
+  it('onMigrate is called before and after pending migrations, with the versions and the time they took, and not when none is pending', () => {
+    const path = storeAtVersion(14);
+    const steps: { from: number; to: number; tookMs?: number }[] = [];
+    Store.open(path, { onMigrate: (s) => steps.push(s) }).close();
+    expect(steps).toEqual([
+      { from: 14, to: MIGRATIONS.length },
+      { from: 14, to: MIGRATIONS.length, tookMs: expect.any(Number) as number },
+    ]);
+    steps.length = 0;
+    Store.open(path, { onMigrate: (s) => steps.push(s) }).close();
+    expect(steps).toEqual([]);
   });
 });

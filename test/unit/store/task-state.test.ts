@@ -38,6 +38,23 @@ describe('task state machine', () => {
     expect(db.stats.rowCounts().audit).toBe(1);
   });
 
+  it('REJECTED (A2A v1.0 §4.1.3: the agent declines) is reached from the states where the agent holds the turn, never from INPUT_REQUIRED; its arrival is audited once', () => {
+    expect(TASK_STATES.filter((from) => canTransition(from, 'REJECTED'))).toEqual(['SUBMITTED', 'WORKING']);
+    const db = Store.open(':memory:');
+    db.tx((tx) => {
+      tx.tasks.insert(task());
+      tx.turns.insert(turn());
+    });
+    let t = db.tx((tx) => tx.tasks.transition(db.tasks.get('t1')!, 'WORKING', { at: 2000, cause: 'webhook accepted (HTTP 202)' }));
+    t = db.tx((tx) => tx.tasks.transition(t, 'REJECTED', { at: 3000, cause: 'the agent declined the task in reply (ledger #1)', deadlineAt: null }));
+    expect(db.tasks.get('t1')).toMatchObject({ state: 'REJECTED', failedBy: null, deadlineAt: null });
+    expect(db.audit.of('t1').map((a) => [a.state, a.entry.cause])).toEqual([['REJECTED', 'the agent declined the task in reply (ledger #1)']]);
+    // Its webhook is never sent again: the signed bytes go, as for COMPLETED.
+    expect(db.turns.get('t1', 1)!.envelope.length).toBe(0);
+    for (const to of TASK_STATES) expect(() => db.tx((tx) => tx.tasks.transition(t, to, { at: 4000, cause: 'x' }))).toThrow(IllegalTransitionError);
+    expect(() => db.tx((tx) => tx.tasks.transition(task({ state: 'INPUT_REQUIRED' }), 'REJECTED', { at: 4000, cause: 'x' }))).toThrow(IllegalTransitionError);
+  });
+
   it('keeps status timestamps strictly increasing even within one millisecond', () => {
     const db = Store.open(':memory:');
     db.tx((tx) => tx.tasks.insert(task()));

@@ -79,10 +79,13 @@ describe('gates 9–11', () => {
     expect(taskOpen('FAILED', 'dispatch')).toBe('late');
     expect(taskOpen('FAILED', 'agent')).toMatchObject({ verdict: 'task-closed' });
     expect(taskOpen('COMPLETED', null)).toMatchObject({ verdict: 'task-closed', reason: 'gate 10: the task is completed' });
+    // A task the agent declined is closed like any other: a reply after it is never applied.
+    expect(taskOpen('REJECTED', null)).toEqual({ verdict: 'task-closed', reason: 'gate 10: the task is rejected' });
   });
 
-  it('gate 11 accepts the four status words only', () => {
+  it('gate 11 accepts the five status words only', () => {
     expect(replyStatus(reply({ status: 'input-required' }))).toBe('input-required');
+    expect(replyStatus(reply({ status: 'rejected' }))).toBe('rejected');
     expect(replyStatus(reply({ status: 'finished' }))).toMatchObject({ verdict: 'bad-status' });
     expect(replyStatus(reply({ status: null, statusProblem: 'several' }))).toMatchObject({ reason: expect.stringContaining('more than one status line') as unknown });
   });

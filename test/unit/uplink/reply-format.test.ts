@@ -1,7 +1,8 @@
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { describe, expect, it } from 'vitest';
 import { OFFLOAD_MIN_BYTES, type BudgetTimer } from '../../../src/uplink/offload.js';
-import { parseReply, parseReplyHere, parseReplyText, REPLY_PARSE_MAX_BYTES, type ParsedReply } from '../../../src/uplink/reply-format.js';
+import { replyStatus } from '../../../src/uplink/gates.js';
+import { parseReply, parseReplyHere, parseReplyText, REPLY_PARSE_MAX_BYTES, REPLY_STATUS_WORDS, type ParsedReply } from '../../../src/uplink/reply-format.js';
 
 const TOKEN = '0123456789abcdef0123456789abcdef';
 const OLD = 'ffffffffffffffffffffffffffffffff';
@@ -128,6 +129,32 @@ describe('parseReplyText: the reply block', () => {
       answer: 'Question?',
       omittedLines: 0,
     });
+  });
+
+  it('reads every status word, rejected among them, with the same case and spacing rules; gate 11 takes exactly these words', () => {
+    expect(REPLY_STATUS_WORDS).toEqual(['done', 'input-required', 'failed', 'rejected', 'working']);
+    const capital = (w: string): string => w.replace(/(^|-)([a-z])/g, (_m: string, dash: string, c: string) => dash + c.toUpperCase());
+    for (const word of REPLY_STATUS_WORDS) {
+      for (const line of [`status: ${word}`, `STATUS:   ${word.toUpperCase()}  `, ` Status :\t${capital(word)}`, `status:${word}`]) {
+        const r = parseReplyText(`reply_token: ${TOKEN}\n${line}\n---\nWhy.`);
+        expect(r, line).toMatchObject({ token: TOKEN, status: word, statusProblem: null, answer: 'Why.' });
+        expect(replyStatus({ ...r, bodyKind: 'text', attachments: [] }), line).toBe(word);
+      }
+    }
+    // Near misses are not the word: gate 11 refuses them, naming the words it takes.
+    for (const line of ['status: reject', 'status: rejected.', 'status: declined', 'status: re jected', 'status: rejected working']) {
+      const r = parseReplyText(`reply_token: ${TOKEN}\n${line}\n---\nWhy.`);
+      expect(replyStatus({ ...r, bodyKind: 'text', attachments: [] }), line).toEqual({ verdict: 'bad-status', reason: `gate 11: status "${r.status}"; expected done, input-required, failed, rejected or working` });
+    }
+  });
+
+  it('a rejected reply: the answer after the separator is the reason, whole; without one it is empty', async () => {
+    const reason = 'I will not book travel for a third party.\n\nMy operator forbids it.';
+    expect(parseReplyText(block(reason, TOKEN, 'Rejected'))).toEqual({ token: TOKEN, tokenProblem: null, status: 'rejected', statusProblem: null, answer: reason, omittedLines: 0 });
+    expect(parseReplyText(`reply_token: ${TOKEN}\nstatus: rejected\n`)).toMatchObject({ status: 'rejected', answer: '' });
+    // Through the MIME parser: quoted-printable, a quote of the request left out and counted.
+    const mail = await compose({ text: `reply_token: ${TOKEN}\nStatus: REJECTED\n---\n${reason}\n\nOn Mon, 1 Jan 2030 at 10:00, Bridge <me@example.com> wrote:\n> reply_token: ${OLD}\n`, textEncoding: 'quoted-printable' });
+    expect(await parseReply(mail)).toMatchObject({ token: TOKEN, status: 'rejected', answer: reason, omittedLines: 2, bodyKind: 'text' });
   });
 
   it('counts any reply_token line, whatever its value', () => {
