@@ -277,6 +277,27 @@ describe.each(KINDS)('header blocks first, on %s', (_name, makeRig) => {
     }
   });
 
+  it('a replay of an applied reply padded with 2,000 DKIM-Signature fields under the stamp: read on (the stamp holds the aligned pass), refused by gate 3 on its header block without a ledger read per signature; the task stays COMPLETED', async () => {
+    const t = await rig.newTask('Job replayed with padded signatures');
+    const genuine = await rig.reply(t.envelope, 'The genuine answer.');
+    await rig.deliver([genuine]);
+    expect((await rig.bridge.checkNow()).verdicts).toEqual({ 'applied:done': 1 });
+    // Below the provider's stamp (its A-R and Received, the two top fields) the sender's fields begin:
+    // 2,000 distinct signatures of other domains there, the genuine signature after them.
+    const stamp = genuine.indexOf('\r\nDKIM-Signature:') + 2;
+    const pads = Array.from({ length: 2000 }, (_, i) => `DKIM-Signature: v=1; a=rsa-sha256; d=o${i}.example; s=s; h=from; bh=AAAA; b=${Buffer.from(`sig ${i}`).toString('base64')}\r\n`).join('');
+    const replay = Buffer.concat([genuine.subarray(0, stamp), Buffer.from(pads), genuine.subarray(stamp)]);
+    expect(replay.indexOf('\r\n\r\n')).toBeGreaterThan(STAMP_PREFIX_BYTES);
+    await rig.deliver([replay]);
+
+    const check = await rig.bridge.checkNow();
+    expect(check).toMatchObject<Partial<CheckSummary>>({ ok: true, fetched: 1, onHeaders: 1, verdicts: { 'auth:duplicate-header': 1 } });
+    const rows = store().ledger.ofTask(t.id);
+    expect(rows.map((r) => r.verdict)).toEqual(['applied:done', 'auth:duplicate-header']);
+    expect(rows[1]!.reason).toBe('gate 3: 2001 DKIM-Signature headers; at most 8 are verified');
+    expect(store().tasks.get(t.id)!.state).toBe('COMPLETED');
+  });
+
   it('every hostile header block leaves a ledger row that says why', async () => {
     const t = await rig.newTask('Job with hostile mail');
     const tag = t.envelope.subject_tag;

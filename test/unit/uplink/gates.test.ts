@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { alignedSignatures, dateInWindow, headerBlockReadable, MAX_DKIM_SIGNATURES, MAX_FROM_CHARS, MAX_HEADER_BLOCK_BYTES, MAX_HEADER_LINES, messageFacts, replyStatus, taskOpen, tokenHolds, trustedResults } from '../../../src/uplink/gates.js';
+import { alignedSignatures, dateInWindow, headerBlockReadable, headerShape, replayedSignature, MAX_DKIM_SIGNATURES, MAX_FROM_CHARS, MAX_HEADER_BLOCK_BYTES, MAX_HEADER_LINES, messageFacts, replyStatus, taskOpen, tokenHolds, trustedResults } from '../../../src/uplink/gates.js';
 import type { ParsedReply } from '../../../src/uplink/reply-format.js';
 import { verifyDkimLocally } from '../../../src/uplink/dkim.js';
 import { corpusAgent, loadManifest, loadZone, profileOf, readMessage, zoneResolver } from '../../helpers/corpus.js';
@@ -146,6 +146,26 @@ describe('gate 3: DKIM-Signature fields', () => {
     } finally {
       store.close();
     }
+  });
+});
+
+describe('gate 1 by signature: bounded work', () => {
+  it(`asks the ledger about ${MAX_DKIM_SIGNATURES} signatures at most: a header block with more DKIM-Signature fields is left to gate 3, unparsed`, () => {
+    const genuine = readMessage('01-genuine-done.eml').toString('latin1');
+    const signed = messageFacts(Buffer.from(genuine, 'latin1')).fields.filter((f) => f.lname === 'dkim-signature').length;
+    // Distinct signatures of other domains above the genuine one (a replay padded past 16 KiB reads on: its stamp holds the aligned pass).
+    const padded = (n: number): Buffer =>
+      Buffer.from(Array.from({ length: n }, (_, i) => `DKIM-Signature: v=1; a=rsa-sha256; d=o${i}.example; s=s; h=from; bh=AAAA; b=${Buffer.from(`sig ${i}`).toString('base64')}\r\n`).join('') + genuine, 'latin1');
+    const asked: number[] = [];
+    const ledger = (signatures: string[]): number => (asked.push(signatures.length), 7);
+    // At gate 3's cap a replay is still known by its signature.
+    expect(replayedSignature(messageFacts(padded(MAX_DKIM_SIGNATURES - signed)), ledger)?.verdict).toBe('duplicate');
+    expect(asked).toEqual([MAX_DKIM_SIGNATURES]);
+    // 2,000 more (the 4,096-line cap allows ~4,000): no signature parsed, no ledger read; gate 3 refuses the message.
+    const flood = messageFacts(padded(2000));
+    expect(replayedSignature(flood, ledger)).toBeNull();
+    expect(asked).toEqual([MAX_DKIM_SIGNATURES]);
+    expect(headerShape(flood)).toMatchObject({ verdict: 'auth:duplicate-header' });
   });
 });
 
