@@ -32,8 +32,11 @@ async function rpc(method: string, params: unknown): Promise<V1Task> {
 }
 
 beforeAll(async () => {
-  // Nothing listens on this port: every webhook attempt ends in ECONNREFUSED and is retried.
-  c = makeConfigDir(minimalToml({ webhookUrl: `http://127.0.0.1:${await freePort()}/hook`, listen: `127.0.0.1:${await freePort()}` }));
+  // Nothing listens on port 1 (tcpmux): every webhook attempt ends in ECONNREFUSED and is retried.
+  // A port that was free a moment ago (freePort) could be taken by another test file's server
+  // meanwhile — a CI run on Node 22 got a 4xx there and the task FAILED at once — while no
+  // listen(0) is ever given a port below 1024.
+  c = makeConfigDir(minimalToml({ webhookUrl: 'http://127.0.0.1:1/hook', listen: `127.0.0.1:${await freePort()}` }));
   for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(c.dir, 'Maildir', sub), { recursive: true });
   app = await startApp(loadConfig(c.configPath), { log: createLogger('silent') });
   const body = hermesBody('a job for an agent that is down', 'ctx-operator');
