@@ -5,7 +5,8 @@
  * `a2a-mailbridge config` prints every key a config has, defaults filled in, from the same code
  * that validates it.
  */
-import { resolve } from 'node:path';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { distance } from 'fastest-levenshtein';
 
 /** Thrown for any invalid configuration. `key` is the dotted TOML key (e.g. `agents[0].webhook.url`). */
@@ -102,9 +103,17 @@ export class Fields {
     return this.setEffective(name, v);
   }
 
-  /** A file or folder path, resolved against `baseDir` (the config file's folder); recorded absolute. */
+  /**
+   * A file or folder path, resolved against `baseDir` (the config file's folder); recorded absolute.
+   * A path that starts with `~` is refused (ConfigError naming the key and the absolute path to
+   * write): no shell expands it here, so `~/Mail` would name a folder called `~` in `baseDir`.
+   */
   path(name: string, baseDir: string, fallback?: string): string {
-    return this.setEffective(name, resolve(baseDir, this.string(name, fallback)));
+    const v = this.string(name, fallback);
+    if (/^~(?:[/\\]|$)/.test(v)) {
+      throw new ConfigError(this.key(name), `${describe(v)} starts with "~", which is not expanded (a relative path is taken from the config file's folder); write the full path: ${describe(join(homedir(), v.slice(1)))}`);
+    }
+    return this.setEffective(name, resolve(baseDir, v));
   }
 
   optionalString(name: string): string | undefined {

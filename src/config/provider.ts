@@ -3,7 +3,6 @@
  * preset recognises the trusted Authentication-Results (src/uplink/providers.ts, docs/providers.md),
  * and password or OAuth2 sign-in for IMAP.
  */
-import { resolve } from 'node:path';
 import { profileOf, type ProviderProfile } from '../uplink/border.js';
 import { OAUTH2_PRESETS, PRESETS, PROVIDER_NAMES, type OAuth2PresetName, type ProviderName } from '../uplink/providers.js';
 import { ConfigError, type Fields } from './fields.js';
@@ -106,7 +105,7 @@ export function parseImapAuth(t: Fields, baseDir: string, provider: ProviderName
   const presetName = PRESETS[provider].oauth2;
   const named = t.oneOf('oauth2_provider', ['google', 'microsoft', 'custom'] as const, presetName ?? 'custom');
   const preset = named === 'custom' ? undefined : OAUTH2_PRESETS[named];
-  const tokenFile = resolve(baseDir, t.string('oauth2_refresh_token_file'));
+  const tokenFile = t.path('oauth2_refresh_token_file', baseDir);
   const cfg: OAuth2Config = {
     provider: named,
     clientId: t.string('oauth2_client_id'),

@@ -35,7 +35,7 @@ export function retryDispatch(ctx: BridgeContext, agent: AgentConfig, taskId: st
       ...before,
       reply_token: token,
       deadline: iso(deadlineAt),
-      constraints: replyInstructions({ replyTo: before.reply_to, subjectTag: before.subject_tag, token, deadline: iso(deadlineAt), maxAttachmentBytes: ctx.config.mailbox.maxAttachmentBytes }),
+      constraints: replyInstructions({ replyTo: before.reply_to, from: agent.address, subjectTag: before.subject_tag, token, deadline: iso(deadlineAt), maxAttachmentBytes: ctx.config.mailbox.maxAttachmentBytes }),
     };
     const dispatchId = `msg_${randomUUID().replaceAll('-', '')}`;
     tx.dispatch.redispatch(task.id, turn.turn, { fromDispatchId: turn.dispatchId, dispatchId, envelope: encodeEnvelope(envelope), replyToken: token, deadlineAt, at: now });

@@ -75,7 +75,7 @@ function openTurn(ctx: BridgeContext, tx: StoreTx, agent: AgentConfig, task: Tas
     from: ctx.config.server.name,
     ask,
     thread,
-    constraints: replyInstructions({ replyTo: ctx.config.mailbox.address, subjectTag: tag, token, deadline, maxAttachmentBytes: ctx.config.mailbox.maxAttachmentBytes }),
+    constraints: replyInstructions({ replyTo: ctx.config.mailbox.address, from: agent.address, subjectTag: tag, token, deadline, maxAttachmentBytes: ctx.config.mailbox.maxAttachmentBytes }),
     deadline,
     reply_to: ctx.config.mailbox.address,
     subject_tag: tag,

@@ -46,19 +46,20 @@ export function subjectTag(tag: string, taskId: string): string {
 /**
  * The reply-format instructions carried in `constraints` (docs/architecture.md, "The reply format";
  * attachments: docs/agent-text.md, "Files and data").
+ * @param o.from the agent's `address`: the only From the gates accept (gate 4)
  * @param o.maxAttachmentBytes `mailbox.max_attachment_bytes` (default 1 MiB)
  */
-export function replyInstructions(o: { replyTo: string; subjectTag: string; token: string; deadline: string; maxAttachmentBytes?: number }): string {
+export function replyInstructions(o: { replyTo: string; from: string; subjectTag: string; token: string; deadline: string; maxAttachmentBytes?: number }): string {
   const max = o.maxAttachmentBytes ?? 1024 * 1024;
   return [
-    `Reply by email to ${o.replyTo}, from your configured address, before ${o.deadline}.`,
+    `Reply by email to ${o.replyTo}, from ${o.from} (mail from any other address is refused), before ${o.deadline}.`,
     `The Subject must contain ${o.subjectTag} exactly once.`,
     'The body (text/plain preferred) must start with these lines, before any quoted text:',
     `reply_token: ${o.token}`,
     `status: ${REPLY_STATUS_WORDS.join(' | ')}`,
     '---',
     'Then your whole answer after the "---" line. Use "input-required" to ask the caller a question,',
-    '"working" for a progress note (send the final reply later), "failed" if you tried and could not do the job,',
+    '"working" for a progress note (send the final reply later, with the same reply_token), "failed" if you tried and could not do the job,',
     '"rejected" if you will not do it (your reason after the "---" line).',
     `Files go as attachments of the same email, each at most ${max} bytes (a larger one is refused whole, not cut).`,
     'An attachment of type application/json holding valid JSON (at most 32 levels deep, 1 MiB) reaches the caller as structured data.',

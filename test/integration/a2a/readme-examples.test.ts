@@ -91,7 +91,21 @@ describe("README's SDK example", () => {
       // "client.getTask({ id }) and client.cancelTask({ id }) take the task id"
       expect(section()).toContain('`client.getTask({ id: task.id })` and `client.cancelTask({ id: task.id })` take the task\'s id');
       expect((await h.client.getTask({ id } as never)).id).toBe(id);
+      // Run again while that task is still open: a new job again (its own context), not a poll of the first.
+      const again = (await run(process.execPath, ['--input-type=module', '-e', code.replace(url, `${h.endpoint}/`)], { env: { ...process.env, HOME: home } })).stdout.trim().split('\n');
+      expect(h.receiver.requests).toHaveLength(before + 2);
+      const second = h.envelope(before + 2).task_id;
+      expect(second).not.toBe(id);
+      for (const line of again) expect(line.startsWith(`TASK_STATE_WORKING ${second} The job is with the cloud agent grok since `)).toBe(true);
+      // "Text sent on a context whose task is still open … its status beginning `Your message was not sent to grok`"
+      expect(section()).toContain('its status beginning `Your message was not sent to grok`');
+      const onOpen = await h.client.sendMessage({ message: { messageId: 'readme-open-ctx', contextId: (await h.client.getTask({ id } as never)).contextId, role: 1, parts: [{ content: { $case: 'text', value: 'Survey RAG papers' }, mediaType: 'text/plain' }] } } as never);
+      const onOpenTask = onOpen as { id: string; status: { message: { parts: { content: { value: string } }[] } } };
+      expect(onOpenTask.id).toBe(id);
+      expect(onOpenTask.status.message.parts[0]!.content.value.startsWith('Your message was not sent to grok')).toBe(true);
+      expect(h.receiver.requests).toHaveLength(before + 2);
       expect((await h.client.cancelTask({ id } as never)).status?.state).toBe(5); // TASK_STATE_CANCELED
+      await h.client.cancelTask({ id: second } as never);
     } finally {
       rmSync(home, { recursive: true, force: true });
     }

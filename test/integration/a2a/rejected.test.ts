@@ -3,7 +3,7 @@ import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Envelope } from '../../../src/downlink/envelope.js';
 import { expectFenced, hermesPrints } from '../../helpers/agent-text.js';
-import { hex, useHarness } from '../../helpers/bridge-harness.js';
+import { AGENT_ADDRESS, hex, useHarness } from '../../helpers/bridge-harness.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
 import { asTask, ctx, envelopeOf, expectV03Error, post, rejection, rpcBody, rpcPost, sdkSend, sdkTexts, v03SendParams, v1SendParams, webhooksFor, workingOn } from './conformance-helpers.js';
 
@@ -59,6 +59,9 @@ describe('a task the agent declines: TASK_STATE_REJECTED (v1.0) / rejected (v0.3
     // The wake-up tells the agent which words exist.
     expect(t.env.constraints).toContain('\nstatus: done | input-required | failed | rejected | working\n');
     expect(t.env.constraints).toContain('"rejected" if you will not do it');
+    // It names the one From the gates accept, and that a progress note keeps the token for the final reply.
+    expect(t.env.constraints).toContain(`Reply by email to ${t.env.reply_to}, from ${AGENT_ADDRESS} (mail from any other address is refused), before ${t.env.deadline}.`);
+    expect(t.env.constraints).toContain('"working" for a progress note (send the final reply later, with the same reply_token)');
     const raw = await declining(t.env, '  Status :  REJECTED  ');
     await dovecot.append(raw);
     await h.app.bridge.checkNow();

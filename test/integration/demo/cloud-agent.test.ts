@@ -56,7 +56,7 @@ function envelope(over: Partial<Envelope> = {}): Envelope {
     from: 'a2a-mailbridge',
     ask: 'Compare three SQLite WAL settings',
     thread: [],
-    constraints: replyInstructions({ replyTo: 'me@bridge.test', subjectTag: tag, token, deadline: '2030-01-01T00:00:00Z' }),
+    constraints: replyInstructions({ replyTo: 'me@bridge.test', from: 'agent@agent.example', subjectTag: tag, token, deadline: '2030-01-01T00:00:00Z' }),
     deadline: '2030-01-01T00:00:00Z',
     reply_to: 'me@bridge.test',
     subject_tag: tag,

@@ -4,7 +4,7 @@ import { retryDispatch } from '../../../src/core/retry.js';
 import { attemptDispatch } from '../../../src/core/dispatch.js';
 import { type AttemptRow } from '../../../src/store/attempts.js';
 import { type TurnRow } from '../../../src/store/turns.js';
-import { hermesBody, startHarness, type Harness } from '../../helpers/bridge-harness.js';
+import { AGENT_ADDRESS, hermesBody, startHarness, type Harness } from '../../helpers/bridge-harness.js';
 import { TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET } from '../../helpers/config-dir.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
 import { startWebhookReceiver, type PlannedResponse, type RecordedRequest, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
@@ -352,6 +352,7 @@ describe('webhook delivery faults', () => {
     expect(env2.reply_token).not.toBe(env1.reply_token);
     expect(env2).toMatchObject({ task_id: id, turn: 1, ask: env1.ask, thread: env1.thread, subject_tag: env1.subject_tag, reply_to: env1.reply_to });
     expect(env2.constraints).toContain(env2.reply_token);
+    expect(env2.constraints).toContain(`, from ${AGENT_ADDRESS} (mail from any other address is refused), before ${env2.deadline}.`);
     expect(db(h).attempts.ofTask(id).map((a) => [a.dispatchId, a.attempt, a.outcome, a.httpStatus])).toEqual([
       [oldTurn.dispatchId, 1, 'failed', 404],
       [dispatchId, 1, 'accepted', 202],

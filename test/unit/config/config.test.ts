@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, stringify } from 'smol-toml';
@@ -49,6 +50,16 @@ describe('loadConfig', () => {
     }
     const lan = makeConfigDir(minimalToml({ listen: 'my-laptop.local:8765' }));
     expect(() => loadConfig(lan.configPath)).toThrow('config key server.listen: "my-laptop.local" is not a loopback address; a2a-mailbridge listens on loopback only (127.0.0.0/8, ::1 or localhost). Use "127.0.0.1:8765"');
+  });
+
+  it('refuses a path that starts with ~ (not expanded), naming the key and the full path to write', () => {
+    const maildir = makeConfigDir(minimalToml().replace('path = "Maildir"', 'path = "~/Mail/agents"'));
+    expect(() => loadConfig(maildir.configPath)).toThrow(`config key mailbox.maildir.path: "~/Mail/agents" starts with "~", which is not expanded (a relative path is taken from the config file's folder); write the full path: ${JSON.stringify(join(homedir(), 'Mail/agents'))}`);
+    const store = makeConfigDir(minimalToml().replace('path = "state/bridge.sqlite"', 'path = "~"'));
+    expect(() => loadConfig(store.configPath)).toThrow(/^config key store\.path: "~" starts with "~"/);
+    // A name that merely begins with ~ in the config folder is a relative path like any other.
+    const tilde = makeConfigDir(minimalToml().replace('path = "Maildir"', 'path = "~Maildir"'));
+    expect(loadConfig(tilde.configPath).mailbox.maildirPath).toBe(join(tilde.dir, '~Maildir'));
   });
 
   it('refuses a world-readable secret naming the key, the file and the fix', () => {
