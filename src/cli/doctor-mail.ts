@@ -64,8 +64,12 @@ export async function checkLatestTaggedMail(config: Config, resolver?: DnsResolv
     const detected = detectProvider(raw);
     const lines = configLines(detected);
     const gate5 = /^gate 5/.test(d.reason);
-    const fix =
-      detected.preset && (detected.preset !== config.mailbox.provider || detected.preset === 'self-hosted') && gate5
+    // Mail that never passed through a mail server (a file put into the Maildir by hand, a test
+    // message) has no Received field at all: no provider setting can make it pass.
+    const unreceived = gate5 && d.reason.includes('no Received field:');
+    const fix = unreceived
+      ? 'it has no Received field: it did not come through a mail server (a file put into the folder by hand?); only mail your provider delivered can pass (npm run demo shows an applied reply)'
+      : detected.preset && (detected.preset !== config.mailbox.provider || detected.preset === 'self-hosted') && gate5
         ? `this mail is stamped like ${detected.preset}: set in [mailbox] ${lines.join(', ')} (a2a-mailbridge provider detect --from ${agent?.address ?? '<agent address>'} explains)`
         : gate5
           ? `run a2a-mailbridge provider detect --from ${agent?.address ?? '<agent address>'} to see what your provider stamps`

@@ -38,6 +38,15 @@ describe('doctor: latest agent mail', () => {
     expect(c.fix).toMatch(/stamped like gmail: set in \[mailbox\] provider = "gmail"/);
   });
 
+  it('a mail with no Received field at all (a file put into the folder by hand) is told so, not sent to provider detect', async () => {
+    const handWritten = Buffer.from(gmail.toString('latin1').replace(/^Received:[^\r]*\r\n(?:[ \t][^\r]*\r\n)*/gim, ''), 'latin1');
+    expect(handWritten.toString('latin1')).not.toMatch(/^Received:/im);
+    const c = await checkLatestTaggedMail(configWith('provider = "gmail"', handWritten), resolver);
+    expect(c.status).toBe('fail');
+    expect(c.detail).toMatch(/gate 5: no Received field:/);
+    expect(c.fix).toMatch(/^it has no Received field: it did not come through a mail server/);
+  });
+
   it('passes with the right preset', async () => {
     const config = configWith('provider = "gmail"', gmail);
     // The ledger keeps this mail compressed (src/store/ledger.ts): doctor judges the bytes as fetched.
