@@ -19,6 +19,9 @@ export interface HealthJson {
     lastError: string | null;
     errorSince: string | null;
     lastSuccessAt: string | null;
+    /** When the mail recorded last was seen, and its ledger verdict (a name of the bridge's verdict table, never mail text). */
+    lastRecordedAt: string | null;
+    lastVerdict: string | null;
   };
   tasks: { open: number; byState: Record<string, number> };
   dispatches: { pending: number; failed: number };
@@ -54,6 +57,8 @@ export function health(bridge: Bridge): HealthJson {
       lastError: m?.lastError ?? null,
       errorSince: at(m?.errorSince),
       lastSuccessAt: at(m?.lastSuccessAt),
+      lastRecordedAt: at(h.lastRecorded?.seenAt),
+      lastVerdict: h.lastRecorded?.verdict ?? null,
     },
     tasks: { open, byState },
     dispatches: { pending: h.dispatchesByState.pending ?? 0, failed: h.dispatchesByState.failed ?? 0 },

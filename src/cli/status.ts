@@ -20,7 +20,7 @@ export interface StatusReport {
   bridge: { answering: boolean; url: string; status: string | null; version: string | null; why: string | null };
   store: { path: string; exists: boolean; bytes: number };
   tasks: { open: number; finished: number; byState: Partial<Record<TaskState, number>> } | null;
-  mailbox: { kind: string; lastCheckAt: string | null; lastResult: string | null; lastError: string | null; errorSince: string | null } | null;
+  mailbox: { kind: string; lastCheckAt: string | null; lastResult: string | null; lastError: string | null; errorSince: string | null; lastRecordedAt: string | null; lastVerdict: string | null } | null;
   failingWebhooks: (Omit<FailingDispatch, 'nextAttemptAt'> & { nextAttemptAt: string | null })[];
   dispatchFailuresLast7Days: number;
   refusedRepliesForOpenTasks: (Omit<RefusedForOpenTask, 'lastSeenAt'> & { lastSeenAt: string | null })[];
@@ -62,7 +62,8 @@ export async function statusReport(config: Config, now: number): Promise<StatusR
     const sum = (open: boolean): number => TASK_STATES.filter((s) => TERMINAL_STATES.has(s) !== open).reduce((n, s) => n + (byState[s] ?? 0), 0);
     report.tasks = { open: sum(true), finished: sum(false), byState };
     const m: MailboxState = db.mailbox.state(folderKey(config));
-    report.mailbox = { kind: config.mailbox.kind, lastCheckAt: isoJson(m.lastCheckAt), lastResult: m.lastResult, lastError: m.lastError, errorSince: isoJson(m.errorSince) };
+    const last = db.ledger.latest();
+    report.mailbox = { kind: config.mailbox.kind, lastCheckAt: isoJson(m.lastCheckAt), lastResult: m.lastResult, lastError: m.lastError, errorSince: isoJson(m.errorSince), lastRecordedAt: isoJson(last?.seenAt ?? null), lastVerdict: last?.verdict ?? null };
     report.failingWebhooks = db.overview.failingDispatches(LIST_LIMIT).map((f) => ({ ...f, nextAttemptAt: isoJson(f.nextAttemptAt) }));
     report.dispatchFailuresLast7Days = db.overview.dispatchFailuresSince(now - WEEK_MS);
     report.refusedRepliesForOpenTasks = db.overview.refusedForOpenTasks(LIST_LIMIT).map((r) => ({ ...r, lastSeenAt: isoJson(r.lastSeenAt) }));
@@ -93,6 +94,8 @@ export function formatStatus(r: StatusReport, now: number): string {
   if (m.lastError !== null && m.errorSince !== null) lines.push(`mailbox   UNREACHABLE since ${iso(Date.parse(m.errorSince))}${ago(m.errorSince)}: ${m.lastError}; a2a-mailbridge doctor checks the settings`);
   else if (m.lastCheckAt === null) lines.push(`mailbox   ${m.kind}, never checked yet`);
   else lines.push(`mailbox   ${m.kind}, last checked ${iso(Date.parse(m.lastCheckAt))}${ago(m.lastCheckAt)}: ${m.lastResult ?? 'ok'}`);
+  // A check that found nothing new says "0 new messages"; the mail recorded last stays visible.
+  if (m.lastRecordedAt !== null && m.lastVerdict !== null) lines.push(`            last mail recorded ${iso(Date.parse(m.lastRecordedAt))}${ago(m.lastRecordedAt)}: ${m.lastVerdict} (a2a-mailbridge ledger shows it)`);
   if (r.failingWebhooks.length === 0) lines.push('webhooks  none failing');
   else {
     lines.push(`webhooks  ${plural(r.failingWebhooks.length, 'dispatch', 'dispatches')} not accepted yet${r.failingWebhooks.length === LIST_LIMIT ? ' (the first 10)' : ''}:`);

@@ -14,6 +14,8 @@ export interface HealthFacts {
   mailboxKind: 'imap' | 'maildir';
   /** The last check's outcome; null when the store could not be read. */
   mailbox: MailboxState | null;
+  /** The mail recorded last (Store.ledger.latest); null when none was, or the store could not be read. */
+  lastRecorded: { seenAt: number; verdict: string } | null;
   /** The last background integrity check of the store (quick_check); null before the first. */
   storeCheck: StoreCheck | null;
   /** The store could not be written since then (disk full, I/O error): Store.writeFailure; null when the last write committed. */
@@ -34,10 +36,11 @@ export function healthFacts(ctx: BridgeContext, storeCheck: StoreCheck | null): 
       dispatchesByState: store.stats.dispatchesByState(),
       mailboxKind: mailbox.kind,
       mailbox: store.mailbox.state(mailbox.folder),
+      lastRecorded: store.ledger.latest(),
       storeCheck,
       storeWriteFailure: store.writeFailure(),
     };
   } catch {
-    return { storeOk: false, tasksByState: {}, dispatchesByState: {}, mailboxKind: mailbox.kind, mailbox: null, storeCheck, storeWriteFailure: store.writeFailure() };
+    return { storeOk: false, tasksByState: {}, dispatchesByState: {}, mailboxKind: mailbox.kind, mailbox: null, lastRecorded: null, storeCheck, storeWriteFailure: store.writeFailure() };
   }
 }

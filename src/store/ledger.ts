@@ -96,6 +96,15 @@ export function ledgerReads(db: Db) {
       return stmt(db, `SELECT 1 FROM ledger WHERE task_id = ? AND message_id = ? AND (verdict LIKE 'applied:%' OR verdict = 'late:recorded') LIMIT 1`).get(taskId, messageId) !== undefined;
     },
 
+    /**
+     * The mail recorded last (the highest ledger id): when it was seen and its verdict; null for an
+     * empty ledger. One row by the primary key. For /health and `status`: a check that finds
+     * nothing new overwrites the last check's line, not this.
+     */
+    latest(): { seenAt: number; verdict: Verdict } | null {
+      return (stmt(db, `SELECT seen_at AS seenAt, verdict FROM ledger ORDER BY id DESC LIMIT 1`).get() as { seenAt: number; verdict: Verdict } | undefined) ?? null;
+    },
+
     /** Ledger rows newest first, without raw bytes. `verdict` matches exactly, or as a prefix when it ends in `:` or `*`. */
     query(q: LedgerQuery): LedgerRow[] {
       const p: Record<string, unknown> = { limit: q.limit };

@@ -199,6 +199,8 @@ describe('status', () => {
     expect(lines.slice(3)).toEqual([
       'tasks     2 open (0 SUBMITTED, 1 WORKING, 1 INPUT_REQUIRED); 3 finished (1 COMPLETED, 1 FAILED, 1 CANCELED, 0 REJECTED)',
       'mailbox   maildir, never checked yet',
+      // the ledger's newest row (the seeded store was never checked by a bridge of its own)
+      expect.stringMatching(/^ {12}last mail recorded \d{4}-\d\d-\d\dT\S+Z \(.+ ago\): \S+ \(a2a-mailbridge ledger shows it\)$/),
       'webhooks  none failing',
       'refused   replies refused for 1 open task:',
       expect.stringMatching(/^ {12}task 22222222 \(grok, WORKING\): 1 reply, last auth:dkim-unaligned \(\d+ d \d+ h ago\): a2a-mailbridge ledger --task 22222222$/),

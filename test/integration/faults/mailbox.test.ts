@@ -157,7 +157,14 @@ describe('mailbox faults never fail an A2A call', () => {
     ]);
     expect(rows[0]!.reason).toMatch(/^IMAP FETCH of UID \d+ in F\d+ refused twice: BYE FETCH failed: Internal error occurred/);
     expect(db().mailbox.state(h.folder).lastUid).toBe(genuine);
-    expect((await healthOf(h)).status).toBe('ok');
+    const applied = await healthOf(h);
+    expect(applied.status).toBe('ok');
+    expect(applied.mailbox.lastVerdict).toBe('applied:done');
+    // A later check that finds nothing new writes its own line; the mail recorded last stays shown.
+    await h.app.bridge.checkNow();
+    const after = await healthOf(h);
+    expect(after.mailbox.lastResult).toMatch(/^ok, 0 new messages/);
+    expect(after.mailbox).toMatchObject({ lastVerdict: 'applied:done', lastRecordedAt: applied.mailbox.lastRecordedAt });
     summary.add('a message file Dovecot cannot open (FETCH answered with BYE)', `its UID fetched alone twice on fresh connections, then recorded unreadable:fetch ("${rows[0]!.reason.replace(/ \[\d{4}-[^\]]*\]/, '')}"); the reply behind it applied:done in the same check; watermark at UID ${genuine}; /health ok`);
   });
 
