@@ -51,18 +51,28 @@ describe('the next attempt time in the status text', () => {
   });
 });
 
+/**
+ * A bridge on the frozen clock whose webhook refuses connections, and a task sent with
+ * `returnImmediately` whose attempt 1 has ended (ECONNREFUSED: retried with backoff).
+ * @returns the harness, the task's context, the task, attempt 1 and its backoff (ms)
+ */
+async function firstAttemptFailed() {
+  const h = await suite.start({ respond: () => ({ status: 202 }), mailboxToml: 'check_interval_s = 3600', frozenClock: true });
+  await h.receiver.close();
+  const ctx = newContext();
+  const body = hermesBody('Summarise the report', ctx);
+  const task = (await h.rpc({ ...body, params: { ...body.params, configuration: { returnImmediately: true } } })).json.result!.task!;
+  await h.app.bridge.idle();
+  const [a1] = h.app.bridge.ctx.store.attempts.ofTask(task.id);
+  const backoff = h.app.bridge.ctx.store.turns.get(task.id, 1)!.nextAttemptAt! - a1!.finishedAt!;
+  return { h, ctx, task, a1, backoff };
+}
+
 describe('a clock stepped back', () => {
   it('a webhook retry keeps its delay: stepped back 1 h after attempt 1 failed, attempt 2 runs once the backoff has elapsed, not 1 h later', async () => {
-    const h = await suite.start({ respond: () => ({ status: 202 }), mailboxToml: 'check_interval_s = 3600', frozenClock: true });
-    await h.receiver.close(); // every attempt: ECONNREFUSED, retried with backoff
-    const ctx = newContext();
-    const body = hermesBody('Summarise the report', ctx);
-    const task = (await h.rpc({ ...body, params: { ...body.params, configuration: { returnImmediately: true } } })).json.result!.task!;
-    await h.app.bridge.idle();
+    const { h, ctx, task, a1, backoff } = await firstAttemptFailed();
     const store = h.app.bridge.ctx.store;
-    const [a1] = store.attempts.ofTask(task.id);
     expect(a1).toMatchObject({ attempt: 1, outcome: 'retry' });
-    const backoff = store.turns.get(task.id, 1)!.nextAttemptAt! - a1!.finishedAt!;
     expect(backoff).toBeGreaterThan(0);
     expect(backoff).toBeLessThanOrEqual(2000);
     const due = async (): Promise<number> => {
@@ -81,14 +91,7 @@ describe('a clock stepped back', () => {
   });
 
   it('stepped back 1 h while the bridge was stopped: after the restart, attempt 2 still runs once the backoff has elapsed', async () => {
-    const h = await suite.start({ respond: () => ({ status: 202 }), mailboxToml: 'check_interval_s = 3600', frozenClock: true });
-    await h.receiver.close();
-    const ctx = newContext();
-    const body = hermesBody('Summarise the report', ctx);
-    const task = (await h.rpc({ ...body, params: { ...body.params, configuration: { returnImmediately: true } } })).json.result!.task!;
-    await h.app.bridge.idle();
-    const [a1] = h.app.bridge.ctx.store.attempts.ofTask(task.id);
-    const backoff = h.app.bridge.ctx.store.turns.get(task.id, 1)!.nextAttemptAt! - a1!.finishedAt!;
+    const { h, ctx, task, backoff } = await firstAttemptFailed();
     h.advance(-3600_000);
     await h.restart(); // its start-up refresh runs on the stepped clock
     const attempts = async (): Promise<number> => {

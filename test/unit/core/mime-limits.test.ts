@@ -27,38 +27,33 @@ async function reply(n: number, files: number, extra = ''): Promise<Buffer> {
   return deliver(await sign(raw, AGENT_SIGNER, date), DIRECT(new Date(date.getTime() + 2000)));
 }
 
+/** What the corpus store's intake (the path a mailbox check runs) records for `raw`, on a fresh store. */
+async function taken(raw: Promise<Buffer>) {
+  const s = corpusStore(manifest, setting);
+  try {
+    return await s.take(await raw);
+  } finally {
+    s.close();
+  }
+}
+
 describe('a genuine reply whose MIME structure the parser refuses', () => {
   it('1,000 attachments: refused as not read, the reason naming the parser limit (was: no reply_token line)', async () => {
-    const s = corpusStore(manifest, setting);
-    try {
-      const out = await s.take(await reply(1, 1000));
-      expect(out).toMatchObject({ kind: 'recorded', verdict: 'no-token' });
-      expect(out.kind === 'recorded' && out.reason).toBe('gate 9: the body was not read: the MIME parser stops at 1,000 MIME parts (Max allowed child nodes exceeded)');
-    } finally {
-      s.close();
-    }
+    const out = await taken(reply(1, 1000));
+    expect(out).toMatchObject({ kind: 'recorded', verdict: 'no-token' });
+    expect(out.kind === 'recorded' && out.reason).toBe('gate 9: the body was not read: the MIME parser stops at 1,000 MIME parts (Max allowed child nodes exceeded)');
   });
 
   it('an attachment whose part header is over 1 MiB: refused as not read, naming the limit', async () => {
-    const s = corpusStore(manifest, setting);
-    try {
-      const out = await s.take(await reply(2, 1, `\r\nX-Pad: ${'p'.repeat(1100 * 1024)}`));
-      expect(out).toMatchObject({ kind: 'recorded', verdict: 'no-token' });
-      expect(out.kind === 'recorded' && out.reason).toBe('gate 9: the body was not read: the MIME parser stops at a part header over 1 MiB (Max header size for a MIME node exceeded)');
-    } finally {
-      s.close();
-    }
+    const out = await taken(reply(2, 1, `\r\nX-Pad: ${'p'.repeat(1100 * 1024)}`));
+    expect(out).toMatchObject({ kind: 'recorded', verdict: 'no-token' });
+    expect(out.kind === 'recorded' && out.reason).toBe('gate 9: the body was not read: the MIME parser stops at a part header over 1 MiB (Max header size for a MIME node exceeded)');
   });
 
   it('below the limit, 150 attachments: applied, the first 100 kept and the rest refused with a note (docs/agent-text.md)', async () => {
-    const s = corpusStore(manifest, setting);
-    try {
-      const out = await s.take(await reply(3, 150));
-      expect(out).toMatchObject({ kind: 'recorded', verdict: 'applied:done' });
-      const d = out.kind === 'recorded' ? out.decision : null;
-      expect(d?.kind === 'refuse' ? null : d?.reply.attachments.length).toBe(150);
-    } finally {
-      s.close();
-    }
+    const out = await taken(reply(3, 150));
+    expect(out).toMatchObject({ kind: 'recorded', verdict: 'applied:done' });
+    const d = out.kind === 'recorded' ? out.decision : null;
+    expect(d?.kind === 'refuse' ? null : d?.reply.attachments.length).toBe(150);
   });
 });
