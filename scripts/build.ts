@@ -3,25 +3,50 @@
  * `main.js` (the CLI, `bin` of the package and the entry the service templates start) and the
  * worker threads' entries (`checkpoint-worker.js`, `integrity-worker.js`, `offload-worker.js`),
  * which src/ finds beside the module that starts them (`new URL('./…-worker.js', import.meta.url)`:
- * in the bundle, the entry's own URL). The libraries in node_modules stay outside the bundle, loaded
- * by `require`/`import` as before — except commander (ES module only, small), bundled in.
+ * in the bundle, the entry's own URL). The libraries every start loads ({@link BUNDLED}, with the
+ * packages they require) are bundled in; the others stay in node_modules, loaded by their first use
+ * (`require`/`import`, lazily where src/ says so).
  *
  * Why a bundle (docs/architecture.md, "Start-up and memory"): Node's ES module loader gives each
  * `import … from 'node:fs'` (`node:util`, `node:process`…) a facade that reads every export of the
  * built-in, and so loads the lazy parts nothing uses (fs/promises with readline, util's diff and
  * parse_args, process.report…), and resolves and compiles 150 small files one by one. As CommonJS
  * in one file, `serve` on the bench config starts with about 10 MiB less resident memory and half
- * the CPU (bench/machine-limit.ts). Types are checked by `npm run typecheck`, not here.
+ * the CPU (bench/machine-limit.ts). The libraries of every start are bundled for the same reason:
+ * Node's CommonJS loader resolves each of their ~60 files through node:path, and that loop alone
+ * makes V8's optimising compiler start, paging in about 3 MiB of the node binary's code in a process
+ * that has done no work yet. Types are checked by `npm run typecheck`, not here.
  *
  * Usage: node scripts/build.ts [outdir]   (default dist; bench/lib/build.ts passes its own)
  */
 import { build } from 'esbuild';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire, isBuiltin } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/**
+ * The libraries `serve` loads at every start, bundled in with every package they require:
+ * commander (ES module only: its `import … from 'node:…'` would bring Node's facades back), the
+ * store, the logger, the config parser and its "did you mean" distance, the webhook signer. The
+ * others (the IMAP client, the mail parsers, DKIM, the HTTP client…) stay in node_modules and load
+ * at their first use (docs/architecture.md, "Start-up and memory").
+ */
+export const BUNDLED = ['commander', 'better-sqlite3', 'pino', 'smol-toml', 'fastest-levenshtein', 'standardwebhooks'];
+
+/**
+ * better-sqlite3 finds its compiled addon from its own folder (`lib/binding.js`: `__dirname`, then
+ * `../build/Release/` or `../prebuilds/<platform>-<arch>.node`). In the bundle that folder is the
+ * package's `lib/` as Node resolves it at run time, so the addon is the one npm installed for this
+ * Node and platform.
+ */
+const SQLITE_BINDING = /[\\/]better-sqlite3[\\/]lib[\\/]binding\.js$/;
+const SQLITE_LIB_DIR = "require('node:path').dirname(require('node:module').createRequire(__filename).resolve('better-sqlite3'))";
+
+/** Whether `file` (an absolute path) lies in the folder of a package of node_modules. */
+const inNodeModules = (file: string): boolean => /[\\/]node_modules[\\/]/.test(file);
 
 /** The process entries: the CLI and each worker thread's module, by output name. */
 export const ENTRIES: Record<string, string> = {
@@ -48,14 +73,24 @@ export async function bundle(outDir: string): Promise<string> {
     platform: 'node',
     format: 'cjs',
     target: 'node22',
-    // The libraries stay libraries (loaded from node_modules, lazily where src/ says so);
-    // commander is ES module only, and its `import … from 'node:…'` would bring the facades back.
+    // Packages stay external but for BUNDLED and what they require (the plugin below).
     packages: 'external',
     plugins: [
       {
-        name: 'bundle-commander',
+        name: 'bundle-start-libraries',
         setup(b) {
-          b.onResolve({ filter: /^commander$/ }, () => ({ path: createRequire(import.meta.url).resolve('commander') }));
+          b.onResolve({ filter: /^[^./]/ }, (a) => {
+            if (isBuiltin(a.path)) return undefined;
+            const name = a.path.startsWith('@') ? a.path.split('/').slice(0, 2).join('/') : a.path.split('/')[0]!;
+            const fromBundledLibrary = inNodeModules(a.importer);
+            if (!fromBundledLibrary && !BUNDLED.includes(name)) return undefined;
+            return { path: createRequire(fromBundledLibrary ? a.importer : join(ROOT, 'package.json')).resolve(a.path) };
+          });
+          b.onLoad({ filter: SQLITE_BINDING }, (a) => {
+            const text = readFileSync(a.path, 'utf8');
+            if (!text.includes('__dirname')) throw new Error(`${a.path} no longer finds its addon from __dirname: see SQLITE_BINDING in scripts/build.ts`);
+            return { contents: text.replaceAll('__dirname', SQLITE_LIB_DIR), loader: 'js' };
+          });
         },
       },
     ],
