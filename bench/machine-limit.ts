@@ -26,7 +26,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { firstHealth, getTaskBody, rpcHeaders, startBridgeFixture, workingTask, type BridgeFixture } from './lib/bridge-fixture.js';
+import { firstHealth, getTaskBody, rpcHeaders, serviceNodeFlags, startBridgeFixture, workingTask, type BridgeFixture } from './lib/bridge-fixture.js';
 import { cpuMsOf, rssOf, startChild } from './lib/child.js';
 import type { LoadJob, LoadResult } from './lib/load.js';
 import { describeLoad, startLoadMeter } from './lib/machine.js';
@@ -229,7 +229,7 @@ try {
     const rss = median(starts.rss);
     const coldRatio = median(starts.bridge) / median(starts.bare);
     body.push(
-      `The bridge: \`a2a-mailbridge serve\` (src/ built by scripts/build.ts as \`npm run build\` does, Node flags and environment of the service templates: \`--max-semi-space-size=4\`, \`NODE_COMPILE_CACHE\` in the folder of the store, so every start but the first of a run finds V8's code cache as a restarted service does) on a SQLite store, a Maildir mailbox with no check due (\`check_interval_s = 3600\`), logging at info; bearer and Host checked on every call; GetTask on one WORKING task (answer ${bytes(Buffer.byteLength(answer))}). The reference: a bare \`node:http\` server (CommonJS, its cheapest form) on plain \`node\` that reads the request body and sends the same answer bytes with the same headers. Load: autocannon in a process of its own, ${ROUNDS} rounds of ${DURATION_S} s per server and concurrency after 2 s of warm-up each, the two servers alternately; figures are the medians of the rounds. Memory: VmRSS 2 s after the first \`/health\` 200, and its peak (sampled every 100 ms) under the load. Cold start: spawn to the first \`/health\` 200 (polled every 2 ms) on an existing store, ${STARTS} starts of each, alternately, median. ${describeLoad(machineLoad)}`,
+      `The bridge: \`a2a-mailbridge serve\` (src/ built by scripts/build.ts as \`npm run build\` does, Node flags and environment of the service templates: \`${serviceNodeFlags().join(' ')}\`, \`NODE_COMPILE_CACHE\` in the folder of the store, so every start but the first of a run finds V8's code cache as a restarted service does) on a SQLite store, a Maildir mailbox with no check due (\`check_interval_s = 3600\`), logging at info; bearer and Host checked on every call; GetTask on one WORKING task (answer ${bytes(Buffer.byteLength(answer))}). The reference: a bare \`node:http\` server (CommonJS, its cheapest form) on plain \`node\` that reads the request body and sends the same answer bytes with the same headers. Load: autocannon in a process of its own, ${ROUNDS} rounds of ${DURATION_S} s per server and concurrency after 2 s of warm-up each, the two servers alternately; figures are the medians of the rounds. Memory: VmRSS 2 s after the first \`/health\` 200, and its peak (sampled every 100 ms) under the load. Cold start: spawn to the first \`/health\` 200 (polled every 2 ms) on an existing store, ${STARTS} starts of each, alternately, median. ${describeLoad(machineLoad)}`,
       '',
       table(
         ['what', 'bridge', 'bare node:http (reference)', 'ratio bridge/reference'],

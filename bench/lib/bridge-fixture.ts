@@ -8,7 +8,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { dirname, join } from 'node:path';
 import { makeConfigDir, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET, type ConfigDir } from '../../test/helpers/config-dir.js';
@@ -138,6 +138,18 @@ process.on('exit', () => {
   for (const p of live) p.kill('SIGKILL');
 });
 
+/**
+ * The Node flags of the systemd template's `ExecStart` (launchd/a2a-mailbridge.service: the words
+ * between `@NODE@` and the CLI entry), so the bench starts the bridge as the service does.
+ * @throws when the template has no such line
+ */
+export function serviceNodeFlags(): string[] {
+  const unit = readFileSync(new URL('../../launchd/a2a-mailbridge.service', import.meta.url), 'utf8');
+  const m = /^ExecStart=@NODE@ (.*?) @INSTALL_DIR@\/dist\/cli\/main\.js /m.exec(unit);
+  if (!m) throw new Error('launchd/a2a-mailbridge.service: no ExecStart=@NODE@ <flags> @INSTALL_DIR@/dist/cli/main.js line');
+  return m[1]!.split(' ');
+}
+
 export async function startBridgeFixture(o: BridgeFixtureOptions = {}): Promise<BridgeFixture> {
   const main = o.main ?? (await buildBridge());
   const receiver = await startWebhookReceiver({ secret: TEST_WEBHOOK_SECRET, bearer: TEST_WEBHOOK_BEARER });
@@ -149,7 +161,7 @@ export async function startBridgeFixture(o: BridgeFixtureOptions = {}): Promise<
   for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(configDir.dir, 'Maildir', sub), { recursive: true });
   // The Node flags and environment the service templates in launchd/ start the bridge with: the
   // compile cache in the folder of the store, which outlives the process as a state folder does.
-  const serviceFlags = ['--max-semi-space-size=4'];
+  const serviceFlags = serviceNodeFlags();
   const env = { ...process.env, NODE_COMPILE_CACHE: join(dirname(storePath), 'node-compile-cache') };
   const spawnedAt = performance.now();
   const proc = spawn(process.execPath, [...serviceFlags, ...(o.execArgv ?? []), main, '--config', configDir.configPath, 'serve'], { env, stdio: ['ignore', 'ignore', 'pipe'] });

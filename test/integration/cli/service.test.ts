@@ -54,7 +54,7 @@ describe('service install --dry-run', () => {
     const plist = value as Record<string, unknown>;
     expect(plist).toMatchObject({
       Label: 'com.a2a-mailbridge',
-      ProgramArguments: [process.execPath, '--max-semi-space-size=4', resolve('dist/cli/main.js'), '--config', c.configPath, 'serve'],
+      ProgramArguments: [process.execPath, '--max-semi-space-size=4', '--invocation-count-for-maglev=10000', '--invocation-count-for-turbofan=30000', resolve('dist/cli/main.js'), '--config', c.configPath, 'serve'],
       WorkingDirectory: join(c.dir, 'state'),
       KeepAlive: true,
       RunAtLoad: true,
@@ -75,7 +75,7 @@ describe('service install --dry-run', () => {
     if (installInTmp) expect(r.stderr).toContain('# warning: the install would refuse: the systemd unit runs with PrivateTmp=yes');
     expect(r.stderr).toContain(`# would write ${home}/xdg/systemd/user/a2a-mailbridge.service`);
     expect(r.stderr).toContain('# then load it with: systemctl --user daemon-reload && systemctl --user enable --now a2a-mailbridge.service');
-    expect(r.stdout).toContain(`ExecStart=${process.execPath} --max-semi-space-size=4 ${resolve('dist/cli/main.js')} --config ${c.configPath} serve`);
+    expect(r.stdout).toContain(`ExecStart=${process.execPath} --max-semi-space-size=4 --invocation-count-for-maglev=10000 --invocation-count-for-turbofan=30000 ${resolve('dist/cli/main.js')} --config ${c.configPath} serve`);
     expect(r.stdout).toContain(`ReadWritePaths=${join(c.dir, 'state')}`);
     expect(existsSync(join(home, 'xdg'))).toBe(false);
     if (!systemdAnalyze) {

@@ -49,7 +49,7 @@ describe('service install: the LaunchAgent plist', () => {
     expect(errors).toEqual([]);
     expect(value).toMatchObject({
       Label: 'com.a2a-mailbridge',
-      ProgramArguments: ['/usr/local/bin/node', '--max-semi-space-size=4', '/opt/a2a-mailbridge/dist/cli/main.js', '--config', PATHS.config, 'serve'],
+      ProgramArguments: ['/usr/local/bin/node', '--max-semi-space-size=4', '--invocation-count-for-maglev=10000', '--invocation-count-for-turbofan=30000', '/opt/a2a-mailbridge/dist/cli/main.js', '--config', PATHS.config, 'serve'],
       EnvironmentVariables: { NODE_COMPILE_CACHE: `${PATHS.stateDir}/node-compile-cache` },
       WorkingDirectory: PATHS.stateDir,
       RunAtLoad: true,
@@ -66,7 +66,8 @@ describe('service install: the LaunchAgent plist', () => {
     const xml = renderPlist(plistTemplate, { ...PATHS, config: '/Users/R&D <x>/Library/Application Support/mb.toml' }, AT);
     const { errors, value } = checkPlist(xml);
     expect(errors).toEqual([]);
-    expect((value as { ProgramArguments: string[] }).ProgramArguments[4]).toBe('/Users/R&D <x>/Library/Application Support/mb.toml');
+    const args = (value as { ProgramArguments: string[] }).ProgramArguments;
+    expect(args[args.indexOf('--config') + 1]).toBe('/Users/R&D <x>/Library/Application Support/mb.toml');
   });
 
   it('refuses a relative path', () => {
@@ -81,7 +82,7 @@ describe('service install: the systemd user unit', () => {
     expect(unit.split('\n')[0]).toBe('# Written by a2a-mailbridge service install at 2026-06-01T12:00:00Z from launchd/a2a-mailbridge.service.');
     const settings = new Map(unit.split('\n').filter((l) => /^\w+=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
     expect(Object.fromEntries(settings)).toMatchObject({
-      ExecStart: `/usr/local/bin/node --max-semi-space-size=4 /opt/a2a-mailbridge/dist/cli/main.js --config ${PATHS.config} serve`,
+      ExecStart: `/usr/local/bin/node --max-semi-space-size=4 --invocation-count-for-maglev=10000 --invocation-count-for-turbofan=30000 /opt/a2a-mailbridge/dist/cli/main.js --config ${PATHS.config} serve`,
       Environment: `NODE_COMPILE_CACHE=${PATHS.stateDir}/node-compile-cache`,
       WorkingDirectory: PATHS.stateDir,
       Restart: 'on-failure',
