@@ -4,6 +4,7 @@ import { loadConfig } from '../config/config.js';
 import type { CheckSummary } from '../core/mail-check.js';
 import { createServiceLogger, underSystemd } from '../log.js';
 import { startupSummary } from './serve-summary.js';
+import { releaseStartMemory } from './start-memory.js';
 
 /**
  * `a2a-mailbridge serve`: runs the bridge until SIGINT/SIGTERM, then closes the socket, waits for
@@ -31,6 +32,9 @@ export async function serve(configFile: string, o: { logLevel?: string }): Promi
   process.stderr.write(`${[...summary.lines, ...summary.warnings.map((w) => `warning: ${w}`)].join('\n')}\n`);
   // What the configuration made it load (docs/architecture.md, "Start-up and memory").
   log.debug({ packages: loadedPackages() }, 'libraries loaded at start');
+  // Started: what start-up grew V8's heap to goes back to the system (src/cli/start-memory.ts).
+  const released = releaseStartMemory();
+  log.debug({ ...released, tookMs: Math.round(released.tookMs * 10) / 10 }, 'start-up memory released');
   const stop = (signal: string): void => {
     log.info({ signal }, 'stopping');
     app.close().then(
