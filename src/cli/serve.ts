@@ -4,7 +4,7 @@ import { loadConfig } from '../config/config.js';
 import type { CheckSummary } from '../core/mail-check.js';
 import { createServiceLogger, underSystemd } from '../log.js';
 import { startupSummary } from './serve-summary.js';
-import { releaseStartMemory } from './start-memory.js';
+import { IDLE_CHECK_EVERY_MS, IdleRelease, releaseHeap } from './heap-release.js';
 
 /**
  * `a2a-mailbridge serve`: runs the bridge until SIGINT/SIGTERM, then closes the socket, waits for
@@ -32,9 +32,20 @@ export async function serve(configFile: string, o: { logLevel?: string }): Promi
   process.stderr.write(`${[...summary.lines, ...summary.warnings.map((w) => `warning: ${w}`)].join('\n')}\n`);
   // What the configuration made it load (docs/architecture.md, "Start-up and memory").
   log.debug({ packages: loadedPackages() }, 'libraries loaded at start');
-  // Started: what start-up grew V8's heap to goes back to the system (src/cli/start-memory.ts).
-  const released = releaseStartMemory();
-  log.debug({ ...released, tookMs: Math.round(released.tookMs * 10) / 10 }, 'start-up memory released');
+  // Started, and later quiet after calls: what the work grew V8's heap to goes back to the system
+  // (src/cli/heap-release.ts).
+  const release = (msg: string): void => {
+    const r = releaseHeap();
+    log.debug({ ...r, tookMs: Math.round(r.tookMs * 10) / 10 }, msg);
+  };
+  release('start-up memory released');
+  let served = 0;
+  // A monitor polling /health does not keep the bridge from counting as quiet.
+  app.server.server.on('request', (req: { url?: string }) => {
+    if (req.url !== '/health') served++;
+  });
+  const idle = new IdleRelease(() => release('memory released after calls'));
+  setInterval(() => idle.tick(served), IDLE_CHECK_EVERY_MS).unref();
   const stop = (signal: string): void => {
     log.info({ signal }, 'stopping');
     app.close().then(

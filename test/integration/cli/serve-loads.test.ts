@@ -12,7 +12,7 @@ import { makeConfigDir, minimalToml, type ConfigDir } from '../../helpers/config
  * comes from node_modules; the IMAP client, the mail parsers, DKIM, the HTTP client of webhooks and
  * push notifications, the metrics library and the optional log destinations wait for their first
  * use (docs/architecture.md, "Start-up and memory"). Then it returns what start-up grew V8's heap
- * to ('start-up memory released', src/cli/start-memory.ts).
+ * to ('start-up memory released', src/cli/heap-release.ts).
  */
 let main: string;
 let c: ConfigDir;

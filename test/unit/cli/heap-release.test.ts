@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { IdleRelease, releaseHeap } from '../../../src/cli/heap-release.js';
+
+describe('IdleRelease: when serve gives memory back after calls', () => {
+  it('releases once, at the first tick that finds no call since the one before', () => {
+    let releases = 0;
+    const idle = new IdleRelease(() => releases++);
+    idle.tick(0); // quiet since start: the start-up release already ran
+    expect(releases).toBe(0);
+    idle.tick(5); // calls during this interval
+    expect(releases).toBe(0);
+    idle.tick(5); // a whole interval without one
+    expect(releases).toBe(1);
+    idle.tick(5);
+    idle.tick(5);
+    expect(releases).toBe(1);
+  });
+
+  it('never releases while calls keep coming, and does after they stop', () => {
+    let releases = 0;
+    const idle = new IdleRelease(() => releases++);
+    for (let served = 1; served <= 10; served++) idle.tick(served * 100);
+    expect(releases).toBe(0);
+    idle.tick(1000);
+    expect(releases).toBe(1);
+    idle.tick(1001);
+    idle.tick(1001);
+    expect(releases).toBe(2);
+  });
+});
+
+describe('releaseHeap', () => {
+  it('shrinks a young generation that allocation grew, and leaves no gc in this context', () => {
+    const keep: unknown[] = [];
+    for (let i = 0; i < 200_000; i++) keep.push({ i, s: `x${i}` });
+    keep.length = 0;
+    const r = releaseHeap();
+    expect(r.youngAfter).toBeLessThan(r.youngBefore);
+    expect(r.tookMs).toBeGreaterThanOrEqual(0);
+    expect('gc' in globalThis).toBe(false);
+    // A second call reuses the function of the context made the first time.
+    expect(releaseHeap().youngAfter).toBeLessThanOrEqual(r.youngBefore);
+  });
+});
