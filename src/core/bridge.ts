@@ -19,7 +19,7 @@ import { StoreUpkeep } from './store-upkeep.js';
 import { RefreshDue } from './refresh-due.js';
 import { ClockSteps } from './clock-steps.js';
 import { VIEW_CACHE_MAX_ENTRIES, ViewCache } from './view-cache.js';
-import { listRows, type ListPage, type ListQuery } from './list-tasks.js';
+import { listPage, type ListPage, type ListQuery } from './list-tasks.js';
 
 export type { ListPage, ListQuery } from './list-tasks.js';
 export type { HealthFacts } from './health-facts.js';
@@ -214,9 +214,9 @@ export class Bridge {
   }
 
   private listPage(agent: AgentConfig, q: ListQuery): ListPage {
-    const { rows, page } = listRows(this.ctx.store, agent, q);
+    const { page, rows } = listPage(this.ctx.store, agent, q, (t) => viewTask(this.ctx, agent, t, q.historyLength, { artifacts: q.includeArtifacts !== false }));
     for (const t of rows) this.shown(t);
-    return { ...page, tasks: rows.map((t) => viewTask(this.ctx, agent, t, q.historyLength, { artifacts: q.includeArtifacts !== false })) };
+    return page;
   }
 
   /** CancelTask; the optional cancel notice goes out in the background. @throws BridgeError task-not-found, task-not-cancelable */
