@@ -32,12 +32,15 @@ type Gc = (o: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => vo
 let gcOfOwnContext: Gc | undefined;
 
 /**
- * V8's `gc` function, which it gives script only in a context made while `--expose-gc` is set:
- * the flag is set for the making of one new context and unset again, so the bridge's own context
- * never has `gc`. Made once, at the first call.
+ * V8's `gc` function, which it gives script only in a context made while `--expose-gc` is set.
+ * Node started with `--expose-gc` has it on its global: that one is used, and the flag stays set.
+ * Else the flag is set for the making of one new context and unset again, so the bridge's own
+ * context never has `gc`. Made once, at the first call.
  */
 function gcFunction(): Gc {
   if (gcOfOwnContext) return gcOfOwnContext;
+  const global = (globalThis as { gc?: unknown }).gc;
+  if (typeof global === 'function') return (gcOfOwnContext = global as Gc);
   const v8 = process.getBuiltinModule('node:v8');
   v8.setFlagsFromString('--expose-gc');
   try {

@@ -42,3 +42,17 @@ describe('releaseHeap', () => {
     expect(releaseHeap().youngAfter).toBeLessThanOrEqual(r.youngBefore);
   });
 });
+
+describe('releaseHeap under node --expose-gc', () => {
+  it('uses the global gc and leaves the flag set for contexts made later', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const script = `
+      const { releaseHeap } = await import(${JSON.stringify(new URL('../../../src/cli/heap-release.ts', import.meta.url).href)});
+      releaseHeap();
+      const vm = await import('node:vm');
+      console.log(typeof globalThis.gc, typeof vm.runInNewContext('typeof gc') === 'string' ? vm.runInNewContext('typeof gc') : '?');`;
+    const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    expect(r.stdout.trim()).toBe('function function');
+  });
+});
