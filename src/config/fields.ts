@@ -61,10 +61,15 @@ export class Fields {
    * @param skipSecrets read no secret file (the `*_file` readers of values.ts record the path and
    *   give ''): for commands that need the config's paths and addresses, never its secrets
    */
+  /**
+   * @param absentAs for a table absent from the file: the key of its parent's table that is close
+   *   to its name (a likely misspelling of it), named by the errors of its required keys
+   */
   constructor(
     readonly prefix: string,
     private readonly table: Table,
     readonly skipSecrets = false,
+    private readonly absentAs?: string,
   ) {}
 
   key(name: string): string {
@@ -87,6 +92,27 @@ export class Fields {
     return this.table[name];
   }
 
+  /**
+   * The error for a required key that is absent. A key of this table no reader has asked for yet
+   * and close to `name` ({@link nearestKey}) is named as the likely misspelling: `[sever]` would
+   * otherwise read as "server.bearer_file is required", and the typo check runs only after.
+   */
+  private required(name: string, what: string): ConfigError {
+    const near = this.nearUnread(name);
+    const hint =
+      near !== undefined
+        ? `; ${this.key(near)} is in the file: a misspelling of ${this.key(name)}?`
+        : this.absentAs !== undefined
+          ? `; the file has no [${this.prefix}] but has [${this.absentAs}]: a misspelling of it?`
+          : '';
+    return new ConfigError(this.key(name), `is required (${what})${hint}`);
+  }
+
+  /** The key of this table close to `name` that no reader has asked for yet. */
+  private nearUnread(name: string): string | undefined {
+    return nearestKey(name, Object.keys(this.table).filter((k) => !this.known.has(k)));
+  }
+
   /** Records `value` as the value in effect of `name` (a reader's result, or a normalised form of it). */
   setEffective<T>(name: string, value: T): T {
     this.effective[name] = value;
@@ -97,7 +123,7 @@ export class Fields {
     const v = this.raw(name);
     if (v === undefined) {
       if (fallback !== undefined) return this.setEffective(name, fallback);
-      throw new ConfigError(this.key(name), 'is required (a string)');
+      throw this.required(name, 'a string');
     }
     if (typeof v !== 'string') throw new ConfigError(this.key(name), `must be a string, got ${describe(v)}`);
     return this.setEffective(name, v);
@@ -124,7 +150,7 @@ export class Fields {
     const v = this.raw(name);
     if (v === undefined) {
       if (fallback !== undefined) return this.setEffective(name, fallback);
-      throw new ConfigError(this.key(name), `is required (an integer from ${min} to ${max})`);
+      throw this.required(name, `an integer from ${min} to ${max}`);
     }
     if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
       throw new ConfigError(this.key(name), `must be an integer from ${min} to ${max}, got ${describe(v)}`);
@@ -174,8 +200,9 @@ export class Fields {
   table_(name: string, required = false): Fields {
     const v = this.raw(name);
     if (v === undefined) {
-      if (required) throw new ConfigError(this.key(name), 'is required (a table)');
-      return this.child(name, new Fields(this.key(name), {}, this.skipSecrets));
+      if (required) throw this.required(name, 'a table');
+      const near = this.nearUnread(name);
+      return this.child(name, new Fields(this.key(name), {}, this.skipSecrets, near === undefined ? undefined : this.key(near)));
     }
     if (typeof v !== 'object' || v === null || Array.isArray(v)) {
       throw new ConfigError(this.key(name), `must be a table, got ${describe(v)}`);

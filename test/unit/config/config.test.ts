@@ -241,6 +241,15 @@ describe('second hostile trial', () => {
     const top = makeConfigDir(`mailboxes = 1\n${minimalToml()}`);
     expect(() => loadConfig(top.configPath)).toThrow(/config key mailboxes: is not a known key; did you mean mailbox\? \(known in the top level: agents, dns, log, mailbox, server, store\)/);
   });
+
+  it('names the likely misspelling when a required key or the table holding it is absent', () => {
+    const table = makeConfigDir(minimalToml().replace('[server]', '[sever]'));
+    expect(() => loadConfig(table.configPath)).toThrow('config key server.bearer_file: is required (a string); the file has no [server] but has [sever]: a misspelling of it?');
+    const key = makeConfigDir(minimalToml().replace(/^bearer_file = /m, 'bearer_fiel = '));
+    expect(() => loadConfig(key.configPath)).toThrow('config key server.bearer_file: is required (a string); server.bearer_fiel is in the file: a misspelling of server.bearer_file?');
+    const none = makeConfigDir(minimalToml().replace('[server]', '[zzz]'));
+    expect(() => loadConfig(none.configPath)).toThrow(/config key server\.bearer_file: is required \(a string\)$/);
+  });
 });
 
 describe('the config in effect (a2a-mailbridge config)', () => {
