@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { startApp } from '../app.js';
 import { loadConfig } from '../config/config.js';
 import type { CheckSummary } from '../core/mail-check.js';
-import { createServiceLogger, underSystemd } from '../log.js';
+import { createServiceLogger, rolledLogFiles, underSystemd } from '../log.js';
 import { startupSummary } from './serve-summary.js';
 import { IDLE_CHECK_EVERY_MS, IdleRelease, releaseHeap } from './heap-release.js';
 
@@ -26,7 +26,8 @@ export async function serve(configFile: string, o: { logLevel?: string }): Promi
   const logTo = underSystemd()
     ? `the journal (journalctl --user -u a2a-mailbridge), level ${level}`
     : config.log.file
-      ? `${config.log.file.replace(/(\.[^./]*)?$/, '.1$1')} (numbered as it rotates), level ${level}`
+      ? // The file pino-roll writes to: the highest-numbered one (a run goes on with the last run's file).
+        `${rolledLogFiles(config.log.file).at(-1)?.[0] ?? config.log.file} (numbered as it rotates), level ${level}`
       : `stderr${terminal ? ' as readable lines' : ' as JSON lines'}, level ${level}`;
   const summary = startupSummary({ config, endpoints: config.agents.map((a) => app.server.endpoint(a)), firstCheck, waitedMs, logTo });
   process.stderr.write(`${[...summary.lines, ...summary.warnings.map((w) => `warning: ${w}`)].join('\n')}\n`);
