@@ -12,8 +12,8 @@ const grok = { name: 'grok' } as AgentConfig;
 /** A view of `row` whose status text is `chars` long: an agent's reply of that size. */
 const viewOf = (chars: number) => (row: TaskRow): TaskView => ({
   id: row.id, contextId: row.contextId, agent: row.agent, state: row.state, statusAt: row.updatedAt, turn: row.turn, createdAt: row.createdAt, deadlineAt: row.deadlineAt,
-  status: [{ kind: 'text', text: 'y'.repeat(chars) }], artifacts: [], history: [],
-} as TaskView);
+  status: [{ kind: 'text', text: 'y'.repeat(chars), meta: null }], artifacts: [], history: [],
+});
 
 /** Every page from the first, following nextPageToken. */
 function allPages(q: ListQuery, chars: number, maxWeight: number): { ids: string[][]; rows: string[][] } {
