@@ -8,8 +8,8 @@
  * callers would hold them for nothing: V8 shrinks them only under memory pressure. One collection
  * of the kind V8 runs under that pressure (a major collection with the "last resort" flavour: it
  * also shrinks the young generation and releases pooled pages) gives back about 3 MiB after start
- * and about 4 MiB after the first calls (bench/machine-limit.ts); the young generation grows again
- * when load comes. See docs/architecture.md, "Start-up and memory".
+ * (bench/machine-limit.ts, "RSS after start") and about 4 MiB after the first calls of a task
+ * (79 → 75 MiB, docs/architecture.md); the young generation grows again when load comes. See docs/architecture.md, "Start-up and memory".
  */
 
 /** How often `serve` looks whether the calls stopped, ms: a release comes 1–2 of these after the last call. */

@@ -60,8 +60,6 @@ export class Fields {
   /**
    * @param skipSecrets read no secret file (the `*_file` readers of values.ts record the path and
    *   give ''): for commands that need the config's paths and addresses, never its secrets
-   */
-  /**
    * @param absentAs for a table absent from the file: the key of its parent's table that is close
    *   to its name (a likely misspelling of it), named by the errors of its required keys
    */
