@@ -45,12 +45,48 @@ export const BUNDLED = ['commander', 'better-sqlite3', 'pino', 'smol-toml', 'fas
 const SQLITE_BINDING = /[\\/]better-sqlite3[\\/]lib[\\/]binding\.js$/;
 const SQLITE_LIB_DIR = "require('node:path').dirname(require('node:module').createRequire(__filename).resolve('better-sqlite3'))";
 
+/**
+ * Modules a bundled library requires at load but uses only on a path the CLI does not take, by
+ * the package that requires them: commander spawns `node:child_process` only for a stand-alone
+ * executable subcommand (this CLI has none); sonic-boom (pino's destination) calls `assert` only
+ * when a file descriptor is not a number; pino starts a `thread-stream` (which loads `assert` and
+ * `worker_threads`) only for a transport (`log.file`: pino-roll). Each is bound to a stand-in that
+ * requires the real module at its first use: `serve` compiles 6 fewer of Node's internal modules
+ * at every start (assert's), a command that opens no server (`tasks`, `show`…) 5 fewer
+ * (child_process's, which `serve` loads anyway: node:cluster requires it when the server listens).
+ * docs/architecture.md, "Start-up and memory".
+ */
+export const LAZY_REQUIRES: Record<string, readonly string[]> = { commander: ['node:child_process'], 'sonic-boom': ['assert'], pino: ['thread-stream'] };
+
+/**
+ * The stand-in for module `name`: a Proxy that forwards every operation (a property read, a
+ * call, `new`, `in`) to the real module, required at the first.
+ */
+function standIn(name: string): string {
+  return `let real;
+const load = () => (real ??= require(${JSON.stringify(name)}));
+module.exports = new Proxy(function () {}, {
+  get: (_, k) => Reflect.get(load(), k),
+  has: (_, k) => Reflect.has(load(), k),
+  apply: (_, self, args) => Reflect.apply(load(), self, args),
+  construct: (_, args) => Reflect.construct(load(), args),
+});
+`;
+}
+
+/** The package of node_modules `file` (an absolute path) lies in, e.g. `commander`, `@scope/name`; null outside node_modules. */
+function packageOf(file: string): string | null {
+  const m = /[\\/]node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)[\\/](?!.*[\\/]node_modules[\\/])/.exec(file);
+  return m ? m[1]!.replace('\\', '/') : null;
+}
+
 /** Whether `file` (an absolute path) lies in the folder of a package of node_modules. */
 const inNodeModules = (file: string): boolean => /[\\/]node_modules[\\/]/.test(file);
 
 /** The process entries: the CLI and each worker thread's module, by output name. */
 export const ENTRIES: Record<string, string> = {
-  main: 'src/cli/main.ts',
+  main: 'src/cli/entry.ts',
+  bundle: 'src/cli/main.ts',
   'checkpoint-worker': 'src/store/checkpoint-worker.ts',
   'integrity-worker': 'src/store/integrity-worker.ts',
   'offload-worker': 'src/uplink/offload-worker.ts',
@@ -80,12 +116,16 @@ export async function bundle(outDir: string): Promise<string> {
         name: 'bundle-start-libraries',
         setup(b) {
           b.onResolve({ filter: /^[^./]/ }, (a) => {
+            // The stand-in's own require: the real module (a built-in stays a require of Node's).
+            if (a.namespace === 'stand-in') return isBuiltin(a.path) ? { path: a.path, external: true } : { path: createRequire(join(a.resolveDir, 'x.js')).resolve(a.path) };
+            if (LAZY_REQUIRES[packageOf(a.importer) ?? '']?.includes(a.path)) return { path: a.path, namespace: 'stand-in', pluginData: dirname(a.importer) };
             if (isBuiltin(a.path)) return undefined;
             const name = a.path.startsWith('@') ? a.path.split('/').slice(0, 2).join('/') : a.path.split('/')[0]!;
             const fromBundledLibrary = inNodeModules(a.importer);
             if (!fromBundledLibrary && !BUNDLED.includes(name)) return undefined;
             return { path: createRequire(fromBundledLibrary ? a.importer : join(ROOT, 'package.json')).resolve(a.path) };
           });
+          b.onLoad({ filter: /.*/, namespace: 'stand-in' }, (a) => ({ contents: standIn(a.path), loader: 'js', resolveDir: a.pluginData as string }));
           b.onLoad({ filter: SQLITE_BINDING }, (a) => {
             const text = readFileSync(a.path, 'utf8');
             if (!text.includes('__dirname')) throw new Error(`${a.path} no longer finds its addon from __dirname: see SQLITE_BINDING in scripts/build.ts`);

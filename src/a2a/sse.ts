@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { once } from 'node:events';
+import { monotonicMs } from '../monotonic.js';
 
 /**
  * Server-sent events (WHATWG HTML §9.2, `text/event-stream`) for the streaming methods: each event
@@ -43,13 +44,13 @@ export async function writeSse(
   // The response's 'close' comes when the connection goes (the client left) or after res.end().
   const gone = (): void => o.abort.abort(new Error('the client closed the stream'));
   res.on('close', gone);
-  let lastWrite = performance.now();
+  let lastWrite = monotonicMs();
   const write = async (text: string): Promise<void> => {
-    lastWrite = performance.now();
+    lastWrite = monotonicMs();
     if (!res.write(text) && !res.destroyed) await Promise.race([once(res, 'drain'), once(res, 'close')]);
   };
   const keepAlive = setInterval(() => {
-    if (performance.now() - lastWrite >= o.keepAliveMs * 0.9 && !res.destroyed) void write(': keep-alive\n\n');
+    if (monotonicMs() - lastWrite >= o.keepAliveMs * 0.9 && !res.destroyed) void write(': keep-alive\n\n');
   }, Math.max(50, Math.floor(o.keepAliveMs / 2)));
   let n = 0;
   const it = events[Symbol.asyncIterator]();

@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 import { Argument, Command, type CommanderError } from 'commander';
 import { VERSION } from '../a2a/agent-card.js';
 import { configPath } from './config-path.js';

@@ -20,10 +20,10 @@ import { RefreshDue } from './refresh-due.js';
 import { ClockSteps } from './clock-steps.js';
 import { VIEW_CACHE_MAX_ENTRIES, ViewCache } from './view-cache.js';
 import { listPage, type ListPage, type ListQuery } from './list-tasks.js';
+import { monotonicMs } from '../monotonic.js';
 
 export type { ListPage, ListQuery } from './list-tasks.js';
 export type { HealthFacts } from './health-facts.js';
-
 export { STORE_CHECK_EVERY_MS, STORE_CHECK_FIRST_MS, type StoreCheck } from './store-upkeep.js';
 
 /** The answer to a SendMessage: a task, or (a poll word on a context with no task) a plain message. */
@@ -235,16 +235,16 @@ export class Bridge {
    */
   private async waitWhileAwaitingAgent(taskId: string): Promise<void> {
     const budget = this.ctx.config.server.waitBudgetMs;
-    const until = performance.now() + budget;
+    const until = monotonicMs() + budget;
     while (budget > 0) {
       const state = this.ctx.store.tasks.get(taskId)?.state;
-      const left = until - performance.now();
+      const left = until - monotonicMs();
       if ((state !== 'SUBMITTED' && state !== 'WORKING') || left <= 0) return;
       await Promise.race([Promise.allSettled([this.checkNow()]), sleep(left)]);
       this.sweep();
       const now = this.ctx.store.tasks.get(taskId)?.state;
       if (now !== 'SUBMITTED' && now !== 'WORKING') return; // the check just applied a reply
-      await sleep(Math.min(WAIT_CHECK_EVERY_MS, Math.max(0, until - performance.now())));
+      await sleep(Math.min(WAIT_CHECK_EVERY_MS, Math.max(0, until - monotonicMs())));
     }
   }
 

@@ -1,5 +1,6 @@
 import type { IntegrityResult } from '../store/store.js';
 import type { BridgeContext } from './context.js';
+import { monotonicMs } from '../monotonic.js';
 
 /** The outcome of a background quick_check of the store (src/store/integrity.ts). */
 export interface StoreCheck extends IntegrityResult {
@@ -74,12 +75,12 @@ export class StoreUpkeep {
   private start(now: number): void {
     this.running = true;
     this.checkDueAt = now + STORE_CHECK_EVERY_MS;
-    const started = performance.now();
+    const started = monotonicMs();
     this.track(
       this.ctx.store
         .quickCheckInBackground()
         .then((r) => {
-          this.lastCheck = { ...r, at: this.ctx.now(), tookMs: Math.round(performance.now() - started) };
+          this.lastCheck = { ...r, at: this.ctx.now(), tookMs: Math.round(monotonicMs() - started) };
           if (r.ok) this.ctx.log.info({ tookMs: this.lastCheck.tookMs }, 'store integrity check: ok');
           else this.ctx.log.error({ detail: r.detail }, 'store integrity check failed: the store is damaged; restore it from a backup (a2a-mailbridge backup) or move it aside to start empty');
         })

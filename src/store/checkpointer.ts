@@ -17,7 +17,7 @@
  * needs it, and SQLite checkpoints the rest when the store closes. From then on every commit asks
  * for a checkpoint, as before.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 
 /**
  * The WAL size, in bytes, from which commits ask for checkpoints (and so start the worker): 1 MiB,
@@ -96,7 +96,8 @@ export class Checkpointer {
   #ensure(): Worker {
     if (this.#worker) return this.#worker;
     const { url, execArgv } = workerUrl();
-    const w = new Worker(url, { execArgv, workerData: { path: this.path } });
+    // node:worker_threads by the first worker, not at every start (docs/architecture.md, "Start-up and memory").
+    const w = new (process.getBuiltinModule('node:worker_threads').Worker)(url, { execArgv, workerData: { path: this.path } });
     w.unref();
     w.on('message', (m: FromCheckpointer) => {
       this.last = m;

@@ -5,6 +5,7 @@ import { registerStoreFunctions } from './compact.js';
 import { MIGRATIONS } from './migrations.js';
 import type { TaskChange } from './task-rows.js';
 import { WAL_LIMIT_BYTES } from './wal.js';
+import { monotonicMs } from '../monotonic.js';
 
 /** The page size of a new store, in bytes (https://sqlite.org/pragma.html#pragma_page_size). */
 export const PAGE_BYTES = 8192;
@@ -100,10 +101,10 @@ export function openDb(path: string | Buffer, options: OpenOptions = {}): Db {
     db.pragma('foreign_keys = ON');
     registerStoreFunctions(db);
     if (!options.readOnly) {
-      const started = performance.now();
+      const started = monotonicMs();
       if (version < MIGRATIONS.length) options.onMigrate?.({ from: version, to: MIGRATIONS.length });
       migrate(db, version);
-      if (version < MIGRATIONS.length) options.onMigrate?.({ from: version, to: MIGRATIONS.length, tookMs: Math.round(performance.now() - started) });
+      if (version < MIGRATIONS.length) options.onMigrate?.({ from: version, to: MIGRATIONS.length, tookMs: Math.round(monotonicMs() - started) });
     }
     else if (version < MIGRATIONS.length) {
       throw new StoreError(`the store ${name} needs migrations; run a2a-mailbridge serve once to upgrade it`);

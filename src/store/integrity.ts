@@ -7,7 +7,6 @@
  * src/core/store-upkeep.ts (`STORE_CHECK_EVERY_MS`). A page SQLite reads meanwhile is still checked by
  * SQLite itself: a damaged one fails that read with SQLITE_CORRUPT.
  */
-import { Worker } from 'node:worker_threads';
 import type { Db } from './db.js';
 
 /** The outcome of a quick_check: `ok`, or the problems SQLite listed, on one short line. */
@@ -86,7 +85,7 @@ export function quickCheckInWorker(path: string): Promise<IntegrityResult> {
       settled = true;
       resolve(r);
     };
-    const w = new Worker(url, { execArgv, workerData: { path } });
+    const w = new (process.getBuiltinModule('node:worker_threads').Worker)(url, { execArgv, workerData: { path } });
     w.once('message', (m: IntegrityResult) => done(m));
     w.once('error', (err) => done({ ok: false, detail: `the check could not run: ${err.message}` }));
     w.once('exit', (code) => done({ ok: false, detail: `the check stopped (worker exit ${code})` }));

@@ -20,6 +20,7 @@ import { taskReads, taskWrites, type TaskChange } from './task-rows.js';
 import { dispatchWrites, turnReads, turnWrites } from './turns.js';
 import { stmt } from './statements.js';
 import { shrinkWal, walBytes } from './wal.js';
+import { monotonicMs } from '../monotonic.js';
 
 export { StoreError } from './db.js';
 export type { IntegrityResult } from './integrity.js';
@@ -220,7 +221,7 @@ export class Store {
    * change.
    */
   generation(): number {
-    const t = performance.now();
+    const t = monotonicMs();
     if (t - this.#dataVersionAt < 1) return this.#generation;
     this.#dataVersionAt = t;
     const v = (stmt(this.#db, 'PRAGMA data_version').get() as { data_version: number }).data_version;

@@ -31,6 +31,7 @@ import { Session, type Phase } from './imap-session.js';
 import { MailboxError, readOldest, type CheckRequest, type CheckResult, type Mailbox, type MailboxPass } from './mailbox.js';
 import { imapAuth } from './oauth2.js';
 import { CONNECT_CODES, TIMEOUT_CODES, TLS_CODE } from './imap-codes.js';
+import { monotonicMs } from '../monotonic.js';
 
 /** `ImapConfig` plus the folder to read (`mailbox.folder` in the config file). */
 export interface ImapMailboxConfig extends ImapConfig {
@@ -76,7 +77,7 @@ export interface ImapMailboxOptions {
    * come at least that often. Default false: every pass logs out (one-shot commands).
    */
   keepSession?: boolean;
-  /** The clock of {@link RECONNECT_EVERY_MS}, ms (default `performance.now`). */
+  /** The clock of {@link RECONNECT_EVERY_MS}, ms (default {@link monotonicMs}). */
   now?: () => number;
 }
 
@@ -112,7 +113,7 @@ export class ImapMailbox implements Mailbox {
     this.folder = config.folder;
     this.#logger = logger ?? false;
     this.#keep = o.keepSession === true;
-    this.#now = o.now ?? (() => performance.now());
+    this.#now = o.now ?? monotonicMs;
   }
 
   /**

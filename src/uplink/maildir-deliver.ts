@@ -1,6 +1,17 @@
-import { mkdir, open, rename, unlink } from 'node:fs/promises';
+import * as fs from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+// node:fs's callback calls, promisified, as in maildir-files.ts: this module loads with the
+// mailbox at every start, and node:fs/promises would bring 7 more of Node's internal modules.
+const mkdir = promisify(fs.mkdir);
+const open = promisify(fs.open);
+const writeFile = promisify(fs.writeFile);
+const fsync = promisify(fs.fsync);
+const close = promisify(fs.close);
+const rename = promisify(fs.rename);
+const unlink = promisify(fs.unlink);
 
 let deliveries = 0;
 
@@ -26,16 +37,16 @@ export async function deliverToMaildir(dir: string, raw: Buffer | string): Promi
   const name = `${seconds}.M${usec}P${process.pid}Q${++deliveries}.${host},S=${bytes.length}`;
   const tmpPath = join(dir, 'tmp', name);
   const newPath = join(dir, 'new', name);
-  const fh = await open(tmpPath, 'wx', 0o600);
+  const fd = await open(tmpPath, 'wx', 0o600);
   try {
-    await fh.writeFile(bytes);
-    await fh.sync();
+    await writeFile(fd, bytes);
+    await fsync(fd);
   } catch (err) {
-    await fh.close().catch(() => undefined);
+    await close(fd).catch(() => undefined);
     await unlink(tmpPath).catch(() => undefined);
     throw err;
   }
-  await fh.close();
+  await close(fd);
   await rename(tmpPath, newPath);
   return newPath;
 }

@@ -7,18 +7,29 @@
  * returned as values, so one bad file never stops the mailbox (docs/architecture.md, the mailbox).
  */
 import { isUtf8 } from 'node:buffer';
-import { constants as fsConstants, type Dirent } from 'node:fs';
-import { lstat, open, readdir, stat, type FileHandle } from 'node:fs/promises';
+import * as fs from 'node:fs';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { MailboxError, type UnreadableReason } from './mailbox.js';
 import { headerEnd } from './raw-headers.js';
+
+// node:fs's callback calls, promisified, rather than node:fs/promises: that module brings 7 more
+// of Node's internal modules (readline among them) into every start (docs/architecture.md,
+// "Start-up and memory").
+const lstat = promisify(fs.lstat);
+const stat = promisify(fs.stat);
+const readdir = promisify(fs.readdir);
+const open = promisify(fs.open);
+const fstat = promisify(fs.fstat);
+const read = promisify(fs.read);
+const close = promisify(fs.close);
 
 /** A header block is read in steps of this many bytes, up to the cap the caller gives. */
 const HEAD_STEP_BYTES = 16 * 1024;
 /** Errors that say nothing about one file but about the process or the system: the check fails and is retried. */
 const TRANSIENT_CODES = new Set(['EMFILE', 'ENFILE', 'ENOMEM', 'EAGAIN', 'EBUSY', 'EINTR', 'ETIMEDOUT']);
 /** Open flags: never follow a symlink swapped in after the lstat; never block on a FIFO. */
-const OPEN_FLAGS = fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK;
+const OPEN_FLAGS = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
 
 /** The two Maildir subdirectories that hold delivered mail. */
 export type Sub = 'new' | 'cur';
@@ -36,7 +47,7 @@ export interface FileName {
 
 /** One entry of a listing: where the file is now and its directory entry (type from d_type). */
 export interface ListedEntry extends FileName {
-  dirent: Dirent | Dirent<Buffer>;
+  dirent: fs.Dirent | fs.Dirent<Buffer>;
 }
 
 /** A read of one file: its first bytes and its size now, or why not. */
@@ -79,7 +90,7 @@ export async function listFolder(folder: string): Promise<Map<string, ListedEntr
   const out = new Map<string, ListedEntry>();
   let found = 0;
   for (const sub of ['new', 'cur'] as const) {
-    let dirents: Dirent[];
+    let dirents: fs.Dirent[];
     try {
       dirents = await readdir(join(folder, sub), { withFileTypes: true });
       found++;
@@ -106,7 +117,7 @@ export async function listFolder(folder: string): Promise<Map<string, ListedEntr
  * @throws MailboxError io when the directory cannot be listed
  */
 async function listBytes(folder: string, sub: Sub): Promise<{ unique: string; entry: ListedEntry }[]> {
-  let dirents: Dirent<Buffer>[];
+  let dirents: fs.Dirent<Buffer>[];
   try {
     dirents = await readdir(join(folder, sub), { withFileTypes: true, encoding: 'buffer' });
   } catch (err) {
@@ -187,16 +198,16 @@ export async function lstatEntry(path: string | Buffer): Promise<Lstat> {
  *   permission`, other errors `unreadable: io`
  */
 export async function readFileStart(path: string | Buffer, cap: number, headerOnly: boolean): Promise<Read> {
-  let fh: FileHandle | undefined;
+  let fd: number | undefined;
   try {
-    fh = await open(path, OPEN_FLAGS);
-    const st = await fh.stat();
+    fd = await open(path, OPEN_FLAGS);
+    const st = await fstat(fd);
     if (!st.isFile()) return { skip: true };
     const buf = Buffer.alloc(Math.min(cap, st.size));
     let got = 0;
     while (got < buf.length) {
       const want = headerOnly ? Math.min(buf.length - got, HEAD_STEP_BYTES) : buf.length - got;
-      const { bytesRead } = await fh.read(buf, got, want, got);
+      const { bytesRead } = await read(fd, buf, got, want, got);
       if (bytesRead === 0) break;
       got += bytesRead;
       if (headerOnly && headerEnd(buf.subarray(0, got)) >= 0) break;
@@ -210,7 +221,7 @@ export async function readFileStart(path: string | Buffer, cap: number, headerOn
     const reason: UnreadableReason = code === 'EACCES' || code === 'EPERM' ? 'permission' : 'io';
     return { unreadable: reason, detail: `${shownPath(path)}: ${code || (err as Error).message}` };
   } finally {
-    await fh?.close().catch(() => undefined);
+    if (fd !== undefined) await close(fd).catch(() => undefined);
   }
 }
 

@@ -12,7 +12,7 @@
  * DKIM verification are made here, with the caller's resolver (which may be a function in this
  * thread, as tests inject).
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { DnsResolver } from './dkim.js';
 
 /** Messages of at least this many bytes are judged on the worker. */
@@ -80,7 +80,7 @@ function workerUrl(): { url: URL; execArgv: string[] } {
 
 function start(): Worker {
   const { url, execArgv } = workerUrl();
-  const w = new Worker(url, { execArgv });
+  const w = new (process.getBuiltinModule('node:worker_threads').Worker)(url, { execArgv });
   w.unref();
   w.on('message', (m: FromWorker) => {
     const job = pending.get(m.id);

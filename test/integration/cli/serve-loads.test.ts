@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundle } from '../../../scripts/build.js';
@@ -12,7 +12,8 @@ import { makeConfigDir, minimalToml, type ConfigDir } from '../../helpers/config
  * comes from node_modules; the IMAP client, the mail parsers, DKIM, the HTTP client of webhooks and
  * push notifications, the metrics library and the optional log destinations wait for their first
  * use (docs/architecture.md, "Start-up and memory"). Then it returns what start-up grew V8's heap
- * to ('start-up memory released', src/cli/heap-release.ts).
+ * to ('start-up memory released', src/cli/heap-release.ts). With a compile cache folder, the first
+ * start writes the code cache of its bundle and the next one starts from it (src/cli/entry.ts).
  */
 let main: string;
 let c: ConfigDir;
@@ -39,14 +40,20 @@ interface Released {
 }
 
 /**
- * Starts the built `serve` at debug level and resolves with the packages its start-up line names,
- * what its release line says, and the built-in modules it had loaded when it stopped, just after
- * those lines.
+ * Starts the built `serve` at debug level (with `NODE_COMPILE_CACHE` = `cacheDir` when given) and
+ * resolves with the packages its start-up line names, what its release line says, whether it
+ * wrote the code cache, and the built-in modules it had loaded when it stopped, just after those
+ * lines.
  */
-function loadedAtStart(): Promise<{ packages: string[]; released: Released; builtins: string[] }> {
+function loadedAtStart(cacheDir?: string): Promise<{ packages: string[]; released: Released; builtins: string[]; wroteCodeCache: boolean }> {
   const env = { ...process.env };
   delete env.JOURNAL_STREAM;
   delete env.INVOCATION_ID;
+  delete env.NODE_COMPILE_CACHE;
+  // The test worker's IPC channel: inherited, it would make Node load child_process to open it.
+  delete env.NODE_CHANNEL_FD;
+  delete env.NODE_CHANNEL_SERIALIZATION_MODE;
+  if (cacheDir) env.NODE_COMPILE_CACHE = cacheDir;
   return new Promise((done, reject) => {
     const child = spawn(process.execPath, ['-r', BUILTINS_AT_EXIT, main, '--config', c.configPath, 'serve', '--log-level', 'debug'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
@@ -70,7 +77,8 @@ function loadedAtStart(): Promise<{ packages: string[]; released: Released; buil
     child.once('close', () => {
       const exitLine = err.split('\n').find((l) => l.startsWith('{"builtinsLoaded"'));
       if (!packages || !released || !exitLine) return reject(new Error(`no start-up lines or no exit line:\n${err}`));
-      done({ packages, released, builtins: (JSON.parse(exitLine) as { builtinsLoaded: string[] }).builtinsLoaded });
+      const wroteCodeCache = lineWith('code cache of the start written') !== undefined;
+      done({ packages, released, wroteCodeCache, builtins: (JSON.parse(exitLine) as { builtinsLoaded: string[] }).builtinsLoaded });
     });
   });
 }
@@ -85,11 +93,47 @@ describe('serve on a Maildir config, as built', () => {
       expect(packages, lazy).not.toContain(lazy);
     }
     // Built-ins loaded by first use as well: DEFLATE packing (with its archive helpers, about 15
-    // modules) and the DKIM resolver. Both have been imported at the top of a module by mistake.
+    // modules) and the DKIM resolver, both once imported at the top of a module by mistake;
+    // perf_hooks (the global `performance`: src/monotonic.ts); fs/promises (the Maildir reads use
+    // fs's callbacks); and `assert`, which bundled libraries require for paths serve does not take
+    // (scripts/build.ts, LAZY_REQUIRES). Not child_process (node:cluster loads it when the server
+    // listens) nor worker_threads (pino reads `isMainThread` from it at load).
     expect(builtins).toContain('http');
-    for (const lazy of ['zlib', 'dns/promises']) expect(builtins, lazy).not.toContain(lazy);
+    for (const lazy of ['zlib', 'dns/promises', 'perf_hooks', 'fs/promises', 'assert']) expect(builtins, lazy).not.toContain(lazy);
     // Start-up grew the young generation past its first page; the release shrank it.
     expect(released.youngAfter).toBeLessThan(released.youngBefore);
     expect(released.rssAfter).toBeGreaterThan(0);
+  });
+
+  it('writes the code cache of its bundle on its first start in a compile cache folder, and starts from it on the next', async () => {
+    const cacheDir = join(out, 'compile-cache');
+    const first = await loadedAtStart(cacheDir);
+    expect(first.wroteCodeCache).toBe(true);
+    // Node names its folder after its version (module.getCompileCacheDir()); the file is private.
+    const [versioned] = readdirSync(cacheDir);
+    const file = join(cacheDir, versioned!, 'a2a-mailbridge-bundle.v8cache');
+    expect(statSync(file).size).toBeGreaterThan(100_000);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    // V8 accepted it (same source, version and flags): nothing to write again.
+    const second = await loadedAtStart(cacheDir);
+    expect(second.wroteCodeCache).toBe(false);
+    expect(second.packages).toEqual(first.packages);
+    // Without the folder there is no cache to write.
+    expect((await loadedAtStart()).wroteCodeCache).toBe(false);
+  });
+
+  it('is compiled by the loader of Node under --enable-source-maps, so stack traces name src/ files', () => {
+    const fixture = resolve('test/fixtures/source-map-at-exit.cjs');
+    const mapped = join(out, 'cli', 'bundle.js');
+    const run = (flags: string[]): { sourceMap: boolean; aSource: string | null } => {
+      const r = spawnSync(process.execPath, [...flags, '-r', fixture, main, '--version'], { env: { ...process.env, MB_MAPPED_FILE: mapped }, encoding: 'utf8' });
+      expect(r.status, r.stderr).toBe(0);
+      return JSON.parse(r.stderr.trim().split('\n').at(-1)!) as { sourceMap: boolean; aSource: string | null };
+    };
+    const withMaps = run(['--enable-source-maps']);
+    expect(withMaps.sourceMap).toBe(true);
+    expect(withMaps.aSource).toMatch(/\/src\/cli\/[\w-]+\.ts$/);
+    // Without the flag Node reads no map (the code cache path, src/cli/entry.ts).
+    expect(run([]).sourceMap).toBe(false);
   });
 });

@@ -1,0 +1,81 @@
+#!/usr/bin/env node
+/**
+ * The process entry of the CLI (`dist/cli/main.js`, the package's `bin` and what the service
+ * templates start): runs the CLI's bundle (`dist/cli/bundle.js`, src/cli/main.ts and all it
+ * imports) with a V8 code cache of it, so a start compiles almost nothing.
+ *
+ * Node's own compile cache (`NODE_COMPILE_CACHE`) keeps the code V8 compiled *before* a module
+ * ran: for the bundle, its top level only, as every module in it is a function that V8 compiles
+ * lazily, when it first runs. This cache is made by `serve` *after* it started
+ * (src/cli/code-cache.ts), so it holds every function a start runs: `serve` on the bench config
+ * starts about 20 ms sooner (docs/architecture.md, "Start-up and memory").
+ *
+ * The cache is a file in Node's compile cache folder (`NODE_COMPILE_CACHE`, set by the service
+ * templates to a folder beside the store; its name carries Node's version): with the variable
+ * unset there is none, and the bundle is compiled as any module is. V8 checks the cache against
+ * the source, its own version and its flags; a cache it refuses is made again by the next
+ * `serve`. Nothing here is needed for the CLI to work: every failure reading or writing the cache
+ * is ignored, as Node ignores its own (docs/architecture.md, "Start-up and memory").
+ */
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createRequire, getCompileCacheDir } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { constants as vmConstants, Script } from 'node:vm';
+import { CODE_CACHE_HOOK, type CodeCacheWriter } from './code-cache.js';
+
+const bundlePath = join(dirname(fileURLToPath(import.meta.url)), 'bundle.js');
+
+if (process.sourceMapsEnabled) {
+  // Node maps stack traces only of what its own loader compiled: under --enable-source-maps the
+  // bundle is required as any module (its traces name src/ files and lines), with no code cache.
+  createRequire(import.meta.url)(bundlePath);
+} else {
+  runWithCodeCache(getCompileCacheDir());
+}
+
+/**
+ * Compiles the bundle with the code cache in `cacheDir` (Node's compile cache folder; none:
+ * compiled as any module is), leaves the cache's writer for `serve` on `globalThis`, and runs it.
+ */
+function runWithCodeCache(cacheDir: string | undefined): void {
+  const cachePath = cacheDir ? join(cacheDir, 'a2a-mailbridge-bundle.v8cache') : undefined;
+  const cached = readIfThere(cachePath);
+  // The bundle as CommonJS wraps a module (what Node's loader does with compileFunction).
+  const source = `(function (exports, require, module, __filename, __dirname) { ${readFileSync(bundlePath, 'utf8')}\n});`;
+  const script = new Script(source, {
+    filename: bundlePath,
+    cachedData: cached,
+    // The bundle's `import()` of ES module packages (the mail parsers, DKIM, pino-roll) through
+    // Node's own loader, resolved from the bundle's folder.
+    importModuleDynamically: vmConstants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
+  });
+  const writer: CodeCacheWriter = () => {
+    if (!cachePath || (cached && !script.cachedDataRejected)) return false;
+    try {
+      const data = script.createCachedData();
+      mkdirSync(dirname(cachePath), { recursive: true, mode: 0o700 });
+      // Written aside and renamed: a start running meanwhile reads the old file or the new one, whole.
+      const tmp = `${cachePath}.${process.pid}.tmp`;
+      writeFileSync(tmp, data, { mode: 0o600 });
+      renameSync(tmp, cachePath);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  (globalThis as Record<symbol, unknown>)[CODE_CACHE_HOOK] = writer;
+  const bundle = { exports: {} };
+  const run = script.runInThisContext() as (exports: unknown, require: NodeJS.Require, module: { exports: unknown }, filename: string, dirname: string) => void;
+  run.call(bundle.exports, bundle.exports, createRequire(bundlePath), bundle, bundlePath, dirname(bundlePath));
+}
+
+/** The bytes of the file at `path`; undefined when there is none or it cannot be read. */
+function readIfThere(path: string | undefined): Buffer | undefined {
+  if (!path) return undefined;
+  try {
+    return readFileSync(path);
+  } catch {
+    return undefined;
+  }
+}
