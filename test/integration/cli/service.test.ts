@@ -100,7 +100,7 @@ describe('service install --dry-run', () => {
 });
 
 describe('service install', () => {
-  it.skipIf(!built || installInTmp)('writes the unit (0644) where systemd looks, prints the command, and replaces it only with --force (skipped when the checkout or Node is under /tmp, which the unit cannot see)', async () => {
+  it.skipIf(!built || installInTmp)('writes the unit (0644) where systemd looks, prints the command, and replaces it only with --force (runs where dist/ is built and the checkout and Node are outside /tmp, which the unit cannot see)', async () => {
     const target = join(home, 'xdg', 'systemd', 'user', 'a2a-mailbridge.service');
     const r = await install('--systemd');
     expect(r.status, r.stderr).toBe(0);
@@ -154,7 +154,7 @@ describe('service install', () => {
 });
 
 describe('service status and uninstall', () => {
-  it.skipIf(!built || installInTmp)('(skipped when the checkout or Node is under /tmp) status tells installed, up to date, enabled, the manager, and whether the bridge answers; uninstall removes the file', async () => {
+  it.skipIf(!built || installInTmp)('status tells installed, up to date, enabled, the manager, and whether the bridge answers; uninstall removes the file (runs where dist/ is built and the checkout and Node are outside /tmp)', async () => {
     const target = join(home, 'xdg', 'systemd', 'user', 'a2a-mailbridge.service');
     rmSync(target, { force: true });
     const none = await service('status', '--systemd');
