@@ -108,7 +108,7 @@ async function afterReconnect(): Promise<{ restart: Run[]; reconnect: Run[] }> {
   const dovecot = await startDovecot();
   const proxy = await startImapProxy(dovecot.port);
   const h = await startHarness({ dovecot: { ...dovecot, port: proxy.port }, mailboxToml: WATCH });
-  const lastCheck = (): number | null => h.app.bridge.ctx.store.mailbox.state(h.config.mailbox.folder).lastCheckAt;
+  const lastCheck = (): number | null => h.app.bridge.ctx.store.mailbox.state(h.config.mailbox.folder!).lastCheckAt;
   try {
     const out = { restart: [] as Run[], reconnect: [] as Run[] };
     await appendAndWatch(h, dovecot, await taskWithReply(h)); // warm-up

@@ -26,7 +26,7 @@ export function openMailbox(config: Config, now?: () => number): Mailbox {
   const m = config.mailbox;
   if (m.kind === 'imap') {
     // The session stays open between checks: a check with nothing new is one STATUS (uplink/imap-mailbox.ts).
-    const imap = new ImapMailbox({ ...m.imap!, folder: m.folder }, undefined, { keepSession: true, ...(now ? { now } : {}) });
+    const imap = new ImapMailbox({ ...m.imap!, folder: m.folder! }, undefined, { keepSession: true, ...(now ? { now } : {}) });
     if (!m.imap!.oauth2) return imap;
     return new OAuth2RetryMailbox(imap, tokenSourceFor(m.imap!.oauth2, m.imap!.user, now));
   }
@@ -137,7 +137,7 @@ export async function startApp(config: Config, o: AppOptions): Promise<App> {
     o.changeFeed !== undefined
       ? o.changeFeed
       : config.mailbox.kind === 'imap'
-        ? imapIdleFeed({ ...config.mailbox.imap!, folder: config.mailbox.folder }, o.log)
+        ? imapIdleFeed({ ...config.mailbox.imap!, folder: config.mailbox.folder! }, o.log)
         : maildirFeed(config.mailbox.maildirPath!, o.log);
   // The store's upkeep (WAL bounds, the daily integrity check) also when no call comes; and the
   // push deliveries another process's commit queued (the CLI's `retry` reopens a task): sent, and

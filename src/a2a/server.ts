@@ -71,6 +71,19 @@ function hostLines(raw: string[]): number {
 /** The headers of every JSON answer. */
 const JSON_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store' } as const;
 
+/** A Content-Encoding that names no coding but `identity` (case-insensitive, RFC 9110 §8.4.1): the body is as sent. */
+const IDENTITY_ONLY = /^[\s,]*(?:identity[\s,]*)*$/i;
+
+/**
+ * The error for a request body in a content coding the server does not decode (gzip, br…): 415 with
+ * `accept-encoding: identity` (RFC 9110 §15.5.16, §12.5.3), in the form of an unsupported
+ * Content-Type (A2A v1.0 §9.5: ContentTypeNotSupportedError). `coding` is the caller's text, cut.
+ */
+function codingNotSupported(coding: string): A2AError {
+  return new A2AError('contentTypeNotSupported', `Content-Encoding ${coding.slice(0, 80)} is not supported; send the body uncompressed`);
+}
+const ACCEPT_IDENTITY = { 'accept-encoding': 'identity' } as const;
+
 /**
  * Starts the A2A HTTP server: loopback only, enforced here again; the `Host` header must name a
  * loopback host (DNS rebinding); JSON-RPC bodies are capped; the bearer is compared in constant
@@ -172,6 +185,12 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       req.resume();
       const err = new A2AError('contentTypeNotSupported', `Content-Type ${type.slice(0, 80)} is not supported; send application/json`);
       send(res, 415, errorResponse(null, err, dialectOfHeader(version)));
+      return;
+    }
+    const coding = req.headers['content-encoding'];
+    if (coding !== undefined && !IDENTITY_ONLY.test(coding)) {
+      req.resume();
+      send(res, 415, errorResponse(null, codingNotSupported(coding), dialectOfHeader(version)), ACCEPT_IDENTITY);
       return;
     }
     const body = await readBody(req, config.server.maxBodyBytes);
@@ -296,6 +315,12 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       if (type !== undefined && !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
         req.resume();
         return fail(new A2AError('contentTypeNotSupported', `Content-Type ${type.slice(0, 80)} is not supported; send application/json`));
+      }
+      const coding = req.headers['content-encoding'];
+      if (coding !== undefined && !IDENTITY_ONLY.test(coding)) {
+        req.resume();
+        const e = restError(codingNotSupported(coding));
+        return send(res, e.status, e.body, ACCEPT_IDENTITY);
       }
       const body = await readBody(req, config.server.maxBodyBytes);
       if (body === null) return send(res, 413, restError(new A2AError('invalidRequest', `request body over ${config.server.maxBodyBytes} bytes (server.max_body_bytes)`), 413).body, { connection: 'close' });

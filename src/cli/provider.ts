@@ -49,7 +49,7 @@ async function readSource(configFile: string, o: DetectOptions): Promise<{ raw: 
   try {
     raw =
       m.kind === 'imap'
-        ? await newestImapMessageFrom({ ...m.imap!, folder: m.folder }, await imapAuth(m.imap!), address)
+        ? await newestImapMessageFrom({ ...m.imap!, folder: m.folder! }, await imapAuth(m.imap!), address)
         : newestMaildirMessageFrom(m.maildirPath!, address);
   } catch (err) {
     throw asCliFailure(err, m);

@@ -10,7 +10,7 @@ import { loadConfig } from '../config/config.js';
 import { CliFailure, UsageError } from './errors.js';
 import { printJson } from './format.js';
 import { probeHealth } from './health-probe.js';
-import { defaultKind, LAUNCHD_LABEL, renderedService, serviceTarget, SYSTEMD_UNIT, type ServiceKind } from './service.js';
+import { defaultKind, installRefusal, LAUNCHD_LABEL, renderedService, serviceTarget, SYSTEMD_UNIT, type ServiceKind } from './service.js';
 
 export interface ServiceKindOptions {
   launchd?: boolean;
@@ -106,6 +106,8 @@ export interface ServiceStatus {
   enabled: boolean | null;
   /** The manager's own word (`active`, `inactive`, `loaded`…), or why it could not be asked. */
   manager: string;
+  /** Why `service install` (or `--force`) would refuse for this config now, in its words; null when it would write the file. */
+  installRefusal: string | null;
   /** The bridge answered GET /health on server.listen. */
   answering: boolean;
   health: string;
@@ -120,7 +122,8 @@ function body(text: string, kind: ServiceKind): string {
  * `a2a-mailbridge service status [--launchd|--systemd] [--json]`: whether the service file is
  * installed and still what `service install` would write (a moved checkout or a new Node makes it
  * stale), whether systemd has it enabled, what the manager says (when it is on PATH), and whether
- * the bridge answers `GET /health` on `server.listen`.
+ * the bridge answers `GET /health` on `server.listen`. Where it would suggest `service install`, it
+ * says instead what would make that install refuse (install's own checks, {@link installRefusal}).
  *
  * @returns 0 when the service is installed and the bridge answers, else 1
  * @throws UsageError, ConfigError (the config does not load)
@@ -139,6 +142,7 @@ export async function runServiceStatus(configFile: string, o: ServiceKindOptions
       upToDate = false;
     }
   }
+  const refusal = installRefusal(kind, configFile);
   const enabled = kind === 'systemd' ? existsSync(join(dirname(file), 'default.target.wants', SYSTEMD_UNIT)) : null;
   const m = kind === 'systemd' ? manager(['systemctl', '--user', 'is-active', SYSTEMD_UNIT]) : manager(['launchctl', 'print', `gui/${uid()}/${LAUNCHD_LABEL}`]);
   const managerWord = !m.ran ? m.output : kind === 'systemd' ? m.output || `exit ${m.status}` : m.status === 0 ? 'loaded' : `not loaded (${m.output || `exit ${m.status}`})`;
@@ -148,6 +152,7 @@ export async function runServiceStatus(configFile: string, o: ServiceKindOptions
     file,
     installed,
     upToDate,
+    installRefusal: refusal,
     enabled,
     manager: managerWord,
     answering: probe.up,
@@ -156,8 +161,8 @@ export async function runServiceStatus(configFile: string, o: ServiceKindOptions
   if (o.json) printJson(status);
   else {
     const lines = [
-      `service file  ${installed ? file : `not installed (would be ${file}; run: a2a-mailbridge service install)`}`,
-      ...(installed ? [`up to date    ${upToDate ? 'yes' : 'no: it differs from what `a2a-mailbridge service install --force` would write now'}`] : []),
+      `service file  ${installed ? file : `not installed (would be ${file}; ${refusal === null ? 'run: a2a-mailbridge service install' : `service install would refuse: ${refusal}`})`}`,
+      ...(installed ? [`up to date    ${upToDate ? 'yes' : refusal === null ? 'no: it differs from what `a2a-mailbridge service install --force` would write now' : `no, and \`a2a-mailbridge service install --force\` would refuse: ${refusal}`}`] : []),
       ...(enabled !== null ? [`enabled       ${enabled ? 'yes' : 'no'}`] : []),
       `${kind === 'systemd' ? 'systemctl' : 'launchctl'}     ${managerWord}`,
       `bridge        ${status.health}`,

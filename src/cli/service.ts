@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { effectiveConfig, loadConfig, type Config } from '../config/config.js';
+import { ConfigError, effectiveConfig, loadConfig, type Config } from '../config/config.js';
 import { iso } from '../core/time.js';
 import { CliFailure, UsageError } from './errors.js';
 import { installDir, packageFile } from './install-dir.js';
@@ -158,6 +158,53 @@ export interface ServiceInstallOptions {
   force?: boolean;
 }
 
+/** What `service install` would write now and where, and why it would refuse to. */
+export interface ServicePlan {
+  paths: ServicePaths;
+  /** The service file as it would be written. */
+  text: string;
+  /** Where it goes ({@link serviceTarget}), and the command that loads it. */
+  target: string;
+  command: string;
+  /**
+   * Why install refuses to write it, each a sentence naming the fix: a path the systemd unit could
+   * never see ({@link privateFolderConflicts}), `dist/cli/main.js` missing. Empty when it would.
+   * An existing file (needs `--force`) is not among them.
+   */
+  refusals: string[];
+}
+
+/**
+ * Every check `service install` makes before it writes, writing nothing: loads the config with its
+ * secret files, renders the service file, and looks for what would make the install refuse.
+ * @throws ConfigError (the config or a secret file does not load), UsageError (a relative or unsafe path)
+ */
+export function planService(kind: ServiceKind, configFile: string, now = Date.now()): ServicePlan {
+  const config = loadConfig(configFile);
+  const paths = servicePaths(configFile, config);
+  const text = renderedService(kind, configFile, config, now);
+  const target = serviceTarget(kind);
+  const entry = join(paths.installDir, 'dist', 'cli', 'main.js');
+  const hidden = kind === 'systemd' ? privateFolderConflicts(unitNeeds(config, paths, secretFilesOf(config))) : [];
+  const refusals = [...(hidden.length ? [privateFolderMessage(hidden)] : []), ...(existsSync(entry) ? [] : [`${entry} does not exist; build first: npm run build (in ${paths.installDir})`])];
+  return { paths, text, target, command: loadCommand(kind, target), refusals };
+}
+
+/**
+ * Why `service install` would refuse for this config now, in its own words ({@link planService}),
+ * or null when it would write the file. For `service status`, which must not suggest an install
+ * that fails.
+ */
+export function installRefusal(kind: ServiceKind, configFile: string): string | null {
+  try {
+    const { refusals } = planService(kind, configFile);
+    return refusals.length ? refusals.join('; ') : null;
+  } catch (err) {
+    if (err instanceof ConfigError || err instanceof UsageError) return err.message;
+    throw err;
+  }
+}
+
 /**
  * `a2a-mailbridge service install [--launchd|--systemd] [--dry-run] [--force]`: renders the
  * LaunchAgent plist or the systemd user unit from the templates in `launchd/`, with this Node
@@ -177,27 +224,18 @@ export interface ServiceInstallOptions {
 export function runServiceInstall(configFile: string, o: ServiceInstallOptions, now = Date.now()): number {
   if (o.launchd && o.systemd) throw new UsageError('choose one of --launchd and --systemd');
   const kind: ServiceKind = o.launchd ? 'launchd' : o.systemd ? 'systemd' : defaultKind();
-  const config = loadConfig(configFile);
-  const paths = servicePaths(configFile, config);
-  const text = renderedService(kind, configFile, config, now);
-  const target = serviceTarget(kind);
-  const command = loadCommand(kind, target);
-  const entry = join(paths.installDir, 'dist', 'cli', 'main.js');
-  const notBuilt = `${entry} does not exist; build first: npm run build (in ${paths.installDir})`;
-  const hidden = kind === 'systemd' ? privateFolderConflicts(unitNeeds(config, paths, secretFilesOf(config))) : [];
+  const { paths, text, target, command, refusals } = planService(kind, configFile, now);
 
   if (o.dryRun) {
     // Exit 1 when the install itself would refuse, so a script can trust a dry run's 0.
     process.stdout.write(text);
     const notes = [`# would write ${target}`, `# then load it with: ${command}`];
-    const refusals = [...(hidden.length ? [privateFolderMessage(hidden)] : []), ...(existsSync(entry) ? [] : [notBuilt])];
-    if (existsSync(target) && !o.force) refusals.push(`${target} exists; pass --force to replace it`);
-    for (const r of refusals) notes.push(`# warning: the install would refuse: ${r}`);
+    const all = existsSync(target) && !o.force ? [...refusals, `${target} exists; pass --force to replace it`] : refusals;
+    for (const r of all) notes.push(`# warning: the install would refuse: ${r}`);
     process.stderr.write(`${notes.join('\n')}\n`);
-    return refusals.length ? 1 : 0;
+    return all.length ? 1 : 0;
   }
-  if (hidden.length) throw new CliFailure(`refusing to write ${target}: ${privateFolderMessage(hidden)}`);
-  if (!existsSync(entry)) throw new CliFailure(notBuilt);
+  if (refusals.length) throw new CliFailure(`refusing to write ${target}: ${refusals.join('; ')}`);
   if (existsSync(target) && !o.force) throw new CliFailure(`refusing to overwrite ${target}; pass --force to replace it`);
   if (!existsSync(paths.stateDir)) {
     mkdirSync(paths.stateDir, { recursive: true, mode: 0o700 });

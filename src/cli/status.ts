@@ -28,7 +28,7 @@ export interface StatusReport {
 
 /** The `mailbox_state` key of the configured folder (the IMAP folder name, or the Maildir path). */
 function folderKey(config: Config): string {
-  return config.mailbox.kind === 'imap' ? config.mailbox.folder : config.mailbox.maildirPath!;
+  return config.mailbox.kind === 'imap' ? config.mailbox.folder! : config.mailbox.maildirPath!;
 }
 
 function bytes(n: number): string {

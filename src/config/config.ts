@@ -83,8 +83,8 @@ export interface MailboxConfig {
   kind: 'imap' | 'maildir';
   /** The address replies go to (the envelope's `reply_to`), lower-cased. */
   address: string;
-  /** IMAP folder name (kind imap). */
-  folder: string;
+  /** IMAP folder name (kind imap; a Maildir has none, its folder is `maildirPath`). */
+  folder?: string;
   imap?: ImapConfig;
   /** Maildir folder holding cur/ and new/ (kind maildir). */
   maildirPath?: string;
@@ -226,7 +226,6 @@ function parseMailbox(f: Fields, baseDir: string, o: LoadOptions): MailboxConfig
   const out: MailboxConfig = {
     kind,
     address,
-    folder: f.string('folder', 'INBOX'),
     checkIntervalMs: f.integer('check_interval_s', 15, 0, 3600) * 1000,
     checkWaitMs: f.integer('check_wait_ms', 5000, 100, 60_000),
     maxFetchPerCheck: f.integer('max_fetch_per_check', 50, 1, 10_000),
@@ -244,10 +243,11 @@ function parseMailbox(f: Fields, baseDir: string, o: LoadOptions): MailboxConfig
     watchTickMs: f.integer('watch_tick_s', 5, 1, 3600) * 1000,
   };
   const other = kind === 'imap' ? 'maildir' : 'imap';
-  if (f.has(other)) {
-    throw new ConfigError(f.key(other), `applies only when mailbox.kind = "${other}" (it is "${kind}"); remove the [mailbox.${other}] table or change kind`);
-  }
+  if (f.has(other)) throw new ConfigError(f.key(other), `applies only when mailbox.kind = "${other}" (it is "${kind}"); remove the [mailbox.${other}] table or change kind`);
+  // IMAP's only key outside [mailbox.imap]: with a Maildir it would do nothing, so it is refused like the table.
+  if (kind === 'maildir' && f.has('folder')) throw new ConfigError(f.key('folder'), `applies only when mailbox.kind = "imap" (it is "maildir"); a Maildir's folder is mailbox.maildir.path: remove folder or change kind`);
   if (kind === 'imap') {
+    out.folder = f.string('folder', 'INBOX');
     const t = f.table_('imap', true);
     out.imap = {
       host: t.string('host'),

@@ -234,7 +234,7 @@ export async function startHarness(o: HarnessOptions): Promise<Harness> {
       ...(o.upkeepEveryMs !== undefined ? { upkeepEveryMs: o.upkeepEveryMs } : {}),
       ...(o.watchLingerMs !== undefined ? { watchLingerMs: o.watchLingerMs } : {}),
       // As serve opens it (src/app.ts openMailbox): the session kept between checks, on the bridge clock.
-      mailbox: new ImapMailbox({ ...config.mailbox.imap!, folder: config.mailbox.folder }, imapLogger, { keepSession: true, now: () => (frozenAt ?? Date.now()) + offset }),
+      mailbox: new ImapMailbox({ ...config.mailbox.imap!, folder: config.mailbox.folder! }, imapLogger, { keepSession: true, now: () => (frozenAt ?? Date.now()) + offset }),
     });
     await app.bridge.idle(); // the start-up refresh: tests start from a settled bridge
     const endpoint = app.server.endpoint(config.agents[0]!);

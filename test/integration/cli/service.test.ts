@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../helpers/cli.js';
 import { VERSION } from '../../../src/a2a/agent-card.js';
@@ -100,7 +100,7 @@ describe('service install --dry-run', () => {
 });
 
 describe('service install', () => {
-  it.skipIf(!built || installInTmp)('writes the unit (0644) where systemd looks, prints the command, and replaces it only with --force (skipped when the checkout or Node is under /tmp, which the unit cannot see)', async () => {
+  it.skipIf(!built || installInTmp)('writes the unit (0644) where systemd looks, prints the command, and replaces it only with --force (runs where dist/ is built and the checkout and Node are outside /tmp, which the unit cannot see)', async () => {
     const target = join(home, 'xdg', 'systemd', 'user', 'a2a-mailbridge.service');
     const r = await install('--systemd');
     expect(r.status, r.stderr).toBe(0);
@@ -154,7 +154,7 @@ describe('service install', () => {
 });
 
 describe('service status and uninstall', () => {
-  it.skipIf(!built || installInTmp)('(skipped when the checkout or Node is under /tmp) status tells installed, up to date, enabled, the manager, and whether the bridge answers; uninstall removes the file', async () => {
+  it.skipIf(!built || installInTmp)('status tells installed, up to date, enabled, the manager, and whether the bridge answers; uninstall removes the file (runs where dist/ is built and the checkout and Node are outside /tmp)', async () => {
     const target = join(home, 'xdg', 'systemd', 'user', 'a2a-mailbridge.service');
     rmSync(target, { force: true });
     const none = await service('status', '--systemd');
@@ -194,6 +194,53 @@ describe('service status and uninstall', () => {
     expect(existsSync(c.configPath)).toBe(true);
     const again = await service('uninstall', '--systemd');
     expect([again.status, again.stdout]).toEqual([0, `no systemd service file at ${target}; nothing to uninstall\n`]);
+  });
+
+  it('status names what would stop service install (a path the unit cannot see, a missing secret, an unsafe path) instead of suggesting an install that would refuse', async () => {
+    const statusOf = async (dir: ConfigDir, kind: '--systemd' | '--launchd') => {
+      const e = { HOME: dir.dir, XDG_CONFIG_HOME: join(dir.dir, 'xdg'), PATH: join(dir.dir, 'no-bin') };
+      const text = await runCli(['--config', dir.configPath, 'service', 'status', kind], { env: e });
+      const json = JSON.parse((await runCli(['--config', dir.configPath, 'service', 'status', kind, '--json'], { env: e })).stdout) as { installed: boolean; installRefusal: string | null };
+      const install = await runCli(['--config', dir.configPath, 'service', 'install', kind, '--dry-run'], { env: e });
+      return { text, json, install, file: join(dir.dir, 'xdg', 'systemd', 'user', 'a2a-mailbridge.service') };
+    };
+    // under /tmp: the systemd unit could never see the config; status says so, as install does
+    const inTmp = makeConfigDir(minimalToml(), '/tmp');
+    cleanup.push(inTmp.dir);
+    const t = await statusOf(inTmp, '--systemd');
+    expect(t.install.status).toBe(1);
+    expect(t.text.status).toBe(1);
+    expect(t.text.stdout).toContain(`service file  not installed (would be ${t.file}; service install would refuse: the systemd unit runs with PrivateTmp=yes and PrivateDevices=yes`);
+    expect(t.text.stdout).toContain(`${inTmp.configPath} (the config)`);
+    expect(t.text.stdout).not.toContain('run: a2a-mailbridge service install');
+    expect(t.json).toMatchObject({ installed: false, installRefusal: expect.stringContaining('PrivateTmp=yes') as unknown });
+    // installed by hand, then stale: the --force it would suggest refuses too
+    mkdirSync(dirname(t.file), { recursive: true });
+    writeFileSync(t.file, '[Unit]\n');
+    const stale = await statusOf(inTmp, '--systemd');
+    expect(stale.text.stdout).toContain('up to date    no, and `a2a-mailbridge service install --force` would refuse: the systemd unit runs with PrivateTmp=yes');
+    expect(stale.text.stdout).not.toContain('would write now');
+
+    // a secret file that is missing: status loads without secrets, install with them
+    const noBearer = makeConfigDir(minimalToml(), resolve('tmp'));
+    cleanup.push(noBearer.dir);
+    rmSync(join(noBearer.dir, 'bearer'));
+    const b = await statusOf(noBearer, '--launchd');
+    expect(b.install.status).toBe(2);
+    expect(b.install.stderr).toMatch(/config key server\.bearer_file: /);
+    expect(b.text.stdout).toMatch(/^service file {2}not installed \(would be \S+; service install would refuse: config key server\.bearer_file: /);
+    expect(b.text.stdout).not.toContain('run: a2a-mailbridge service install');
+
+    // a path with a space, which a unit file cannot hold literally
+    const spaced = resolve('tmp', 'with space');
+    mkdirSync(spaced, { recursive: true });
+    cleanup.push(spaced);
+    const sp = makeConfigDir(minimalToml(), spaced);
+    const s = await statusOf(sp, '--systemd');
+    expect(s.install.status).toBe(2);
+    expect(s.install.stderr).toContain('has a space, quote, backslash or $');
+    expect(s.text.stdout).toContain('service install would refuse: the path ');
+    expect(s.json.installRefusal).toContain('has a space, quote, backslash or $');
   });
 
   it('status says the bridge answers when one runs on server.listen', async () => {

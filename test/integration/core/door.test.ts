@@ -1,9 +1,10 @@
+import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { TEST_BEARER } from '../../helpers/config-dir.js';
 import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
 
 /**
- * Bad input at the door: a body that is not UTF-8 changes nothing, and the per-agent caps (open
+ * Bad input at the door: a body that is not UTF-8 or is compressed changes nothing, and the per-agent caps (open
  * tasks, jobs sent per minute) refuse a runaway caller with an error that names the limit and
  * when to retry — atomically, so concurrent calls cannot slip past a cap.
  */
@@ -36,6 +37,42 @@ describe('the door', () => {
     expect(body.error.message).toMatch(/not valid UTF-8/);
     expect(counts()).toEqual(before);
     expect(suite.h.receiver.requests.length).toBe(hooks);
+  });
+
+  it('a compressed body (Content-Encoding other than identity) gets 415 naming the coding, with accept-encoding: identity, over JSON-RPC and HTTP+JSON; nothing is stored or dispatched', async () => {
+    const before = counts();
+    const hooks = suite.h.receiver.requests.length;
+    const gzipped = gzipSync(JSON.stringify(hermesBody('A compressed job', `ctx-${hex(8)}`)));
+    const post = (url: string, coding: string, body: Buffer | string = gzipped) =>
+      fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-encoding': coding, authorization: `Bearer ${TEST_BEARER}`, 'a2a-version': '1.0' },
+        body,
+      });
+    // JSON-RPC: the error body of an unsupported Content-Type (A2A v1.0 §9.5), not -32700
+    const rpc = await post(suite.h.endpoint, 'gzip');
+    expect(rpc.status).toBe(415);
+    expect(rpc.headers.get('accept-encoding')).toBe('identity');
+    expect(rpc.headers.get('content-type')).toMatch(/^application\/json/);
+    const rpcBody = (await rpc.json()) as { id: unknown; error: { code: number; message: string; data: { reason: string }[] } };
+    expect(rpcBody).toMatchObject({ id: null, error: { code: -32005, data: [{ reason: 'CONTENT_TYPE_NOT_SUPPORTED' }] } });
+    expect(rpcBody.error.message).toBe('Content-Encoding gzip is not supported; send the body uncompressed');
+    // the caller's coding is cut to 80 characters
+    const long = (await (await post(suite.h.endpoint, `br, ${'x'.repeat(200)}`)).json()) as { error: { message: string } };
+    expect(long.error.message).toBe(`Content-Encoding br, ${'x'.repeat(76)} is not supported; send the body uncompressed`);
+    // HTTP+JSON: the same error in AIP-193 form
+    const rest = await post(`${suite.h.endpoint}/message:send`, 'deflate', '{}');
+    expect(rest.status).toBe(415);
+    expect(rest.headers.get('accept-encoding')).toBe('identity');
+    const restBody = (await rest.json()) as { error: { code: number; message: string; details: { reason: string }[] } };
+    expect(restBody).toMatchObject({ error: { code: 415, details: [{ reason: 'CONTENT_TYPE_NOT_SUPPORTED' }] } });
+    expect(restBody.error.message).toBe('Content-Encoding deflate is not supported; send the body uncompressed');
+    expect(counts()).toEqual(before);
+    expect(suite.h.receiver.requests.length).toBe(hooks);
+    // identity (any case) is no coding at all: served as before
+    const plain = await post(suite.h.endpoint, 'Identity', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} }));
+    expect(plain.status).toBe(200);
+    expect(((await plain.json()) as { result?: unknown }).result).toBeDefined();
   });
 
   it('caps open tasks per agent atomically, names the limit and when to retry, and stores nothing beyond it', async () => {

@@ -16,7 +16,7 @@ describe('GetTask runs the refresh exactly when something is due', () => {
     const task = (await h.rpc({ ...body, params: { ...body.params, configuration: { returnImmediately: true } } })).json.result!.task!;
     await h.app.bridge.idle();
     const { store } = h.app.bridge.ctx;
-    const folder = h.config.mailbox.folder;
+    const folder = h.config.mailbox.folder!;
     const get = async (): Promise<string> => {
       const r = await h.rpc({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: task.id } });
       await h.app.bridge.idle();
@@ -74,7 +74,7 @@ describe('a clock stepped back', () => {
     };
     expect(await get()).toBe('TASK_STATE_WORKING');
     const { store } = h.app.bridge.ctx;
-    const folder = h.config.mailbox.folder;
+    const folder = h.config.mailbox.folder!;
     const before = store.mailbox.state(folder).lastCheckAt!;
 
     // Ten minutes back (NTP corrects a fast clock; within date_skew_s, so the reply's Date passes gate 8).

@@ -37,7 +37,7 @@ describe('view cache', () => {
     // Another connection (the CLI's, another process's) records a failed check.
     const other = Store.open(suite.h.config.store.path);
     try {
-      other.tx((tx) => tx.mailbox.recordCheck(suite.h.config.mailbox.folder, { at: Date.now(), ok: false, result: 'error', error: 'connection refused' }));
+      other.tx((tx) => tx.mailbox.recordCheck(suite.h.config.mailbox.folder!, { at: Date.now(), ok: false, result: 'error', error: 'connection refused' }));
     } finally {
       other.close();
     }
@@ -63,7 +63,7 @@ describe("GetTask's serialised answer", () => {
 
     const other = Store.open(suite.h.config.store.path);
     try {
-      other.tx((tx) => tx.mailbox.recordCheck(suite.h.config.mailbox.folder, { at: Date.now(), ok: false, result: 'error', error: 'connection refused' }));
+      other.tx((tx) => tx.mailbox.recordCheck(suite.h.config.mailbox.folder!, { at: Date.now(), ok: false, result: 'error', error: 'connection refused' }));
     } finally {
       other.close();
     }

@@ -30,13 +30,20 @@ describe('IdleRelease: when serve gives memory back after calls', () => {
 });
 
 describe('releaseHeap', () => {
-  it('shrinks a young generation that allocation grew, and leaves no gc in this context', () => {
+  it('shrinks a young generation that allocation grew, reports its time in ms and sizes in bytes, and leaves no gc in this context', () => {
     const keep: unknown[] = [];
     for (let i = 0; i < 200_000; i++) keep.push({ i, s: `x${i}` });
     keep.length = 0;
+    const started = process.hrtime.bigint();
     const r = releaseHeap();
+    const aroundMs = Number(process.hrtime.bigint() - started) / 1e6;
     expect(r.youngAfter).toBeLessThan(r.youngBefore);
-    expect(r.tookMs).toBeGreaterThanOrEqual(0);
+    // The collection's time in ms: within the time measured around the call (a wrong unit or a
+    // clock read in the wrong place shows), and more than none (the collection ran).
+    expect(r.tookMs).toBeGreaterThan(0);
+    expect(r.tookMs).toBeLessThanOrEqual(aroundMs);
+    // Sizes in bytes, as process.memoryUsage.rss() gives them.
+    for (const k of ['rssBefore', 'rssAfter', 'youngBefore', 'youngAfter'] as const) expect(Number.isSafeInteger(r[k]) && r[k] > 0, `${k} = ${r[k]}`).toBe(true);
     expect('gc' in globalThis).toBe(false);
     // A second call reuses the function of the context made the first time.
     expect(releaseHeap().youngAfter).toBeLessThanOrEqual(r.youngBefore);

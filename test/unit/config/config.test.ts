@@ -203,6 +203,14 @@ describe('secrets and values that would fail later', () => {
     const c = makeConfigDir(minimalToml().replace('[mailbox.maildir]', '[mailbox.imap]\nhost = "x"\n[mailbox.maildir]'));
     expect(() => loadConfig(c.configPath)).toThrow('config key mailbox.imap: applies only when mailbox.kind = "imap" (it is "maildir"); remove the [mailbox.imap] table or change kind');
   });
+  it('refuses mailbox.folder with a Maildir (IMAP only: it would do nothing), naming the key and the fix', () => {
+    const c = makeConfigDir(minimalToml().replace('kind = "maildir"\n', 'kind = "maildir"\nfolder = "Agents"\n'));
+    expect(() => loadConfig(c.configPath)).toThrow(
+      'config key mailbox.folder: applies only when mailbox.kind = "imap" (it is "maildir"); a Maildir\'s folder is mailbox.maildir.path: remove folder or change kind',
+    );
+    // and `config` does not print a folder for a Maildir, so what it prints loads again
+    expect(effectiveConfig(loadConfig(makeConfigDir(minimalToml()).configPath))!.mailbox).not.toHaveProperty('folder');
+  });
 });
 
 describe('second hostile trial', () => {
