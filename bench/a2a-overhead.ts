@@ -124,7 +124,7 @@ try {
   const med = (xs: LoadResult[], k: 'rps' | 'p50' | 'p99'): number => median(xs.map((x) => x[k]));
   const body: string[] = [];
   body.push(
-    `Load: autocannon in a child process of its own, ${ROUNDS} rounds of ${DURATION_S} s per server and concurrency, bridge and SDK peer alternately (A, B, A, B…), after 2 s of warm-up each; figures are the median of the rounds. Bridge: \`a2a-mailbridge serve\` (src/ compiled with the project's tsc) on a SQLite store (WAL), logging at info to a discarded stderr, no mailbox check due (\`check_interval_s = 3600\`), bearer and Host checked on every call. SDK peer: \`@a2a-js/sdk\` 1.3.0 \`DefaultRequestHandler\` + express \`jsonRpcHandler\` + \`InMemoryTaskStore\`, no authentication. GetTask answers: bridge ${bridgeBytes} bytes, peer ${peerBytes} bytes (same task content). ${describeLoad(machineLoad)}`,
+    `Load: autocannon in a child process of its own, ${ROUNDS} rounds of ${DURATION_S} s per server and concurrency, bridge and SDK peer alternately (A, B, A, B…), after 2 s of warm-up each; figures are the median of the rounds. Bridge: \`a2a-mailbridge serve\` (src/ built by scripts/build.ts, as \`npm run build\` does) on a SQLite store (WAL), logging at info to a discarded stderr, no mailbox check due (\`check_interval_s = 3600\`), bearer and Host checked on every call. SDK peer: \`@a2a-js/sdk\` 1.3.0 \`DefaultRequestHandler\` + express \`jsonRpcHandler\` + \`InMemoryTaskStore\`, no authentication. GetTask answers: bridge ${bridgeBytes} bytes, peer ${peerBytes} bytes (same task content). ${describeLoad(machineLoad)}`,
     '',
     table(
       ['call', 'concurrency', 'bridge req/s', 'bridge p50', 'bridge p99', 'SDK peer req/s', 'SDK peer p50', 'SDK peer p99', 'throughput ratio bridge/peer'],

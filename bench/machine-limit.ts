@@ -9,7 +9,7 @@
  * - cold start: from the spawn of the process to its first `/health` 200 (polled every 2 ms), on
  *   an existing store.
  *
- * The bridge is `a2a-mailbridge serve` (src/ compiled by the project's tsc) with the flags of the
+ * The bridge is `a2a-mailbridge serve` (src/ built by scripts/build.ts, as `npm run build` does) with the flags of the
  * service templates; the bare server runs on plain `node` with no flag. The load generator is
  * autocannon in a process of its own (bench/lib/load.ts).
  *

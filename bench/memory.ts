@@ -105,7 +105,7 @@ const machineLoad = meter.stop();
 const full = rows.at(-1)!;
 const worst = Math.max(full.hwm, full.one.peakRss, full.spread?.peakRss ?? 0);
 const body = [
-  `RSS of the bridge process (\`a2a-mailbridge serve\`, src/ compiled with tsc, as in bench/a2a-overhead.ts), from /proc/<pid>/status. The full store was written before the bridge started, through the bridge's own functions (bench/lib/store-fill.ts, ${num(fillMs)} ms): per task what \`submit\`, an accepted webhook attempt and an applied \`done\` reply write, the ledger row with the reply's raw bytes (≈${bytes(2900)}) included. Load: autocannon, 64 connections, ${DURATION_S} s, GetTask on one WORKING task (the load of bench/a2a-overhead.ts), then GetTask spread over 5,000 of the finished tasks. ${describeLoad(machineLoad)}`,
+  `RSS of the bridge process (\`a2a-mailbridge serve\`, src/ built by scripts/build.ts, as in bench/a2a-overhead.ts), from /proc/<pid>/status. The full store was written before the bridge started, through the bridge's own functions (bench/lib/store-fill.ts, ${num(fillMs)} ms): per task what \`submit\`, an accepted webhook attempt and an applied \`done\` reply write, the ledger row with the reply's raw bytes (≈${bytes(2900)}) included. Load: autocannon, 64 connections, ${DURATION_S} s, GetTask on one WORKING task (the load of bench/a2a-overhead.ts), then GetTask spread over 5,000 of the finished tasks. ${describeLoad(machineLoad)}`,
   '',
   table(
     ['store', 'file (with WAL)', 'RSS idle after start', 'RSS peak, GetTask one task (req/s)', 'RSS peak, GetTask spread over finished tasks (req/s)', 'VmHWM (kernel peak)'],

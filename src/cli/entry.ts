@@ -17,12 +17,15 @@
  * `serve`. Nothing here is needed for the CLI to work: every failure reading or writing the cache
  * is ignored, as Node ignores its own (docs/architecture.md, "Start-up and memory").
  */
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire, getCompileCacheDir } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { constants as vmConstants, Script } from 'node:vm';
 import { CODE_CACHE_HOOK, type CodeCacheWriter } from './code-cache.js';
+
+/** A code cache larger than this, in bytes, is not read (the bundle's is about 650 KiB). */
+const CACHE_MAX_BYTES = 32 * 1024 * 1024;
 
 const bundlePath = join(dirname(fileURLToPath(import.meta.url)), 'bundle.js');
 
@@ -70,11 +73,15 @@ function runWithCodeCache(cacheDir: string | undefined): void {
   run.call(bundle.exports, bundle.exports, createRequire(bundlePath), bundle, bundlePath, dirname(bundlePath));
 }
 
-/** The bytes of the file at `path`; undefined when there is none or it cannot be read. */
+/**
+ * The bytes of the regular file at `path`, when there is one of at most {@link CACHE_MAX_BYTES};
+ * else undefined (a FIFO there would block the read, a huge file fill memory).
+ */
 function readIfThere(path: string | undefined): Buffer | undefined {
   if (!path) return undefined;
   try {
-    return readFileSync(path);
+    const st = statSync(path);
+    return st.isFile() && st.size <= CACHE_MAX_BYTES ? readFileSync(path) : undefined;
   } catch {
     return undefined;
   }

@@ -118,6 +118,11 @@ describe('serve on a Maildir config, as built', () => {
     const second = await loadedAtStart(cacheDir);
     expect(second.wroteCodeCache).toBe(false);
     expect(second.packages).toEqual(first.packages);
+    // A FIFO in its place is not read (the read would block the start): the cache is written over it.
+    rmSync(file);
+    expect(spawnSync('mkfifo', ['-m', '600', file]).status).toBe(0);
+    expect((await loadedAtStart(cacheDir)).wroteCodeCache).toBe(true);
+    expect(statSync(file).isFile()).toBe(true);
     // Without the folder there is no cache to write.
     expect((await loadedAtStart()).wroteCodeCache).toBe(false);
   });
