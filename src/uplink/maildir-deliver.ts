@@ -1,17 +1,6 @@
-import * as fs from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-
-// node:fs's callback calls, promisified, as in maildir-files.ts: this module loads with the
-// mailbox at every start, and node:fs/promises would bring 7 more of Node's internal modules.
-const mkdir = promisify(fs.mkdir);
-const open = promisify(fs.open);
-const writeFile = promisify(fs.writeFile);
-const fsync = promisify(fs.fsync);
-const close = promisify(fs.close);
-const rename = promisify(fs.rename);
-const unlink = promisify(fs.unlink);
+import { close, fsync, mkdir, open, rename, unlink, writeFile } from './fs-calls.js';
 
 let deliveries = 0;
 

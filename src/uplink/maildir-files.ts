@@ -9,20 +9,9 @@
 import { isUtf8 } from 'node:buffer';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
+import { close, fstat, lstat, open, read, readdir, stat } from './fs-calls.js';
 import { MailboxError, type UnreadableReason } from './mailbox.js';
 import { headerEnd } from './raw-headers.js';
-
-// node:fs's callback calls, promisified, rather than node:fs/promises: that module brings 7 more
-// of Node's internal modules (readline among them) into every start (docs/architecture.md,
-// "Start-up and memory").
-const lstat = promisify(fs.lstat);
-const stat = promisify(fs.stat);
-const readdir = promisify(fs.readdir);
-const open = promisify(fs.open);
-const fstat = promisify(fs.fstat);
-const read = promisify(fs.read);
-const close = promisify(fs.close);
 
 /** A header block is read in steps of this many bytes, up to the cap the caller gives. */
 const HEAD_STEP_BYTES = 16 * 1024;
