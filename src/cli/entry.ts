@@ -12,12 +12,15 @@
  *
  * The cache is a file in Node's compile cache folder (`NODE_COMPILE_CACHE`, set by the service
  * templates to a folder beside the store; its name carries Node's version): with the variable
- * unset there is none, and the bundle is compiled as any module is. V8 checks the cache against
- * the source, its own version and its flags; a cache it refuses is made again by the next
- * `serve`. Nothing here is needed for the CLI to work: every failure reading or writing the cache
- * is ignored, as Node ignores its own (docs/architecture.md, "Start-up and memory").
+ * unset there is none, and the bundle is compiled as any module is. V8 checks a cache against its
+ * own version, its flags and the source's *length* only, so the file also names the bundle file
+ * it was made from (device, inode, size, modification and change times, {@link bundleIdentity}):
+ * a cache of another file, or of this one before any write to it, is never used. A cache that is
+ * missing, of another file or refused by V8 is made again by the next `serve`. Nothing here is
+ * needed for the CLI to work: every failure reading or writing the cache is ignored, as Node
+ * ignores its own (docs/architecture.md, "Start-up and memory").
  */
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync, type BigIntStats } from 'node:fs';
 import { createRequire, getCompileCacheDir } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,6 +29,8 @@ import { CODE_CACHE_HOOK, type CodeCacheWriter } from './code-cache.js';
 
 /** A code cache larger than this, in bytes, is not read (the bundle's is about 650 KiB). */
 const CACHE_MAX_BYTES = 32 * 1024 * 1024;
+/** The first bytes of a cache file, before the identity of the bundle it was made from. */
+const CACHE_MAGIC = 'a2a-mailbridge code cache 1 ';
 
 const bundlePath = join(dirname(fileURLToPath(import.meta.url)), 'bundle.js');
 
@@ -43,10 +48,13 @@ if (process.sourceMapsEnabled) {
  */
 function runWithCodeCache(cacheDir: string | undefined): void {
   const cachePath = cacheDir ? join(cacheDir, 'a2a-mailbridge-bundle.v8cache') : undefined;
-  const cached = readIfThere(cachePath);
+  const bundle = readBundle();
+  // The header every cache of this very file starts with; null: the file changed while read.
+  const header = bundle.identity === null ? null : Buffer.from(`${CACHE_MAGIC}${bundle.identity}\n`);
+  const file = header ? readIfThere(cachePath) : undefined;
+  const cached = file && header && file.subarray(0, header.length).equals(header) ? file.subarray(header.length) : undefined;
   // The bundle as CommonJS wraps a module (what Node's loader does with compileFunction).
-  const source = `(function (exports, require, module, __filename, __dirname) { ${readFileSync(bundlePath, 'utf8')}\n});`;
-  const script = new Script(source, {
+  const script = new Script(`(function (exports, require, module, __filename, __dirname) { ${bundle.source}\n});`, {
     filename: bundlePath,
     cachedData: cached,
     // The bundle's `import()` of ES module packages (the mail parsers, DKIM, pino-roll) through
@@ -54,9 +62,9 @@ function runWithCodeCache(cacheDir: string | undefined): void {
     importModuleDynamically: vmConstants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
   });
   const writer: CodeCacheWriter = () => {
-    if (!cachePath || (cached && !script.cachedDataRejected)) return false;
+    if (!cachePath || !header || (cached && !script.cachedDataRejected)) return false;
     try {
-      const data = script.createCachedData();
+      const data = Buffer.concat([header, script.createCachedData()]);
       mkdirSync(dirname(cachePath), { recursive: true, mode: 0o700 });
       // Written aside and renamed: a start running meanwhile reads the old file or the new one, whole.
       const tmp = `${cachePath}.${process.pid}.tmp`;
@@ -68,9 +76,34 @@ function runWithCodeCache(cacheDir: string | undefined): void {
     }
   };
   (globalThis as Record<symbol, unknown>)[CODE_CACHE_HOOK] = writer;
-  const bundle = { exports: {} };
+  const bundleModule = { exports: {} };
   const run = script.runInThisContext() as (exports: unknown, require: NodeJS.Require, module: { exports: unknown }, filename: string, dirname: string) => void;
-  run.call(bundle.exports, bundle.exports, createRequire(bundlePath), bundle, bundlePath, dirname(bundlePath));
+  run.call(bundleModule.exports, bundleModule.exports, createRequire(bundlePath), bundleModule, bundlePath, dirname(bundlePath));
+}
+
+/**
+ * The bundle's text, read through one descriptor, and the identity of the file it was read from
+ * ({@link bundleIdentity}); the identity is null when the file changed during the read.
+ */
+function readBundle(): { source: string; identity: string | null } {
+  const fd = openSync(bundlePath, 'r');
+  try {
+    const before = bundleIdentity(fstatSync(fd, { bigint: true }));
+    const source = readFileSync(fd, 'utf8');
+    return { source, identity: bundleIdentity(fstatSync(fd, { bigint: true })) === before ? before : null };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Which file, as written when: device, inode, size, and the modification and change times in ns.
+ * Any write to the file, a rename over it or another copy of it changes it (the change time cannot
+ * be set back; npm gives every file of a package the same modification time, so that alone would
+ * not do).
+ */
+function bundleIdentity(s: BigIntStats): string {
+  return `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
 }
 
 /**

@@ -1,9 +1,10 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundle } from '../../../scripts/build.js';
 import { makeConfigDir, minimalToml, type ConfigDir } from '../../helpers/config-dir.js';
+import { VERSION } from '../../../src/a2a/agent-card.js';
 
 /**
  * What `serve` loads at start on a Maildir config, in the build that ships (scripts/build.ts, the
@@ -45,7 +46,7 @@ interface Released {
  * wrote the code cache, and the built-in modules it had loaded when it stopped, just after those
  * lines.
  */
-function loadedAtStart(cacheDir?: string): Promise<{ packages: string[]; released: Released; builtins: string[]; wroteCodeCache: boolean }> {
+function loadedAtStart(cacheDir?: string, entry = main): Promise<{ packages: string[]; released: Released; builtins: string[]; wroteCodeCache: boolean }> {
   const env = { ...process.env };
   delete env.JOURNAL_STREAM;
   delete env.INVOCATION_ID;
@@ -55,7 +56,7 @@ function loadedAtStart(cacheDir?: string): Promise<{ packages: string[]; release
   delete env.NODE_CHANNEL_SERIALIZATION_MODE;
   if (cacheDir) env.NODE_COMPILE_CACHE = cacheDir;
   return new Promise((done, reject) => {
-    const child = spawn(process.execPath, ['-r', BUILTINS_AT_EXIT, main, '--config', c.configPath, 'serve', '--log-level', 'debug'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, ['-r', BUILTINS_AT_EXIT, entry, '--config', c.configPath, 'serve', '--log-level', 'debug'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     let packages: string[] | undefined;
     let released: Released | undefined;
@@ -118,6 +119,31 @@ describe('serve on a Maildir config, as built', () => {
     const second = await loadedAtStart(cacheDir);
     expect(second.wroteCodeCache).toBe(false);
     expect(second.packages).toEqual(first.packages);
+    // V8 checks a cache against the source's length only: a cache is used only for the very file
+    // it was made from. A copy of the build, edited to print another version of the same length,
+    // prints its own, with the original's cache in the folder, and again once its own cache was
+    // made and it was edited once more in place.
+    const copy = join(out, 'copy');
+    cpSync(join(out, 'cli'), join(copy, 'cli'), { recursive: true });
+    cpSync(join(out, 'package.json'), join(copy, 'package.json'));
+    const copyMain = join(copy, 'cli', 'main.js');
+    const edit = (to: string): void => {
+      const bundleFile = join(copy, 'cli', 'bundle.js');
+      const text = readFileSync(bundleFile, 'utf8');
+      const at = text.search(/VERSION="[^"]*"/);
+      expect(at).toBeGreaterThan(0);
+      const old = /VERSION="[^"]*"/.exec(text.slice(at))![0];
+      const next = `VERSION="${to}"`;
+      expect(next.length).toBe(old.length);
+      writeFileSync(bundleFile, text.slice(0, at) + next + text.slice(at + old.length));
+    };
+    const versionOf = (): string => spawnSync(process.execPath, [copyMain, '--version'], { env: { ...process.env, NODE_COMPILE_CACHE: cacheDir }, encoding: 'utf8' }).stdout.trim();
+    const other = (n: number): string => `${VERSION.slice(0, -1)}${(Number(VERSION.at(-1)) + n) % 10}`;
+    edit(other(1));
+    expect(versionOf()).toBe(other(1));
+    expect((await loadedAtStart(cacheDir, copyMain)).wroteCodeCache).toBe(true);
+    edit(other(2));
+    expect(versionOf()).toBe(other(2));
     // A FIFO in its place is not read (the read would block the start): the cache is written over it.
     rmSync(file);
     expect(spawnSync('mkfifo', ['-m', '600', file]).status).toBe(0);
