@@ -134,6 +134,10 @@ export async function bundle(outDir: string): Promise<string> {
         },
       },
     ],
+    // `import()` of a package left in node_modules (the mail parsers, DKIM, pino-roll: all
+    // CommonJS) becomes a `require` in a promise: the bundle runs as a `vm.Script`
+    // (src/cli/entry.ts), where a native `import()` needs Node's experimental loader hook.
+    supported: { 'dynamic-import': false },
     // `import.meta.url` of a module is the URL of the bundle file it ends up in.
     define: { 'import.meta.url': 'import_meta_url' },
     banner: { js: "const import_meta_url = require('node:url').pathToFileURL(__filename).href;" },

@@ -24,7 +24,7 @@ import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, renameSync, st
 import { createRequire, getCompileCacheDir } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { constants as vmConstants, Script } from 'node:vm';
+import { Script } from 'node:vm';
 import { CODE_CACHE_HOOK, type CodeCacheWriter } from './code-cache.js';
 
 /** A code cache larger than this, in bytes, is not read (the bundle's is about 650 KiB). */
@@ -57,9 +57,8 @@ function runWithCodeCache(cacheDir: string | undefined): void {
   const script = new Script(`(function (exports, require, module, __filename, __dirname) { ${bundle.source}\n});`, {
     filename: bundlePath,
     cachedData: cached,
-    // The bundle's `import()` of ES module packages (the mail parsers, DKIM, pino-roll) through
-    // Node's own loader, resolved from the bundle's folder.
-    importModuleDynamically: vmConstants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
+    // No `importModuleDynamically`: the bundle holds no `import()` (scripts/build.ts makes each a
+    // `require`), and Node's hook for one in a vm.Script is experimental and warns when used.
   });
   const writer: CodeCacheWriter = () => {
     if (!cachePath || !header || (cached && !script.cachedDataRejected)) return false;

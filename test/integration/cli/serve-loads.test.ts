@@ -1,4 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -166,5 +167,41 @@ describe('serve on a Maildir config, as built', () => {
     expect(withMaps.aSource).toMatch(/\/src\/cli\/[\w-]+\.ts$/);
     // Without the flag Node reads no map (the code cache path, src/cli/entry.ts).
     expect(run([]).sourceMap).toBe(false);
+  });
+
+  it('runs the demo round trip as built (the mail parsers and DKIM loaded by their first use), with no warning', async () => {
+    const child = spawn(process.execPath, [main, 'demo'], { env: { ...process.env, NODE_COMPILE_CACHE: join(out, 'compile-cache') }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+    const [code] = (await once(child, 'close')) as [number];
+    expect(code, stderr).toBe(0);
+    expect(stdout).toContain('demo: OK');
+    // Node's warnings (e.g. an experimental loader hook) go to stderr: there are none.
+    expect(stderr).not.toMatch(/Warning/);
+  });
+
+  it('logs to log.file through pino-roll as built, with no warning', async () => {
+    const d = makeConfigDir(`${minimalToml()}\n[log]\nfile = "logs/bridge.log"\n`);
+    try {
+      for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(d.dir, 'Maildir', sub), { recursive: true });
+      const env = { ...process.env };
+      delete env.JOURNAL_STREAM;
+      delete env.INVOCATION_ID;
+      const child = spawn(process.execPath, [main, '--config', d.configPath, 'serve'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString('utf8');
+        if (stderr.includes('is serving')) child.kill('SIGTERM');
+      });
+      await once(child, 'close');
+      expect(stderr).toContain('is serving');
+      expect(stderr).not.toMatch(/Warning/);
+      const logs = readdirSync(join(d.dir, 'logs'));
+      expect(logs.some((f) => readFileSync(join(d.dir, 'logs', f), 'utf8').includes('a2a-mailbridge listening'))).toBe(true);
+    } finally {
+      rmSync(d.dir, { recursive: true, force: true });
+    }
   });
 });
