@@ -341,8 +341,8 @@ export function parseConfig(doc: Table, baseDir: string, file = '', o: LoadOptio
   const worst = slowestHook + serverConfig.waitBudgetMs + mailbox.checkWaitMs;
   if (worst >= serverConfig.callerTimeoutMs) {
     throw new ConfigError(
-      'server.wait_budget_s',
-      `the slowest answer (webhook timeout ${slowestHook / 1000} s + wait_budget_s ${serverConfig.waitBudgetMs / 1000} s + mailbox.check_wait_ms ${mailbox.checkWaitMs} ms) is not below server.caller_timeout_s (${serverConfig.callerTimeoutMs / 1000} s); lower wait_budget_s or the webhook timeout_s`,
+      serverConfig.waitBudgetMs > 0 ? 'server.wait_budget_s' : 'server.caller_timeout_s',
+      `the slowest answer (webhook timeout ${slowestHook / 1000} s + wait_budget_s ${serverConfig.waitBudgetMs / 1000} s + mailbox.check_wait_ms ${mailbox.checkWaitMs} ms) is not below server.caller_timeout_s (${serverConfig.callerTimeoutMs / 1000} s); raise caller_timeout_s (to what the caller waits), or lower wait_budget_s, the agents' webhook timeout_s or check_wait_ms`,
     );
   }
   const config: Config = { file, log, server: serverConfig, store: { path: storePath }, mailbox, dnsServers, agents };
@@ -394,7 +394,7 @@ export function loadConfig(path: string, o: LoadOptions = {}): Config {
   try {
     doc = parseToml(text);
   } catch (err) {
-    throw new ConfigError('(syntax)', tomlSyntaxMessage(file, text, err), { cause: err });
+    throw new ConfigError(FILE_KEY, tomlSyntaxMessage(file, text, err), { cause: err });
   }
   return parseConfig(doc, dirname(file), file, o);
 }

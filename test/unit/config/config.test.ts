@@ -171,8 +171,11 @@ describe('answer time budget', () => {
   it('refuses a blocking wait that would not answer inside the caller timeout, naming the parts', () => {
     const c = makeConfigDir(minimalToml().replace('[store]', '[store]').replace('bearer_file = "bearer"', 'bearer_file = "bearer"\ncaller_timeout_s = 30\nwait_budget_s = 20'));
     expect(() => loadConfig(c.configPath)).toThrow(
-      'config key server.wait_budget_s: the slowest answer (webhook timeout 10 s + wait_budget_s 20 s + mailbox.check_wait_ms 5000 ms) is not below server.caller_timeout_s (30 s); lower wait_budget_s or the webhook timeout_s',
+      "config key server.wait_budget_s: the slowest answer (webhook timeout 10 s + wait_budget_s 20 s + mailbox.check_wait_ms 5000 ms) is not below server.caller_timeout_s (30 s); raise caller_timeout_s (to what the caller waits), or lower wait_budget_s, the agents' webhook timeout_s or check_wait_ms",
     );
+    // With no blocking wait, the caller's timeout is the key to look at (a fresh-user trial set it to 5 s).
+    const short = makeConfigDir(minimalToml().replace('bearer_file = "bearer"', 'bearer_file = "bearer"\ncaller_timeout_s = 5'));
+    expect(() => loadConfig(short.configPath)).toThrow(/^config key server\.caller_timeout_s: the slowest answer \(webhook timeout 10 s \+ wait_budget_s 0 s .*raise caller_timeout_s/);
     const ok = makeConfigDir(minimalToml().replace('bearer_file = "bearer"', 'bearer_file = "bearer"\ncaller_timeout_s = 120\nwait_budget_s = 20'));
     expect(loadConfig(ok.configPath).server).toMatchObject({ callerTimeoutMs: 120_000, waitBudgetMs: 20_000 });
   });
@@ -231,7 +234,7 @@ describe('second hostile trial', () => {
   });
   it('names the line and column of a TOML syntax error, and shows the line', () => {
     const c = makeConfigDir('[server]\nlisten = "127.0.0.1:1"\nbearer_file = \n');
-    expect(() => loadConfig(c.configPath)).toThrow(/is not valid TOML at line 3, column \d+: .*; correct line 3, column \d+: bearer_file =$/);
+    expect(() => loadConfig(c.configPath)).toThrow(/^config file: .*mailbridge.toml is not valid TOML at line 3, column \d+: .*; correct line 3, column \d+: bearer_file =$/);
   });
   it('suggests the nearest known key for a typo, or lists the keys of that table', () => {
     const cases: [string, string][] = [
