@@ -15,7 +15,9 @@ import type { Check } from './doctor.js';
 
 /**
  * @param resolver DNS for the DKIM key lookups (default: `[dns] servers`, else the system's)
- * @returns `fail` when the latest tagged mail would be refused at gates 3–7, else `ok` (also when there is none yet)
+ * @returns `fail` when the latest tagged mail would be refused at gates 3–7, `warn` when it would
+ *   but the latest reply the judge accepted still passes (the config is not the cause), else `ok`
+ *   (also when there is none yet)
  */
 export async function checkLatestTaggedMail(config: Config, resolver?: DnsResolver): Promise<Check> {
   const name = 'latest agent mail';
@@ -26,58 +28,80 @@ export async function checkLatestTaggedMail(config: Config, resolver?: DnsResolv
     const row: LedgerRow | undefined = store.ledger.latestTaggedWithRaw();
     const raw = row ? store.ledger.raw(row.id) : null;
     if (!row || !raw) return { name, status: 'ok', detail: 'no tagged mail from an agent in the ledger yet; once the agent has replied, doctor judges its latest mail here' };
-    const what = `ledger #${row.id} (${row.verdict})`;
-    const rules = judgeRulesOf(config);
-    // The ledger holds these very bytes (and their signature): gate 1 is not asked. The decision
-    // is made, never committed.
-    const noLedger = { seenDigest: () => false, authenticatedWith: () => undefined, messageIdApplied: () => false };
-    const msg = { raw, size: row.size, tooLarge: false, receivedAt: row.receivedAt ?? null };
-    // Only the first bytes were kept (refused mail): the gates that read the header block decide,
-    // local DKIM verification (which reads the body) cannot be asked.
-    const partial = raw.length < row.size;
-    const d: Decision | null = partial
-      ? judgeHeaderBlock(msg, rules, { ...noLedger, task: () => undefined })
-      : await judgeMessage<Decision>(msg, {
-          rules,
-          resolver: resolver ?? makeResolver(config.dnsServers),
-          now: Date.now,
-          store: {
-            ...noLedger,
-            task: (id) => {
-              const task = store.tasks.get(id);
-              return task && { task, turn: store.turns.get(task.id, task.turn) };
-            },
-          },
-          settle: (decide) => decide(),
-        });
-    if (d === null) {
-      return { name, status: 'ok', detail: `${what} passes gates 3–7 on its header block with provider ${config.mailbox.provider} (the ledger kept ${raw.length} of its ${row.size} bytes, too few for local DKIM verification)` };
+    const judged = await judgeRow(config, store, row, raw, resolver);
+    if (judged.status !== 'fail') return { name, ...judged };
+    // Anyone can send mail that names the agent and a task: when the agent's latest accepted reply
+    // still passes with this config, the config is not what refuses the latest mail.
+    const accepted = store.ledger.latestAcceptedWithRaw();
+    const acceptedRaw = accepted && accepted.id !== row.id ? store.ledger.raw(accepted.id) : null;
+    if (accepted && acceptedRaw && (await judgeRow(config, store, accepted, acceptedRaw, resolver)).status === 'ok') {
+      return {
+        name,
+        status: 'warn',
+        detail: `${judged.detail}; ledger #${accepted.id} (${accepted.verdict}), the latest reply accepted, passes with this config`,
+        fix: 'the config is not the cause: the refused mail did not come as the agent\'s replies do (a forgery, or mail sent another way); nothing to change here',
+      };
     }
-    // A decision past gate 7 names the signature that authenticated the mail. A deferral (DNS did
-    // not answer for the key) is a refusal until it does.
-    if (d.kind === 'apply' || d.kind === 'late' || (d.kind === 'refuse' && d.signature !== null)) {
-      return { name, status: 'ok', detail: `${what} passes gates 3–7 with provider ${config.mailbox.provider}` };
-    }
-    if (d.kind === 'refuse' && d.verdict === 'no-task-id') return { name, status: 'skip', detail: `${what}: ${d.reason}`, fix: 'no configured agent tag in it' };
-    const verdict = d.kind === 'refuse' ? d.verdict : 'auth:dkim-unverified';
-    const agent = d.kind === 'refuse' ? d.tag?.agent : config.agents.find((a) => row.taskId !== null && row.agent === a.name);
-    const detected = detectProvider(raw);
-    const lines = configLines(detected);
-    const gate5 = /^gate 5/.test(d.reason);
-    // Mail that never passed through a mail server (a file put into the Maildir by hand, a test
-    // message) has no Received field at all: no provider setting can make it pass.
-    const unreceived = gate5 && d.reason.includes('no Received field:');
-    const fix = unreceived
-      ? 'it has no Received field: it did not come through a mail server (a file put into the folder by hand?); only mail your provider delivered can pass (npm run demo shows an applied reply)'
-      : detected.preset && (detected.preset !== config.mailbox.provider || detected.preset === 'self-hosted') && gate5
-        ? `this mail is stamped like ${detected.preset}: set in [mailbox] ${lines.join(', ')} (a2a-mailbridge provider detect --from ${agent?.address ?? '<agent address>'} explains)`
-        : gate5
-          ? `run a2a-mailbridge provider detect --from ${agent?.address ?? '<agent address>'} to see what your provider stamps`
-          : mailFix(verdict, agent, config);
-    return { name, status: 'fail', detail: `${what} would be refused: ${d.reason}`, fix };
+    return { name, ...judged };
   } finally {
     store.close();
   }
+}
+
+/**
+ * One ledger row's mail judged again with `config` (gates 3–7; never committed): whether it passes,
+ * and when not, why and what to change.
+ */
+async function judgeRow(config: Config, store: Store, row: LedgerRow, raw: Buffer, resolver: DnsResolver | undefined): Promise<Omit<Check, 'name'>> {
+  const what = `ledger #${row.id} (${row.verdict})`;
+  const rules = judgeRulesOf(config);
+  // The ledger holds these very bytes (and their signature): gate 1 is not asked. The decision
+  // is made, never committed.
+  const noLedger = { seenDigest: () => false, authenticatedWith: () => undefined, messageIdApplied: () => false };
+  const msg = { raw, size: row.size, tooLarge: false, receivedAt: row.receivedAt ?? null };
+  // Only the first bytes were kept (refused mail): the gates that read the header block decide,
+  // local DKIM verification (which reads the body) cannot be asked.
+  const partial = raw.length < row.size;
+  const d: Decision | null = partial
+    ? judgeHeaderBlock(msg, rules, { ...noLedger, task: () => undefined })
+    : await judgeMessage<Decision>(msg, {
+        rules,
+        resolver: resolver ?? makeResolver(config.dnsServers),
+        now: Date.now,
+        store: {
+          ...noLedger,
+          task: (id) => {
+            const task = store.tasks.get(id);
+            return task && { task, turn: store.turns.get(task.id, task.turn) };
+          },
+        },
+        settle: (decide) => decide(),
+      });
+  if (d === null) {
+    return { status: 'ok', detail: `${what} passes gates 3–7 on its header block with provider ${config.mailbox.provider} (the ledger kept ${raw.length} of its ${row.size} bytes, too few for local DKIM verification)` };
+  }
+  // A decision past gate 7 names the signature that authenticated the mail. A deferral (DNS did
+  // not answer for the key) is a refusal until it does.
+  if (d.kind === 'apply' || d.kind === 'late' || (d.kind === 'refuse' && d.signature !== null)) {
+    return { status: 'ok', detail: `${what} passes gates 3–7 with provider ${config.mailbox.provider}` };
+  }
+  if (d.kind === 'refuse' && d.verdict === 'no-task-id') return { status: 'skip', detail: `${what}: ${d.reason}`, fix: 'no configured agent tag in it' };
+  const verdict = d.kind === 'refuse' ? d.verdict : 'auth:dkim-unverified';
+  const agent = d.kind === 'refuse' ? d.tag?.agent : config.agents.find((a) => row.taskId !== null && row.agent === a.name);
+  const detected = detectProvider(raw);
+  const lines = configLines(detected);
+  const gate5 = /^gate 5/.test(d.reason);
+  // Mail that never passed through a mail server (a file put into the Maildir by hand, a test
+  // message) has no Received field at all: no provider setting can make it pass.
+  const unreceived = gate5 && d.reason.includes('no Received field:');
+  const fix = unreceived
+    ? 'it has no Received field: it did not come through a mail server (a file put into the folder by hand?); only mail your provider delivered can pass (npm run demo shows an applied reply)'
+    : detected.preset && (detected.preset !== config.mailbox.provider || detected.preset === 'self-hosted') && gate5
+      ? `this mail is stamped like ${detected.preset}: set in [mailbox] ${lines.join(', ')} (a2a-mailbridge provider detect --from ${agent?.address ?? '<agent address>'} explains)`
+      : gate5
+        ? `run a2a-mailbridge provider detect --from ${agent?.address ?? '<agent address>'} to see what your provider stamps`
+        : mailFix(verdict, agent, config);
+  return { status: 'fail', detail: `${what} would be refused: ${d.reason}`, fix };
 }
 
 /**

@@ -168,6 +168,14 @@ export function ledgerReads(db: Db) {
       return stmt(db, `SELECT ${COLUMNS} FROM ledger WHERE task_id IS NOT NULL AND (raw IS NOT NULL OR raw_value IS NOT NULL) ORDER BY id DESC LIMIT 1`).get() as LedgerRow | undefined;
     },
 
+    /**
+     * The newest row of a reply the judge accepted (`applied:*`, `late:recorded`: kept whole) whose
+     * raw bytes are still there, without the bytes; a scan from the newest row back (for `doctor`).
+     */
+    latestAcceptedWithRaw(): LedgerRow | undefined {
+      return stmt(db, `SELECT ${COLUMNS} FROM ledger WHERE (verdict LIKE 'applied:%' OR verdict = 'late:recorded') AND (raw IS NOT NULL OR raw_value IS NOT NULL) ORDER BY id DESC LIMIT 1`).get() as LedgerRow | undefined;
+    },
+
     /** One ledger row without its raw bytes, and whether raw bytes were kept; undefined when no row has this id. */
     row(id: number): (LedgerRow & { hasRaw: boolean }) | undefined {
       const r = stmt(db, `SELECT ${COLUMNS}, (raw IS NOT NULL OR raw_value IS NOT NULL) AS hasRaw FROM ledger WHERE id = ?`).get(id) as (LedgerRow & { hasRaw: number }) | undefined;

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { checkLatestTaggedMail } from '../../../src/cli/doctor-mail.js';
 import { loadConfig } from '../../../src/config/config.js';
 import { Store } from '../../../src/store/store.js';
+import type { Verdict } from '../../../src/uplink/verdicts.js';
 import { makeConfigDir, minimalToml } from '../../helpers/config-dir.js';
 import { loadZone, zoneResolver } from '../../helpers/corpus.js';
 import { readProviderMessage } from '../../helpers/provider-corpus.js';
@@ -16,16 +17,19 @@ const resolver = zoneResolver(loadZone().records);
 function configWith(providerLine: string | null, raw: Buffer | null, size = raw?.length ?? 0, agentLines = 'address = "agent@agent.example"') {
   const toml = minimalToml().replace('kind = "maildir"\n', `kind = "maildir"\n${providerLine ?? ''}\n`).replace('address = "agent@agent.example"', agentLines);
   const config = loadConfig(makeConfigDir(toml).configPath);
-  if (raw) {
-    const db = Store.open(config.store.path);
-    db.tx((tx) => tx.ledger.record({
-      source: 'maildir:x:1', seenAt: Date.parse('2025-03-04T10:00:00Z'), messageId: null, fromHeader: null, subject: null, dateHeader: null,
-      size, rawSha256: createHash('sha256').update(raw).digest('hex'), raw, agent: 'grok', taskId: '3f6b1c2e-8d4a-4b7e-9a15-c2d3e4f5a6b7',
-      verdict: 'auth:no-border', reason: 'gate 5', receivedAt: Date.parse('2025-03-04T09:10:00Z'),
-    }));
-    db.close();
-  }
+  if (raw) record(config.store.path, raw, 'auth:no-border', size);
   return config;
+}
+
+/** A ledger row of tagged mail for the agent, with its raw bytes (`size` of them fetched) and a verdict. */
+function record(storePath: string, raw: Buffer, verdict: Verdict, size = raw.length): void {
+  const db = Store.open(storePath);
+  db.tx((tx) => tx.ledger.record({
+    source: `maildir:x:${createHash('sha256').update(raw).digest('hex').slice(0, 8)}`, seenAt: Date.parse('2025-03-04T10:00:00Z'), messageId: null, fromHeader: null, subject: null, dateHeader: null,
+    size, rawSha256: createHash('sha256').update(raw).digest('hex'), raw, agent: 'grok', taskId: '3f6b1c2e-8d4a-4b7e-9a15-c2d3e4f5a6b7',
+    verdict, reason: 'gate 5', receivedAt: Date.parse('2025-03-04T09:10:00Z'),
+  }));
+  db.close();
 }
 
 describe('doctor: latest agent mail', () => {
@@ -81,5 +85,23 @@ describe('doctor: latest agent mail', () => {
 
   it('is ok while there is no store or no tagged mail', async () => {
     expect((await checkLatestTaggedMail(configWith(null, null), resolver)).status).toBe('ok');
+  });
+
+  it('warns, not fails, when the latest mail would be refused but the latest accepted reply passes with the config', async () => {
+    // The agent's genuine reply was applied; then someone put mail naming the agent and its task
+    // into the folder by hand (no Received field): the config is not what refuses it.
+    const handWritten = Buffer.from(gmail.toString('latin1').replace(/^Received:[^\r]*\r\n(?:[ \t][^\r]*\r\n)*/gim, ''), 'latin1');
+    const config = configWith('provider = "gmail"', null);
+    record(config.store.path, gmail, 'applied:done');
+    record(config.store.path, handWritten, 'auth:no-border');
+    const c = await checkLatestTaggedMail(config, resolver);
+    expect(c.status).toBe('warn');
+    expect(c.detail).toMatch(/^ledger #2 \(auth:no-border\) would be refused: gate 5: no Received field:.*; ledger #1 \(applied:done\), the latest reply accepted, passes with this config$/);
+    expect(c.fix).toMatch(/^the config is not the cause/);
+    // With a config under which the accepted reply would fail too, the config is the suspect: fail.
+    const wrong = configWith(null, null);
+    record(wrong.store.path, gmail, 'applied:done');
+    record(wrong.store.path, handWritten, 'auth:no-border');
+    expect((await checkLatestTaggedMail(wrong, resolver)).status).toBe('fail');
   });
 });
