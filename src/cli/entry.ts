@@ -13,24 +13,21 @@
  * The cache is a file in Node's compile cache folder (`NODE_COMPILE_CACHE`, set by the service
  * templates to a folder beside the store; its name carries Node's version): with the variable
  * unset there is none, and the bundle is compiled as any module is. V8 checks a cache against its
- * own version, its flags and the source's *length* only, so the file also names the bundle file
- * it was made from (device, inode, size, modification and change times, {@link bundleIdentity}):
- * a cache of another file, or of this one before any write to it, is never used. A cache that is
- * missing, of another file or refused by V8 is made again by the next `serve`. Nothing here is
- * needed for the CLI to work: every failure reading or writing the cache is ignored, as Node
- * ignores its own (docs/architecture.md, "Start-up and memory").
+ * own version, its flags and the source's *length* only, and not its own bytes, so the file also
+ * names the bundle file it was made from (device, inode, size, modification and change times,
+ * {@link bundleIdentity}) and the hash of its bytes (src/cli/code-cache-file.ts): a cache of another
+ * file, of this one before any write to it, or damaged, is never used. A cache that is missing,
+ * unusable or refused by V8 is made again by the next `serve`. Nothing here is needed for the CLI
+ * to work: every failure reading or writing the cache is ignored, as Node ignores its own
+ * (docs/architecture.md, "Start-up and memory").
  */
-import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync, type BigIntStats } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, type BigIntStats } from 'node:fs';
 import { createRequire, getCompileCacheDir } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Script } from 'node:vm';
 import { CODE_CACHE_HOOK, type CodeCacheWriter } from './code-cache.js';
-
-/** A code cache larger than this, in bytes, is not read (the bundle's is about 650 KiB). */
-const CACHE_MAX_BYTES = 32 * 1024 * 1024;
-/** The first bytes of a cache file, before the identity of the bundle it was made from. */
-const CACHE_MAGIC = 'a2a-mailbridge code cache 1 ';
+import { readCodeCache, writeCodeCache } from './code-cache-file.js';
 
 const bundlePath = join(dirname(fileURLToPath(import.meta.url)), 'bundle.js');
 
@@ -49,10 +46,8 @@ if (process.sourceMapsEnabled) {
 function runWithCodeCache(cacheDir: string | undefined): void {
   const cachePath = cacheDir ? join(cacheDir, 'a2a-mailbridge-bundle.v8cache') : undefined;
   const bundle = readBundle();
-  // The header every cache of this very file starts with; null: the file changed while read.
-  const header = bundle.identity === null ? null : Buffer.from(`${CACHE_MAGIC}${bundle.identity}\n`);
-  const file = header ? readIfThere(cachePath) : undefined;
-  const cached = file && header && file.subarray(0, header.length).equals(header) ? file.subarray(header.length) : undefined;
+  // Only a cache of this very file, whole (src/cli/code-cache-file.ts); none while the file changed under the read.
+  const cached = cachePath && bundle.identity !== null ? readCodeCache(cachePath, bundle.identity) : undefined;
   // The bundle as CommonJS wraps a module (what Node's loader does with compileFunction).
   const script = new Script(`(function (exports, require, module, __filename, __dirname) { ${bundle.source}\n});`, {
     filename: bundlePath,
@@ -61,15 +56,9 @@ function runWithCodeCache(cacheDir: string | undefined): void {
     // `require`), and Node's hook for one in a vm.Script is experimental and warns when used.
   });
   const writer: CodeCacheWriter = () => {
-    if (!cachePath || !header || (cached && !script.cachedDataRejected)) return false;
+    if (!cachePath || bundle.identity === null || (cached && !script.cachedDataRejected)) return false;
     try {
-      const data = Buffer.concat([header, script.createCachedData()]);
-      mkdirSync(dirname(cachePath), { recursive: true, mode: 0o700 });
-      // Written aside and renamed: a start running meanwhile reads the old file or the new one, whole.
-      const tmp = `${cachePath}.${process.pid}.tmp`;
-      writeFileSync(tmp, data, { mode: 0o600 });
-      renameSync(tmp, cachePath);
-      return true;
+      return writeCodeCache(cachePath, bundle.identity, script.createCachedData());
     } catch {
       return false;
     }
@@ -103,18 +92,4 @@ function readBundle(): { source: string; identity: string | null } {
  */
 function bundleIdentity(s: BigIntStats): string {
   return `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
-}
-
-/**
- * The bytes of the regular file at `path`, when there is one of at most {@link CACHE_MAX_BYTES};
- * else undefined (a FIFO there would block the read, a huge file fill memory).
- */
-function readIfThere(path: string | undefined): Buffer | undefined {
-  if (!path) return undefined;
-  try {
-    const st = statSync(path);
-    return st.isFile() && st.size <= CACHE_MAX_BYTES ? readFileSync(path) : undefined;
-  } catch {
-    return undefined;
-  }
 }
