@@ -72,7 +72,7 @@ function hostLines(raw: string[]): number {
 const JSON_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store' } as const;
 
 /** A Content-Encoding that names no coding but `identity` (case-insensitive, RFC 9110 §8.4.1): the body is as sent. */
-const IDENTITY_ONLY = /^[\s,]*(?:identity[\s,]*)*$/i;
+const IDENTITY_ONLY = /^[\s,]*(?:identity\s*(?:,[\s,]*|$))*$/i;
 
 /**
  * The error for a request body in a content coding the server does not decode (gzip, br…): 415 with
@@ -82,7 +82,13 @@ const IDENTITY_ONLY = /^[\s,]*(?:identity[\s,]*)*$/i;
 function codingNotSupported(coding: string): A2AError {
   return new A2AError('contentTypeNotSupported', `Content-Encoding ${coding.slice(0, 80)} is not supported; send the body uncompressed`);
 }
-const ACCEPT_IDENTITY = { 'accept-encoding': 'identity' } as const;
+/**
+ * The headers of an answer given before the request's body was read (401, 415, a version refused
+ * over REST): the connection closes after it, so a body the caller still sends is never read (a
+ * 400 MiB body was read whole to keep the connection).
+ */
+const UNREAD = { connection: 'close' } as const;
+const ACCEPT_IDENTITY = { 'accept-encoding': 'identity', ...UNREAD } as const;
 
 /**
  * Starts the A2A HTTP server: loopback only, enforced here again; the `Host` header must name a
@@ -168,8 +174,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     const m = /^Bearer[ ]+(\S+)\s*$/i.exec(auth);
     if (!m || !timingSafeEqual(digest(m[1]!), bearer)) {
       refused(401, { agent: agent.name, why: m ? 'wrong bearer' : 'no bearer' }, 'request refused: 401 (the caller must send the content of server.bearer_file)');
-      req.resume();
-      send(res, 401, { error: 'missing or wrong bearer token' }, { 'www-authenticate': 'Bearer realm="a2a-mailbridge"' });
+      send(res, 401, { error: 'missing or wrong bearer token' }, { 'www-authenticate': 'Bearer realm="a2a-mailbridge"', ...UNREAD });
       return null;
     }
     return callerKey;
@@ -182,14 +187,12 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     const type = req.headers['content-type'];
     if (type !== undefined && !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
       // A JSON-RPC error body, so a JSON-RPC client can read it (A2A v1.0 §9.5: ContentTypeNotSupportedError).
-      req.resume();
       const err = new A2AError('contentTypeNotSupported', `Content-Type ${type.slice(0, 80)} is not supported; send application/json`);
-      send(res, 415, errorResponse(null, err, dialectOfHeader(version)));
+      send(res, 415, errorResponse(null, err, dialectOfHeader(version)), UNREAD);
       return;
     }
     const coding = req.headers['content-encoding'];
     if (coding !== undefined && !IDENTITY_ONLY.test(coding)) {
-      req.resume();
       send(res, 415, errorResponse(null, codingNotSupported(coding), dialectOfHeader(version)), ACCEPT_IDENTITY);
       return;
     }
@@ -299,29 +302,23 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
   const restCall = async (req: IncomingMessage, res: ServerResponse, agent: AgentConfig, route: RestCall): Promise<void> => {
     const callerKey = authorized(req, res, agent);
     if (callerKey === null) return;
-    const fail = (err: A2AError): void => {
+    const fail = (err: A2AError, headers?: Record<string, string>): void => {
       const e = restError(err);
-      send(res, e.status, e.body);
+      send(res, e.status, e.body, headers);
     };
     // Only v1.0 is served over HTTP+JSON; no header is taken as the caller meaning this interface's version.
     const version = String(req.headers['a2a-version'] ?? urlOf(req.url).searchParams.get('A2A-Version') ?? '').trim();
     if (version !== '' && supportedVersion(version) !== '1.0') {
-      req.resume();
-      return fail(new A2AError('versionNotSupported', `A2A-Version ${version.slice(0, 20)} is not served over HTTP+JSON; use 1.0`));
+      return fail(new A2AError('versionNotSupported', `A2A-Version ${version.slice(0, 20)} is not served over HTTP+JSON; use 1.0`), UNREAD);
     }
     let params: Record<string, unknown> = route.params;
     if (route.body) {
       const type = req.headers['content-type'];
       if (type !== undefined && !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
-        req.resume();
-        return fail(new A2AError('contentTypeNotSupported', `Content-Type ${type.slice(0, 80)} is not supported; send application/json`));
+        return fail(new A2AError('contentTypeNotSupported', `Content-Type ${type.slice(0, 80)} is not supported; send application/json`), UNREAD);
       }
       const coding = req.headers['content-encoding'];
-      if (coding !== undefined && !IDENTITY_ONLY.test(coding)) {
-        req.resume();
-        const e = restError(codingNotSupported(coding));
-        return send(res, e.status, e.body, ACCEPT_IDENTITY);
-      }
+      if (coding !== undefined && !IDENTITY_ONLY.test(coding)) return fail(codingNotSupported(coding), ACCEPT_IDENTITY);
       const body = await readBody(req, config.server.maxBodyBytes);
       if (body === null) return send(res, 413, restError(new A2AError('invalidRequest', `request body over ${config.server.maxBodyBytes} bytes (server.max_body_bytes)`), 413).body, { connection: 'close' });
       if (body.length > 0) {

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { TEST_BEARER } from '../../helpers/config-dir.js';
@@ -73,6 +74,34 @@ describe('the door', () => {
     const plain = await post(suite.h.endpoint, 'Identity', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} }));
     expect(plain.status).toBe(200);
     expect(((await plain.json()) as { result?: unknown }).result).toBeDefined();
+  });
+
+  it('a request refused before its body is read (401, 415) closes the connection instead of reading a body that may be huge; identityidentity is a coding', async () => {
+    const { hostname, port, pathname } = new URL(suite.h.endpoint);
+    /** Sends the head of a POST that declares 100 MiB and 64 KiB of it; resolves with the answer's head once the server closes. */
+    const refused = (headers: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const socket = connect(Number(port), hostname, () => {
+          socket.write(`POST ${pathname} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Length: ${100 * 1024 * 1024}\r\n${headers}\r\n`);
+          socket.write(Buffer.alloc(64 * 1024, 0x20));
+        });
+        let answer = '';
+        socket.on('data', (d: Buffer) => (answer += d.toString('latin1')));
+        socket.on('error', reject);
+        // The server ends the connection: no more of the 100 MiB is ever asked for.
+        socket.on('close', () => resolve(answer.slice(0, answer.indexOf('\r\n\r\n'))));
+      });
+    const wrongBearer = await refused('Content-Type: application/json\r\nAuthorization: Bearer nope\r\n');
+    expect(wrongBearer).toMatch(/^HTTP\/1\.1 401 /);
+    expect(wrongBearer).toMatch(/\r\nconnection: close/i);
+    const gzip = await refused(`Content-Type: application/json\r\nContent-Encoding: gzip\r\nAuthorization: Bearer ${TEST_BEARER}\r\n`);
+    expect(gzip).toMatch(/^HTTP\/1\.1 415 /);
+    expect(gzip).toMatch(/\r\nconnection: close/i);
+    const type = await refused(`Content-Type: text/plain\r\nAuthorization: Bearer ${TEST_BEARER}\r\n`);
+    expect(type).toMatch(/^HTTP\/1\.1 415 /);
+    // Two codings' names run together are not identity (RFC 9110 §8.4: a comma-separated list).
+    const doubled = await fetch(suite.h.endpoint, { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': 'identityidentity', authorization: `Bearer ${TEST_BEARER}` }, body: '{}' });
+    expect(doubled.status).toBe(415);
   });
 
   it('caps open tasks per agent atomically, names the limit and when to retry, and stores nothing beyond it', async () => {
