@@ -211,8 +211,12 @@ program.parseAsync().catch(async (err: unknown) => {
     );
     process.exit(2);
   }
+  // A message may quote what a file held (a config line with a terminal's escape sequence):
+  // every control or invisible character but the line breaks is shown escaped (format.ts).
+  const { clean } = await import('./format.js');
+  const shown = (message: string): string => message.split('\n').map(clean).join('\n');
   if (isUserError(err)) {
-    process.stderr.write(`a2a-mailbridge: ${err.message}\n`);
+    process.stderr.write(`a2a-mailbridge: ${shown(err.message)}\n`);
     process.exit(2);
   }
   if ((err as Error)?.name === 'MailboxError') {
@@ -221,7 +225,7 @@ program.parseAsync().catch(async (err: unknown) => {
     err = asCliFailure(err);
   }
   if (err instanceof CliFailure) {
-    process.stderr.write(`a2a-mailbridge: ${err.message}\n`);
+    process.stderr.write(`a2a-mailbridge: ${shown(err.message)}\n`);
     process.exit(1);
   }
   process.stderr.write(`a2a-mailbridge: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`);

@@ -230,6 +230,16 @@ describe('init → edit → doctor', () => {
     }
   });
 
+  it('a config error quoting a line with a terminal escape sequence shows it escaped', async () => {
+    const file = join(root, 'escape.toml');
+    writeFileSync(file, '\x1b]0;PWNED\x07\x1b[2J\n', { mode: 0o600 });
+    const r = await runCli(['--config', file, 'config']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^a2a-mailbridge: config file: .*escape\.toml is not valid TOML/);
+    expect(r.stderr).toContain('\\u{1b}]0;PWNED\\u{7}\\u{1b}[2J');
+    expect([...r.stderr].filter((c) => c !== '\n' && (c < ' ' || c === '\x7f'))).toEqual([]);
+  });
+
   it('a missing config file says to run init', async () => {
     const r = await runCli(['--config', join(root, 'nope.toml'), 'doctor']);
     expect(r.status).toBe(1);
