@@ -11,7 +11,7 @@
  * and the bytes hash to what it says; anything else reads as no cache, and the next `serve` writes
  * a new one. Never throws: a cache is an optimisation (docs/architecture.md, "Start-up and memory").
  */
-import { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { hash, randomBytes } from 'node:crypto';
 import { dirname } from 'node:path';
 
@@ -35,13 +35,9 @@ export function readCodeCache(path: string, identity: string): Buffer | undefine
     fd = openSync(path, READ_FLAGS);
     const st = fstatSync(fd);
     if (!st.isFile() || st.size > CACHE_MAX_BYTES) return undefined;
-    const file = Buffer.allocUnsafe(st.size);
-    let got = 0;
-    while (got < file.length) {
-      const n = readSync(fd, file, got, file.length - got, got);
-      if (n === 0) break;
-      got += n;
-    }
+    const file = readFileSync(fd);
+    const got = file.length;
+    if (got > CACHE_MAX_BYTES) return undefined;
     const prefix = Buffer.from(`${MAGIC}${identity} `);
     const end = prefix.length + 64;
     if (got <= end || !file.subarray(0, prefix.length).equals(prefix) || file[end] !== 0x0a) return undefined;
