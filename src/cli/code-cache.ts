@@ -16,7 +16,7 @@ export type CodeCacheWriter = () => boolean;
  * function a start runs.
  * @returns true when a cache file was written
  */
-export function writeCodeCache(): boolean {
+export function saveStartCodeCache(): boolean {
   const writer = (globalThis as Record<symbol, unknown>)[CODE_CACHE_HOOK] as CodeCacheWriter | undefined;
   return writer?.() ?? false;
 }

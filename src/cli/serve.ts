@@ -5,7 +5,7 @@ import type { CheckSummary } from '../core/mail-check.js';
 import { createServiceLogger, rolledLogFiles, underSystemd } from '../log.js';
 import { startupSummary } from './serve-summary.js';
 import { IDLE_CHECK_EVERY_MS, IdleRelease, releaseHeap } from './heap-release.js';
-import { writeCodeCache } from './code-cache.js';
+import { saveStartCodeCache } from './code-cache.js';
 
 /**
  * `a2a-mailbridge serve`: runs the bridge until SIGINT/SIGTERM, then closes the socket, waits for
@@ -35,7 +35,7 @@ export async function serve(configFile: string, o: { logLevel?: string }): Promi
   // What the configuration made it load (docs/architecture.md, "Start-up and memory").
   log.debug({ packages: loadedPackages() }, 'libraries loaded at start');
   // Every function of the start is compiled now: the next start reads them (src/cli/entry.ts).
-  if (writeCodeCache()) log.debug('code cache of the start written');
+  if (saveStartCodeCache()) log.debug('code cache of the start written');
   // Started, and later quiet after calls: what the work grew V8's heap to goes back to the system
   // (src/cli/heap-release.ts).
   const release = (msg: string): void => {
