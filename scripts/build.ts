@@ -80,9 +80,6 @@ function packageOf(file: string): string | null {
   return m ? m[1]!.replace('\\', '/') : null;
 }
 
-/** Whether `file` (an absolute path) lies in the folder of a package of node_modules. */
-const inNodeModules = (file: string): boolean => /[\\/]node_modules[\\/]/.test(file);
-
 /** The process entries: the CLI and each worker thread's module, by output name. */
 export const ENTRIES: Record<string, string> = {
   main: 'src/cli/entry.ts',
@@ -118,10 +115,11 @@ export async function bundle(outDir: string): Promise<string> {
           b.onResolve({ filter: /^[^./]/ }, (a) => {
             // The stand-in's own require: the real module (a built-in stays a require of Node's).
             if (a.namespace === 'stand-in') return isBuiltin(a.path) ? { path: a.path, external: true } : { path: createRequire(join(a.resolveDir, 'x.js')).resolve(a.path) };
-            if (LAZY_REQUIRES[packageOf(a.importer) ?? '']?.includes(a.path)) return { path: a.path, namespace: 'stand-in', pluginData: dirname(a.importer) };
+            const importerPackage = packageOf(a.importer);
+            if (LAZY_REQUIRES[importerPackage ?? '']?.includes(a.path)) return { path: a.path, namespace: 'stand-in', pluginData: dirname(a.importer) };
             if (isBuiltin(a.path)) return undefined;
             const name = a.path.startsWith('@') ? a.path.split('/').slice(0, 2).join('/') : a.path.split('/')[0]!;
-            const fromBundledLibrary = inNodeModules(a.importer);
+            const fromBundledLibrary = importerPackage !== null;
             if (!fromBundledLibrary && !BUNDLED.includes(name)) return undefined;
             return { path: createRequire(fromBundledLibrary ? a.importer : join(ROOT, 'package.json')).resolve(a.path) };
           });
