@@ -42,6 +42,35 @@ export function truncate(text: string, max: number): string {
   return chars.length <= max ? text : `${chars.slice(0, Math.max(0, max - 1)).join('')}…`;
 }
 
+/**
+ * `text` cut to at most `max` characters (code points) by leaving out its middle: its first third
+ * and the rest of the budget from its end stay, joined by ` … `, each cut moved to a space when one
+ * lies within 12 characters of it. For a text whose end says what its start leads up to: a ledger
+ * reason names its gate and rule first and ends with what was missing ("gate 7: no trusted
+ * dkim=pass … (trusted: …; the message holds no DKIM-Signature with d=…)"), the detail between.
+ */
+export function elideMiddle(text: string, max: number): string {
+  const chars = [...text];
+  if (chars.length <= max) return text;
+  const room = Math.max(0, max - 3);
+  let head = Math.floor(room / 3);
+  let tail = chars.length - (room - head);
+  const space = (i: number): boolean => chars[i] === ' ';
+  for (let i = head; i > Math.max(0, head - 12); i--) {
+    if (space(i)) {
+      head = i;
+      break;
+    }
+  }
+  for (let i = tail; i < Math.min(chars.length, tail + 12); i++) {
+    if (space(i)) {
+      tail = i + 1;
+      break;
+    }
+  }
+  return `${chars.slice(0, head).join('').trimEnd()} … ${chars.slice(tail).join('').trimStart()}`;
+}
+
 /** A time as ISO-8601 UTC to the second (`2026-05-01T10:00:03Z`), or `-` for none. */
 export function isoUtc(ms: number | null | undefined): string {
   return ms === null || ms === undefined ? '-' : iso(ms);

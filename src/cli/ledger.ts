@@ -1,7 +1,7 @@
 import { type LedgerRow } from '../store/ledger.js';
 import { parseCount, parseTime, parseVerdict } from './args.js';
 import { CliFailure, UsageError } from './errors.js';
-import { clean, isoJson, isoUtc, printJson, table, truncate } from './format.js';
+import { clean, elideMiddle, isoJson, isoUtc, printJson, table, truncate } from './format.js';
 import { openReadOnly, type StoreLocation } from './open-store.js';
 import { resolveLedgerTask } from './task-id.js';
 
@@ -15,6 +15,8 @@ export interface LedgerOptions {
   until?: string;
   limit?: string;
   json?: boolean;
+  /** Every column whole: From, Subject and the reason are not cut. */
+  wide?: boolean;
   /** A ledger id: write that message's raw bytes to stdout instead of listing. */
   raw?: string;
 }
@@ -29,12 +31,19 @@ export function ledgerJson(r: LedgerRow): LedgerJson {
   return { ...rest, seenAt: isoJson(seenAt) };
 }
 
+/** How wide the cut columns of `ledger` are, in characters (code points); `--wide` cuts none. */
+export const LEDGER_WIDTHS = { from: 36, subject: 48, reason: 160 } as const;
+
 /**
  * The human table of `ledger`, newest first: id (for `--raw`), time seen, verdict, task id (first
  * 8 characters), From, Subject and the reason. Header text from mail is made inert (`clean`).
+ * From and Subject are cut at their end, the reason in its middle ({@link elideMiddle}): its start
+ * names the gate and its end what the mail lacked. With `wide`, every cell is whole (and still
+ * inert); `--json` has the same rows whole too.
  */
-export function formatLedger(rows: readonly LedgerRow[]): string {
+export function formatLedger(rows: readonly LedgerRow[], o: { wide?: boolean } = {}): string {
   if (rows.length === 0) return 'no ledger rows match';
+  const cut = (text: string, max: number, how: (t: string, m: number) => string = truncate): string => (o.wide ? clean(text) : how(clean(text), max));
   return table(
     ['ID', 'SEEN (UTC)', 'VERDICT', 'TASK', 'FROM', 'SUBJECT', 'REASON'],
     rows.map((r) => [
@@ -42,9 +51,9 @@ export function formatLedger(rows: readonly LedgerRow[]): string {
       isoUtc(r.seenAt),
       r.verdict,
       r.taskId ? r.taskId.slice(0, 8) : '-',
-      truncate(clean(r.fromHeader ?? '-'), 36),
-      truncate(clean(r.subject ?? '-'), 48),
-      truncate(clean(r.reason), 120),
+      cut(r.fromHeader ?? '-', LEDGER_WIDTHS.from),
+      cut(r.subject ?? '-', LEDGER_WIDTHS.subject),
+      cut(r.reason, LEDGER_WIDTHS.reason, elideMiddle),
     ]),
   );
 }
@@ -63,7 +72,7 @@ export function formatLedger(rows: readonly LedgerRow[]): string {
  */
 export function runLedger(where: StoreLocation, o: LedgerOptions, now = Date.now()): number {
   if (o.raw !== undefined) {
-    if (o.verdict ?? o.task ?? o.since ?? o.until ?? o.limit ?? o.json) throw new UsageError('--raw <id> takes no other option');
+    if (o.verdict ?? o.task ?? o.since ?? o.until ?? o.limit ?? o.json ?? o.wide) throw new UsageError('--raw <id> takes no other option');
     const id = parseCount(o.raw, '--raw', 1, Number.MAX_SAFE_INTEGER);
     if (process.stdout.isTTY) {
       throw new UsageError(`--raw writes the message's raw bytes, which may hold terminal escape sequences; redirect it: a2a-mailbridge ledger --raw ${id} > message-${id}.eml`);
@@ -91,7 +100,7 @@ export function runLedger(where: StoreLocation, o: LedgerOptions, now = Date.now
   try {
     const rows = db.ledger.query({ ...q, ...(o.task !== undefined ? { taskId: resolveLedgerTask(db, o.task) } : {}) });
     if (o.json) printJson(rows.map(ledgerJson));
-    else process.stdout.write(`${formatLedger(rows)}\n`);
+    else process.stdout.write(`${formatLedger(rows, o)}\n`);
     return 0;
   } finally {
     db.close();

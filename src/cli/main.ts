@@ -127,6 +127,7 @@ program
   .option('--limit <n>', 'at most n rows (default 50)')
   .option('--raw <id>', "write that row's raw message bytes to stdout (redirect to a file)")
   .option(...dbOption)
+  .option('--wide', 'every column whole: From, Subject and the reason are not cut (the reason is cut in its middle otherwise)')
   .option('--json', 'JSON array (never the raw bytes)')
   .action(async (o: LedgerOptions & { db?: string }) => run((await import('./ledger.js')).runLedger(where(o), o)));
 

@@ -156,6 +156,10 @@ describe('ledger', () => {
     const old = JSON.parse((await cli('ledger', '--until', '30d', '--json')).stdout) as LedgerJson[];
     expect(old.map((l: { verdict: string }) => l.verdict)).toEqual(['no-task-id', 'auth:dkim-unaligned', 'applied:done']);
     expect(JSON.parse((await cli('ledger', '--limit', '2', '--json')).stdout)).toHaveLength(2);
+    // --wide: the same rows, no cell cut; with --raw it is a usage error like every other option.
+    const wide = await cli('ledger', '--wide', '--verdict', 'auth:');
+    expect([wide.status, wide.stdout.trimEnd().split('\n').slice(1).map((l) => l.split(/\s+/)[2])]).toEqual([0, ['auth:from-mismatch', 'auth:dkim-unaligned']]);
+    expect((await cli('ledger', '--raw', '1', '--wide')).status).toBe(2);
     const all = await cli('ledger', '--json');
     expect(all.stdout).not.toContain('"raw"');
     expect(all.stdout).not.toContain('forged\\r\\n');

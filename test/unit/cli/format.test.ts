@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clean, cleanLines, gap, isoJson, isoUtc, jsonForTerminal, printJson, table, truncate } from '../../../src/cli/format.js';
+import { clean, cleanLines, elideMiddle, gap, isoJson, isoUtc, jsonForTerminal, printJson, table, truncate } from '../../../src/cli/format.js';
 
 describe('human output', () => {
   it('makes terminal controls and bidi overrides from mail visible and inert', () => {
@@ -35,6 +35,18 @@ describe('human output', () => {
   it('aligns columns, cleans every cell and leaves the last column unpadded', () => {
     const t = table(['ID', 'NAME', 'NOTE'], [['1', 'a', 'x'], ['22', 'bbbb', '\x1b[1m']]);
     expect(t.split('\n')).toEqual(['ID  NAME  NOTE', '1   a     x', '22  bbbb  \\u{1b}[1m']);
+  });
+
+  it('elideMiddle keeps the start and the end within max code points, cutting at spaces near the budget', () => {
+    expect(elideMiddle('short text', 20)).toBe('short text');
+    const words = Array.from({ length: 40 }, (_, i) => `w${i}`).join(' ');
+    const cut = elideMiddle(words, 40);
+    expect([...cut].length).toBeLessThanOrEqual(40);
+    expect(cut).toMatch(/^w0 w1 w2 w3 \S* ?… (\S+ )*w38 w39$/u);
+    expect(cut.split(' … ')[0]!.endsWith(' ')).toBe(false);
+    // No space near the cut: cut inside the word; astral characters count as one.
+    const solid = '🙂'.repeat(50);
+    expect(elideMiddle(solid, 21)).toBe(`${'🙂'.repeat(6)} … ${'🙂'.repeat(12)}`);
   });
 
   it('times are ISO UTC; gaps read as a person would say them', () => {

@@ -40,6 +40,26 @@ describe('tasks and ledger listings', () => {
     expect(rows.map(ledgerJson)[0]).not.toHaveProperty('raw');
   });
 
+  it('ledger REASON: a long reason keeps its start and the end that explains the refusal; --wide prints it whole, escaped', () => {
+    // Gate 7's words for a mail written into the folder by hand with a provider stamp copied in (README, Troubleshooting).
+    const why = 'the message holds no DKIM-Signature with d=agent.example';
+    const reason = `gate 7: no trusted dkim=pass with header.d=agent.example matching a DKIM-Signature (trusted: dkim=pass header.d=agent.example; ${why})`;
+    const row = { ...db.ledger.query({ verdict: 'auth:dkim-unaligned', limit: 1 })[0]!, reason };
+    const cell = (text: string): string => text.split('\n')[1]!.split('  ').at(-1)!;
+    const cut = cell(formatLedger([row]));
+    expect(cut.startsWith('gate 7: no trusted dkim=pass')).toBe(true);
+    expect(cut.endsWith(`${why})`)).toBe(true);
+    expect(cut).toContain(' … ');
+    expect(cell(formatLedger([row], { wide: true }))).toBe(reason);
+    // Either way, what the mail put into the reason stays inert.
+    const hostile = { ...row, reason: `gate 4: From is \x1b[2J${'x'.repeat(300)}@evil.example, not agent@agent.example` };
+    for (const text of [formatLedger([hostile]), formatLedger([hostile], { wide: true })]) {
+      expect(text).not.toContain('\x1b');
+      expect(text).toContain('not agent@agent.example');
+    }
+    expect(formatLedger([hostile], { wide: true })).toContain('\\u{1b}[2J');
+  });
+
   it('prune: one line of counts, saying what stays', () => {
     expect(formatPrune({ tasks: 2, turns: 2, attempts: 2, messages: 2, artifacts: 1, replies: 2, attachments: 0, events: 5, ledger: 2 }, NOW, true)).toBe(
       'would delete 2 tasks, 2 turns, 2 dispatch attempts, 2 messages, 1 artifact, 2 replies, 0 attachments, 5 task events, 2 ledger rows (tasks finished and mail seen before 2026-06-01T12:00:00Z; open tasks and audit entries are kept)',
