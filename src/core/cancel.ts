@@ -24,14 +24,32 @@ export function cancelTask(
   return ctx.store.tx((tx) => {
     const task = tx.tasks.get(taskId);
     if (!task || task.agent !== agent.name) throw new BridgeError('task-not-found', `Task ${taskId} not found`);
-    if (isTerminal(task.state)) {
-      throw new BridgeError('task-not-cancelable', `Task ${taskId} is ${task.state.toLowerCase()} and cannot be canceled`);
-    }
+    if (isTerminal(task.state)) throw new BridgeError('task-not-cancelable', notCancelable(task));
     const turn = tx.turns.get(task.id, task.turn);
     if (turn?.dispatchState === 'pending') tx.dispatch.move(turn.dispatchId, 'canceled', { nextAttemptAt: null });
     tx.turns.revokeTokens(task.id);
     return { task: tx.tasks.transition(task, 'CANCELED', { at: ctx.now(), cause, deadlineAt: null }), changed: true };
   });
+}
+
+/**
+ * Why a task in a terminal state cannot be canceled, in words for that state: the caller's
+ * TaskNotCancelableError message (A2A v1.0 §3.1.5; the code stays -32002, src/a2a/errors.ts).
+ * A canceled task is "already canceled", not a task that "cannot be canceled".
+ */
+export function notCancelable(task: Pick<TaskRow, 'id' | 'state'>): string {
+  switch (task.state) {
+    case 'CANCELED':
+      return `Task ${task.id} is already canceled; there is nothing more to cancel`;
+    case 'COMPLETED':
+      return `Task ${task.id} cannot be canceled: it is already completed`;
+    case 'FAILED':
+      return `Task ${task.id} cannot be canceled: it has already failed`;
+    case 'REJECTED':
+      return `Task ${task.id} cannot be canceled: the agent already rejected it`;
+    default:
+      return `Task ${task.id} cannot be canceled: it is ${task.state}`;
+  }
 }
 
 /**

@@ -24,7 +24,7 @@ describe('CancelTask', () => {
     expect(notice.id).not.toBe(suite.h.receiver.requests[0]!.id);
 
     const again = await call('CancelTask', { id: task!.id });
-    expect(again.error).toMatchObject({ code: -32002, data: [{ reason: 'TASK_NOT_CANCELABLE' }] });
+    expect(again.error).toMatchObject({ code: -32002, message: `Task ${task!.id} is already canceled; there is nothing more to cancel`, data: [{ reason: 'TASK_NOT_CANCELABLE' }] });
     await suite.h.app.bridge.idle();
     expect(suite.h.receiver.requests.filter((r) => r.envelope?.cancel)).toHaveLength(1);
     expect(suite.h.app.bridge.ctx.store.attempts.ofTask(task!.id).map((a) => [a.dispatchId.startsWith('cancel_'), a.outcome])).toEqual([
@@ -47,7 +47,11 @@ describe('CancelTask', () => {
     const env = suite.h.receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === task!.id)!;
     await suite.dovecot.append(await suite.h.reply(env));
     expect((await suite.h.rpc(hermesBody('status', ctx))).json.result!.task!.status.state).toBe('TASK_STATE_COMPLETED');
-    expect((await call('CancelTask', { id: task!.id })).error).toMatchObject({ code: -32002, data: [{ reason: 'TASK_NOT_CANCELABLE' }] });
+    expect((await call('CancelTask', { id: task!.id })).error).toMatchObject({
+      code: -32002,
+      message: `Task ${task!.id} cannot be canceled: it is already completed`,
+      data: [{ reason: 'TASK_NOT_CANCELABLE' }],
+    });
     expect((await call('CancelTask', { id: '00000000-0000-4000-8000-000000000000' })).error).toMatchObject({ code: -32001 });
   });
 });
