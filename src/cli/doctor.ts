@@ -11,6 +11,7 @@ import { Store, StoreError } from '../store/store.js';
 import { TERMINAL_STATES, type TaskState } from '../store/task-state.js';
 import { openMailbox } from '../app.js';
 import { MailboxError } from '../uplink/mailbox.js';
+import { unusedSecretChecks } from './doctor-unused-secrets.js';
 import { mailboxFix } from './mailbox-fix.js';
 import { plural } from '../plural.js';
 import { configPath } from './config-path.js';
@@ -301,6 +302,7 @@ export async function doctor(configFile: string): Promise<DoctorReport> {
   const configFlag = resolve(configPath(undefined)) === file ? '' : ` --config ${file}`;
   const secretChecks = refs.map((r) => checkSecret(r, configFlag));
   checks.push(...secretChecks);
+  checks.push(...unusedSecretChecks(first.doc, file, refs));
   // A config file others may write is refused by the loader too: said once, by the file's check.
   const { check, config } = first.check.status === 'fail' ? { check: { name: 'config', status: 'skip', detail: 'not validated while the config file check fails', fix: 'fix the config file first' } as Check, config: undefined } : checkConfig(file);
   checks.push(check);

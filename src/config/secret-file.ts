@@ -18,6 +18,40 @@ export class SecretFileError extends Error {
 /** Largest secret file we read, in bytes. Secrets are tokens and passwords, never documents. */
 const MAX_SECRET_BYTES = 64 * 1024;
 
+/** A placeholder of secrets.example/ (`replace-with-…`) or of `init` (`REPLACE-WITH-…`): never a real secret. */
+const PLACEHOLDER = /replace-with-/i;
+
+/** True when a secret's text still holds a placeholder (any case), which the loader refuses. */
+export function holdsPlaceholder(text: string): boolean {
+  return PLACEHOLDER.test(text);
+}
+
+/**
+ * Whether the file at `path` holds a placeholder ({@link holdsPlaceholder}), for a file no key
+ * names: read only when it is a regular file (not followed through a symlink) of this user of at
+ * most 64 KiB; false for anything else, and when it cannot be read. Its content is never returned.
+ */
+export function fileHoldsPlaceholder(path: string): boolean {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return false;
+  }
+  try {
+    const st = fstatSync(fd);
+    const uid = process.getuid?.();
+    if (!st.isFile() || st.size > MAX_SECRET_BYTES || (uid !== undefined && st.uid !== uid)) return false;
+    const buf = Buffer.alloc(st.size);
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    return holdsPlaceholder(buf.subarray(0, n).toString('utf8'));
+  } catch {
+    return false;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /**
  * Reads a secret from a file the way ssh and libpq treat private files (docs/architecture.md,
  * "Operating"): opened with O_NOFOLLOW, checked on the open handle with fstat (so a swap between check and read
@@ -101,7 +135,7 @@ export function readSecretFile(path: string, key: string): string {
     if (text.length === 0) {
       throw new SecretFileError(`${key}: secret file ${path} is empty; write the secret into it`, path);
     }
-    if (/replace-with-/i.test(text)) {
+    if (holdsPlaceholder(text)) {
       throw new SecretFileError(`${key}: secret file ${path} still holds the placeholder from secrets.example; write the real secret into it`, path);
     }
     return text;

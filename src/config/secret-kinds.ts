@@ -20,6 +20,17 @@ export function secretKind(key: string): SecretKind | undefined {
   return undefined;
 }
 
+/**
+ * The names of the secret files `init` writes into `secrets/` (and secrets.example/ shows), each
+ * with the key that names it in the example config; `<i>` stands for the agent's index.
+ */
+export const EXAMPLE_SECRET_FILES: Readonly<Record<string, string>> = {
+  bearer: 'server.bearer_file',
+  'webhook-secret': 'agents[<i>].webhook.secret_file',
+  'webhook-bearer': 'agents[<i>].webhook.bearer_file',
+  'imap-password': 'mailbox.imap.password_file',
+};
+
 /** True for the kinds `secret new` generates. */
 export function isGenerated(kind: SecretKind | undefined): boolean {
   return kind === 'bearer' || kind === 'signing-secret';
