@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { isLoopbackLiteral, type AgentConfig, type Config } from '../config/config.js';
 import type { Bridge } from '../core/bridge.js';
 import { cardFor, sendCard } from './card-route.js';
+import { UNREAD, unsupportedContent } from './content-headers.js';
 import { A2AError, asA2AError } from './errors.js';
 import { a2aHandler, dialectOfHeader, supportedVersion } from './handler.js';
 import { findMethod } from './methods.js';
@@ -70,25 +71,6 @@ function hostLines(raw: string[]): number {
 
 /** The headers of every JSON answer. */
 const JSON_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store' } as const;
-
-/** A Content-Encoding that names no coding but `identity` (case-insensitive, RFC 9110 §8.4.1): the body is as sent. */
-const IDENTITY_ONLY = /^[\s,]*(?:identity\s*(?:,[\s,]*|$))*$/i;
-
-/**
- * The error for a request body in a content coding the server does not decode (gzip, br…): 415 with
- * `accept-encoding: identity` (RFC 9110 §15.5.16, §12.5.3), in the form of an unsupported
- * Content-Type (A2A v1.0 §9.5: ContentTypeNotSupportedError). `coding` is the caller's text, cut.
- */
-function codingNotSupported(coding: string): A2AError {
-  return new A2AError('contentTypeNotSupported', `Content-Encoding ${coding.slice(0, 80)} is not supported; send the body uncompressed`);
-}
-/**
- * The headers of an answer given before the request's body was read (401, 415, a version refused
- * over REST): the connection closes after it, so a body the caller still sends is never read (a
- * 400 MiB body was read whole to keep the connection).
- */
-const UNREAD = { connection: 'close' } as const;
-const ACCEPT_IDENTITY = { 'accept-encoding': 'identity', ...UNREAD } as const;
 
 /**
  * Starts the A2A HTTP server: loopback only, enforced here again; the `Host` header must name a
@@ -184,18 +166,9 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     const callerKey = authorized(req, res, agent);
     if (callerKey === null) return;
     const version = String(req.headers['a2a-version'] ?? '').trim();
-    const type = req.headers['content-type'];
-    if (type !== undefined && !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
-      // A JSON-RPC error body, so a JSON-RPC client can read it (A2A v1.0 §9.5: ContentTypeNotSupportedError).
-      const err = new A2AError('contentTypeNotSupported', `Content-Type ${type.slice(0, 80)} is not supported; send application/json`);
-      send(res, 415, errorResponse(null, err, dialectOfHeader(version)), UNREAD);
-      return;
-    }
-    const coding = req.headers['content-encoding'];
-    if (coding !== undefined && !IDENTITY_ONLY.test(coding)) {
-      send(res, 415, errorResponse(null, codingNotSupported(coding), dialectOfHeader(version)), ACCEPT_IDENTITY);
-      return;
-    }
+    const unreadable = unsupportedContent(req.headers);
+    // A JSON-RPC error body, so a JSON-RPC client can read it (A2A v1.0 §9.5: ContentTypeNotSupportedError).
+    if (unreadable) return send(res, 415, errorResponse(null, unreadable.error, dialectOfHeader(version)), unreadable.headers);
     const body = await readBody(req, config.server.maxBodyBytes);
     if (body === null) {
       // A JSON-RPC error body, as for 415 above, so a JSON-RPC client can read why (-32600).
@@ -313,12 +286,8 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     }
     let params: Record<string, unknown> = route.params;
     if (route.body) {
-      const type = req.headers['content-type'];
-      if (type !== undefined && !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
-        return fail(new A2AError('contentTypeNotSupported', `Content-Type ${type.slice(0, 80)} is not supported; send application/json`), UNREAD);
-      }
-      const coding = req.headers['content-encoding'];
-      if (coding !== undefined && !IDENTITY_ONLY.test(coding)) return fail(codingNotSupported(coding), ACCEPT_IDENTITY);
+      const unreadable = unsupportedContent(req.headers);
+      if (unreadable) return fail(unreadable.error, unreadable.headers);
       const body = await readBody(req, config.server.maxBodyBytes);
       if (body === null) return send(res, 413, restError(new A2AError('invalidRequest', `request body over ${config.server.maxBodyBytes} bytes (server.max_body_bytes)`), 413).body, { connection: 'close' });
       if (body.length > 0) {

@@ -104,6 +104,49 @@ describe('the door', () => {
     expect(doubled.status).toBe(415);
   });
 
+  it('a request with no content is not refused for the headers that describe content (RFC 9110 §15.5.16: 415 is for content in a format not supported); content in a coding still is, unread', async () => {
+    const { hostname, port, pathname } = new URL(suite.h.endpoint);
+    const unknown = `${pathname}/tasks/00000000-0000-4000-8000-000000000000:cancel`;
+    /** Sends one request as written and resolves with the answer's head and body once the server closes. */
+    const exchange = (head: string, body = ''): Promise<{ head: string; body: string }> =>
+      new Promise((resolve, reject) => {
+        const socket = connect(Number(port), hostname, () => socket.write(`${head}Host: 127.0.0.1:${port}\r\nConnection: close\r\nAuthorization: Bearer ${TEST_BEARER}\r\n\r\n${body}`));
+        let answer = '';
+        socket.on('data', (d: Buffer) => (answer += d.toString('latin1')));
+        socket.on('error', reject);
+        socket.on('close', () => {
+          const head = answer.slice(0, answer.indexOf('\r\n\r\n'));
+          let rest = answer.slice(head.length + 4);
+          if (!/\r\ntransfer-encoding: chunked/i.test(head)) return resolve({ head, body: rest });
+          let body = '';
+          for (let size = parseInt(rest, 16); size > 0; size = parseInt(rest, 16)) {
+            const start = rest.indexOf('\r\n') + 2;
+            body += rest.slice(start, start + size);
+            rest = rest.slice(start + size + 2);
+          }
+          resolve({ head, body });
+        });
+      });
+    // HTTP+JSON CancelTask needs no body: with Content-Length: 0, or with no length at all (RFC 9112 §6.3: no content), the call is
+    // served whatever Content-Encoding or Content-Type says (here: the task is not found).
+    for (const framing of ['Content-Length: 0\r\n', '']) {
+      for (const header of ['Content-Encoding: gzip\r\n', 'Content-Type: text/plain\r\n']) {
+        const r = await exchange(`POST ${unknown} HTTP/1.1\r\n${framing}${header}`);
+        expect(r.head, `${framing}${header}`).toMatch(/^HTTP\/1\.1 404 /);
+        expect(JSON.parse(r.body)).toMatchObject({ error: { code: 404, details: [{ reason: 'TASK_NOT_FOUND' }] } });
+      }
+    }
+    // JSON-RPC with no content: what is wrong is that there is no request (-32700), not its coding.
+    const rpc = await exchange(`POST ${pathname} HTTP/1.1\r\nContent-Length: 0\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n`);
+    expect(rpc.head).toMatch(/^HTTP\/1\.1 200 /);
+    expect(JSON.parse(rpc.body)).toMatchObject({ id: null, error: { code: -32700 } });
+    // Content in a coding, even of unknown length (chunked), is still 415, and the connection closes without reading it.
+    const chunked = await exchange(`POST ${unknown} HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n`, '10\r\n');
+    expect(chunked.head).toMatch(/^HTTP\/1\.1 415 /);
+    expect(chunked.head).toMatch(/\r\nconnection: close/i);
+    expect(chunked.head).toMatch(/\r\naccept-encoding: identity/i);
+  });
+
   it('caps open tasks per agent atomically, names the limit and when to retry, and stores nothing beyond it', async () => {
     const before = counts();
     const results = await Promise.all(Array.from({ length: 8 }, (_, i) => send(`Concurrent job ${i}`)));
