@@ -28,10 +28,16 @@ import { fileURLToPath } from 'node:url';
 import { Script } from 'node:vm';
 import { CODE_CACHE_HOOK, type CodeCacheWriter } from './code-cache.js';
 import { readCodeCache, writeCodeCache } from './code-cache-file.js';
+import { nodeTooOld } from './node-floor.js';
 
 const bundlePath = join(dirname(fileURLToPath(import.meta.url)), 'bundle.js');
 
-if (process.sourceMapsEnabled) {
+const tooOld = nodeTooOld(process.versions.node, process.execPath, fileURLToPath(import.meta.url));
+if (tooOld !== null) {
+  // Before anything that needs a newer Node (src/cli/node-floor.ts): one line, not a stack trace.
+  process.stderr.write(`${tooOld}\n`);
+  process.exitCode = 1;
+} else if (process.sourceMapsEnabled) {
   // Node maps stack traces only of what its own loader compiled: under --enable-source-maps the
   // bundle is required as any module (its traces name src/ files and lines), with no code cache.
   createRequire(import.meta.url)(bundlePath);

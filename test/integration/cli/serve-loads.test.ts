@@ -1,11 +1,12 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundle } from '../../../scripts/build.js';
 import { makeConfigDir, minimalToml, type ConfigDir } from '../../helpers/config-dir.js';
 import { VERSION } from '../../../src/a2a/agent-card.js';
+import { nodeTooOld } from '../../../src/cli/node-floor.js';
 
 /**
  * What `serve` loads at start on a Maildir config, in the build that ships (scripts/build.ts, the
@@ -159,6 +160,22 @@ describe('serve on a Maildir config, as built', () => {
     expect(readFileSync(file).equals(torn)).toBe(false);
     // Without the folder there is no cache to write.
     expect((await loadedAtStart()).wroteCodeCache).toBe(false);
+  });
+
+  it('started by a Node older than the floor (the first `node` on PATH, run through its #! line), says so and exits 1', (ctx) => {
+    // A Node of the machine's own older than 22.19 (Debian 13's nodejs is 20), if there is one.
+    const old = [...new Set([...(process.env.PATH ?? '').split(':'), '/usr/bin', '/usr/local/bin'])]
+      .map((d) => join(d, 'node'))
+      .find((n) => {
+        const v = spawnSync(n, ['-p', 'process.versions.node'], { encoding: 'utf8' }).stdout?.trim() ?? '';
+        return /^\d+\.\d+/.test(v) && nodeTooOld(v, n, main) !== null;
+      });
+    if (old === undefined) return ctx.skip();
+    const r = spawnSync(main, ['--version'], { encoding: 'utf8', env: { ...process.env, PATH: `${dirname(old)}:${process.env.PATH ?? ''}` } });
+    expect(r.status, r.stderr).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(new RegExp(`^a2a-mailbridge needs Node\\.js 22\\.19 or newer; it was started by Node\\.js \\S+ \\(${old.replace(/[./]/g, '\\$&')}\\)\\. The command runs with the first \`node\` on your PATH`));
+    expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
   });
 
   it('is compiled by the loader of Node under --enable-source-maps, so stack traces name src/ files', () => {
