@@ -55,9 +55,11 @@ describe("README's raw JSON-RPC examples", () => {
 
     const canceled = await call(withId(bodies[3]!));
     expect(canceled.result!.status!.state).toBe('TASK_STATE_CANCELED');
-    // "again, or a finished task: error -32002" (A2A v1.0 §3.1.5: a task in a terminal state is not cancelable)
-    expect(section).toContain('again, or a finished task: error -32002');
-    expect((await call(withId(bodies[3]!))).error!.code).toBe(-32002);
+    // "again: error -32002, TaskNotCancelable, "… is already canceled"" (A2A v1.0 §3.1.5: a task in a terminal state is not cancelable)
+    expect(section).toContain('(again: error -32002, TaskNotCancelable, "… is already canceled";');
+    const again = (await call(withId(bodies[3]!))).error as { code: number; message: string };
+    expect(again.code).toBe(-32002);
+    expect(again.message).toMatch(/ is already canceled;/);
     const unknown = await call(withId(bodies[1]!).replace(id, '00000000-0000-4000-8000-000000000000'));
     expect(unknown.error!.code).toBe(-32001);
   });
