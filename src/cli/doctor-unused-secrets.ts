@@ -104,7 +104,7 @@ export function unusedSecretChecks(doc: Doc, configFile: string, used: readonly 
       }
       if (!fileHoldsPlaceholder(path)) continue;
       const exampleKey = EXAMPLE_SECRET_FILES[basename(path)]?.replace('<i>', agentCount === 1 ? '0' : '<i>');
-      const forKey = exampleKey ? ` (init writes it for ${exampleKey}${whyUnread(doc, name)})` : '';
+      const forKey = exampleKey ? ` (the example config names it in ${exampleKey}${whyUnread(doc, name)})` : '';
       checks.push({
         name: 'unused secret file',
         status: 'warn',

@@ -37,8 +37,8 @@ export function configHeader(at: number): string {
     '#   1. [mailbox]: your address, folder and IMAP server (or a Maildir); write your IMAP app',
     '#      password into secrets/imap-password (it holds a placeholder).',
     '#   2. [[agents]]: the agent\'s From address, DKIM domain and webhook URL. Give the agent the',
-    '#      signing secret in secrets/webhook-secret (or, for auth = "bearer", write its trigger',
-    '#      token into secrets/webhook-bearer and uncomment bearer_file).',
+    '#      signing secret in secrets/webhook-secret (or, for auth = "bearer", uncomment bearer_file',
+    '#      and write its trigger token into secrets/webhook-bearer with mode 0600).',
     '#   3. Run `a2a-mailbridge doctor`: it checks all of this and prints the Hermes snippet.',
     '',
     '',
@@ -46,9 +46,10 @@ export function configHeader(at: number): string {
 }
 
 /**
- * What `init` writes into the folder: the config (the example with a header) and the four secret
- * files — the facade's bearer and the signing secret generated here, the IMAP password and the
- * webhook trigger token as placeholders.
+ * What `init` writes into the folder: the config (the example with a header) and the three secret
+ * files that config reads — the facade's bearer and the signing secret generated here, the IMAP
+ * password as a placeholder. No file for a key the config leaves commented out (a webhook's
+ * `bearer_file`): doctor would report it unused, and the loader says how to create it once named.
  */
 export function initFiles(exampleConfig: string, at: number): InitFile[] {
   return [
@@ -63,11 +64,6 @@ export function initFiles(exampleConfig: string, at: number): InitFile[] {
       path: 'secrets/imap-password',
       content: `${PLACEHOLDER_PREFIX}YOUR-IMAP-APP-PASSWORD\n`,
       note: 'placeholder: replace its content with your IMAP app password (the file stays mode 0600)',
-    },
-    {
-      path: 'secrets/webhook-bearer',
-      content: `${PLACEHOLDER_PREFIX}THE-WEBHOOK-TRIGGER-TOKEN\n`,
-      note: 'placeholder: for auth = "bearer" or "both" only, replace it with the token the agent\'s webhook expects',
     },
   ];
 }

@@ -21,8 +21,9 @@ export function secretKind(key: string): SecretKind | undefined {
 }
 
 /**
- * The names of the secret files `init` writes into `secrets/` (and secrets.example/ shows), each
- * with the key that names it in the example config; `<i>` stands for the agent's index.
+ * The names of the secret files secrets.example/ shows (`init` writes those its config reads into
+ * `secrets/`: all but `webhook-bearer`), each with the key that names it in the example config;
+ * `<i>` stands for the agent's index.
  */
 export const EXAMPLE_SECRET_FILES: Readonly<Record<string, string>> = {
   bearer: 'server.bearer_file',

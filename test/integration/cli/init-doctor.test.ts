@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -72,9 +72,11 @@ describe('init → edit → doctor', () => {
     expect(mode(join(dir, 'secrets'))).toBe(0o700);
     expect(mode(join(dir, 'state'))).toBe(0o700);
     expect(mode(join(dir, 'logs'))).toBe(0o700);
-    for (const f of ['config.toml', 'secrets/bearer', 'secrets/webhook-secret', 'secrets/imap-password', 'secrets/webhook-bearer']) {
+    for (const f of ['config.toml', 'secrets/bearer', 'secrets/webhook-secret', 'secrets/imap-password']) {
       expect(mode(join(dir, f)), f).toBe(0o600);
     }
+    // Only the files its config reads: no placeholder for the commented-out webhook bearer_file.
+    expect(readdirSync(join(dir, 'secrets')).sort()).toEqual(['bearer', 'imap-password', 'webhook-secret']);
     const bearer = readFileSync(join(dir, 'secrets/bearer'), 'utf8');
     expect(bearer).toMatch(/^[0-9a-f]{64}\n$/);
     expect(r.stdout).not.toContain(bearer.trim());
@@ -150,14 +152,9 @@ describe('init → edit → doctor', () => {
     expect(ex.line).toMatch(/^warn +example identities +mailbox\.address = me@example\.com, agents\[0\]\.address = agent@agent\.example, agents\[0\]\.dkim_domain = agent\.example are example names \(RFC 2606\)/);
     // the fix names exactly the keys found (not the webhook URL, which is not an example name here)
     expect(ex.next).toBe(`      fix: set mailbox.address, agents[0].address, agents[0].dkim_domain in ${config} to the real values`);
-    // init's webhook bearer placeholder, which auth = "standard-webhooks" never reads: a warning that says so.
-    const bearerFile = join(dir, 'secrets/webhook-bearer');
-    const unused = line(r.stdout, 'unused secret file');
-    expect(unused.line.replace(/ {2,}/g, '  ')).toBe(
-      `warn  unused secret file  ${bearerFile} holds a placeholder and no key of the config names it (init writes it for agents[0].webhook.bearer_file; no agent's webhook has auth = "bearer" or "both")`,
-    );
-    expect(unused.next).toBe(`      fix: delete it (rm ${bearerFile}), or write the real secret into it and name it in agents[0].webhook.bearer_file`);
-    expect(r.stdout.trimEnd().endsWith('no check failed, but 2 warnings to fix before real use')).toBe(true);
+    // init writes no secret file its config does not read, so a fresh folder has no unused one.
+    expect(r.stdout).not.toContain('unused secret file');
+    expect(r.stdout.trimEnd().endsWith('no check failed, but 1 warning to fix before real use')).toBe(true);
     expect(r.stdout).not.toContain('all checks passed');
 
     const j = await runCli(['--config', config, 'doctor', '--json']);
@@ -165,7 +162,6 @@ describe('init → edit → doctor', () => {
     const report = JSON.parse(j.stdout) as DoctorReport;
     expect(report.ok).toBe(true);
     expect(report.checks.filter((c: { status: string }) => c.status !== 'ok').map((c: { name: string; status: string }) => [c.name, c.status])).toEqual([
-      ['unused secret file', 'warn'],
       ['example identities', 'warn'],
     ]);
     expect(report.hermes!.agents).toEqual([{ name: 'grok', url: 'http://127.0.0.1:8765/agents/grok' }]);
@@ -182,7 +178,7 @@ describe('init → edit → doctor', () => {
       expect(m.line).toMatch(new RegExp(`^fail  mailbox +IMAP login failed for ${dovecot.user}$`));
       expect(m.next).toBe('      fix: check mailbox.imap.user and the password in mailbox.imap.password_file (most providers want an app password)');
       expect(r.stdout).not.toContain('not-the-password');
-      expect(r.stdout.trimEnd().endsWith('1 check failed; 2 warnings to fix before real use')).toBe(true);
+      expect(r.stdout.trimEnd().endsWith('1 check failed; 1 warning to fix before real use')).toBe(true);
     } finally {
       writeFileSync(pwFile, `${dovecot.password}\n`);
     }
@@ -241,8 +237,8 @@ describe('init → edit → doctor', () => {
       const r = await doctor();
       expect(r.status, r.stdout).toBe(0);
       const unused = r.stdout.split('\n').filter((l) => l.startsWith('warn  unused secret file'));
-      expect(unused).toHaveLength(2);
-      expect(unused[0]).toMatch(new RegExp(`${pwFile.replace(/[.]/g, '\\.')} holds a placeholder and no key of the config names it \\(init writes it for mailbox\\.imap\\.password_file; mailbox\\.kind = "maildir" reads no IMAP password\\)$`));
+      expect(unused).toHaveLength(1);
+      expect(unused[0]).toMatch(new RegExp(`${pwFile.replace(/[.]/g, '\\.')} holds a placeholder and no key of the config names it \\(the example config names it in mailbox\\.imap\\.password_file; mailbox\\.kind = "maildir" reads no IMAP password\\)$`));
       expect(r.stdout).toContain(`      fix: delete it (rm ${pwFile}), or write the real secret into it and name it in mailbox.imap.password_file`);
     } finally {
       writeFileSync(config, text);
