@@ -18,6 +18,7 @@ import {
   replayedMessageId,
   replayedSignature,
   replyStatus,
+  routingFacts,
   signatureKey,
   taskOpen,
   taskTag,
@@ -25,7 +26,6 @@ import {
   trustedResults,
   unknownTask,
   UNPINNED_WITHOUT_VERIFICATION,
-  unparsedFacts,
   type MessageFacts,
   type Refusal,
   type ReplyStatusWord,
@@ -176,16 +176,16 @@ interface Screened {
  */
 function screen(msg: IncomingMessage, rules: JudgeRules, store: JudgeStore, sha256?: string): EarlyRefusal | Screened {
   const unreadableHeader = headerBlockReadable(msg.raw, msg.size);
-  if (msg.unreadable || unreadableHeader) {
-    const r: Refusal = msg.unreadable ? { verdict: `unreadable:${msg.unreadable.reason}`, reason: msg.unreadable.detail } : unreadableHeader!;
-    const seen = unreadableHeader ? unparsedFacts(msg.raw, msg.size, sha256) : messageFacts(msg.raw, msg.size, sha256);
-    return { kind: 'refuse', verdict: r.verdict, reason: r.reason, message: seen, tag: null, evidence: 'none', signature: null };
-  }
-  const message = messageFacts(msg.raw, msg.size, sha256);
+  // A header block that cannot be read as one is read for its task tag on its first 16 KiB alone
+  // (uplink/message-facts.ts `routingFacts`): a refusal of mail tagged for a task shows on it.
+  const message = unreadableHeader ? routingFacts(msg.raw, msg.size, sha256) : messageFacts(msg.raw, msg.size, sha256);
   const tagged = taskTag(message, rules.agents);
   const tag = isRefusal(tagged) ? null : tagged;
   /** Tagged mail refused before it authenticated keeps its head; untagged mail nothing. */
   const early = (r: Refusal): EarlyRefusal => ({ kind: 'refuse', verdict: r.verdict, reason: r.reason, message, tag, evidence: tag ? 'head' : 'none', signature: null });
+
+  if (msg.unreadable) return early({ verdict: `unreadable:${msg.unreadable.reason}`, reason: msg.unreadable.detail });
+  if (unreadableHeader) return early(unreadableHeader);
 
   if (store.seenDigest(message.rawSha256)) return early(DUPLICATE_BYTES);
   const replayed = replayedSignature(message, (sigs, id) => store.authenticatedWith(sigs, id));
@@ -255,7 +255,8 @@ export function judgeStamp(msg: Pick<IncomingMessage, 'raw' | 'size'>, rules: Ju
  *
  * 0. the mailbox could not read it ⇒ `unreadable:<reason>` (nothing about it can be judged);
  *    its header block cannot be read as one ⇒ `too-large-header` or `unreadable:<why>`
- *    (uplink/gates.ts `headerBlockReadable`: nothing of it is parsed);
+ *    (uplink/gates.ts `headerBlockReadable`: only its first 16 KiB are read, for the task tag the
+ *    ledger row names: uplink/gates.ts `routingFacts`);
  * 1. gate 1: the same raw bytes are in the ledger, or a DKIM signature and the Message-ID of mail
  *    authenticated before (a replay) ⇒ `duplicate`;
  * 2. larger than `mailbox.max_message_bytes` ⇒ `too-large` (refused whole, body never read);

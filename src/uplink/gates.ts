@@ -8,7 +8,7 @@ import { decodeSubject, findTaskTags } from './subject-tag.js';
 import type { Verdict } from './verdicts.js';
 
 export { headerBlockReadable, MAX_HEADER_BLOCK_BYTES, MAX_HEADER_LINES, STAMP_PREFIX_BYTES } from './header-block.js';
-export { messageFacts, normalizeMessageId, prefixFacts, recordableFacts, unparsedFacts, type MessageFacts } from './message-facts.js';
+export { messageFacts, normalizeMessageId, prefixFacts, recordableFacts, routingFacts, unparsedFacts, type MessageFacts } from './message-facts.js';
 import type { MessageFacts } from './message-facts.js';
 
 /**

@@ -31,9 +31,9 @@ export const VERDICTS = {
   'unreadable:vanished': 'the message was deleted from the mailbox (IMAP: expunged) after it was listed or its header block read, before it was read whole',
   'unreadable:io': 'the mailbox holds the message but reading it failed (an I/O error of that one file)',
   'unreadable:fetch': 'the IMAP server refused to FETCH the message, twice; the rest of the folder was read',
-  'too-large-header': 'before gate 1: the header block is over 256 KiB or 4,096 lines (or no empty line ends it within them); refused unread',
-  'unreadable:line-ends': 'before gate 1: a CR without LF in the header block (CR-only line ends): its fields cannot be told apart; refused unread',
-  'unreadable:8bit': 'before gate 1: header bytes that are neither US-ASCII nor UTF-8; refused unread',
+  'too-large-header': 'before gate 1: the header block is over 256 KiB or 4,096 lines (or no empty line ends it within them); refused unread (the task tag is read from its first 16 KiB when they can be)',
+  'unreadable:line-ends': 'before gate 1: a CR without LF in the header block (CR-only line ends): its fields cannot be told apart; refused unread (the task tag is read from its first 16 KiB when they can be)',
+  'unreadable:8bit': 'before gate 1: header bytes that are neither US-ASCII nor UTF-8; refused unread (the task tag is read from its first 16 KiB when they can be)',
   'unreadable:no-body': 'before gate 1: no empty line ends the header block, so the message has no body to read a reply from',
 } as const;
 

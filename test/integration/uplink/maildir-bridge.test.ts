@@ -47,8 +47,11 @@ afterAll(async () => {
 
 /** The parts of a SendMessage result these tests read. */
 interface TaskResult {
-  task: { id: string; status: { state: string }; artifacts: { parts: { text: string }[] }[] };
+  task: { id: string; status: { state: string; message?: { parts: { text?: string }[] } }; artifacts: { parts: { text: string }[] }[] };
 }
+
+/** The bridge's sentence of the task's status. */
+const statusOf = (task: TaskResult['task']): string => task.status.message?.parts[0]?.text ?? '';
 
 async function rpc(body: unknown): Promise<TaskResult> {
   const res = await fetch(app.server.endpoint(app.bridge.ctx.config.agents[0]!), {
@@ -113,10 +116,12 @@ describe('the bridge on a Maildir', () => {
     expect(rows.map((r) => [r.taskId ?? r.subject, r.verdict])).toEqual([
       [a.id, 'auth:from-mismatch'],
       [a.id, 'applied:done'],
-      [`Re: your job ${b.envelope.subject_tag}`, 'unreadable:vanished'],
+      // Its header block was read: the row names task B, whose caller hears of it.
+      [b.id, 'unreadable:vanished'],
       [c.id, 'applied:done'],
     ]);
     expect(rows[2]!.reason).toMatch(/was deleted after its header block was read$/);
+    expect(statusOf((await rpc(hermesBody('status', b.ctx))).task)).toContain("(verdict unreadable:vanished, seen ");
     const state = app.bridge.ctx.store.mailbox.state(app.bridge.ctx.mailbox.folder);
     expect(state.lastError).toBeNull();
     // Nothing is judged twice, and a later genuine reply with an old mtime is still seen.
