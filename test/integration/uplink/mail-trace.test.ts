@@ -7,9 +7,10 @@ import { imapRig, maildirRig, type Rig } from '../../helpers/mailbox-rigs.js';
 
 /**
  * Every input leaves a trace: mail tagged for a task that the bridge refuses shows on that task —
- * its ledger rows (`ledger --task`, `show`), the caller's status (GetTask), `status` — also when
- * the mail cannot be read as a whole (docs/architecture.md, "The gates"). On IMAP (a real
- * Dovecot) and on a Maildir, checks started by the test.
+ * its ledger rows (`ledger --task`, `show`), the caller's status (GetTask), `status` — with a
+ * verdict that says what happened, also when the mail cannot be read as a whole
+ * (docs/architecture.md, "The gates"). On IMAP (a real Dovecot) and on a Maildir, checks started
+ * by the test.
  */
 
 /**
@@ -82,5 +83,20 @@ describe.each(KINDS)('mail tagged for a task leaves a trace on it, on %s', (_nam
     expect(task.status.state).toBe('TASK_STATE_WORKING');
     expect(statusOf(task)).toContain(`A reply for this task was refused by the bridge's authentication gates (verdict ${verdict}, seen `);
     expect(store().overview.refusedForOpenTasks(1000).find((r) => r.taskId === t.id)).toMatchObject({ count: 1, lastVerdict: verdict });
+  });
+
+  it('a genuine reply with more than 1,000 MIME parts: a verdict that names the parser cap, on the task (was: no-token)', async () => {
+    const t = await rig.newTask('Job whose reply has too many parts');
+    const attachments = Array.from({ length: 1000 }, (_, i) => ({ filename: `f${i}.bin`, contentType: 'application/octet-stream', content: 'x' }));
+    await rig.deliver([await rig.reply(t.envelope, 'The answer.', { attachments })]);
+
+    const check = await rig.bridge.checkNow();
+    expect(check).toMatchObject<Partial<CheckSummary>>({ ok: true, fetched: 1, verdicts: { 'unparsed:parts': 1 } });
+    const rows = store().ledger.ofTask(t.id);
+    expect(rows.map((r) => r.verdict)).toEqual(['unparsed:parts']);
+    expect(rows[0]!.reason).toBe('gate 9: the body was not read: the MIME parser stops at 1,000 MIME parts (Max allowed child nodes exceeded)');
+    const task = await rig.getTask(t.id);
+    expect(task.status.state).toBe('TASK_STATE_WORKING');
+    expect(statusOf(task)).toContain('A reply for this task was refused by the bridge\'s authentication gates (verdict unparsed:parts, seen ');
   });
 });

@@ -72,6 +72,11 @@ describe('gates 9–11', () => {
     expect(tokenHolds(reply(), (p) => p === TOKEN)).toBeNull();
   });
 
+  it.each(['parts', 'part-header', 'size', 'time', 'error'] as const)('gate 9: a body not read for its cap %s is unparsed:<cap>, the reason saying why (was: no-token)', (cap) => {
+    const r = tokenHolds(reply({ token: null, tokenProblem: 'unparsed', unparsed: `the ${cap} cap`, unparsedBy: cap }), () => true);
+    expect(r).toEqual({ verdict: `unparsed:${cap}`, reason: `gate 9: the body was not read: the ${cap} cap` });
+  });
+
   it('gate 10 keeps a reply late only after a deadline or dispatch failure', () => {
     expect(taskOpen('WORKING', null)).toBe('open');
     expect(taskOpen('SUBMITTED', null)).toBe('open');
