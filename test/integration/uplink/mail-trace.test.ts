@@ -1,16 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { V1Task } from '../../../src/a2a/wire.js';
 import type { CheckSummary } from '../../../src/core/mail-check.js';
+import { buildReplyMail } from '../../../src/demo/reply-mail.js';
+import type { Envelope } from '../../../src/downlink/envelope.js';
+import type { LedgerRow } from '../../../src/store/ledger.js';
 import { MAX_HEADER_BLOCK_BYTES, MAX_HEADER_LINES, STAMP_PREFIX_BYTES } from '../../../src/uplink/gates.js';
+import { AGENT_ADDRESS, AGENT_DOMAIN, PROVIDER } from '../../helpers/bridge-harness.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
 import { imapRig, maildirRig, type Rig } from '../../helpers/mailbox-rigs.js';
 
 /**
  * Every input leaves a trace: mail tagged for a task that the bridge refuses shows on that task —
  * its ledger rows (`ledger --task`, `show`), the caller's status (GetTask), `status` — with a
- * verdict that says what happened, also when the mail cannot be read as a whole
- * (docs/architecture.md, "The gates"). On IMAP (a real Dovecot) and on a Maildir, checks started
- * by the test.
+ * verdict that says what happened, also when the mail cannot be read as a whole; and a copy of
+ * mail judged before is a `duplicate`, whichever rule refused the first (docs/architecture.md,
+ * "The gates"). On IMAP (a real Dovecot) and on a Maildir, checks started by the test.
  */
 
 /**
@@ -27,6 +31,15 @@ function padBelow(mail: Buffer, pad: string): Buffer {
 
 /** `n` padding fields `X-Pad-<i>` of `chars` characters each. */
 const padding = (n: number, chars: number): Record<string, string> => Object.fromEntries(Array.from({ length: n }, (_, i) => [`X-Pad-${i}`, 'p'.repeat(chars)]));
+
+/** A forgery of a reply to `envelope` whose header block runs past 16 KiB; the provider's stamp says dmarc=fail. */
+async function heavyForgery(envelope: Envelope): Promise<Buffer> {
+  const raw = await buildReplyMail({
+    from: `Grok Agent <${AGENT_ADDRESS}>`, to: envelope.reply_to, subject: `Re: ${envelope.subject_tag}`, token: envelope.reply_token, status: 'done', answer: 'forged', headers: padding(400, 90),
+    provider: { ...PROVIDER, fromHost: 'mx.evil.example', fromIp: '203.0.113.66', results: `dkim=none; spf=fail smtp.mailfrom=${AGENT_DOMAIN}; dmarc=fail (p=reject) header.from=${AGENT_DOMAIN}` },
+  });
+  return padBelow(raw, 'X-Pad-');
+}
 
 const statusOf = (task: V1Task): string => task.status.message?.parts?.[0]?.text ?? '';
 
@@ -98,5 +111,28 @@ describe.each(KINDS)('mail tagged for a task leaves a trace on it, on %s', (_nam
     const task = await rig.getTask(t.id);
     expect(task.status.state).toBe('TASK_STATE_WORKING');
     expect(statusOf(task)).toContain('A reply for this task was refused by the bridge\'s authentication gates (verdict unparsed:parts, seen ');
+  });
+
+  it('copies of mail refused on the provider stamp, and of mail whose header block cannot be read, are duplicates: the caller hears of each mail once (was: refused again)', async () => {
+    const t = await rig.newTask('Job with copies of refused mail');
+    const forgery = await heavyForgery(t.envelope);
+    expect(forgery.indexOf('\r\n\r\n')).toBeGreaterThan(STAMP_PREFIX_BYTES);
+    const huge = padBelow(await rig.reply(t.envelope, 'The answer.', { headers: padding(3000, 100) }), 'X-Pad-');
+    // Two copies of each in one check, a third of each in the next.
+    await rig.deliver([forgery, forgery, huge, huge]);
+    const first = await rig.bridge.checkNow();
+    expect(first).toMatchObject<Partial<CheckSummary>>({ ok: true, fetched: 4, onHeaders: 4, verdicts: { 'auth:dmarc-fail': 1, 'too-large-header': 1, duplicate: 2 } });
+    await rig.deliver([forgery, huge]);
+    const second = await rig.bridge.checkNow();
+    expect(second).toMatchObject<Partial<CheckSummary>>({ ok: true, fetched: 2, onHeaders: 2, verdicts: { duplicate: 2 } });
+
+    const rows = store().ledger.ofTask(t.id);
+    const byVerdict = (v: string): LedgerRow[] => rows.filter((r) => r.verdict === v);
+    expect(rows).toHaveLength(6);
+    expect(byVerdict('duplicate')).toHaveLength(4);
+    for (const r of byVerdict('duplicate')) expect(r.reason).toMatch(/^gate 1: the same raw bytes are already in the ledger/);
+    const task = await rig.getTask(t.id);
+    expect(statusOf(task)).toContain("2 replies for this task were refused by the bridge's authentication gates (the last: verdict ");
+    expect(store().overview.refusedForOpenTasks(1000).find((r) => r.taskId === t.id)).toMatchObject({ count: 2 });
   });
 });

@@ -101,7 +101,8 @@ describe('the bridge on a Maildir', () => {
     execFileSync('mkfifo', [join(maildir, 'new', `${hex(4)}.fifo`)]);
     writeFileSync(join(maildir, 'tmp', 'half-written'), 'From: agent@agent.example\r\n'); // tmp/ is never read
     // B's reply, deleted by a MUA between its header block and the whole read.
-    deleteMidRead.add(await deliver(await reply(b.envelope, 'Answer B, deleted mid-read.')));
+    const answerB = await reply(b.envelope, 'Answer B, deleted mid-read.');
+    deleteMidRead.add(await deliver(answerB));
     await deliver(await reply(c.envelope, 'Answer C.'));
 
     const polled = await rpc(hermesBody('status', a.ctx));
@@ -126,6 +127,11 @@ describe('the bridge on a Maildir', () => {
     expect(state.lastError).toBeNull();
     // Nothing is judged twice, and a later genuine reply with an old mtime is still seen.
     expect((await app.bridge.checkNow()).fetched).toBe(0);
+    // A copy of B's reply delivered again is judged — its bytes were never read whole — not taken
+    // for a copy of the row that says they could not be (was: duplicate, by its header block's digest).
+    await deliver(answerB);
+    expect((await rpc(hermesBody('status', b.ctx))).task.status.state).toBe('TASK_STATE_COMPLETED');
+    expect(app.bridge.ctx.store.ledger.ofTask(b.id).map((r) => r.verdict)).toEqual(['unreadable:vanished', 'applied:done']);
     const d = await newTask('Job D');
     await deliver(await reply(d.envelope, 'Answer D, dated from its Date header.'), Date.UTC(2001, 0, 1));
     expect((await rpc(hermesBody('status', d.ctx))).task.status.state).toBe('TASK_STATE_COMPLETED');
