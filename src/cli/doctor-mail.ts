@@ -86,6 +86,10 @@ async function judgeRow(config: Config, store: Store, row: LedgerRow, raw: Buffe
     return { status: 'ok', detail: `${what} passes gates 3–7 with provider ${config.mailbox.provider}` };
   }
   if (d.kind === 'refuse' && d.verdict === 'no-task-id') return { status: 'skip', detail: `${what}: ${d.reason}`, fix: 'no configured agent tag in it' };
+  // Its ledger row names the task (its first 16 KiB carry the tag), but no gate read its fields.
+  if (d.kind === 'refuse' && (d.verdict === 'too-large-header' || d.verdict.startsWith('unreadable:'))) {
+    return { status: 'skip', detail: `${what}: ${d.reason}`, fix: 'its header block cannot be read as one, so no provider setting changes its verdict' };
+  }
   const verdict = d.kind === 'refuse' ? d.verdict : 'auth:dkim-unverified';
   const agent = d.kind === 'refuse' ? d.tag?.agent : config.agents.find((a) => row.taskId !== null && row.agent === a.name);
   const detected = detectProvider(raw);

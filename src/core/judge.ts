@@ -18,6 +18,7 @@ import {
   replayedMessageId,
   replayedSignature,
   replyStatus,
+  routingFacts,
   signatureKey,
   taskOpen,
   taskTag,
@@ -25,7 +26,6 @@ import {
   trustedResults,
   unknownTask,
   UNPINNED_WITHOUT_VERIFICATION,
-  unparsedFacts,
   type MessageFacts,
   type Refusal,
   type ReplyStatusWord,
@@ -176,18 +176,20 @@ interface Screened {
  */
 function screen(msg: IncomingMessage, rules: JudgeRules, store: JudgeStore, sha256?: string): EarlyRefusal | Screened {
   const unreadableHeader = headerBlockReadable(msg.raw, msg.size);
-  if (msg.unreadable || unreadableHeader) {
-    const r: Refusal = msg.unreadable ? { verdict: `unreadable:${msg.unreadable.reason}`, reason: msg.unreadable.detail } : unreadableHeader!;
-    const seen = unreadableHeader ? unparsedFacts(msg.raw, msg.size, sha256) : messageFacts(msg.raw, msg.size, sha256);
-    return { kind: 'refuse', verdict: r.verdict, reason: r.reason, message: seen, tag: null, evidence: 'none', signature: null };
-  }
-  const message = messageFacts(msg.raw, msg.size, sha256);
+  // A header block that cannot be read as one is read for its task tag on its first 16 KiB alone
+  // (uplink/message-facts.ts `routingFacts`): a refusal of mail tagged for a task shows on it.
+  const message = unreadableHeader ? routingFacts(msg.raw, msg.size, sha256) : messageFacts(msg.raw, msg.size, sha256);
   const tagged = taskTag(message, rules.agents);
   const tag = isRefusal(tagged) ? null : tagged;
   /** Tagged mail refused before it authenticated keeps its head; untagged mail nothing. */
   const early = (r: Refusal): EarlyRefusal => ({ kind: 'refuse', verdict: r.verdict, reason: r.reason, message, tag, evidence: tag ? 'head' : 'none', signature: null });
 
+  // What was read may be nothing: no digest can tell a copy of it.
+  if (msg.unreadable) return early({ verdict: `unreadable:${msg.unreadable.reason}`, reason: msg.unreadable.detail });
+  // Gate 1 by the digest reads no field, so it comes before the header block's own rules: a copy
+  // of mail refused as unreadable is a `duplicate`, as a copy of any other mail is.
   if (store.seenDigest(message.rawSha256)) return early(DUPLICATE_BYTES);
+  if (unreadableHeader) return early(unreadableHeader);
   const replayed = replayedSignature(message, (sigs, id) => store.authenticatedWith(sigs, id));
   if (replayed) return early(replayed);
   if (msg.tooLarge) {
@@ -228,8 +230,9 @@ export function judgeHeaderBlock(msg: IncomingMessage, rules: JudgeRules, store:
  * header stage"): the row of the gate table that reads the provider's stamp alone. In order, on the
  * prefix's whole fields (uplink/gates.ts `prefixFacts`): gate 1 by a DKIM signature and the
  * Message-ID the prefix shows (a replay: the whole judge finds them too, and says `duplicate`);
- * then gates 5–7 on the stamp (uplink/stamp.ts `stampRefusal`). Gate 1 by the digest needs the
- * whole bytes: a copy of mail refused on its stamp is refused on its stamp again. The ledger row names the task when the Subject
+ * then gates 5–7 on the stamp (uplink/stamp.ts `stampRefusal`); where the stamp refuses, gate 1
+ * by the prefix's digest first (a copy of mail refused on its stamp is a `duplicate`: that row holds
+ * the digest of the same prefix). The ledger row names the task when the Subject
  * fields in the prefix carry one tag of a configured agent (and keeps the prefix as evidence), as
  * {@link judgeHeaderBlock} does for the whole block. Synchronous: the caller records the refusal
  * in its transaction.
@@ -245,7 +248,12 @@ export function judgeStamp(msg: Pick<IncomingMessage, 'raw' | 'size'>, rules: Ju
   const replayed = replayedSignature(message, (sigs, id) => store.authenticatedWith(sigs, id));
   if (replayed) return early(replayed);
   const refused = stampRefusal(message.fields, rules.profile, rules.agents);
-  return refused ? early(onTheStamp(refused, msg.raw.length, message.fields.length)) : null;
+  if (!refused) return null;
+  // Gate 1 by the digest of the bytes read (a copy of mail refused on its stamp: its row holds the
+  // digest of the same prefix), asked only of a prefix the stamp refuses anyway, so a digest of
+  // 16 KiB can never refuse what the whole judge would apply.
+  if (store.seenDigest(message.rawSha256)) return early({ verdict: 'duplicate', reason: `${DUPLICATE_BYTES.reason} (the first ${msg.raw.length} bytes of a longer header block, which its provider's stamp refuses: ${refused.verdict})` });
+  return early(onTheStamp(refused, msg.raw.length, message.fields.length));
 }
 
 /**
@@ -254,10 +262,12 @@ export function judgeStamp(msg: Pick<IncomingMessage, 'raw' | 'size'>, rules: Ju
  * applied only when every gate passed.
  *
  * 0. the mailbox could not read it ⇒ `unreadable:<reason>` (nothing about it can be judged);
+ *    then gate 1 by the digest: the same raw bytes are in the ledger ⇒ `duplicate` (no field read);
  *    its header block cannot be read as one ⇒ `too-large-header` or `unreadable:<why>`
- *    (uplink/gates.ts `headerBlockReadable`: nothing of it is parsed);
- * 1. gate 1: the same raw bytes are in the ledger, or a DKIM signature and the Message-ID of mail
- *    authenticated before (a replay) ⇒ `duplicate`;
+ *    (uplink/gates.ts `headerBlockReadable`: only its first 16 KiB are read, for the task tag the
+ *    ledger row names: uplink/gates.ts `routingFacts`);
+ * 1. gate 1: a DKIM signature and the Message-ID of mail authenticated before (a replay) ⇒
+ *    `duplicate`;
  * 2. larger than `mailbox.max_message_bytes` ⇒ `too-large` (refused whole, body never read);
  * 3. gate 2: exactly one subject tag of a configured agent, else `no-task-id`;
  * 4. gates 3–7: header shape, From, trusted Authentication-Results above the border, DMARC, an

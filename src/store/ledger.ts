@@ -1,3 +1,4 @@
+import { UNREADABLE_REASONS } from '../uplink/mailbox.js';
 import type { Verdict } from '../uplink/verdicts.js';
 import { signatureDigest, zlib } from './compact.js';
 import { StoreError, type Db, type Writer } from './db.js';
@@ -65,6 +66,9 @@ export interface RefusedReplies {
   lastLedgerId: number;
 }
 
+/** The verdicts of mail the mailbox could not read, as an SQL list. */
+const MAILBOX_UNREADABLE = UNREADABLE_REASONS.map((r) => `'unreadable:${r}'`).join(', ');
+
 /** The count of `refusedRepliesOf` stops here, so a flood of forged mail costs a bounded read. */
 export const REFUSED_COUNT_CAP = 1000;
 
@@ -74,9 +78,14 @@ export function ledgerReads(db: Db) {
       return stmt(db, `SELECT 1 FROM ledger WHERE source = ?`).get(source) !== undefined;
     },
 
-    /** Gate 1: the same raw bytes were recorded before (a re-upload or a rescan). */
+    /**
+     * Gate 1: the same raw bytes were recorded before (a re-upload or a rescan), with a verdict on
+     * them. A row of mail the mailbox could not read (`unreadable:<reason>`, uplink/mailbox.ts
+     * `UnreadableReason`) holds the digest of what was read — a header block never judged whole —
+     * so a copy of that mail is judged (README, Troubleshooting: deliver a copy).
+     */
     hasRawDigest(rawSha256: string): boolean {
-      return stmt(db, `SELECT 1 FROM ledger WHERE raw_sha256 = ? LIMIT 1`).get(rawSha256) !== undefined;
+      return stmt(db, `SELECT 1 FROM ledger WHERE raw_sha256 = ? AND verdict NOT IN (${MAILBOX_UNREADABLE}) LIMIT 1`).get(rawSha256) !== undefined;
     },
 
     /**

@@ -8,7 +8,7 @@ import { decodeSubject, findTaskTags } from './subject-tag.js';
 import type { Verdict } from './verdicts.js';
 
 export { headerBlockReadable, MAX_HEADER_BLOCK_BYTES, MAX_HEADER_LINES, STAMP_PREFIX_BYTES } from './header-block.js';
-export { messageFacts, normalizeMessageId, prefixFacts, recordableFacts, unparsedFacts, type MessageFacts } from './message-facts.js';
+export { messageFacts, normalizeMessageId, prefixFacts, recordableFacts, routingFacts, unparsedFacts, type MessageFacts } from './message-facts.js';
 import type { MessageFacts } from './message-facts.js';
 
 /**
@@ -305,19 +305,22 @@ export function replayedMessageId(messageId: string): Refusal {
 }
 
 /**
- * Gate 9: the reply block holds one `reply_token:` line (docs/architecture.md, "The reply
- * format") and it is the task's live token, compared in constant time by `matches`.
+ * Gate 9: the body was read (else `unparsed:<cap>`, naming the cap that kept it from being read:
+ * uplink/reply-format.ts `UnparsedCap`), its reply block holds one `reply_token:` line
+ * (docs/architecture.md, "The reply format") and it is the task's live token, compared in constant
+ * time by `matches`.
  */
 export function tokenHolds(reply: ParsedReply, matches: (presented: string) => boolean): Refusal | null {
+  if (reply.tokenProblem === 'unparsed') {
+    return { verdict: `unparsed:${reply.unparsedBy ?? 'error'}`, reason: `gate 9: the body was not read: ${reply.unparsed ?? 'over the parse budget'}` };
+  }
   if (reply.token === null) {
     const why =
       reply.tokenProblem === 'several'
         ? 'more than one reply_token line'
         : reply.tokenProblem === 'only-in-quote'
           ? 'the reply_token appears only in quoted text'
-          : reply.tokenProblem === 'unparsed'
-            ? `the body was not read: ${reply.unparsed ?? 'over the parse budget'}`
-            : 'no reply_token line in the reply block';
+          : 'no reply_token line in the reply block';
     return { verdict: 'no-token', reason: `gate 9: ${why}` };
   }
   if (!matches(reply.token)) return { verdict: 'bad-token', reason: "gate 9: the reply_token is not the task's live token (used, revoked or wrong)" };

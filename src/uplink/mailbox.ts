@@ -70,7 +70,8 @@ export const HEADER_BATCH = 100;
  * reading its header block and reading it whole; `io` — another read error of that one file (EIO);
  * `fetch` — the IMAP server refused to FETCH that one message (NO, or BYE, twice).
  */
-export type UnreadableReason = 'permission' | 'vanished' | 'io' | 'fetch';
+export const UNREADABLE_REASONS = ['permission', 'vanished', 'io', 'fetch'] as const;
+export type UnreadableReason = (typeof UNREADABLE_REASONS)[number];
 
 export interface FetchedMessage {
   /** IMAP UID (strictly greater than the watermark's lastUid), or the Maildir file's mtime in ms. */

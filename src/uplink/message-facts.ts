@@ -3,8 +3,8 @@
  * the first bytes of it): the fields every gate reads, and the first of each field shown.
  */
 import { createHash } from 'node:crypto';
-import { headerBlockReadable } from './header-block.js';
-import { fieldsNamed, headerPrefixFields, parseHeaderBlock, splitMessage, type HeaderField } from './raw-headers.js';
+import { headerBlockReadable, headerBytesReadable, STAMP_PREFIX_BYTES } from './header-block.js';
+import { fieldsNamed, headerEnd, headerPrefixFields, parseHeaderBlock, splitMessage, type HeaderField } from './raw-headers.js';
 import { decodeSubject } from './subject-tag.js';
 
 /** What the ledger records about any fetched message, whatever its verdict. */
@@ -76,6 +76,29 @@ export function unparsedFacts(raw: Buffer, size = raw.length, sha256?: string): 
   return { fields: [], malformedHeaderLines: 0, rawSha256: sha256 ?? createHash('sha256').update(raw).digest('hex'), size, messageId: null, from: null, subject: null, date: null };
 }
 
+/**
+ * The facts of a message whose header block cannot be read as one ({@link headerBlockReadable}),
+ * read from its first {@link STAMP_PREFIX_BYTES} alone — the bytes the stamp rule reads of a long
+ * header block (docs/architecture.md, "The header stage") — so its ledger row can name the task
+ * its Subject tags (gate 2's reading, on these fields): the fields certainly whole within them
+ * (all of them when the header block, or a message without one, ends within them; else as
+ * {@link prefixFacts} takes them: raw-headers.ts `headerPrefixFields`), and only when those lines
+ * themselves hold no bare CR and are UTF-8 (header-block.ts `headerBytesReadable`); else none
+ * ({@link unparsedFacts}). The digest is of the whole of `raw` (given, or taken here). Parses at
+ * most {@link STAMP_PREFIX_BYTES} of `raw`, whatever its size; never throws.
+ *
+ * @param raw what was read of the message (its header block as far as a mailbox reads it, or all of it)
+ * @param size the size of the whole message, in bytes
+ */
+export function routingFacts(raw: Buffer, size = raw.length, sha256?: string): MessageFacts {
+  const end = headerEnd(raw, STAMP_PREFIX_BYTES);
+  const bodiless = end < 0 && raw.length >= size && raw.length <= STAMP_PREFIX_BYTES;
+  const read = end >= 0 ? raw.subarray(0, end) : raw.subarray(0, STAMP_PREFIX_BYTES);
+  const lines = end >= 0 || bodiless ? read : read.subarray(0, read.lastIndexOf(0x0a) + 1);
+  if (lines.length === 0 || headerBytesReadable(lines)) return unparsedFacts(raw, size, sha256);
+  const fields = end >= 0 || bodiless ? parseHeaderBlock(splitMessage(lines).header).fields : headerPrefixFields(read);
+  return factsOf(fields, 0, raw, size, sha256);
+}
 
 /**
  * What the ledger records of any message: its header facts when its header block can be read

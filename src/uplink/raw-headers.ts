@@ -143,14 +143,17 @@ export function parseHeaderBlock(raw: Buffer): { fields: HeaderField[]; malforme
 /**
  * The fields of the first bytes of a header block that runs on past them (the prefix a mailbox
  * reads first, docs/architecture.md, "The header stage"): only fields certainly whole — the prefix
- * is cut after its last line break, and the last field left is dropped too, as the next line (not
- * read) may continue it. The top fields of the whole block are these, in the same order and with
- * the same indexes. Linear; never throws.
+ * is cut after its last line break, and the last field left is dropped too unless the prefix shows
+ * the next line begin with a character that is not a space or a tab (RFC 5322 §2.2.3: only such a
+ * line continues a field), as that line may continue it. The top fields of the whole block are
+ * these, in the same order and with the same indexes. Linear; never throws.
  */
 export function headerPrefixFields(prefix: Buffer): HeaderField[] {
   const lastLf = prefix.lastIndexOf(LF);
   if (lastLf < 0) return [];
-  return parseHeaderBlock(prefix.subarray(0, lastLf + 1)).fields.slice(0, -1);
+  const fields = parseHeaderBlock(prefix.subarray(0, lastLf + 1)).fields;
+  const next = prefix[lastLf + 1];
+  return next === undefined || next === 0x20 || next === 0x09 ? fields.slice(0, -1) : fields;
 }
 
 /**

@@ -47,11 +47,26 @@ export interface ParsedReply {
   omittedLines: number;
   /** Where the text came from: a text/plain part, the HTML (no text/plain part), or nothing readable. */
   bodyKind: 'text' | 'html' | 'none';
-  /** Set when the body was not read, and why (over the size or the time budget). */
+  /** Set when the body was not read, and why (over the size or the time budget, past a parser cap). */
   unparsed?: string;
+  /** With `unparsed`: which cap kept the body from being read (gate 9's verdict `unparsed:<cap>`). */
+  unparsedBy?: UnparsedCap;
   /** The MIME parts that are not the body, in order (src/uplink/attachments.ts); none when unparsed. */
   attachments: ReplyAttachment[];
 }
+
+/**
+ * Why a reply's body was not read, each a verdict `unparsed:<cap>` (src/uplink/verdicts.ts):
+ * - `parts`: more than 1,000 MIME parts, the message itself and each multipart counted (so 998
+ *   attachments beside a text part are the most); mailparser then fails the whole message;
+ * - `part-header`: a part's header over 1 MiB;
+ *   (both caps are mailparser's splitter's, @zone-eu/mailsplit `MAX_CHILD_NODES` and
+ *   `MAX_HEAD_SIZE`: mailparser's options `maxChildNodes` and `maxHeadSize`, left at their defaults)
+ * - `size`: over {@link REPLY_PARSE_MAX_BYTES};
+ * - `time`: over the worker's time budget (offload.ts `OFFLOAD_BUDGET_MS`);
+ * - `error`: the parser failed on it otherwise.
+ */
+export type UnparsedCap = 'parts' | 'part-header' | 'size' | 'time' | 'error';
 
 /** `mailbox.max_attachment_bytes` when the caller gives none (the config default). */
 const DEFAULT_MAX_ATTACHMENT_BYTES = 1024 * 1024;
@@ -93,7 +108,7 @@ async function loadParser(): Promise<typeof import('mailparser')> {
  * message's bytes.
  * @throws ParserUnavailableError when the parser cannot be loaded (never read as an empty body)
  */
-async function bodyText(raw: Buffer): Promise<{ text: string; kind: ParsedReply['bodyKind']; attachments: RawAttachment[]; failed?: string }> {
+async function bodyText(raw: Buffer): Promise<{ text: string; kind: ParsedReply['bodyKind']; attachments: RawAttachment[]; failed?: { why: string; cap: UnparsedCap } }> {
   const { simpleParser } = await loadParser();
   try {
     const plain = await simpleParser(raw, PARSER_OPTIONS);
@@ -113,11 +128,11 @@ async function bodyText(raw: Buffer): Promise<{ text: string; kind: ParsedReply[
  * (`EMAXLEN`: more than 1,000 MIME parts, a part header over 1 MiB), anything else by the error's
  * class only — the text of another error could quote the mail.
  */
-function parserFailure(err: unknown): string {
+function parserFailure(err: unknown): { why: string; cap: UnparsedCap } {
   const e = err as { code?: unknown; message?: unknown; name?: unknown };
-  if (e?.code === 'EMAXLEN' && e.message === 'Max allowed child nodes exceeded') return 'the MIME parser stops at 1,000 MIME parts (Max allowed child nodes exceeded)';
-  if (e?.code === 'EMAXLEN' && e.message === 'Max header size for a MIME node exceeded') return 'the MIME parser stops at a part header over 1 MiB (Max header size for a MIME node exceeded)';
-  return `the MIME parser failed on it (${typeof e?.name === 'string' ? e.name : 'an error'})`;
+  if (e?.code === 'EMAXLEN' && e.message === 'Max allowed child nodes exceeded') return { why: 'the MIME parser stops at 1,000 MIME parts (Max allowed child nodes exceeded)', cap: 'parts' };
+  if (e?.code === 'EMAXLEN' && e.message === 'Max header size for a MIME node exceeded') return { why: 'the MIME parser stops at a part header over 1 MiB (Max header size for a MIME node exceeded)', cap: 'part-header' };
+  return { why: `the MIME parser failed on it (${typeof e?.name === 'string' ? e.name : 'an error'})`, cap: 'error' };
 }
 
 /** RFC 3676 §4.3 signature separator `-- ` (the space is often stripped in transit). */
@@ -330,7 +345,7 @@ export function parseReplyText(text: string): Omit<ParsedReply, 'bodyKind' | 'at
  */
 export async function parseReply(raw: Buffer, o: { budgetMs?: number; timer?: BudgetTimer; maxAttachmentBytes?: number } = {}): Promise<ParsedReply> {
   if (raw.length > REPLY_PARSE_MAX_BYTES) {
-    return unparsedReply(`${raw.length} bytes, over the ${REPLY_PARSE_MAX_BYTES / 1024 / 1024} MiB reply parse budget`);
+    return unparsedReply(`${raw.length} bytes, over the ${REPLY_PARSE_MAX_BYTES / 1024 / 1024} MiB reply parse budget`, 'size');
   }
   const maxAttachmentBytes = o.maxAttachmentBytes ?? DEFAULT_MAX_ATTACHMENT_BYTES;
   if (raw.length < OFFLOAD_MIN_BYTES) return parseReplyHere(raw, maxAttachmentBytes);
@@ -339,7 +354,7 @@ export async function parseReply(raw: Buffer, o: { budgetMs?: number; timer?: Bu
     // Buffers cross the thread as plain Uint8Arrays: give them their Buffer view back.
     return { ...r, attachments: r.attachments.map((a) => (a.kind === 'file' ? { ...a, bytes: Buffer.from(a.bytes.buffer, a.bytes.byteOffset, a.bytes.byteLength) } : a)) };
   } catch (err) {
-    if (err instanceof BudgetError) return unparsedReply(err.message);
+    if (err instanceof BudgetError) return unparsedReply(err.message, 'time');
     // The worker's own failure to load the parser crosses the thread by name.
     if (err instanceof Error && err.name === 'ParserUnavailableError') throw new ParserUnavailableError(err.message);
     throw err;
@@ -353,7 +368,7 @@ export async function parseReply(raw: Buffer, o: { budgetMs?: number; timer?: Bu
  */
 export async function parseReplyHere(raw: Buffer, maxAttachmentBytes = DEFAULT_MAX_ATTACHMENT_BYTES): Promise<ParsedReply> {
   const { text, kind, attachments, failed } = await bodyText(raw);
-  if (failed !== undefined) return unparsedReply(failed);
+  if (failed !== undefined) return unparsedReply(failed.why, failed.cap);
   try {
     return { ...parseReplyText(text), bodyKind: kind, attachments: classifyAttachments(attachments, maxAttachmentBytes) };
   } catch {
@@ -361,6 +376,6 @@ export async function parseReplyHere(raw: Buffer, maxAttachmentBytes = DEFAULT_M
   }
 }
 
-function unparsedReply(why: string): ParsedReply {
-  return { token: null, tokenProblem: 'unparsed', status: null, statusProblem: 'missing', answer: '', omittedLines: 0, bodyKind: 'none', unparsed: why, attachments: [] };
+function unparsedReply(why: string, cap: UnparsedCap): ParsedReply {
+  return { token: null, tokenProblem: 'unparsed', status: null, statusProblem: 'missing', answer: '', omittedLines: 0, bodyKind: 'none', unparsed: why, unparsedBy: cap, attachments: [] };
 }

@@ -47,8 +47,11 @@ afterAll(async () => {
 
 /** The parts of a SendMessage result these tests read. */
 interface TaskResult {
-  task: { id: string; status: { state: string }; artifacts: { parts: { text: string }[] }[] };
+  task: { id: string; status: { state: string; message?: { parts: { text?: string }[] } }; artifacts: { parts: { text: string }[] }[] };
 }
+
+/** The bridge's sentence of the task's status. */
+const statusOf = (task: TaskResult['task']): string => task.status.message?.parts[0]?.text ?? '';
 
 async function rpc(body: unknown): Promise<TaskResult> {
   const res = await fetch(app.server.endpoint(app.bridge.ctx.config.agents[0]!), {
@@ -98,7 +101,8 @@ describe('the bridge on a Maildir', () => {
     execFileSync('mkfifo', [join(maildir, 'new', `${hex(4)}.fifo`)]);
     writeFileSync(join(maildir, 'tmp', 'half-written'), 'From: agent@agent.example\r\n'); // tmp/ is never read
     // B's reply, deleted by a MUA between its header block and the whole read.
-    deleteMidRead.add(await deliver(await reply(b.envelope, 'Answer B, deleted mid-read.')));
+    const answerB = await reply(b.envelope, 'Answer B, deleted mid-read.');
+    deleteMidRead.add(await deliver(answerB));
     await deliver(await reply(c.envelope, 'Answer C.'));
 
     const polled = await rpc(hermesBody('status', a.ctx));
@@ -113,14 +117,21 @@ describe('the bridge on a Maildir', () => {
     expect(rows.map((r) => [r.taskId ?? r.subject, r.verdict])).toEqual([
       [a.id, 'auth:from-mismatch'],
       [a.id, 'applied:done'],
-      [`Re: your job ${b.envelope.subject_tag}`, 'unreadable:vanished'],
+      // Its header block was read: the row names task B, whose caller hears of it.
+      [b.id, 'unreadable:vanished'],
       [c.id, 'applied:done'],
     ]);
     expect(rows[2]!.reason).toMatch(/was deleted after its header block was read$/);
+    expect(statusOf((await rpc(hermesBody('status', b.ctx))).task)).toContain("(verdict unreadable:vanished, seen ");
     const state = app.bridge.ctx.store.mailbox.state(app.bridge.ctx.mailbox.folder);
     expect(state.lastError).toBeNull();
     // Nothing is judged twice, and a later genuine reply with an old mtime is still seen.
     expect((await app.bridge.checkNow()).fetched).toBe(0);
+    // A copy of B's reply delivered again is judged — its bytes were never read whole — not taken
+    // for a copy of the row that says they could not be (was: duplicate, by its header block's digest).
+    await deliver(answerB);
+    expect((await rpc(hermesBody('status', b.ctx))).task.status.state).toBe('TASK_STATE_COMPLETED');
+    expect(app.bridge.ctx.store.ledger.ofTask(b.id).map((r) => r.verdict)).toEqual(['unreadable:vanished', 'applied:done']);
     const d = await newTask('Job D');
     await deliver(await reply(d.envelope, 'Answer D, dated from its Date header.'), Date.UTC(2001, 0, 1));
     expect((await rpc(hermesBody('status', d.ctx))).task.status.state).toBe('TASK_STATE_COMPLETED');

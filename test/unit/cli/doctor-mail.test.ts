@@ -83,6 +83,13 @@ describe('doctor: latest agent mail', () => {
     expect(otherAddress.fix).toBe("the provider's stamp was read; the refusal is about the mail itself (auth:from-mismatch): check agents[0].address (bot@agent.example), the From the agent sends with");
   });
 
+  it('skips a mail whose header block cannot be read as one: its row names the task, but no provider setting changes its verdict', async () => {
+    const end = gmail.indexOf('\r\n\r\n');
+    const huge = Buffer.concat([gmail.subarray(0, end), Buffer.from(`\r\nX-Pad: ${'a'.repeat(300 * 1024)}`), gmail.subarray(end)]);
+    const c = await checkLatestTaggedMail(configWith('provider = "gmail"', huge.subarray(0, 64 * 1024), huge.length), resolver);
+    expect(c).toMatchObject({ status: 'skip', detail: expect.stringMatching(/^ledger #1 \(auth:no-border\): no empty line ends the header block within its first 256 KiB/) as unknown });
+  });
+
   it('is ok while there is no store or no tagged mail', async () => {
     expect((await checkLatestTaggedMail(configWith(null, null), resolver)).status).toBe('ok');
   });

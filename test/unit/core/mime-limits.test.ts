@@ -1,8 +1,9 @@
 /**
  * A genuine reply (signed with the agent's key, stamped by the provider) whose MIME structure the
  * parser refuses: mailparser stops at 1,000 MIME parts and at a part header over 1 MiB (its
- * splitter's limits). The body was then not read, and the ledger must say so — not "no
- * reply_token line", which sends the operator looking for a fault in the agent's reply block.
+ * splitter's limits). The body was then not read, and the ledger must say so — by its verdict
+ * (`unparsed:<cap>`, what the caller's status names) and its reason — not `no-token`, which sends
+ * the operator looking for a fault in the agent's reply block.
  * Judged by `intake` (the code a mailbox check runs) against a real store; DKIM verified locally.
  */
 import { describe, expect, it } from 'vitest';
@@ -38,16 +39,21 @@ async function taken(raw: Promise<Buffer>) {
 }
 
 describe('a genuine reply whose MIME structure the parser refuses', () => {
-  it('1,000 attachments: refused as not read, the reason naming the parser limit (was: no reply_token line)', async () => {
+  it('1,000 attachments: refused as not read, the verdict and the reason naming the parser limit (was: no-token)', async () => {
     const out = await taken(reply(1, 1000));
-    expect(out).toMatchObject({ kind: 'recorded', verdict: 'no-token' });
+    expect(out).toMatchObject({ kind: 'recorded', verdict: 'unparsed:parts' });
     expect(out.kind === 'recorded' && out.reason).toBe('gate 9: the body was not read: the MIME parser stops at 1,000 MIME parts (Max allowed child nodes exceeded)');
   });
 
-  it('an attachment whose part header is over 1 MiB: refused as not read, naming the limit', async () => {
+  it('an attachment whose part header is over 1 MiB: refused as not read, naming the limit (was: no-token)', async () => {
     const out = await taken(reply(2, 1, `\r\nX-Pad: ${'p'.repeat(1100 * 1024)}`));
-    expect(out).toMatchObject({ kind: 'recorded', verdict: 'no-token' });
+    expect(out).toMatchObject({ kind: 'recorded', verdict: 'unparsed:part-header' });
     expect(out.kind === 'recorded' && out.reason).toBe('gate 9: the body was not read: the MIME parser stops at a part header over 1 MiB (Max header size for a MIME node exceeded)');
+  });
+
+  it('at the limit, 998 attachments beside the text part (1,000 MIME parts with the multipart): applied; one more is unparsed:parts', async () => {
+    expect(await taken(reply(4, 998))).toMatchObject({ kind: 'recorded', verdict: 'applied:done' });
+    expect(await taken(reply(5, 999))).toMatchObject({ kind: 'recorded', verdict: 'unparsed:parts' });
   });
 
   it('below the limit, 150 attachments: applied, the first 100 kept and the rest refused with a note (docs/agent-text.md)', async () => {

@@ -288,9 +288,10 @@ describe('the gate order', () => {
     }
   }
 
-  it('the header block before gate 1: a copy of mail with a bare CR in its header block is unreadable:line-ends again', async () => {
+  it('gate 1 by the digest before the header block, by signature after it: a copy of mail with a bare CR in its header block is a duplicate; a replay of an applied reply with one is unreadable:line-ends, its fields never parsed', async () => {
     const raw = withFirstField('01-genuine-done.eml', 'X-Note: a\rb');
-    expect(await verdictsOf([raw, raw])).toEqual(['unreadable:line-ends', 'unreadable:line-ends']);
+    expect(await verdictsOf([raw, raw])).toEqual(['unreadable:line-ends', 'duplicate']);
+    expect(await verdictsOf([readMessage('01-genuine-done.eml'), raw])).toEqual(['applied:done', 'unreadable:line-ends']);
   });
 
   it('gate 1 by signature before gate 3: a replay of an applied reply with a second From prepended is a duplicate', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { alignedSignatures, dateInWindow, headerBlockReadable, headerShape, replayedSignature, MAX_DKIM_SIGNATURES, MAX_FROM_CHARS, MAX_HEADER_BLOCK_BYTES, MAX_HEADER_LINES, messageFacts, replyStatus, taskOpen, tokenHolds, trustedResults } from '../../../src/uplink/gates.js';
+import { alignedSignatures, dateInWindow, headerBlockReadable, headerShape, replayedSignature, MAX_DKIM_SIGNATURES, MAX_FROM_CHARS, MAX_HEADER_BLOCK_BYTES, MAX_HEADER_LINES, messageFacts, replyStatus, routingFacts, STAMP_PREFIX_BYTES, taskOpen, tokenHolds, trustedResults } from '../../../src/uplink/gates.js';
 import type { ParsedReply } from '../../../src/uplink/reply-format.js';
 import { verifyDkimLocally } from '../../../src/uplink/dkim.js';
 import { corpusAgent, loadManifest, loadZone, profileOf, readMessage, zoneResolver } from '../../helpers/corpus.js';
@@ -70,6 +70,11 @@ describe('gates 9–11', () => {
     expect(tokenHolds(reply({ token: null, tokenProblem: 'several' }), () => true)?.verdict).toBe('no-token');
     expect(tokenHolds(reply({ token: 'f'.repeat(32) }), (p) => p === TOKEN)?.verdict).toBe('bad-token');
     expect(tokenHolds(reply(), (p) => p === TOKEN)).toBeNull();
+  });
+
+  it.each(['parts', 'part-header', 'size', 'time', 'error'] as const)('gate 9: a body not read for its cap %s is unparsed:<cap>, the reason saying why (was: no-token)', (cap) => {
+    const r = tokenHolds(reply({ token: null, tokenProblem: 'unparsed', unparsed: `the ${cap} cap`, unparsedBy: cap }), () => true);
+    expect(r).toEqual({ verdict: `unparsed:${cap}`, reason: `gate 9: the body was not read: the ${cap} cap` });
   });
 
   it('gate 10 keeps a reply late only after a deadline or dispatch failure', () => {
@@ -169,7 +174,7 @@ describe('gate 1 by signature: bounded work', () => {
   });
 });
 
-describe('before gate 1: a header block that cannot be read as one', () => {
+describe('a header block that cannot be read as one', () => {
   const head = 'From: Grok Agent <agent@agent.example>\r\nSubject: Re: [GROK:3f6b1c2e-8d4a-4b7e-9a15-c2d3e4f5a6b7]\r\nDate: Tue, 4 Mar 2025 09:30:00 +0000\r\nMessage-ID: <m1@agent.example>\r\n';
   const mail = (header: string, body = 'reply_token: x\r\n'): Buffer => Buffer.from(`${header}\r\n${body}`, 'latin1');
   const readable = (raw: Buffer, size = raw.length) => headerBlockReadable(raw, size);
@@ -204,7 +209,7 @@ describe('before gate 1: a header block that cannot be read as one', () => {
     expect(readable(Buffer.from(head, 'latin1'), MAX_HEADER_BLOCK_BYTES + 1)?.verdict).toBe('too-large-header');
   });
 
-  it('is recorded with no header parsed, through the code a mailbox check runs', async () => {
+  it('is recorded with only its first 16 KiB read — its whole fields, for the task its Subject tags — through the code a mailbox check runs (was: task null)', async () => {
     const manifest = loadManifest();
     const store = corpusStore(manifest, { agents: [corpusAgent(manifest)], profile: profileOf(manifest), resolver: zoneResolver(loadZone().records) });
     try {
@@ -212,11 +217,51 @@ describe('before gate 1: a header block that cannot be read as one', () => {
       const out = await store.take(huge);
       expect(out).toMatchObject({ kind: 'recorded', verdict: 'too-large-header' });
       const [row] = store.store.ledger.query({ limit: 1 });
-      expect(row).toMatchObject({ verdict: 'too-large-header', size: huge.length, subject: null, fromHeader: null, taskId: null });
-      expect(store.store.ledger.row(row!.id)!.hasRaw).toBe(false);
+      expect(row).toMatchObject({ verdict: 'too-large-header', size: huge.length, subject: 'Re: [GROK:3f6b1c2e-8d4a-4b7e-9a15-c2d3e4f5a6b7]', fromHeader: 'Grok Agent <agent@agent.example>', taskId: '3f6b1c2e-8d4a-4b7e-9a15-c2d3e4f5a6b7', agent: 'grok' });
+      // Tagged mail refused before it authenticated keeps its first 64 KiB.
+      expect(store.store.ledger.raw(row!.id)!.equals(huge.subarray(0, 64 * 1024))).toBe(true);
     } finally {
       store.close();
     }
+  });
+
+  describe('routingFacts: the first 16 KiB, read as fields only where they can be', () => {
+    const tagOf = (raw: Buffer, size = raw.length): string | null => routingFacts(raw, size).subject;
+    const pad = (n: number): string => `X-Pad: ${'a'.repeat(n)}\r\n`;
+
+    it('reads the whole fields of the first 16 KiB, and no further', () => {
+      expect(tagOf(mail(`${head}${pad(MAX_HEADER_BLOCK_BYTES)}`))).toBe('Re: [GROK:3f6b1c2e-8d4a-4b7e-9a15-c2d3e4f5a6b7]');
+      // A Subject right before one field that runs past them: read, the next field is seen to begin.
+      const lines = head.split('\r\n').filter((l) => l !== '');
+      const subjectLast = `${[...lines.filter((l) => !l.startsWith('Subject:')), ...lines.filter((l) => l.startsWith('Subject:'))].join('\r\n')}\r\n`;
+      expect(subjectLast.endsWith('7]\r\n')).toBe(true);
+      expect(tagOf(mail(`${subjectLast}X-Pad: ${'a'.repeat(MAX_HEADER_BLOCK_BYTES)}\r\n`))).toBe('Re: [GROK:3f6b1c2e-8d4a-4b7e-9a15-c2d3e4f5a6b7]');
+      // The tag past the first 16 KiB is not read, whatever follows.
+      expect(tagOf(mail(`${pad(STAMP_PREFIX_BYTES)}${head}${pad(MAX_HEADER_BLOCK_BYTES)}`))).toBeNull();
+      // A Subject cut by the 16 KiB, or ending right at them, is not read: the line after it, unread, may continue it.
+      const subject = 'Subject: Re: [GROK:3f6b1c2e-8d4a-4b7e-9a15-c2d3e4f5a6b7]\r\n';
+      const across = `${pad(STAMP_PREFIX_BYTES - 30)}${subject}`;
+      expect(across.indexOf('Subject')).toBeLessThan(STAMP_PREFIX_BYTES);
+      expect(across.length).toBeGreaterThan(STAMP_PREFIX_BYTES);
+      expect(tagOf(mail(`${across}${pad(MAX_HEADER_BLOCK_BYTES)}`))).toBeNull();
+      const atTheEnd = `${pad(STAMP_PREFIX_BYTES - 9 - subject.length)}${subject}`;
+      expect(atTheEnd.length).toBe(STAMP_PREFIX_BYTES);
+      expect(tagOf(mail(`${atTheEnd}${pad(MAX_HEADER_BLOCK_BYTES)}`))).toBeNull();
+      // A multi-byte character cut at 16 KiB: the bytes read are whole lines, UTF-8 throughout.
+      const utf8 = Buffer.from(`${head}X-Name: ${'東'.repeat(STAMP_PREFIX_BYTES)}\r\n\r\n`, 'utf8');
+      expect(tagOf(utf8)).toBe('Re: [GROK:3f6b1c2e-8d4a-4b7e-9a15-c2d3e4f5a6b7]');
+    });
+
+    it('reads every field of a header block, or a message without one, that ends within them; never the body', () => {
+      expect(tagOf(Buffer.from(head, 'latin1'))).toBe('Re: [GROK:3f6b1c2e-8d4a-4b7e-9a15-c2d3e4f5a6b7]');
+      expect(routingFacts(mail(`X-Note: a\r\n`, `${head}`)).fields.map((f) => f.name)).toEqual(['X-Note']);
+    });
+
+    it('reads nothing of bytes that are not lines of UTF-8', () => {
+      expect(tagOf(mail(`${head}X-Note: a\rb\r\n`))).toBeNull();
+      expect(tagOf(mail(`${head}X-Note: \xff\xfe\r\n`))).toBeNull();
+      expect(routingFacts(Buffer.alloc(0), 1000).fields).toEqual([]);
+    });
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fieldsNamed, headerCounts, parseHeaderBlock, parseHeaders, parseSingleAddress, singleField, splitMessage } from '../../../src/uplink/raw-headers.js';
+import { fieldsNamed, headerCounts, headerPrefixFields, parseHeaderBlock, parseHeaders, parseSingleAddress, singleField, splitMessage } from '../../../src/uplink/raw-headers.js';
 
 const crlf = (s: string): Buffer => Buffer.from(s.replace(/\r?\n/g, '\r\n'), 'utf8');
 
@@ -107,6 +107,19 @@ describe('parseHeaders', () => {
       expect(() => parseHeaders(bytes)).not.toThrow();
       expect(() => splitMessage(bytes)).not.toThrow();
     }
+  });
+});
+
+describe('headerPrefixFields: the fields of the first bytes of a longer header block', () => {
+  const names = (prefix: string): string[] => headerPrefixFields(crlf(prefix)).map((f) => f.name);
+
+  it('keeps only the fields certainly whole: the last one when the prefix shows a new field begin after it', () => {
+    expect(names('From: a\nSubject: s\nX-Pad: aaa')).toEqual(['From', 'Subject']);
+    // Cut at a line break, or with the next line a continuation: the last field may go on.
+    expect(names('From: a\nSubject: s\n')).toEqual(['From']);
+    expect(names('From: a\nSubject: s\n continued')).toEqual(['From']);
+    expect(names('From: a\nSubject: s\n\tcontinued')).toEqual(['From']);
+    expect(names('From: a')).toEqual([]);
   });
 });
 

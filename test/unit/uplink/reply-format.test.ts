@@ -288,10 +288,11 @@ describe('parseReply on large messages', () => {
       omittedLines: 0,
       bodyKind: 'none',
       unparsed: expect.stringMatching(/^not done within the 0\.001 s time budget \(\d+ bytes\)$/) as unknown,
+      unparsedBy: 'time',
       attachments: [],
     });
     const huge = Buffer.concat([mail, Buffer.alloc(REPLY_PARSE_MAX_BYTES)]);
-    expect(await parseReply(huge)).toMatchObject({ tokenProblem: 'unparsed', unparsed: `${huge.length} bytes, over the 32 MiB reply parse budget` });
+    expect(await parseReply(huge)).toMatchObject({ tokenProblem: 'unparsed', unparsed: `${huge.length} bytes, over the 32 MiB reply parse budget`, unparsedBy: 'size' });
     expect((await parseReply(mail)).token).toBe(TOKEN); // a fresh worker serves the next one
   });
 });

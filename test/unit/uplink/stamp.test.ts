@@ -19,6 +19,8 @@ const manifest = loadManifest();
 const agents = [corpusAgent(manifest)];
 /** A ledger that holds no authenticated signature (gate 1 by signature never matches). */
 const empty: JudgeStore = { seenDigest: () => false, authenticatedWith: () => undefined, task: () => undefined, messageIdApplied: () => false };
+/** A ledger that holds the digest of every prefix (each is a copy of mail recorded before). */
+const seenAll: JudgeStore = { ...empty, seenDigest: () => true };
 const rulesFor = (profile: ProviderProfile): JudgeRules => ({ agents, profile, verifyDkim: true, dateSkewMs: manifest.dateSkewMs, maxMessageBytes: 10 * 1024 * 1024 });
 /** The verdicts of gates 5–7: a stamp refusal must name the same one when the whole judge gives one of these. */
 const STAMP_GATES = new Set<Verdict>(['auth:no-border', 'auth:no-trusted-results', 'auth:dmarc-fail', 'auth:dkim-unaligned', 'auth:dkim-unverified']);
@@ -43,6 +45,10 @@ describe('the stamp rule agrees with the whole judge on every prefix of every co
       const rules = rulesFor(c.profile);
       for (const n of cuts(c.raw)) {
         const d = judgeStamp({ raw: c.raw.subarray(0, n), size: c.raw.length }, rules, empty);
+        // Gate 1 by the prefix's digest is asked only where the stamp refuses: a copy is then a
+        // duplicate, and a prefix the stamp lets through is never refused by its digest.
+        const copy = judgeStamp({ raw: c.raw.subarray(0, n), size: c.raw.length }, rules, seenAll);
+        expect(copy?.verdict ?? null, `${c.name} at ${n} bytes, a copy`).toBe(d ? 'duplicate' : null);
         seen.prefixes++;
         if (isApplied(c.verdict) || c.verdict === 'late:recorded') seen.genuine++;
         if (!d) continue;
