@@ -52,7 +52,7 @@ function refusedLine(r: RefusedReplies, taskId: string, stillWaiting: boolean): 
   const what = r.count === 1 ? 'A reply for this task was' : `${plural(r.count, 'reply', 'replies')}${r.count >= REFUSED_COUNT_CAP ? ' or more' : ''} for this task were`;
   const last = r.count === 1 ? `verdict ${r.lastVerdict}, seen ${iso(r.lastSeenAt)}` : `the last: verdict ${r.lastVerdict}, seen ${iso(r.lastSeenAt)}`;
   const waits = stillWaiting ? ' and the task still waits for the agent' : '';
-  return `${what} refused by the bridge's authentication gates (${last}); it was not applied${waits}. The bridge's operator can see why with: a2a-mailbridge ledger --task ${taskId} (run on the bridge's machine).`;
+  return `${what} refused by the bridge's authentication gates (${last}); ${r.count === 1 ? 'it was' : 'they were'} not applied${waits}. The bridge's operator can see why with: a2a-mailbridge ledger --task ${taskId} (run on the bridge's machine).`;
 }
 
 /**

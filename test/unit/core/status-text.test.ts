@@ -34,6 +34,10 @@ describe('status text', () => {
     const many = statusText(facts({ refused: { ...one, count: 3, lastVerdict: 'bad-token' } }))!;
     expect(many).toContain("3 replies for this task were refused by the bridge's authentication gates (the last: verdict bad-token, seen");
     expect(statusText(facts({ refused: { ...one, count: 1000 } }))).toContain('1000 replies or more for this task were refused');
+    // The pronoun follows the count: one reply "was not applied", several "were not applied".
+    expect(statusText(facts({ refused: one }))).toContain('); it was not applied and the task still waits');
+    expect(many).toContain('(the last: verdict bad-token, seen 2026-06-01T11:59:55Z); they were not applied and the task still waits');
+    expect(many).not.toContain('it was not applied');
     const failed = statusText(facts({ task: task({ state: 'FAILED', failedBy: 'deadline', stateReason: 'deadline passed with no reply from grok' }), refused: one }))!;
     expect(failed).toMatch(/^Failed: deadline passed with no reply from grok\. A reply for this task was refused .*; it was not applied\. The bridge's operator can see why with: a2a-mailbridge ledger --task \S+ \(run on the bridge's machine\)\.$/);
   });
