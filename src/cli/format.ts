@@ -36,10 +36,36 @@ export function cleanLines(text: string): string {
   return text.split('\n').map(clean).join('\n');
 }
 
-/** `text` cut to at most `max` characters (code points), the last one an ellipsis when cut. */
+/**
+ * The pieces a cut may not split: each `\u{…}` escape {@link clean} writes is one, and every other
+ * code point one (a cut inside an escape printed `… \u{…` with no hex: neither the character nor text).
+ */
+const UNIT = /\\u\{[0-9a-f]{1,6}\}|[\s\S]/gu;
+
+/** The units of `text` ({@link UNIT}) and each one's width in code points. */
+function units(text: string): { u: string[]; w: number[] } {
+  const u = text.match(UNIT) ?? [];
+  return { u, w: u.map((x) => (x.length === 1 ? 1 : [...x].length)) };
+}
+
+/** How many units from the start (or, with `fromEnd`, from the end) fit in `budget` code points. */
+function fitting(w: readonly number[], budget: number, fromEnd = false): number {
+  let n = 0;
+  for (let used = 0; n < w.length; n++) {
+    used += w[fromEnd ? w.length - 1 - n : n]!;
+    if (used > budget) break;
+  }
+  return n;
+}
+
+/**
+ * `text` cut to at most `max` characters (code points), the last one an ellipsis when cut. An
+ * escape {@link clean} wrote (`\u{1b}`) is kept whole or left out whole, never split.
+ */
 export function truncate(text: string, max: number): string {
-  const chars = [...text];
-  return chars.length <= max ? text : `${chars.slice(0, Math.max(0, max - 1)).join('')}…`;
+  const { u, w } = units(text);
+  if (w.reduce((a, b) => a + b, 0) <= max) return text;
+  return `${u.slice(0, fitting(w, Math.max(0, max - 1))).join('')}…`;
 }
 
 /**
@@ -48,27 +74,30 @@ export function truncate(text: string, max: number): string {
  * lies within 12 characters of it. For a text whose end says what its start leads up to: a ledger
  * reason names its gate and rule first and ends with what was missing ("gate 7: no trusted
  * dkim=pass … (trusted: …; the message holds no DKIM-Signature with d=…)"), the detail between.
+ * An escape {@link clean} wrote is kept whole or left out whole, never split.
  */
 export function elideMiddle(text: string, max: number): string {
-  const chars = [...text];
-  if (chars.length <= max) return text;
+  const { u, w } = units(text);
+  const total = w.reduce((a, b) => a + b, 0);
+  if (total <= max) return text;
   const room = Math.max(0, max - 3);
-  let head = Math.floor(room / 3);
-  let tail = chars.length - (room - head);
-  const space = (i: number): boolean => chars[i] === ' ';
+  let head = fitting(w, Math.floor(room / 3));
+  const headWidth = w.slice(0, head).reduce((a, b) => a + b, 0);
+  let tail = u.length - fitting(w, room - headWidth, true);
+  const space = (i: number): boolean => u[i] === ' ';
   for (let i = head; i > Math.max(0, head - 12); i--) {
     if (space(i)) {
       head = i;
       break;
     }
   }
-  for (let i = tail; i < Math.min(chars.length, tail + 12); i++) {
+  for (let i = tail; i < Math.min(u.length, tail + 12); i++) {
     if (space(i)) {
       tail = i + 1;
       break;
     }
   }
-  return `${chars.slice(0, head).join('').trimEnd()} … ${chars.slice(tail).join('').trimStart()}`;
+  return `${u.slice(0, head).join('').trimEnd()} … ${u.slice(tail).join('').trimStart()}`;
 }
 
 /** A time as ISO-8601 UTC to the second (`2026-05-01T10:00:03Z`), or `-` for none. */

@@ -49,6 +49,25 @@ describe('human output', () => {
     expect(elideMiddle(solid, 21)).toBe(`${'🙂'.repeat(6)} … ${'🙂'.repeat(12)}`);
   });
 
+  it('a cut never splits an escape that clean() wrote: each \\u{…} stays whole or goes whole', () => {
+    // What `ledger` printed before: `…6fda468d635f] \u{…` (a Subject cut inside its escape).
+    const subject = clean(`Re: [GROK:4e0b8a52-0c39-4d3f-9b1e-6fda468d635f] \x1b[2J\u202e\u{E0049}done`);
+    const reason = clean(`gate 4: From is "\x1b[31m${'x'.repeat(30)}\u200b\u202e${'y'.repeat(30)}\x07" <a@evil.example>, not agent@agent.example`);
+    const escapes = /\\u\{[0-9a-f]+\}/g;
+    const partial = (cut: string): boolean => cut.replace(escapes, '').includes('\\u');
+    for (const [text, fn] of [[subject, truncate], [reason, elideMiddle], [subject, elideMiddle], [reason, truncate]] as const) {
+      for (let max = 1; max <= [...text].length + 1; max++) {
+        const cut = fn(text, max);
+        expect([...cut].length, `${fn.name} ${max}: ${cut}`).toBeLessThanOrEqual(Math.max(max, fn === elideMiddle ? 3 : 1));
+        expect(partial(cut), `${fn.name} ${max}: ${cut}`).toBe(false);
+      }
+    }
+    // A cut inside the first escape (its 6 characters do not fit) leaves it out whole; one more character keeps it whole.
+    const before = 'Re: [GROK:4e0b8a52-0c39-4d3f-9b1e-6fda468d635f] ';
+    expect(truncate(subject, 54)).toBe(`${before}…`);
+    expect(truncate(subject, 55)).toBe(`${before}\\u{1b}…`);
+  });
+
   it('times are ISO UTC; gaps read as a person would say them', () => {
     expect(isoUtc(Date.parse('2026-05-01T10:00:03.456Z'))).toBe('2026-05-01T10:00:03Z');
     expect(isoUtc(null)).toBe('-');
