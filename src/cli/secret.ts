@@ -3,7 +3,8 @@ import { closeSync, constants, existsSync, fchmodSync, lstatSync, mkdirSync, ope
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { readConfigText } from '../config/config-file.js';
-import { ConfigError, tomlSyntaxMessage } from '../config/config.js';
+import { ConfigError } from '../config/config.js';
+import { tomlSyntaxMessage } from '../config/toml-syntax.js';
 import { isGenerated, secretKind, type SecretKind } from '../config/secret-kinds.js';
 import { secretRefs, type Doc, type SecretRef } from './doctor.js';
 import { CliFailure, UsageError } from './errors.js';

@@ -9,6 +9,7 @@ import { readConfigText } from './config-file.js';
 import { writableByOthers } from './file-safety.js';
 import { ConfigError, FILE_KEY, Fields, type Table } from './fields.js';
 import { parseImapAuth, parseProvider, type OAuth2Config } from './provider.js';
+import { tomlSyntaxMessage } from './toml-syntax.js';
 import { ADDRESS_RE, isLoopbackLiteral, secret } from './values.js';
 
 export { ConfigError } from './fields.js';
@@ -360,20 +361,6 @@ const EFFECTIVE = new WeakMap<Config, Table>();
  */
 export function effectiveConfig(config: Config): Table | undefined {
   return EFFECTIVE.get(config);
-}
-
-/**
- * A TOML syntax error as a person fixes it: the problem with its line and column, then the line
- * itself (its text cut to 120 characters), as `<problem>; <fix>`.
- */
-export function tomlSyntaxMessage(file: string, text: string, err: unknown): string {
-  const at = err as { line?: number; column?: number; message?: string };
-  const first = String(at.message ?? err).split('\n')[0]!.replace(/^Invalid TOML document: /, '');
-  if (at.line === undefined) return `${file} is not valid TOML: ${first}; correct the TOML syntax`;
-  const where = `line ${at.line}${at.column !== undefined ? `, column ${at.column}` : ''}`;
-  const lineText = (text.split(/\r?\n/)[at.line - 1] ?? '').trim();
-  const shown = lineText.length > 120 ? `${lineText.slice(0, 119)}…` : lineText;
-  return `${file} is not valid TOML at ${where}: ${first}; correct ${where}: ${shown}`;
 }
 
 /**
