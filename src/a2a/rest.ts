@@ -34,6 +34,50 @@ function queryParams(url: URL): Record<string, unknown> {
   return out;
 }
 
+/**
+ * One route of the binding: the HTTP method, the path under the agent's URL with `{name}` for one
+ * path segment (percent-decoded) that fills the param of that name, the v1.0 method (§11.3), and
+ * where its other params come from — the JSON body (`body`), the query string (`query`), or
+ * nowhere (`none`). docs/http-json.md lists the same table (test/unit/a2a/rest-routes.test.ts
+ * holds the two together). GET also answers HEAD.
+ */
+export interface RestRoute {
+  http: 'GET' | 'POST' | 'DELETE';
+  path: string;
+  method: string;
+  params: 'body' | 'query' | 'none';
+}
+
+/** Every route the binding serves (A2A v1.0 §11.3), in the order docs/http-json.md lists them. */
+export const REST_ROUTES: readonly RestRoute[] = [
+  { http: 'POST', path: '/message:send', method: 'SendMessage', params: 'body' },
+  { http: 'POST', path: '/message:stream', method: 'SendStreamingMessage', params: 'body' },
+  { http: 'GET', path: '/tasks/{id}', method: 'GetTask', params: 'query' },
+  { http: 'GET', path: '/tasks', method: 'ListTasks', params: 'query' },
+  { http: 'POST', path: '/tasks/{id}:cancel', method: 'CancelTask', params: 'body' },
+  // §11.3.2 says POST; the a2a-js SDK's REST transport sends GET (the proto's http rule).
+  { http: 'GET', path: '/tasks/{id}:subscribe', method: 'SubscribeToTask', params: 'none' },
+  { http: 'POST', path: '/tasks/{id}:subscribe', method: 'SubscribeToTask', params: 'none' },
+  { http: 'POST', path: '/tasks/{taskId}/pushNotificationConfigs', method: 'CreateTaskPushNotificationConfig', params: 'body' },
+  { http: 'GET', path: '/tasks/{taskId}/pushNotificationConfigs', method: 'ListTaskPushNotificationConfigs', params: 'query' },
+  { http: 'GET', path: '/tasks/{taskId}/pushNotificationConfigs/{id}', method: 'GetTaskPushNotificationConfig', params: 'none' },
+  { http: 'DELETE', path: '/tasks/{taskId}/pushNotificationConfigs/{id}', method: 'DeleteTaskPushNotificationConfig', params: 'none' },
+  { http: 'GET', path: '/extendedAgentCard', method: 'GetExtendedAgentCard', params: 'none' },
+];
+
+/**
+ * Each path of {@link REST_ROUTES} once, as a pattern: `{name}` matches one segment without `:`
+ * (a `:` starts a custom method, AIP-136), so `/tasks/{id}` never takes `/tasks/x:cancel`.
+ */
+const PATHS = [...new Set(REST_ROUTES.map((r) => r.path))].map((path) => ({
+  path,
+  names: [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!),
+  re: new RegExp(`^${path.split(/\{\w+\}/).map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('([^/:]+)')}$`),
+}));
+
+/** The order the methods of a 405's `Allow` are listed in. */
+const HTTP_ORDER: readonly RestRoute['http'][] = ['GET', 'POST', 'DELETE'];
+
 function decode(segment: string): string | null {
   try {
     return decodeURIComponent(segment);
@@ -48,38 +92,19 @@ function decode(segment: string): string | null {
  * @returns `{ allow }` instead when the path exists but not for this HTTP method (405)
  */
 export function routeRest(httpMethod: string, path: string, url: URL): RestCall | { allow: string } | null {
-  const get = httpMethod === 'GET' || httpMethod === 'HEAD';
-  const q = queryParams(url);
-  const route = (allowed: string, call: RestCall): RestCall | { allow: string } =>
-    allowed.split(', ').includes(get ? 'GET' : httpMethod) ? call : { allow: allowed };
-
-  if (path === '/message:send') return route('POST', { method: 'SendMessage', params: {}, body: true });
-  if (path === '/message:stream') return route('POST', { method: 'SendStreamingMessage', params: {}, body: true });
-  if (path === '/extendedAgentCard') return route('GET', { method: 'GetExtendedAgentCard', params: {}, body: false });
-  if (path === '/tasks') return route('GET', { method: 'ListTasks', params: q, body: false });
-
-  const m = /^\/tasks\/([^/]+?)(?::(cancel|subscribe))?(?:\/pushNotificationConfigs(?:\/([^/]+))?)?$/.exec(path);
-  if (!m) return null;
-  const id = decode(m[1]!);
-  const configId = m[3] === undefined ? undefined : decode(m[3]);
-  if (id === null || configId === null || id === '') return null;
-  const verb = m[2];
-  const configs = path.includes('/pushNotificationConfigs');
-  if (verb && configs) return null;
-  if (verb === 'cancel') return route('POST', { method: 'CancelTask', params: { id }, body: true });
-  // §11.3.2 says POST; the a2a-js SDK's REST transport sends GET (the proto's http rule).
-  if (verb === 'subscribe') return route('GET, POST', { method: 'SubscribeToTask', params: { id }, body: false });
-  if (configs && configId === undefined) {
-    return httpMethod === 'POST'
-      ? { method: 'CreateTaskPushNotificationConfig', params: { taskId: id }, body: true }
-      : route('GET, POST', { method: 'ListTaskPushNotificationConfigs', params: { ...q, taskId: id }, body: false });
+  const verb = httpMethod === 'HEAD' ? 'GET' : httpMethod;
+  for (const p of PATHS) {
+    const m = p.re.exec(path);
+    if (!m) continue;
+    const values = m.slice(1).map(decode);
+    if (values.some((v) => v === null || v === '')) return null;
+    const routes = REST_ROUTES.filter((r) => r.path === p.path);
+    const route = routes.find((r) => r.http === verb);
+    if (!route) return { allow: HTTP_ORDER.filter((h) => routes.some((r) => r.http === h)).join(', ') };
+    const fromPath = Object.fromEntries(p.names.map((name, i) => [name, values[i]]));
+    return { method: route.method, params: { ...(route.params === 'query' ? queryParams(url) : {}), ...fromPath }, body: route.params === 'body' };
   }
-  if (configs) {
-    return httpMethod === 'DELETE'
-      ? { method: 'DeleteTaskPushNotificationConfig', params: { taskId: id, id: configId }, body: false }
-      : route('GET, DELETE', { method: 'GetTaskPushNotificationConfig', params: { taskId: id, id: configId }, body: false });
-  }
-  return route('GET', { method: 'GetTask', params: { ...q, id }, body: false });
+  return null;
 }
 
 /** The HTTP status and google.rpc.Code name of each error (A2A v1.0 §5.4; the JSON-RPC ones by their meaning). */
