@@ -255,7 +255,13 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       name = undefined; // malformed percent-encoding names no agent
     }
     const agent = name !== undefined ? agents.get(name) : undefined;
-    if (!m || !agent) return send(res, 404, { error: 'not found' });
+    if (!m) return send(res, 404, { error: 'not found' });
+    if (!agent) {
+      // Under /agents/, a name that is no agent: the 404 names those that are (public in their cards
+      // anyway), never the name asked for (the caller's text).
+      const known = [...agents.values()];
+      return send(res, 404, { error: `no agent at this path; the agents are: ${known.map((a) => `${a.name} (${endpoint(a)})`).join(', ')}`, agents: known.map((a) => a.name) });
+    }
     const rest = m[2] ?? '';
     if (CARD_PATHS.has(rest)) {
       if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });

@@ -97,6 +97,15 @@ describe('HTTP+JSON binding (SDK REST transport)', () => {
     expect((await fetch(`${suite.h.endpoint}/tasks`)).status).toBe(401);
     expect((await raw('/message:send')).status).toBe(405);
     expect((await raw('/nothing/here')).status).toBe(404);
+    // An agent that does not exist: the 404 names those that do (public in their cards anyway); elsewhere a plain 404.
+    const base = suite.h.endpoint.replace(/\/agents\/grok$/, '');
+    for (const path of ['/agents/nope', '/agents/nope/message:send', '/agents/%E0%A4%A/tasks']) {
+      const nope = await fetch(`${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${TEST_BEARER}`, 'content-type': 'application/json' }, body: '{}' });
+      expect(nope.status, path).toBe(404);
+      expect(await nope.json(), path).toEqual({ error: `no agent at this path; the agents are: grok (${suite.h.endpoint})`, agents: ['grok'] });
+    }
+    expect(await (await fetch(`${base}/nope`)).json()).toEqual({ error: 'not found' });
+    expect(await (await raw('/nothing/here')).json()).toEqual({ error: 'not found' });
     // over server.max_body_bytes (1 MiB by default): 413, and the body's code says the same status (AIP-193)
     const huge = await raw('/message:send', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: { role: 'ROLE_USER', parts: [{ text: 'x'.repeat(1024 * 1024) }] } }) });
     expect(huge.status).toBe(413);
