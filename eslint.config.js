@@ -30,9 +30,12 @@ export default tseslint.config(
     ...tseslint.configs.disableTypeChecked,
   },
   {
-    // Preloaded into a child process with `node -r` (test/fixtures/builtins-at-exit.cjs): CommonJS.
+    // Preloaded into a child process with `node -r` (test/fixtures/builtins-at-exit.cjs), or run by
+    // a Node too old for anything else (scripts/node-floor.cjs): CommonJS, where require() is how a
+    // module loads another.
     files: ['**/*.cjs'],
-    languageOptions: { sourceType: 'commonjs', globals: { process: 'readonly', require: 'readonly' } },
+    languageOptions: { sourceType: 'commonjs', globals: { process: 'readonly', require: 'readonly', module: 'writable' } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   ...layers,
 );
