@@ -9,9 +9,10 @@ export interface HealthJson {
   /**
    * `ok` false when the store could not be read, its last integrity check found damage, or it
    * cannot be written: `writeError` (the SQLite code and message: a full disk, an I/O error) since
-   * `writeErrorSince`, until a write commits again.
+   * `writeErrorSince`, until a write commits again. `fingerprint` names the store file without its
+   * path (src/core/store-fingerprint.ts): `status` tells by it whether the bridge answering is its config's.
    */
-  store: { ok: boolean; lastCheckAt: string | null; lastCheck: string | null; writeError: string | null; writeErrorSince: string | null };
+  store: { ok: boolean; lastCheckAt: string | null; lastCheck: string | null; writeError: string | null; writeErrorSince: string | null; fingerprint: string };
   mailbox: {
     kind: string;
     lastCheckAt: string | null;
@@ -29,10 +30,11 @@ export interface HealthJson {
 
 /**
  * `GET /health`: store ok (and its last integrity check: src/store/integrity.ts), last mailbox check (time, result, error), open tasks, dispatches
- * pending and failed (docs/architecture.md, "Operating"). Holds no secret and no task content: it
- * is served without auth.
+ * pending and failed (docs/architecture.md, "Operating"). Holds no secret, no path and no task
+ * content: it is served without auth.
+ * @param storeFingerprint the store's name without its path (src/core/store-fingerprint.ts), computed once at start: /health is polled
  */
-export function health(bridge: Bridge): HealthJson {
+export function health(bridge: Bridge, storeFingerprint: string): HealthJson {
   const h = bridge.health();
   const m = h.mailbox;
   const at = (t: number | null | undefined): string | null => (t === null || t === undefined ? null : timestamp(t));
@@ -49,6 +51,7 @@ export function health(bridge: Bridge): HealthJson {
       lastCheck: h.storeCheck?.detail ?? null,
       writeError: w ? `${w.code}: ${w.message}` : null,
       writeErrorSince: at(w?.since),
+      fingerprint: storeFingerprint,
     },
     mailbox: {
       kind: h.mailboxKind,

@@ -12,6 +12,7 @@ import { a2aHandler, dialectOfHeader, supportedVersion } from './handler.js';
 import { findMethod } from './methods.js';
 import { pathOf, targetAuthority, urlOf } from './request-target.js';
 import { restError, routeRest, type RestCall } from './rest.js';
+import { storeFingerprint } from '../core/store-fingerprint.js';
 import { health } from './health.js';
 import { errorResponse, isResponse, parseRequest, resultResponse, resultText, type JsonRpcId, type JsonRpcResponse } from './jsonrpc.js';
 import { JsonText } from './call.js';
@@ -94,6 +95,8 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
   const handleCall = a2aHandler(bridge, log, streams);
   const agents = new Map(config.agents.map((a) => [a.name, a]));
   const refused = refusalLogger(log);
+  /** The store's name in /health (no path): `status` tells this config's bridge by it. */
+  const storeId = storeFingerprint(config.store.path);
   /** When this config began to be served: the cards' Last-Modified. */
   const servingSince = Date.now();
   let baseUrl = '';
@@ -221,7 +224,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     const get = req.method === 'GET' || req.method === 'HEAD';
     if (path === '/health') {
       if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });
-      return send(res, 200, health(bridge));
+      return send(res, 200, health(bridge, storeId));
     }
     if (path === '/metrics' && bridge.ctx.metrics) {
       if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });

@@ -3,9 +3,28 @@
  * network call of `status` and `service status`, to our own server only.
  */
 import type { Config } from '../config/config.js';
+import { storeFingerprint } from '../core/store-fingerprint.js';
 
-/** The bridge answered (its /health body), or it did not (why, as an error code or a status). */
-export type HealthProbe = { up: true; url: string; health: Record<string, unknown> } | { up: false; url: string; why: string };
+/**
+ * The bridge answered (its /health body, and whether it serves this config's store), or it did
+ * not (why, as an error code or a status).
+ */
+export type HealthProbe =
+  | {
+      up: true;
+      url: string;
+      health: Record<string, unknown>;
+      /**
+       * Whether the bridge answering serves the store of this config (`store.fingerprint` of its
+       * /health against this config's store.path, src/core/store-fingerprint.ts): false for a bridge
+       * started with another config on the same address; null when its /health names no store (a
+       * version before the fingerprint) and so cannot tell.
+       */
+      sameStore: boolean | null;
+      /** The two fingerprints compared: the one /health names (null: none) and this config's. */
+      stores: { answering: string | null; ours: string };
+    }
+  | { up: false; url: string; why: string };
 
 /**
  * GET `http://<server.listen>/health`, within `timeoutMs`.
@@ -18,7 +37,11 @@ export async function probeHealth(config: Config, timeoutMs = 1500): Promise<Hea
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
     if (!res.ok) return { up: false, url, why: `HTTP ${res.status}` };
-    return { up: true, url, health: (await res.json()) as Record<string, unknown> };
+    const health = (await res.json()) as Record<string, unknown>;
+    const named = (health.store as { fingerprint?: unknown } | undefined)?.fingerprint;
+    const answering = typeof named === 'string' ? named : null;
+    const ours = storeFingerprint(config.store.path);
+    return { up: true, url, health, sameStore: answering === null ? null : answering === ours, stores: { answering, ours } };
   } catch (err) {
     const e = err as Error & { cause?: { code?: string } };
     const why = e.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (e.cause?.code ?? e.message);

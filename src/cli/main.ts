@@ -93,7 +93,7 @@ program
 
 program
   .command('status')
-  .description('a short summary: is the bridge answering, store size, open tasks, the last mailbox check, failing webhooks, refused replies for open tasks; exit 0 answering, 3 not answering, 4 cannot tell (port 0)')
+  .description('a short summary: is the bridge answering, store size, open tasks, the last mailbox check, failing webhooks, refused replies for open tasks; exit 0 answering, 3 not answering (or the bridge at server.listen serves another config\'s store), 4 cannot tell')
   .option('--json', 'as JSON')
   .action(async (o: { json?: boolean }) => run(await (await import('./status.js')).runStatus(config(), o)));
 
@@ -181,7 +181,7 @@ service
   .action(async (o: { launchd?: boolean; systemd?: boolean; dryRun?: boolean }) => run((await import('./service-manage.js')).runServiceUninstall(o)));
 service
   .command('status')
-  .description('is the service file installed and up to date, what the manager says, and does the bridge answer /health; exit 0 only when installed and answering')
+  .description('is the service file installed and up to date, what the manager says, and does this config\'s bridge answer /health; exit 0 only when installed and answering')
   .option('--launchd', 'the LaunchAgent (default on macOS)')
   .option('--systemd', 'the systemd user unit (default elsewhere)')
   .option('--json', 'as JSON')

@@ -108,7 +108,7 @@ export interface ServiceStatus {
   manager: string;
   /** Why `service install` (or `--force`) would refuse for this config now, in its words; null when it would write the file. */
   installRefusal: string | null;
-  /** The bridge answered GET /health on server.listen. */
+  /** This config's bridge answered GET /health on server.listen (a bridge serving another store there does not count). */
   answering: boolean;
   health: string;
 }
@@ -155,8 +155,10 @@ export async function runServiceStatus(configFile: string, o: ServiceKindOptions
     installRefusal: refusal,
     enabled,
     manager: managerWord,
-    answering: probe.up,
-    health: probe.up ? `${probe.url}: ${String(probe.health.status)} (version ${String(probe.health.version)})` : `${probe.url}: not answering (${probe.why})`,
+    answering: probe.up && probe.sameStore !== false,
+    health: !probe.up
+      ? `${probe.url}: not answering (${probe.why})`
+      : `${probe.url}: ${String(probe.health.status)} (version ${String(probe.health.version)})${probe.sameStore === false ? `, but NOT this config's bridge: it serves another store than ${config.store.path}` : ''}`,
   };
   if (o.json) printJson(status);
   else {
@@ -169,5 +171,5 @@ export async function runServiceStatus(configFile: string, o: ServiceKindOptions
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
   }
-  return installed && probe.up ? 0 : 1;
+  return installed && status.answering ? 0 : 1;
 }

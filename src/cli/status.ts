@@ -17,7 +17,12 @@ const WEEK_MS = 7 * 86_400_000;
 /** What `status --json` prints; times ISO. */
 export interface StatusReport {
   config: string;
-  bridge: { answering: boolean; url: string; status: string | null; version: string | null; why: string | null };
+  /**
+   * `answering`: a bridge answers /health at server.listen; `sameStore`: it serves this config's
+   * store (false: a bridge of another config; null: not answering, or it does not say which store);
+   * `why`: what was wrong, when something was.
+   */
+  bridge: { answering: boolean; url: string; status: string | null; version: string | null; sameStore: boolean | null; why: string | null };
   store: { path: string; exists: boolean; bytes: number };
   tasks: { open: number; finished: number; byState: Partial<Record<TaskState, number>> } | null;
   mailbox: { kind: string; lastCheckAt: string | null; lastResult: string | null; lastError: string | null; errorSince: string | null; lastRecordedAt: string | null; lastVerdict: string | null } | null;
@@ -35,6 +40,13 @@ function bytes(n: number): string {
   return n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(1)} MiB`;
 }
 
+/** Why the bridge answering is not known to be this config's, or null when it is. */
+function storeWhy(probe: HealthProbe & { up: true }): string | null {
+  if (probe.sameStore === true) return null;
+  if (probe.sameStore === false) return `its /health names store ${probe.stores.answering}, this config's is ${probe.stores.ours}`;
+  return 'its /health names no store (a version before the store fingerprint)';
+}
+
 /**
  * Gathers the report: the store opened read-only (safe beside a running bridge), and `GET /health`
  * on `server.listen` when a bridge answers there.
@@ -46,8 +58,8 @@ export async function statusReport(config: Config, now: number): Promise<StatusR
   const report: StatusReport = {
     config: config.file,
     bridge: probe.up
-      ? { answering: true, url: probe.url, status: String(probe.health.status), version: String(probe.health.version), why: null }
-      : { answering: false, url: probe.url, status: null, version: null, why: probe.why },
+      ? { answering: true, url: probe.url, status: String(probe.health.status), version: String(probe.health.version), sameStore: probe.sameStore, why: storeWhy(probe) }
+      : { answering: false, url: probe.url, status: null, version: null, sameStore: null, why: probe.why },
     store: { path, exists, bytes: exists ? storeBytes(path) : 0 },
     tasks: null,
     mailbox: null,
@@ -77,10 +89,15 @@ export async function statusReport(config: Config, now: number): Promise<StatusR
 export function formatStatus(r: StatusReport, now: number): string {
   const ago = (t: string | null): string => (t === null ? '' : ` (${humanDuration(now - Date.parse(t))} ago)`);
   const lines = [`a2a-mailbridge status: ${r.config}`];
+  const at = r.bridge.url.replace(/\/health$/, '');
   lines.push(
-    r.bridge.answering
-      ? `bridge    answering at ${r.bridge.url.replace(/\/health$/, '')} (version ${r.bridge.version}, /health status ${r.bridge.status})`
-      : `bridge    not answering at ${r.bridge.url.replace(/\/health$/, '')} (${r.bridge.why}); start it: a2a-mailbridge serve, or a2a-mailbridge service status`,
+    !r.bridge.answering
+      ? `bridge    not answering at ${at} (${r.bridge.why}); start it: a2a-mailbridge serve, or a2a-mailbridge service status`
+      : r.bridge.sameStore === false
+        ? `bridge    NOT this config's: the bridge answering at ${at} serves another store than ${r.store.path} (${r.bridge.why}); it was started with another config: stop it, or give this config another server.listen`
+        : r.bridge.sameStore === null
+          ? `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status}), but whether it serves ${r.store.path} cannot be told: ${r.bridge.why}; restart it`
+          : `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status})`,
   );
   if (!r.store.exists) {
     lines.push(`store     ${r.store.path} does not exist yet; serve creates it on its first start`);
@@ -125,8 +142,9 @@ export function formatStatus(r: StatusReport, now: number): string {
  * and `/health` when the bridge is up. The exit code says whether the bridge answers, as the LSB
  * init-script `status` codes (and `systemctl status`) do: the rest of the report is information.
  *
- * @returns {@link STATUS_EXIT}: 0 the bridge answers /health; 3 it does not (not running, or not
- *   on this address); 4 it cannot be told (server.listen has port 0)
+ * @returns {@link STATUS_EXIT}: 0 this config's bridge answers /health; 3 it does not (not running,
+ *   not on this address, or the bridge answering there serves another store: another config's);
+ *   4 it cannot be told (server.listen has port 0, or the bridge answering names no store)
  * @throws ConfigError, StoreError
  */
 export async function runStatus(configFile: string, o: { json?: boolean }, now = Date.now()): Promise<number> {
@@ -134,9 +152,13 @@ export async function runStatus(configFile: string, o: { json?: boolean }, now =
   const report = await statusReport(config, now);
   if (o.json) printJson(report);
   else process.stdout.write(`${formatStatus(report, now)}\n`);
-  if (report.bridge.answering) return STATUS_EXIT.answering;
+  const b = report.bridge;
+  if (b.answering) return b.sameStore === true ? STATUS_EXIT.answering : b.sameStore === false ? STATUS_EXIT.notAnswering : STATUS_EXIT.unknown;
   return config.server.port === 0 ? STATUS_EXIT.unknown : STATUS_EXIT.notAnswering;
 }
 
-/** The exit codes of `status`, after the LSB init-script `status` action (0 running, 3 not running, 4 unknown). */
+/**
+ * The exit codes of `status`, after the LSB init-script `status` action (0 running, 3 not running,
+ * 4 unknown): of this config's bridge, so a bridge of another config on the same address is 3.
+ */
 export const STATUS_EXIT = { answering: 0, notAnswering: 3, unknown: 4 } as const;

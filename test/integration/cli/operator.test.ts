@@ -9,7 +9,9 @@ import { hermesBody } from '../../helpers/bridge-harness.js';
 import { runCli } from '../../helpers/cli.js';
 import type { RpcAnswer, V1SendResult } from '../../helpers/rpc-json.js';
 import type { V1Task } from '../../../src/a2a/wire.js';
+import type { StatusReport } from '../../../src/cli/status.js';
 import type { TaskJson } from '../../../src/cli/tasks.js';
+import { storeFingerprint } from '../../../src/core/store-fingerprint.js';
 import { makeConfigDir, minimalToml, TEST_BEARER, type ConfigDir } from '../../helpers/config-dir.js';
 import { freePort } from '../../helpers/free-port.js';
 
@@ -91,6 +93,37 @@ describe('status beside a running bridge', () => {
     expect(r.stdout).toContain('webhooks  1 dispatch not accepted yet:\n');
     expect(r.stdout).toMatch(new RegExp(`\\n {12}task ${taskId.slice(0, 8)} \\(grok\\) attempt \\d failed: network error: ECONNREFUSED; next \\S+Z: a2a-mailbridge show ${taskId.slice(0, 8)}\\n`));
     expect(r.stdout).toMatch(/\nmailbox {3}maildir, last checked \S+Z \(\d+ s ago\): ok, 0 new messages, 0 applied\n/);
+  });
+});
+
+describe('status of another config whose server.listen is the same address', () => {
+  it('says the bridge answering there serves another store, and exits 3 (this config\'s bridge does not answer)', async () => {
+    // Config B: the same listen address as the running bridge's (A), another folder, so another store, which does not exist.
+    const b = makeConfigDir(minimalToml({ listen: `${app.bridge.ctx.config.server.host}:${app.bridge.ctx.config.server.port}` }));
+    try {
+      const r = await runCli(['--config', b.configPath, 'status']);
+      expect(r.status, r.stderr).toBe(3);
+      expect(r.stdout).toContain(
+        `bridge    NOT this config's: the bridge answering at ${app.server.baseUrl} serves another store than ${join(b.dir, 'state', 'bridge.sqlite')} (its /health names store ${storeFingerprint(app.bridge.ctx.config.store.path)}, this config's is ${storeFingerprint(join(b.dir, 'state', 'bridge.sqlite'))}); it was started with another config: stop it, or give this config another server.listen\n`,
+      );
+      expect(r.stdout).not.toContain('bridge    answering');
+      const j = JSON.parse((await runCli(['--config', b.configPath, 'status', '--json'])).stdout) as StatusReport;
+      expect(j.bridge).toMatchObject({ answering: true, sameStore: false });
+      // The bridge's own config: the same store.
+      const own = JSON.parse((await cli('status', '--json')).stdout) as StatusReport;
+      expect(own.bridge).toMatchObject({ answering: true, sameStore: true });
+    } finally {
+      rmSync(b.dir, { recursive: true, force: true });
+    }
+  });
+
+  it('/health names its store by a short fingerprint: no path, nothing secret', async () => {
+    const text = await (await fetch(`${app.server.baseUrl}/health`)).text();
+    const h = JSON.parse(text) as { store: { fingerprint: string } };
+    expect(h.store.fingerprint).toMatch(/^[0-9a-f]{16}$/);
+    expect(h.store.fingerprint).toBe(storeFingerprint(app.bridge.ctx.config.store.path));
+    expect(text).not.toContain(c.dir);
+    expect(text).not.toContain('bridge.sqlite');
   });
 });
 

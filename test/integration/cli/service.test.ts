@@ -253,6 +253,14 @@ describe('service status and uninstall', () => {
       const r = await runCli(['--config', up.configPath, 'service', 'status', '--systemd', '--json'], { env: env() });
       const j = JSON.parse(r.stdout) as unknown;
       expect(j).toMatchObject({ answering: true, health: `http://127.0.0.1:${port}/health: ok (version ${VERSION})` });
+      // Another config on the same address (another store): that bridge is not this config's service.
+      const other = makeConfigDir(minimalToml({ listen: `127.0.0.1:${port}` }), resolve('tmp'));
+      cleanup.push(other.dir);
+      const o = await runCli(['--config', other.configPath, 'service', 'status', '--systemd', '--json'], { env: env() });
+      expect(JSON.parse(o.stdout)).toMatchObject({
+        answering: false,
+        health: `http://127.0.0.1:${port}/health: ok (version ${VERSION}), but NOT this config's bridge: it serves another store than ${join(other.dir, 'state', 'bridge.sqlite')}`,
+      });
     } finally {
       await app.close();
     }
