@@ -12,6 +12,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { health } from '../../../src/a2a/health.js';
+import { storeFingerprint } from '../../../src/core/store-fingerprint.js';
 import { startApp, type App } from '../../../src/app.js';
 import { doctor } from '../../../src/cli/doctor.js';
 import { loadConfig, type Config } from '../../../src/config/config.js';
@@ -120,7 +121,7 @@ describe('OAuth2 sign-in for IMAP', () => {
       app = await startApp(config, { log: pino({ level: 'trace', redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, bridgeLog.stream), now, mailbox: mailbox() });
       const summary = await checkMailbox(app.bridge.ctx);
       expect(summary.ok).toBe(false);
-      const h = health(app.bridge) as { status: string; mailbox: { lastError: string } };
+      const h = health(app.bridge, storeFingerprint(config.store.path)) as { status: string; mailbox: { lastError: string } };
       expect(h.status).toBe('degraded');
       expect(h.mailbox.lastError).toMatch(/a2a-mailbridge auth login google/);
       const db = app.bridge.ctx.store;
