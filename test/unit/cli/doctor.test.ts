@@ -110,7 +110,7 @@ describe('doctor: pure parts', () => {
       {
         name: 'config file',
         status: 'fail',
-        detail: `${c.configPath} is not valid TOML at line 2, column 25: control characters are not allowed in strings`,
+        detail: `${c.configPath} is not valid TOML at line 2, column 25: control characters are not allowed in strings — is a closing quote (") missing?`,
         fix: 'correct line 2, column 25: listen = "127.0.0.1:8765',
       },
     ]);
