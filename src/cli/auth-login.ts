@@ -23,7 +23,7 @@ export async function runAuthLogin(configFile: string, name: string, o: { out?: 
   const imap = config.mailbox.imap;
   const oauth = imap?.oauth2;
   if (!oauth) throw new UsageError('the config does not sign in with OAuth2: set [mailbox.imap] auth = "oauth2" with oauth2_client_id and oauth2_refresh_token_file');
-  if (name !== oauth.provider) throw new UsageError(`the config signs in with ${oauth.provider} (mailbox.imap.oauth2_provider), not ${name}; run: a2a-mailbridge auth login ${oauth.provider}`);
+  if (name !== oauth.provider) throw new UsageError(`the config signs in with ${oauth.provider} (mailbox.imap.oauth2_provider), not ${name}; run: ${oauth.login}`);
   const secret: Record<string, string> = oauth.clientSecret ? { client_secret: oauth.clientSecret } : {};
   try {
     const dev = await postForm(oauth.deviceUrl, { client_id: oauth.clientId, scope: oauth.scope, ...secret }, 20_000);

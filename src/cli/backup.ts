@@ -1,5 +1,6 @@
 import { closeSync, constants, fchmodSync, openSync, rmSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { commandLine } from '../config/config-path.js';
 import { Store } from '../store/store.js';
 import { CliFailure } from './errors.js';
 import { printJson } from './format.js';
@@ -68,7 +69,7 @@ export async function runBackup(where: StoreLocation, file: string, o: { json?: 
         copy.useRollbackJournal();
         // The copy was just written by this process: read it memory-mapped (integrity.ts).
         const check = copy.quickCheck({ mapped: true });
-        if (!check.ok) throw new Error(`the copy failed quick_check (${check.detail}); the store itself is damaged: a2a-mailbridge doctor`);
+        if (!check.ok) throw new Error(`the copy failed quick_check (${check.detail}); the store itself is damaged${where.db === undefined ? `: ${commandLine(where.configFile, 'doctor')}` : ''}`);
         version = copy.schemaVersion();
       } finally {
         copy.close();

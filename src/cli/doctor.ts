@@ -15,7 +15,7 @@ import { MailboxError } from '../uplink/mailbox.js';
 import { unusedSecretChecks } from './doctor-unused-secrets.js';
 import { mailboxFix } from './mailbox-fix.js';
 import { plural } from '../plural.js';
-import { configPath } from './config-path.js';
+import { commandLine } from '../config/config-path.js';
 import { clean, cleanLines, printJson } from './format.js';
 import { probeDnsServer, probeWebhook } from './probes.js';
 
@@ -59,8 +59,11 @@ export type Doc = Record<string, unknown>;
 const table = (v: unknown): Doc => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Doc) : {});
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
-/** The secret files the loader would read for this document, with what each should hold. */
-export function secretRefs(doc: Doc, baseDir: string): SecretRef[] {
+/**
+ * The secret files the loader would read for this document, with what each should hold.
+ * @param configFile the config file the document is, for the commands named (src/config/config-path.ts)
+ */
+export function secretRefs(doc: Doc, baseDir: string, configFile = ''): SecretRef[] {
   const out: SecretRef[] = [];
   const add = (key: string, value: unknown, what: string, writtenBy?: string): void => {
     const p = str(value);
@@ -72,7 +75,7 @@ export function secretRefs(doc: Doc, baseDir: string): SecretRef[] {
     const imap = table(mailbox.imap);
     if (str(imap.auth) === 'oauth2') {
       const login = `auth login ${str(imap.oauth2_provider) ?? (str(mailbox.provider) === 'outlook' ? 'microsoft' : 'google')}`;
-      add('mailbox.imap.oauth2_refresh_token_file', imap.oauth2_refresh_token_file, `the OAuth2 refresh token (write it with: a2a-mailbridge ${login})`, login);
+      add('mailbox.imap.oauth2_refresh_token_file', imap.oauth2_refresh_token_file, `the OAuth2 refresh token (write it with: ${commandLine(configFile, login)})`, login);
     }
     else add('mailbox.imap.password_file', imap.password_file, 'your IMAP app password');
   }
@@ -96,18 +99,18 @@ export function splitFix(message: string): { problem: string; fix?: string } {
   return { problem: message.slice(0, i), fix: message.slice(i + 2).replace(/^run: /, '') };
 }
 
-function checkSecret(ref: SecretRef, configFlag: string): Check {
+function checkSecret(ref: SecretRef, configFile: string): Check {
   const name = `secret ${ref.key}`;
   try {
-    readSecretFile(ref.path, ref.key);
+    readSecretFile(ref.path, ref.key, configFile);
     const mode = (statSync(ref.path).mode & 0o777).toString(8).padStart(4, '0');
     return { name, status: 'ok', detail: `${ref.path} (mode ${mode}, yours)` };
   } catch (err) {
     if (!(err instanceof SecretFileError)) throw err;
     if ((err.cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') {
       // A file the product writes (the OAuth2 grant) is made by its command, never by hand.
-      if (ref.writtenBy) return { name, status: 'fail', detail: `${ref.path} does not exist yet`, fix: `sign in once with: a2a-mailbridge${configFlag} ${ref.writtenBy}` };
-      return { name, status: 'fail', detail: `secret file ${ref.path} does not exist`, fix: missingSecretFix(ref.key, ref.path, configFlag) };
+      if (ref.writtenBy) return { name, status: 'fail', detail: `${ref.path} does not exist yet`, fix: `sign in once with: ${commandLine(configFile, ref.writtenBy)}` };
+      return { name, status: 'fail', detail: `secret file ${ref.path} does not exist`, fix: missingSecretFix(ref.key, ref.path, configFile) };
     }
     if (/placeholder/.test(err.message)) {
       return { name, status: 'fail', detail: `${ref.path} still holds a placeholder`, fix: `write ${ref.what} into ${ref.path} (the file stays mode 0600)` };
@@ -124,9 +127,9 @@ function checkConfigFile(file: string): { check: Check; doc?: Doc } {
   try {
     text = readConfigText(file);
   } catch (err) {
+    // The loader's fix: a missing file's names the init that writes it (src/config/config-path.ts).
     const { problem, fix } = splitFix((err as ConfigError).message.replace(/^config file: /, ''));
-    const unread = problem.startsWith('cannot read ');
-    return { check: { name, status: 'fail', detail: problem, fix: unread ? 'create it with: a2a-mailbridge init (or pass --config <file>)' : (fix ?? 'pass --config <file>') } };
+    return { check: { name, status: 'fail', detail: problem, fix: fix ?? 'point --config at a config file you can read' } };
   }
   try {
     doc = parseToml(text);
@@ -298,10 +301,9 @@ export async function doctor(configFile: string): Promise<DoctorReport> {
   const first = checkConfigFile(file);
   checks.push(first.check);
   if (!first.doc) return report;
-  const refs = secretRefs(first.doc, dirname(file));
-  // The commands a fix names carry --config unless this is the config they find by themselves.
-  const configFlag = resolve(configPath(undefined)) === file ? '' : ` --config ${file}`;
-  const secretChecks = refs.map((r) => checkSecret(r, configFlag));
+  const refs = secretRefs(first.doc, dirname(file), file);
+  // The commands a fix names carry --config unless this is the config they find by themselves (src/config/config-path.ts).
+  const secretChecks = refs.map((r) => checkSecret(r, file));
   checks.push(...secretChecks);
   checks.push(...unusedSecretChecks(first.doc, file, refs));
   // A config file others may write is refused by the loader too: said once, by the file's check.

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, constants, existsSync, fchmodSync, lstatSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { iso } from '../core/time.js';
-import { configPath } from './config-path.js';
+import { commandLine, configPath } from '../config/config-path.js';
 import { CliFailure } from './errors.js';
 import { packageFile } from './install-dir.js';
 
@@ -30,8 +30,12 @@ export interface InitFile {
   note: string;
 }
 
-/** The header put above the example config: when it was written and what to do next. */
-export function configHeader(at: number): string {
+/**
+ * The header put above the example config: when it was written and what to do next.
+ * @param configFile where the config goes: the `doctor` it names carries its `--config` unless
+ *   every command finds it by itself (src/config/config-path.ts)
+ */
+export function configHeader(at: number, configFile = ''): string {
   return [
     `# Written by \`a2a-mailbridge init\` at ${iso(at)}, from mailbridge.example.toml. Next:`,
     '#   1. [mailbox]: your address, folder and IMAP server (or a Maildir); write your IMAP app',
@@ -39,7 +43,7 @@ export function configHeader(at: number): string {
     '#   2. [[agents]]: the agent\'s From address, DKIM domain and webhook URL. Give the agent the',
     '#      signing secret in secrets/webhook-secret (or, for auth = "bearer", uncomment bearer_file',
     '#      and write its trigger token into secrets/webhook-bearer with mode 0600).',
-    '#   3. Run `a2a-mailbridge doctor`: it checks all of this and prints the Hermes snippet.',
+    `#   3. Run \`${commandLine(configFile, 'doctor')}\`: it checks all of this and prints the Hermes snippet.`,
     '',
     '',
   ].join('\n');
@@ -51,9 +55,9 @@ export function configHeader(at: number): string {
  * password as a placeholder. No file for a key the config leaves commented out (a webhook's
  * `bearer_file`): doctor would report it unused, and the loader says how to create it once named.
  */
-export function initFiles(exampleConfig: string, at: number): InitFile[] {
+export function initFiles(exampleConfig: string, at: number, configFile = ''): InitFile[] {
   return [
-    { path: 'config.toml', content: configHeader(at) + exampleConfig, note: 'the config: edit [mailbox] and [[agents]]' },
+    { path: 'config.toml', content: configHeader(at, configFile) + exampleConfig, note: 'the config: edit [mailbox] and [[agents]]' },
     { path: 'secrets/bearer', content: `${generateBearer()}\n`, note: "the facade's bearer (generated); local callers such as Hermes send it" },
     {
       path: 'secrets/webhook-secret',
@@ -106,7 +110,7 @@ export function runInit(o: { dir?: string; configFlag?: string }, now = Date.now
   const configFile = o.dir !== undefined ? join(resolve(o.dir), 'config.toml') : resolve(configPath(o.configFlag));
   const dir = dirname(configFile);
   const example = readFileSync(packageFile('mailbridge.example.toml'), 'utf8');
-  const files = initFiles(example, now).map((f) => ({ ...f, abs: f.path === 'config.toml' ? configFile : join(dir, f.path) }));
+  const files = initFiles(example, now, configFile).map((f) => ({ ...f, abs: f.path === 'config.toml' ? configFile : join(dir, f.path) }));
   for (const f of files) {
     let exists = true;
     try {
@@ -120,8 +124,7 @@ export function runInit(o: { dir?: string; configFlag?: string }, now = Date.now
   for (const f of files) writeNew(f.abs, f.content);
   const width = Math.max(...files.map((f) => f.abs.length));
   const lines = files.map((f) => `wrote ${f.abs.padEnd(width)}  ${f.note}`);
-  const flag = o.dir !== undefined || o.configFlag !== undefined ? ` --config ${configFile}` : '';
-  lines.push(...warnings, `next: edit ${configFile}, fill in the placeholders, then run: a2a-mailbridge${flag} doctor`);
+  lines.push(...warnings, `next: edit ${configFile}, fill in the placeholders, then run: ${commandLine(configFile, 'doctor')}`);
   process.stdout.write(`${lines.join('\n')}\n`);
   return 0;
 }

@@ -2,7 +2,7 @@ import { type LedgerRow } from '../store/ledger.js';
 import { parseCount, parseTime, parseVerdict } from './args.js';
 import { CliFailure, UsageError } from './errors.js';
 import { clean, elideMiddle, isoJson, isoUtc, printJson, table, truncate } from './format.js';
-import { openReadOnly, type StoreLocation } from './open-store.js';
+import { openReadOnly, storeCommand, type StoreLocation } from './open-store.js';
 import { resolveLedgerTask } from './task-id.js';
 
 /** Options of `a2a-mailbridge ledger`, as commander hands them over. */
@@ -75,12 +75,12 @@ export function runLedger(where: StoreLocation, o: LedgerOptions, now = Date.now
     if (o.verdict ?? o.task ?? o.since ?? o.until ?? o.limit ?? o.json ?? o.wide) throw new UsageError('--raw <id> takes no other option');
     const id = parseCount(o.raw, '--raw', 1, Number.MAX_SAFE_INTEGER);
     if (process.stdout.isTTY) {
-      throw new UsageError(`--raw writes the message's raw bytes, which may hold terminal escape sequences; redirect it: a2a-mailbridge ledger --raw ${id} > message-${id}.eml`);
+      throw new UsageError(`--raw writes the message's raw bytes, which may hold terminal escape sequences; redirect it: ${storeCommand(where, `ledger --raw ${id}`, `> message-${id}.eml`)}`);
     }
     const db = openReadOnly(where);
     try {
       const row = db.ledger.row(id);
-      if (!row) throw new CliFailure(`no ledger row #${id}; list them with: a2a-mailbridge ledger`);
+      if (!row) throw new CliFailure(`no ledger row #${id}; list them with: ${storeCommand(where, 'ledger')}`);
       const raw = row.hasRaw ? db.ledger.raw(id) : null;
       if (!raw) throw new CliFailure(`ledger row #${id} (${row.verdict}) kept no raw bytes: only tagged mail is kept`);
       process.stdout.write(raw);
@@ -98,7 +98,7 @@ export function runLedger(where: StoreLocation, o: LedgerOptions, now = Date.now
   };
   const db = openReadOnly(where);
   try {
-    const rows = db.ledger.query({ ...q, ...(o.task !== undefined ? { taskId: resolveLedgerTask(db, o.task) } : {}) });
+    const rows = db.ledger.query({ ...q, ...(o.task !== undefined ? { taskId: resolveLedgerTask(db, o.task, storeCommand(where, 'tasks')) } : {}) });
     if (o.json) printJson(rows.map(ledgerJson));
     else process.stdout.write(`${formatLedger(rows, o)}\n`);
     return 0;

@@ -4,7 +4,6 @@
  * --from`, and main.ts for any MailboxError a command lets through) appends to its error line.
  */
 import type { Config } from '../config/config.js';
-import { loginCommand } from '../config/provider.js';
 import { MailboxError } from '../uplink/mailbox.js';
 import { CliFailure } from './errors.js';
 
@@ -23,7 +22,7 @@ const IMAP_FIX: Record<MailboxError['kind'], string> = {
  */
 export function mailboxFix(err: MailboxError, mailbox?: Config['mailbox']): string {
   const oauth2 = mailbox?.imap?.oauth2;
-  if (oauth2 && err.kind === 'auth') return `sign in again: ${loginCommand(oauth2)}`;
+  if (oauth2 && err.kind === 'auth') return `sign in again: ${oauth2.login}`;
   if (mailbox?.kind === 'maildir' || (!mailbox && err.kind === 'io')) return 'check mailbox.maildir.path: it must name a Maildir (a folder holding cur/ and new/) this user can read';
   return IMAP_FIX[err.kind];
 }

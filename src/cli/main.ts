@@ -1,6 +1,6 @@
 import { Argument, Command, type CommanderError } from 'commander';
 import { VERSION } from '../a2a/agent-card.js';
-import { configPath } from './config-path.js';
+import { configPath } from '../config/config-path.js';
 import { CliFailure } from './errors.js';
 import type { LedgerOptions } from './ledger.js';
 import type { StoreLocation } from './open-store.js';

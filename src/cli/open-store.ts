@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { loadConfig } from '../config/config.js';
+import { commandLine, shellWord } from '../config/config-path.js';
 import { Store, StoreError } from '../store/store.js';
 
 /** Where a command finds the store: `--db`, else `store.path` of the config file. */
@@ -29,7 +30,18 @@ export function storeFile(where: StoreLocation): string {
 export function openReadOnly(where: StoreLocation): Store {
   const file = storeFile(where);
   if (!existsSync(file)) {
-    throw new StoreError(`no store at ${file}; \`a2a-mailbridge serve\` creates it on its first start${where.db === undefined ? ' (config key store.path)' : ''}`);
+    if (where.db !== undefined) throw new StoreError(`no store at ${file} (--db); name a store file that exists (a backup, or store.path of a config)`);
+    throw new StoreError(`no store at ${file} (config key store.path); \`${commandLine(where.configFile, 'serve')}\` creates it on its first start`);
   }
-  return Store.open(file, { readOnly: true });
+  return Store.open(file, { readOnly: true, ...(where.db === undefined ? { configFile: where.configFile } : {}) });
+}
+
+/**
+ * The command line a read command's message suggests for the same store: with the `--db` given,
+ * else with the config's `--config` (src/config/config-path.ts).
+ * @param args the subcommand and its arguments (`tasks`, `ledger --raw 42`); `redirect`, if any, follows the `--db`
+ */
+export function storeCommand(where: StoreLocation, args: string, redirect = ''): string {
+  const line = where.db !== undefined ? `a2a-mailbridge ${args} --db ${shellWord(resolve(where.db))}` : commandLine(where.configFile, args);
+  return redirect === '' ? line : `${line} ${redirect}`;
 }

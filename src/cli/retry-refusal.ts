@@ -7,6 +7,7 @@
  * the agent has had the job.
  */
 import type { AgentConfig } from '../config/config.js';
+import { commandLine } from '../config/config-path.js';
 import { humanDuration, iso } from '../core/time.js';
 import { plural } from '../plural.js';
 import type { AttemptRow } from '../store/attempts.js';
@@ -23,6 +24,8 @@ export interface RetryFacts {
   /** `mailbox.watch`: with it the bridge makes due attempts on a timer, else on the next A2A call. */
   watch: boolean;
   now: number;
+  /** The config file in use, for the command the refusal names (src/config/config-path.ts). */
+  configFile: string;
 }
 
 const RULE = '`retry` is for a task that FAILED by dispatch (its attempts exhausted, or refused by the webhook)';
@@ -48,7 +51,7 @@ function stillDelivering(f: RetryFacts): string {
     parts.push(`the next automatic attempt (${attempts.length + 1} of max_attempts ${hook.maxAttempts}) is ${when}; ${by}`);
   }
   if (turn) parts.push(`attempts stop after ${plural(hook.maxAttempts, 'attempt')} or at ${iso(turn.createdAt + hook.maxAgeMs)} (max_age_s ${hook.maxAgeMs / 1000}), and the task then FAILS by dispatch`);
-  parts.push(`${RULE}; see every attempt with: a2a-mailbridge show ${task.id.slice(0, 8)}`);
+  parts.push(`${RULE}; see every attempt with: ${commandLine(f.configFile, `show ${task.id.slice(0, 8)}`)}`);
   return parts.join('; ');
 }
 

@@ -1,5 +1,6 @@
 import { buildBridge } from '../app.js';
 import { loadConfig } from '../config/config.js';
+import { commandLine } from '../config/config-path.js';
 import { attemptDispatch } from '../core/dispatch.js';
 import { BridgeError } from '../core/errors.js';
 import { retryDispatch } from '../core/retry.js';
@@ -25,13 +26,13 @@ export async function runRetry(configFile: string, idOrPrefix: string): Promise<
   const db = ctx.store;
   try {
     const ids = db.tasks.idsWithPrefix(idOrPrefix.toLowerCase(), 2);
-    if (ids.length === 0) throw new CliFailure(`no task ${idOrPrefix}; see \`a2a-mailbridge tasks --state failed\``);
+    if (ids.length === 0) throw new CliFailure(`no task ${idOrPrefix}; see \`${commandLine(configFile, 'tasks --state failed')}\``);
     if (ids.length > 1) throw new UsageError(`${idOrPrefix} is the start of several task ids; give more characters`);
     const task = db.tasks.get(ids[0]!)!;
     const agent = config.agents.find((a) => a.name === task.agent);
     if (!agent) throw new CliFailure(`task ${task.id} belongs to agent ${task.agent}, which is no longer in the config`);
     const turn = db.turns.get(task.id, task.turn);
-    const refusal = retryRefusal({ task, turn, attempts: turn ? db.attempts.of(turn.dispatchId) : [], agent, watch: config.mailbox.watch, now: Date.now() });
+    const refusal = retryRefusal({ task, turn, attempts: turn ? db.attempts.of(turn.dispatchId) : [], agent, watch: config.mailbox.watch, now: Date.now(), configFile });
     if (refusal !== null) throw new CliFailure(refusal);
     let dispatchId: string;
     try {

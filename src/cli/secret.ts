@@ -4,6 +4,7 @@ import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { readConfigText } from '../config/config-file.js';
 import { ConfigError } from '../config/config.js';
+import { commandLine, missingConfigFix } from '../config/config-path.js';
 import { tomlSyntaxMessage } from '../config/toml-syntax.js';
 import { isGenerated, secretKind, type SecretKind } from '../config/secret-kinds.js';
 import { secretRefs, type Doc, type SecretRef } from './doctor.js';
@@ -87,9 +88,9 @@ function writeSecretFile(path: string, content: string, replace: boolean): void 
 
 /** What to do once the file holds a new secret, by kind. */
 function nextStep(kind: SecretKind, ref: SecretRef, agentName: string | undefined, configFile: string): string {
-  const restart = 'then restart a2a-mailbridge serve (it reads its secrets at start)';
+  const restart = `then restart ${commandLine(configFile, 'serve')} (it reads its secrets at start)`;
   if (kind === 'bearer') return `put its content into each caller's config (Hermes: a2a_agents.<name>.auth.token), ${restart}`;
-  return `configure the same secret (the content of ${ref.path}) at the webhook of agent ${agentName ?? '?'}, ${restart}; \`a2a-mailbridge --config ${configFile} doctor\` checks the file`;
+  return `configure the same secret (the content of ${ref.path}) at the webhook of agent ${agentName ?? '?'}, ${restart}; \`${commandLine(configFile, 'doctor')}\` checks the file`;
 }
 
 /**
@@ -113,7 +114,8 @@ export function runSecretNew(configFile: string, name: string, o: SecretNewOptio
     // Not a regular file, or too large: the loader's message says what to fix.
     const code = ((err as Error).cause as NodeJS.ErrnoException | undefined)?.code;
     if (code === undefined) throw err;
-    throw new CliFailure(`cannot read the config ${file}: ${code}; create one with: a2a-mailbridge init (or pass --config <file>)`);
+    const fix = code === 'ENOENT' || code === 'ENOTDIR' ? `; ${missingConfigFix(file)}` : '';
+    throw new CliFailure(`cannot read the config ${file}: ${code}${fix}`);
   }
   let doc: Doc;
   try {
@@ -121,7 +123,7 @@ export function runSecretNew(configFile: string, name: string, o: SecretNewOptio
   } catch (err) {
     throw new ConfigError('(syntax)', tomlSyntaxMessage(file, text, err), { cause: err });
   }
-  const ref = pick(secretRefs(doc, dirname(file)), doc, name, o.agent);
+  const ref = pick(secretRefs(doc, dirname(file), file), doc, name, o.agent);
   const kind = secretKind(ref.key)!;
   if (!isGenerated(kind)) {
     throw new CliFailure(

@@ -8,6 +8,7 @@
 import { statSync } from 'node:fs';
 import { VERSION } from '../a2a/agent-card.js';
 import type { Config } from '../config/config.js';
+import { commandLine } from '../config/config-path.js';
 import { exampleIdentities, exampleIdentitiesText } from '../config/example-identities.js';
 import type { CheckSummary } from '../core/mail-check.js';
 
@@ -66,7 +67,7 @@ export function startupSummary(f: StartupFacts): { lines: string[]; warnings: st
     `  log      ${f.logTo}`,
   ];
   const warnings: string[] = [];
-  if (check && !check.ok) warnings.push(`the mailbox is unreachable: ${check.error ?? 'unknown error'}; replies are read once it is back (a2a-mailbridge doctor checks the settings)`);
+  if (check && !check.ok) warnings.push(`the mailbox is unreachable: ${check.error ?? 'unknown error'}; replies are read once it is back (${commandLine(config.file, 'doctor')} checks the settings)`);
   const examples = exampleIdentities(config);
   if (examples.length) warnings.push(`${exampleIdentitiesText(examples)}; replace them in ${config.file}`);
   return { lines, warnings };

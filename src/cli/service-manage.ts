@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { loadConfig } from '../config/config.js';
+import { commandLine } from '../config/config-path.js';
 import { CliFailure, UsageError } from './errors.js';
 import { printJson } from './format.js';
 import { probeHealth } from './health-probe.js';
@@ -162,9 +163,10 @@ export async function runServiceStatus(configFile: string, o: ServiceKindOptions
   };
   if (o.json) printJson(status);
   else {
+    const install = commandLine(configFile, 'service install');
     const lines = [
-      `service file  ${installed ? file : `not installed (would be ${file}; ${refusal === null ? 'run: a2a-mailbridge service install' : `service install would refuse: ${refusal}`})`}`,
-      ...(installed ? [`up to date    ${upToDate ? 'yes' : refusal === null ? 'no: it differs from what `a2a-mailbridge service install --force` would write now' : `no, and \`a2a-mailbridge service install --force\` would refuse: ${refusal}`}`] : []),
+      `service file  ${installed ? file : `not installed (would be ${file}; ${refusal === null ? `run: ${install}` : `service install would refuse: ${refusal}`})`}`,
+      ...(installed ? [`up to date    ${upToDate ? 'yes' : refusal === null ? `no: it differs from what \`${install} --force\` would write now` : `no, and \`${install} --force\` would refuse: ${refusal}`}`] : []),
       ...(enabled !== null ? [`enabled       ${enabled ? 'yes' : 'no'}`] : []),
       `${kind === 'systemd' ? 'systemctl' : 'launchctl'}     ${managerWord}`,
       `bridge        ${status.health}`,

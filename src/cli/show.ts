@@ -9,7 +9,7 @@ import type { TurnRow } from '../store/turns.js';
 import { CliFailure } from './errors.js';
 import { clean, cleanLines, gap, isoJson, isoUtc, printJson, table, truncate } from './format.js';
 import { ledgerJson } from './ledger.js';
-import { openReadOnly, type StoreLocation } from './open-store.js';
+import { openReadOnly, storeCommand, type StoreLocation } from './open-store.js';
 import { resolveTaskId } from './task-id.js';
 import { taskJson } from './tasks.js';
 
@@ -253,7 +253,7 @@ export function runShow(where: StoreLocation, idOrPrefix: string, o: { json?: bo
       const audit = db.audit.of(idOrPrefix);
       if (audit.length === 0) {
         const hint = idOrPrefix.length < 4 ? ' (a prefix needs at least 4 characters)' : '';
-        throw new CliFailure(`no task ${idOrPrefix}${hint}; list them with: a2a-mailbridge tasks`);
+        throw new CliFailure(`no task ${idOrPrefix}${hint}; list them with: ${storeCommand(where, 'tasks')}`);
       }
       const entries = audit.map((a) => ({ ...a, writtenAt: isoJson(a.writtenAt) }));
       if (o.json) printJson({ task: idOrPrefix, pruned: true, audit: entries });

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { loadConfig, type Config } from '../config/config.js';
+import { commandLine } from '../config/config-path.js';
 import { humanDuration, iso } from '../core/time.js';
 import { plural } from '../plural.js';
 import { Store } from '../store/store.js';
@@ -89,10 +90,12 @@ export async function statusReport(config: Config, now: number): Promise<StatusR
 export function formatStatus(r: StatusReport, now: number): string {
   const ago = (t: string | null): string => (t === null ? '' : ` (${humanDuration(now - Date.parse(t))} ago)`);
   const lines = [`a2a-mailbridge status: ${r.config}`];
+  // The commands named carry this config's --config unless every command finds it by itself (src/config/config-path.ts).
+  const cmd = (args: string): string => commandLine(r.config, args);
   const at = r.bridge.url.replace(/\/health$/, '');
   lines.push(
     !r.bridge.answering
-      ? `bridge    not answering at ${at} (${r.bridge.why}); start it: a2a-mailbridge serve, or a2a-mailbridge service status`
+      ? `bridge    not answering at ${at} (${r.bridge.why}); start it: ${cmd('serve')}, or ${cmd('service status')}`
       : r.bridge.sameStore === false
         ? `bridge    NOT this config's: the bridge answering at ${at} serves another store than ${r.store.path} (${r.bridge.why}); it was started with another config: stop it, or give this config another server.listen`
         : r.bridge.sameStore === null
@@ -108,28 +111,28 @@ export function formatStatus(r: StatusReport, now: number): string {
   const byState = (open: boolean): string => TASK_STATES.filter((s) => TERMINAL_STATES.has(s) !== open).map((s) => `${t.byState[s] ?? 0} ${s}`).join(', ');
   lines.push(`tasks     ${t.open} open (${byState(true)}); ${t.finished} finished (${byState(false)})`);
   const m = r.mailbox!;
-  if (m.lastError !== null && m.errorSince !== null) lines.push(`mailbox   UNREACHABLE since ${iso(Date.parse(m.errorSince))}${ago(m.errorSince)}: ${m.lastError}; a2a-mailbridge doctor checks the settings`);
+  if (m.lastError !== null && m.errorSince !== null) lines.push(`mailbox   UNREACHABLE since ${iso(Date.parse(m.errorSince))}${ago(m.errorSince)}: ${m.lastError}; ${cmd('doctor')} checks the settings`);
   else if (m.lastCheckAt === null) lines.push(`mailbox   ${m.kind}, never checked yet`);
   else lines.push(`mailbox   ${m.kind}, last checked ${iso(Date.parse(m.lastCheckAt))}${ago(m.lastCheckAt)}: ${m.lastResult ?? 'ok'}`);
   // A check that found nothing new says "0 new messages"; the mail recorded last stays visible.
-  if (m.lastRecordedAt !== null && m.lastVerdict !== null) lines.push(`            last mail recorded ${iso(Date.parse(m.lastRecordedAt))}${ago(m.lastRecordedAt)}: ${m.lastVerdict} (a2a-mailbridge ledger shows it)`);
+  if (m.lastRecordedAt !== null && m.lastVerdict !== null) lines.push(`            last mail recorded ${iso(Date.parse(m.lastRecordedAt))}${ago(m.lastRecordedAt)}: ${m.lastVerdict} (${cmd('ledger')} shows it)`);
   if (r.failingWebhooks.length === 0) lines.push('webhooks  none failing');
   else {
     lines.push(`webhooks  ${plural(r.failingWebhooks.length, 'dispatch', 'dispatches')} not accepted yet${r.failingWebhooks.length === LIST_LIMIT ? ' (the first 10)' : ''}:`);
     for (const f of r.failingWebhooks) {
       const last = f.outcome === null ? `attempt ${f.attempt} under way` : `attempt ${f.attempt} ${f.outcome === 'retry' ? 'failed' : f.outcome}${f.httpStatus !== null ? ` (HTTP ${f.httpStatus})` : ''}${f.error ? `: ${f.error}` : ''}`;
       const next = f.nextAttemptAt !== null ? `; next ${iso(Date.parse(f.nextAttemptAt))}` : '';
-      lines.push(`            task ${f.taskId.slice(0, 8)} (${f.agent}) ${last}${next}: a2a-mailbridge show ${f.taskId.slice(0, 8)}`);
+      lines.push(`            task ${f.taskId.slice(0, 8)} (${f.agent}) ${last}${next}: ${cmd(`show ${f.taskId.slice(0, 8)}`)}`);
     }
   }
   if (r.dispatchFailuresLast7Days > 0) {
-    lines.push(`          ${plural(r.dispatchFailuresLast7Days, 'task')} FAILED by dispatch in the last 7 days: a2a-mailbridge tasks --state failed --since 7d`);
+    lines.push(`          ${plural(r.dispatchFailuresLast7Days, 'task')} FAILED by dispatch in the last 7 days: ${cmd('tasks --state failed --since 7d')}`);
   }
   if (r.refusedRepliesForOpenTasks.length === 0) lines.push('refused   no reply refused for an open task');
   else {
     lines.push(`refused   replies refused for ${plural(r.refusedRepliesForOpenTasks.length, 'open task')}:`);
     for (const x of r.refusedRepliesForOpenTasks) {
-      lines.push(`            task ${x.taskId.slice(0, 8)} (${x.agent}, ${x.state}): ${plural(x.count, 'reply', 'replies')}, last ${x.lastVerdict}${ago(x.lastSeenAt)}: a2a-mailbridge ledger --task ${x.taskId.slice(0, 8)}`);
+      lines.push(`            task ${x.taskId.slice(0, 8)} (${x.agent}, ${x.state}): ${plural(x.count, 'reply', 'replies')}, last ${x.lastVerdict}${ago(x.lastSeenAt)}: ${cmd(`ledger --task ${x.taskId.slice(0, 8)}`)}`);
     }
   }
   return lines.map(clean).join('\n');

@@ -31,9 +31,10 @@ export function resolveTaskId(db: StoreReads, idOrPrefix: string): string | unde
  * The task id `ledger --task` filters on: a task's (by id or unique prefix), else the task id that
  * tagged mail in the ledger names (mail may name a task that never existed, or one pruned since).
  *
+ * @param tasksCommand the `tasks` command the error suggests, for the same store (open-store.ts storeCommand)
  * @throws CliFailure when nothing matches ("no such task"), or several ids do
  */
-export function resolveLedgerTask(db: StoreReads, idOrPrefix: string): string {
+export function resolveLedgerTask(db: StoreReads, idOrPrefix: string, tasksCommand = 'a2a-mailbridge tasks'): string {
   const task = resolveTaskId(db, idOrPrefix);
   if (task !== undefined) return task;
   const text = idOrPrefix.trim().toLowerCase();
@@ -41,5 +42,5 @@ export function resolveLedgerTask(db: StoreReads, idOrPrefix: string): string {
   if (ids.length > 1) throw several(idOrPrefix, ids);
   if (ids.length === 1) return ids[0]!;
   const hint = text.length < MIN_PREFIX ? ` (a prefix needs at least ${MIN_PREFIX} characters)` : '';
-  throw new CliFailure(`no such task: ${idOrPrefix}${hint}, and no mail in the ledger names it; list the tasks with: a2a-mailbridge tasks`);
+  throw new CliFailure(`no such task: ${idOrPrefix}${hint}, and no mail in the ledger names it; list the tasks with: ${tasksCommand}`);
 }

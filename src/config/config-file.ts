@@ -3,6 +3,7 @@
  * path can point at (a FIFO, a device, a directory) blocks or floods the process.
  */
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
+import { missingConfigFix } from './config-path.js';
 import { ConfigError, FILE_KEY } from './fields.js';
 
 /** Largest config file read, in bytes: the commented example is 7 KiB; a config is never a document. */
@@ -23,14 +24,18 @@ function fileKind(st: Stats): string {
  * O_NONBLOCK and checked on the open handle, so a FIFO or a device (a symlink to /dev/zero) is
  * refused at once instead of blocking start-up or being read until memory runs out; a symlink to
  * a regular file is followed (a config kept with one's dotfiles).
- * @throws ConfigError when the file cannot be opened, is not a regular file, or is over {@link MAX_CONFIG_BYTES}
+ * @throws ConfigError when the file cannot be opened (a missing one: with the `init` that writes
+ *   it, src/config/config-path.ts), is not a regular file, or is over {@link MAX_CONFIG_BYTES}
  */
 export function readConfigText(file: string): string {
   let fd: number;
   try {
     fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (err) {
-    throw new ConfigError(FILE_KEY, `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}; create one with \`a2a-mailbridge init\``, { cause: err });
+    const code = (err as NodeJS.ErrnoException).code;
+    // Not there (ENOTDIR: a file stands where a folder of its path would be): the init that writes it.
+    const fix = code === 'ENOENT' || code === 'ENOTDIR' ? `; ${missingConfigFix(file)}` : '';
+    throw new ConfigError(FILE_KEY, `cannot read ${file}: ${code ?? String(err)}${fix}`, { cause: err });
   }
   try {
     const st = fstatSync(fd);

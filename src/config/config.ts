@@ -279,7 +279,7 @@ function parseMailbox(f: Fields, baseDir: string, o: LoadOptions): MailboxConfig
  * @throws ConfigError naming the first bad key and the fix.
  */
 export function parseConfig(doc: Table, baseDir: string, file = '', o: LoadOptions = {}): Config {
-  const root = new Fields('', doc, o.skipSecrets === true);
+  const root = new Fields('', doc, o.skipSecrets === true, undefined, file);
   const server = root.table_('server');
   const { host, port } = parseListen(server);
   const serverConfig: ServerConfig = {

@@ -62,12 +62,15 @@ export class Fields {
    *   give ''): for commands that need the config's paths and addresses, never its secrets
    * @param absentAs for a table absent from the file: the key of its parent's table that is close
    *   to its name (a likely misspelling of it), named by the errors of its required keys
+   * @param configFile the config file the table is read from ('' when none), for the commands its
+   *   errors name (src/config/config-path.ts); inherited by the tables within
    */
   constructor(
     readonly prefix: string,
     private readonly table: Table,
     readonly skipSecrets = false,
     private readonly absentAs?: string,
+    readonly configFile = '',
   ) {}
 
   key(name: string): string {
@@ -200,12 +203,12 @@ export class Fields {
     if (v === undefined) {
       if (required) throw this.required(name, 'a table');
       const near = this.nearUnread(name);
-      return this.child(name, new Fields(this.key(name), {}, this.skipSecrets, near === undefined ? undefined : this.key(near)));
+      return this.child(name, new Fields(this.key(name), {}, this.skipSecrets, near === undefined ? undefined : this.key(near), this.configFile));
     }
     if (typeof v !== 'object' || v === null || Array.isArray(v)) {
       throw new ConfigError(this.key(name), `must be a table, got ${describe(v)}`);
     }
-    return this.child(name, new Fields(this.key(name), v as Table, this.skipSecrets));
+    return this.child(name, new Fields(this.key(name), v as Table, this.skipSecrets, undefined, this.configFile));
   }
 
   tableArray(name: string): Fields[] {
@@ -217,7 +220,7 @@ export class Fields {
     if (!Array.isArray(v) || v.some((x) => typeof x !== 'object' || x === null || Array.isArray(x))) {
       throw new ConfigError(this.key(name), `must be an array of tables ([[${this.key(name)}]])`);
     }
-    const tables = (v as Table[]).map((t, i) => new Fields(`${this.key(name)}[${i}]`, t, this.skipSecrets));
+    const tables = (v as Table[]).map((t, i) => new Fields(`${this.key(name)}[${i}]`, t, this.skipSecrets, undefined, this.configFile));
     this.setEffective(name, tables.map((t) => t.effective));
     return tables;
   }

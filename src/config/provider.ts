@@ -5,6 +5,7 @@
  */
 import { profileOf, type ProviderProfile } from '../uplink/border.js';
 import { OAUTH2_PRESETS, PRESETS, PROVIDER_NAMES, type OAuth2PresetName, type ProviderName } from '../uplink/providers.js';
+import { commandLine } from './config-path.js';
 import { ConfigError, type Fields } from './fields.js';
 import { isLoopbackLiteral, secret } from './values.js';
 
@@ -24,16 +25,13 @@ export interface OAuth2Config {
   refreshTokenFile: string;
   /** The refresh token read at start; null only when the loader was told the grant may be missing (`auth login`). */
   refreshToken: string | null;
+  /** What to run to get a grant for this sign-in: `a2a-mailbridge [--config <file>] auth login <provider>` (src/config/config-path.ts). */
+  login: string;
 }
 
 export interface ProviderChoice {
   provider: ProviderName;
   profile: ProviderProfile;
-}
-
-/** What to run to get a grant for this sign-in. */
-export function loginCommand(o: Pick<OAuth2Config, 'provider'>): string {
-  return `a2a-mailbridge auth login ${o.provider}`;
 }
 
 /** The probes no provider pattern may match: a pattern that does trusts results anyone can write. */
@@ -52,7 +50,7 @@ export function parseProvider(f: Fields, verifyDkim: boolean): ProviderChoice {
     // The older key set both patterns at once; refused, not read, so the two are always set on purpose.
     throw new ConfigError(
       f.key('provider_host'),
-      'is no longer read; set authserv_id (the authserv-id your provider writes) and border_host (its MX in the Received `by` clause) instead: the same pattern in both does what provider_host did; a2a-mailbridge provider detect --file <a mail> prints both',
+      `is no longer read; set authserv_id (the authserv-id your provider writes) and border_host (its MX in the Received \`by\` clause) instead: the same pattern in both does what provider_host did; ${commandLine(f.configFile, 'provider detect --file <a mail>')} prints both`,
     );
   }
   const explicit = (key: 'authserv_id' | 'border_host'): RegExp | undefined => {
@@ -68,7 +66,7 @@ export function parseProvider(f: Fields, verifyDkim: boolean): ProviderChoice {
   const borderHost = explicit('border_host');
   if (provider === 'self-hosted' && (!authservId || !borderHost)) {
     const key = authservId ? 'border_host' : 'authserv_id';
-    throw new ConfigError(f.key(key), 'is required with provider = "self-hosted" (your MTA\'s host name as a pattern); print it with: a2a-mailbridge provider detect --file <a mail you received from outside>');
+    throw new ConfigError(f.key(key), `is required with provider = "self-hosted" (your MTA's host name as a pattern); print it with: ${commandLine(f.configFile, 'provider detect --file <a mail you received from outside>')}`);
   }
   const profile = profileOf(provider, { ...(authservId ? { authservId } : {}), ...(borderHost ? { borderHost } : {}) });
   if (!verifyDkim && !authservId && (provider === 'outlook' || provider === 'yahoo')) {
@@ -115,6 +113,7 @@ export function parseImapAuth(t: Fields, baseDir: string, provider: ProviderName
     scope: t.string('oauth2_scope', preset?.scope),
     refreshTokenFile: tokenFile,
     refreshToken: null,
+    login: commandLine(t.configFile, `auth login ${named}`),
   };
   try {
     cfg.refreshToken = secret(t, 'oauth2_refresh_token_file', baseDir, { token: true });
@@ -122,7 +121,7 @@ export function parseImapAuth(t: Fields, baseDir: string, provider: ProviderName
     const missing = err instanceof ConfigError && /does not exist/.test(err.message);
     if (!(missing && o.allowMissingGrant)) {
       // The cause stays the secret reader's: the file is missing, not the key wrong (doctor says so once).
-      if (missing) throw new ConfigError(t.key('oauth2_refresh_token_file'), `${tokenFile} does not exist yet; sign in once with: ${loginCommand(cfg)}`, { cause: err.cause ?? err });
+      if (missing) throw new ConfigError(t.key('oauth2_refresh_token_file'), `${tokenFile} does not exist yet; sign in once with: ${cfg.login}`, { cause: err.cause ?? err });
       throw err;
     }
   }

@@ -63,12 +63,13 @@ export function fileHoldsPlaceholder(path: string): boolean {
  *
  * @param path absolute path of the file
  * @param key the config key that named the file, used in error messages (e.g. `server.bearer_file`)
+ * @param configFile the config file that names it, for the command a missing file's message names ('' when not known)
  * @returns the secret as a UTF-8 string
  * @throws SecretFileError when the file is a symlink, not a regular file, owned by another user,
  *   group/other-accessible, in a folder others can write, empty, or larger than 64 KiB; the
  *   message says what to run.
  */
-export function readSecretFile(path: string, key: string): string {
+export function readSecretFile(path: string, key: string, configFile = ''): string {
   let fd: number;
   try {
     // O_NONBLOCK: opening a FIFO must not hang start-up; the fstat below refuses it.
@@ -84,7 +85,7 @@ export function readSecretFile(path: string, key: string): string {
     }
     if (code === 'ENOENT') {
       throw new SecretFileError(
-        `${key}: secret file ${path} does not exist; ${missingSecretFix(key, path)}`,
+        `${key}: secret file ${path} does not exist; ${missingSecretFix(key, path, configFile)}`,
         path,
         { cause: err },
       );

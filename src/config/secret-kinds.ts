@@ -1,3 +1,5 @@
+import { commandLine } from './config-path.js';
+
 /**
  * What each secret file of the config holds, by its key, and which of them the bridge can make
  * itself. The facade's bearer and the Standard Webhooks signing secret are ours to choose, so
@@ -39,11 +41,12 @@ export function isGenerated(kind: SecretKind | undefined): boolean {
 
 /**
  * The fix for a missing secret file: `a2a-mailbridge secret new <key>` for a kind the bridge
- * generates, else how to write it with mode 0600.
+ * generates (with the `--config` of the config that names it: src/config/config-path.ts), else
+ * how to write it with mode 0600.
  *
- * @param configFlag ` --config <file>` to put in the command, or '' for the default config
+ * @param configFile the config file whose key names the secret ('' when not known)
  */
-export function missingSecretFix(key: string, path: string, configFlag = ''): string {
-  if (isGenerated(secretKind(key))) return `create it with: a2a-mailbridge${configFlag} secret new ${key}`;
+export function missingSecretFix(key: string, path: string, configFile = ''): string {
+  if (isGenerated(secretKind(key))) return `create it with: ${commandLine(configFile, `secret new ${key}`)}`;
   return `create it with mode 0600: umask 077 && printf '%s' '<secret>' > ${path}`;
 }

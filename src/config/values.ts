@@ -24,7 +24,7 @@ export function secret(f: Fields, name: string, baseDir: string, o: { token?: bo
   if (f.skipSecrets) return '';
   let value: string;
   try {
-    value = readSecretFile(p, f.key(name));
+    value = readSecretFile(p, f.key(name), f.configFile);
   } catch (err) {
     if (err instanceof SecretFileError) throw new ConfigError(f.key(name), err.message.replace(/^[^:]+: /, ''), { cause: err });
     throw err;

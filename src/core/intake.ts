@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { commandLine } from '../config/config-path.js';
 import { limitedLog, type LimitedLog } from '../log.js';
 import { LARGE_VALUE_MIN, type Store, type StoreTx } from '../store/store.js';
 import type { DnsResolver } from '../uplink/dkim.js';
@@ -36,12 +37,12 @@ const limitedLogs = new WeakMap<Logger, LimitedLog>();
  * line per verdict a minute, saying how many were left out (every one is a ledger row, and a debug
  * line).
  */
-function logVerdict(c: Pick<IntakeContext, 'log' | 'now'>, d: Exclude<Decision, { kind: 'defer' }>, f: { ledgerId: number | null; task: string | null; agent: string | null; source: string }): void {
+function logVerdict(c: Pick<IntakeContext, 'log' | 'now' | 'configFile'>, d: Exclude<Decision, { kind: 'defer' }>, f: { ledgerId: number | null; task: string | null; agent: string | null; source: string }): void {
   const { verdict } = d;
   const fields = { verdict, ledgerId: f.ledgerId, task: f.task, agent: f.agent, source: f.source };
   if (d.kind !== 'refuse') return void c.log.info(fields, 'reply applied');
   const skipped = verdict === 'no-task-id' || verdict === 'duplicate';
-  const msg = skipped ? 'mail skipped' : `mail refused: ${verdict}; see a2a-mailbridge ledger${f.task ? ` --task ${f.task}` : ''}`;
+  const msg = skipped ? 'mail skipped' : `mail refused: ${verdict}; see ${commandLine(c.configFile, `ledger${f.task ? ` --task ${f.task}` : ''}`)}`;
   if (d.signature !== null && !skipped) return void c.log.warn(fields, msg);
   let limited = limitedLogs.get(c.log);
   if (!limited) limitedLogs.set(c.log, (limited = limitedLog(c.log, UNAUTHENTICATED_LOG_EVERY_MS)));
@@ -56,6 +57,8 @@ export interface IntakeContext {
   now: () => number;
   log: Logger;
   folder: string;
+  /** The bridge's config file, for the command a log line names (its `--config`: src/config/config-path.ts). */
+  configFile: string;
 }
 
 /**
@@ -161,7 +164,7 @@ function judgeReads(store: Store): JudgeStore {
 }
 
 /** After the commit: a recorded verdict in the log. */
-function logIntake(c: Pick<IntakeContext, 'log' | 'now'>, out: Intake, source: string): void {
+function logIntake(c: Pick<IntakeContext, 'log' | 'now' | 'configFile'>, out: Intake, source: string): void {
   if (out.kind !== 'recorded') return;
   const tag = out.decision.kind === 'refuse' ? out.decision.tag : out.decision.on.tag;
   logVerdict(c, out.decision, { ledgerId: out.ledgerId, task: tag?.taskId ?? null, agent: tag?.agent.name ?? null, source });

@@ -78,7 +78,7 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
   const started = ctx.now();
   const state = store.mailbox.state(mailbox.folder);
   const summary: CheckSummary = { ok: true, fetched: 0, onHeaders: 0, verdicts: {}, more: false, bytes: 0, durationMs: 0 };
-  const intakeCtx: IntakeContext = { store, rules: judgeRulesOf(config), resolver: ctx.dkimResolver, now: ctx.now, log: ctx.log, folder: mailbox.folder };
+  const intakeCtx: IntakeContext = { store, rules: judgeRulesOf(config), resolver: ctx.dkimResolver, now: ctx.now, log: ctx.log, folder: mailbox.folder, configFile: config.file };
   const count = (out: Extract<Intake, { kind: 'recorded' }>, receivedAt: number | null): void => {
     const { verdict } = out;
     summary.fetched += 1;

@@ -4,6 +4,7 @@
  * (cleaned, fenced, and marked untrusted in its metadata), or the caller's own text — never a mix.
  */
 import type { AgentConfig } from '../config/config.js';
+import { commandLine } from '../config/config-path.js';
 import { plural } from '../plural.js';
 import type { AttachmentInfo, ReplyRow } from '../store/replies.js';
 import { cleanAgentData, cleanFilename, fenceAgentText, type TextChanges } from './untrusted-text.js';
@@ -73,11 +74,14 @@ function mediaTypeOf(written: string): { mediaType: string; replaced: boolean } 
 /** An attachment's content, read when its part is built (src/store/replies.ts `content`). */
 export type AttachmentContent = (a: AttachmentInfo) => { bytes: Buffer | null; data: string | null };
 
-/** The parts of one stored attachment: a file or data part, preceded by the bridge's note when it has one; a refusal is a note only. */
-export function attachmentParts(agent: AgentConfig, a: AttachmentInfo, content: AttachmentContent): PartView[] {
+/**
+ * The parts of one stored attachment: a file or data part, preceded by the bridge's note when it has one; a refusal is a note only.
+ * @param configFile the bridge's config file, for the operator's command a note names (src/config/config-path.ts)
+ */
+export function attachmentParts(agent: AgentConfig, a: AttachmentInfo, content: AttachmentContent, configFile: string): PartView[] {
   const at = { ledgerId: a.ledgerId, attachment: a.seq };
   if (a.kind === 'refused') {
-    return [bridgePart(`The bridge refused attachment ${a.seq} of this reply: ${a.reason ?? 'refused'}. a2a-mailbridge ledger --raw ${a.ledgerId} shows the whole mail.`, { ...at, refused: true })];
+    return [bridgePart(`The bridge refused attachment ${a.seq} of this reply: ${a.reason ?? 'refused'}. ${commandLine(configFile, `ledger --raw ${a.ledgerId}`)} shows the whole mail.`, { ...at, refused: true })];
   }
   const { mediaType, replaced } = mediaTypeOf(a.mediaType);
   const note = a.reason !== null ? [bridgePart(`The bridge kept attachment ${a.seq} of this reply as a file: ${a.reason}.`, at)] : [];
@@ -111,13 +115,16 @@ export function attachmentsArtifactId(ledgerId: number): string {
  */
 export type AttachmentsAt = 'artifact' | 'below' | 'history';
 
-/** The bridge's notes about a reply: what the reply format left out, and where its attachments are. */
-export function replyNotes(reply: ReplyRow, attachments: readonly AttachmentInfo[], at: AttachmentsAt): PartView[] {
+/**
+ * The bridge's notes about a reply: what the reply format left out, and where its attachments are.
+ * @param configFile the bridge's config file, for the operator's command a note names (src/config/config-path.ts)
+ */
+export function replyNotes(reply: ReplyRow, attachments: readonly AttachmentInfo[], at: AttachmentsAt, configFile: string): PartView[] {
   const notes: PartView[] = [];
   if (reply.omittedLines > 0) {
     notes.push(
       bridgePart(
-        `The bridge left out ${plural(reply.omittedLines, 'line')} after the answer as quoted text or a signature; a2a-mailbridge ledger --raw ${reply.ledgerId} shows the whole mail.`,
+        `The bridge left out ${plural(reply.omittedLines, 'line')} after the answer as quoted text or a signature; ${commandLine(configFile, `ledger --raw ${reply.ledgerId}`)} shows the whole mail.`,
         { ledgerId: reply.ledgerId },
       ),
     );

@@ -1,4 +1,5 @@
 import type { AgentConfig } from '../config/config.js';
+import { commandLine } from '../config/config-path.js';
 import { plural } from '../plural.js';
 import type { AttemptRow } from '../store/attempts.js';
 import type { RefusedReplies } from '../store/ledger.js';
@@ -40,6 +41,8 @@ export interface StatusFacts {
   checkIntervalMs?: number;
   /** `mailbox.watch`: replies are applied as they land, whatever the callers do. */
   watch?: boolean;
+  /** The bridge's config file, for the operator's command the text names (its `--config`: src/config/config-path.ts). */
+  configFile: string;
   now: number;
 }
 
@@ -48,11 +51,11 @@ export interface StatusFacts {
  * the bridge's verdict table) and when, and the command the operator runs. Nothing of the mail
  * itself — no subject, Message-ID or address — since anyone can send mail that names a task.
  */
-function refusedLine(r: RefusedReplies, taskId: string, stillWaiting: boolean): string {
+function refusedLine(r: RefusedReplies, taskId: string, stillWaiting: boolean, configFile: string): string {
   const what = r.count === 1 ? 'A reply for this task was' : `${plural(r.count, 'reply', 'replies')}${r.count >= REFUSED_COUNT_CAP ? ' or more' : ''} for this task were`;
   const last = r.count === 1 ? `verdict ${r.lastVerdict}, seen ${iso(r.lastSeenAt)}` : `the last: verdict ${r.lastVerdict}, seen ${iso(r.lastSeenAt)}`;
   const waits = stillWaiting ? ' and the task still waits for the agent' : '';
-  return `${what} refused by the bridge's authentication gates (${last}); ${r.count === 1 ? 'it was' : 'they were'} not applied${waits}. The bridge's operator can see why with: a2a-mailbridge ledger --task ${taskId} (run on the bridge's machine).`;
+  return `${what} refused by the bridge's authentication gates (${last}); ${r.count === 1 ? 'it was' : 'they were'} not applied${waits}. The bridge's operator can see why with: ${commandLine(configFile, `ledger --task ${taskId}`)} (run on the bridge's machine).`;
 }
 
 /**
@@ -101,7 +104,7 @@ export function statusText(f: StatusFacts): string | null {
       // when a crashed attempt is sent again), not a schedule: the next attempt's time is known only
       // once this one has failed (src/core/dispatch.ts).
       const next = turn?.nextAttemptAt && !inFlight ? ` Next attempt at ${iso(turn.nextAttemptAt)}.` : '';
-      const refused = f.refused ? refusedLine(f.refused, task.id, true) : '';
+      const refused = f.refused ? refusedLine(f.refused, task.id, true, f.configFile) : '';
       return [`${tried}${next}`, refused, deadline, callAgain].filter(Boolean).join(' ');
     }
     case 'WORKING': {
@@ -109,7 +112,7 @@ export function statusText(f: StatusFacts): string | null {
       const lines = [
         `The job is with the cloud agent ${agent.name} since ${iso(since)} (${humanDuration(now - since)}); the webhook was accepted and its reply will come by email.`,
         mailboxLine(f.mailbox, now, f.checkIntervalMs, f.watch === true),
-        f.refused ? refusedLine(f.refused, task.id, true) : '',
+        f.refused ? refusedLine(f.refused, task.id, true, f.configFile) : '',
         deadline,
         callAgain,
       ];
@@ -131,7 +134,7 @@ export function statusText(f: StatusFacts): string | null {
         f.lateReplyAt !== null
           ? ` A late reply from ${agent.name} arrived ${iso(f.lateReplyAt)}, after the deadline; it is in the artifact ${f.lateReplyArtifact ?? 'late-reply'} and was not applied.`
           : '';
-      const refused = f.refused ? ` ${refusedLine(f.refused, task.id, false)}` : '';
+      const refused = f.refused ? ` ${refusedLine(f.refused, task.id, false, f.configFile)}` : '';
       // A failure the agent reported is said in the bridge's words only: the stored cause of a task
       // applied before causes named no Message-ID could still quote one.
       if (task.failedBy === 'agent') {

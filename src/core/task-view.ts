@@ -111,7 +111,7 @@ function legacyReply(ledgerId: number | null, taskId: string, text: string, at: 
   return { ledgerId: ledgerId ?? 0, taskId, turn: 0, agent: '', kind: 'done', nonce: newFenceNonce(), text, omittedLines: 0, createdAt: at };
 }
 
-function messageView(agent: AgentConfig, r: Replies, m: MessageViewRow): MessageView {
+function messageView(agent: AgentConfig, r: Replies, m: MessageViewRow, configFile: string): MessageView {
   const head = { messageId: m.messageId, contextId: m.contextId, taskId: m.taskId, role: m.role };
   if (m.role === 'user') return { ...head, parts: [callerPart(m.text)] };
   const reply = m.ledgerId != null ? r.byLedger.get(m.ledgerId) : undefined;
@@ -122,8 +122,8 @@ function messageView(agent: AgentConfig, r: Replies, m: MessageViewRow): Message
     ...head,
     parts: [
       agentTextPart(agent, reply, reply.text),
-      ...replyNotes(reply, attachments, inArtifact ? 'artifact' : 'below'),
-      ...(inArtifact ? [] : attachments.flatMap((a) => attachmentParts(agent, a, r.content))),
+      ...replyNotes(reply, attachments, inArtifact ? 'artifact' : 'below', configFile),
+      ...(inArtifact ? [] : attachments.flatMap((a) => attachmentParts(agent, a, r.content, configFile))),
     ],
   };
 }
@@ -139,7 +139,7 @@ const DESCRIPTIONS = {
 type Dated = ArtifactView & { at: number };
 
 /** The artifacts of the replies that finished the task or came late: the reply, then its attachments. */
-function replyArtifacts(agent: AgentConfig, task: TaskRow, r: Replies, withContent: boolean): Dated[] {
+function replyArtifacts(agent: AgentConfig, task: TaskRow, r: Replies, withContent: boolean, configFile: string): Dated[] {
   const out: Dated[] = [];
   for (const reply of r.byLedger.values()) {
     if (reply.kind !== 'done' && reply.kind !== 'failed' && reply.kind !== 'late') continue;
@@ -154,7 +154,7 @@ function replyArtifacts(agent: AgentConfig, task: TaskRow, r: Replies, withConte
       name: late ? 'late-reply' : 'reply',
       description: DESCRIPTIONS[reply.kind],
       late,
-      parts: [...lateNote, agentTextPart(agent, reply, reply.text), ...replyNotes(reply, attachments, 'artifact')],
+      parts: [...lateNote, agentTextPart(agent, reply, reply.text), ...replyNotes(reply, attachments, 'artifact', configFile)],
     });
     if (attachments.length > 0) {
       out.push({
@@ -163,7 +163,7 @@ function replyArtifacts(agent: AgentConfig, task: TaskRow, r: Replies, withConte
         name: 'attachments',
         description: DESCRIPTIONS.attachments,
         late,
-        parts: withContent ? attachments.flatMap((a) => attachmentParts(agent, a, r.content)) : [],
+        parts: withContent ? attachments.flatMap((a) => attachmentParts(agent, a, r.content, configFile)) : [],
       });
     }
   }
@@ -215,6 +215,7 @@ function statusParts(ctx: ViewContext, agent: AgentConfig, task: TaskRow, turn: 
     ...(refused ? { refused } : {}),
     checkIntervalMs: ctx.config.mailbox.checkIntervalMs,
     watch: ctx.config.mailbox.watch,
+    configFile: ctx.config.file,
     now: ctx.now(),
   });
   const parts: PartView[] = text === null ? [] : [bridgePart(text)];
@@ -223,7 +224,7 @@ function statusParts(ctx: ViewContext, agent: AgentConfig, task: TaskRow, turn: 
   // The notes on the reply (lines left out, attachments in the history) follow its part, or the
   // bridge's sentence when a declining agent wrote no reason.
   const noted = own ?? declined;
-  if (noted) parts.push(...replyNotes(noted, r.attachments.get(noted.ledgerId) ?? [], 'history'));
+  if (noted) parts.push(...replyNotes(noted, r.attachments.get(noted.ledgerId) ?? [], 'history', ctx.config.file));
   return parts;
 }
 
@@ -238,7 +239,7 @@ export function viewTask(ctx: ViewContext, agent: AgentConfig, task: TaskRow, hi
   const turn = store.turns.status(task.id, task.turn);
   const r = readReplies(ctx, task.id);
   // Sorted by arrival (a stable sort: a reply's attachments stay after it).
-  const dated = [...store.artifacts.of(task.id).map((a) => legacyArtifact(agent, a)), ...replyArtifacts(agent, task, r, o.artifacts !== false)].sort((a, b) => a.at - b.at);
+  const dated = [...store.artifacts.of(task.id).map((a) => legacyArtifact(agent, a)), ...replyArtifacts(agent, task, r, o.artifacts !== false, ctx.config.file)].sort((a, b) => a.at - b.at);
   return {
     id: task.id,
     contextId: task.contextId,
@@ -250,6 +251,6 @@ export function viewTask(ctx: ViewContext, agent: AgentConfig, task: TaskRow, hi
     deadlineAt: task.deadlineAt,
     status: statusParts(ctx, agent, task, turn, r, dated),
     artifacts: o.artifacts === false ? [] : dated.map((a) => ({ artifactId: a.artifactId, name: a.name, description: a.description, late: a.late, parts: a.parts })),
-    history: historyLength === 0 ? [] : store.messages.historyView(task.id, historyLength).map((m) => messageView(agent, r, m)),
+    history: historyLength === 0 ? [] : store.messages.historyView(task.id, historyLength).map((m) => messageView(agent, r, m, ctx.config.file)),
   };
 }

@@ -5,6 +5,7 @@ import { registerStoreFunctions } from './compact.js';
 import { MIGRATIONS } from './migrations.js';
 import type { TaskChange } from './task-rows.js';
 import { WAL_LIMIT_BYTES } from './wal.js';
+import { commandLine } from '../config/config-path.js';
 import { monotonicMs } from '../monotonic.js';
 
 /** The page size of a new store, in bytes (https://sqlite.org/pragma.html#pragma_page_size). */
@@ -38,6 +39,8 @@ export interface OpenOptions {
    * a table (migration 15: about 4 s per 100,000 tasks), which `serve` says in its log.
    */
   onMigrate?: (step: { from: number; to: number; tookMs?: number }) => void;
+  /** The config whose `store.path` this is, for the command an error names (`serve` with its `--config`: src/config/config-path.ts). */
+  configFile?: string;
 }
 
 /**
@@ -107,7 +110,7 @@ export function openDb(path: string | Buffer, options: OpenOptions = {}): Db {
       if (version < MIGRATIONS.length) options.onMigrate?.({ from: version, to: MIGRATIONS.length, tookMs: Math.round(monotonicMs() - started) });
     }
     else if (version < MIGRATIONS.length) {
-      throw new StoreError(`the store ${name} needs migrations; run a2a-mailbridge serve once to upgrade it`);
+      throw new StoreError(`the store ${name} needs migrations; run ${commandLine(options.configFile ?? '', 'serve')} once to upgrade it`);
     }
     return db;
   } catch (err) {

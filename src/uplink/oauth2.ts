@@ -10,7 +10,6 @@ import { closeSync, constants, fsyncSync, openSync, renameSync, unlinkSync, writ
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { OAuth2Config } from '../config/provider.js';
-import { loginCommand } from '../config/provider.js';
 import { readSecretFile, SecretFileError } from '../config/secret-file.js';
 import { MailboxError, readOldest, type CheckRequest, type CheckResult, type Mailbox, type MailboxPass } from './mailbox.js';
 
@@ -135,7 +134,7 @@ export class OAuth2TokenSource {
       this.#refreshToken = readSecretFile(this.#cfg.refreshTokenFile, 'mailbox.imap.oauth2_refresh_token_file');
     } catch (err) {
       if (!(err instanceof SecretFileError) || this.#refreshToken === null) {
-        throw new OAuth2Error(`${err instanceof Error ? err.message : String(err)}; sign in with: ${loginCommand(this.#cfg)}`, 'revoked', { cause: err });
+        throw new OAuth2Error(`${err instanceof Error ? err.message : String(err)}; sign in with: ${this.#cfg.login}`, 'revoked', { cause: err });
       }
     }
     const form: Record<string, string> = { grant_type: 'refresh_token', refresh_token: this.#refreshToken, client_id: this.#cfg.clientId };
@@ -144,7 +143,7 @@ export class OAuth2TokenSource {
     if (status >= 400 || typeof body.access_token !== 'string' || body.access_token === '') {
       const code = typeof body.error === 'string' ? body.error : `HTTP ${status}`;
       if (code === 'invalid_grant' || code === 'unauthorized_client' || code === 'invalid_client') {
-        throw new OAuth2Error(`OAuth2 sign-in for ${this.#user} is no longer valid (${code}: the grant was revoked or has expired); sign in again with: ${loginCommand(this.#cfg)}`, 'revoked');
+        throw new OAuth2Error(`OAuth2 sign-in for ${this.#user} is no longer valid (${code}: the grant was revoked or has expired); sign in again with: ${this.#cfg.login}`, 'revoked');
       }
       throw new OAuth2Error(`OAuth2 token refresh at ${this.#cfg.tokenUrl.origin} failed (${code})`, 'protocol');
     }

@@ -108,7 +108,7 @@ export function corpusStore(m: CorpusManifest, s: CorpusSetting, live: CorpusMes
       uid += 1;
       const now = o.now ?? judgedAt;
       return intake(
-        { store, rules, resolver: o.resolver ?? s.resolver, now: () => now, log: s.log ?? silent, folder: 'INBOX' },
+        { store, rules, resolver: o.resolver ?? s.resolver, now: () => now, log: s.log ?? silent, folder: 'INBOX', configFile: '' },
         { uid, source: `corpus:INBOX:1:${uid}`, raw, size: raw.length, tooLarge: o.tooLarge ?? false, receivedAt: o.receivedAt ?? null },
         '1',
       );
@@ -118,7 +118,7 @@ export function corpusStore(m: CorpusManifest, s: CorpusSetting, live: CorpusMes
       const end = headerEnd(raw, MAX_HEADER_BLOCK_BYTES);
       const head = end < 0 ? raw.subarray(0, MAX_HEADER_BLOCK_BYTES) : raw.subarray(0, end);
       const message = { uid, source: `corpus:INBOX:1:${uid}`, head, size: raw.length, receivedAt: null, passes: uid };
-      const c = { store, rules, resolver: s.resolver, now: () => judgedAt, log: s.log ?? silent, folder: 'INBOX' };
+      const c = { store, rules, resolver: s.resolver, now: () => judgedAt, log: s.log ?? silent, folder: 'INBOX', configFile: '' };
       const { recorded } = intakeHeaderBlocks(c, [message], '1', { maxMessageBytes: rules.maxMessageBytes, passTo: () => uid });
       return recorded[0]?.out.verdict ?? null;
     },

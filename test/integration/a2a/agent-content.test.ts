@@ -113,7 +113,7 @@ describe('attachments reach the caller as file and data parts', () => {
       { raw: Buffer.from(csv).toString('base64'), mediaType: 'text/csv', filename: 'results.csv', metadata: { ...agentMeta(1), pathSeparators: 0, mediaTypeReplaced: false } },
       { data: { best: 'Qdrant', scores: [9, 8.5] }, mediaType: 'application/json', metadata: { ...agentMeta(2), mediaTypeReplaced: false } },
       {
-        text: `The bridge refused attachment 3 of this reply: 5000 bytes, over mailbox.max_attachment_bytes (4096); refused whole, never cut. a2a-mailbridge ledger --raw ${ledgerId} shows the whole mail.`,
+        text: `The bridge refused attachment 3 of this reply: 5000 bytes, over mailbox.max_attachment_bytes (4096); refused whole, never cut. a2a-mailbridge --config ${suite.h.app.bridge.ctx.config.file} ledger --raw ${ledgerId} shows the whole mail.`,
         mediaType: 'text/plain',
         metadata: { untrusted: false, source: 'bridge', ledgerId, attachment: 3, refused: true },
       },

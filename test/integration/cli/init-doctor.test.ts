@@ -271,10 +271,22 @@ describe('init → edit → doctor', () => {
     expect([...r.stderr].filter((c) => c !== '\n' && (c < ' ' || c === '\x7f'))).toEqual([]);
   });
 
-  it('a missing config file says to run init', async () => {
-    const r = await runCli(['--config', join(root, 'nope.toml'), 'doctor']);
+  it('a missing config file says to run the init that writes it, with its --config (fresh-user trial: plain init writes ~/.config)', async () => {
+    const nope = join(root, 'nope.toml');
+    const r = await runCli(['--config', nope, 'doctor']);
     expect(r.status).toBe(1);
-    expect(r.stdout).toMatch(/^fail {2}config file {2}cannot read .*nope\.toml: ENOENT\n {6}fix: create it with: a2a-mailbridge init/m);
+    expect(r.stdout).toContain(`fail  config file  cannot read ${nope}: ENOENT\n      fix: create it with: a2a-mailbridge --config ${nope} init, or point --config at the config file you have\n`);
+    // Every other command says the same (the loader's words), and that init writes exactly that file.
+    const tasks = await runCli(['--config', nope, 'tasks']);
+    expect([tasks.status, tasks.stderr]).toEqual([2, `a2a-mailbridge: config file: cannot read ${nope}: ENOENT; create it with: a2a-mailbridge --config ${nope} init, or point --config at the config file you have\n`]);
+    const init = await runCli(['--config', nope, 'init']);
+    expect(init.status, init.stderr).toBe(0);
+    expect(existsSync(nope)).toBe(true);
+    expect(init.stdout).toContain(`then run: a2a-mailbridge --config ${nope} doctor`);
+    // Where no folder can be made (a file stands in the way): init --dir of one's own.
+    const blocked = join(root, 'nope.toml', 'config.toml');
+    const b = await runCli(['--config', blocked, 'doctor']);
+    expect(b.stdout).toContain(`      fix: ${nope} cannot be written: create a config with: a2a-mailbridge init --dir <a folder of yours>, then pass --config <that folder>/config.toml; or point --config at the config file you have\n`);
   });
 });
 

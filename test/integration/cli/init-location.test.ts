@@ -6,7 +6,7 @@ import { runCli } from '../../helpers/cli.js';
 
 /**
  * Where `init` writes without --dir, against what `--help` and `init --help` say: the folder of
- * the config file as every command finds it (src/cli/config-path.ts) — --config, else
+ * the config file as every command finds it (src/config/config-path.ts) — --config, else
  * $A2A_MAILBRIDGE_CONFIG, else $XDG_CONFIG_HOME/a2a-mailbridge, else ~/.config/a2a-mailbridge.
  */
 const root = mkdtempSync(join(tmpdir(), 'mb-init-location-'));

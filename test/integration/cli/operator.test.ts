@@ -91,7 +91,7 @@ describe('status beside a running bridge', () => {
     expect(r.stdout).toContain(`bridge    answering at ${app.server.baseUrl} (version `);
     expect(r.stdout).toContain('/health status ok)');
     expect(r.stdout).toContain('webhooks  1 dispatch not accepted yet:\n');
-    expect(r.stdout).toMatch(new RegExp(`\\n {12}task ${taskId.slice(0, 8)} \\(grok\\) attempt \\d failed: network error: ECONNREFUSED; next \\S+Z: a2a-mailbridge show ${taskId.slice(0, 8)}\\n`));
+    expect(r.stdout).toMatch(new RegExp(`\\n {12}task ${taskId.slice(0, 8)} \\(grok\\) attempt \\d failed: network error: ECONNREFUSED; next \\S+Z: a2a-mailbridge --config ${c.configPath} show ${taskId.slice(0, 8)}\\n`));
     expect(r.stdout).toMatch(/\nmailbox {3}maildir, last checked \S+Z \(\d+ s ago\): ok, 0 new messages, 0 applied\n/);
   });
 });

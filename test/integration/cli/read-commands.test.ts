@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -7,6 +8,7 @@ import type { LedgerJson } from '../../../src/cli/ledger.js';
 import type { showJson } from '../../../src/cli/show.js';
 import type { StatusReport } from '../../../src/cli/status.js';
 import type { TaskJson } from '../../../src/cli/tasks.js';
+import { MIGRATIONS } from '../../../src/store/migrations.js';
 import { Store } from '../../../src/store/store.js';
 import { quickCheck } from '../faults/bridge-process.js';
 import { runCli } from '../../helpers/cli.js';
@@ -56,8 +58,39 @@ describe('exit codes and --version', () => {
   it('a missing store is a clear error, not a new empty file', async () => {
     const r = await runCli(['tasks', '--db', join(c.dir, 'nope.sqlite')]);
     expect(r.status).toBe(2);
-    expect(r.stderr).toMatch(/no store at .*nope\.sqlite; `a2a-mailbridge serve` creates it/);
+    expect(r.stderr).toBe(`a2a-mailbridge: no store at ${join(c.dir, 'nope.sqlite')} (--db); name a store file that exists (a backup, or store.path of a config)\n`);
     expect(existsSync(join(c.dir, 'nope.sqlite'))).toBe(false);
+    // The config's store.path: the serve that creates it, with the config's --config.
+    const fresh = makeConfigDir(minimalToml());
+    try {
+      const t = await runCli(['--config', fresh.configPath, 'tasks']);
+      expect([t.status, t.stderr]).toEqual([2, `a2a-mailbridge: no store at ${join(fresh.dir, 'state', 'bridge.sqlite')} (config key store.path); \`a2a-mailbridge --config ${fresh.configPath} serve\` creates it on its first start\n`]);
+    } finally {
+      rmSync(fresh.dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the commands a message suggests act on the same store: --config, or --db', async () => {
+    const viaConfig = await cli('show', 'ffff0000');
+    expect([viaConfig.status, viaConfig.stderr]).toEqual([1, `a2a-mailbridge: no task ffff0000; list them with: a2a-mailbridge --config ${c.configPath} tasks\n`]);
+    const viaDb = await runCli(['ledger', '--task', 'ffff0000', '--db', store]);
+    expect(viaDb.stderr).toBe(`a2a-mailbridge: no such task: ffff0000, and no mail in the ledger names it; list the tasks with: a2a-mailbridge tasks --db ${store}\n`);
+    const raw = await runCli(['ledger', '--raw', '999999', '--db', store]);
+    expect(raw.stderr).toBe(`a2a-mailbridge: no ledger row #999999; list them with: a2a-mailbridge ledger --db ${store}\n`);
+    // A store an older version wrote: the serve that upgrades it is this config's.
+    const old = makeConfigDir(minimalToml());
+    try {
+      mkdirSync(join(old.dir, 'state'), { mode: 0o700 });
+      const file = join(old.dir, 'state', 'bridge.sqlite');
+      Store.open(file).close();
+      const db = new Database(file);
+      db.pragma(`user_version = ${MIGRATIONS.length - 1}`);
+      db.close();
+      const t = await runCli(['--config', old.configPath, 'tasks']);
+      expect([t.status, t.stderr]).toEqual([2, `a2a-mailbridge: the store ${file} needs migrations; run a2a-mailbridge --config ${old.configPath} serve once to upgrade it\n`]);
+    } finally {
+      rmSync(old.dir, { recursive: true, force: true });
+    }
   });
 });
 
@@ -113,7 +146,7 @@ describe('show', () => {
     expect(j.stdout).not.toContain('reply_token');
     const none = await cli('show', 'ffffffff');
     expect(none.status).toBe(1);
-    expect(none.stderr).toBe('a2a-mailbridge: no task ffffffff; list them with: a2a-mailbridge tasks\n');
+    expect(none.stderr).toBe(`a2a-mailbridge: no task ffffffff; list them with: a2a-mailbridge --config ${c.configPath} tasks\n`);
   });
 
   it('makes hostile header text inert', async () => {
@@ -150,7 +183,7 @@ describe('ledger', () => {
     // A task that does not exist is said so, exit 1 — not an empty table with exit 0.
     const none = await cli('ledger', '--task', 'ffffffff');
     expect([none.status, none.stdout]).toEqual([1, '']);
-    expect(none.stderr).toBe('a2a-mailbridge: no such task: ffffffff, and no mail in the ledger names it; list the tasks with: a2a-mailbridge tasks\n');
+    expect(none.stderr).toBe(`a2a-mailbridge: no such task: ffffffff, and no mail in the ledger names it; list the tasks with: a2a-mailbridge --config ${c.configPath} tasks\n`);
     const recent = JSON.parse((await cli('ledger', '--since', '2d', '--json')).stdout) as LedgerJson[];
     expect(recent.map((l: { verdict: string }) => l.verdict)).toEqual(['no-task-id', 'applied:input-required', 'auth:from-mismatch']);
     const old = JSON.parse((await cli('ledger', '--until', '30d', '--json')).stdout) as LedgerJson[];
@@ -190,7 +223,7 @@ describe('status', () => {
     const r = await runCli(['--config', down.configPath, 'status']);
     rmSync(down.dir, { recursive: true, force: true });
     expect(r.status, r.stderr).toBe(3);
-    expect(r.stdout).toContain(`bridge    not answering at http://127.0.0.1:${port} (ECONNREFUSED); start it: a2a-mailbridge serve`);
+    expect(r.stdout).toContain(`bridge    not answering at http://127.0.0.1:${port} (ECONNREFUSED); start it: a2a-mailbridge --config ${down.configPath} serve`);
   });
 
   it('sums up tasks, the mailbox, failing webhooks and refused replies for open tasks, read-only', async () => {
@@ -198,16 +231,18 @@ describe('status', () => {
     expect(r.status, r.stderr).toBe(4); // port 0: whether a bridge answers cannot be told
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe(`a2a-mailbridge status: ${c.configPath}`);
-    expect(lines[1]).toBe('bridge    not answering at http://127.0.0.1:0 (server.listen has port 0 (a new port at each start): cannot tell); start it: a2a-mailbridge serve, or a2a-mailbridge service status');
+    // Every command named carries this config's --config: run as printed, it acts on this config.
+    const cmd = `a2a-mailbridge --config ${c.configPath}`;
+    expect(lines[1]).toBe(`bridge    not answering at http://127.0.0.1:0 (server.listen has port 0 (a new port at each start): cannot tell); start it: ${cmd} serve, or ${cmd} service status`);
     expect(lines[2]).toMatch(new RegExp(`^store {5}${store.replaceAll('.', '\\.')}: \\d+\\.\\d (KiB|MiB) on disk \\(with its -wal/-shm\\)$`));
     expect(lines.slice(3)).toEqual([
       'tasks     2 open (0 SUBMITTED, 1 WORKING, 1 INPUT_REQUIRED); 3 finished (1 COMPLETED, 1 FAILED, 1 CANCELED, 0 REJECTED)',
       'mailbox   maildir, never checked yet',
       // the ledger's newest row (the seeded store was never checked by a bridge of its own)
-      expect.stringMatching(/^ {12}last mail recorded \d{4}-\d\d-\d\dT\S+Z \(.+ ago\): \S+ \(a2a-mailbridge ledger shows it\)$/),
+      expect.stringMatching(/^ {12}last mail recorded \d{4}-\d\d-\d\dT\S+Z \(.+ ago\): \S+ \(a2a-mailbridge --config \S+ ledger shows it\)$/),
       'webhooks  none failing',
       'refused   replies refused for 1 open task:',
-      expect.stringMatching(/^ {12}task 22222222 \(grok, WORKING\): 1 reply, last auth:dkim-unaligned \(\d+ d \d+ h ago\): a2a-mailbridge ledger --task 22222222$/),
+      expect.stringMatching(/^ {12}task 22222222 \(grok, WORKING\): 1 reply, last auth:dkim-unaligned \(\d+ d \d+ h ago\): a2a-mailbridge --config \S+ ledger --task 22222222$/),
     ]);
     const j = JSON.parse((await cli('status', '--json')).stdout) as StatusReport;
     expect(j).toMatchObject({ tasks: { open: 2, finished: 3 }, failingWebhooks: [], refusedRepliesForOpenTasks: [{ taskId: IDS.oldWorking, count: 1, lastVerdict: 'auth:dkim-unaligned' }] });

@@ -1,5 +1,5 @@
 import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { parse } from 'smol-toml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/config.js';
@@ -22,9 +22,10 @@ describe('secret new', () => {
     const d = await cli('doctor');
     expect(d.stdout).toContain(`fail  secret server.bearer_file`);
     expect(d.stdout).toContain(`      fix: create it with: a2a-mailbridge --config ${c.configPath} secret new server.bearer_file\n`);
-    const s = await cli('serve');
+    // serve, with --config as a relative path (`--config cfg2/config.toml`): the command it names repeats it, absolute.
+    const s = await runCli(['--config', relative(process.cwd(), c.configPath), 'serve']);
     expect(s.status).toBe(2);
-    expect(s.stderr).toContain('does not exist; create it with: a2a-mailbridge secret new server.bearer_file\n');
+    expect(s.stderr).toContain(`does not exist; create it with: a2a-mailbridge --config ${c.configPath} secret new server.bearer_file\n`);
     expect(s.stderr).not.toContain('init');
     // The commands that need no secret work meanwhile: the config in effect, the status.
     const shown = await cli('config');
@@ -41,7 +42,7 @@ describe('secret new', () => {
     expect(mode(bearer)).toBe(0o600);
     expect(r.stdout).toBe(
       `wrote ${bearer} (server.bearer_file, mode 0600): the facade's bearer (32 random bytes, hex), not shown here\n` +
-        "next: put its content into each caller's config (Hermes: a2a_agents.<name>.auth.token), then restart a2a-mailbridge serve (it reads its secrets at start)\n",
+        `next: put its content into each caller's config (Hermes: a2a_agents.<name>.auth.token), then restart a2a-mailbridge --config ${c.configPath} serve (it reads its secrets at start)\n`,
     );
     expect(r.stdout).not.toContain(value.trim());
     expect(loadConfig(c.configPath).server.bearer).toBe(value.trim());

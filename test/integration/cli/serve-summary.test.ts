@@ -82,7 +82,7 @@ describe('serve prints a start-up summary on stderr', () => {
     dirs.push(c);
     const out = await runUntil(serveArgv(c), /\nwarning: the mailbox is unreachable: .*\n/);
     expect(out).toContain(`  mailbox  imap me at 127.0.0.1:${port}, folder INBOX: UNREACHABLE\n`);
-    expect(out).toMatch(/\nwarning: the mailbox is unreachable: .*; replies are read once it is back \(a2a-mailbridge doctor checks the settings\)\n/);
+    expect(out).toContain(`; replies are read once it is back (a2a-mailbridge --config ${c.configPath} doctor checks the settings)\n`);
   });
 });
 

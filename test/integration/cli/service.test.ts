@@ -159,7 +159,7 @@ describe('service status and uninstall', () => {
     rmSync(target, { force: true });
     const none = await service('status', '--systemd');
     expect(none.status).toBe(1);
-    expect(none.stdout).toContain(`service file  not installed (would be ${target}; run: a2a-mailbridge service install)`);
+    expect(none.stdout).toContain(`service file  not installed (would be ${target}; run: a2a-mailbridge --config ${c.configPath} service install)`);
 
     expect((await install('--systemd')).status).toBe(0);
     const s = await service('status', '--systemd');
@@ -212,13 +212,13 @@ describe('service status and uninstall', () => {
     expect(t.text.status).toBe(1);
     expect(t.text.stdout).toContain(`service file  not installed (would be ${t.file}; service install would refuse: the systemd unit runs with PrivateTmp=yes and PrivateDevices=yes`);
     expect(t.text.stdout).toContain(`${inTmp.configPath} (the config)`);
-    expect(t.text.stdout).not.toContain('run: a2a-mailbridge service install');
+    expect(t.text.stdout).not.toContain('run: a2a-mailbridge');
     expect(t.json).toMatchObject({ installed: false, installRefusal: expect.stringContaining('PrivateTmp=yes') as unknown });
     // installed by hand, then stale: the --force it would suggest refuses too
     mkdirSync(dirname(t.file), { recursive: true });
     writeFileSync(t.file, '[Unit]\n');
     const stale = await statusOf(inTmp, '--systemd');
-    expect(stale.text.stdout).toContain('up to date    no, and `a2a-mailbridge service install --force` would refuse: the systemd unit runs with PrivateTmp=yes');
+    expect(stale.text.stdout).toContain(`up to date    no, and \`a2a-mailbridge --config ${inTmp.configPath} service install --force\` would refuse: the systemd unit runs with PrivateTmp=yes`);
     expect(stale.text.stdout).not.toContain('would write now');
 
     // a secret file that is missing: status loads without secrets, install with them
@@ -229,7 +229,7 @@ describe('service status and uninstall', () => {
     expect(b.install.status).toBe(2);
     expect(b.install.stderr).toMatch(/config key server\.bearer_file: /);
     expect(b.text.stdout).toMatch(/^service file {2}not installed \(would be \S+; service install would refuse: config key server\.bearer_file: /);
-    expect(b.text.stdout).not.toContain('run: a2a-mailbridge service install');
+    expect(b.text.stdout).not.toContain('run: a2a-mailbridge');
 
     // a path with a space, which a unit file cannot hold literally
     const spaced = resolve('tmp', 'with space');

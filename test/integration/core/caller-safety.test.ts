@@ -62,7 +62,7 @@ describe('nothing the agent sent is lost or hidden', () => {
     const text = done!.artifacts![0]!.parts[0]!.text;
     expectFenced(text, 'The answer.\n\n> a Markdown quote that belongs to it');
     expect(done!.artifacts![0]!.parts[1]).toEqual({
-      text: expect.stringMatching(/^The bridge left out 2 lines after the answer as quoted text or a signature; a2a-mailbridge ledger --raw \d+ shows the whole mail\.$/) as unknown,
+      text: expect.stringMatching(/^The bridge left out 2 lines after the answer as quoted text or a signature; a2a-mailbridge --config \S+ ledger --raw \d+ shows the whole mail\.$/) as unknown,
       mediaType: 'text/plain',
       metadata: { untrusted: false, source: 'bridge', ledgerId: expect.any(Number) as unknown },
     });

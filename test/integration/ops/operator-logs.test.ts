@@ -76,7 +76,7 @@ describe('what serve logs at the default level', () => {
     await post(hermesBody('status', ctx));
     const refused = find(/^mail refused: bad-token/).find((l) => l.task === task.id);
     expect(refused).toMatchObject({ level: WARN, verdict: 'bad-token', agent: 'grok', ledgerId: expect.any(Number) as unknown });
-    expect(String(refused!.msg)).toBe(`mail refused: bad-token; see a2a-mailbridge ledger --task ${task.id}`);
+    expect(String(refused!.msg)).toBe(`mail refused: bad-token; see a2a-mailbridge --config ${suite.h.app.bridge.ctx.config.file} ledger --task ${task.id}`);
     const text = JSON.stringify(lines);
     expect(text).not.toContain(marker);
     for (const secret of [TEST_BEARER, TEST_WEBHOOK_SECRET, TEST_WEBHOOK_BEARER, env.reply_token, 'not-the-bearer-123']) expect(text).not.toContain(secret);

@@ -113,7 +113,7 @@ describe('OAuth2 sign-in for IMAP', () => {
     const err = await mailbox().check(REQ).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MailboxError);
     expect((err as MailboxError).kind).toBe('auth');
-    expect((err as MailboxError).message).toMatch(/OAuth2 sign-in for mailbridge is no longer valid \(invalid_grant.*sign in again with: a2a-mailbridge auth login google/);
+    expect((err as MailboxError).message).toMatch(/OAuth2 sign-in for mailbridge is no longer valid \(invalid_grant.*sign in again with: a2a-mailbridge --config \S+ auth login google/);
 
     const bridgeLog = capture();
     let app: App | undefined;
@@ -123,11 +123,11 @@ describe('OAuth2 sign-in for IMAP', () => {
       expect(summary.ok).toBe(false);
       const h = health(app.bridge, storeFingerprint(config.store.path)) as { status: string; mailbox: { lastError: string } };
       expect(h.status).toBe('degraded');
-      expect(h.mailbox.lastError).toMatch(/a2a-mailbridge auth login google/);
+      expect(h.mailbox.lastError).toContain(`a2a-mailbridge --config ${config.file} auth login google`);
       const db = app.bridge.ctx.store;
       db.tx((tx) => tx.tasks.insert({ id: '3f6b1c2e-8d4a-4b7e-9a15-c2d3e4f5a6b7', agent: 'grok', contextId: 'ctx', state: 'WORKING', stateReason: null, failedBy: null, turn: 1, caller: null, createdAt: clock, updatedAt: clock, deadlineAt: clock + 3600_000 }));
-      const text = statusText({ task: db.tasks.get('3f6b1c2e-8d4a-4b7e-9a15-c2d3e4f5a6b7')!, agent: config.agents[0]!, turn: undefined, lastAttempt: undefined, mailbox: db.mailbox.state('INBOX'), progressNote: null, lateReplyAt: null, now: clock });
-      expect(text).toMatch(/The mailbox is unreachable since .*a2a-mailbridge auth login google/);
+      const text = statusText({ task: db.tasks.get('3f6b1c2e-8d4a-4b7e-9a15-c2d3e4f5a6b7')!, agent: config.agents[0]!, turn: undefined, lastAttempt: undefined, mailbox: db.mailbox.state('INBOX'), progressNote: null, lateReplyAt: null, configFile: config.file, now: clock });
+      expect(text).toMatch(/The mailbox is unreachable since .*a2a-mailbridge --config \S+ auth login google/);
     } finally {
       await app?.close();
     }
@@ -136,7 +136,7 @@ describe('OAuth2 sign-in for IMAP', () => {
     const report = await doctor(dir.configPath);
     const check = report.checks.find((c) => c.name === 'mailbox')!;
     expect(check.status).toBe('fail');
-    expect(check.fix).toBe('sign in again: a2a-mailbridge auth login google');
+    expect(check.fix).toBe(`sign in again: a2a-mailbridge --config ${dir.configPath} auth login google`);
   });
 
   it('auth login runs the device flow, prints the URL and code (never a token), and stores the refresh token 0600', async () => {

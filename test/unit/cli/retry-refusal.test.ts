@@ -14,7 +14,7 @@ const turn = (o: Partial<TurnRow>): TurnRow => ({
   taskId: id, turn: 1, ask: 'job', replyToken: null, deadlineAt: NOW + 3_600_000, dispatchId: 'msg_1', envelope: Buffer.from('{}'), dispatchState: 'pending',
   nextAttemptAt: NOW + 30_000, acceptedAt: null, replyStatus: null, replyText: null, replyLedgerId: null, repliedAt: null, createdAt: NOW - 60_000, ...o,
 });
-const facts = (t: Partial<TaskRow>, u: Partial<TurnRow> = {}, o: Partial<RetryFacts> = {}): RetryFacts => ({ task: task(t), turn: turn(u), attempts: [], agent, watch: false, now: NOW, ...o });
+const facts = (t: Partial<TaskRow>, u: Partial<TurnRow> = {}, o: Partial<RetryFacts> = {}): RetryFacts => ({ task: task(t), turn: turn(u), attempts: [], agent, watch: false, now: NOW, configFile: c.configPath, ...o });
 
 describe('retry: the rule, said plainly', () => {
   it('a task FAILED by dispatch can be retried', () => {
@@ -28,7 +28,7 @@ describe('retry: the rule, said plainly', () => {
       `task ${id} is SUBMITTED: its webhook has not been accepted yet, and the bridge retries it by itself; attempt 1 failed (HTTP 503): HTTP 503; ` +
         'the next automatic attempt (2 of max_attempts 8) is at 2026-06-01T12:00:30Z (in 30 s); the running bridge makes it; ' +
         'attempts stop after 8 attempts or at 2026-06-01T12:59:00Z (max_age_s 3600), and the task then FAILS by dispatch; ' +
-        '`retry` is for a task that FAILED by dispatch (its attempts exhausted, or refused by the webhook); see every attempt with: a2a-mailbridge show 5f92b50d',
+        `\`retry\` is for a task that FAILED by dispatch (its attempts exhausted, or refused by the webhook); see every attempt with: a2a-mailbridge --config ${c.configPath} show 5f92b50d`,
     );
     expect(text).not.toMatch(/never accepted/);
   });

@@ -330,8 +330,9 @@ describe('mailbox.provider and OAuth2 sign-in', () => {
       minimalToml()
         .replace('kind = "maildir"\n', '')
         .replace('[mailbox.maildir]\npath = "Maildir"', `kind = "imap"\nprovider = "outlook"\n[mailbox.imap]\nhost = "outlook.office365.com"\nuser = "me@example.com"\nauth = "oauth2"\noauth2_client_id = "abc"\noauth2_refresh_token_file = "rt"\n${extra}`);
-    expect(() => loadConfig(makeConfigDir(imap('')).configPath)).toThrow(/oauth2_refresh_token_file: .*rt does not exist yet; sign in once with: a2a-mailbridge auth login microsoft/);
     const c = makeConfigDir(imap(''));
+    // The command repeats this config's --config (src/config/config-path.ts).
+    expect(() => loadConfig(c.configPath)).toThrow(`/rt does not exist yet; sign in once with: a2a-mailbridge --config ${c.configPath} auth login microsoft`);
     expect(loadConfig(c.configPath, { allowMissingGrant: true }).mailbox.imap!.oauth2).toMatchObject({ provider: 'microsoft', refreshToken: null, scope: 'https://outlook.office.com/IMAP.AccessAsUser.All offline_access' });
     writeSecret(c.dir, 'rt', 'rt-1');
     expect(loadConfig(c.configPath).mailbox.imap!.oauth2!.tokenUrl.href).toBe('https://login.microsoftonline.com/common/oauth2/v2.0/token');

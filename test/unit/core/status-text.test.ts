@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AgentConfig } from '../../../src/config/config.js';
 import { attachmentParts, replyNotes } from '../../../src/core/parts.js';
+import { configPath } from '../../../src/config/config-path.js';
 import { statusText, type StatusFacts } from '../../../src/core/status-text.js';
 import { fenceAgentText } from '../../../src/core/untrusted-text.js';
 import type { AttemptRow } from '../../../src/store/attempts.js';
@@ -14,7 +15,8 @@ const id = '5f92b50d-e4ec-41ba-823f-7e7281c53eee';
 const agent = { name: 'grok', untrustedLabel: '[UNTRUSTED]', webhook: { timeoutMs: 10_000 } } as AgentConfig;
 const mailbox: MailboxState = { folder: 'INBOX', uidValidity: '1', lastUid: 0, lastCheckAt: NOW - 10_000, lastResult: 'ok, 0 new messages, 0 applied', lastError: null, errorSince: null, lastSuccessAt: NOW - 10_000 };
 const task = (o: Partial<TaskRow> = {}): TaskRow => ({ id, agent: 'grok', contextId: 'ctx-1', state: 'WORKING', stateReason: 'webhook accepted', failedBy: null, turn: 1, caller: null, createdAt: NOW - 60_000, updatedAt: NOW - 60_000, deadlineAt: NOW + 3_600_000, ...o });
-const facts = (o: Partial<StatusFacts> = {}): StatusFacts => ({ task: task(), agent, turn: undefined, lastAttempt: undefined, mailbox, progressNote: null, lateReplyAt: null, now: NOW, ...o });
+// The config every command finds by itself: the operator's command carries no --config.
+const facts = (o: Partial<StatusFacts> = {}): StatusFacts => ({ task: task(), agent, turn: undefined, lastAttempt: undefined, mailbox, progressNote: null, lateReplyAt: null, configFile: configPath(undefined), now: NOW, ...o });
 
 describe('status text', () => {
   it('WORKING says when the next check is due, that the next call checks, or that the mailbox is watched', () => {
@@ -38,6 +40,10 @@ describe('status text', () => {
     expect(statusText(facts({ refused: one }))).toContain('); it was not applied and the task still waits');
     expect(many).toContain('(the last: verdict bad-token, seen 2026-06-01T11:59:55Z); they were not applied and the task still waits');
     expect(many).not.toContain('it was not applied');
+    // A bridge serving another config: the operator's command repeats its --config (fresh-user trial).
+    expect(statusText(facts({ refused: one, configFile: '/srv/cfg2/config.toml' }))).toContain(
+      `The bridge's operator can see why with: a2a-mailbridge --config /srv/cfg2/config.toml ledger --task ${id} (run on the bridge's machine).`,
+    );
     const failed = statusText(facts({ task: task({ state: 'FAILED', failedBy: 'deadline', stateReason: 'deadline passed with no reply from grok' }), refused: one }))!;
     expect(failed).toMatch(/^Failed: deadline passed with no reply from grok\. A reply for this task was refused .*; it was not applied\. The bridge's operator can see why with: a2a-mailbridge ledger --task \S+ \(run on the bridge's machine\)\.$/);
   });
@@ -61,6 +67,7 @@ describe('every sentence the bridge writes is one an agent cannot pass off as th
   const reply: ReplyRow = { ledgerId: 12, taskId: id, turn: 1, agent: 'grok', kind: 'done', nonce: '0123456789abcdef', text: 'x', omittedLines: 3, createdAt: NOW };
   const attachment = (o: Partial<AttachmentInfo>): AttachmentInfo => ({ ledgerId: 12, seq: 1, taskId: id, kind: 'file', filename: 'a', mediaType: 'text/plain', size: 1, reason: null, ...o });
   const content = () => ({ bytes: Buffer.from('a'), data: null });
+  const cfg2 = '/srv/cfg2/config.toml';
   const texts = [
     statusText(facts({ task: task({ state: 'SUBMITTED' }), lastAttempt: attempt, turn, refused, pollWord: 'status' })),
     statusText(facts({ task: task({ state: 'SUBMITTED' }), lastAttempt: { ...attempt, outcome: null } })),
@@ -78,9 +85,9 @@ describe('every sentence the bridge writes is one an agent cannot pass off as th
     statusText(facts({ task: task({ state: 'REJECTED', stateReason: 'rejected' }) })),
     statusText(facts({ task: task({ state: 'REJECTED', stateReason: 'rejected' }), declined: 'with-reason' })),
     statusText(facts({ task: task({ state: 'REJECTED', stateReason: 'rejected' }), declined: 'without-reason' })),
-    ...[...replyNotes(reply, [attachment({}), attachment({ seq: 2, kind: 'refused', reason: 'too big' })], 'artifact'), ...replyNotes(reply, [attachment({})], 'below'), ...replyNotes(reply, [attachment({})], 'history')].map((p) => (p.kind === 'text' ? p.text : '')),
-    ...attachmentParts({ name: 'grok', untrustedLabel: '[UNTRUSTED]' } as AgentConfig, attachment({ kind: 'refused', reason: '9 bytes, over mailbox.max_attachment_bytes (1); refused whole, never cut' }), content).map((p) => (p.kind === 'text' ? p.text : '')),
-    ...attachmentParts({ name: 'grok', untrustedLabel: '[UNTRUSTED]' } as AgentConfig, attachment({ reason: 'not valid JSON: kept as a file, not a data part' }), content).map((p) => (p.kind === 'text' ? p.text : '')).slice(0, 1),
+    ...[...replyNotes(reply, [attachment({}), attachment({ seq: 2, kind: 'refused', reason: 'too big' })], 'artifact', cfg2), ...replyNotes(reply, [attachment({})], 'below', ''), ...replyNotes(reply, [attachment({})], 'history', '')].map((p) => (p.kind === 'text' ? p.text : '')),
+    ...attachmentParts({ name: 'grok', untrustedLabel: '[UNTRUSTED]' } as AgentConfig, attachment({ kind: 'refused', reason: '9 bytes, over mailbox.max_attachment_bytes (1); refused whole, never cut' }), content, cfg2).map((p) => (p.kind === 'text' ? p.text : '')),
+    ...attachmentParts({ name: 'grok', untrustedLabel: '[UNTRUSTED]' } as AgentConfig, attachment({ reason: 'not valid JSON: kept as a file, not a data part' }), content, '').map((p) => (p.kind === 'text' ? p.text : '')).slice(0, 1),
     'This reply arrived 2026-06-01T12:00:00Z, after the task failed (deadline). The bridge kept it and did not apply it; the task stays FAILED.',
   ];
   for (const text of texts) {
