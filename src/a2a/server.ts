@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { isLoopbackLiteral, type AgentConfig, type Config } from '../config/config.js';
 import type { Bridge } from '../core/bridge.js';
 import { cardFor, sendCard } from './card-route.js';
-import { UNREAD, unsupportedContent } from './content-headers.js';
+import { hasContent, UNREAD, unsupportedContent } from './content-headers.js';
 import { A2AError, asA2AError } from './errors.js';
 import { a2aHandler, dialectOfHeader, supportedVersion } from './handler.js';
 import { findMethod } from './methods.js';
@@ -23,7 +23,23 @@ import { limitedLog } from '../log.js';
 // node:http through require, not `import`: Node's ES module facade of node:http reads every
 // export, and its lazy ones load Node's bundled undici (fetch, WebSocket): +40 ms of CPU and
 // +12 MiB at start for nothing a server uses (bench/RESULTS.md, machine-limit).
-const { createServer } = createRequire(import.meta.url)('node:http') as typeof import('node:http');
+const { createServer, ServerResponse: NodeResponse } = createRequire(import.meta.url)('node:http') as typeof import('node:http');
+
+/**
+ * Every answer of the server. One given while the request's body has not arrived whole (a 403,
+ * 404 or 405 decided by the head, a REST GET that carries a body) goes out with `Connection:
+ * close` and the connection ends after it, so the rest of a body that may be huge is never read:
+ * node:http otherwise reads and discards it to keep the connection (196 MiB in 5 s). An answer
+ * after the whole body, or to a request with no content (content-headers.ts, `hasContent`),
+ * keeps the connection. Decided when the head is written (`writeHead`, also the implicit one of
+ * `end()`), so every route is covered, not only the statuses known today.
+ */
+class DoorResponse extends NodeResponse {
+  override writeHead(statusCode: number, ...rest: unknown[]): this {
+    if (!this.req.complete && hasContent(this.req.headers)) this.shouldKeepAlive = false;
+    return (super.writeHead as (status: number, ...more: unknown[]) => this)(statusCode, ...rest);
+  }
+}
 
 /** Thrown at start-up when the listen address is not a loopback literal (defence in depth beside config validation). */
 export class ListenError extends Error {
@@ -328,7 +344,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
   // bounded by either), looked at every 2 s; at most server.max_connections sockets: a local
   // process that opens thousands and never writes is closed at accept past the cap and let go by
   // the header timeout, and the descriptors the store, the mailbox and the webhook need stay free.
-  const server = createServer({ requestTimeout: 120_000, headersTimeout: 10_000, connectionsCheckingInterval: 2_000 }, (req, res) => {
+  const server = createServer({ ServerResponse: DoorResponse, requestTimeout: 120_000, headersTimeout: 10_000, connectionsCheckingInterval: 2_000 }, (req, res) => {
     handle(req, res).catch((err: unknown) => {
       // A caller that hangs up mid-request (its own timeout) is not our error.
       const aborted = req.destroyed || (err as NodeJS.ErrnoException).code === 'ECONNRESET' || (err as Error).message === 'aborted';

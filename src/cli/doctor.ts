@@ -1,11 +1,10 @@
 import { statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
-import { readConfigText } from '../config/config-file.js';
+import { configPlaceProblem, readConfigText } from '../config/config-file.js';
 import { ConfigError, loadConfig, type Config } from '../config/config.js';
 import { tomlSyntaxMessage } from '../config/toml-syntax.js';
 import { exampleIdentities, exampleIdentitiesText } from '../config/example-identities.js';
-import { writableByOthers } from '../config/file-safety.js';
 import { readSecretFile, SecretFileError } from '../config/secret-file.js';
 import { missingSecretFix } from '../config/secret-kinds.js';
 import { Store, StoreError } from '../store/store.js';
@@ -137,12 +136,8 @@ function checkConfigFile(file: string): { check: Check; doc?: Doc } {
     const { problem, fix } = splitFix(tomlSyntaxMessage(file, text, err));
     return { check: { name, status: 'fail', detail: problem, fix: fix ?? 'correct the TOML syntax' } };
   }
-  for (const p of [file, dirname(file)]) {
-    const mode = writableByOthers(p);
-    if (mode !== null) {
-      return { check: { name, status: 'fail', detail: `${p} is writable by others (mode ${mode}); they could redirect the bridge`, fix: `chmod go-w ${p}` }, doc };
-    }
-  }
+  const unsafe = configPlaceProblem(file);
+  if (unsafe) return { check: { name, status: 'fail', detail: unsafe.problem, fix: unsafe.fix }, doc };
   return { check: { name, status: 'ok', detail: `${file} (TOML ok)` }, doc };
 }
 

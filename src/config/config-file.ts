@@ -1,10 +1,13 @@
 /**
  * Reading the config file's bytes: a regular file of at most 1 MiB, opened so that nothing a
- * path can point at (a FIFO, a device, a directory) blocks or floods the process.
+ * path can point at (a FIFO, a device, a directory) blocks or floods the process; and whether
+ * anyone but this user or root could change it ({@link configPlaceProblem}).
  */
-import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { dirname } from 'node:path';
 import { missingConfigFix } from './config-path.js';
 import { ConfigError, FILE_KEY } from './fields.js';
+import { othersCanWrite } from './file-safety.js';
 
 /** Largest config file read, in bytes: the commented example is 7 KiB; a config is never a document. */
 export const MAX_CONFIG_BYTES = 1024 * 1024;
@@ -57,4 +60,44 @@ export function readConfigText(file: string): string {
   } finally {
     closeSync(fd);
   }
+}
+
+/** What is wrong with where the config file is, and the command that fixes it. */
+export interface ConfigPlaceProblem {
+  /** A sentence naming the path and who could change it (`/x is writable by others (mode 0777), so …`). */
+  problem: string;
+  /** The command to run (`chmod go-w /x`, `chown 501 /x`). */
+  fix: string;
+}
+
+/** `dir` and every folder above it, up to the root. */
+function foldersUp(dir: string): string[] {
+  const out = [dir];
+  for (let d = dir; dirname(d) !== d; d = dirname(d)) out.push(dirname(d));
+  return out;
+}
+
+/**
+ * Why someone other than this user or root could change the config `file` (an absolute path), or
+ * null. Whoever can could point the bridge at their own webhook, mailbox or DNS servers. The file
+ * the path leads to (symlinks resolved), every folder above it, and every folder above the path as
+ * given (where a symlink lives) must be owned by this user or root and writable by no one else
+ * ({@link othersCanWrite}: a sticky folder such as /tmp is fine). The rule of OpenSSH's StrictModes
+ * (sshd_config(5); `safe_path` in OpenSSH's misc.c), which checks every folder up to /.
+ *
+ * @throws the stat or realpath error (ENOENT, EACCES) as is
+ */
+export function configPlaceProblem(file: string): ConfigPlaceProblem | null {
+  const real = realpathSync(file);
+  const link = real === file ? '' : ` (the config ${file} is a link to ${real})`;
+  const uid = process.getuid?.();
+  for (const p of new Set([real, ...foldersUp(dirname(file)), ...foldersUp(dirname(real))])) {
+    const st = statSync(p);
+    if (uid !== undefined && st.uid !== uid && st.uid !== 0) {
+      return { problem: `${p} is owned by uid ${st.uid}, neither this user (uid ${uid}) nor root, so its owner could redirect the bridge${link}`, fix: `chown ${uid} ${p}` };
+    }
+    const mode = othersCanWrite(st);
+    if (mode !== null) return { problem: `${p} is writable by others (mode ${mode}), so they could redirect the bridge${link}`, fix: `chmod go-w ${p}` };
+  }
+  return null;
 }

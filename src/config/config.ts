@@ -5,8 +5,7 @@ import type { LogConfig } from '../log.js';
 import { parseAgent } from './agents.js';
 import type { ProviderProfile } from '../uplink/border.js';
 import type { ProviderName } from '../uplink/providers.js';
-import { readConfigText } from './config-file.js';
-import { writableByOthers } from './file-safety.js';
+import { configPlaceProblem, readConfigText } from './config-file.js';
 import { ConfigError, FILE_KEY, Fields, type Table } from './fields.js';
 import { parseImapAuth, parseProvider, type OAuth2Config } from './provider.js';
 import { tomlSyntaxMessage } from './toml-syntax.js';
@@ -366,17 +365,16 @@ export function effectiveConfig(config: Config): Table | undefined {
 /**
  * Reads and validates a TOML config file.
  * @throws ConfigError for a missing file, one that is not a regular file or is over 1 MiB, a file
- *   or folder others can write, a TOML syntax error (with line) or an invalid key.
+ *   (or a folder above it or its symlink's target) that another user owns or others can write
+ *   (config-file.ts, `configPlaceProblem`), a TOML syntax error (with line) or an invalid key.
  */
 export function loadConfig(path: string, o: LoadOptions = {}): Config {
   const file = isAbsolute(path) ? path : resolve(path);
   const text = readConfigText(file);
-  // Whoever can write the config (or swap the file in its folder) can point the bridge at their
+  // Whoever can write the config (or swap it, or a folder above it) can point the bridge at their
   // own webhook or mailbox: refused like a secret others can read.
-  for (const p of [file, dirname(file)]) {
-    const mode = writableByOthers(p);
-    if (mode !== null) throw new ConfigError(FILE_KEY, `${p} is writable by others (mode ${mode}), so they could redirect the bridge; run: chmod go-w ${p}`);
-  }
+  const unsafe = configPlaceProblem(file);
+  if (unsafe) throw new ConfigError(FILE_KEY, `${unsafe.problem}; run: ${unsafe.fix}`);
   let doc: Table;
   try {
     doc = parseToml(text);

@@ -104,6 +104,51 @@ describe('the door', () => {
     expect(doubled.status).toBe(415);
   });
 
+  it('any answer given before the body arrived whole closes the connection without reading the rest (403, 404, 405, a REST GET with a body); an answer after a whole body keeps it', async () => {
+    const { hostname, port, pathname } = new URL(suite.h.endpoint);
+    /** Sends `head` declaring 100 MiB and 64 KiB of it; resolves with the answer's head once the server closes. */
+    const answered = (head: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const socket = connect(Number(port), hostname, () => {
+          socket.write(`${head}Content-Length: ${100 * 1024 * 1024}\r\n\r\n`);
+          socket.write(Buffer.alloc(64 * 1024, 0x20));
+        });
+        let answer = '';
+        socket.on('data', (d: Buffer) => (answer += d.toString('latin1')));
+        socket.on('error', reject);
+        // Without the rule the server drained the rest after answering, and this never came.
+        socket.on('close', () => resolve(answer.slice(0, answer.indexOf('\r\n\r\n'))));
+      });
+    const host = `Host: 127.0.0.1:${port}\r\n`;
+    const cases: [string, string][] = [
+      ['403', `POST ${pathname} HTTP/1.1\r\nHost: evil.example\r\n`],
+      ['404', `POST /nope HTTP/1.1\r\n${host}`],
+      ['404', `POST /agents/nobody HTTP/1.1\r\n${host}`],
+      ['405', `POST /health HTTP/1.1\r\n${host}`],
+      ['405', `POST /.well-known/agent-card.json HTTP/1.1\r\n${host}`],
+      ['404', `GET ${pathname}/tasks/00000000-0000-4000-8000-000000000000 HTTP/1.1\r\n${host}Authorization: Bearer ${TEST_BEARER}\r\n`],
+    ];
+    for (const [status, head] of cases) {
+      const answer = await answered(head);
+      expect(answer, head).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+      expect(answer, head).toMatch(/\r\nconnection: close/i);
+    }
+    // Keep-alive stays for an answer with no body to wait for, and for one after the whole body was read:
+    // both pipelined requests are answered on one connection.
+    const rpc = `POST ${pathname} HTTP/1.1\r\n${host}Authorization: Bearer ${TEST_BEARER}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`;
+    for (const first of [`GET /health HTTP/1.1\r\n${host}\r\n`, rpc]) {
+      const both = await new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(port), hostname, () => socket.write(`${first}GET /health HTTP/1.1\r\n${host}Connection: close\r\n\r\n`));
+        let answer = '';
+        socket.on('data', (d: Buffer) => (answer += d.toString('latin1')));
+        socket.on('error', reject);
+        socket.on('close', () => resolve(answer));
+      });
+      expect(both.match(/HTTP\/1\.1 200 /g), first).toHaveLength(2);
+      expect(both.split('\r\n\r\n')[0], first).not.toMatch(/\r\nconnection: close/i);
+    }
+  });
+
   it('a request with no content is not refused for the headers that describe content (RFC 9110 §15.5.16: 415 is for content in a format not supported); content in a coding still is, unread', async () => {
     const { hostname, port, pathname } = new URL(suite.h.endpoint);
     const unknown = `${pathname}/tasks/00000000-0000-4000-8000-000000000000:cancel`;

@@ -132,7 +132,7 @@ describe('doctor: pure parts', () => {
     const r = await doctor(c.configPath);
     expect(r.ok).toBe(false);
     expect(r.checks.filter((x) => x.status === 'fail')).toEqual([
-      { name: 'config file', status: 'fail', detail: `${c.configPath} is writable by others (mode 0664); they could redirect the bridge`, fix: `chmod go-w ${c.configPath}` },
+      { name: 'config file', status: 'fail', detail: `${c.configPath} is writable by others (mode 0664), so they could redirect the bridge`, fix: `chmod go-w ${c.configPath}` },
     ]);
     expect(r.checks.find((x) => x.name === 'config')).toMatchObject({ status: 'skip', fix: 'fix the config file first' });
   });
