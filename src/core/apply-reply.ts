@@ -1,6 +1,6 @@
 import type { StoreTx } from '../store/store.js';
 import { failpoint } from './failpoints.js';
-import { REFUSED_RAW_KEEP_BYTES, type Decision } from './judge.js';
+import { REFUSED_RAW_KEEP_BYTES, UNREADABLE_RAW_KEEP_BYTES, type Decision } from './judge.js';
 import { newFenceNonce } from './untrusted-text.js';
 
 /** Where a judged message was read, and when (src/uplink/mailbox.ts `FetchedMessage`). */
@@ -31,7 +31,7 @@ export interface Provenance {
 export function recordDecision(tx: StoreTx, d: Exclude<Decision, { kind: 'defer' }>, p: Provenance): number | null {
   const tag = d.kind === 'refuse' ? d.tag : d.on.tag;
   const rawValue = d.evidence === 'whole' ? (p.staged?.raw ?? null) : null;
-  const raw = d.evidence === 'whole' ? (rawValue === null ? p.raw : null) : d.evidence === 'head' ? p.raw.subarray(0, REFUSED_RAW_KEEP_BYTES) : null;
+  const raw = d.evidence === 'whole' ? (rawValue === null ? p.raw : null) : d.evidence === 'head' ? p.raw.subarray(0, REFUSED_RAW_KEEP_BYTES) : d.evidence === 'routing' ? p.raw.subarray(0, UNREADABLE_RAW_KEEP_BYTES) : null;
   const ledgerId = tx.ledger.record({
     source: p.source,
     seenAt: p.at,

@@ -17,10 +17,12 @@ import {
   prefixFacts,
   replayedMessageId,
   replayedSignature,
+  replayedSignatureUnreadable,
   replyStatus,
   routingFacts,
   signatureKey,
   taskOpen,
+  STAMP_PREFIX_BYTES,
   taskTag,
   tokenHolds,
   trustedResults,
@@ -45,6 +47,13 @@ export const TEMPORARY_RETRY_MS = 24 * 3600_000;
 
 /** Raw bytes kept for tagged mail refused before it authenticated (`evidence: 'head'`), in bytes. */
 export const REFUSED_RAW_KEEP_BYTES = 64 * 1024;
+
+/**
+ * Raw bytes kept for tagged mail whose header block cannot be read as one (`evidence: 'routing'`):
+ * the bytes its tag was read from (uplink/message-facts.ts `routingFacts`), no more — a replay of
+ * genuine mail padded past 256 KiB of header would otherwise keep 64 KiB a copy.
+ */
+export const UNREADABLE_RAW_KEEP_BYTES = STAMP_PREFIX_BYTES;
 
 /** One message as the mailbox handed it over (src/uplink/mailbox.ts `FetchedMessage`). */
 export interface IncomingMessage {
@@ -92,9 +101,10 @@ export interface JudgeStore {
   seenDigest(rawSha256: string): boolean;
   /**
    * Gate 1, by signature: the id of a ledger row of mail authenticated by one of these DKIM
-   * signatures (uplink/gates.ts `signatureKey`) with this Message-ID; undefined when none.
+   * signatures (uplink/gates.ts `signatureKey`) with this Message-ID, or with any when `messageId`
+   * is null (uplink/gates.ts `replayedSignatureUnreadable`); undefined when none.
    */
-  authenticatedWith(signatures: string[], messageId: string): number | undefined;
+  authenticatedWith(signatures: string[], messageId: string | null): number | undefined;
   /** Gates 8–11: the task and its current turn; undefined when no such task exists. */
   task(taskId: string): { task: TaskRow; turn: TurnRow | undefined } | undefined;
   /** Gate 8a: a reply with this Message-ID was applied (or kept late) for the task. */
@@ -128,9 +138,10 @@ export interface JudgeFacts<R> {
  * How much of the raw message the ledger keeps: all of it for an applied or late reply (the
  * evidence of what changed a task), the first {@link REFUSED_RAW_KEEP_BYTES} for other tagged mail
  * (anyone can send that, and a replay of genuine mail is as large as the genuine one: neither may
- * fill the disk), nothing for untagged mail.
+ * fill the disk) — the first {@link UNREADABLE_RAW_KEEP_BYTES} (`routing`) when its header block
+ * cannot be read as one — nothing for untagged mail.
  */
-export type Evidence = 'whole' | 'head' | 'none';
+export type Evidence = 'whole' | 'head' | 'routing' | 'none';
 
 /** The tagged task a decision is about, with what the store held when the decision was made. */
 export interface DecidedTask {
@@ -181,15 +192,15 @@ function screen(msg: IncomingMessage, rules: JudgeRules, store: JudgeStore, sha2
   const message = unreadableHeader ? routingFacts(msg.raw, msg.size, sha256) : messageFacts(msg.raw, msg.size, sha256);
   const tagged = taskTag(message, rules.agents);
   const tag = isRefusal(tagged) ? null : tagged;
-  /** Tagged mail refused before it authenticated keeps its head; untagged mail nothing. */
-  const early = (r: Refusal): EarlyRefusal => ({ kind: 'refuse', verdict: r.verdict, reason: r.reason, message, tag, evidence: tag ? 'head' : 'none', signature: null });
+  /** Tagged mail refused before it authenticated keeps its head (of an unreadable header block, the bytes read for its tag); untagged mail nothing. */
+  const early = (r: Refusal): EarlyRefusal => ({ kind: 'refuse', verdict: r.verdict, reason: r.reason, message, tag, evidence: tag ? (unreadableHeader ? 'routing' : 'head') : 'none', signature: null });
 
   // What was read may be nothing: no digest can tell a copy of it.
   if (msg.unreadable) return early({ verdict: `unreadable:${msg.unreadable.reason}`, reason: msg.unreadable.detail });
   // Gate 1 by the digest reads no field, so it comes before the header block's own rules: a copy
   // of mail refused as unreadable is a `duplicate`, as a copy of any other mail is.
   if (store.seenDigest(message.rawSha256)) return early(DUPLICATE_BYTES);
-  if (unreadableHeader) return early(unreadableHeader);
+  if (unreadableHeader) return early(replayedSignatureUnreadable(message, (sigs, id) => store.authenticatedWith(sigs, id)) ?? unreadableHeader);
   const replayed = replayedSignature(message, (sigs, id) => store.authenticatedWith(sigs, id));
   if (replayed) return early(replayed);
   if (msg.tooLarge) {
@@ -265,7 +276,9 @@ export function judgeStamp(msg: Pick<IncomingMessage, 'raw' | 'size'>, rules: Ju
  *    then gate 1 by the digest: the same raw bytes are in the ledger ⇒ `duplicate` (no field read);
  *    its header block cannot be read as one ⇒ `too-large-header` or `unreadable:<why>`
  *    (uplink/gates.ts `headerBlockReadable`: only its first 16 KiB are read, for the task tag the
- *    ledger row names: uplink/gates.ts `routingFacts`);
+ *    ledger row names: uplink/gates.ts `routingFacts`; and first for gate 1 by a DKIM signature
+ *    in them, `replayedSignatureUnreadable`, so a padded replay is a `duplicate`; the row keeps
+ *    those 16 KiB at most, {@link UNREADABLE_RAW_KEEP_BYTES});
  * 1. gate 1: a DKIM signature and the Message-ID of mail authenticated before (a replay) ⇒
  *    `duplicate`;
  * 2. larger than `mailbox.max_message_bytes` ⇒ `too-large` (refused whole, body never read);

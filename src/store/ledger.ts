@@ -90,11 +90,17 @@ export function ledgerReads(db: Db) {
 
     /**
      * Gate 1: the id of a ledger row of mail authenticated by one of these DKIM signatures (keys
-     * as `LedgerEntry.signature`) with this Message-ID; undefined when none.
+     * as `LedgerEntry.signature`) with this Message-ID — or with any, when `messageId` is null (a
+     * header block that cannot be read: uplink/gates.ts `replayedSignatureUnreadable`); undefined
+     * when none. One index read a signature (`ledger_by_signature_digest`).
      */
-    authenticatedWith(signatures: readonly string[], messageId: string): number | undefined {
+    authenticatedWith(signatures: readonly string[], messageId: string | null): number | undefined {
       for (const sig of signatures) {
-        const r = stmt(db, `SELECT id FROM ledger WHERE dkim_b_sha256 = ? AND message_id = ? ORDER BY id LIMIT 1`).get(signatureDigest(sig), messageId) as { id: number } | undefined;
+        const r = (
+          messageId === null
+            ? stmt(db, `SELECT id FROM ledger WHERE dkim_b_sha256 = ? ORDER BY id LIMIT 1`).get(signatureDigest(sig))
+            : stmt(db, `SELECT id FROM ledger WHERE dkim_b_sha256 = ? AND message_id = ? ORDER BY id LIMIT 1`).get(signatureDigest(sig), messageId)
+        ) as { id: number } | undefined;
         if (r) return r.id;
       }
       return undefined;

@@ -161,7 +161,9 @@ type MailauthDkimResult = DKIMResult & { info?: string };
  *
  * @param options.now the time for `t=`/`x=` checks (default: now).
  * @param options.budgetMs the time budget of a large message's verification, done on the offload
- *   worker (default `OFFLOAD_BUDGET_MS`); past it every signature is `neutral`, with the budget in `info`.
+ *   worker (default `OFFLOAD_BUDGET_MS`); past it every signature is `neutral`, with the budget in
+ *   `info`. Its keys are looked up before the budget starts (all at once, each within `timeoutMs`:
+ *   `prefetchKeys`), so DNS that does not answer gives `temperror`, whatever the message's size.
  * @param options.timer the clock of that budget (default: offload.ts `timeoutBudget`).
  * @returns one entry per signature mailauth could read, in field order; an empty list for an
  *   unsigned message. When mailauth itself fails, every signature we can parse is returned with
@@ -169,16 +171,54 @@ type MailauthDkimResult = DKIMResult & { info?: string };
  */
 export async function verifyDkimLocally(raw: Buffer, resolver: DnsResolver, options: { timeoutMs?: number; now?: Date; budgetMs?: number; timer?: BudgetTimer } = {}): Promise<LocalDkimResult[]> {
   if (raw.length < OFFLOAD_MIN_BYTES) return verifyDkimHere(raw, resolver, options);
-  // A large body is canonicalized and hashed on the worker thread (offload.ts), within a time budget.
+  // A large body is canonicalized and hashed on the worker thread (offload.ts), within a time
+  // budget that is CPU time only: the keys are looked up first (docs/architecture.md, "The gates").
   try {
+    const answered = await prefetchKeys(raw, resolver, options.timeoutMs ?? 10_000);
     const jobOptions = { ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}), ...(options.now ? { now: options.now.getTime() } : {}) };
-    return (await offload('dkim', raw, { resolver, options: jobOptions, ...(options.budgetMs !== undefined ? { budgetMs: options.budgetMs } : {}), ...(options.timer ? { timer: options.timer } : {}) })) as LocalDkimResult[];
+    return (await offload('dkim', raw, { resolver: answered, options: jobOptions, ...(options.budgetMs !== undefined ? { budgetMs: options.budgetMs } : {}), ...(options.timer ? { timer: options.timer } : {}) })) as LocalDkimResult[];
   } catch (err) {
     const why = err instanceof BudgetError ? `local DKIM verification ${err.message}` : `local DKIM verification failed: ${(err as Error).message}`;
     const status = err instanceof BudgetError ? 'neutral' : 'temperror';
     return parseDkimSignatures(parseHeaders(raw)).map((o) => ({ d: o.d, s: o.s, b: o.b, status, bodyLengthLimited: o.bodyLengthLimited, info: why }));
   }
 }
+
+/** A lookup's name as the prefetch cache keys it: DNS names compare case-insensitively, a trailing dot changes nothing. */
+const lookupKey = (name: string, rrtype: string): string => `${name.toLowerCase().replace(/\.$/, '')} ${rrtype.toUpperCase()}`;
+
+/**
+ * Looks up the key record (`<s>._domainkey.<d>` TXT, RFC 6376 §3.6.2.1) of every DKIM signature of
+ * the message — at most {@link MAX_PREFETCHED_KEYS} distinct names, all at once, each within
+ * `timeoutMs` — and returns a resolver that answers those names from what came back (an answer,
+ * or the same error: a lookup that timed out stays a `temperror`) and any other name by asking
+ * `resolver`. So a large message's verification on the worker starts with its keys at hand: its
+ * time budget bounds the canonicalization and hashing, not a name server's silence (mailauth asks
+ * for the keys one after another, 5 s each when DNS does not answer). Never throws.
+ */
+async function prefetchKeys(raw: Buffer, resolver: DnsResolver, timeoutMs: number): Promise<DnsResolver> {
+  const names = new Map<string, string>();
+  for (const sig of parseDkimSignatures(parseHeaders(raw))) {
+    const written = `${sig.s}._domainkey.${sig.d}`;
+    // mailauth asks for the A-labels of a name with U-labels (RFC 8616 §3); node:url converts them.
+    const name = Buffer.byteLength(written) !== written.length ? process.getBuiltinModule('node:url').domainToASCII(written) : written;
+    if (name !== '' && names.size < MAX_PREFETCHED_KEYS) names.set(lookupKey(name, 'TXT'), name);
+  }
+  const settled = await Promise.allSettled([...names.values()].map((name) => withTimeout(Promise.resolve().then(() => resolver(name, 'TXT')), timeoutMs, `${name} TXT`)));
+  const answers = new Map([...names.keys()].map((key, i) => [key, settled[i]!] as const));
+  return (name, rrtype) => {
+    const a = answers.get(lookupKey(name, rrtype));
+    if (!a) return resolver(name, rrtype);
+    return a.status === 'fulfilled' ? Promise.resolve(a.value) : Promise.reject(a.reason as Error);
+  };
+}
+
+/**
+ * The most key records looked up ahead of a large message's verification: gate 3 refuses more
+ * DKIM-Signature fields than this (uplink/gates.ts `MAX_DKIM_SIGNATURES`), so a message judged
+ * further never has more; the rest of a longer list is looked up by the verifier as it goes.
+ */
+const MAX_PREFETCHED_KEYS = 8;
 
 /** {@link verifyDkimLocally} on this thread, whatever the size (the offload worker runs this). Never throws. */
 export async function verifyDkimHere(raw: Buffer, resolver: DnsResolver, options: { timeoutMs?: number; now?: Date } = {}): Promise<LocalDkimResult[]> {

@@ -66,14 +66,32 @@ export function signatureKey(b: string): string {
  * refuses it, and parsing each and asking the ledger about each cost about 12 µs + 12 µs a field,
  * 90 ms for the 2,700 fields a 256 KiB header block holds (a replay padded with them reads on).
  */
-export function replayedSignature(facts: MessageFacts, authenticatedWith: (signatures: string[], messageId: string) => number | undefined): Refusal | null {
+export function replayedSignature(facts: MessageFacts, authenticatedWith: (signatures: string[], messageId: string | null) => number | undefined): Refusal | null {
   if (facts.messageId === null) return null;
+  return replayedBy(facts, facts.messageId, authenticatedWith);
+}
+
+/**
+ * Gate 1, by signature, for a header block that cannot be read as one (`headerBlockReadable`), on
+ * the whole fields of its first 16 KiB (message-facts.ts `routingFacts`) — before the verdict that
+ * says it cannot be read: as {@link replayedSignature} with the Message-ID when those fields hold
+ * it, and by the signature alone when they do not (a replay padded so that its Message-ID lies
+ * past them). The signature alone suffices here, and only here: such a message is refused
+ * whichever verdict names it, so a forgery that copies a genuine signature's `b=` gains nothing
+ * but the name, and no mail the judge would apply is refused by it (README, Security model).
+ */
+export function replayedSignatureUnreadable(facts: MessageFacts, authenticatedWith: (signatures: string[], messageId: string | null) => number | undefined): Refusal | null {
+  return replayedBy(facts, facts.messageId, authenticatedWith);
+}
+
+function replayedBy(facts: MessageFacts, messageId: string | null, authenticatedWith: (signatures: string[], messageId: string | null) => number | undefined): Refusal | null {
   if (fieldsNamed(facts.fields, 'DKIM-Signature').length > MAX_DKIM_SIGNATURES) return null;
   const keys = parseDkimSignatures(facts.fields).map((s) => signatureKey(s.b)).filter((k) => k !== '');
   if (keys.length === 0) return null;
-  const id = authenticatedWith([...new Set(keys)], facts.messageId);
+  const id = authenticatedWith([...new Set(keys)], messageId);
   if (id === undefined) return null;
-  return { verdict: 'duplicate', reason: `gate 1: the DKIM signature and Message-ID ${facts.messageId} of mail authenticated before (ledger #${id}): a replay` };
+  if (messageId === null) return { verdict: 'duplicate', reason: `gate 1: a DKIM signature of mail authenticated before (ledger #${id}), in the first bytes of a header block that cannot be read as one: a replay` };
+  return { verdict: 'duplicate', reason: `gate 1: the DKIM signature and Message-ID ${messageId} of mail authenticated before (ledger #${id}): a replay` };
 }
 
 /**

@@ -87,9 +87,10 @@ describe.each(KINDS)('mail tagged for a task leaves a trace on it, on %s', (_nam
     const rows = store().ledger.ofTask(t.id);
     expect(rows.map((r) => [r.verdict, r.agent])).toEqual([[verdict, 'grok']]);
     expect(rows[0]!.reason).toMatch(reason);
-    // Tagged mail keeps its first bytes as evidence (the ledger's rule for refused tagged mail).
+    // Tagged mail keeps its first bytes as evidence: of a header block that cannot be read, the 16 KiB its tag was read from (was: 64 KiB).
     const evidence = store().ledger.raw(rows[0]!.id)!;
     expect(evidence.length).toBeGreaterThan(0);
+    expect(evidence.length).toBeLessThanOrEqual(STAMP_PREFIX_BYTES);
     expect(evidence.equals(raw.subarray(0, evidence.length))).toBe(true);
 
     const task = await rig.getTask(t.id);
@@ -111,6 +112,36 @@ describe.each(KINDS)('mail tagged for a task leaves a trace on it, on %s', (_nam
     const task = await rig.getTask(t.id);
     expect(task.status.state).toBe('TASK_STATE_WORKING');
     expect(statusOf(task)).toContain('A reply for this task was refused by the bridge\'s authentication gates (verdict unparsed:parts, seen ');
+  });
+
+  it('replays of an applied reply with 300 KB of unsigned fields after its Subject (its Message-ID past the first 16 KiB): duplicates by signature, at most 16 KiB of evidence each, not counted on the task (was: too-large-header, 64 KiB each, counted)', async () => {
+    const t = await rig.newTask('Job whose reply is replayed with a huge header');
+    const genuine = await rig.reply(t.envelope, 'The answer.');
+    await rig.deliver([genuine]);
+    expect(await rig.bridge.checkNow()).toMatchObject<Partial<CheckSummary>>({ ok: true, verdicts: { 'applied:done': 1 } });
+    const afterSubject = genuine.indexOf('\r\n', genuine.indexOf('\r\nSubject:') + 2) + 2;
+    // Each replay padded differently (no digest can tell them), 3,000 fields of 100 bytes.
+    const replays = [1, 2, 3].map((n) => Buffer.concat([genuine.subarray(0, afterSubject), Buffer.from(Object.entries(padding(3000, 90)).map(([k, v]) => `${k}-${n}: ${v}\r\n`).join('')), genuine.subarray(afterSubject)]));
+    const first = replays[0]!;
+    expect(first.indexOf(t.envelope.subject_tag)).toBeLessThan(STAMP_PREFIX_BYTES);
+    expect(first.indexOf('\r\nDKIM-Signature:')).toBeLessThan(STAMP_PREFIX_BYTES);
+    expect(first.indexOf('\r\nMessage-ID:')).toBeGreaterThan(STAMP_PREFIX_BYTES);
+    expect(first.indexOf('\r\n\r\n')).toBeGreaterThan(MAX_HEADER_BLOCK_BYTES);
+    await rig.deliver(replays);
+
+    const check = await rig.bridge.checkNow();
+    expect(check).toMatchObject<Partial<CheckSummary>>({ ok: true, fetched: 3, onHeaders: 3, verdicts: { duplicate: 3 } });
+    const rows = store().ledger.ofTask(t.id).filter((r) => r.verdict !== 'applied:done');
+    expect(rows.map((r) => r.verdict)).toEqual(['duplicate', 'duplicate', 'duplicate']);
+    for (const r of rows) {
+      expect(r.reason).toMatch(/^gate 1: a DKIM signature of mail authenticated before \(ledger #\d+\), in the first bytes of a header block that cannot be read as one: a replay$/);
+      // The store grows by at most the 16 KiB read for the tag, per replay (was: 64 KiB).
+      const kept = store().ledger.raw(r.id)!;
+      expect(kept.length).toBeLessThanOrEqual(STAMP_PREFIX_BYTES);
+      expect(replays.some((x) => kept.equals(x.subarray(0, kept.length)))).toBe(true);
+    }
+    expect(store().ledger.refusedRepliesOf(t.id, 0)).toBeUndefined();
+    expect(store().tasks.get(t.id)?.state).toBe('COMPLETED');
   });
 
   it('copies of mail refused on the provider stamp, and of mail whose header block cannot be read, are duplicates: the caller hears of each mail once (was: refused again)', async () => {

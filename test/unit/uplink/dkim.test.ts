@@ -92,6 +92,33 @@ describe('verifyDkimLocally', () => {
     expect((await verifyDkimLocally(raw, resolver))[0]?.status).toBe('pass'); // a fresh worker serves the next one
   });
 
+  it('looks a large message\'s keys up before its time budget starts: DNS that does not answer is a temperror (judged again), whatever the size, two signatures or one (was: neutral, final)', async () => {
+    const big = MESSAGE.replace('The answer.', `${'A long answer line.\r\n'.repeat(30_000)}The end.`);
+    const twice = Buffer.from(await signed(await signed(big), { selector: 's2', privateKeyPem: otherKey.privateKeyPem }));
+    expect(twice.length).toBeGreaterThan(OFFLOAD_MIN_BYTES);
+    // The budget's clock runs out the moment a key is asked for while it runs: a name server that
+    // does not answer within the budget (mailauth asks one key after another, 5 s each).
+    let running: (() => void) | null = null;
+    const budget: BudgetTimer = (_ms, expire) => {
+      running = expire;
+      return () => {
+        running = null;
+      };
+    };
+    const asked: string[] = [];
+    const silent: DnsResolver = (name) => {
+      asked.push(name);
+      running?.();
+      return Promise.reject(Object.assign(new Error(`queryTxt ETIMEOUT ${name}`), { code: 'ETIMEOUT' }));
+    };
+    const results = await verifyDkimLocally(twice, silent, { timer: budget });
+    expect(results.map((r) => [r.s, r.status])).toEqual([['s2', 'temperror'], ['s1', 'temperror']]);
+    expect(asked.sort()).toEqual(['s1._domainkey.agent.example', 's2._domainkey.agent.example']); // each once: the worker's lookups are answered from the prefetch
+    // Keys that answer are used by the worker as they came back.
+    const both: DnsResolver = (name, rrtype) => (name === 's2._domainkey.agent.example' ? Promise.resolve([[`v=DKIM1; k=rsa; p=${otherKey.publicKeyB64}`]]) : resolver(name, rrtype));
+    expect((await verifyDkimLocally(twice, both, { timer: budget })).map((r) => r.status)).toEqual(['pass', 'pass']);
+  });
+
   it('gives neutral, not fail, for a tampered body (so only pass is accepted)', async () => {
     const raw = Buffer.from((await signed(MESSAGE)).replace('The answer.', 'Another answer.'));
     const [r] = await verifyDkimLocally(raw, resolver);

@@ -218,8 +218,8 @@ describe('a header block that cannot be read as one', () => {
       expect(out).toMatchObject({ kind: 'recorded', verdict: 'too-large-header' });
       const [row] = store.store.ledger.query({ limit: 1 });
       expect(row).toMatchObject({ verdict: 'too-large-header', size: huge.length, subject: 'Re: [GROK:3f6b1c2e-8d4a-4b7e-9a15-c2d3e4f5a6b7]', fromHeader: 'Grok Agent <agent@agent.example>', taskId: '3f6b1c2e-8d4a-4b7e-9a15-c2d3e4f5a6b7', agent: 'grok' });
-      // Tagged mail refused before it authenticated keeps its first 64 KiB.
-      expect(store.store.ledger.raw(row!.id)!.equals(huge.subarray(0, 64 * 1024))).toBe(true);
+      // Tagged mail whose header block cannot be read keeps the 16 KiB its tag was read from (was: 64 KiB).
+      expect(store.store.ledger.raw(row!.id)!.equals(huge.subarray(0, STAMP_PREFIX_BYTES))).toBe(true);
     } finally {
       store.close();
     }
