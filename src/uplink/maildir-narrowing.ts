@@ -42,16 +42,12 @@ export interface NarrowingWork {
   decoded: number;
 }
 
-const FROM = Buffer.from('from');
-const SUBJECT = Buffer.from('subject');
-
-/** The field name `name` (lower-case ASCII) starts line `[at, end)`, case-insensitively, then white space and a colon: the value's offset, else -1. */
-function valueAfter(h: Buffer, at: number, end: number, name: Buffer): number {
-  if (end - at <= name.length) return -1;
-  for (let i = 0; i < name.length; i++) if ((h[at + i]! | 0x20) !== name[i]) return -1;
-  let i = at + name.length;
-  while (i < end && (h[i] === 0x20 || h[i] === 0x09)) i++;
-  return h[i] === 0x3a ? i + 1 : -1;
+/** The value of line `line` when it is a `name` field (`name` lower-case; white space may precede the colon), else null. */
+function valueAfter(line: string, name: string): string | null {
+  if (line.length <= name.length || line.slice(0, name.length).toLowerCase() !== name) return null;
+  const rest = line.slice(name.length);
+  const colon = rest.indexOf(':');
+  return colon >= 0 && rest.slice(0, colon).trim() === '' ? rest.slice(colon + 1) : null;
 }
 
 /**
@@ -70,11 +66,11 @@ export function matches(header: Buffer, req: CheckRequest, work?: NarrowingWork)
   const subj = req.subjectContains.map((s) => s.toLowerCase()).filter(Boolean);
   let fields = 0;
   let decodeLeft = NARROWING_DECODE_BYTES;
-  /** The From or Subject field being read: its kind and the ranges of its lines. */
-  let open: { subject: boolean; parts: [number, number][] } | null = null;
+  /** The From or Subject field being read: its kind and its lines (bytes as latin1). */
+  let open: { subject: boolean; parts: string[] } | null = null;
   const judge = (): boolean => {
     if (!open) return false;
-    const value = Buffer.concat(open.parts.map(([s, e]) => header.subarray(s, e))).toString('utf8').trim();
+    const value = Buffer.from(open.parts.join(''), 'latin1').toString('utf8').trim();
     let text = value;
     if (value.includes('=?')) {
       decodeLeft -= value.length;
@@ -87,25 +83,20 @@ export function matches(header: Buffer, req: CheckRequest, work?: NarrowingWork)
     open = null;
     return hit;
   };
-  let at = 0;
-  while (at < header.length) {
-    let end = at;
-    while (end < header.length && header[end] !== 0x0a && header[end] !== 0x0d) end++;
-    const next = header[end] === 0x0d && header[end + 1] === 0x0a ? end + 2 : end + 1;
-    const c = header[at];
+  for (const line of header.toString('latin1').split(/\r\n|\n|\r/)) {
+    const c = line.charCodeAt(0);
     if (c === 0x20 || c === 0x09) {
-      open?.parts.push([at, end]);
-    } else {
-      if (judge()) return true;
-      const f = valueAfter(header, at, end, FROM);
-      const s = f < 0 ? valueAfter(header, at, end, SUBJECT) : -1;
-      if (f >= 0 || s >= 0) {
-        if (++fields > NARROWING_MAX_FIELDS) return true;
-        if (work) work.fields++;
-        open = { subject: s >= 0, parts: [[f >= 0 ? f : s, end]] };
-      }
+      open?.parts.push(line);
+      continue;
     }
-    at = next;
+    if (judge()) return true;
+    if (c !== 0x66 && c !== 0x46 && c !== 0x73 && c !== 0x53) continue; // neither f nor s: not From or Subject
+    const f = valueAfter(line, 'from');
+    const s = f === null ? valueAfter(line, 'subject') : null;
+    if (f === null && s === null) continue;
+    if (++fields > NARROWING_MAX_FIELDS) return true;
+    if (work) work.fields++;
+    open = { subject: s !== null, parts: [(f ?? s)!] };
   }
   return judge();
 }
