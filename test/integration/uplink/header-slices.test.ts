@@ -165,3 +165,24 @@ it("30 untagged mails not from the agent with 250 KB header blocks are read at m
   const pass = await new MaildirMailbox(maildir).open({ watermark: { uidValidity: null, lastUid: 0 }, fromAddresses: [AGENT_ADDRESS], subjectContains: ['['], maxFetch: 50, maxMessageBytes: 1 << 20, isRecorded: (s) => store.ledger.isSourceRecorded(s) });
   expect([await pass.headers(), pass.bytesFetched]).toEqual([[], 0]);
 });
+
+it('20 forgeries whose 16 KiB prefix holds 190 encoded Subjects (about 22 ms each to judge) are judged one to a turn when each takes the time budget of a slice (the monotonic clock pinned)', async () => {
+  const job = await newJob();
+  const forged = await buildReplyMail({
+    from: 'News <news@other.example>', to: job.env.reply_to, subject: 'Weekly news', token: 'none', status: 'done', answer: 'news',
+    provider: { ...PROVIDER, fromHost: 'mx.other.example', fromIp: '203.0.113.7', results: 'dkim=none; spf=fail smtp.mailfrom=other.example; dmarc=fail header.from=other.example' },
+  });
+  const end = forged.indexOf('\r\n\r\n');
+  const soup = 'Subject: =?utf-8?Q?=5BGROX?= =?iso-8859-1?B?Og==?= =?koi8-r?Q?x?= =?shift_jis?B?eA==?=\r\n';
+  const forgery = (i: number): Buffer => Buffer.concat([forged.subarray(0, end + 2), Buffer.from(`X-N: ${i}\r\n${soup.repeat(300)}`), forged.subarray(end + 2)]);
+  let ms = 0;
+  app.bridge.ctx.monotonic = () => (ms += 10); // every block judged takes a slice's 10 ms
+  try {
+    const { summary, steps, completed } = await flood(job, Array.from({ length: 20 }, (_, i) => forgery(i)));
+    expect(summary).toMatchObject({ ok: true, fetched: 21, onHeaders: 20, verdicts: { 'applied:done': 1 } });
+    expect(completed).toBe(true);
+    expect(Math.max(...steps)).toBe(1); // was 16: a slice of 256 KiB of prefixes
+  } finally {
+    delete app.bridge.ctx.monotonic;
+  }
+});
