@@ -55,9 +55,10 @@ function valueAfter(line: string, name: string): string | null {
  * case-insensitive substring): some From field contains one of `fromAddresses`, or some Subject,
  * decoded from RFC 2047 words (libmime) when it holds `=?`, contains one of `subjectContains`.
  * Every From and Subject field counts up to {@link NARROWING_MAX_FIELDS}, and encoded values up to
- * {@link NARROWING_DECODE_BYTES}; past either the answer is true (the gates judge such a block). Lines end at CRLF, LF or a bare CR (the narrowing lets
- * through what the gates then refuse as `unreadable:line-ends`); a line starting with white space
- * continues the field before it (RFC 5322 §2.2.3). Linear in `header`.
+ * {@link NARROWING_DECODE_BYTES}; past either the answer is true (the gates judge such a block).
+ * Lines end at CRLF, LF or a bare CR (the narrowing lets through what the gates then refuse as
+ * `unreadable:line-ends`); a line starting with white space continues the field before it (RFC
+ * 5322 §2.2.3). Linear in `header`.
  * @param header a header block, or its first whole lines
  * @param work counted into when given
  */
