@@ -14,6 +14,8 @@ export interface BridgeContext {
   log: Logger;
   /** The clock, ms since the epoch. */
   now: () => number;
+  /** A monotonic clock in ms, for work budgets (default `performance.now`; a test pins it). */
+  monotonic?: () => number;
   /** Uniform [0, 1) for backoff jitter. */
   random: () => number;
   /** undici dispatcher for webhook POSTs (connect timeout set). */

@@ -178,22 +178,27 @@ function logIntake(c: Pick<IntakeContext, 'log' | 'now' | 'configFile'>, out: In
  * ledger row, with what was read as its evidence — and `passTo(source)` says where the watermark
  * may move now that the message has a verdict (null: not yet, an older message waits). What no
  * gate refused is returned, in order: a `prefixOnly` one to be read on (`MailboxPass.headerBlocks`)
- * and screened again, the rest to be judged whole; a copy already recorded is skipped.
+ * and screened again, the rest to be judged whole; a copy already recorded is skipped. With
+ * `o.stop`, asked after each block: when it says true the rest of the batch is left unjudged.
  *
- * @returns the survivors, and what was recorded (its outcome and source), in order
+ * @returns the survivors, and what was recorded (its outcome and source), in order; `rest`: the
+ *   blocks left unjudged (`o.stop`), in order
  */
 export function intakeHeaderBlocks(
   c: IntakeContext,
   batch: readonly HeaderedMessage[],
   uidValidity: string,
-  o: { maxMessageBytes: number; passTo: (source: string) => number | null },
-): { survivors: HeaderedMessage[]; recorded: { out: Extract<Intake, { kind: 'recorded' }>; message: HeaderedMessage }[] } {
+  o: { maxMessageBytes: number; passTo: (source: string) => number | null; stop?: () => boolean },
+): { survivors: HeaderedMessage[]; recorded: { out: Extract<Intake, { kind: 'recorded' }>; message: HeaderedMessage }[]; rest: HeaderedMessage[] } {
   const { store } = c;
   const reads = judgeReads(store);
   const survivors: HeaderedMessage[] = [];
   const recorded: { out: Extract<Intake, { kind: 'recorded' }>; message: HeaderedMessage }[] = [];
+  let done = 0;
   store.tx((tx) => {
     for (const h of batch) {
+      if (done > 0 && o.stop?.()) break;
+      done++;
       if (!store.ledger.isSourceRecorded(h.source)) {
         const d =
           h.prefixOnly && !h.unreadable
@@ -211,5 +216,5 @@ export function intakeHeaderBlocks(
     }
   });
   for (const r of recorded) logIntake(c, r.out, r.message.source);
-  return { survivors, recorded };
+  return { survivors, recorded, rest: batch.slice(done) };
 }

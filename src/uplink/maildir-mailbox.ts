@@ -15,14 +15,16 @@
  * cost is a stat of each directory — a listing only when one changed (its mtime moved), and at
  * least once a minute — plus at most `req.maxPrefixes` files opened, each read to the end of its
  * header block within its first `STAMP_PREFIX_BYTES` (a block that runs on is handed out on those
- * bytes, `prefixOnly`, when they match the narrowing; else the narrowing reads on), plus at most
- * `req.maxHeaders` header blocks read on (`headerBlocks`) and the whole messages the caller asks
- * for. After a restart the narrowing misses are learnt again over several passes (`more`). Files
+ * bytes, `prefixOnly`, when they match the narrowing; else the narrowing reads on, to
+ * `NARROWING_READ_BYTES`), plus at most `req.maxHeaders` header blocks read on (`headerBlocks` and
+ * the narrowing's reads on together; a block the narrowing read whole is not read again) and the
+ * whole messages the caller asks for. Every byte read counts in `bytesFetched`. After a restart
+ * the narrowing misses (header blocks of at most 64 KiB) are learnt again over several passes. Files
  * are taken oldest first (maildir-order.ts); a uid is the mtime in ms, clamped to now, and the
  * watermark built from it is for information only.
  *
  * Every file that may be mail leaves a trace: one whose header block runs past
- * {@link MAILDIR_HEADER_CAP_BYTES} is handed out whatever the narrowing (which cannot read it);
+ * `NARROWING_READ_BYTES` is handed out whatever the narrowing (which does not read it);
  * the narrowing reads CR-only line ends as line ends.
  * One bad entry never stops the mailbox: a symlink, FIFO, socket or directory is not mail and is
  * skipped, and a file that cannot be opened (EACCES) or vanishes after its header block matched is
@@ -33,21 +35,9 @@
  * remembers is dropped and the folder is read again (the ledger dedupes).
  */
 import { MAX_HEADER_BLOCK_BYTES, STAMP_PREFIX_BYTES } from './gates.js';
-import {
-  DEFAULT_MAX_HEADERS,
-  DEFAULT_MAX_PREFIXES,
-  HEADER_BATCH,
-  readOldest,
-  unreadableMessage,
-  type CheckRequest,
-  type CheckResult,
-  type FetchedMessage,
-  type HeaderedMessage,
-  type Mailbox,
-  type MailboxPass,
-} from './mailbox.js';
+import { DEFAULT_MAX_HEADERS, DEFAULT_MAX_PREFIXES, HEADER_BATCH, readOldest, unreadableMessage, type CheckRequest, type CheckResult, type FetchedMessage, type HeaderedMessage, type Mailbox, type MailboxPass } from './mailbox.js';
 import { dirTimes, listFolder, listingHolds, pathOf, placeOf, readFileStart, readHeaderStart, readUidValidity, shownPath, type ListedEntry } from './maildir-files.js';
-import { matches } from './maildir-narrowing.js';
+import { matches, NARROWING_READ_BYTES } from './maildir-narrowing.js';
 import { oldestFirst, type Pending } from './maildir-order.js';
 
 export { deliverToMaildir } from './maildir-deliver.js';
@@ -65,8 +55,8 @@ interface Chosen {
   /** Its header block, or with `prefixOnly` the block's first `STAMP_PREFIX_BYTES`. */
   header: Buffer;
   prefixOnly?: boolean;
-  /** Bytes read of it so far (the narrowing may read past the prefix). */
-  read: number;
+  /** Its whole header block, when the narrowing read it (not read again by `headerBlocks`). */
+  block?: Buffer;
   unreadable?: FetchedMessage['unreadable'];
 }
 
@@ -144,20 +134,18 @@ export class MaildirMailbox implements Mailbox {
     const handed = new Map<string, Chosen>();
     let cursor = 0;
     let reads = 0;
-    let bytes = 0;
+    /** Bytes read, and header blocks read on past their prefix (the narrowing's and `headerBlocks`'), by this pass. */
+    const work = { bytes: 0, blocks: 0, max: Math.max(0, req.maxHeaders ?? DEFAULT_MAX_HEADERS) };
     /** Something waits that this pass did not hand out although it was read (a file gone twice). */
     let waiting = false;
     const headered = (c: Chosen): HeaderedMessage => {
       const m = this.#message(c, req.maxMessageBytes, c.header, c.unreadable);
       handed.set(m.source, c);
       c.p.asked = false; // handed out: ask isRecorded again next time
-      bytes += c.read;
       return { uid: m.uid, source: m.source, head: c.header, size: m.size, receivedAt: m.receivedAt, passes: m.uid, ...(c.prefixOnly ? { prefixOnly: true } : {}), ...(c.unreadable ? { unreadable: c.unreadable } : {}) };
     };
-    /** Header blocks read beyond their prefix by this pass (`maxHeaders`), and whether some were left out. */
-    let blocks = 0;
+    /** Whether some header block was left for the next pass (over `maxHeaders`). */
     let left = false;
-    const headerBudget = Math.max(0, req.maxHeaders ?? DEFAULT_MAX_HEADERS);
     return {
       uidValidity,
       uidValidityChanged: wm.uidValidity !== null && wm.uidValidity !== uidValidity,
@@ -166,7 +154,7 @@ export class MaildirMailbox implements Mailbox {
         return waiting || left || cursor < candidates.length;
       },
       get bytesFetched() {
-        return bytes;
+        return work.bytes;
       },
       headers: async () => {
         const out: HeaderedMessage[] = [];
@@ -175,8 +163,9 @@ export class MaildirMailbox implements Mailbox {
           const [unique, p] = candidates[cursor++]!;
           if (this.#pending.get(unique) !== p) continue; // settled since the pass opened
           reads++;
-          const seen = await this.#examine(unique, p, req);
+          const seen = await this.#examine(unique, p, req, work);
           if (seen === 'gone') moved.push([unique, p]);
+          else if (seen === 'later') left = true;
           else if (typeof seen !== 'string') out.push(headered(seen));
         }
         if (moved.length) {
@@ -189,22 +178,30 @@ export class MaildirMailbox implements Mailbox {
               continue;
             }
             Object.assign(p, placeOf(now));
-            const seen = await this.#examine(unique, p, req);
+            const seen = await this.#examine(unique, p, req, work);
             if (seen === 'gone') waiting = true; // moved again: the next pass reads it
+            else if (seen === 'later') left = true;
             else if (typeof seen !== 'string') out.push(headered(seen));
           }
         }
         return out.sort((x, y) => x.uid - y.uid || (x.source < y.source ? -1 : x.source > y.source ? 1 : 0));
       },
       headerBlocks: async (messages) => {
-        const take = messages.slice(0, Math.max(0, headerBudget - blocks));
-        blocks += take.length;
-        if (take.length < messages.length) left = true;
         const out: HeaderedMessage[] = [];
-        for (const h of take) {
+        for (const h of messages) {
           const c = handed.get(h.source);
           if (!c) throw new Error(`${h.source} was not handed out by this pass`);
           const { prefixOnly: _, ...rest } = h;
+          if (c.block) {
+            Object.assign(c, { header: c.block, prefixOnly: false });
+            out.push({ ...rest, head: c.block });
+            continue;
+          }
+          if (work.blocks >= work.max) {
+            left = true; // waits for the next pass
+            continue;
+          }
+          work.blocks++;
           let block = await this.#readHead(c.unique, c.p, MAILDIR_HEADER_CAP_BYTES);
           // Moved (new/ → cur/, a flag) since its prefix was read: read once more from where it is now.
           const now = block === 'gone' ? (await listFolder(this.folder)).get(c.unique) : undefined;
@@ -214,7 +211,7 @@ export class MaildirMailbox implements Mailbox {
             out.push({ ...rest, head: Buffer.alloc(0), unreadable: why });
           } else {
             Object.assign(c, { header: block.header, prefixOnly: false });
-            bytes += block.header.length;
+            work.bytes += block.header.length;
             out.push({ ...rest, head: block.header });
           }
         }
@@ -228,7 +225,7 @@ export class MaildirMailbox implements Mailbox {
         const read = async (h: HeaderedMessage, c: Chosen): Promise<FetchedMessage | 'gone'> => {
           const m = await this.#whole(c, req.maxMessageBytes);
           if (m === 'skip') return vanished(h, c); // no longer a regular file
-          if (m !== 'gone' && m.raw !== c.header) bytes += m.raw.length;
+          if (m !== 'gone' && m.raw !== c.header) work.bytes += m.raw.length;
           return m;
         };
         for (const h of messages) {
@@ -268,34 +265,32 @@ export class MaildirMailbox implements Mailbox {
   }
 
   /**
-   * Reads a pending file's header block and judges it by the narrowing: a match (or an unreadable
-   * file, or one whose header block runs past {@link MAILDIR_HEADER_CAP_BYTES}, which the narrowing
-   * cannot judge: the gates record it as `too-large-header`) to hand out, or why not.
+   * Reads a pending file's header block and judges it by the narrowing (maildir-narrowing.ts): a
+   * match (or an unreadable file, or one whose header block runs past `NARROWING_READ_BYTES`, which
+   * the narrowing does not read: the gates judge it on its prefix) to hand out, or why not; `later`
+   * when it would read on past the prefix and `work.max` header blocks were read on already.
+   * Counts what it reads into `work`.
    */
-  async #examine(unique: string, p: Pending, req: CheckRequest): Promise<Chosen | 'gone' | 'skip' | 'miss'> {
+  async #examine(unique: string, p: Pending, req: CheckRequest, work: { bytes: number; blocks: number; max: number }): Promise<Chosen | 'gone' | 'skip' | 'miss' | 'later'> {
     const prefix = await this.#readHead(unique, p, STAMP_PREFIX_BYTES);
     if (typeof prefix === 'string') return prefix;
-    if ('unreadable' in prefix) return { unique, p, header: Buffer.alloc(0), read: 0, unreadable: prefix.unreadable };
-    if (!prefix.runsOn) {
-      if (matches(prefix.header, req)) return { unique, p, header: prefix.header, read: prefix.header.length };
-      this.#settle(unique, this.#misses);
-      return 'miss';
+    if ('unreadable' in prefix) return { unique, p, header: Buffer.alloc(0), unreadable: prefix.unreadable };
+    work.bytes += prefix.header.length;
+    const chosen: Chosen = { unique, p, header: prefix.header, ...(prefix.runsOn ? { prefixOnly: true } : {}) };
+    // A block that runs on is matched on its whole lines (the last may be cut), else read on.
+    if (matches(prefix.runsOn ? prefix.header.subarray(0, prefix.header.lastIndexOf(0x0a) + 1) : prefix.header, req)) return chosen;
+    if (prefix.runsOn) {
+      if (work.blocks >= work.max) return 'later';
+      work.blocks++;
+      const block = await this.#readHead(unique, p, NARROWING_READ_BYTES);
+      if (typeof block === 'string') return block;
+      if ('unreadable' in block) return { unique, p, header: Buffer.alloc(0), unreadable: block.unreadable };
+      work.bytes += block.header.length;
+      if (block.runsOn) return chosen; // past what the narrowing reads: the gates judge it
+      if (matches(block.header, req)) return { ...chosen, block: block.header };
     }
-    // The header block runs on past the prefix: handed out on its prefix when the prefix's whole
-    // lines match the narrowing; else the narrowing reads on, to MAILDIR_HEADER_CAP_BYTES (a file
-    // that runs past that is handed out whatever the narrowing, which cannot read it).
-    const lines = prefix.header.subarray(0, prefix.header.lastIndexOf(0x0a) + 1);
-    const chosen: Chosen = { unique, p, header: prefix.header, read: prefix.header.length, prefixOnly: true };
-    if (matches(lines, req)) return chosen;
-    const block = await this.#readHead(unique, p, MAILDIR_HEADER_CAP_BYTES);
-    if (typeof block === 'string') return block;
-    if ('unreadable' in block) return { unique, p, header: Buffer.alloc(0), read: chosen.read, unreadable: block.unreadable };
-    chosen.read += block.header.length;
-    if (!block.runsOn && !matches(block.header, req)) {
-      this.#settle(unique, this.#misses);
-      return 'miss';
-    }
-    return chosen;
+    this.#settle(unique, this.#misses);
+    return 'miss';
   }
 
   /**

@@ -1,6 +1,10 @@
 /**
- * The Maildir reader's narrowing (docs/architecture.md, "The reply format"): whether a message's header block names one of the
+ * The Maildir reader's narrowing (docs/architecture.md, "The header stage"): whether a message's header block names one of the
  * configured agents, read the way IMAP SEARCH would, so the person's other mail is never read whole.
+ * Its cost per candidate is bounded: at most {@link NARROWING_READ_BYTES} scanned once, line by
+ * line; only the From and Subject fields are kept, at most {@link NARROWING_MAX_FIELDS} of them;
+ * only a value holding `=?` is decoded (RFC 2047), {@link NARROWING_DECODE_BYTES} of them at most;
+ * the scan stops at the first match.
  */
 import { createRequire } from 'node:module';
 import type Libmime from 'libmime';
@@ -12,39 +16,90 @@ let loaded: typeof Libmime | undefined;
 const libmime = (): typeof Libmime => (loaded ??= require('libmime') as typeof Libmime);
 
 /**
- * Unfolded header fields of a header block, names lower-cased, in order (duplicates kept).
- * RFC 5322 §2.2.3: a line starting with white space continues the previous field. A bare CR ends
- * a line too: the narrowing lets through what the gates then refuse (`unreadable:line-ends`)
- * rather than hide a CR-only message whose From or Subject is not its first line.
+ * Bytes of a header block the narrowing reads at most, from the start of the file. A header block
+ * that runs on past them is handed out whatever the narrowing (on its first 16 KiB, like one that
+ * runs past 256 KiB), so it gets a ledger verdict: the From and Subject of real mail lie near the
+ * top, and a forger's padding costs one bounded read, not a read to 256 KiB.
  */
-function headerFields(header: Buffer): { name: string; value: string }[] {
-  const out: { name: string; value: string }[] = [];
-  for (const line of header.toString('latin1').split(/\r\n|\n|\r/)) {
-    if (/^[ \t]/.test(line) && out.length) {
-      out[out.length - 1]!.value += line;
-      continue;
-    }
-    const colon = line.indexOf(':');
-    if (colon <= 0) continue;
-    out.push({ name: line.slice(0, colon).trim().toLowerCase(), value: line.slice(colon + 1).trim() });
-  }
-  return out;
+export const NARROWING_READ_BYTES = 64 * 1024;
+/**
+ * From and Subject fields examined at most. A header block with more is handed out whatever they
+ * say: gate 3 refuses more than one of either (`auth:duplicate-header`), so it gets a verdict, and
+ * a forger's thousands of encoded Subjects cost no decoding.
+ */
+export const NARROWING_MAX_FIELDS = 8;
+
+/**
+ * Bytes of From and Subject values holding `=?` decoded at most, all fields together (libmime's
+ * decodeWords costs up to about 0.5 ms a KiB of encoded words). Past them the block is handed out
+ * undecoded: the gates judge it, and gate 2 reads its Subject.
+ */
+export const NARROWING_DECODE_BYTES = 4 * 1024;
+
+/** What one narrowing call did (a test's seam: work, not time): From/Subject fields examined, values decoded with libmime. */
+export interface NarrowingWork {
+  fields: number;
+  decoded: number;
+}
+
+/** The value of line `line` when it is a `name` field (`name` lower-case; white space may precede the colon), else null. */
+function valueAfter(line: string, name: string): string | null {
+  if (line.length <= name.length || line.slice(0, name.length).toLowerCase() !== name) return null;
+  const rest = line.slice(name.length);
+  const colon = rest.indexOf(':');
+  return colon >= 0 && rest.slice(0, colon).trim() === '' ? rest.slice(colon + 1) : null;
 }
 
 /**
  * The narrowing test, with IMAP SEARCH semantics (RFC 3501 §6.4.4: FROM and SUBJECT match a
  * case-insensitive substring): some From field contains one of `fromAddresses`, or some Subject,
- * decoded from RFC 2047 words (libmime), contains one of `subjectContains`. Every From and Subject
- * field counts, so a message with two of them still reaches the gates (which refuse it).
+ * decoded from RFC 2047 words (libmime) when it holds `=?`, contains one of `subjectContains`.
+ * Every From and Subject field counts up to {@link NARROWING_MAX_FIELDS}, and encoded values up to
+ * {@link NARROWING_DECODE_BYTES}; past either the answer is true (the gates judge such a block).
+ * Lines end at CRLF, LF or a bare CR (the narrowing lets through what the gates then refuse as
+ * `unreadable:line-ends`); a line starting with white space continues the field before it (RFC
+ * 5322 §2.2.3). Linear in `header`.
+ * @param header a header block, or its first whole lines
+ * @param work counted into when given
  */
-export function matches(header: Buffer, req: CheckRequest): boolean {
-  const fields = headerFields(header);
-  const utf8 = (v: string): string => Buffer.from(v, 'latin1').toString('utf8');
-  const froms = fields.filter((f) => f.name === 'from').map((f) => decode(utf8(f.value)).toLowerCase());
-  const subjects = fields.filter((f) => f.name === 'subject').map((f) => decode(utf8(f.value)).toLowerCase());
+export function matches(header: Buffer, req: CheckRequest, work?: NarrowingWork): boolean {
   const from = req.fromAddresses.map((a) => a.toLowerCase()).filter(Boolean);
   const subj = req.subjectContains.map((s) => s.toLowerCase()).filter(Boolean);
-  return froms.some((v) => from.some((a) => v.includes(a))) || subjects.some((v) => subj.some((s) => v.includes(s)));
+  let fields = 0;
+  let decodeLeft = NARROWING_DECODE_BYTES;
+  /** The From or Subject field being read: its kind and its lines (bytes as latin1). */
+  let open: { subject: boolean; parts: string[] } | null = null;
+  const judge = (): boolean => {
+    if (!open) return false;
+    const value = Buffer.from(open.parts.join(''), 'latin1').toString('utf8').trim();
+    let text = value;
+    if (value.includes('=?')) {
+      decodeLeft -= value.length;
+      if (decodeLeft < 0) return true;
+      if (work) work.decoded++;
+      text = decode(value);
+    }
+    text = text.toLowerCase();
+    const hit = (open.subject ? subj : from).some((s) => text.includes(s));
+    open = null;
+    return hit;
+  };
+  for (const line of header.toString('latin1').split(/\r\n|\n|\r/)) {
+    const c = line.charCodeAt(0);
+    if (c === 0x20 || c === 0x09) {
+      open?.parts.push(line);
+      continue;
+    }
+    if (judge()) return true;
+    if (c !== 0x66 && c !== 0x46 && c !== 0x73 && c !== 0x53) continue; // neither f nor s: not From or Subject
+    const f = valueAfter(line, 'from');
+    const s = f === null ? valueAfter(line, 'subject') : null;
+    if (f === null && s === null) continue;
+    if (++fields > NARROWING_MAX_FIELDS) return true;
+    if (work) work.fields++;
+    open = { subject: s !== null, parts: [(f ?? s)!] };
+  }
+  return judge();
 }
 
 function decode(value: string): string {

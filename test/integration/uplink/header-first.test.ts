@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CheckSummary } from '../../../src/core/mail-check.js';
 import { buildReplyMail } from '../../../src/demo/reply-mail.js';
 import { MAX_HEADER_LINES, STAMP_PREFIX_BYTES } from '../../../src/uplink/gates.js';
+import { NARROWING_READ_BYTES } from '../../../src/uplink/maildir-narrowing.js';
 import { AGENT_ADDRESS, AGENT_DOMAIN, hex, PROVIDER } from '../../helpers/bridge-harness.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
 import { forged, imapRig, maildirRig, type Rig } from '../../helpers/mailbox-rigs.js';
@@ -120,8 +121,8 @@ describe.each(KINDS)('header blocks first, on %s', (_name, makeRig) => {
     expect(store().tasks.get(t.id)!.state).toBe('COMPLETED');
     // Read: 31 prefixes, the long stamp's header block read on, the reply's header block and the reply.
     const blockOf = (raw: Buffer): number => raw.indexOf('\r\n\r\n') + 4;
-    // (A Maildir reads the long stamp's block on twice: its From lies past 16 KiB, so the narrowing reads on too.)
-    const readOn = (rig.kind === 'maildir' ? 2 : 1) * blockOf(longStamp);
+    // (A Maildir's narrowing reads the long stamp's block on too, 64 KiB of it: its From lies past 16 KiB.)
+    const readOn = (rig.kind === 'maildir' ? NARROWING_READ_BYTES : 0) + blockOf(longStamp);
     expect(first.bytes).toBeGreaterThanOrEqual(31 * STAMP_PREFIX_BYTES + readOn);
     expect(first.bytes).toBeLessThan(31 * STAMP_PREFIX_BYTES + readOn + 64 * 1024);
     const rows = store().ledger.ofTask(t.id);

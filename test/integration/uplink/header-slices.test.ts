@@ -47,40 +47,26 @@ afterAll(async () => {
   if (dir) rmSync(dir.dir, { recursive: true, force: true });
 });
 
-/**
- * 20 forgeries of 200 KB header blocks (the agent's From, the live tag and token, 2,000 padding
- * fields) queued before a genuine reply, stamped by the provider with `results`; one check.
- * @returns the check's summary, the ledger rows recorded between two turns of the event loop (as
- *   a `setImmediate` ticker saw them), and whether the task was completed
- */
-async function floodOfHeavyForgeries(results: string): Promise<{ summary: CheckSummary; steps: number[]; completed: boolean; forged: Buffer }> {
+/** A new task of the agent's, and the envelope the webhook received for it. */
+async function newJob(): Promise<{ id: string; env: Parameters<typeof agentReply>[0] }> {
   const res = await fetch(app.server.endpoint(app.bridge.ctx.config.agents[0]!), {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_BEARER}`, 'a2a-version': '1.0' },
     body: JSON.stringify(hermesBody('Job behind heavy forgeries', `ctx-${hex(8)}`)),
   });
   const task = ((await res.json()) as { result: { task: { id: string } } }).result.task;
-  const env = receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === task.id)!;
-  const padding = Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`X-Pad-${i}`, 'p'.repeat(90)]));
-  const forged = await buildReplyMail({
-    from: `Grok Agent <${AGENT_ADDRESS}>`, to: env.reply_to, subject: `Re: ${env.subject_tag}`, token: env.reply_token, status: 'done', answer: 'forged', headers: padding,
-    provider: { ...PROVIDER, fromHost: 'mx.evil.example', fromIp: '203.0.113.66', results },
-  });
-  // The padding under the sender's other fields (MailComposer writes it first): the From and the
-  // tag within the first 16 KiB, where the Maildir narrowing sees them.
-  const end = forged.indexOf('\r\n\r\n');
-  const lines = forged.subarray(0, end).toString('latin1').split(/\r\n(?![ \t])/); // whole fields, folding kept
-  const forgedBytes = Buffer.concat([Buffer.from([...lines.filter((l) => !l.startsWith('X-Pad-')), ...lines.filter((l) => l.startsWith('X-Pad-'))].join('\r\n'), 'latin1'), forged.subarray(end)]);
-  expect(forgedBytes.length).toBe(forged.length);
-  expect(forgedBytes.indexOf('\r\n\r\n')).toBeGreaterThan(200_000);
-  let at = Date.now() - 3600_000;
+  return { id: task.id, env: receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === task.id)! };
+}
+
+let at = Date.now() - 3600_000;
+/** `forgeries`, then the genuine reply to `job`, into the Maildir oldest first; one check, the ledger watched between two turns of the event loop. */
+async function flood(job: Awaited<ReturnType<typeof newJob>>, forgeries: Buffer[]): Promise<{ summary: CheckSummary; steps: number[]; completed: boolean }> {
   const put = async (raw: Buffer): Promise<void> => {
     const p = await deliverToMaildir(maildir, raw);
     utimesSync(p, new Date((at += 1000)), new Date(at));
   };
-  for (let i = 0; i < 20; i++) await put(Buffer.from(forgedBytes.toString('latin1').replace('Subject:', `X-N: ${i}\r\nSubject:`), 'latin1'));
-  await put(await agentReply(env, key.privateKeyPem, { answer: 'The genuine answer.' }));
-
+  for (const f of forgeries) await put(f);
+  await put(await agentReply(job.env, key.privateKeyPem, { answer: 'The genuine answer.' }));
   const store = app.bridge.ctx.store;
   // Every row, not the task's: a forgery refused on its stamp names the task only when its prefix shows the tag.
   const rows = (): number => store.ledger.query({ limit: 100_000 }).length;
@@ -97,8 +83,33 @@ async function floodOfHeavyForgeries(results: string): Promise<{ summary: CheckS
   const summary = await app.bridge.checkNow();
   ticking = false;
   await new Promise((resolve) => setImmediate(resolve));
-  expect(steps.reduce((a, b) => a + b, 0)).toBe(21);
-  return { summary, steps, completed: store.tasks.get(task.id)!.state === 'COMPLETED', forged: forgedBytes };
+  expect(steps.reduce((x, y) => x + y, 0)).toBe(forgeries.length + 1);
+  return { summary, steps, completed: store.tasks.get(job.id)!.state === 'COMPLETED' };
+}
+
+/**
+ * 20 forgeries of 200 KB header blocks (the agent's From, the live tag and token, 2,000 padding
+ * fields) queued before a genuine reply, stamped by the provider with `results`; one check.
+ * @returns the check's summary, the ledger rows recorded between two turns of the event loop (as
+ *   a `setImmediate` ticker saw them), and whether the task was completed
+ */
+async function floodOfHeavyForgeries(results: string): Promise<{ summary: CheckSummary; steps: number[]; completed: boolean; forged: Buffer }> {
+  const job = await newJob();
+  const env = job.env;
+  const padding = Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`X-Pad-${i}`, 'p'.repeat(90)]));
+  const forged = await buildReplyMail({
+    from: `Grok Agent <${AGENT_ADDRESS}>`, to: env.reply_to, subject: `Re: ${env.subject_tag}`, token: env.reply_token, status: 'done', answer: 'forged', headers: padding,
+    provider: { ...PROVIDER, fromHost: 'mx.evil.example', fromIp: '203.0.113.66', results },
+  });
+  // The padding under the sender's other fields (MailComposer writes it first): the From and the
+  // tag within the first 16 KiB, where the Maildir narrowing sees them.
+  const end = forged.indexOf('\r\n\r\n');
+  const lines = forged.subarray(0, end).toString('latin1').split(/\r\n(?![ \t])/); // whole fields, folding kept
+  const forgedBytes = Buffer.concat([Buffer.from([...lines.filter((l) => !l.startsWith('X-Pad-')), ...lines.filter((l) => l.startsWith('X-Pad-'))].join('\r\n'), 'latin1'), forged.subarray(end)]);
+  expect(forgedBytes.length).toBe(forged.length);
+  expect(forgedBytes.indexOf('\r\n\r\n')).toBeGreaterThan(200_000);
+  const forgeries = Array.from({ length: 20 }, (_, i) => Buffer.from(forgedBytes.toString('latin1').replace('Subject:', `X-N: ${i}\r\nSubject:`), 'latin1'));
+  return { ...(await flood(job, forgeries)), forged: forgedBytes };
 }
 
 it('20 forgeries of 200 KB header blocks whose provider stamp says dmarc=fail are refused on their first 16 KiB, in slices, and the genuine reply behind them is applied in the same check', async () => {
@@ -119,4 +130,59 @@ it('20 forgeries of 200 KB header blocks whose provider stamp says dkim=pass for
   expect(completed).toBe(true);
   expect(summary.bytes).toBeGreaterThan(20 * 200_000); // each header block read whole: its stamp could not refuse it
   expect(Math.max(...steps)).toBe(1); // was 20: every forgery judged in one turn
+});
+
+it('40 field-dense forgeries (13 KB of tiny X:a fields each) are judged at most 4,096 header lines to a turn of the event loop, and the genuine reply is applied in the same check', async () => {
+  const job = await newJob();
+  const forged = await buildReplyMail({
+    from: `Grok Agent <${AGENT_ADDRESS}>`, to: job.env.reply_to, subject: `Re: ${job.env.subject_tag}`, token: job.env.reply_token, status: 'done', answer: 'forged',
+    provider: { ...PROVIDER, fromHost: 'mx.evil.example', fromIp: '203.0.113.66', results: `dkim=none; spf=fail smtp.mailfrom=${AGENT_DOMAIN}; dmarc=fail (p=reject) header.from=${AGENT_DOMAIN}` },
+  });
+  const end = forged.indexOf('\r\n\r\n');
+  const dense = (i: number): Buffer => Buffer.concat([forged.subarray(0, end + 2), Buffer.from(`X-N: ${i}\r\n${'X:a\r\n'.repeat(2600)}`), forged.subarray(end + 2)]);
+  expect(dense(0).indexOf('\r\n\r\n')).toBeLessThan(STAMP_PREFIX_BYTES);
+  const { summary, steps, completed } = await flood(job, Array.from({ length: 40 }, (_, i) => dense(i)));
+  expect(summary).toMatchObject({ ok: true, fetched: 41, onHeaders: 40, verdicts: { 'auth:dmarc-fail': 40, 'applied:done': 1 } });
+  expect(completed).toBe(true);
+  expect(Math.max(...steps)).toBe(1); // was 17: 256 KiB of such blocks in one turn
+});
+
+it("30 untagged mails not from the agent with 250 KB header blocks are read at most 80 KiB each by the narrowing, each gets a ledger verdict, and a restart reads none of them again", async () => {
+  const job = await newJob();
+  const other = await buildReplyMail({
+    from: 'News <news@other.example>', to: job.env.reply_to, subject: 'Weekly news', token: 'none', status: 'done', answer: 'news',
+    provider: { ...PROVIDER, fromHost: 'mx.other.example', fromIp: '203.0.113.7', results: 'dkim=pass header.d=other.example header.b=AAAAAAAA; spf=pass smtp.mailfrom=other.example; dmarc=pass header.from=other.example' },
+  });
+  const end = other.indexOf('\r\n\r\n');
+  const soup = 'Subject: =?utf-8?Q?=5BGROX?= =?iso-8859-1?B?Og==?= =?koi8-r?Q?x?= =?shift_jis?B?eA==?=\r\n';
+  const padded = (i: number): Buffer => Buffer.concat([other.subarray(0, end + 2), Buffer.from(`X-N: ${i}\r\n${(i % 2 ? soup : 'X-Pad: pppppppppppppppp\r\n').repeat(i % 2 ? 3000 : 10_000)}`), other.subarray(end + 2)]);
+  expect(padded(0).indexOf('\r\n\r\n')).toBeGreaterThan(240_000);
+  const { summary, completed } = await flood(job, Array.from({ length: 30 }, (_, i) => padded(i)));
+  expect(summary).toMatchObject({ ok: true, fetched: 31, onHeaders: 30, verdicts: { 'applied:done': 1 } });
+  expect(completed).toBe(true);
+  expect(summary.bytes).toBeLessThan(30 * 80 * 1024 + 64 * 1024); // was 30 × 256 KiB, counted as 0
+  const store = app.bridge.ctx.store;
+  const pass = await new MaildirMailbox(maildir).open({ watermark: { uidValidity: null, lastUid: 0 }, fromAddresses: [AGENT_ADDRESS], subjectContains: ['['], maxFetch: 50, maxMessageBytes: 1 << 20, isRecorded: (s) => store.ledger.isSourceRecorded(s) });
+  expect([await pass.headers(), pass.bytesFetched]).toEqual([[], 0]);
+});
+
+it('20 forgeries whose 16 KiB prefix holds 190 encoded Subjects (about 22 ms each to judge) are judged one to a turn when each takes the time budget of a slice (the monotonic clock pinned)', async () => {
+  const job = await newJob();
+  const forged = await buildReplyMail({
+    from: 'News <news@other.example>', to: job.env.reply_to, subject: 'Weekly news', token: 'none', status: 'done', answer: 'news',
+    provider: { ...PROVIDER, fromHost: 'mx.other.example', fromIp: '203.0.113.7', results: 'dkim=none; spf=fail smtp.mailfrom=other.example; dmarc=fail header.from=other.example' },
+  });
+  const end = forged.indexOf('\r\n\r\n');
+  const soup = 'Subject: =?utf-8?Q?=5BGROX?= =?iso-8859-1?B?Og==?= =?koi8-r?Q?x?= =?shift_jis?B?eA==?=\r\n';
+  const forgery = (i: number): Buffer => Buffer.concat([forged.subarray(0, end + 2), Buffer.from(`X-N: ${i}\r\n${soup.repeat(300)}`), forged.subarray(end + 2)]);
+  let ms = 0;
+  app.bridge.ctx.monotonic = () => (ms += 10); // every block judged takes a slice's 10 ms
+  try {
+    const { summary, steps, completed } = await flood(job, Array.from({ length: 20 }, (_, i) => forgery(i)));
+    expect(summary).toMatchObject({ ok: true, fetched: 21, onHeaders: 20, verdicts: { 'applied:done': 1 } });
+    expect(completed).toBe(true);
+    expect(Math.max(...steps)).toBe(1); // was 16: a slice of 256 KiB of prefixes
+  } finally {
+    delete app.bridge.ctx.monotonic;
+  }
 });
