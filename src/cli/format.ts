@@ -125,15 +125,17 @@ export function gap(ms: number): string {
 
 /**
  * Rows as aligned columns separated by two spaces, with a header line; every cell is passed
- * through {@link clean}; the last column is not padded. Widths count code points.
+ * through {@link clean}; the last column is not padded. Widths count code points. `maxPad[i]`
+ * caps how wide column i is padded: a longer cell runs on in its own row, so the output stays
+ * linear in the cells' size however long one cell is.
  */
-export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+export function table(header: readonly string[], rows: readonly (readonly string[])[], maxPad: readonly (number | undefined)[] = []): string {
   const cells = [header, ...rows].map((r) => r.map((c) => clean(c)));
-  const widths = header.map((_, i) => Math.max(...cells.map((r) => [...(r[i] ?? '')].length)));
+  const widths = header.map((_, i) => Math.min(Math.max(...cells.map((r) => [...(r[i] ?? '')].length)), maxPad[i] ?? Number.POSITIVE_INFINITY));
   return cells
     .map((r) =>
       r
-        .map((c, i) => (i === r.length - 1 ? c : c + ' '.repeat(widths[i]! - [...c].length)))
+        .map((c, i) => (i === r.length - 1 ? c : c + ' '.repeat(Math.max(0, widths[i]! - [...c].length))))
         .join('  ')
         .trimEnd(),
     )

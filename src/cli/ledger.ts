@@ -55,6 +55,9 @@ export function formatLedger(rows: readonly LedgerRow[], o: { wide?: boolean } =
       cut(r.subject ?? '-', LEDGER_WIDTHS.subject),
       cut(r.reason, LEDGER_WIDTHS.reason, elideMiddle),
     ]),
+    // --wide pads From and Subject no wider than the cut table does: a longer cell runs on into
+    // its row alone, so one forged 20,000-character Subject cannot pad every other row to its width.
+    [undefined, undefined, undefined, undefined, LEDGER_WIDTHS.from, LEDGER_WIDTHS.subject],
   );
 }
 

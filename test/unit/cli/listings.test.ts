@@ -60,6 +60,16 @@ describe('tasks and ledger listings', () => {
     expect(formatLedger([hostile], { wide: true })).toContain('\\u{1b}[2J');
   });
 
+  it('ledger --wide: one forged Subject of 20,000 characters runs on in its own row and pads no other row to its width', () => {
+    const [a, b] = db.ledger.query({ verdict: 'auth:', limit: 2 });
+    const huge = { ...a!, subject: `[grok:${'x'.repeat(20_000)}]` };
+    const lines = formatLedger([huge, b!], { wide: true }).split('\n');
+    expect(lines[1]).toContain('x'.repeat(20_000)); // whole, as --wide promises
+    for (const i of [0, 2]) expect([...lines[i]!].length, `line ${i}`).toBeLessThan(600);
+    // The rows of ordinary width still line up: REASON starts at the same column in the header and the short row.
+    expect(lines[2]!.indexOf(b!.reason.slice(0, 10))).toBe(lines[0]!.indexOf('REASON'));
+  });
+
   it('prune: one line of counts, saying what stays', () => {
     expect(formatPrune({ tasks: 2, turns: 2, attempts: 2, messages: 2, artifacts: 1, replies: 2, attachments: 0, events: 5, ledger: 2 }, NOW, true)).toBe(
       'would delete 2 tasks, 2 turns, 2 dispatch attempts, 2 messages, 1 artifact, 2 replies, 0 attachments, 5 task events, 2 ledger rows (tasks finished and mail seen before 2026-06-01T12:00:00Z; open tasks and audit entries are kept)',
