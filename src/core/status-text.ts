@@ -48,14 +48,16 @@ export interface StatusFacts {
 
 /**
  * What the caller is told about replies the gates refused: the count, the verdict (a name from
- * the bridge's verdict table) and when, and the command the operator runs. Nothing of the mail
+ * the bridge's verdict table) and when, and the command the operator runs. "The bridge's gates",
+ * not "authentication gates": a genuine reply refused for a limit (`unparsed:parts`,
+ * `too-large-header`) is refused by them too (README, "Security model"). Nothing of the mail
  * itself — no subject, Message-ID or address — since anyone can send mail that names a task.
  */
 function refusedLine(r: RefusedReplies, taskId: string, stillWaiting: boolean, configFile: string): string {
   const what = r.count === 1 ? 'A reply for this task was' : `${plural(r.count, 'reply', 'replies')}${r.count >= REFUSED_COUNT_CAP ? ' or more' : ''} for this task were`;
   const last = r.count === 1 ? `verdict ${r.lastVerdict}, seen ${iso(r.lastSeenAt)}` : `the last: verdict ${r.lastVerdict}, seen ${iso(r.lastSeenAt)}`;
   const waits = stillWaiting ? ' and the task still waits for the agent' : '';
-  return `${what} refused by the bridge's authentication gates (${last}); ${r.count === 1 ? 'it was' : 'they were'} not applied${waits}. The bridge's operator can see why with: ${commandLine(configFile, `ledger --task ${taskId}`)} (run on the bridge's machine).`;
+  return `${what} refused by the bridge's gates (${last}); ${r.count === 1 ? 'it was' : 'they were'} not applied${waits}. The bridge's operator can see why with: ${commandLine(configFile, `ledger --task ${taskId}`)} (run on the bridge's machine).`;
 }
 
 /**

@@ -47,7 +47,7 @@ describe('the caller hears about a refused reply', () => {
     expect(text).toContain('ok, 1 new message, 0 applied, 1 refused');
     expect(text).toMatch(
       new RegExp(
-        `A reply for this task was refused by the bridge's authentication gates \\(verdict bad-token, seen \\S+Z\\); it was not applied and the task still waits for the agent\\. The bridge's operator can see why with: a2a-mailbridge --config ${h.app.bridge.ctx.config.file.replaceAll('.', '\\.')} ledger --task ${after.id} \\(run on the bridge's machine\\)\\. Deadline `,
+        `A reply for this task was refused by the bridge's gates \\(verdict bad-token, seen \\S+Z\\); it was not applied and the task still waits for the agent\\. The bridge's operator can see why with: a2a-mailbridge --config ${h.app.bridge.ctx.config.file.replaceAll('.', '\\.')} ledger --task ${after.id} \\(run on the bridge's machine\\)\\. Deadline `,
       ),
     );
     for (const promoted of ['IGNORE', messageId, 'agent@agent.example']) expect(text).not.toContain(promoted);

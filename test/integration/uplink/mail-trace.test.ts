@@ -95,7 +95,7 @@ describe.each(KINDS)('mail tagged for a task leaves a trace on it, on %s', (_nam
 
     const task = await rig.getTask(t.id);
     expect(task.status.state).toBe('TASK_STATE_WORKING');
-    expect(statusOf(task)).toContain(`A reply for this task was refused by the bridge's authentication gates (verdict ${verdict}, seen `);
+    expect(statusOf(task)).toContain(`A reply for this task was refused by the bridge's gates (verdict ${verdict}, seen `);
     expect(store().overview.refusedForOpenTasks(1000).find((r) => r.taskId === t.id)).toMatchObject({ count: 1, lastVerdict: verdict });
   });
 
@@ -111,7 +111,7 @@ describe.each(KINDS)('mail tagged for a task leaves a trace on it, on %s', (_nam
     expect(rows[0]!.reason).toBe('gate 9: the body was not read: the MIME parser stops at 1,000 MIME parts (Max allowed child nodes exceeded)');
     const task = await rig.getTask(t.id);
     expect(task.status.state).toBe('TASK_STATE_WORKING');
-    expect(statusOf(task)).toContain('A reply for this task was refused by the bridge\'s authentication gates (verdict unparsed:parts, seen ');
+    expect(statusOf(task)).toContain('A reply for this task was refused by the bridge\'s gates (verdict unparsed:parts, seen ');
   });
 
   it('replays of an applied reply with 300 KB of unsigned fields after its Subject (its Message-ID past the first 16 KiB): duplicates by signature, at most 16 KiB of evidence each, not counted on the task (was: too-large-header, 64 KiB each, counted)', async () => {
@@ -163,7 +163,7 @@ describe.each(KINDS)('mail tagged for a task leaves a trace on it, on %s', (_nam
     expect(byVerdict('duplicate')).toHaveLength(4);
     for (const r of byVerdict('duplicate')) expect(r.reason).toMatch(/^gate 1: the same raw bytes are already in the ledger/);
     const task = await rig.getTask(t.id);
-    expect(statusOf(task)).toContain("2 replies for this task were refused by the bridge's authentication gates (the last: verdict ");
+    expect(statusOf(task)).toContain("2 replies for this task were refused by the bridge's gates (the last: verdict ");
     expect(store().overview.refusedForOpenTasks(1000).find((r) => r.taskId === t.id)).toMatchObject({ count: 2 });
   });
 });

@@ -31,10 +31,10 @@ describe('status text', () => {
   it('names refused replies by count, verdict and time, and the operator command; FAILED by deadline too', () => {
     const one = { count: 1, lastVerdict: 'auth:dkim-unaligned' as const, lastSeenAt: NOW - 5000, lastLedgerId: 7 };
     expect(statusText(facts({ refused: one }))).toContain(
-      `A reply for this task was refused by the bridge's authentication gates (verdict auth:dkim-unaligned, seen 2026-06-01T11:59:55Z); it was not applied and the task still waits for the agent. The bridge's operator can see why with: a2a-mailbridge ledger --task ${id} (run on the bridge's machine). Deadline `,
+      `A reply for this task was refused by the bridge's gates (verdict auth:dkim-unaligned, seen 2026-06-01T11:59:55Z); it was not applied and the task still waits for the agent. The bridge's operator can see why with: a2a-mailbridge ledger --task ${id} (run on the bridge's machine). Deadline `,
     );
     const many = statusText(facts({ refused: { ...one, count: 3, lastVerdict: 'bad-token' } }))!;
-    expect(many).toContain("3 replies for this task were refused by the bridge's authentication gates (the last: verdict bad-token, seen");
+    expect(many).toContain("3 replies for this task were refused by the bridge's gates (the last: verdict bad-token, seen");
     expect(statusText(facts({ refused: { ...one, count: 1000 } }))).toContain('1000 replies or more for this task were refused');
     // The pronoun follows the count: one reply "was not applied", several "were not applied".
     expect(statusText(facts({ refused: one }))).toContain('); it was not applied and the task still waits');
