@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { STAMP_PREFIX_BYTES } from '../../../src/uplink/gates.js';
-import type { CheckRequest } from '../../../src/uplink/mailbox.js';
 import { checkAsUser } from '../../helpers/maildir-as-user.js';
+import { CHECK_AGENT, checkRequest } from '../../helpers/check-request.js';
 import { MailboxError } from '../../../src/uplink/mailbox.js';
 import { deliverToMaildir, MAILDIR_HEADER_CAP_BYTES, MaildirMailbox, uniqueName } from '../../../src/uplink/maildir-mailbox.js';
 
-const AGENT = 'agent@agent.example';
+const AGENT = CHECK_AGENT;
 const T0 = Date.UTC(2025, 0, 1, 12, 0, 0); // a round mtime base in the past (future mtimes are clamped to now), in ms
 
 function mail(o: { from?: string; subject?: string; body?: string }): Buffer {
@@ -29,16 +29,7 @@ function put(name: string, raw: Buffer, mtimeMs: number, sub: 'new' | 'cur' = 'n
   return p;
 }
 
-function req(over: Partial<CheckRequest> = {}): CheckRequest {
-  return {
-    watermark: { uidValidity: null, lastUid: 0 },
-    fromAddresses: [AGENT],
-    subjectContains: ['[GROK:'],
-    maxFetch: 50,
-    maxMessageBytes: 1024 * 1024,
-    ...over,
-  };
-}
+const req = checkRequest;
 
 /** Every file under the Maildir with its mtime: what "changed nothing" compares. */
 function snapshot(): string[] {

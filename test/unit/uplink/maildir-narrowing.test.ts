@@ -8,19 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { STAMP_PREFIX_BYTES } from '../../../src/uplink/gates.js';
-import type { CheckRequest } from '../../../src/uplink/mailbox.js';
 import { MaildirMailbox } from '../../../src/uplink/maildir-mailbox.js';
+import { CHECK_AGENT, checkRequest } from '../../helpers/check-request.js';
 import { matches, NARROWING_MAX_FIELDS, NARROWING_READ_BYTES, type NarrowingWork } from '../../../src/uplink/maildir-narrowing.js';
 
-const AGENT = 'agent@agent.example';
-const req = (over: Partial<CheckRequest> = {}): CheckRequest => ({
-  watermark: { uidValidity: null, lastUid: 0 },
-  fromAddresses: [AGENT],
-  subjectContains: ['[GROK:'],
-  maxFetch: 50,
-  maxMessageBytes: 1024 * 1024,
-  ...over,
-});
+const AGENT = CHECK_AGENT;
+const req = checkRequest;
 const fill = (unit: string, bytes: number): string => unit.repeat(Math.ceil(bytes / unit.length)).slice(0, bytes);
 const SOUP = 'Subject: =?utf-8?Q?=5BGROX?= =?iso-8859-1?B?Og==?= =?koi8-r?Q?x?= =?shift_jis?B?eA==?=\r\n';
 const work = (): NarrowingWork => ({ fields: 0, decoded: 0 });
