@@ -1,6 +1,6 @@
 import { closeSync, constants, fchmodSync, openSync, rmSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { commandLine } from '../config/config-path.js';
+import { commandLine, shellLine } from '../config/config-path.js';
 import { Store } from '../store/store.js';
 import { CliFailure } from './errors.js';
 import { printJson } from './format.js';
@@ -25,7 +25,7 @@ function checkFolder(target: string): void {
   try {
     st = statSync(dir);
   } catch {
-    throw new CliFailure(`the folder ${dir} does not exist; create it first (mkdir -m 700 -p ${dir}) or choose a file in an existing folder`);
+    throw new CliFailure(`the folder ${dir} does not exist; create it first (${shellLine('mkdir', '-m', '700', '-p', dir)}) or choose a file in an existing folder`);
   }
   if (!st.isDirectory()) throw new CliFailure(`${dir} is not a folder; choose a file in an existing folder`);
 }

@@ -6,7 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import type { AgentConfig, Config } from '../config/config.js';
-import { commandLine } from '../config/config-path.js';
+import { commandLine, shellWord } from '../config/config-path.js';
 import { judgeHeaderBlock, judgeMessage, judgeRulesOf, type Decision } from '../core/judge.js';
 import type { LedgerRow } from '../store/ledger.js';
 import { Store } from '../store/store.js';
@@ -102,9 +102,9 @@ async function judgeRow(config: Config, store: Store, row: LedgerRow, raw: Buffe
   const fix = unreceived
     ? 'it has no Received field: it did not come through a mail server (a file put into the folder by hand?); only mail your provider delivered can pass (npm run demo shows an applied reply)'
     : detected.preset && (detected.preset !== config.mailbox.provider || detected.preset === 'self-hosted') && gate5
-      ? `this mail is stamped like ${detected.preset}: set in [mailbox] ${lines.join(', ')} (${commandLine(config.file, `provider detect --from ${agent?.address ?? '<agent address>'}`)} explains)`
+      ? `this mail is stamped like ${detected.preset}: set in [mailbox] ${lines.join(', ')} (${commandLine(config.file, `provider detect --from ${agent ? shellWord(agent.address) : '<agent address>'}`)} explains)`
       : gate5
-        ? `run ${commandLine(config.file, `provider detect --from ${agent?.address ?? '<agent address>'}`)} to see what your provider stamps`
+        ? `run ${commandLine(config.file, `provider detect --from ${agent ? shellWord(agent.address) : '<agent address>'}`)} to see what your provider stamps`
         : mailFix(verdict, agent, config);
   return { status: 'fail', detail: `${what} would be refused: ${d.reason}`, fix };
 }

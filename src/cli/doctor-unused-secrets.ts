@@ -15,6 +15,7 @@
  */
 import { lstatSync, readdirSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
+import { shellLine } from '../config/config-path.js';
 import { fileHoldsPlaceholder } from '../config/secret-file.js';
 import { EXAMPLE_SECRET_FILES } from '../config/secret-kinds.js';
 import type { Check, Doc, SecretRef } from './doctor.js';
@@ -109,7 +110,7 @@ export function unusedSecretChecks(doc: Doc, configFile: string, used: readonly 
         name: 'unused secret file',
         status: 'warn',
         detail: `${path} holds a placeholder and no key of the config names it${forKey}`,
-        fix: `delete it (rm ${path})${exampleKey ? `, or write the real secret into it and name it in ${exampleKey}` : ''}`,
+        fix: `delete it (${shellLine('rm', path)})${exampleKey ? `, or write the real secret into it and name it in ${exampleKey}` : ''}`,
       });
     }
   }

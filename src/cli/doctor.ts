@@ -14,7 +14,7 @@ import { MailboxError } from '../uplink/mailbox.js';
 import { unusedSecretChecks } from './doctor-unused-secrets.js';
 import { mailboxFix } from './mailbox-fix.js';
 import { plural } from '../plural.js';
-import { commandLine } from '../config/config-path.js';
+import { commandLine, shellLine, shellWord } from '../config/config-path.js';
 import { clean, cleanLines, printJson } from './format.js';
 import { probeDnsServer, probeWebhook } from './probes.js';
 
@@ -73,7 +73,7 @@ export function secretRefs(doc: Doc, baseDir: string, configFile = ''): SecretRe
   if ((str(mailbox.kind) ?? 'imap') === 'imap') {
     const imap = table(mailbox.imap);
     if (str(imap.auth) === 'oauth2') {
-      const login = `auth login ${str(imap.oauth2_provider) ?? (str(mailbox.provider) === 'outlook' ? 'microsoft' : 'google')}`;
+      const login = `auth login ${shellWord(str(imap.oauth2_provider) ?? (str(mailbox.provider) === 'outlook' ? 'microsoft' : 'google'))}`;
       add('mailbox.imap.oauth2_refresh_token_file', imap.oauth2_refresh_token_file, `the OAuth2 refresh token (write it with: ${commandLine(configFile, login)})`, login);
     }
     else add('mailbox.imap.password_file', imap.password_file, 'your IMAP app password');
@@ -90,10 +90,12 @@ export function secretRefs(doc: Doc, baseDir: string, configFile = ''): SecretRe
 
 /**
  * Splits a message of the form `<problem>; <fix>` (the loader's and the secret reader's style).
- * A leading `run: ` of the fix is dropped; without `; ` there is no fix.
+ * A leading `run: ` of the fix is dropped; without `; ` there is no fix. A `; run: ` splits before
+ * any other `; `: the problem names the path as it is, and a path may hold `; ` itself.
  */
 export function splitFix(message: string): { problem: string; fix?: string } {
-  const i = message.indexOf('; ');
+  const run = message.lastIndexOf('; run: ');
+  const i = run >= 0 ? run : message.indexOf('; ');
   if (i < 0) return { problem: message };
   return { problem: message.slice(0, i), fix: message.slice(i + 2).replace(/^run: /, '') };
 }
@@ -177,7 +179,7 @@ function checkStore(path: string): Check {
   }
   const dirMode = statSync(dirname(path)).mode & 0o777;
   if (st.mode & 0o077 && dirMode & 0o077) {
-    return { name, status: 'fail', detail: `${path} and its folder are open to others; the store holds mail and reply tokens`, fix: `chmod 700 ${dirname(path)}` };
+    return { name, status: 'fail', detail: `${path} and its folder are open to others; the store holds mail and reply tokens`, fix: shellLine('chmod', '700', dirname(path)) };
   }
   try {
     const db = Store.open(path, { readOnly: true });
@@ -216,7 +218,7 @@ async function checkMailbox(config: Config, passwordOk: boolean): Promise<Check>
       } catch {
         /* missing */
       }
-      if (!isDir) return { name: 'mailbox', status: 'fail', detail: `${p} is not a folder`, fix: `set mailbox.maildir.path to a Maildir (holding cur/ and new/), or create one: mkdir -p ${dir}/cur ${dir}/new ${dir}/tmp` };
+      if (!isDir) return { name: 'mailbox', status: 'fail', detail: `${p} is not a folder`, fix: `set mailbox.maildir.path to a Maildir (holding cur/ and new/), or create one: ${shellLine('mkdir', '-p', `${dir}/cur`, `${dir}/new`, `${dir}/tmp`)}` };
     }
     return { name: 'mailbox', status: 'ok', detail: `maildir ${dir}: cur/ and new/ present` };
   }

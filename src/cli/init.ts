@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, constants, existsSync, fchmodSync, lstatSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { iso } from '../core/time.js';
-import { commandLine, configPath } from '../config/config-path.js';
+import { commandLine, configPath, shellLine } from '../config/config-path.js';
 import { CliFailure } from './errors.js';
 import { packageFile } from './install-dir.js';
 
@@ -82,7 +82,7 @@ function privateDir(dir: string): string | null {
   const st = statSync(dir);
   if (!st.isDirectory()) throw new CliFailure(`${dir} exists and is not a folder; choose another --dir`);
   const mode = st.mode & 0o777;
-  return mode & 0o077 ? `note: ${dir} has mode ${mode.toString(8).padStart(4, '0')}; consider: chmod 700 ${dir}` : null;
+  return mode & 0o077 ? `note: ${dir} has mode ${mode.toString(8).padStart(4, '0')}; consider: ${shellLine('chmod', '700', dir)}` : null;
 }
 
 /** Writes a new file with mode 0600; fails if anything (a file, a symlink) is at `path`. */

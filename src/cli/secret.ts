@@ -4,7 +4,7 @@ import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { readConfigText } from '../config/config-file.js';
 import { ConfigError } from '../config/config.js';
-import { commandLine, missingConfigFix } from '../config/config-path.js';
+import { commandLine, missingConfigFix, shellWord } from '../config/config-path.js';
 import { tomlSyntaxMessage } from '../config/toml-syntax.js';
 import { isGenerated, secretKind, type SecretKind } from '../config/secret-kinds.js';
 import { secretRefs, type Doc, type SecretRef } from './doctor.js';
@@ -127,7 +127,7 @@ export function runSecretNew(configFile: string, name: string, o: SecretNewOptio
   const kind = secretKind(ref.key)!;
   if (!isGenerated(kind)) {
     throw new CliFailure(
-      `${ref.key} holds ${ref.what}, which is issued elsewhere, not generated here; write it with mode 0600: umask 077 && printf '%s' '<secret>' > ${ref.path}`,
+      `${ref.key} holds ${ref.what}, which is issued elsewhere, not generated here; write it with mode 0600: umask 077 && printf '%s' '<secret>' > ${shellWord(ref.path)}`,
     );
   }
   let exists = true;

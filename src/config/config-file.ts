@@ -5,7 +5,7 @@
  */
 import { closeSync, constants, fstatSync, openSync, readSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
-import { missingConfigFix } from './config-path.js';
+import { missingConfigFix, shellLine } from './config-path.js';
 import { ConfigError, FILE_KEY } from './fields.js';
 import { othersCanWrite } from './file-safety.js';
 
@@ -94,10 +94,10 @@ export function configPlaceProblem(file: string): ConfigPlaceProblem | null {
   for (const p of new Set([real, ...foldersUp(dirname(file)), ...foldersUp(dirname(real))])) {
     const st = statSync(p);
     if (uid !== undefined && st.uid !== uid && st.uid !== 0) {
-      return { problem: `${p} is owned by uid ${st.uid}, neither this user (uid ${uid}) nor root, so its owner could redirect the bridge${link}`, fix: `chown ${uid} ${p}` };
+      return { problem: `${p} is owned by uid ${st.uid}, neither this user (uid ${uid}) nor root, so its owner could redirect the bridge${link}`, fix: shellLine('chown', String(uid), p) };
     }
     const mode = othersCanWrite(st);
-    if (mode !== null) return { problem: `${p} is writable by others (mode ${mode}), so they could redirect the bridge${link}`, fix: `chmod go-w ${p}` };
+    if (mode !== null) return { problem: `${p} is writable by others (mode ${mode}), so they could redirect the bridge${link}`, fix: shellLine('chmod', 'go-w', p) };
   }
   return null;
 }

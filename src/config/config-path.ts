@@ -19,9 +19,20 @@ export function configPath(flag: string | undefined): string {
   return join(base, 'a2a-mailbridge', 'config.toml');
 }
 
-/** `word` as a POSIX shell reads it back: as it is when it holds only characters no shell treats specially, else single-quoted. */
+/**
+ * `word` as sh, bash and zsh read it back, for a command a message prints to be pasted: as it is
+ * when it holds only characters none of them treats specially (not `$`, backquotes, quotes,
+ * spaces, `[ ] * ?` globs, `~`, `!`, `;`, `&`, `|`, `<`, `>`, parentheses or braces) and does not
+ * start with `=` (zsh's EQUALS expansion), else single-quoted (a `'` inside as `'\''`), in which
+ * none of the three expands anything (POSIX XCU 2.2.2; zshmisc "QUOTING"). '' is `''`.
+ */
 export function shellWord(word: string): string {
-  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
+  return /^[\w@%+:,./-][\w@%+=:,./-]*$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+/** `words`, each a {@link shellWord}, joined by spaces: a command line safe to paste (`chmod go-w '/a b'`). */
+export function shellLine(...words: string[]): string {
+  return words.map(shellWord).join(' ');
 }
 
 /**

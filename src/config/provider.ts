@@ -5,7 +5,7 @@
  */
 import { profileOf, type ProviderProfile } from '../uplink/border.js';
 import { OAUTH2_PRESETS, PRESETS, PROVIDER_NAMES, type OAuth2PresetName, type ProviderName } from '../uplink/providers.js';
-import { commandLine } from './config-path.js';
+import { commandLine, shellWord } from './config-path.js';
 import { ConfigError, type Fields } from './fields.js';
 import { isLoopbackLiteral, secret } from './values.js';
 
@@ -113,7 +113,7 @@ export function parseImapAuth(t: Fields, baseDir: string, provider: ProviderName
     scope: t.string('oauth2_scope', preset?.scope),
     refreshTokenFile: tokenFile,
     refreshToken: null,
-    login: commandLine(t.configFile, `auth login ${named}`),
+    login: commandLine(t.configFile, `auth login ${shellWord(named)}`),
   };
   try {
     cfg.refreshToken = secret(t, 'oauth2_refresh_token_file', baseDir, { token: true });

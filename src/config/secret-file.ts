@@ -1,5 +1,6 @@
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { shellLine } from './config-path.js';
 import { writableByOthers } from './file-safety.js';
 import { missingSecretFix } from './secret-kinds.js';
 
@@ -102,14 +103,14 @@ export function readSecretFile(path: string, key: string, configFile = ''): stri
     const uid = process.getuid?.();
     if (uid !== undefined && st.uid !== uid) {
       throw new SecretFileError(
-        `${key}: secret file ${path} is owned by uid ${st.uid}, not by this user (uid ${uid}); run: chown ${uid} ${path}`,
+        `${key}: secret file ${path} is owned by uid ${st.uid}, not by this user (uid ${uid}); run: ${shellLine('chown', String(uid), path)}`,
         path,
       );
     }
     if ((st.mode & 0o077) !== 0) {
       const mode = (st.mode & 0o777).toString(8).padStart(4, '0');
       throw new SecretFileError(
-        `${key}: secret file ${path} has mode ${mode}, readable by others; run: chmod 600 ${path}`,
+        `${key}: secret file ${path} has mode ${mode}, readable by others; run: ${shellLine('chmod', '600', path)}`,
         path,
       );
     }
@@ -118,7 +119,7 @@ export function readSecretFile(path: string, key: string, configFile = ''): stri
     const dirMode = writableByOthers(dir);
     if (dirMode !== null) {
       throw new SecretFileError(
-        `${key}: secret file ${path} is in ${dir}, which others can write (mode ${dirMode}), so they could replace the secret; run: chmod go-w ${dir}`,
+        `${key}: secret file ${path} is in ${dir}, which others can write (mode ${dirMode}), so they could replace the secret; run: ${shellLine('chmod', 'go-w', dir)}`,
         path,
       );
     }

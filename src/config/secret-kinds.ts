@@ -1,4 +1,4 @@
-import { commandLine } from './config-path.js';
+import { commandLine, shellWord } from './config-path.js';
 
 /**
  * What each secret file of the config holds, by its key, and which of them the bridge can make
@@ -47,6 +47,6 @@ export function isGenerated(kind: SecretKind | undefined): boolean {
  * @param configFile the config file whose key names the secret ('' when not known)
  */
 export function missingSecretFix(key: string, path: string, configFile = ''): string {
-  if (isGenerated(secretKind(key))) return `create it with: ${commandLine(configFile, `secret new ${key}`)}`;
-  return `create it with mode 0600: umask 077 && printf '%s' '<secret>' > ${path}`;
+  if (isGenerated(secretKind(key))) return `create it with: ${commandLine(configFile, `secret new ${shellWord(key)}`)}`;
+  return `create it with mode 0600: umask 077 && printf '%s' '<secret>' > ${shellWord(path)}`;
 }

@@ -1,8 +1,9 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../helpers/cli.js';
+import { paste } from '../../helpers/paste.js';
 
 /**
  * Where `init` writes without --dir, against what `--help` and `init --help` say: the folder of
@@ -41,5 +42,19 @@ describe('init without --dir', () => {
     expect(existsSync(named)).toBe(true);
     expect(existsSync(join(root, 'named/secrets/bearer'))).toBe(true);
     expect(existsSync(join(root, 'xdg3'))).toBe(false);
+  });
+
+  // Tester's report: a printed fix with a path holding `$(…)` ran it when pasted.
+  it('into a folder others may enter, suggests a chmod that, pasted, closes that folder and runs nothing its name holds', async () => {
+    const odd = join(root, "odd $(touch PWNED) `touch PWNED` it's [0] dir");
+    mkdirSync(odd);
+    chmodSync(odd, 0o755);
+    const r = await runCli(['init', '--dir', odd], { env: user(join(root, 'home4')) });
+    expect(r.status, r.stderr).toBe(0);
+    const fix = /^note: .* has mode 0755; consider: (.*)$/m.exec(r.stdout)?.[1];
+    expect(fix).toBe(`chmod 700 '${odd.replaceAll("'", `'\\''`)}'`);
+    paste('sh', fix!, root);
+    expect(statSync(odd).mode & 0o777).toBe(0o700);
+    expect(readdirSync(root).filter((n) => n.includes('PWNED') && !n.startsWith('odd'))).toEqual([]);
   });
 });

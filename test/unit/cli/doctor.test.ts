@@ -32,6 +32,8 @@ describe('doctor: pure parts', () => {
   it('splits "<problem>; <fix>" messages into a one-line fix', () => {
     expect(splitFix('secret file /s has mode 0644, readable by others; run: chmod 600 /s')).toEqual({ problem: 'secret file /s has mode 0644, readable by others', fix: 'chmod 600 /s' });
     expect(splitFix('is empty')).toEqual({ problem: 'is empty' });
+    // A path holding `; ` is part of the problem, and of the quoted fix: the fix is what follows `; run: `.
+    expect(splitFix("secret file /a; b has mode 0644, readable by others; run: chmod 600 '/a; b'")).toEqual({ problem: 'secret file /a; b has mode 0644, readable by others', fix: "chmod 600 '/a; b'" });
   });
 
   it('the Hermes snippet names the exact loopback URL and a placeholder, never a token', () => {

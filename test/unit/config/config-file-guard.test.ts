@@ -1,9 +1,11 @@
-import { chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/config.js';
+import { splitFix } from '../../../src/cli/doctor.js';
 import { makeConfigDir, minimalToml } from '../../helpers/config-dir.js';
+import { names, paste, SHELLS } from '../../helpers/paste.js';
 
 /**
  * Whoever can change the config file, or swap it or a folder above it, can point the bridge at
@@ -72,6 +74,30 @@ describe('the config file guard', () => {
     expect(() => loadConfig(file)).toThrow(`config file: ${top} is writable by others (mode 0777), so they could redirect the bridge; run: chmod go-w ${top}`);
     // Others may add files to a sticky folder but not rename or replace ours (sshd's StrictModes agrees).
     chmodSync(top, 0o1777);
+    expect(loadConfig(file).agents).toHaveLength(1);
+  });
+
+  // Tester's report: `run: chmod go-w /work/trial2/odd $(touch PWNED) dir`, pasted, created PWNED.
+  it.each(SHELLS)('prints a chmod that, pasted into %s, fixes the folder named in it and runs nothing its name holds', (shell) => {
+    const top = folder(0o755);
+    const odd = join(top, "odd $(touch PWNED) `touch PWNED` it's [0] dir");
+    mkdirSync(join(odd, 'cfg'), { recursive: true, mode: 0o700 });
+    chmodSync(odd, 0o777);
+    const c = makeConfigDir(minimalToml());
+    made.push(c.dir);
+    const file = copyConfig(c.dir, join(odd, 'cfg'));
+    let message = '';
+    try {
+      loadConfig(file);
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    const fix = splitFix(message).fix!;
+    expect(fix).toBe(`chmod go-w '${odd.replaceAll("'", `'\\''`)}'`);
+    const before = names(top);
+    paste(shell, fix, top);
+    expect(names(top)).toEqual(before);
+    expect(statSync(odd).mode & 0o777).toBe(0o755);
     expect(loadConfig(file).agents).toHaveLength(1);
   });
 });

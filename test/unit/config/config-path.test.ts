@@ -2,7 +2,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { commandLine, configFlag, configPath, missingConfigFix, shellWord } from '../../../src/config/config-path.js';
+import { commandLine, configFlag, configPath, missingConfigFix, shellLine, shellWord } from '../../../src/config/config-path.js';
+import { missingSecretFix } from '../../../src/config/secret-kinds.js';
+import { names, paste, SHELLS } from '../../helpers/paste.js';
 
 /** The commands a message suggests repeat the --config the user gave (fresh-user trial: `secret new` and `init` did not). */
 const root = mkdtempSync(join(tmpdir(), 'mb-config-path-'));
@@ -38,6 +40,23 @@ describe('the command a message suggests', () => {
     expect(shellWord('/a/b-c_d.toml')).toBe('/a/b-c_d.toml');
     expect(shellWord('/my configs/it\'s $HOME.toml')).toBe(`'/my configs/it'\\''s $HOME.toml'`);
     expect(commandLine('/my configs/c.toml', 'doctor')).toBe("a2a-mailbridge --config '/my configs/c.toml' doctor");
+  });
+
+  // Tester's report: `run: chmod go-w /work/trial2/odd $(touch PWNED) dir`, pasted, made PWNED;
+  // `secret new agents[0].webhook.secret_file` stopped zsh with "no matches found".
+  const hostile = ['odd $(touch PWNED) dir', 'a`touch PWNED`b', "it's", 'agents[0].webhook.secret_file', '*', 'x?', '~', '=ls', '!!', 'a;touch PWNED', 'a\nb', 'new\nline', '{a,b}', '', '-n', 'plain/a-b_c.d'];
+  it.each(SHELLS)('every word reads back as itself in %s, and a paste runs nothing it holds', (shell) => {
+    const dir = mkdtempSync(join(root, 'paste-'));
+    writeFileSync(join(dir, 'agents0.webhook.secret_file'), ''); // a file `[0]` would glob to in bash
+    const before = names(dir);
+    for (const w of hostile) expect(paste(shell, `printf '%s\\n' ${shellWord(w)}`, dir)).toBe(`${w}\n`);
+    expect(paste(shell, `printf '%s|' ${shellLine(...hostile)}`, dir)).toBe(hostile.map((w) => `${w}|`).join(''));
+    expect(names(dir)).toEqual(before);
+  });
+
+  it('quotes a secret key with [i] in the secret new it suggests', () => {
+    expect(missingSecretFix('agents[0].webhook.secret_file', '/s/w', '/c/config.toml')).toBe("create it with: a2a-mailbridge --config /c/config.toml secret new 'agents[0].webhook.secret_file'");
+    expect(missingSecretFix('mailbox.imap.password_file', '/my secrets/$(id)', '')).toBe("create it with mode 0600: umask 077 && printf '%s' '<secret>' > '/my secrets/$(id)'");
   });
 
   it('for a missing config: the init that writes that very file where its folder can be written, else init --dir', () => {

@@ -1,8 +1,10 @@
-import { chmodSync, mkdtempSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, statSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { splitFix } from '../../../src/cli/doctor.js';
 import { readSecretFile, SecretFileError } from '../../../src/config/secret-file.js';
+import { paste, SHELLS } from '../../helpers/paste.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mb-secret-'));
 
@@ -60,5 +62,29 @@ describe('readSecretFile', () => {
 
   it('names the config key in every error', () => {
     expect(() => readSecretFile(join(dir, 'nope'), 'agents[0].webhook.secret_file')).toThrow(/^agents\[0\]\.webhook\.secret_file: /);
+  });
+
+  // Tester's report: a fix printed with a path holding `$(…)` ran it when pasted.
+  it.each(SHELLS)('prints chmod fixes that, pasted into %s, fix the file and folder named and run nothing their names hold', (shell) => {
+    const odd = mkdtempSync(join(dir, "odd $(touch PWNED) `touch PWNED` it's [0] "));
+    const p = join(odd, 'b $(touch PWNED)');
+    writeFileSync(p, 'secret');
+    chmodSync(p, 0o644);
+    const fixOf = (): string => {
+      try {
+        readSecretFile(p, 'k');
+      } catch (err) {
+        return splitFix((err as Error).message).fix!;
+      }
+      return '';
+    };
+    paste(shell, fixOf(), dir);
+    expect(statSync(p).mode & 0o777).toBe(0o600);
+    chmodSync(odd, 0o777);
+    paste(shell, fixOf(), dir);
+    expect(statSync(odd).mode & 0o777).toBe(0o755);
+    expect(readSecretFile(p, 'k')).toBe('secret');
+    expect(readdirSync(dir).filter((n) => n.includes('PWNED') && !n.startsWith('odd'))).toEqual([]);
+    expect(readdirSync(odd)).toEqual(['b $(touch PWNED)']);
   });
 });
