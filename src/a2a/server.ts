@@ -112,7 +112,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
   const agents = new Map(config.agents.map((a) => [a.name, a]));
   const refused = refusalLogger(log);
   /** The store's name in /health (no path): `status` tells this config's bridge by it. */
-  const storeId = storeFingerprint(config.store.path);
+  const storeId = storeFingerprint(config.store.path, config.server.bearer);
   /** When this config began to be served: the cards' Last-Modified. */
   const servingSince = Date.now();
   let baseUrl = '';

@@ -2,7 +2,8 @@
  * Asks a running bridge for `GET /health` on the loopback address the config names: the one
  * network call of `status` and `service status`, to our own server only.
  */
-import type { Config } from '../config/config.js';
+import { effectiveConfig, type Config } from '../config/config.js';
+import { readSecretFile } from '../config/secret-file.js';
 import { storeFingerprint } from '../core/store-fingerprint.js';
 
 /**
@@ -18,13 +19,28 @@ export type HealthProbe =
        * Whether the bridge answering serves the store of this config (`store.fingerprint` of its
        * /health against this config's store.path, src/core/store-fingerprint.ts): false for a bridge
        * started with another config on the same address; null when its /health names no store (a
-       * version before the fingerprint) and so cannot tell.
+       * version before the fingerprint) or this config's server.bearer (the fingerprint's key)
+       * cannot be read, and so cannot tell.
        */
       sameStore: boolean | null;
-      /** The two fingerprints compared: the one /health names (null: none) and this config's. */
-      stores: { answering: string | null; ours: string };
+      /** The two fingerprints compared: the one /health names (null: none) and this config's (null: the bearer cannot be read). */
+      stores: { answering: string | null; ours: string | null };
+      /** Why sameStore is null; null otherwise. */
+      why: string | null;
     }
   | { up: false; url: string; why: string };
+
+/**
+ * `server.bearer`, the key of the store fingerprint: as loaded, or read now from
+ * `server.bearer_file` for a config loaded without its secrets (`status`, `service status`, which
+ * work before the secrets are in place: they need it only once a bridge answers).
+ * @throws SecretFileError (the file missing, unsafe or unreadable), naming the key and the fix
+ */
+function serverBearer(config: Config): string {
+  if (config.server.bearer !== '') return config.server.bearer;
+  const file = (effectiveConfig(config)?.server as { bearer_file?: unknown } | undefined)?.bearer_file;
+  return readSecretFile(typeof file === 'string' ? file : '', 'server.bearer_file', config.file);
+}
 
 /**
  * GET `http://<server.listen>/health`, within `timeoutMs`.
@@ -40,8 +56,15 @@ export async function probeHealth(config: Config, timeoutMs = 1500): Promise<Hea
     const health = (await res.json()) as Record<string, unknown>;
     const named = (health.store as { fingerprint?: unknown } | undefined)?.fingerprint;
     const answering = typeof named === 'string' ? named : null;
-    const ours = storeFingerprint(config.store.path);
-    return { up: true, url, health, sameStore: answering === null ? null : answering === ours, stores: { answering, ours } };
+    if (answering === null) return { up: true, url, health, sameStore: null, stores: { answering, ours: null }, why: 'its /health names no store (a version before the store fingerprint); restart it' };
+    let bearer: string;
+    try {
+      bearer = serverBearer(config);
+    } catch (err) {
+      return { up: true, url, health, sameStore: null, stores: { answering, ours: null }, why: `${(err as Error).message}; the store fingerprint is keyed with it` };
+    }
+    const ours = storeFingerprint(config.store.path, bearer);
+    return { up: true, url, health, sameStore: answering === ours, stores: { answering, ours }, why: null };
   } catch (err) {
     const e = err as Error & { cause?: { code?: string } };
     const why = e.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (e.cause?.code ?? e.message);

@@ -159,7 +159,7 @@ export async function runServiceStatus(configFile: string, o: ServiceKindOptions
     answering: probe.up && probe.sameStore !== false,
     health: !probe.up
       ? `${probe.url}: not answering (${probe.why})`
-      : `${probe.url}: ${String(probe.health.status)} (version ${String(probe.health.version)})${probe.sameStore === false ? `, but NOT this config's bridge: it serves another store than ${config.store.path}` : ''}`,
+      : `${probe.url}: ${String(probe.health.status)} (version ${String(probe.health.version)})${probe.sameStore === false ? `, but NOT this config's bridge: it serves another store than ${config.store.path} or has another server.bearer` : ''}`,
   };
   if (o.json) printJson(status);
   else {

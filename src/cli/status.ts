@@ -45,7 +45,7 @@ function bytes(n: number): string {
 function storeWhy(probe: HealthProbe & { up: true }): string | null {
   if (probe.sameStore === true) return null;
   if (probe.sameStore === false) return `its /health names store ${probe.stores.answering}, this config's is ${probe.stores.ours}`;
-  return 'its /health names no store (a version before the store fingerprint)';
+  return probe.why;
 }
 
 /**
@@ -97,9 +97,9 @@ export function formatStatus(r: StatusReport, now: number): string {
     !r.bridge.answering
       ? `bridge    not answering at ${at} (${r.bridge.why}); start it: ${cmd('serve')}, or ${cmd('service status')}`
       : r.bridge.sameStore === false
-        ? `bridge    NOT this config's: the bridge answering at ${at} serves another store than ${r.store.path} (${r.bridge.why}); it was started with another config: stop it, or give this config another server.listen`
+        ? `bridge    NOT this config's: the bridge answering at ${at} serves another store than ${r.store.path} or has another server.bearer (${r.bridge.why}); it was started with another config (or before server.bearer changed): stop it, or give this config another server.listen`
         : r.bridge.sameStore === null
-          ? `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status}), but whether it serves ${r.store.path} cannot be told: ${r.bridge.why}; restart it`
+          ? `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status}), but whether it serves ${r.store.path} cannot be told: ${r.bridge.why}`
           : `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status})`,
   );
   if (!r.store.exists) {

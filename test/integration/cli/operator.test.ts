@@ -1,4 +1,4 @@
-import { mkdirSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type App } from '../../../src/app.js';
@@ -104,7 +104,7 @@ describe('status of another config whose server.listen is the same address', () 
       const r = await runCli(['--config', b.configPath, 'status']);
       expect(r.status, r.stderr).toBe(3);
       expect(r.stdout).toContain(
-        `bridge    NOT this config's: the bridge answering at ${app.server.baseUrl} serves another store than ${join(b.dir, 'state', 'bridge.sqlite')} (its /health names store ${storeFingerprint(app.bridge.ctx.config.store.path)}, this config's is ${storeFingerprint(join(b.dir, 'state', 'bridge.sqlite'))}); it was started with another config: stop it, or give this config another server.listen\n`,
+        `bridge    NOT this config's: the bridge answering at ${app.server.baseUrl} serves another store than ${join(b.dir, 'state', 'bridge.sqlite')} or has another server.bearer (its /health names store ${storeFingerprint(app.bridge.ctx.config.store.path, app.bridge.ctx.config.server.bearer)}, this config's is ${storeFingerprint(join(b.dir, 'state', 'bridge.sqlite'), b.bearer)}); it was started with another config (or before server.bearer changed): stop it, or give this config another server.listen\n`,
       );
       expect(r.stdout).not.toContain('bridge    answering');
       const j = JSON.parse((await runCli(['--config', b.configPath, 'status', '--json'])).stdout) as StatusReport;
@@ -117,11 +117,24 @@ describe('status of another config whose server.listen is the same address', () 
     }
   });
 
-  it('/health names its store by a short fingerprint: no path, nothing secret', async () => {
+  it('cannot tell, and says why, when the bearer that keys the fingerprint cannot be read (exit 4)', async () => {
+    const bearerFile = join(c.dir, 'bearer');
+    chmodSync(bearerFile, 0o644);
+    try {
+      const r = await cli('status');
+      expect(r.status, r.stderr).toBe(4);
+      expect(r.stdout).toContain(`but whether it serves ${join(c.dir, 'state', 'bridge.sqlite')} cannot be told: server.bearer_file: secret file ${bearerFile} has mode 0644, readable by others; run: chmod 600 ${bearerFile}; the store fingerprint is keyed with it\n`);
+    } finally {
+      chmodSync(bearerFile, 0o600);
+    }
+  });
+
+  it('/health names its store by a short fingerprint: no path, nothing secret, and keyed with server.bearer', async () => {
     const text = await (await fetch(`${app.server.baseUrl}/health`)).text();
     const h = JSON.parse(text) as { store: { fingerprint: string } };
     expect(h.store.fingerprint).toMatch(/^[0-9a-f]{16}$/);
-    expect(h.store.fingerprint).toBe(storeFingerprint(app.bridge.ctx.config.store.path));
+    expect(h.store.fingerprint).toBe(storeFingerprint(app.bridge.ctx.config.store.path, app.bridge.ctx.config.server.bearer));
+    expect(h.store.fingerprint).not.toBe(storeFingerprint(app.bridge.ctx.config.store.path, `${app.bridge.ctx.config.server.bearer}x`));
     expect(text).not.toContain(c.dir);
     expect(text).not.toContain('bridge.sqlite');
   });

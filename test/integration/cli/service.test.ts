@@ -259,7 +259,7 @@ describe('service status and uninstall', () => {
       const o = await runCli(['--config', other.configPath, 'service', 'status', '--systemd', '--json'], { env: env() });
       expect(JSON.parse(o.stdout)).toMatchObject({
         answering: false,
-        health: `http://127.0.0.1:${port}/health: ok (version ${VERSION}), but NOT this config's bridge: it serves another store than ${join(other.dir, 'state', 'bridge.sqlite')}`,
+        health: `http://127.0.0.1:${port}/health: ok (version ${VERSION}), but NOT this config's bridge: it serves another store than ${join(other.dir, 'state', 'bridge.sqlite')} or has another server.bearer`,
       });
     } finally {
       await app.close();

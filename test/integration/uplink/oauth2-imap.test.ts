@@ -121,7 +121,7 @@ describe('OAuth2 sign-in for IMAP', () => {
       app = await startApp(config, { log: pino({ level: 'trace', redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, bridgeLog.stream), now, mailbox: mailbox() });
       const summary = await checkMailbox(app.bridge.ctx);
       expect(summary.ok).toBe(false);
-      const h = health(app.bridge, storeFingerprint(config.store.path)) as { status: string; mailbox: { lastError: string } };
+      const h = health(app.bridge, storeFingerprint(config.store.path, config.server.bearer)) as { status: string; mailbox: { lastError: string } };
       expect(h.status).toBe('degraded');
       expect(h.mailbox.lastError).toContain(`a2a-mailbridge --config ${config.file} auth login google`);
       const db = app.bridge.ctx.store;
