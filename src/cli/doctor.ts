@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
-import { configPlaceProblem, readConfigText } from '../config/config-file.js';
+import { readConfigAndPlace, type ConfigPlaceProblem } from '../config/config-file.js';
 import { ConfigError, loadConfig, type Config } from '../config/config.js';
 import { tomlSyntaxMessage } from '../config/toml-syntax.js';
 import { exampleIdentities, exampleIdentitiesText } from '../config/example-identities.js';
@@ -123,8 +123,9 @@ function checkConfigFile(file: string): { check: Check; doc?: Doc } {
   const name = 'config file';
   let doc: Doc;
   let text: string;
+  let unsafe: ConfigPlaceProblem | null;
   try {
-    text = readConfigText(file);
+    ({ text, problem: unsafe } = readConfigAndPlace(file));
   } catch (err) {
     // The loader's fix: a missing file's names the init that writes it (src/config/config-path.ts).
     const { problem, fix } = splitFix((err as ConfigError).message.replace(/^config file: /, ''));
@@ -136,7 +137,6 @@ function checkConfigFile(file: string): { check: Check; doc?: Doc } {
     const { problem, fix } = splitFix(tomlSyntaxMessage(file, text, err));
     return { check: { name, status: 'fail', detail: problem, fix: fix ?? 'correct the TOML syntax' } };
   }
-  const unsafe = configPlaceProblem(file);
   if (unsafe) return { check: { name, status: 'fail', detail: unsafe.problem, fix: unsafe.fix }, doc };
   return { check: { name, status: 'ok', detail: `${file} (TOML ok)` }, doc };
 }
