@@ -1,7 +1,8 @@
 import { statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
-import { configPlaceProblem, readConfigText } from '../config/config-file.js';
+import { readConfigAndPlace, type ConfigPlaceProblem } from '../config/config-file.js';
+import { dataPlaceProblem } from '../config/data-place.js';
 import { ConfigError, loadConfig, type Config } from '../config/config.js';
 import { tomlSyntaxMessage } from '../config/toml-syntax.js';
 import { exampleIdentities, exampleIdentitiesText } from '../config/example-identities.js';
@@ -125,8 +126,9 @@ function checkConfigFile(file: string): { check: Check; doc?: Doc } {
   const name = 'config file';
   let doc: Doc;
   let text: string;
+  let unsafe: ConfigPlaceProblem | null;
   try {
-    text = readConfigText(file);
+    ({ text, problem: unsafe } = readConfigAndPlace(file));
   } catch (err) {
     // The loader's fix: a missing file's names the init that writes it (src/config/config-path.ts).
     const { problem, fix } = splitFix((err as ConfigError).message.replace(/^config file: /, ''));
@@ -138,7 +140,6 @@ function checkConfigFile(file: string): { check: Check; doc?: Doc } {
     const { problem, fix } = splitFix(tomlSyntaxMessage(file, text, err));
     return { check: { name, status: 'fail', detail: problem, fix: fix ?? 'correct the TOML syntax' } };
   }
-  const unsafe = configPlaceProblem(file);
   if (unsafe) return { check: { name, status: 'fail', detail: unsafe.problem, fix: unsafe.fix }, doc };
   return { check: { name, status: 'ok', detail: `${file} (TOML ok)` }, doc };
 }
@@ -171,6 +172,9 @@ function checkConfig(file: string): { check: Check; config?: Config } {
 
 function checkStore(path: string): Check {
   const name = 'store';
+  // The rule serve applies before it opens the store (src/config/data-place.ts).
+  const unsafe = dataPlaceProblem(path, 'store', 'store.path');
+  if (unsafe) return { name, status: 'fail', detail: unsafe.problem, fix: unsafe.fix };
   let st;
   try {
     st = statSync(path);
@@ -205,6 +209,12 @@ function checkStore(path: string): Check {
   }
 }
 
+/** The log file's place, by the rule serve applies before it writes there (src/config/data-place.ts). */
+function checkLogPlace(file: string): Check {
+  const unsafe = dataPlaceProblem(file, 'log', 'log.file');
+  if (unsafe) return { name: 'log', status: 'fail', detail: unsafe.problem, fix: unsafe.fix };
+  return { name: 'log', status: 'ok', detail: `${file}: its folder and files are yours, writable by no one else` };
+}
 
 async function checkMailbox(config: Config, passwordOk: boolean): Promise<Check> {
   const m = config.mailbox;
@@ -310,6 +320,7 @@ export async function doctor(configFile: string): Promise<DoctorReport> {
     checks.push({ name: 'store, mailbox, webhook', status: 'skip', detail: 'not checked without a valid config', fix: 'fix the config first' });
   } else {
     checks.push(checkStore(config.store.path));
+    if (config.log.file !== undefined) checks.push(checkLogPlace(config.log.file));
     checks.push(await (await import('./doctor-mail.js')).checkLatestTaggedMail(config));
     const passwordOk = secretChecks.find((c) => c.name === 'secret mailbox.imap.password_file')?.status !== 'fail';
     checks.push(await checkMailbox(config, passwordOk));

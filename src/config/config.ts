@@ -5,7 +5,7 @@ import type { LogConfig } from '../log.js';
 import { parseAgent } from './agents.js';
 import type { ProviderProfile } from '../uplink/border.js';
 import type { ProviderName } from '../uplink/providers.js';
-import { configPlaceProblem, readConfigText } from './config-file.js';
+import { readCheckedConfig, type ConfigReadHooks } from './config-file.js';
 import { ConfigError, FILE_KEY, Fields, type Table } from './fields.js';
 import { parseImapAuth, parseProvider, type OAuth2Config } from './provider.js';
 import { tomlSyntaxMessage } from './toml-syntax.js';
@@ -215,6 +215,8 @@ export interface LoadOptions {
    * secrets are in place; `serve` and `doctor` read them all.
    */
   skipSecrets?: boolean;
+  /** Test seam of the config file's read (config-file.ts, `readCheckedConfig`). */
+  readHooks?: ConfigReadHooks;
 }
 
 function parseMailbox(f: Fields, baseDir: string, o: LoadOptions): MailboxConfig {
@@ -370,11 +372,10 @@ export function effectiveConfig(config: Config): Table | undefined {
  */
 export function loadConfig(path: string, o: LoadOptions = {}): Config {
   const file = isAbsolute(path) ? path : resolve(path);
-  const text = readConfigText(file);
-  // Whoever can write the config (or swap it, or a folder above it) can point the bridge at their
-  // own webhook or mailbox: refused like a secret others can read.
-  const unsafe = configPlaceProblem(file);
-  if (unsafe) throw new ConfigError(FILE_KEY, `${unsafe.problem}; run: ${unsafe.fix}`);
+  // Whoever can write the config (or swap it, or a folder or link on its path) can point the
+  // bridge at their own webhook or mailbox: refused like a secret others can read, and the file
+  // read is the one checked.
+  const text = readCheckedConfig(file, o.readHooks);
   let doc: Table;
   try {
     doc = parseToml(text);

@@ -1,0 +1,80 @@
+/**
+ * Whether another user could read or change what the bridge writes: the store (mail, reply tokens,
+ * task text) and the log. Its folder, and its files that are there already, must be this user's or
+ * root's and writable by no one else; a sticky folder (such as /tmp) may be the folder, as others
+ * can add files there but not replace ours (the rule of {@link othersCanWrite}).
+ */
+import { lstatSync, statSync, type Stats } from 'node:fs';
+import { dirname } from 'node:path';
+import type { ConfigPlaceProblem } from './config-file.js';
+import { shellLine, shellWord } from './config-path.js';
+import { ConfigError } from './fields.js';
+import { othersCanWrite } from './file-safety.js';
+
+/** What the bridge writes, for the messages: the store (and its SQLite -wal and -shm files) or the log. */
+export type DataKind = 'store' | 'log';
+
+/** The stat of `p` (`follow`: through a symlink), or null when nothing is there. @throws any other stat error */
+function statOrNull(p: string, follow: boolean): Stats | null {
+  try {
+    return follow ? statSync(p) : lstatSync(p);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+/**
+ * Why another user could read or change the `kind` at the absolute `file`, or null: its folder
+ * is owned by another user (not root) or writable by others without the sticky bit, or one of its
+ * files already there (the store's `-wal` and `-shm` too) is owned by another user (not root) or
+ * writable by others. A store another user can reach leaks the task text and reply tokens, and
+ * one they can write takes their tasks and answers (SQLite reads a WAL file it finds).
+ * @param key the config key that sets the path (`store.path`, `log.file`), for the fix
+ * @throws a stat error other than ENOENT (EACCES) as is
+ */
+export function dataPlaceProblem(file: string, kind: DataKind, key: string): ConfigPlaceProblem | null {
+  const uid = process.getuid?.();
+  const foreign = (st: Stats): boolean => uid !== undefined && st.uid !== uid && st.uid !== 0;
+  const dir = dirname(file);
+  const d = statOrNull(dir, true);
+  if (d !== null) {
+    if (foreign(d)) {
+      return { problem: `${dir}, the ${kind}'s folder, is owned by uid ${d.uid}, neither this user (uid ${uid}) nor root, so its owner could read or replace the ${kind}`, fix: `set ${key} to a path in a folder of yours (mkdir -m 700 <folder>), or move ${shellWord(dir)} aside` };
+    }
+    const mode = othersCanWrite(d);
+    if (mode !== null) return { problem: `${dir}, the ${kind}'s folder, is writable by others (mode ${mode}), so they could replace the ${kind}`, fix: shellLine('chmod', 'go-w', dir) };
+  }
+  const files = kind === 'store' ? [file, `${file}-wal`, `${file}-shm`] : [file];
+  for (const f of files) {
+    const st = statOrNull(f, false);
+    if (st === null) continue;
+    if (foreign(st)) {
+      return { problem: `${f} is owned by uid ${st.uid}, neither this user (uid ${uid}) nor root, so its owner could read or change the ${kind}`, fix: `move ${shellWord(f)} aside (another user made it; do not use what it holds), or set ${key} to a path in a folder of yours` };
+    }
+    const mode = othersCanWrite(st);
+    if (mode !== null) return { problem: `${f} is writable by others (mode ${mode}), so they could change the ${kind}`, fix: shellLine('chmod', 'go-w', f) };
+  }
+  return null;
+}
+
+/**
+ * {@link dataPlaceProblem} of the store and of the log file (when there is one), the first found.
+ * @returns the problem with the config key it is about, or null
+ */
+export function dataPlacesProblem(storePath: string, logFile: string | undefined): (ConfigPlaceProblem & { key: string }) | null {
+  const store = dataPlaceProblem(storePath, 'store', 'store.path');
+  if (store) return { ...store, key: 'store.path' };
+  const log = logFile === undefined ? null : dataPlaceProblem(logFile, 'log', 'log.file');
+  return log ? { ...log, key: 'log.file' } : null;
+}
+
+/**
+ * Refuses to start on a store or log another user could read or change ({@link dataPlacesProblem}):
+ * `serve` calls it before it opens either.
+ * @throws ConfigError of `store.path` or `log.file`, naming the path and the fix
+ */
+export function assertDataPlaces(storePath: string, logFile: string | undefined): void {
+  const p = dataPlacesProblem(storePath, logFile);
+  if (p) throw new ConfigError(p.key, `${p.problem}; ${p.fix.startsWith('chmod ') ? 'run: ' : ''}${p.fix}`);
+}

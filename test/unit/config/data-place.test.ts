@@ -1,0 +1,92 @@
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { doctor } from '../../../src/cli/doctor.js';
+import { loadConfig } from '../../../src/config/config.js';
+import { assertDataPlaces } from '../../../src/config/data-place.js';
+import { makeConfigDir, minimalToml } from '../../helpers/config-dir.js';
+
+/**
+ * The store (task text, reply tokens) and the log must be where no other user can read or swap
+ * them (src/config/data-place.ts): `serve` refuses to start otherwise, and `doctor` says so.
+ */
+const NOBODY = 65534;
+const made: string[] = [];
+afterEach(() => {
+  for (const d of made.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+function folder(mode: number): string {
+  const d = mkdtempSync(join(tmpdir(), 'mb-data-'));
+  chmodSync(d, mode);
+  made.push(d);
+  return d;
+}
+/** `name` made in `parent` with `mode` (mkdir's umask undone). */
+function sub(parent: string, name: string, mode: number): string {
+  const d = join(parent, name);
+  mkdirSync(d);
+  chmodSync(d, mode);
+  return d;
+}
+const uid = process.getuid?.() ?? 0;
+
+describe('the store and log places', () => {
+  it.runIf(uid === 0)('refuses a store whose folder another user made in a sticky folder, as a config linked from there would use', () => {
+    const c = makeConfigDir(minimalToml());
+    made.push(c.dir);
+    const shared = folder(0o1777);
+    // Relative paths resolve against the link's folder: state/ there is the attacker's.
+    const link = join(shared, 'config.toml');
+    symlinkSync(c.configPath, link);
+    const state = sub(shared, 'state', 0o777);
+    chownSync(state, NOBODY, NOBODY);
+    const config = loadConfig(link, { skipSecrets: true });
+    expect(config.store.path).toBe(join(state, 'bridge.sqlite'));
+    expect(() => assertDataPlaces(config.store.path, config.log.file)).toThrow(
+      `store.path: ${state}, the store's folder, is owned by uid ${NOBODY}, neither this user (uid ${uid}) nor root, so its owner could read or replace the store; set store.path to a path in a folder of yours (mkdir -m 700 <folder>), or move ${state} aside`,
+    );
+  });
+
+  it('refuses a store folder others can write unless it is sticky', () => {
+    const dir = folder(0o777);
+    const store = join(dir, 'mailbridge.sqlite');
+    expect(() => assertDataPlaces(store, undefined)).toThrow(`store.path: ${dir}, the store's folder, is writable by others (mode 0777), so they could replace the store; run: chmod go-w ${dir}`);
+    chmodSync(dir, 0o1777);
+    expect(() => assertDataPlaces(store, undefined)).not.toThrow();
+  });
+
+  it.runIf(uid === 0)("refuses a store's -wal file another user owns, and a store file others can write", () => {
+    const dir = folder(0o700);
+    const store = join(dir, 'mailbridge.sqlite');
+    writeFileSync(`${store}-wal`, '', { mode: 0o600 });
+    chownSync(`${store}-wal`, NOBODY, NOBODY);
+    expect(() => assertDataPlaces(store, undefined)).toThrow(`store.path: ${store}-wal is owned by uid ${NOBODY}, neither this user (uid ${uid}) nor root, so its owner could read or change the store; move ${store}-wal aside`);
+    rmSync(`${store}-wal`);
+    writeFileSync(store, '');
+    chmodSync(store, 0o666);
+    expect(() => assertDataPlaces(store, undefined)).toThrow(`store.path: ${store} is writable by others (mode 0666), so they could change the store; run: chmod go-w ${store}`);
+    chmodSync(store, 0o600);
+    expect(() => assertDataPlaces(store, undefined)).not.toThrow();
+  });
+
+  it('refuses a log folder others can write, naming log.file', () => {
+    const ours = folder(0o700);
+    const logs = sub(folder(0o755), 'logs', 0o777);
+    expect(() => assertDataPlaces(join(ours, 'm.sqlite'), join(logs, 'bridge.log'))).toThrow(`log.file: ${logs}, the log's folder, is writable by others (mode 0777), so they could replace the log; run: chmod go-w ${logs}`);
+  });
+
+  it.runIf(uid === 0)("doctor fails the store check on another user's store folder (the store not made yet)", async () => {
+    const c = makeConfigDir(minimalToml());
+    made.push(c.dir);
+    const state = sub(c.dir, 'state', 0o700);
+    chownSync(state, NOBODY, NOBODY);
+    const r = await doctor(c.configPath);
+    expect(r.checks.find((x) => x.name === 'store')).toEqual({
+      name: 'store',
+      status: 'fail',
+      detail: `${state}, the store's folder, is owned by uid ${NOBODY}, neither this user (uid ${uid}) nor root, so its owner could read or replace the store`,
+      fix: `set store.path to a path in a folder of yours (mkdir -m 700 <folder>), or move ${state} aside`,
+    });
+  });
+});
