@@ -1,10 +1,10 @@
-import { chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, chownSync, copyFileSync, mkdirSync, statSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/config.js';
 import { splitFix } from '../../../src/cli/doctor.js';
 import { makeConfigDir, minimalToml } from '../../helpers/config-dir.js';
+import { NOBODY, tempFolders } from '../../helpers/temp-folders.js';
 import { names, paste, SHELLS } from '../../helpers/paste.js';
 
 /**
@@ -12,18 +12,7 @@ import { names, paste, SHELLS } from '../../helpers/paste.js';
  * their own webhook, mailbox or DNS servers: the config must be this user's (or root's) and
  * reached through folders no one else can write (OpenSSH's StrictModes), through a symlink too.
  */
-const NOBODY = 65534;
-const made: string[] = [];
-afterEach(() => {
-  for (const d of made.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-/** A new folder in the system's temporary folder with `mode`, removed after the test. */
-function folder(mode: number): string {
-  const d = mkdtempSync(join(tmpdir(), 'mb-guard-'));
-  chmodSync(d, mode);
-  made.push(d);
-  return d;
-}
+const { folder, removeAfter } = tempFolders('mb-guard-');
 /** Copies the config and its secrets from `from` into `to` (mode 0600, as made). */
 function copyConfig(from: string, to: string): string {
   for (const f of ['mailbridge.toml', 'bearer', 'webhook-secret', 'webhook-bearer', 'imap-password']) copyFileSync(join(from, f), join(to, f));
@@ -34,7 +23,7 @@ const uid = process.getuid?.() ?? 0;
 describe('the config file guard', () => {
   it.runIf(uid === 0)('refuses a config owned by another user (not root), even one only its owner can write, naming the path and the chown', () => {
     const c = makeConfigDir(minimalToml());
-    made.push(c.dir);
+    removeAfter(c.dir);
     chmodSync(c.configPath, 0o644);
     chownSync(c.configPath, NOBODY, NOBODY);
     expect(() => loadConfig(c.configPath)).toThrow(`config file: ${c.configPath} is owned by uid ${NOBODY}, neither this user (uid ${uid}) nor root, so its owner could redirect the bridge; run: chown ${uid} ${c.configPath}`);
@@ -46,7 +35,7 @@ describe('the config file guard', () => {
     const top = folder(0o755);
     mkdirSync(join(top, 'cfg'), { mode: 0o700 });
     const c = makeConfigDir(minimalToml());
-    made.push(c.dir);
+    removeAfter(c.dir);
     const file = copyConfig(c.dir, join(top, 'cfg'));
     chownSync(top, NOBODY, NOBODY);
     expect(() => loadConfig(file)).toThrow(`config file: ${top} is owned by uid ${NOBODY}, neither this user (uid ${uid}) nor root, so its owner could redirect the bridge; run: chown ${uid} ${top}`);
@@ -54,7 +43,7 @@ describe('the config file guard', () => {
 
   it('refuses a symlink to a config in a folder others can write, naming that folder, the link and its target', () => {
     const c = makeConfigDir(minimalToml());
-    made.push(c.dir);
+    removeAfter(c.dir);
     const shared = folder(0o777);
     const target = copyConfig(c.dir, shared);
     chmodSync(target, 0o644);
@@ -69,7 +58,7 @@ describe('the config file guard', () => {
     const top = folder(0o777);
     mkdirSync(join(top, 'cfg'), { mode: 0o700 });
     const c = makeConfigDir(minimalToml());
-    made.push(c.dir);
+    removeAfter(c.dir);
     const file = copyConfig(c.dir, join(top, 'cfg'));
     expect(() => loadConfig(file)).toThrow(`config file: ${top} is writable by others (mode 0777), so they could redirect the bridge; run: chmod go-w ${top}`);
     // Others may add files to a sticky folder but not rename or replace ours (sshd's StrictModes agrees).
@@ -84,7 +73,7 @@ describe('the config file guard', () => {
     mkdirSync(join(odd, 'cfg'), { recursive: true, mode: 0o700 });
     chmodSync(odd, 0o777);
     const c = makeConfigDir(minimalToml());
-    made.push(c.dir);
+    removeAfter(c.dir);
     const file = copyConfig(c.dir, join(odd, 'cfg'));
     let message = '';
     try {

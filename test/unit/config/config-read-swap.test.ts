@@ -1,32 +1,22 @@
-import { chmodSync, copyFileSync, lchownSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, lchownSync, readFileSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/config.js';
 import { makeConfigDir, minimalToml } from '../../helpers/config-dir.js';
+import { NOBODY, tempFolders } from '../../helpers/temp-folders.js';
 
 /**
  * The config file read is the one whose place was checked (config-file.ts, readCheckedConfig): a
  * link flipped between the check and the read, or a file put in the checked one's stead, is never
  * read; a symlink another user owns is refused (its owner could flip it at any time).
  */
-const NOBODY = 65534;
-const made: string[] = [];
-afterEach(() => {
-  for (const d of made.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-function folder(mode: number): string {
-  const d = mkdtempSync(join(tmpdir(), 'mb-swap-'));
-  chmodSync(d, mode);
-  made.push(d);
-  return d;
-}
+const { folder, removeAfter } = tempFolders('mb-swap-');
 const uid = process.getuid?.() ?? 0;
 
 describe('the config read after its check', () => {
   it('reads the file that was checked when the link is flipped between the check and the read', () => {
     const c = makeConfigDir(minimalToml({ listen: '127.0.0.1:7001' }));
-    made.push(c.dir);
+    removeAfter(c.dir);
     // The attacker's config, with its own listen port, in a folder anyone can write.
     const shared = folder(0o777);
     const evil = join(shared, 'evil.toml');
@@ -43,7 +33,7 @@ describe('the config read after its check', () => {
 
   it('refuses the read when another file stands where the checked one stood', () => {
     const c = makeConfigDir(minimalToml());
-    made.push(c.dir);
+    removeAfter(c.dir);
     const other = join(c.dir, 'other.toml');
     copyFileSync(c.configPath, other);
     const swap = (): void => renameSync(other, c.configPath);
@@ -54,7 +44,7 @@ describe('the config read after its check', () => {
 
   it.runIf(uid === 0)('refuses a symlink another user owns, even in a sticky folder, naming the link and the fix', () => {
     const c = makeConfigDir(minimalToml());
-    made.push(c.dir);
+    removeAfter(c.dir);
     const sticky = folder(0o1777);
     const link = join(sticky, 'link.toml');
     symlinkSync(c.configPath, link);

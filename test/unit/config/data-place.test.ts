@@ -1,27 +1,17 @@
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, chownSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { doctor } from '../../../src/cli/doctor.js';
 import { loadConfig } from '../../../src/config/config.js';
 import { assertDataPlaces } from '../../../src/config/data-place.js';
 import { makeConfigDir, minimalToml } from '../../helpers/config-dir.js';
+import { NOBODY, tempFolders } from '../../helpers/temp-folders.js';
 
 /**
  * The store (task text, reply tokens) and the log must be where no other user can read or swap
  * them (src/config/data-place.ts): `serve` refuses to start otherwise, and `doctor` says so.
  */
-const NOBODY = 65534;
-const made: string[] = [];
-afterEach(() => {
-  for (const d of made.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-function folder(mode: number): string {
-  const d = mkdtempSync(join(tmpdir(), 'mb-data-'));
-  chmodSync(d, mode);
-  made.push(d);
-  return d;
-}
+const { folder, removeAfter } = tempFolders('mb-data-');
 /** `name` made in `parent` with `mode` (mkdir's umask undone). */
 function sub(parent: string, name: string, mode: number): string {
   const d = join(parent, name);
@@ -34,7 +24,7 @@ const uid = process.getuid?.() ?? 0;
 describe('the store and log places', () => {
   it.runIf(uid === 0)('refuses a store whose folder another user made in a sticky folder, as a config linked from there would use', () => {
     const c = makeConfigDir(minimalToml());
-    made.push(c.dir);
+    removeAfter(c.dir);
     const shared = folder(0o1777);
     // Relative paths resolve against the link's folder: state/ there is the attacker's.
     const link = join(shared, 'config.toml');
@@ -78,7 +68,7 @@ describe('the store and log places', () => {
 
   it.runIf(uid === 0)("doctor fails the store check on another user's store folder (the store not made yet)", async () => {
     const c = makeConfigDir(minimalToml());
-    made.push(c.dir);
+    removeAfter(c.dir);
     const state = sub(c.dir, 'state', 0o700);
     chownSync(state, NOBODY, NOBODY);
     const r = await doctor(c.configPath);
