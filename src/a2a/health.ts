@@ -10,9 +10,10 @@ export interface HealthJson {
    * `ok` false when the store could not be read, its last integrity check found damage, or it
    * cannot be written: `writeError` (the SQLite code and message: a full disk, an I/O error) since
    * `writeErrorSince`, until a write commits again. `fingerprint` names the store file without its
-   * path (src/core/store-fingerprint.ts): `status` tells by it whether the bridge answering is its config's.
+   * path (src/core/store-fingerprint.ts), to a request that presents the bearer only (null to any
+   * other): `status` tells by it whether the bridge answering is its config's.
    */
-  store: { ok: boolean; lastCheckAt: string | null; lastCheck: string | null; writeError: string | null; writeErrorSince: string | null; fingerprint: string };
+  store: { ok: boolean; lastCheckAt: string | null; lastCheck: string | null; writeError: string | null; writeErrorSince: string | null; fingerprint: string | null };
   mailbox: {
     kind: string;
     lastCheckAt: string | null;
@@ -32,9 +33,9 @@ export interface HealthJson {
  * `GET /health`: store ok (and its last integrity check: src/store/integrity.ts), last mailbox check (time, result, error), open tasks, dispatches
  * pending and failed (docs/architecture.md, "Operating"). Holds no secret, no path and no task
  * content: it is served without auth.
- * @param storeFingerprint the store's name without its path (src/core/store-fingerprint.ts), computed once at start: /health is polled
+ * @param storeFingerprint the store's name without its path (src/core/store-fingerprint.ts), computed once at start (/health is polled); null for a request without the bearer
  */
-export function health(bridge: Bridge, storeFingerprint: string): HealthJson {
+export function health(bridge: Bridge, storeFingerprint: string | null): HealthJson {
   const h = bridge.health();
   const m = h.mailbox;
   const at = (t: number | null | undefined): string | null => (t === null || t === undefined ? null : timestamp(t));

@@ -170,10 +170,14 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
    * The caller's key (a hash of its bearer) when the bearer is right; else answers 401 and returns
    * null. The presented token is hashed once and compared in constant time, never as a string.
    */
+  /** Whether the request presents the bearer: hashed once, compared in constant time, never as a string. */
+  const presentsBearer = (req: IncomingMessage): { m: boolean; ok: boolean } => {
+    const m = /^Bearer[ ]+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+    return { m: m !== null, ok: m !== null && timingSafeEqual(digest(m[1]!), bearer) };
+  };
   const authorized = (req: IncomingMessage, res: ServerResponse, agent: AgentConfig): string | null => {
-    const auth = req.headers.authorization ?? '';
-    const m = /^Bearer[ ]+(\S+)\s*$/i.exec(auth);
-    if (!m || !timingSafeEqual(digest(m[1]!), bearer)) {
+    const { m, ok } = presentsBearer(req);
+    if (!ok) {
       refused(401, { agent: agent.name, why: m ? 'wrong bearer' : 'no bearer' }, 'request refused: 401 (the caller must send the content of server.bearer_file)');
       send(res, 401, { error: 'missing or wrong bearer token' }, { 'www-authenticate': 'Bearer realm="a2a-mailbridge"', ...UNREAD });
       return null;
@@ -240,7 +244,9 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     const get = req.method === 'GET' || req.method === 'HEAD';
     if (path === '/health') {
       if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });
-      return send(res, 200, health(bridge, storeId));
+      // The store's fingerprint only to whoever presents the bearer (status does): keyed with the
+      // bearer, it must be no offline test of guessed bearers for any local process (core/store-fingerprint.ts).
+      return send(res, 200, health(bridge, req.headers.authorization !== undefined && presentsBearer(req).ok ? storeId : null));
     }
     if (path === '/metrics' && bridge.ctx.metrics) {
       if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });

@@ -18,9 +18,9 @@ export type HealthProbe =
       /**
        * Whether the bridge answering serves the store of this config (`store.fingerprint` of its
        * /health against this config's store.path, src/core/store-fingerprint.ts): false for a bridge
-       * started with another config on the same address; null when its /health names no store (a
-       * version before the fingerprint) or this config's server.bearer (the fingerprint's key)
-       * cannot be read, and so cannot tell.
+       * started with another config on the same address (another store, or a bearer other than this
+       * config's, to which its /health names no store); null when this config's server.bearer (the
+       * fingerprint's key, which /health asks for before it names the store) cannot be read.
        */
       sameStore: boolean | null;
       /** The two fingerprints compared: the one /health names (null: none) and this config's (null: the bearer cannot be read). */
@@ -50,19 +50,24 @@ export async function probeHealth(config: Config, timeoutMs = 1500): Promise<Hea
   const { host, port } = config.server;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}/health`;
   if (port === 0) return { up: false, url, why: 'server.listen has port 0 (a new port at each start): cannot tell' };
+  // The fingerprint is shown only to a request that presents the bearer (a2a/server.ts): read it first.
+  let bearer: string | null = null;
+  let unreadable = '';
   try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+    bearer = serverBearer(config);
+  } catch (err) {
+    unreadable = (err as Error).message;
+  }
+  try {
+    const headers: Record<string, string> = bearer === null ? {} : { authorization: `Bearer ${bearer}` };
+    const res = await fetch(url, { headers, signal: AbortSignal.timeout(timeoutMs) });
     if (!res.ok) return { up: false, url, why: `HTTP ${res.status}` };
     const health = (await res.json()) as Record<string, unknown>;
     const named = (health.store as { fingerprint?: unknown } | undefined)?.fingerprint;
     const answering = typeof named === 'string' ? named : null;
-    if (answering === null) return { up: true, url, health, sameStore: null, stores: { answering, ours: null }, why: 'its /health names no store (a version before the store fingerprint); restart it' };
-    let bearer: string;
-    try {
-      bearer = serverBearer(config);
-    } catch (err) {
-      return { up: true, url, health, sameStore: null, stores: { answering, ours: null }, why: `${(err as Error).message}; the store fingerprint is keyed with it` };
-    }
+    if (bearer === null) return { up: true, url, health, sameStore: null, stores: { answering, ours: null }, why: `${unreadable}; the store fingerprint is keyed with it and shown only to its holder` };
+    // No fingerprint for this config's bearer: a bridge that does not take it (another config's), or one from before the fingerprint.
+    if (answering === null) return { up: true, url, health, sameStore: false, stores: { answering, ours: null }, why: "its /health names no store to this config's server.bearer" };
     const ours = storeFingerprint(config.store.path, bearer);
     return { up: true, url, health, sameStore: answering === ours, stores: { answering, ours }, why: null };
   } catch (err) {

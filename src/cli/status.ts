@@ -44,7 +44,7 @@ function bytes(n: number): string {
 /** Why the bridge answering is not known to be this config's, or null when it is. */
 function storeWhy(probe: HealthProbe & { up: true }): string | null {
   if (probe.sameStore === true) return null;
-  if (probe.sameStore === false) return `its /health names store ${probe.stores.answering}, this config's is ${probe.stores.ours}`;
+  if (probe.sameStore === false) return probe.why ?? `its /health names store ${probe.stores.answering}, this config's is ${probe.stores.ours}`;
   return probe.why;
 }
 
@@ -147,7 +147,7 @@ export function formatStatus(r: StatusReport, now: number): string {
  *
  * @returns {@link STATUS_EXIT}: 0 this config's bridge answers /health; 3 it does not (not running,
  *   not on this address, or the bridge answering there serves another store: another config's);
- *   4 it cannot be told (server.listen has port 0, or the bridge answering names no store)
+ *   4 it cannot be told (server.listen has port 0, or this config's server.bearer cannot be read)
  * @throws ConfigError, StoreError
  */
 export async function runStatus(configFile: string, o: { json?: boolean }, now = Date.now()): Promise<number> {

@@ -12,7 +12,7 @@ import type { V1Task } from '../../../src/a2a/wire.js';
 import type { StatusReport } from '../../../src/cli/status.js';
 import type { TaskJson } from '../../../src/cli/tasks.js';
 import { storeFingerprint } from '../../../src/core/store-fingerprint.js';
-import { makeConfigDir, minimalToml, TEST_BEARER, type ConfigDir } from '../../helpers/config-dir.js';
+import { makeConfigDir, minimalToml, TEST_BEARER, writeSecret, type ConfigDir } from '../../helpers/config-dir.js';
 import { freePort } from '../../helpers/free-port.js';
 
 /**
@@ -117,20 +117,37 @@ describe('status of another config whose server.listen is the same address', () 
     }
   });
 
+  it('a config with another bearer is told no store at all, and exits 3 too (the fingerprint is shown to the bearer only)', async () => {
+    const b = makeConfigDir(minimalToml({ listen: `${app.bridge.ctx.config.server.host}:${app.bridge.ctx.config.server.port}` }));
+    try {
+      writeSecret(b.dir, 'bearer', `${b.bearer}-another`);
+      const r = await runCli(['--config', b.configPath, 'status']);
+      expect(r.status, r.stderr).toBe(3);
+      expect(r.stdout).toContain("or has another server.bearer (its /health names no store to this config's server.bearer); it was started with another config");
+    } finally {
+      rmSync(b.dir, { recursive: true, force: true });
+    }
+  });
+
   it('cannot tell, and says why, when the bearer that keys the fingerprint cannot be read (exit 4)', async () => {
     const bearerFile = join(c.dir, 'bearer');
     chmodSync(bearerFile, 0o644);
     try {
       const r = await cli('status');
       expect(r.status, r.stderr).toBe(4);
-      expect(r.stdout).toContain(`but whether it serves ${join(c.dir, 'state', 'bridge.sqlite')} cannot be told: server.bearer_file: secret file ${bearerFile} has mode 0644, readable by others; run: chmod 600 ${bearerFile}; the store fingerprint is keyed with it\n`);
+      expect(r.stdout).toContain(`but whether it serves ${join(c.dir, 'state', 'bridge.sqlite')} cannot be told: server.bearer_file: secret file ${bearerFile} has mode 0644, readable by others; run: chmod 600 ${bearerFile}; the store fingerprint is keyed with it and shown only to its holder\n`);
     } finally {
       chmodSync(bearerFile, 0o600);
     }
   });
 
-  it('/health names its store by a short fingerprint: no path, nothing secret, and keyed with server.bearer', async () => {
-    const text = await (await fetch(`${app.server.baseUrl}/health`)).text();
+  it('/health names its store by a short fingerprint, to the bearer only: no path, nothing secret, and keyed with server.bearer', async () => {
+    const fingerprintFor = async (authorization?: string): Promise<unknown> =>
+      ((await (await fetch(`${app.server.baseUrl}/health`, { headers: authorization ? { authorization } : {} })).json()) as { store: { fingerprint: unknown } }).store.fingerprint;
+    // Keyed with the bearer, it would be an offline test of guessed bearers: none to a request without it, or with another.
+    expect(await fingerprintFor()).toBeNull();
+    expect(await fingerprintFor(`Bearer ${app.bridge.ctx.config.server.bearer}x`)).toBeNull();
+    const text = await (await fetch(`${app.server.baseUrl}/health`, { headers: { authorization: `Bearer ${app.bridge.ctx.config.server.bearer}` } })).text();
     const h = JSON.parse(text) as { store: { fingerprint: string } };
     expect(h.store.fingerprint).toMatch(/^[0-9a-f]{16}$/);
     expect(h.store.fingerprint).toBe(storeFingerprint(app.bridge.ctx.config.store.path, app.bridge.ctx.config.server.bearer));
