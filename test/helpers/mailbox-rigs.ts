@@ -6,7 +6,7 @@
  */
 import { mkdirSync, rmSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import type { V1Task } from '../../src/a2a/wire.js';
 import { startApp, type App } from '../../src/app.js';
 import { loadConfig } from '../../src/config/config.js';
@@ -159,4 +159,20 @@ export async function maildirRig(mailboxToml = RIG_MAILBOX_TOML): Promise<Rig> {
       rmSync(dir.dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The rig of one describe block: made before its tests (`make`, e.g. {@link imapRig} or
+ * {@link maildirRig}) and closed after them. Call it in the block's body; the getter returns the
+ * rig inside its tests.
+ */
+export function rigPerSuite(make: () => Promise<Rig>): () => Rig {
+  let rig: Rig | undefined;
+  beforeAll(async () => {
+    rig = await make();
+  });
+  afterAll(async () => {
+    await rig?.close();
+  });
+  return () => rig!;
 }
