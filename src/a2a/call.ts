@@ -23,7 +23,12 @@ export class StreamResult {
  * sent as it is instead of through `JSON.stringify` on every call.
  */
 export class JsonText {
+  #bytes: Buffer | undefined;
   constructor(readonly text: string) {}
+  /** {@link text} as UTF-8, made on first use and kept (a view's answer is sent many times). */
+  get bytes(): Buffer {
+    return (this.#bytes ??= Buffer.from(this.text, 'utf8'));
+  }
 }
 
 /**

@@ -101,16 +101,22 @@ export function a2aHandler(bridge: Bridge, log: Logger, streams: StreamLimiter):
     }
   };
 
+  /** The last `A2A-Version` read and what it came to: a client sends the same one on every call. */
+  let lastVersion = '';
+  let lastDialect: Dialect | null = null;
   return (req) => {
     const found = findMethod(req.method);
     // A method names its dialect; an unknown one is answered in the dialect the header asks for.
     const dialect: Dialect = found?.dialect ?? (req.version.startsWith('0') || req.version === '' ? '0.3' : '1.0');
-    if (req.version !== '' && supportedVersion(req.version) === null) {
+    if (req.version !== '' && req.version !== lastVersion) {
+      lastDialect = supportedVersion(req.version);
+      lastVersion = req.version;
+    }
+    if (req.version !== '' && lastDialect === null) {
       return { kind: 'error', dialect, error: new A2AError('versionNotSupported', `A2A-Version ${req.version} is not supported; use 1.0 or 0.3`) };
     }
     if (!found) return { kind: 'error', dialect, error: new A2AError('methodNotFound', `Method not found: ${req.method}`) };
     if (found.streams) return streamCall(found, req, dialect);
-    const none = (): void => undefined;
     try {
       const result = found.handler(bridge, req.params ?? {}, { agent: req.agent, caller: req.caller, signal: req.signal });
       if (result instanceof Promise) {
@@ -125,6 +131,9 @@ export function a2aHandler(bridge: Bridge, log: Logger, streams: StreamLimiter):
     }
   };
 }
+
+/** The release of a call that holds nothing. */
+const none = (): void => undefined;
 
 /** `events`, calling `release` once when the stream ends (drained, returned early or failed). */
 async function* releasing(events: AsyncIterable<unknown>, release: () => void): AsyncIterable<unknown> {

@@ -77,6 +77,23 @@ export function resultText(id: JsonRpcId, result: unknown): string {
   return JSON.stringify(resultResponse(id, result));
 }
 
+/**
+ * The bytes of `resultText(id, result)` for a {@link JsonText} result: the envelope's head written
+ * once and the result's bytes (made once per view) copied after it, so no string of the whole
+ * answer is built and then flattened and encoded again on every call (bench/RESULTS.md, machine-limit).
+ */
+export function resultBytes(id: JsonRpcId, result: JsonText): Buffer {
+  const head = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`;
+  const headLength = Buffer.byteLength(head);
+  const body = result.bytes;
+  // Every byte is written below: the head, the result, the closing brace.
+  const out = Buffer.allocUnsafe(headLength + body.length + 1);
+  out.write(head, 0, 'utf8');
+  body.copy(out, headLength);
+  out[out.length - 1] = 0x7d; // }
+  return out;
+}
+
 export function errorResponse(id: JsonRpcId, err: A2AError, dialect: '1.0' | '0.3'): JsonRpcResponse {
   return { jsonrpc: '2.0', id, error: toJsonRpcError(err, dialect) };
 }

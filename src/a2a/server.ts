@@ -1,7 +1,7 @@
 import { hash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
-import { isIP, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { isLoopbackLiteral, type AgentConfig, type Config } from '../config/config.js';
 import type { Bridge } from '../core/bridge.js';
@@ -10,11 +10,12 @@ import { hasContent, UNREAD, unsupportedContent } from './content-headers.js';
 import { A2AError, asA2AError } from './errors.js';
 import { a2aHandler, dialectOfHeader, supportedVersion } from './handler.js';
 import { findMethod } from './methods.js';
+import { agentRoutes, callerNames, loopbackHostCheck } from './request-head.js';
 import { pathOf, targetAuthority, urlOf } from './request-target.js';
 import { restError, routeRest, type RestCall } from './rest.js';
 import { storeFingerprint } from '../core/store-fingerprint.js';
 import { health } from './health.js';
-import { errorResponse, isResponse, parseRequest, resultResponse, resultText, type JsonRpcId, type JsonRpcResponse } from './jsonrpc.js';
+import { errorResponse, isResponse, parseRequest, resultBytes, resultResponse, resultText, type JsonRpcId, type JsonRpcResponse } from './jsonrpc.js';
 import { JsonText } from './call.js';
 import { writeSse } from './sse.js';
 import { StreamLimiter } from './stream-limit.js';
@@ -86,6 +87,16 @@ function hostLines(raw: string[]): number {
   return n;
 }
 
+/** Whether `name` is a method served (for parseRequest: a notification of an unknown one is -32601). */
+const isMethod = (name: string): boolean => findMethod(name) !== undefined;
+
+/**
+ * The controller that ends a call's stream when its client goes away (sse.ts): made only for a
+ * method that streams, the only ones that read the signal (src/a2a/handler.ts), so a GetTask
+ * builds no AbortController and AbortSignal (an EventTarget) per call.
+ */
+const streamsWhenCalled = (method: string): AbortController | undefined => (findMethod(method)?.streams ? new AbortController() : undefined);
+
 /** The headers of every JSON answer. */
 const JSON_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store' } as const;
 
@@ -118,22 +129,9 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
   let baseUrl = '';
   const endpoint = (a: AgentConfig): string => `${baseUrl}/agents/${a.name}`;
 
-  /** The last Host header found allowed: a client sends the same one on every call. */
-  let allowedHost = '';
-  const hostAllowed = (header: string | undefined): boolean => {
-    if (!header) return false;
-    if (header === allowedHost) return true;
-    // uri-host [":" port] (RFC 9110 §7.2): a bracketed host is an IPv6 literal (RFC 3986 §3.2.2), a port at most 65535.
-    const m = /^(?:\[([^\]]+)\]|([^:[\]]+))(?::(\d{1,5}))?$/.exec(header.trim().toLowerCase());
-    if (!m || Number(m[3] ?? 0) > 65535) return false;
-    const name = m[1] ?? m[2]!;
-    if (m[1] !== undefined && isIP(name) !== 6) return false;
-    // Any port: a loopback proxy in front of the bridge passes its own Host (the name is what
-    // stops DNS rebinding), and the cards then name the URL the caller reached us by.
-    if (name !== 'localhost' && !isLoopbackLiteral(name)) return false;
-    allowedHost = header;
-    return true;
-  };
+  const hostAllowed = loopbackHostCheck();
+  const callerOf = callerNames();
+  const agentRoute = agentRoutes(agents);
 
   /** The agent's URL as the caller reached it: the Host it sent (a loopback name, checked above), else the listening address. */
   const endpointFor = (req: IncomingMessage, a: AgentConfig): string => {
@@ -198,23 +196,23 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       send(res, 413, errorResponse(null, new A2AError('invalidRequest', `request body over ${config.server.maxBodyBytes} bytes (server.max_body_bytes)`), dialectOfHeader(version)), { connection: 'close' });
       return;
     }
-    const parsed = parseRequest(body, dialectOfHeader(version), (name) => findMethod(name) !== undefined);
+    const parsed = parseRequest(body, dialectOfHeader(version), isMethod);
     if (isResponse(parsed)) return send(res, 200, parsed);
-    const caller = `a2a:${String(req.headers['user-agent'] ?? 'unknown').slice(0, 120)}`;
-    const abort = new AbortController();
-    const answered = handleCall({ agent, method: parsed.method, params: parsed.params, version, caller, callerKey, signal: abort.signal });
+    const caller = callerOf(req);
+    const abort = streamsWhenCalled(parsed.method);
+    const answered = handleCall({ agent, method: parsed.method, params: parsed.params, version, caller, callerKey, ...(abort ? { signal: abort.signal } : {}) });
     const outcome = answered instanceof Promise ? await answered : answered;
     if (outcome.kind === 'stream') {
       const n = await writeSse(res, outcome.events, (result) => resultResponse(parsed.id, result), (err) => streamError(parsed.id, err, outcome.dialect), {
         keepAliveMs: config.server.streamKeepAliveMs,
-        abort,
+        abort: abort ?? new AbortController(),
       });
       log.debug({ agent: agent.name, method: parsed.method, events: n }, 'stream closed');
       return;
     }
     if (outcome.kind === 'result') {
       res.writeHead(200, JSON_HEADERS);
-      res.end(resultText(parsed.id, outcome.result));
+      res.end(outcome.result instanceof JsonText ? resultBytes(parsed.id, outcome.result) : resultText(parsed.id, outcome.result));
       return;
     }
     send(res, 200, errorResponse(parsed.id, outcome.error, outcome.dialect));
@@ -272,22 +270,15 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       const only = [...agents.values()][0]!;
       return sendCard(req, res, cardFor(req, urlOf(req.url), only, endpointFor(req, only), path.endsWith('/agent.json')).body, servingSince);
     }
-    const m = /^\/agents\/([^/]+)(\/.*)?$/.exec(path);
-    let name: string | undefined;
-    try {
-      name = m ? decodeURIComponent(m[1]!) : undefined;
-    } catch {
-      name = undefined; // malformed percent-encoding names no agent
-    }
-    const agent = name !== undefined ? agents.get(name) : undefined;
-    if (!m) return send(res, 404, { error: 'not found' });
+    const route = agentRoute(path);
+    if (!route) return send(res, 404, { error: 'not found' });
+    const { agent, rest } = route;
     if (!agent) {
       // Under /agents/, a name that is no agent: the 404 names those that are (public in their cards
       // anyway), never the name asked for (the caller's text).
       const known = [...agents.values()];
       return send(res, 404, { error: `no agent at this path; the agents are: ${known.map((a) => `${a.name} (${endpoint(a)})`).join(', ')}`, agents: known.map((a) => a.name) });
     }
-    const rest = m[2] ?? '';
     if (CARD_PATHS.has(rest)) {
       if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });
       return sendCard(req, res, cardFor(req, urlOf(req.url), agent, endpointFor(req, agent), rest.endsWith('/agent.json')).body, servingSince);
@@ -296,10 +287,10 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       if (req.method !== 'POST') return send(res, 405, { error: 'JSON-RPC: use POST' }, { allow: 'POST' });
       return rpc(req, res, agent);
     }
-    const route = routeRest(req.method ?? 'GET', rest, urlOf(req.url));
-    if (route === null) return send(res, 404, { error: 'not found' });
-    if ('allow' in route) return send(res, 405, { error: `use ${route.allow}` }, { allow: route.allow });
-    return restCall(req, res, agent, route);
+    const call = routeRest(req.method ?? 'GET', rest, urlOf(req.url));
+    if (call === null) return send(res, 404, { error: 'not found' });
+    if ('allow' in call) return send(res, 405, { error: `use ${call.allow}` }, { allow: call.allow });
+    return restCall(req, res, agent, call);
   };
 
   /** One HTTP+JSON call (src/a2a/rest.ts): the same checks as JSON-RPC, then the same handler, answered in AIP-193 / SSE form. */
@@ -332,14 +323,14 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
         params = { ...(doc as Record<string, unknown>), ...route.params };
       }
     } else req.resume();
-    const caller = `a2a:${String(req.headers['user-agent'] ?? 'unknown').slice(0, 120)}`;
-    const abort = new AbortController();
-    const outcome = await handleCall({ agent, method: route.method, params, version: '1.0', caller, callerKey, signal: abort.signal });
+    const caller = callerOf(req);
+    const abort = streamsWhenCalled(route.method);
+    const outcome = await handleCall({ agent, method: route.method, params, version: '1.0', caller, callerKey, ...(abort ? { signal: abort.signal } : {}) });
     if (outcome.kind === 'error') return fail(outcome.error);
     if (outcome.kind === 'stream') {
       await writeSse(res, outcome.events, (event) => event, (err) => restError(asA2AError(err) ?? new A2AError('internalError', 'Internal error; see the bridge log')).body, {
         keepAliveMs: config.server.streamKeepAliveMs,
-        abort,
+        abort: abort ?? new AbortController(),
       });
       return;
     }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isResponse, parseRequest, resultResponse, resultText } from '../../../src/a2a/jsonrpc.js';
+import { isResponse, parseRequest, resultBytes, resultResponse, resultText } from '../../../src/a2a/jsonrpc.js';
 import { JsonText } from '../../../src/a2a/call.js';
 import { parseListParams, parseSendParams } from '../../../src/a2a/params.js';
 import { A2AError } from '../../../src/a2a/errors.js';
@@ -153,5 +153,14 @@ describe('resultText (the answer of a result serialised before)', () => {
     const expected = JSON.stringify(resultResponse(id, result));
     expect(resultText(id, new JsonText(JSON.stringify(result)))).toBe(expected);
     expect(resultText(id, result)).toBe(expected);
+  });
+
+  it.each([['a string id', 'req-"1" é'], ['a number id', 42], ['a fractional id', -1.5], ['a null id', null], ['a long id', 'x'.repeat(5000)]] as const)('resultBytes with %s: the UTF-8 bytes of the same answer, whole and nothing more', (_, id) => {
+    const text = new JsonText(JSON.stringify({ ...result, more: 'é€😀 \ud83d', long: 'y'.repeat(3000) }));
+    const expected = Buffer.from(JSON.stringify(resultResponse(id, JSON.parse(text.text))), 'utf8');
+    // Twice: the result's bytes are made once and kept, the envelope is written anew for each id.
+    expect(resultBytes(id, text).equals(expected)).toBe(true);
+    expect(resultBytes(id, text).equals(expected)).toBe(true);
+    expect(resultBytes(7, text).toString('utf8')).toBe(JSON.stringify(resultResponse(7, JSON.parse(text.text))));
   });
 });
