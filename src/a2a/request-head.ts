@@ -83,3 +83,10 @@ export function agentRoutes(agents: ReadonlyMap<string, AgentConfig>): (path: st
     return route;
   };
 }
+
+/** How many Host field lines a request has (`rawHeaders`: name, value, name, value…). */
+export function hostLines(raw: string[]): number {
+  let n = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === 4 && raw[i]!.toLowerCase() === 'host') n++;
+  return n;
+}

@@ -8,9 +8,10 @@ import type { Bridge } from '../core/bridge.js';
 import { cardFor, sendCard } from './card-route.js';
 import { hasContent, UNREAD, unsupportedContent } from './content-headers.js';
 import { A2AError, asA2AError } from './errors.js';
-import { a2aHandler, dialectOfHeader, supportedVersion } from './handler.js';
+import { a2aHandler, dialectOfHeader, supportedVersion, type A2AOutcome } from './handler.js';
 import { findMethod } from './methods.js';
-import { agentRoutes, callerNames, loopbackHostCheck } from './request-head.js';
+import { collectBody, readBody } from './request-body.js';
+import { agentRoutes, callerNames, hostLines, loopbackHostCheck } from './request-head.js';
 import { pathOf, targetAuthority, urlOf } from './request-target.js';
 import { restError, routeRest, type RestCall } from './rest.js';
 import { storeFingerprint } from '../core/store-fingerprint.js';
@@ -80,13 +81,6 @@ function digest(s: string): Buffer {
   return Buffer.from(hash('sha256', s, 'hex'), 'hex');
 }
 
-/** How many Host field lines a request has (`rawHeaders`: name, value, name, value…). */
-function hostLines(raw: string[]): number {
-  let n = 0;
-  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === 4 && raw[i]!.toLowerCase() === 'host') n++;
-  return n;
-}
-
 /** Whether `name` is a method served (for parseRequest: a notification of an unknown one is -32601). */
 const isMethod = (name: string): boolean => findMethod(name) !== undefined;
 
@@ -146,23 +140,6 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     res.end(text);
   };
 
-  const readBody = (req: IncomingMessage, limit: number): Promise<Buffer | null> =>
-    new Promise((resolve, reject) => {
-      const declared = Number(req.headers['content-length'] ?? 0);
-      if (declared > limit) return resolve(null);
-      const chunks: Buffer[] = [];
-      let size = 0;
-      req.on('data', (c: Buffer) => {
-        size += c.length;
-        if (size > limit) {
-          req.removeAllListeners('data');
-          resolve(null);
-          req.resume();
-        } else chunks.push(c);
-      });
-      req.on('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
-      req.on('error', reject);
-    });
 
   /**
    * The caller's key (a hash of its bearer) when the bearer is right; else answers 401 and returns
@@ -183,39 +160,67 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     return callerKey;
   };
 
-  const rpc = async (req: IncomingMessage, res: ServerResponse, agent: AgentConfig): Promise<void> => {
+  /** One JSON-RPC call: the bearer and the content headers, then the body, then the handler; answered in the turn the body arrived when the handler answers at once. */
+  const rpc = (req: IncomingMessage, res: ServerResponse, agent: AgentConfig): void => {
     const callerKey = authorized(req, res, agent);
     if (callerKey === null) return;
     const version = String(req.headers['a2a-version'] ?? '').trim();
     const unreadable = unsupportedContent(req.headers);
     // A JSON-RPC error body, so a JSON-RPC client can read it (A2A v1.0 §9.5: ContentTypeNotSupportedError).
     if (unreadable) return send(res, 415, errorResponse(null, unreadable.error, dialectOfHeader(version)), unreadable.headers);
-    const body = await readBody(req, config.server.maxBodyBytes);
+    collectBody(
+      req,
+      config.server.maxBodyBytes,
+      (body) => {
+        try {
+          const pending = answerRpc(req, res, agent, callerKey, version, body);
+          if (pending) pending.catch((err: unknown) => failed(req, res, err));
+        } catch (err) {
+          failed(req, res, err);
+        }
+      },
+      (err) => failed(req, res, err),
+    );
+  };
+
+  /** The answer to a JSON-RPC body (null: over server.max_body_bytes); a promise only when the handler's outcome is one, or a stream. */
+  const answerRpc = (req: IncomingMessage, res: ServerResponse, agent: AgentConfig, callerKey: string, version: string, body: Buffer | null): void | Promise<void> => {
     if (body === null) {
-      // A JSON-RPC error body, as for 415 above, so a JSON-RPC client can read why (-32600).
-      send(res, 413, errorResponse(null, new A2AError('invalidRequest', `request body over ${config.server.maxBodyBytes} bytes (server.max_body_bytes)`), dialectOfHeader(version)), { connection: 'close' });
-      return;
+      // A JSON-RPC error body, as for 415, so a JSON-RPC client can read why (-32600).
+      return send(res, 413, errorResponse(null, new A2AError('invalidRequest', `request body over ${config.server.maxBodyBytes} bytes (server.max_body_bytes)`), dialectOfHeader(version)), { connection: 'close' });
     }
     const parsed = parseRequest(body, dialectOfHeader(version), isMethod);
     if (isResponse(parsed)) return send(res, 200, parsed);
-    const caller = callerOf(req);
     const abort = streamsWhenCalled(parsed.method);
-    const answered = handleCall({ agent, method: parsed.method, params: parsed.params, version, caller, callerKey, ...(abort ? { signal: abort.signal } : {}) });
-    const outcome = answered instanceof Promise ? await answered : answered;
+    const answered = handleCall({ agent, method: parsed.method, params: parsed.params, version, caller: callerOf(req), callerKey, ...(abort ? { signal: abort.signal } : {}) });
+    if (answered instanceof Promise) return answered.then((outcome) => answerOutcome(res, agent, parsed, outcome, abort));
+    return answerOutcome(res, agent, parsed, answered, abort);
+  };
+
+  const answerOutcome = (res: ServerResponse, agent: AgentConfig, call: { id: JsonRpcId; method: string }, outcome: A2AOutcome, abort: AbortController | undefined): void | Promise<void> => {
     if (outcome.kind === 'stream') {
-      const n = await writeSse(res, outcome.events, (result) => resultResponse(parsed.id, result), (err) => streamError(parsed.id, err, outcome.dialect), {
+      const events = writeSse(res, outcome.events, (result) => resultResponse(call.id, result), (err) => streamError(call.id, err, outcome.dialect), {
         keepAliveMs: config.server.streamKeepAliveMs,
         abort: abort ?? new AbortController(),
       });
-      log.debug({ agent: agent.name, method: parsed.method, events: n }, 'stream closed');
-      return;
+      return events.then((n) => void log.debug({ agent: agent.name, method: call.method, events: n }, 'stream closed'));
     }
     if (outcome.kind === 'result') {
       res.writeHead(200, JSON_HEADERS);
-      res.end(outcome.result instanceof JsonText ? resultBytes(parsed.id, outcome.result) : resultText(parsed.id, outcome.result));
+      res.end(outcome.result instanceof JsonText ? resultBytes(call.id, outcome.result) : resultText(call.id, outcome.result));
       return;
     }
-    send(res, 200, errorResponse(parsed.id, outcome.error, outcome.dialect));
+    send(res, 200, errorResponse(call.id, outcome.error, outcome.dialect));
+  };
+
+  /** A request that failed: a client that went away is logged at debug, anything else as an error, answered 500 when no answer was begun. */
+  const failed = (req: IncomingMessage, res: ServerResponse, err: unknown): void => {
+    // A caller that hangs up mid-request (its own timeout) is not our error.
+    const aborted = req.destroyed || (err as NodeJS.ErrnoException).code === 'ECONNRESET' || (err as Error).message === 'aborted';
+    if (aborted) log.debug({ err: (err as Error).message }, 'request aborted by the client');
+    else log.error({ err: (err as Error).message }, 'request failed');
+    if (!res.headersSent) send(res, 500, { error: 'internal error' });
+    else res.destroy();
   };
 
   /** The error event of a stream that failed after it started (a defect, or the store went away). */
@@ -225,7 +230,8 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     return errorResponse(id, known ?? new A2AError('internalError', 'Internal error; see the bridge log'), dialect);
   };
 
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  /** Routes one request; a promise only for the answers that wait (a handler's, the metrics, a stream). */
+  const handle = (req: IncomingMessage, res: ServerResponse): void | Promise<void> => {
     const path = pathOf(req.url);
     // A target in absolute-form names the host instead of the Host header (RFC 9112 §3.2.2): both must be loopback.
     const authority = path === null ? null : targetAuthority(req.url);
@@ -248,10 +254,10 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     }
     if (path === '/metrics' && bridge.ctx.metrics) {
       if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });
-      const m = await bridge.ctx.metrics.render();
-      res.writeHead(200, { 'content-type': m.contentType, 'cache-control': 'no-store' });
-      res.end(m.body);
-      return;
+      return bridge.ctx.metrics.render().then((m) => {
+        res.writeHead(200, { 'content-type': m.contentType, 'cache-control': 'no-store' });
+        res.end(m.body);
+      });
     }
     // The card at the origin's well-known path (RFC 8615; the A2A spec, "Agent Discovery"), and at /agents/.well-known/…:
     // what an SDK that resolves the card path relative to its base URL (@a2a-js/sdk: new
@@ -342,14 +348,12 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
   // process that opens thousands and never writes is closed at accept past the cap and let go by
   // the header timeout, and the descriptors the store, the mailbox and the webhook need stay free.
   const server = createServer({ ServerResponse: DoorResponse, requestTimeout: 120_000, headersTimeout: 10_000, connectionsCheckingInterval: 2_000 }, (req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      // A caller that hangs up mid-request (its own timeout) is not our error.
-      const aborted = req.destroyed || (err as NodeJS.ErrnoException).code === 'ECONNRESET' || (err as Error).message === 'aborted';
-      if (aborted) log.debug({ err: (err as Error).message }, 'request aborted by the client');
-      else log.error({ err: (err as Error).message }, 'request failed');
-      if (!res.headersSent) send(res, 500, { error: 'internal error' });
-      else res.destroy();
-    });
+    try {
+      const pending = handle(req, res);
+      if (pending) pending.catch((err: unknown) => failed(req, res, err));
+    } catch (err) {
+      failed(req, res, err);
+    }
   });
   server.maxConnections = config.server.maxConnections;
   const dropped = limitedLog(log, REFUSAL_LOG_EVERY_MS);
