@@ -80,6 +80,18 @@ function mailboxLine(m: MailboxState, now: number, intervalMs: number | undefine
 }
 
 /**
+ * A context id the caller chose, named in the bridge's sentence only when it is a plain id: up to
+ * 128 letters, digits and `. _ : @ -` (the ids the bridge and the A2A SDKs make: UUIDs). Any other
+ * (line breaks, control or bidi characters, spaces, words that could read as the bridge's) is
+ * referred to, not quoted: the bridge's words and text it did not write never share a string
+ * (docs/agent-text.md, rule 2). The caller has the id in the task's `contextId` either way.
+ */
+const PLAIN_ID = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/;
+function contextIdWords(contextId: string): string {
+  return PLAIN_ID.test(contextId) ? `context_id ${contextId}` : "this task's context_id (its contextId field)";
+}
+
+/**
  * The bridge's own text in a task's `status.message` (docs/architecture.md, "What the caller reads").
  * Hermes shows the first text artifact, else the status message, so for every non-completed state
  * it must say plainly where the job is and what to do next. Agent text never enters it: a progress
@@ -90,7 +102,7 @@ function mailboxLine(m: MailboxState, now: number, intervalMs: number | undefine
 export function statusText(f: StatusFacts): string | null {
   const { task, agent, turn, now } = f;
   const poll = f.pollWord ? ` (send "${f.pollWord}")` : '';
-  const callAgain = `Call again with context_id ${task.contextId} to check${poll}.`;
+  const callAgain = `Call again with ${contextIdWords(task.contextId)} to check${poll}.`;
   const deadline =
     task.deadlineAt !== null ? `Deadline ${iso(task.deadlineAt)} (in ${humanDuration(task.deadlineAt - now)}).` : '';
   switch (task.state) {
