@@ -1,5 +1,6 @@
 import type { AgentConfig } from '../config/config.js';
 import type { SendOutcome } from './submit.js';
+import { contextIdWords } from './status-text.js';
 import { prependStatusNote, type TaskView } from './task-view.js';
 
 /**
@@ -10,7 +11,7 @@ import { prependStatusNote, type TaskView } from './task-view.js';
 
 /** The answer to a poll word on a context with no task. */
 export function noTaskText(contextId: string): string {
-  return `There is no task on context_id ${contextId} yet. Send the job's text to start one.`;
+  return `There is no task on ${contextIdWords(contextId, 'the context_id you sent')} yet. Send the job's text to start one.`;
 }
 
 /** Adds to `view` (in place) the note a send's outcome calls for; returns `view`. */

@@ -87,8 +87,8 @@ function mailboxLine(m: MailboxState, now: number, intervalMs: number | undefine
  * (docs/agent-text.md, rule 2). The caller has the id in the task's `contextId` either way.
  */
 const PLAIN_ID = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/;
-function contextIdWords(contextId: string): string {
-  return PLAIN_ID.test(contextId) ? `context_id ${contextId}` : "this task's context_id (its contextId field)";
+export function contextIdWords(contextId: string, otherwise = "this task's context_id (its contextId field)"): string {
+  return PLAIN_ID.test(contextId) ? `context_id ${contextId}` : otherwise;
 }
 
 /**
@@ -139,8 +139,8 @@ export function statusText(f: StatusFacts): string | null {
     }
     case 'INPUT_REQUIRED':
       return f.question
-        ? `The cloud agent ${agent.name} asks for input: its question is in the next part, as the agent wrote it. Answer on context_id ${task.contextId} by sending your answer as a new message.`
-        : `The cloud agent ${agent.name} needs more input. Answer on context_id ${task.contextId}.`;
+        ? `The cloud agent ${agent.name} asks for input: its question is in the next part, as the agent wrote it. Answer on ${contextIdWords(task.contextId)} by sending your answer as a new message.`
+        : `The cloud agent ${agent.name} needs more input. Answer on ${contextIdWords(task.contextId)}.`;
     case 'COMPLETED':
       return null;
     case 'FAILED': {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { AgentConfig } from '../../../src/config/config.js';
 import { attachmentParts, replyNotes } from '../../../src/core/parts.js';
 import { configPath } from '../../../src/config/config-path.js';
+import { noTaskText } from '../../../src/core/send-notes.js';
 import { statusText, type StatusFacts } from '../../../src/core/status-text.js';
 import { fenceAgentText } from '../../../src/core/untrusted-text.js';
 import type { AttemptRow } from '../../../src/store/attempts.js';
@@ -58,7 +59,12 @@ describe("the caller's context id in the bridge's sentence", () => {
       const text = say(hostile);
       expect(text).toContain("Call again with this task's context_id (its contextId field) to check.");
       expect(text).not.toContain(hostile);
+      const asking = statusText(facts({ task: task({ contextId: hostile, state: 'INPUT_REQUIRED' }) }))!;
+      expect(asking).toContain("Answer on this task's context_id (its contextId field)");
+      expect(asking).not.toContain(hostile);
+      expect(noTaskText(hostile)).toBe("There is no task on the context_id you sent yet. Send the job's text to start one.");
     }
+    expect(noTaskText('ctx-1')).toBe("There is no task on context_id ctx-1 yet. Send the job's text to start one.");
   });
 });
 
