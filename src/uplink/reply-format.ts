@@ -64,7 +64,8 @@ export interface ParsedReply {
  *   `MAX_HEAD_SIZE`: mailparser's options `maxChildNodes` and `maxHeadSize`, left at their defaults)
  * - `size`: over {@link REPLY_PARSE_MAX_BYTES};
  * - `time`: over the worker's time budget (offload.ts `OFFLOAD_BUDGET_MS`);
- * - `error`: the parser failed on it otherwise.
+ * - `error`: the parser failed on it otherwise (also: an HTML-only body with text in it that
+ *   mailparser's HTML-to-text turns into none, as it does past about 1,500 nested elements).
  */
 export type UnparsedCap = 'parts' | 'part-header' | 'size' | 'time' | 'error';
 
@@ -84,6 +85,7 @@ const PARSER_OPTIONS: SimpleParserOptions = {
   checksumAlgo: false,
 };
 
+import { hasTextOutsideTags, parserFailure } from './parser-failure.js';
 import { ParserUnavailableError } from './parser-unavailable.js';
 
 export { ParserUnavailableError };
@@ -117,23 +119,16 @@ async function bodyText(raw: Buffer): Promise<{ text: string; kind: ParsedReply[
     if (typeof plain.html !== 'string' || plain.html.trim() === '') return { text: '', kind: 'none', attachments };
     const converted = await simpleParser(raw, { ...PARSER_OPTIONS, skipHtmlToText: false });
     const text = typeof converted.text === 'string' ? converted.text : '';
-    return text.trim() === '' ? { text: '', kind: 'none', attachments } : { text, kind: 'html', attachments };
+    if (text.trim() !== '') return { text, kind: 'html', attachments };
+    // HTML with text in it that converts to none: the converter gave up (it returns '' past about
+    // 1,500 nested elements, silently), which is the parser failing, not a reply without a block.
+    if (hasTextOutsideTags(plain.html)) return { text: '', kind: 'none', attachments, failed: { why: 'the HTML body holds text but its conversion to text gave none (mailparser HTML-to-text; nesting too deep?)', cap: 'error' } };
+    return { text: '', kind: 'none', attachments };
   } catch (err) {
     return { text: '', kind: 'none', attachments: [], failed: parserFailure(err) };
   }
 }
 
-/**
- * Why the parser gave up on a message, in the bridge's words: its splitter's two limits by name
- * (`EMAXLEN`: more than 1,000 MIME parts, a part header over 1 MiB), anything else by the error's
- * class only — the text of another error could quote the mail.
- */
-function parserFailure(err: unknown): { why: string; cap: UnparsedCap } {
-  const e = err as { code?: unknown; message?: unknown; name?: unknown };
-  if (e?.code === 'EMAXLEN' && e.message === 'Max allowed child nodes exceeded') return { why: 'the MIME parser stops at 1,000 MIME parts (Max allowed child nodes exceeded)', cap: 'parts' };
-  if (e?.code === 'EMAXLEN' && e.message === 'Max header size for a MIME node exceeded') return { why: 'the MIME parser stops at a part header over 1 MiB (Max header size for a MIME node exceeded)', cap: 'part-header' };
-  return { why: `the MIME parser failed on it (${typeof e?.name === 'string' ? e.name : 'an error'})`, cap: 'error' };
-}
 
 /** RFC 3676 §4.3 signature separator `-- ` (the space is often stripped in transit). */
 const SIGNATURE = /^--[ \t]*$/;

@@ -297,6 +297,24 @@ describe('parseReply on large messages', () => {
   });
 });
 
+describe('parseReply: an HTML-only body the converter turns into no text', () => {
+  const html = (depth: number) => `<p>${block('the answer').replace(/\n/g, '<br>')}</p>${'<div>'.repeat(depth)}x${'</div>'.repeat(depth)}`;
+
+  it('is unparsed:error when the HTML holds text (deep nesting), not a reply without a block', async () => {
+    const shallow = await parseReply(raw('Content-Type: text/html; charset=utf-8', html(10)));
+    expect(shallow).toMatchObject({ token: TOKEN, bodyKind: 'html' });
+    expect(shallow.unparsedBy).toBeUndefined();
+    const deep = await parseReply(raw('Content-Type: text/html; charset=utf-8', html(3000)));
+    expect(deep).toMatchObject({ token: null, tokenProblem: 'unparsed', unparsedBy: 'error', unparsed: expect.stringContaining('its conversion to text gave none') as unknown });
+  });
+
+  it('an HTML body with no text in it stays a reply without a block', async () => {
+    const empty = await parseReply(raw('Content-Type: text/html; charset=utf-8', '<html><body><p> </p>\n<br></body></html>'));
+    expect(empty.tokenProblem).not.toBe('unparsed');
+    expect(empty.token).toBeNull();
+  });
+});
+
 describe('parseReplyText on hostile sizes', () => {
   // Each shape as a 2 MB answer: linear parsing takes well under a second; the quadratic parse
   // this replaces took about a minute on 3 MB of rule lines. The test's own timeout is the guard.
