@@ -157,24 +157,28 @@ type MailauthDkimResult = DKIMResult & { info?: string };
 
 /**
  * Verifies every DKIM-Signature of the message with mailauth, looking keys up through `resolver`
- * (each lookup bounded by `options.timeoutMs`, default 10000 ms, then `temperror`).
+ * (each lookup bounded by `options.timeoutMs`, default 10000 ms, then `temperror`). The keys of
+ * every signature, whatever the message's size, are looked up all at once before mailauth runs
+ * (`prefetchKeys`), so DNS that does not answer costs one timeout, not one per signature.
  *
  * @param options.now the time for `t=`/`x=` checks (default: now).
  * @param options.budgetMs the time budget of a large message's verification, done on the offload
  *   worker (default `OFFLOAD_BUDGET_MS`); past it every signature is `neutral`, with the budget in
- *   `info`. Its keys are looked up before the budget starts (all at once, each within `timeoutMs`:
- *   `prefetchKeys`), so DNS that does not answer gives `temperror`, whatever the message's size.
+ *   `info`. Its keys are looked up before the budget starts (all at once, each within `timeoutMs`),
+ *   so DNS that does not answer gives `temperror`, whatever the message's size.
  * @param options.timer the clock of that budget (default: offload.ts `timeoutBudget`).
  * @returns one entry per signature mailauth could read, in field order; an empty list for an
  *   unsigned message. When mailauth itself fails, every signature we can parse is returned with
  *   status `temperror` and the error in `info`. Never throws.
  */
 export async function verifyDkimLocally(raw: Buffer, resolver: DnsResolver, options: { timeoutMs?: number; now?: Date; budgetMs?: number; timer?: BudgetTimer } = {}): Promise<LocalDkimResult[]> {
-  if (raw.length < OFFLOAD_MIN_BYTES) return verifyDkimHere(raw, resolver, options);
+  // Every key is looked up at once first: mailauth asks for them one after another, so DNS that
+  // does not answer would cost one timeout per signature (docs/architecture.md, "The gates").
+  const answered = await prefetchKeys(raw, resolver, options.timeoutMs ?? 10_000);
+  if (raw.length < OFFLOAD_MIN_BYTES) return verifyDkimHere(raw, answered, options);
   // A large body is canonicalized and hashed on the worker thread (offload.ts), within a time
-  // budget that is CPU time only: the keys are looked up first (docs/architecture.md, "The gates").
+  // budget that is CPU time only: its keys are at hand before the budget starts.
   try {
-    const answered = await prefetchKeys(raw, resolver, options.timeoutMs ?? 10_000);
     const jobOptions = { ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}), ...(options.now ? { now: options.now.getTime() } : {}) };
     return (await offload('dkim', raw, { resolver: answered, options: jobOptions, ...(options.budgetMs !== undefined ? { budgetMs: options.budgetMs } : {}), ...(options.timer ? { timer: options.timer } : {}) })) as LocalDkimResult[];
   } catch (err) {
@@ -192,9 +196,10 @@ const lookupKey = (name: string, rrtype: string): string => `${name.toLowerCase(
  * the message — at most {@link MAX_PREFETCHED_KEYS} distinct names, all at once, each within
  * `timeoutMs` — and returns a resolver that answers those names from what came back (an answer,
  * or the same error: a lookup that timed out stays a `temperror`) and any other name by asking
- * `resolver`. So a large message's verification on the worker starts with its keys at hand: its
- * time budget bounds the canonicalization and hashing, not a name server's silence (mailauth asks
- * for the keys one after another, 5 s each when DNS does not answer). Never throws.
+ * `resolver`. mailauth asks for the keys one after another, 5 s each when DNS does not answer: so a
+ * message's verification starts with its keys at hand — a small one waits one timeout, not one per
+ * signature; a large one's time budget on the worker bounds the canonicalization and hashing, not
+ * a name server's silence. Never throws.
  */
 async function prefetchKeys(raw: Buffer, resolver: DnsResolver, timeoutMs: number): Promise<DnsResolver> {
   const names = new Map<string, string>();
@@ -214,7 +219,7 @@ async function prefetchKeys(raw: Buffer, resolver: DnsResolver, timeoutMs: numbe
 }
 
 /**
- * The most key records looked up ahead of a large message's verification: gate 3 refuses more
+ * The most key records looked up ahead of a message's verification: gate 3 refuses more
  * DKIM-Signature fields than this (uplink/gates.ts `MAX_DKIM_SIGNATURES`), so a message judged
  * further never has more; the rest of a longer list is looked up by the verifier as it goes.
  */

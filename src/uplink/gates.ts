@@ -4,7 +4,7 @@ import { dkimResultNames, findTrustedResults, type DkimAr, type ProviderProfile,
 import { parseDkimSignatures, verifyDkimLocally, type DkimSignatureInfo, type DnsResolver } from './dkim.js';
 import { fieldsNamed, parseSingleAddress } from './raw-headers.js';
 import { REPLY_STATUS_WORDS, type ParsedReply, type ReplyStatusWord } from './reply-format.js';
-import { decodeSubject, findTaskTags } from './subject-tag.js';
+import { SUBJECT_DECODE_CHARS, SUBJECT_FIELDS_READ, subjectTags, type SubjectWork } from './subject-tag.js';
 import type { Verdict } from './verdicts.js';
 
 export { headerBlockReadable, MAX_HEADER_BLOCK_BYTES, MAX_HEADER_LINES, STAMP_PREFIX_BYTES } from './header-block.js';
@@ -96,12 +96,22 @@ function replayedBy(facts: MessageFacts, messageId: string | null, authenticated
 
 /**
  * Gate 2: exactly one subject tag `[<TAG>:<task id>]` naming a task of a configured agent
- * (untagged mail is FYI, never instructions). Every Subject field is read, so a second one cannot
- * hide a tag. Also read before gate 2 decides, so a refusal by an earlier rule can name the task.
+ * (untagged mail is FYI, never instructions). Both Subject fields are read when there are two, so
+ * a prepended one cannot hide a tag. The work is bounded (subject-tag.ts `subjectTags`): a header
+ * block with more than {@link SUBJECT_FIELDS_READ} Subject fields is refused by gate 3's rule here
+ * (`auth:duplicate-header`, RFC 5322 §3.6), none of them decoded and no task named; Subjects with
+ * more than {@link SUBJECT_DECODE_CHARS} characters of encoded words are `no-task-id`, undecoded.
+ * Also read before gate 2 decides, so a refusal by an earlier rule can name the task.
+ * @param work counted into when given (a test's seam)
  */
-export function taskTag(facts: MessageFacts, agents: readonly AgentConfig[]): TaskTag | Refusal {
+export function taskTag(facts: MessageFacts, agents: readonly AgentConfig[], work?: SubjectWork): TaskTag | Refusal {
   const subjects = fieldsNamed(facts.fields, 'subject');
-  const tags = subjects.flatMap((f) => findTaskTags(decodeSubject(f.value)));
+  const tags = subjectTags(subjects.map((f) => f.value), work);
+  if (!Array.isArray(tags)) {
+    return tags.over === 'fields'
+      ? { verdict: 'auth:duplicate-header', reason: `gate 3, at gate 2: ${tags.count} Subject headers; exactly one is required, and past ${SUBJECT_FIELDS_READ} none is read for a task tag` }
+      : { verdict: 'no-task-id', reason: `gate 2: the Subject holds ${tags.count} characters of encoded words, over ${SUBJECT_DECODE_CHARS}; not decoded, so no task tag is read` };
+  }
   const known = tags.filter((t) => agents.some((a) => a.tag.toUpperCase() === t.tag));
   const distinct = new Set(known.map((t) => `${t.tag}:${t.taskId}`));
   const tag = distinct.size === 1 ? known[0]! : undefined;

@@ -1,11 +1,12 @@
 /**
  * What the ledger records about a message, whatever its verdict, read from its header block (or
- * the first bytes of it): the fields every gate reads, and the first of each field shown.
+ * the first bytes of it): the fields every gate reads, and the first of each field shown (the
+ * Subject decoded within subject-tag.ts `SUBJECT_DECODE_CHARS`).
  */
 import { createHash } from 'node:crypto';
 import { headerBlockReadable, headerBytesReadable, STAMP_PREFIX_BYTES } from './header-block.js';
 import { fieldsNamed, headerEnd, headerPrefixFields, parseHeaderBlock, splitMessage, type HeaderField } from './raw-headers.js';
-import { decodeSubject } from './subject-tag.js';
+import { shownSubject } from './subject-tag.js';
 
 /** What the ledger records about any fetched message, whatever its verdict. */
 export interface MessageFacts {
@@ -63,7 +64,7 @@ function factsOf(fields: HeaderField[], malformedLines: number, raw: Buffer, siz
     size,
     messageId: normalizeMessageId(first(fields, 'message-id')),
     from: first(fields, 'from'),
-    subject: subject === null ? null : decodeSubject(subject),
+    subject: subject === null ? null : shownSubject(subject),
     date: first(fields, 'date'),
   };
 }

@@ -84,6 +84,69 @@ export interface TaskTag {
   taskId: string;
 }
 
+/**
+ * The most Subject fields gate 2 reads for a tag: the one RFC 5322 §3.6 allows and one prepended
+ * (a signed reply re-sent under a second, tagged Subject still verifies when h= does not oversign
+ * it, RFC 6376 §8.15; gate 3 refuses it, and its refusal shows on the task it names). A header
+ * block with more is refused by gate 3's rule at gate 2, none of them decoded: each costs a
+ * decode, and 190 Subjects of encoded words in four charsets fill a 16 KiB prefix (uplink/gates.ts
+ * `taskTag`).
+ */
+export const SUBJECT_FIELDS_READ = 2;
+
+/**
+ * The most characters of Subject values holding an encoded word (`=?`) decoded for one message,
+ * the fields read together. Decoding costs up to about 0.4 ms a KiB (one word after another in
+ * changing charsets); a genuine Subject holds far less (base64 words carry UTF-8 at about 4/3 of its
+ * bytes, so 8 KiB of them carry about 6 KB of text). Past it no tag is read (`no-task-id`), and
+ * the ledger shows the Subject undecoded.
+ */
+export const SUBJECT_DECODE_CHARS = 8 * 1024;
+
+/** What reading the tags of Subject fields did (a test's seam: work, not time): values decoded. */
+export interface SubjectWork {
+  decoded: number;
+}
+
+/** Why {@link subjectTags} read no tag: too many fields, or too many characters of encoded words. */
+export interface SubjectsUnread {
+  over: 'fields' | 'encoded';
+  /** The Subject fields, or the characters of their encoded values. */
+  count: number;
+}
+
+/** Characters of `values` that would be decoded (those holding `=?`; the rest is read as is). */
+function encodedChars(values: readonly string[]): number {
+  return values.reduce((n, v) => n + (v.includes('=?') ? v.length : 0), 0);
+}
+
+/**
+ * The task tags of a message's Subject fields (their values as written, in order), decoded
+ * (RFC 2047), field after field ({@link findTaskTags} of each), within bounds that make the work
+ * independent of how many Subject fields a header block holds: at most {@link SUBJECT_FIELDS_READ}
+ * fields and {@link SUBJECT_DECODE_CHARS} characters of encoded values; past either, nothing is
+ * decoded.
+ * @param work counted into when given
+ * @returns the tags (possibly none), or why none was read
+ */
+export function subjectTags(values: readonly string[], work?: SubjectWork): TaskTag[] | SubjectsUnread {
+  if (values.length > SUBJECT_FIELDS_READ) return { over: 'fields', count: values.length };
+  const encoded = encodedChars(values);
+  if (encoded > SUBJECT_DECODE_CHARS) return { over: 'encoded', count: encoded };
+  return values.flatMap((v) => {
+    if (work) work.decoded++;
+    return findTaskTags(decodeSubject(v));
+  });
+}
+
+/**
+ * A Subject value as the ledger shows it: decoded (RFC 2047), unless its encoded words are over
+ * {@link SUBJECT_DECODE_CHARS}: then as written.
+ */
+export function shownSubject(value: string): string {
+  return encodedChars([value]) > SUBJECT_DECODE_CHARS ? value : decodeSubject(value);
+}
+
 /** `[<TAG>:<uuid>]`; the tag as in the config (`[A-Za-z0-9][A-Za-z0-9_-]{0,31}`), any-case hex. */
 const TASK_TAG = /\[([A-Za-z0-9][A-Za-z0-9_-]{0,31}):([0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})\]/g;
 

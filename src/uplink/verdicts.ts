@@ -7,8 +7,8 @@
 export const VERDICTS = {
   duplicate: "gate 1 / 8a: the same raw bytes (of a header block refused on its provider's stamp: the same first 16 KiB), a replay of authenticated mail (its DKIM signature and Message-ID), or a Message-ID already applied to this task",
   'too-large': 'the message is larger than mailbox.max_message_bytes; refused whole, never cut',
-  'no-task-id': 'gate 2: not exactly one subject tag naming a task id; untagged mail is never instructions',
-  'auth:duplicate-header': 'gate 3: From, Subject, Date and Message-ID must each appear exactly once, Content-Type, Content-Transfer-Encoding and MIME-Version at most once, DKIM-Signature at most 8 times',
+  'no-task-id': 'gate 2: not exactly one subject tag naming a task id (or Subjects holding more than 8 KiB of encoded words, not decoded); untagged mail is never instructions',
+  'auth:duplicate-header': 'gate 3: From, Subject, Date and Message-ID must each appear exactly once (more than two Subject fields: refused at gate 2, none read for a tag), Content-Type, Content-Transfer-Encoding and MIME-Version at most once, DKIM-Signature at most 8 times',
   'auth:from-mismatch': "gate 4: From is not the agent's configured address",
   'auth:no-border': 'gate 5: no Received by the provider from an outside host; nothing can be trusted',
   'auth:no-trusted-results': "gate 5: no Authentication-Results above the border stamped by the provider's authserv-id",

@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { dkimSign } from 'mailauth';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { makeResolver, parseDkimSignatures, signaturesMatching, verifyDkimLocally, type DnsResolver } from '../../../src/uplink/dkim.js';
 import { OFFLOAD_MIN_BYTES, type BudgetTimer } from '../../../src/uplink/offload.js';
 import { parseHeaders } from '../../../src/uplink/raw-headers.js';
@@ -117,6 +117,34 @@ describe('verifyDkimLocally', () => {
     // Keys that answer are used by the worker as they came back.
     const both: DnsResolver = (name, rrtype) => (name === 's2._domainkey.agent.example' ? Promise.resolve([[`v=DKIM1; k=rsa; p=${otherKey.publicKeyB64}`]]) : resolver(name, rrtype));
     expect((await verifyDkimLocally(twice, both, { timer: budget })).map((r) => r.status)).toEqual(['pass', 'pass']);
+  });
+
+  it('looks a small message\'s keys up all at once: DNS that never answers costs one timeout to temperror, not one per signature (was: two, one after another)', async () => {
+    const twice = Buffer.from(await signed(await signed(MESSAGE), { selector: 's2', privateKeyPem: otherKey.privateKeyPem }));
+    expect(twice.length).toBeLessThan(OFFLOAD_MIN_BYTES);
+    const timeoutMs = 5000;
+    const asked: string[] = [];
+    let firstAsked: () => void = () => undefined;
+    const first = new Promise<void>((resolve) => (firstAsked = resolve));
+    const never: DnsResolver = (name) => {
+      asked.push(name);
+      firstAsked();
+      return new Promise(() => undefined);
+    };
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const verified = verifyDkimLocally(twice, never, { timeoutMs });
+      await first;
+      // The injected clock stops short of one timeout: the second lookup is outstanding beside the first.
+      await vi.advanceTimersByTimeAsync(timeoutMs - 1);
+      expect(asked.sort()).toEqual(['s1._domainkey.agent.example', 's2._domainkey.agent.example']);
+      // One timeout later both are temperror, and no key was asked for again.
+      await vi.advanceTimersByTimeAsync(1);
+      expect((await verified).map((r) => [r.s, r.status])).toEqual([['s2', 'temperror'], ['s1', 'temperror']]);
+      expect(asked).toHaveLength(2);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('gives neutral, not fail, for a tampered body (so only pass is accepted)', async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { alignedSignatures, dateInWindow, headerBlockReadable, headerShape, replayedSignature, MAX_DKIM_SIGNATURES, MAX_FROM_CHARS, MAX_HEADER_BLOCK_BYTES, MAX_HEADER_LINES, messageFacts, replyStatus, routingFacts, STAMP_PREFIX_BYTES, taskOpen, tokenHolds, trustedResults } from '../../../src/uplink/gates.js';
+import { alignedSignatures, dateInWindow, headerBlockReadable, headerShape, replayedSignature, MAX_DKIM_SIGNATURES, MAX_FROM_CHARS, MAX_HEADER_BLOCK_BYTES, MAX_HEADER_LINES, messageFacts, replyStatus, routingFacts, STAMP_PREFIX_BYTES, taskOpen, taskTag, tokenHolds, trustedResults } from '../../../src/uplink/gates.js';
+import { SUBJECT_DECODE_CHARS, SUBJECT_FIELDS_READ } from '../../../src/uplink/subject-tag.js';
 import type { ParsedReply } from '../../../src/uplink/reply-format.js';
 import { verifyDkimLocally } from '../../../src/uplink/dkim.js';
 import { corpusAgent, loadManifest, loadZone, profileOf, readMessage, zoneResolver } from '../../helpers/corpus.js';
@@ -171,6 +172,51 @@ describe('gate 1 by signature: bounded work', () => {
     expect(replayedSignature(flood, ledger)).toBeNull();
     expect(asked).toEqual([MAX_DKIM_SIGNATURES]);
     expect(headerShape(flood)).toMatchObject({ verdict: 'auth:duplicate-header' });
+  });
+});
+
+describe('gate 2 reads a bounded number of Subject fields and characters of encoded words', () => {
+  const manifest = loadManifest();
+  const agent = corpusAgent(manifest);
+  const genuine = readMessage('01-genuine-done.eml').toString('latin1');
+  const soup = 'Subject: =?utf-8?Q?=5BGROX?= =?iso-8859-1?B?Og==?= =?koi8-r?Q?x?= =?shift_jis?B?eA==?=\r\n';
+  const withSubjects = (subjects: string): Buffer => Buffer.from(genuine.replace(/^Subject:/m, `${subjects}Subject:`), 'latin1');
+  /** The verdict, reason and task of the ledger row `intake` records for `raw` (the code a mailbox check runs). */
+  const recorded = async (raw: Buffer) => {
+    const store = corpusStore(manifest, { agents: [agent], profile: profileOf(manifest), resolver: zoneResolver(loadZone().records) });
+    try {
+      await store.take(raw);
+      const [row] = store.store.ledger.query({ limit: 1 });
+      return row;
+    } finally {
+      store.close();
+    }
+  };
+
+  it('decodes two Subject fields (a prepended, tagged one names its task) and no Subject of a block with 190 (was: all 191 decoded)', async () => {
+    const work = { decoded: 0 };
+    expect(taskTag(messageFacts(withSubjects(`Subject: Re: [GROK:${manifest.liveTaskId}]\r\n`)), [agent], work)).toMatchObject({ taskId: manifest.liveTaskId });
+    expect(work.decoded).toBe(2);
+    const flood = withSubjects(soup.repeat(190));
+    work.decoded = 0;
+    expect(taskTag(messageFacts(flood), [agent], work)).toEqual({ verdict: 'auth:duplicate-header', reason: `gate 3, at gate 2: 191 Subject headers; exactly one is required, and past ${SUBJECT_FIELDS_READ} none is read for a task tag` });
+    expect(work.decoded).toBe(0);
+    // Recorded with gate 3's verdict, naming no task: the Subjects were not read for one.
+    expect(await recorded(flood)).toMatchObject({ verdict: 'auth:duplicate-header', reason: expect.stringContaining('at gate 2') as unknown, taskId: null });
+  });
+
+  it(`decodes no Subject holding more than ${SUBJECT_DECODE_CHARS} characters of encoded words, tag or not: no-task-id, shown undecoded (was: decoded, and the tag read)`, async () => {
+    const tagged = `=?utf-8?B?${Buffer.from(`Re: [GROK:${manifest.liveTaskId}]`).toString('base64')}?=`;
+    const long = `${tagged}${soup.slice('Subject:'.length).repeat(120)}`.trimEnd();
+    expect(long.length).toBeGreaterThan(SUBJECT_DECODE_CHARS);
+    const raw = Buffer.from(genuine.replace(/^Subject:.*$/m, `Subject: ${long}`), 'latin1');
+    const work = { decoded: 0 };
+    expect(taskTag(messageFacts(raw), [agent], work)).toEqual({ verdict: 'no-task-id', reason: expect.stringMatching(new RegExp(`^gate 2: the Subject holds \\d+ characters of encoded words, over ${SUBJECT_DECODE_CHARS}; not decoded, so no task tag is read$`)) as unknown });
+    expect(work.decoded).toBe(0);
+    expect(await recorded(raw)).toMatchObject({ verdict: 'no-task-id', taskId: null, subject: expect.stringMatching(/^ ?=\?utf-8\?B\?/) as unknown });
+    // Within the bound the same tag is read.
+    const short = Buffer.from(genuine.replace(/^Subject:.*$/m, `Subject: ${tagged}`), 'latin1');
+    expect(taskTag(messageFacts(short), [agent])).toMatchObject({ taskId: manifest.liveTaskId });
   });
 });
 
