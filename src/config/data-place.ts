@@ -2,9 +2,11 @@
  * Whether another user could read or change what the bridge writes: the store (mail, reply tokens,
  * task text) and the log. Its folder, and its files that are there already, must be this user's or
  * root's and writable by no one else; a sticky folder (such as /tmp) may be the folder, as others
- * can add files there but not replace ours (the rule of {@link othersCanWrite}).
+ * can add files there but not replace ours (the rule of {@link othersCanWrite}). A folder missing
+ * at the check is made by the bridge itself, and what stands there afterwards checked again
+ * ({@link prepareDataPlaces}), so another user's mkdir between the check and ours is refused too.
  */
-import { lstatSync, statSync, type Stats } from 'node:fs';
+import { lstatSync, mkdirSync, statSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
 import type { ConfigPlaceProblem } from './config-file.js';
 import { shellLine, shellWord } from './config-path.js';
@@ -69,12 +71,61 @@ export function dataPlacesProblem(storePath: string, logFile: string | undefined
   return log ? { ...log, key: 'log.file' } : null;
 }
 
+/** A test seam of {@link prepareDataPlaces}: called just before the bridge makes a missing folder `dir` (where another user's mkdir would race ours). */
+export interface DataPlaceHooks {
+  beforeMkdir?: (dir: string) => void;
+}
+
 /**
- * Refuses to start on a store or log another user could read or change ({@link dataPlacesProblem}):
- * `serve` calls it before it opens either.
+ * Makes the folders of `file` that are missing, from the top, each with mkdir(2) mode 0700 and
+ * without `recursive` (so one that appeared meanwhile is EEXIST, not silently taken), and checks
+ * each by lstat (a symlink not followed): a folder, this user's or root's, writable by no one
+ * else (a sticky one allowed, {@link othersCanWrite}). So a folder another user made in a shared
+ * sticky parent (/tmp) between the check of {@link dataPlaceProblem} and the mkdir is refused on
+ * the first start, as the next start's check would.
+ * @returns what is wrong with a folder found in the bridge's stead, or null
+ * @throws ConfigError of `key` when a folder cannot be made (EACCES), naming it and the fix
+ */
+function makeDataFolders(file: string, kind: DataKind, key: string, hooks: DataPlaceHooks): ConfigPlaceProblem | null {
+  const missing: string[] = [];
+  for (let d = dirname(file); d !== dirname(d) && statOrNull(d, true) === null; d = dirname(d)) missing.unshift(d);
+  const uid = process.getuid?.();
+  for (const dir of missing) {
+    hooks.beforeMkdir?.(dir);
+    try {
+      mkdirSync(dir, { mode: 0o700 });
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'EEXIST') throw new ConfigError(key, `cannot create ${dir}, the ${kind}'s folder: ${code ?? String(err)}; create it yourself (${shellLine('mkdir', '-m', '700', '-p', dir)}) or set ${key} to a path in a folder of yours`, { cause: err });
+    }
+    const st = lstatSync(dir);
+    const aside = `move ${shellWord(dir)} aside (another user may have made it; do not use what it holds), or set ${key} to a path in a folder of yours`;
+    if (!st.isDirectory()) {
+      return { problem: `${dir}, the ${kind}'s folder, was missing and is now ${st.isSymbolicLink() ? 'a symlink' : 'not a folder'} made by someone else while the bridge was creating it`, fix: aside };
+    }
+    if (uid !== undefined && st.uid !== uid && st.uid !== 0) {
+      return { problem: `${dir}, the ${kind}'s folder, was made by uid ${st.uid} while the bridge was creating it, neither this user (uid ${uid}) nor root, so its owner could read or replace the ${kind}`, fix: aside };
+    }
+    const mode = othersCanWrite(st);
+    if (mode !== null) return { problem: `${dir}, the ${kind}'s folder, is writable by others (mode ${mode}), so they could replace the ${kind}`, fix: shellLine('chmod', 'go-w', dir) };
+  }
+  return null;
+}
+
+/**
+ * Refuses to start on a store or log another user could read or change ({@link dataPlacesProblem}),
+ * and makes their missing folders itself, checking what it gets ({@link makeDataFolders}): `serve`
+ * calls it before it opens either.
  * @throws ConfigError of `store.path` or `log.file`, naming the path and the fix
  */
-export function assertDataPlaces(storePath: string, logFile: string | undefined): void {
+export function prepareDataPlaces(storePath: string, logFile: string | undefined, hooks: DataPlaceHooks = {}): void {
+  const fail = (key: string, p: ConfigPlaceProblem): never => {
+    throw new ConfigError(key, `${p.problem}; ${p.fix.startsWith('chmod ') ? 'run: ' : ''}${p.fix}`);
+  };
   const p = dataPlacesProblem(storePath, logFile);
-  if (p) throw new ConfigError(p.key, `${p.problem}; ${p.fix.startsWith('chmod ') ? 'run: ' : ''}${p.fix}`);
+  if (p) fail(p.key, p);
+  const store = makeDataFolders(storePath, 'store', 'store.path', hooks);
+  if (store) fail('store.path', store);
+  const log = logFile === undefined ? null : makeDataFolders(logFile, 'log', 'log.file', hooks);
+  if (log) fail('log.file', log);
 }
