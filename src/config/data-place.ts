@@ -12,6 +12,7 @@ import type { ConfigPlaceProblem } from './config-file.js';
 import { shellLine, shellWord } from './config-path.js';
 import { ConfigError } from './fields.js';
 import { othersCanWrite } from './file-safety.js';
+import { rolledLogFiles } from '../log.js';
 
 /** What the bridge writes, for the messages: the store (and its SQLite -wal and -shm files) or the log. */
 export type DataKind = 'store' | 'log';
@@ -29,7 +30,8 @@ function statOrNull(p: string, follow: boolean): Stats | null {
 /**
  * Why another user could read or change the `kind` at the absolute `file`, or null: its folder
  * is owned by another user (not root) or writable by others without the sticky bit, or one of its
- * files already there (the store's `-wal` and `-shm` too) is owned by another user (not root) or
+ * files already there (the store's `-wal` and `-shm` too; the log's numbered files, which are what
+ * pino-roll writes and rotates: src/log.ts `rolledLogFiles`) is owned by another user (not root) or
  * writable by others. A store another user can reach leaks the task text and reply tokens, and
  * one they can write takes their tasks and answers (SQLite reads a WAL file it finds).
  * @param key the config key that sets the path (`store.path`, `log.file`), for the fix
@@ -47,7 +49,7 @@ export function dataPlaceProblem(file: string, kind: DataKind, key: string): Con
     const mode = othersCanWrite(d);
     if (mode !== null) return { problem: `${dir}, the ${kind}'s folder, is writable by others (mode ${mode}), so they could replace the ${kind}`, fix: shellLine('chmod', 'go-w', dir) };
   }
-  const files = kind === 'store' ? [file, `${file}-wal`, `${file}-shm`] : [file];
+  const files = kind === 'store' ? [file, `${file}-wal`, `${file}-shm`] : [file, ...rolledLogFiles(file).map(([f]) => f)];
   for (const f of files) {
     const st = statOrNull(f, false);
     if (st === null) continue;

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { doctor } from '../../../src/cli/doctor.js';
 import { loadConfig } from '../../../src/config/config.js';
-import { prepareDataPlaces } from '../../../src/config/data-place.js';
+import { dataPlaceProblem, prepareDataPlaces } from '../../../src/config/data-place.js';
 import { makeConfigDir, minimalToml } from '../../helpers/config-dir.js';
 import { NOBODY, tempFolders } from '../../helpers/temp-folders.js';
 
@@ -94,6 +94,22 @@ describe('the store and log places', () => {
     const ours = folder(0o700);
     const logs = sub(folder(0o755), 'logs', 0o777);
     expect(() => prepareDataPlaces(join(ours, 'm.sqlite'), join(logs, 'bridge.log'))).toThrow(`log.file: ${logs}, the log's folder, is writable by others (mode 0777), so they could replace the log; run: chmod go-w ${logs}`);
+  });
+
+  it("refuses the log's numbered files (what pino-roll writes and rotates) as the store's: writable by others, or another user's", () => {
+    const logs = folder(0o700);
+    const file = join(logs, 'bridge.log');
+    const rotated = join(logs, 'bridge.3.log');
+    writeFileSync(rotated, '');
+    chmodSync(rotated, 0o666);
+    expect(() => prepareDataPlaces(join(folder(0o700), 'm.sqlite'), file)).toThrow(`log.file: ${rotated} is writable by others (mode 0666), so they could change the log; run: chmod go-w ${rotated}`);
+    chmodSync(rotated, 0o600);
+    if (uid === 0) {
+      chownSync(rotated, NOBODY, NOBODY);
+      expect(dataPlaceProblem(file, 'log', 'log.file')?.problem).toBe(`${rotated} is owned by uid ${NOBODY}, neither this user (uid ${uid}) nor root, so its owner could read or change the log`);
+      chownSync(rotated, uid, uid);
+    }
+    expect(dataPlaceProblem(file, 'log', 'log.file')).toBeNull();
   });
 
   it.runIf(uid === 0)("doctor fails the store check on another user's store folder (the store not made yet)", async () => {
