@@ -63,6 +63,25 @@ export function dataPlaceProblem(file: string, kind: DataKind, key: string): Con
 }
 
 /**
+ * The store's files (the store, its -wal and -shm) that exist and are readable by group or others
+ * (`mode & 0o044`), with the mode of the first, or null. Not refused (its folder may keep others
+ * out), but `doctor` warns: they hold the agents' answers, task text and reply tokens. A store
+ * made by this version is 0600 (src/store/db.ts); an older one was 0644 under umask 022.
+ * @returns `{ files, mode }` (`mode` octal, `0644`)
+ */
+export function storeReadableByOthers(storePath: string): { files: string[]; mode: string } | null {
+  const files: string[] = [];
+  let mode = '';
+  for (const f of [storePath, `${storePath}-wal`, `${storePath}-shm`]) {
+    const st = statOrNull(f, true);
+    if (st === null || (st.mode & 0o044) === 0) continue;
+    files.push(f);
+    mode ||= (st.mode & 0o777).toString(8).padStart(4, '0');
+  }
+  return files.length === 0 ? null : { files, mode };
+}
+
+/**
  * {@link dataPlaceProblem} of the store and of the log file (when there is one), the first found.
  * @returns the problem with the config key it is about, or null
  */

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { doctor } from '../../../src/cli/doctor.js';
 import { loadConfig } from '../../../src/config/config.js';
 import { dataPlaceProblem, prepareDataPlaces } from '../../../src/config/data-place.js';
+import { Store } from '../../../src/store/store.js';
 import { makeConfigDir, minimalToml } from '../../helpers/config-dir.js';
 import { NOBODY, tempFolders } from '../../helpers/temp-folders.js';
 
@@ -110,6 +111,24 @@ describe('the store and log places', () => {
       chownSync(rotated, uid, uid);
     }
     expect(dataPlaceProblem(file, 'log', 'log.file')).toBeNull();
+  });
+
+  it("doctor warns of a store file readable by others, with the shell-quoted chmod 600", async () => {
+    const c = makeConfigDir(minimalToml().replace('state/bridge.sqlite', "my state/bridge.sqlite"));
+    removeAfter(c.dir);
+    const store = join(c.dir, 'my state', 'bridge.sqlite');
+    Store.open(store).close();
+    expect((await doctor(c.configPath)).checks.find((x) => x.name === 'store mode')).toBeUndefined();
+    chmodSync(store, 0o644);
+    // The store check's read-only open makes a -wal of the store file's mode: it is named too.
+    const r = await doctor(c.configPath);
+    expect(r.checks.find((x) => x.name === 'store mode')).toEqual({
+      name: 'store mode',
+      status: 'warn',
+      detail: `${store}, ${store}-wal are readable by others (mode 0644); the store holds the agents' answers, task text and reply tokens`,
+      fix: `chmod 600 '${store}' '${store}-wal'`,
+    });
+    expect(r.checks.find((x) => x.name === 'store')?.status).toBe('ok');
   });
 
   it.runIf(uid === 0)("doctor fails the store check on another user's store folder (the store not made yet)", async () => {
