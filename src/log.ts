@@ -125,6 +125,9 @@ export async function createServiceLogger(c: LogConfig, o: { terminal?: boolean 
     limit: { count: c.maxFiles + 1, removeOtherLogFiles: true },
     mkdir: true,
     sync: true,
+    // Each file it creates (at start and at every rotation) readable by this user only: the log
+    // holds task ids, agents and verdicts.
+    mode: 0o600,
   });
   return createLogger(c.level, destination);
 }

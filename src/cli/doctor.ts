@@ -2,7 +2,7 @@ import { statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { readConfigAndPlace, type ConfigPlaceProblem } from '../config/config-file.js';
-import { dataPlaceProblem } from '../config/data-place.js';
+import { dataPlaceProblem, storeReadableByOthers } from '../config/data-place.js';
 import { ConfigError, loadConfig, type Config } from '../config/config.js';
 import { tomlSyntaxMessage } from '../config/toml-syntax.js';
 import { exampleIdentities, exampleIdentitiesText } from '../config/example-identities.js';
@@ -209,6 +209,14 @@ function checkStore(path: string): Check {
   }
 }
 
+/** A warning when the store's files are readable by others (src/config/data-place.ts, storeReadableByOthers); null when none is. */
+function checkStoreMode(path: string): Check | null {
+  const r = storeReadableByOthers(path);
+  if (!r) return null;
+  const what = r.files.length === 1 ? `${r.files[0]} is` : `${r.files.join(', ')} are`;
+  return { name: 'store mode', status: 'warn', detail: `${what} readable by others (mode ${r.mode}); the store holds the agents' answers, task text and reply tokens`, fix: shellLine('chmod', '600', ...r.files) };
+}
+
 /** The log file's place, by the rule serve applies before it writes there (src/config/data-place.ts). */
 function checkLogPlace(file: string): Check {
   const unsafe = dataPlaceProblem(file, 'log', 'log.file');
@@ -320,6 +328,8 @@ export async function doctor(configFile: string): Promise<DoctorReport> {
     checks.push({ name: 'store, mailbox, webhook', status: 'skip', detail: 'not checked without a valid config', fix: 'fix the config first' });
   } else {
     checks.push(checkStore(config.store.path));
+    const storeMode = checkStoreMode(config.store.path);
+    if (storeMode) checks.push(storeMode);
     if (config.log.file !== undefined) checks.push(checkLogPlace(config.log.file));
     checks.push(await (await import('./doctor-mail.js')).checkLatestTaggedMail(config));
     const passwordOk = secretChecks.find((c) => c.name === 'secret mailbox.imap.password_file')?.status !== 'fail';

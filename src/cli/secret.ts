@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants, existsSync, fchmodSync, lstatSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
-import { readConfigText } from '../config/config-file.js';
+import { readCheckedConfig } from '../config/config-file.js';
 import { ConfigError } from '../config/config.js';
 import { commandLine, missingConfigFix, shellWord } from '../config/config-path.js';
 import { tomlSyntaxMessage } from '../config/toml-syntax.js';
@@ -98,20 +98,25 @@ function nextStep(kind: SecretKind, ref: SecretRef, agentName: string | undefine
  * config names — the facade's bearer (32 random bytes as hex) or an agent's Standard Webhooks
  * signing secret (`whsec_` + base64 of 32 random bytes) — with mode 0600, creating its folder
  * (0700) when missing. The config is read as TOML only, so this works while the secret it makes
- * is missing. The secret is never printed. The IMAP password and a webhook trigger token are
+ * is missing; its place is checked as `serve` checks it (a config another user could change
+ * would choose where the secret goes). The secret is never printed. The IMAP password and a webhook trigger token are
  * issued elsewhere: for those it says how to write the file.
  *
  * @returns the exit code (0)
- * @throws UsageError for an unknown name; ConfigError for a config that does not parse;
+ * @throws UsageError for an unknown name; ConfigError for a config that does not parse or whose
+ *   place another user could change;
  *   CliFailure when the file exists without `--force`, or the kind cannot be generated
  */
 export function runSecretNew(configFile: string, name: string, o: SecretNewOptions): number {
   const file = isAbsolute(configFile) ? configFile : resolve(configFile);
   let text: string;
   try {
-    text = readConfigText(file);
+    // The read serve and doctor make: the config's place checked (owner, folders up to /, symlink
+    // owners) and exactly the checked file read (src/config/config-file.ts), since what it names
+    // decides where the new secret is written.
+    text = readCheckedConfig(file);
   } catch (err) {
-    // Not a regular file, or too large: the loader's message says what to fix.
+    // Its place unsafe, not a regular file, or too large: the loader's message says what to fix.
     const code = ((err as Error).cause as NodeJS.ErrnoException | undefined)?.code;
     if (code === undefined) throw err;
     const fix = code === 'ENOENT' || code === 'ENOTDIR' ? `; ${missingConfigFix(file)}` : '';

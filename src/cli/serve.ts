@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { startApp } from '../app.js';
 import { loadConfig } from '../config/config.js';
-import { assertDataPlaces } from '../config/data-place.js';
+import { prepareDataPlaces } from '../config/data-place.js';
 import type { CheckSummary } from '../core/mail-check.js';
 import { createServiceLogger, rolledLogFiles, underSystemd } from '../log.js';
 import { startupSummary } from './serve-summary.js';
@@ -17,7 +17,7 @@ import { saveStartCodeCache } from './code-cache.js';
 export async function serve(configFile: string, o: { logLevel?: string }): Promise<void> {
   const config = loadConfig(configFile);
   // A store or log another user can reach leaks task text and tokens, or takes answers: refused before either is opened.
-  assertDataPlaces(config.store.path, config.log.file);
+  prepareDataPlaces(config.store.path, config.log.file);
   const level = o.logLevel ?? config.log.level;
   const terminal = process.stderr.isTTY;
   const log = await createServiceLogger({ ...config.log, level }, { terminal });

@@ -10,6 +10,7 @@ import { TASK_STATES, TERMINAL_STATES, type TaskState } from '../store/task-stat
 import { clean, isoJson, printJson } from './format.js';
 import { probeHealth, type HealthProbe } from './health-probe.js';
 import { storeBytes } from './serve-summary.js';
+import { defaultKind, LAUNCHD_LABEL, SYSTEMD_UNIT } from './service.js';
 
 /** How many failing webhooks and refused-reply tasks the summary lists. */
 const LIST_LIMIT = 10;
@@ -21,9 +22,11 @@ export interface StatusReport {
   /**
    * `answering`: a bridge answers /health at server.listen; `sameStore`: it serves this config's
    * store (false: a bridge of another config; null: not answering, or it does not say which store);
-   * `why`: what was wrong, when something was.
+   * `why`: what was wrong, when something was; `storeNamed`: whether its /health named a store
+   * to this config's bearer (false: it does not take this bearer, so another config's bridge, or
+   * one started before this config's bearer changed; null: not answering, or the bearer unread).
    */
-  bridge: { answering: boolean; url: string; status: string | null; version: string | null; sameStore: boolean | null; why: string | null };
+  bridge: { answering: boolean; url: string; status: string | null; version: string | null; sameStore: boolean | null; why: string | null; storeNamed: boolean | null };
   store: { path: string; exists: boolean; bytes: number };
   tasks: { open: number; finished: number; byState: Partial<Record<TaskState, number>> } | null;
   mailbox: { kind: string; lastCheckAt: string | null; lastResult: string | null; lastError: string | null; errorSince: string | null; lastRecordedAt: string | null; lastVerdict: string | null } | null;
@@ -59,8 +62,8 @@ export async function statusReport(config: Config, now: number): Promise<StatusR
   const report: StatusReport = {
     config: config.file,
     bridge: probe.up
-      ? { answering: true, url: probe.url, status: String(probe.health.status), version: String(probe.health.version), sameStore: probe.sameStore, why: storeWhy(probe) }
-      : { answering: false, url: probe.url, status: null, version: null, sameStore: null, why: probe.why },
+      ? { answering: true, url: probe.url, status: String(probe.health.status), version: String(probe.health.version), sameStore: probe.sameStore, why: storeWhy(probe), storeNamed: probe.sameStore === null ? null : probe.stores.answering !== null }
+      : { answering: false, url: probe.url, status: null, version: null, sameStore: null, why: probe.why, storeNamed: null },
     store: { path, exists, bytes: exists ? storeBytes(path) : 0 },
     tasks: null,
     mailbox: null,
@@ -86,6 +89,28 @@ export async function statusReport(config: Config, now: number): Promise<StatusR
   return report;
 }
 
+/**
+ * The commands that restart this config's bridge: the service's (`systemctl --user restart`, or
+ * `launchctl kickstart -k` on macOS: src/cli/service.ts) and, for one run by hand, `serve`.
+ */
+export function restartCommands(configFile: string, platform: NodeJS.Platform = process.platform, uid = process.getuid?.() ?? 501): string {
+  const service = defaultKind(platform) === 'launchd' ? `launchctl kickstart -k gui/${uid}/${LAUNCHD_LABEL}` : `systemctl --user restart ${SYSTEMD_UNIT}`;
+  return `${service} (as a service), or stop it and run ${commandLine(configFile, 'serve')}`;
+}
+
+/**
+ * The `bridge` line of a bridge that is not this config's (`r.bridge.sameStore` false). The
+ * fingerprint /health shows is keyed with the bearer and shown only to it (docs/architecture.md,
+ * "Operating"), so a bridge that names no store to this config's bearer does not take that bearer:
+ * another config's, or this config's started before its bearer changed; one that names another
+ * store takes the bearer and serves another store.path. Either may be this config's bridge from
+ * before an edit: then a restart is the fix.
+ */
+function otherBridgeLine(r: StatusReport, at: string): string {
+  const changed = r.bridge.storeNamed === false ? "this config's bearer (server.bearer_file) changed" : "this config's store.path changed";
+  return `bridge    NOT this config's: the bridge answering at ${at} serves another store than ${r.store.path} or has another server.bearer (${r.bridge.why}); it was started with another config, or ${changed} since that bridge started — restart it: ${restartCommands(r.config)}; if it is another config's, stop it or give this config another server.listen`;
+}
+
 /** The human summary: one labelled line per subject, a line per failing webhook and refused-reply task, each with the command that tells more. */
 export function formatStatus(r: StatusReport, now: number): string {
   const ago = (t: string | null): string => (t === null ? '' : ` (${humanDuration(now - Date.parse(t))} ago)`);
@@ -97,7 +122,7 @@ export function formatStatus(r: StatusReport, now: number): string {
     !r.bridge.answering
       ? `bridge    not answering at ${at} (${r.bridge.why}); start it: ${cmd('serve')}, or ${cmd('service status')}`
       : r.bridge.sameStore === false
-        ? `bridge    NOT this config's: the bridge answering at ${at} serves another store than ${r.store.path} or has another server.bearer (${r.bridge.why}); it was started with another config (or before server.bearer changed): stop it, or give this config another server.listen`
+        ? otherBridgeLine(r, at)
         : r.bridge.sameStore === null
           ? `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status}), but whether it serves ${r.store.path} cannot be told: ${r.bridge.why}`
           : `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status})`,
@@ -146,7 +171,8 @@ export function formatStatus(r: StatusReport, now: number): string {
  * init-script `status` codes (and `systemctl status`) do: the rest of the report is information.
  *
  * @returns {@link STATUS_EXIT}: 0 this config's bridge answers /health; 3 it does not (not running,
- *   not on this address, or the bridge answering there serves another store: another config's);
+ *   not on this address, or the bridge answering there serves another store: another config's,
+ *   or this config's started before its bearer or store.path changed);
  *   4 it cannot be told (server.listen has port 0, or this config's server.bearer cannot be read)
  * @throws ConfigError, StoreError
  */

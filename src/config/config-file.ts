@@ -107,28 +107,6 @@ function readOpen(fd: number, file: string, st: Stats): string {
   return buf.subarray(0, got).toString('utf8');
 }
 
-/**
- * The config file's text, for a command that only looks at it (`secret`): opened by its path,
- * symlinks followed, with no check of its place; see {@link readCheckedConfig}.
- * @throws ConfigError as readCheckedConfig, without the place and swap refusals
- */
-export function readConfigText(file: string): string {
-  let fd: number;
-  try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
-  } catch (err) {
-    throw cannotRead(file, err);
-  }
-  try {
-    return readOpen(fd, file, fstatSync(fd));
-  } catch (err) {
-    if (err instanceof ConfigError) throw err;
-    throw cannotRead(file, err);
-  } finally {
-    closeSync(fd);
-  }
-}
-
 /** What is wrong with where the config file is, and the command that fixes it. */
 export interface ConfigPlaceProblem {
   /** A sentence naming the path and who could change it (`/x is writable by others (mode 0777), so …`). */

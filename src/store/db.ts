@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { mkdirSync, statSync, type Stats } from 'node:fs';
+import { closeSync, constants, mkdirSync, openSync, statSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
 import { registerStoreFunctions } from './compact.js';
 import { MIGRATIONS } from './migrations.js';
@@ -55,7 +55,10 @@ export interface OpenOptions {
  *   written by a newer schema; such a file is left unchanged.
  */
 export function openDb(path: string | Buffer, options: OpenOptions = {}): Db {
-  if (typeof path === 'string' && path !== ':memory:' && !options.readOnly) mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  if (typeof path === 'string' && path !== ':memory:' && !options.readOnly) {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    createPrivate(path);
+  }
   const name = typeof path === 'string' ? path : '(image in memory)';
   if (typeof path === 'string' && path !== ':memory:') refuseNonFile(path);
   let db: Db;
@@ -131,6 +134,24 @@ export function openDb(path: string | Buffer, options: OpenOptions = {}): Db {
     }
     throw new StoreError(`the store ${name} cannot be used: ${(err as Error).message}`, { cause: err });
   }
+}
+
+/**
+ * Creates the store file empty with mode 0600 when nothing is at `path` (O_EXCL, O_NOFOLLOW: one
+ * that appeared meanwhile, or a symlink, is left alone), so the store is private from its first
+ * byte: SQLite would create it 0644 under umask 022, and makes its -wal and -shm with the store
+ * file's mode (sqlite3 os_unix.c, findCreateFileMode). The store holds the agents' answers, task
+ * text and reply tokens. An empty file is a new database to SQLite. An error (EEXIST: a file is
+ * there; EACCES) leaves the open that follows to say what is wrong, as before.
+ */
+function createPrivate(path: string): void {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  } catch {
+    return;
+  }
+  closeSync(fd);
 }
 
 /**

@@ -8,6 +8,8 @@ declare module 'pino-roll' {
     extension?: string;
     mkdir?: boolean;
     sync?: boolean;
+    /** The mode of each file it creates (SonicBoom's `mode`), before the umask. */
+    mode?: number;
     /** `count` files kept; with `removeOtherLogFiles`, the current one included, whichever process wrote them. */
     limit?: { count?: number; removeOtherLogFiles?: boolean };
   }): Promise<DestinationStream>;

@@ -9,7 +9,7 @@ import { hermesBody } from '../../helpers/bridge-harness.js';
 import { runCli } from '../../helpers/cli.js';
 import type { RpcAnswer, V1SendResult } from '../../helpers/rpc-json.js';
 import type { V1Task } from '../../../src/a2a/wire.js';
-import type { StatusReport } from '../../../src/cli/status.js';
+import { restartCommands, type StatusReport } from '../../../src/cli/status.js';
 import type { TaskJson } from '../../../src/cli/tasks.js';
 import { storeFingerprint } from '../../../src/core/store-fingerprint.js';
 import { makeConfigDir, minimalToml, TEST_BEARER, writeSecret, type ConfigDir } from '../../helpers/config-dir.js';
@@ -104,7 +104,7 @@ describe('status of another config whose server.listen is the same address', () 
       const r = await runCli(['--config', b.configPath, 'status']);
       expect(r.status, r.stderr).toBe(3);
       expect(r.stdout).toContain(
-        `bridge    NOT this config's: the bridge answering at ${app.server.baseUrl} serves another store than ${join(b.dir, 'state', 'bridge.sqlite')} or has another server.bearer (its /health names store ${storeFingerprint(app.bridge.ctx.config.store.path, app.bridge.ctx.config.server.bearer)}, this config's is ${storeFingerprint(join(b.dir, 'state', 'bridge.sqlite'), b.bearer)}); it was started with another config (or before server.bearer changed): stop it, or give this config another server.listen\n`,
+        `bridge    NOT this config's: the bridge answering at ${app.server.baseUrl} serves another store than ${join(b.dir, 'state', 'bridge.sqlite')} or has another server.bearer (its /health names store ${storeFingerprint(app.bridge.ctx.config.store.path, app.bridge.ctx.config.server.bearer)}, this config's is ${storeFingerprint(join(b.dir, 'state', 'bridge.sqlite'), b.bearer)}); it was started with another config, or this config's store.path changed since that bridge started — restart it: ${restartCommands(b.configPath)}; if it is another config's, stop it or give this config another server.listen\n`,
       );
       expect(r.stdout).not.toContain('bridge    answering');
       const j = JSON.parse((await runCli(['--config', b.configPath, 'status', '--json'])).stdout) as StatusReport;
@@ -123,7 +123,9 @@ describe('status of another config whose server.listen is the same address', () 
       writeSecret(b.dir, 'bearer', `${b.bearer}-another`);
       const r = await runCli(['--config', b.configPath, 'status']);
       expect(r.status, r.stderr).toBe(3);
-      expect(r.stdout).toContain("or has another server.bearer (its /health names no store to this config's server.bearer); it was started with another config");
+      expect(r.stdout).toContain(
+        `or has another server.bearer (its /health names no store to this config's server.bearer); it was started with another config, or this config's bearer (server.bearer_file) changed since that bridge started — restart it: ${restartCommands(b.configPath)};`,
+      );
     } finally {
       rmSync(b.dir, { recursive: true, force: true });
     }

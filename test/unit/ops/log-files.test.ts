@@ -45,6 +45,8 @@ describe('the service log files stay bounded', () => {
     await new Promise<void>((resolve) => log.flush(() => resolve()));
     const sizes = rolledLogFiles(file).map(([path]) => statSync(path).size);
     expect(sizes.length).toBeGreaterThan(10);
+    // Each file, the first and every one a rotation opened, readable by this user only.
+    for (const [path] of rolledLogFiles(file)) expect(statSync(path).mode & 0o777, path).toBe(0o600);
     // At most the size plus the lines of one event-loop turn (100 × ~560 bytes).
     for (const size of sizes) expect(size).toBeLessThanOrEqual(MB + 64 * 1024);
   });
