@@ -68,6 +68,7 @@ describe('serve holds its store: a second serve on it is refused', () => {
     expect((JSON.parse(backup.stdout) as BackupReport).file).toBe(join(a.dir, 'copy.sqlite'));
     const doctor = JSON.parse((await cli('doctor', '--json')).stdout) as DoctorReport;
     expect(doctor.checks.find((c) => c.name === 'store')?.status).toBe('ok');
+    expect(doctor.checks.find((c) => c.name === 'listen')).toEqual({ name: 'listen', status: 'ok', detail: `127.0.0.1:${port} is taken by this config's bridge, which is running (its /health names this config's store)` });
 
     // SIGKILL: no clean-up ran, the note names a dead pid; the kernel dropped the lock.
     first.child.kill('SIGKILL');
