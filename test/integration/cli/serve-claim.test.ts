@@ -1,14 +1,14 @@
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { BackupReport } from '../../../src/cli/backup.js';
 import type { DoctorReport } from '../../../src/cli/doctor.js';
 import { runCli } from '../../helpers/cli.js';
 import { makeConfigDir, minimalToml, type ConfigDir } from '../../helpers/config-dir.js';
 import { freePort } from '../../helpers/free-port.js';
 import { IDS, buildStore } from '../../helpers/store-fixture.js';
-import { killAll, spawnCli, startBridgeProcess } from '../faults/bridge-process.js';
+import { killAll, spawnCli, startBridgeProcess, type BridgeProcess } from '../faults/bridge-process.js';
 
 /**
  * One `serve` per store (src/store/serve-claim.ts), with real processes: a second bridge whose
@@ -17,7 +17,6 @@ import { killAll, spawnCli, startBridgeProcess } from '../faults/bridge-process.
  * a serve that cannot listen leaves no store behind (src/app.ts claimForServe).
  */
 const dirs: ConfigDir[] = [];
-afterEach(killAll);
 afterAll(() => {
   for (const d of dirs) rmSync(d.dir, { recursive: true, force: true });
 });
@@ -34,27 +33,35 @@ function config(listen: string, o: { store?: string; maildir?: string } = {}): C
 }
 
 describe('serve holds its store: a second serve on it is refused', () => {
-  it('refused while the first runs, naming its pid, address and config; read commands work beside it; taken over after a SIGKILL', async () => {
-    const port = await freePort();
-    const a = config(`127.0.0.1:${port}`);
-    const store = join(a.dir, 'state', 'bridge.sqlite');
+  let port: number;
+  let a: ConfigDir;
+  let b: ConfigDir;
+  let store: string;
+  let first: BridgeProcess;
+  beforeAll(async () => {
+    port = await freePort();
+    a = config(`127.0.0.1:${port}`);
+    store = join(a.dir, 'state', 'bridge.sqlite');
     mkdirSync(join(a.dir, 'state'), { mode: 0o700 });
     buildStore(store, Date.now()).close();
-    const first = await startBridgeProcess(a.configPath);
+    first = await startBridgeProcess(a.configPath);
     // The trial's second config: the same store, Maildir (and log) as the first, another server.listen.
-    const b = config('127.0.0.1:0', { store, maildir: join(a.dir, 'Maildir') });
+    b = config('127.0.0.1:0', { store, maildir: join(a.dir, 'Maildir') });
+  });
+  afterAll(killAll);
 
+  it('refused while the first runs, naming its pid, address and config; the claim files are private', async () => {
     const refused = await runCli(['--config', b.configPath, 'serve']);
     expect(refused.status).toBe(2);
     expect(refused.stderr).toBe(
       `a2a-mailbridge: the store ${store} is in use by another a2a-mailbridge serve (pid ${first.child.pid}, listening at 127.0.0.1:${port}, started with the config ${a.configPath}): two bridges on one store would both read the mailbox and send the same webhooks; stop that bridge first (kill ${first.child.pid}, or its service), or give this config its own store.path\n`,
     );
     expect(first.child.exitCode).toBeNull();
-    // The claim's files are private, like the store.
     expect(statSync(`${store}-serve.lock`).mode & 0o777).toBe(0o600);
     expect(statSync(`${store}-serve.json`).mode & 0o777).toBe(0o600);
+  });
 
-    // The read commands (and the writes that are not serve) open the store beside the bridge.
+  it('the read commands (status, tasks, show, ledger, prune --dry-run, backup, doctor) work beside the running bridge', async () => {
     const cli = (...args: string[]) => runCli(['--config', a.configPath, ...args]);
     expect((await cli('status')).status).toBe(0);
     const tasks = await cli('tasks', '--json');
@@ -69,7 +76,9 @@ describe('serve holds its store: a second serve on it is refused', () => {
     const doctor = JSON.parse((await cli('doctor', '--json')).stdout) as DoctorReport;
     expect(doctor.checks.find((c) => c.name === 'store')?.status).toBe('ok');
     expect(doctor.checks.find((c) => c.name === 'listen')).toEqual({ name: 'listen', status: 'ok', detail: `127.0.0.1:${port} is taken by this config's bridge, which is running (its /health names this config's store)` });
+  }, 180_000);
 
+  it('the claim of a bridge killed with SIGKILL is taken over', async () => {
     // SIGKILL: no clean-up ran, the note names a dead pid; the kernel dropped the lock.
     first.child.kill('SIGKILL');
     await first.exited;
@@ -82,7 +91,7 @@ describe('serve holds its store: a second serve on it is refused', () => {
     expect(again.stderr).toMatch(new RegExp(`in use by another a2a-mailbridge serve \\(pid ${second.child.pid}, listening at 127\\.0\\.0\\.1:\\d+, started with the config ${b.configPath}\\)`));
     await second.stop();
     expect(existsSync(`${store}-serve.json`)).toBe(false); // a clean stop drops its note
-  });
+  }, 120_000);
 });
 
 describe('serve that cannot listen', () => {
