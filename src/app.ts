@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { renderPush } from './a2a/push-wire.js';
@@ -10,7 +11,8 @@ import { startWatcher, type Watcher } from './core/watcher.js';
 import { imapIdleFeed, maildirFeed, type ChangeFeed } from './uplink/change-feed.js';
 import { recoverAtStart } from './core/recover.js';
 import { webhookDispatcher } from './downlink/deliver.js';
-import { Store } from './store/store.js';
+import { claimStore, Store, type StoreClaim } from './store/store.js';
+import { probeListen } from './a2a/listen-probe.js';
 import { makeResolver, type DnsResolver } from './uplink/dkim.js';
 import { ImapMailbox } from './uplink/imap-mailbox.js';
 import type { Mailbox } from './uplink/mailbox.js';
@@ -51,6 +53,8 @@ export interface AppOptions extends Omit<BuildOptions, 'metrics'> {
   upkeepEveryMs?: number;
   /** How long the watcher on demand outlives its last holder, in ms (default WATCH_LINGER_MS, src/core/watch-demand.ts). */
   watchLingerMs?: number;
+  /** The claim on the store, taken by {@link claimForServe} already (serve takes it before its log); the app releases it. */
+  claim?: StoreClaim;
 }
 
 /** A bridge on its store, mailbox and webhook dispatcher, without a server. */
@@ -113,24 +117,65 @@ export interface App {
   close(): Promise<void>;
 }
 
+/** `host:port` of `server.listen`, an IPv6 host in brackets. */
+function listenText(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
 /**
- * `serve`: builds the bridge ({@link buildBridge}), resumes interrupted dispatches and starts the
- * loopback server, then the watcher when `mailbox.watch` is on. The store is ready before the
- * socket listens, so no call can reach a half-built bridge.
+ * That `server.listen` can be bound now (bound and closed at once): `serve` asks before it makes
+ * its store and log folders, so a bridge that cannot listen leaves nothing behind.
+ * @throws the bind error (EADDRINUSE…) or ListenError
+ */
+export function probeServeListen(config: Config): Promise<void> {
+  return probeListen(config.server.host, config.server.port);
+}
+
+/**
+ * What `serve` makes sure of before it touches the store: that `server.listen` can be bound (a
+ * bridge that cannot listen creates, or migrates, no store), then that no other `serve` runs on
+ * this store, by taking the claim (src/store/serve-claim.ts) that it holds until it closes.
  *
- * @throws StoreError, ListenError, or the listen error (EADDRINUSE…)
+ * `probed`: the caller has just made the first check ({@link probeServeListen}).
+ * @throws the bind error (EADDRINUSE…) or ListenError; StoreInUseError naming the other bridge and
+ *   the fix; StoreError when the lock file cannot be made
+ */
+export async function claimForServe(config: Config, o: { probed?: boolean } = {}): Promise<StoreClaim> {
+  const { host, port } = config.server;
+  if (!o.probed) await probeListen(host, port);
+  return claimStore(config.store.path, { listen: listenText(host, port), config: config.file });
+}
+
+/**
+ * `serve`: takes the claim on the store ({@link claimForServe}, unless given), builds the bridge
+ * ({@link buildBridge}), resumes interrupted dispatches and starts the loopback server, then the
+ * watcher when `mailbox.watch` is on. The store is ready before the socket listens, so no call can
+ * reach a half-built bridge. The claim is released when the app closes, or when the start fails.
+ *
+ * @throws StoreError, StoreInUseError (another serve holds the store), ListenError, or the listen
+ *   error (EADDRINUSE…)
  */
 export async function startApp(config: Config, o: AppOptions): Promise<App> {
-  const built = buildBridge(config, { ...o, metrics: true });
+  const claim = o.claim ?? (await claimForServe(config));
+  let built: BuiltBridge;
+  try {
+    built = buildBridge(config, { ...o, metrics: true });
+  } catch (err) {
+    claim.release();
+    throw err;
+  }
   const { bridge } = built;
-  recoverAtStart(bridge.ctx);
   let server: RunningServer;
   try {
+    recoverAtStart(bridge.ctx);
     server = await startServer(config, bridge, o.log);
   } catch (err) {
     await built.close();
+    claim.release();
     throw err;
   }
+  const bound = server.server.address() as AddressInfo;
+  claim.listening(listenText(bound.address, bound.port));
   bridge.resume();
   bridge.push.start(renderPush);
   const feed = (): ChangeFeed | null =>
@@ -165,6 +210,7 @@ export async function startApp(config: Config, o: AppOptions): Promise<App> {
       await demand?.stop();
       await server.close();
       await built.close();
+      claim.release();
     },
   };
 }

@@ -12,6 +12,7 @@ import { Store, StoreError } from '../store/store.js';
 import { TERMINAL_STATES, type TaskState } from '../store/task-state.js';
 import { openMailbox } from '../app.js';
 import { MailboxError } from '../uplink/mailbox.js';
+import { checkListen } from './doctor-listen.js';
 import { unusedSecretChecks } from './doctor-unused-secrets.js';
 import { mailboxFix } from './mailbox-fix.js';
 import { plural } from '../plural.js';
@@ -330,6 +331,7 @@ export async function doctor(configFile: string): Promise<DoctorReport> {
     checks.push(checkStore(config.store.path));
     const storeMode = checkStoreMode(config.store.path);
     if (storeMode) checks.push(storeMode);
+    checks.push(await checkListen(config));
     if (config.log.file !== undefined) checks.push(checkLogPlace(config.log.file));
     checks.push(await (await import('./doctor-mail.js')).checkLatestTaggedMail(config));
     const passwordOk = secretChecks.find((c) => c.name === 'secret mailbox.imap.password_file')?.status !== 'fail';
@@ -369,8 +371,9 @@ export function formatDoctor(r: DoctorReport): string {
 
 /**
  * `a2a-mailbridge doctor [--json]`: checks the config, each secret file, the store (read-only),
- * the mailbox (IMAP login and EXAMINE, or the Maildir folders), each webhook's DNS and TCP/TLS
- * reachability without waking the agent, and the configured DNS servers; prints the Hermes snippet.
+ * that server.listen can be bound (or is held by this config's running bridge), the mailbox (IMAP
+ * login and EXAMINE, or the Maildir folders), each webhook's DNS and TCP/TLS reachability without
+ * waking the agent, and the configured DNS servers; prints the Hermes snippet.
  * @returns 0 when no check failed (warnings, such as example names still configured, do not fail), else 1
  */
 export async function runDoctor(configFile: string, o: { json?: boolean }): Promise<number> {

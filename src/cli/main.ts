@@ -10,14 +10,15 @@ import type { TasksOptions } from './tasks.js';
 
 /**
  * Exit codes: 0 ok; 1 a check or an operation failed (CliFailure, doctor); 2 the command line or
- * the config is wrong (UsageError, ConfigError, StoreError, commander's usage errors).
+ * the config is wrong (UsageError, ConfigError, StoreError, commander's usage errors), or `serve`
+ * is refused at start (server.listen taken: EADDRINUSE; another serve on the store: StoreInUseError).
  *
  * Each command's module is imported when that command runs, so `tasks` or `--version` does not
  * load the IMAP client, the HTTP server and the mail parsers.
  */
 
 /** Errors a person can fix from the message alone: printed without a stack, exit code 2. Matched by name, so their modules need not load. */
-const USER_ERRORS = new Set(['UsageError', 'ConfigError', 'StoreError', 'ListenError']);
+const USER_ERRORS = new Set(['UsageError', 'ConfigError', 'StoreError', 'StoreInUseError', 'ListenError']);
 function isUserError(err: unknown): err is Error {
   return (err instanceof Error && USER_ERRORS.has(err.name)) || (err as NodeJS.ErrnoException)?.code === 'EADDRINUSE';
 }

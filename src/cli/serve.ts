@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
-import { startApp } from '../app.js';
+import type { Logger } from 'pino';
+import { claimForServe, probeServeListen, startApp } from '../app.js';
 import { loadConfig } from '../config/config.js';
 import { prepareDataPlaces } from '../config/data-place.js';
 import type { CheckSummary } from '../core/mail-check.js';
@@ -12,16 +13,27 @@ import { saveStartCodeCache } from './code-cache.js';
  * `a2a-mailbridge serve`: runs the bridge until SIGINT/SIGTERM, then closes the socket, waits for
  * work under way (a mailbox check, webhook attempts) and closes the store. Once it listens, it
  * waits up to `mailbox.check_wait_ms` for the first mailbox check and prints the start-up summary
- * and its warnings on stderr (see serve-summary.ts).
+ * and its warnings on stderr (see serve-summary.ts). It refuses to start, before it writes
+ * anything, when `server.listen` is taken or another serve holds the store (app.ts `claimForServe`).
  */
 export async function serve(configFile: string, o: { logLevel?: string }): Promise<void> {
   const config = loadConfig(configFile);
+  // Before anything is made or touched: server.listen can be bound (a bridge refused here writes nothing).
+  await probeServeListen(config);
   // A store or log another user can reach leaks task text and tokens, or takes answers: refused before either is opened.
   prepareDataPlaces(config.store.path, config.log.file);
   const level = o.logLevel ?? config.log.level;
   const terminal = process.stderr.isTTY;
-  const log = await createServiceLogger({ ...config.log, level }, { terminal });
-  const app = await startApp(config, { log });
+  // Before the log and the store are opened: no other serve holds this store (src/store/serve-claim.ts).
+  const claim = await claimForServe(config, { probed: true });
+  let log: Logger;
+  try {
+    log = await createServiceLogger({ ...config.log, level }, { terminal });
+  } catch (err) {
+    claim.release();
+    throw err;
+  }
+  const app = await startApp(config, { log, claim });
   const waitedMs = config.mailbox.checkWaitMs;
   const firstCheck = await Promise.race<CheckSummary | null>([
     app.bridge.checkNow(),

@@ -1,0 +1,34 @@
+import { probeListen } from '../a2a/listen-probe.js';
+import type { Config } from '../config/config.js';
+import type { Check } from './doctor.js';
+import { probeHealth } from './health-probe.js';
+
+/**
+ * The `listen` check of doctor: whether `server.listen` can be bound now (bound and closed at once,
+ * on that loopback address only: src/a2a/listen-probe.ts). A taken address is `ok` only when this
+ * config's own bridge answers there (its /health names this config's store fingerprint, as `status`
+ * tells: src/cli/health-probe.ts); taken by anything else, `serve` would fail to start, so doctor
+ * fails. Port 0 is not probed (a new free port at each start).
+ */
+export async function checkListen(config: Config): Promise<Check> {
+  const name = 'listen';
+  const { host, port } = config.server;
+  const at = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+  if (port === 0) return { name, status: 'ok', detail: `${at}: port 0, a free port is picked at each start` };
+  try {
+    await probeListen(host, port);
+    return { name, status: 'ok', detail: `${at} is free: serve can listen there` };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    const key = `server.listen in ${config.file}`;
+    if (code !== 'EADDRINUSE') return { name, status: 'fail', detail: `${at} cannot be bound (${code})`, fix: `set ${key} to a loopback address and a port above 1023 that you may bind` };
+    const probe = await probeHealth(config);
+    if (probe.up && probe.sameStore === true) return { name, status: 'ok', detail: `${at} is taken by this config's bridge, which is running (its /health names this config's store)` };
+    const taker = !probe.up
+      ? 'another program (no a2a-mailbridge answers /health there)'
+      : probe.sameStore === false
+        ? "a bridge of another config (its /health names another store, or none to this config's server.bearer)"
+        : `an a2a-mailbridge that may not be this config's (${probe.why ?? 'it does not say which store it serves'})`;
+    return { name, status: 'fail', detail: `${at} is already in use by ${taker}: serve would fail to start`, fix: `stop what listens there, or set ${key} to a free port` };
+  }
+}

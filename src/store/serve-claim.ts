@@ -1,0 +1,138 @@
+/**
+ * The claim of one `serve` on its store: two bridges on one store would both watch the mailbox,
+ * dispatch the same webhooks and sweep the same deadlines (docs/architecture.md, "One bridge per
+ * store"). The claim is SQLite's own write lock on a file beside the store (`<store>-serve.lock`,
+ * an empty database): a `BEGIN IMMEDIATE` held for the bridge's lifetime takes the RESERVED lock,
+ * a POSIX advisory lock the kernel drops when the process ends however it ends (kill -9 too), so
+ * no claim outlives its bridge and no pid is trusted for liveness. Another connection's `BEGIN
+ * IMMEDIATE` gets SQLITE_BUSY at once, in another process or in this one (SQLite tracks the locks
+ * of one file across its connections: https://sqlite.org/lockingv3.html). The file's name has no
+ * length limit beyond the store's own (a Unix socket path would: 104–108 bytes).
+ *
+ * Who holds it (pid, listen address, config) is written by the holder into `<store>-serve.json`
+ * (mode 0600), read by the bridge that is refused, for its message. Read commands take no claim.
+ */
+import Database from 'better-sqlite3';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { StoreError, type Db } from './db.js';
+
+/** Who holds a claim, as its holder wrote it. `listen` is `host:port` (the bound port once it listens). */
+export interface ClaimHolder {
+  pid: number;
+  listen: string;
+  /** The config file the holder was started with. */
+  config: string;
+  /** When it took the claim, ms since the epoch. */
+  since: number;
+}
+
+/**
+ * `serve` refused: another live process holds the claim on this store. `holder` is null when it
+ * cannot be told who (it is taking the claim this instant, or its note is unreadable).
+ */
+export class StoreInUseError extends Error {
+  override readonly name = 'StoreInUseError';
+  constructor(
+    message: string,
+    readonly holder: ClaimHolder | null,
+  ) {
+    super(message);
+  }
+}
+
+/** A claim taken. */
+export interface StoreClaim {
+  /** The lock file (`<store>-serve.lock`, the store's real path). */
+  readonly lockFile: string;
+  /** Rewrites the holder's note with the address it listens at (port 0 becomes the bound port). */
+  listening(listen: string): void;
+  /** Drops the note and the lock; a second call does nothing. */
+  release(): void;
+}
+
+/** The lock and note files of `storePath`: beside the store's real path, so two paths to one store (a symlinked folder) meet. */
+export function claimFiles(storePath: string): { lock: string; note: string } {
+  let real: string;
+  try {
+    real = realpathSync(storePath);
+  } catch {
+    real = join(realpathSync(dirname(storePath)), basename(storePath));
+  }
+  return { lock: `${real}-serve.lock`, note: `${real}-serve.json` };
+}
+
+/** The note of the holder, or null when it is missing, unreadable, or names a process that is gone (a note a crash left). */
+function readHolder(note: string): ClaimHolder | null {
+  let h: Partial<ClaimHolder>;
+  try {
+    h = JSON.parse(readFileSync(note, 'utf8')) as Partial<ClaimHolder>;
+  } catch {
+    return null;
+  }
+  if (typeof h.pid !== 'number' || typeof h.listen !== 'string' || typeof h.config !== 'string' || typeof h.since !== 'number') return null;
+  try {
+    process.kill(h.pid, 0);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ESRCH') return null;
+  }
+  return h as ClaimHolder;
+}
+
+/** Writes the note whole or not at all (a temporary file renamed over it), mode 0600. */
+function writeHolder(note: string, h: ClaimHolder): void {
+  const tmp = `${note}.${process.pid}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(h)}\n`, { mode: 0o600 });
+  renameSync(tmp, note);
+}
+
+/**
+ * Takes the claim of `serve` on the store at `storePath` (its folder made mode 0700 when missing,
+ * as the store's open does; the lock file made mode 0600), and notes who holds it.
+ * @param holder the listen address (`host:port`) and config file of this bridge, for the message another one gets
+ * @throws StoreInUseError when a live process holds it, naming that process and the fix;
+ *   StoreError when the lock file cannot be made or opened
+ */
+export function claimStore(storePath: string, holder: { listen: string; config: string }): StoreClaim {
+  mkdirSync(dirname(storePath), { recursive: true, mode: 0o700 });
+  const { lock, note } = claimFiles(storePath);
+  let db: Db;
+  try {
+    // Made here first so it is 0600 whatever the umask (SQLite would make it 0644 less the umask).
+    if (!existsSync(lock)) closeSync(openSync(lock, 'a', 0o600));
+    db = new Database(lock, { timeout: 0 });
+  } catch (err) {
+    throw new StoreError(`cannot open ${lock}, the lock of one serve per store: ${(err as Error).message}`, { cause: err });
+  }
+  try {
+    db.exec('BEGIN IMMEDIATE');
+  } catch (err) {
+    db.close();
+    if ((err as { code?: string }).code !== 'SQLITE_BUSY') throw new StoreError(`cannot take ${lock}, the lock of one serve per store: ${(err as Error).message}`, { cause: err });
+    const other = readHolder(note);
+    const who = other
+      ? `pid ${other.pid}, listening at ${other.listen}, started with the config ${other.config}`
+      : 'a process starting this instant, or one whose note is unreadable';
+    const stop = other ? `stop that bridge first (kill ${other.pid}, or its service)` : `stop the other bridge first (fuser ${lock} names its pid)`;
+    throw new StoreInUseError(
+      `the store ${storePath} is in use by another a2a-mailbridge serve (${who}): two bridges on one store would both read the mailbox and send the same webhooks; ${stop}, or give this config its own store.path`,
+      other,
+    );
+  }
+  const mine: ClaimHolder = { pid: process.pid, listen: holder.listen, config: holder.config, since: Date.now() };
+  writeHolder(note, mine);
+  let held = true;
+  return {
+    lockFile: lock,
+    listening(listen) {
+      if (held) writeHolder(note, { ...mine, listen });
+    },
+    release() {
+      if (!held) return;
+      held = false;
+      // The note first, while the lock still keeps any other bridge from writing its own.
+      rmSync(note, { force: true });
+      db.close();
+    },
+  };
+}

@@ -1,0 +1,82 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { claimStore, StoreInUseError } from '../../../src/store/store.js';
+import { tempFolders } from '../../helpers/temp-folders.js';
+
+/** The claim of one serve per store (src/store/serve-claim.ts), in this process: SQLite's lock refuses a second connection here too. */
+const { folder } = tempFolders('mb-claim-');
+
+/** What claimStore throws, or a failure when it does not. */
+function refusal(fn: () => unknown): StoreInUseError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(StoreInUseError);
+    return err as StoreInUseError;
+  }
+  throw new Error('claimStore did not refuse');
+}
+
+describe('claimStore', () => {
+  it('refuses a second claim while the first is held, naming its holder; taken again once released', () => {
+    const dir = folder(0o700);
+    const store = join(dir, 'state', 'bridge.sqlite');
+    const first = claimStore(store, { listen: '127.0.0.1:0', config: '/a.toml' });
+    // The folder is made private, as the store's open makes it; no store file is made.
+    expect(statSync(join(dir, 'state')).mode & 0o777).toBe(0o700);
+    expect(existsSync(store)).toBe(false);
+    first.listening('127.0.0.1:8765');
+    const e = refusal(() => claimStore(store, { listen: '127.0.0.1:9999', config: '/b.toml' }));
+    expect(e.holder).toMatchObject({ pid: process.pid, listen: '127.0.0.1:8765', config: '/a.toml' });
+    expect(e.message).toBe(
+      `the store ${store} is in use by another a2a-mailbridge serve (pid ${process.pid}, listening at 127.0.0.1:8765, started with the config /a.toml): two bridges on one store would both read the mailbox and send the same webhooks; stop that bridge first (kill ${process.pid}, or its service), or give this config its own store.path`,
+    );
+    first.release();
+    first.release(); // a second release does nothing
+    expect(existsSync(`${store}-serve.json`)).toBe(false);
+    const again = claimStore(store, { listen: '127.0.0.1:9999', config: '/b.toml' });
+    expect(JSON.parse(readFileSync(`${store}-serve.json`, 'utf8'))).toMatchObject({ pid: process.pid, listen: '127.0.0.1:9999', config: '/b.toml' });
+    again.release();
+  });
+
+  it('two paths to one store (a symlinked folder) meet at one claim', () => {
+    const dir = folder(0o700);
+    mkdirSync(join(dir, 'real'), { mode: 0o700 });
+    symlinkSync(join(dir, 'real'), join(dir, 'link'));
+    const held = claimStore(join(dir, 'real', 'bridge.sqlite'), { listen: '127.0.0.1:1', config: '/a.toml' });
+    try {
+      refusal(() => claimStore(join(dir, 'link', 'bridge.sqlite'), { listen: '127.0.0.1:2', config: '/b.toml' }));
+    } finally {
+      held.release();
+    }
+  });
+
+  it('a note left by a process that is gone does not hold the store, and is not named while another takes it', () => {
+    const dir = folder(0o700);
+    const store = join(dir, 'bridge.sqlite');
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid;
+    writeFileSync(`${store}-serve.json`, JSON.stringify({ pid: dead, listen: '127.0.0.1:1', config: '/old.toml', since: 0 }), { mode: 0o600 });
+    writeFileSync(`${store}-serve.lock`, '', { mode: 0o600 });
+    const claim = claimStore(store, { listen: '127.0.0.1:2', config: '/new.toml' });
+    expect(JSON.parse(readFileSync(`${store}-serve.json`, 'utf8'))).toMatchObject({ pid: process.pid, config: '/new.toml' });
+    // A holder that has not written its note yet: the stale note of a dead pid is not believed.
+    writeFileSync(`${store}-serve.json`, JSON.stringify({ pid: dead, listen: '127.0.0.1:1', config: '/old.toml', since: 0 }));
+    const e = refusal(() => claimStore(store, { listen: '127.0.0.1:3', config: '/third.toml' }));
+    expect(e.holder).toBeNull();
+    expect(e.message).toContain('(a process starting this instant, or one whose note is unreadable)');
+    claim.release();
+  });
+
+  it('a store path longer than a Unix socket path may be (108 bytes) takes a claim all the same', () => {
+    const dir = folder(0o700);
+    const deep = join(dir, 'a'.repeat(60), 'b'.repeat(60));
+    const store = join(deep, 'bridge.sqlite');
+    expect(`${store}-serve.lock`.length).toBeGreaterThan(108);
+    const claim = claimStore(store, { listen: '127.0.0.1:1', config: '/a.toml' });
+    refusal(() => claimStore(store, { listen: '127.0.0.1:2', config: '/b.toml' }));
+    expect(statSync(`${store}-serve.lock`).mode & 0o777).toBe(0o600);
+    claim.release();
+  });
+});
