@@ -242,9 +242,10 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     const get = req.method === 'GET' || req.method === 'HEAD';
     if (path === '/health') {
       if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });
-      // The store's fingerprint only to whoever presents the bearer (status does): keyed with the
-      // bearer, it must be no offline test of guessed bearers for any local process (core/store-fingerprint.ts).
-      return send(res, 200, health(bridge, req.headers.authorization !== undefined && presentsBearer(req).ok ? storeId : null));
+      // The store's fingerprint and the pid only to whoever presents the bearer (status and stop do): keyed with
+      // the bearer, the fingerprint must be no offline test of guessed bearers for any local process (core/store-fingerprint.ts).
+      const holder = req.headers.authorization !== undefined && presentsBearer(req).ok;
+      return send(res, 200, health(bridge, holder ? storeId : null, holder ? process.pid : null));
     }
     if (path === '/metrics' && bridge.ctx.metrics) {
       if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });

@@ -1,6 +1,6 @@
 import { Argument, Command, type CommanderError } from 'commander';
 import { VERSION } from '../a2a/agent-card.js';
-import { configPath } from '../config/config-path.js';
+import { commandLine, configPath } from '../config/config-path.js';
 import { CliFailure } from './errors.js';
 import type { LedgerOptions } from './ledger.js';
 import type { StoreLocation } from './open-store.js';
@@ -96,6 +96,11 @@ program
   .description('a short summary: is the bridge answering, store size, open tasks, the last mailbox check, failing webhooks, refused replies for open tasks; exit 0 answering, 3 not answering (or the bridge at server.listen serves another config\'s store), 4 cannot tell')
   .option('--json', 'as JSON')
   .action(async (o: { json?: boolean }) => run(await (await import('./status.js')).runStatus(config(), o)));
+
+program
+  .command('stop')
+  .description("stop this config's running bridge (found as status finds it): SIGTERM, as Ctrl-C does, then wait up to 15 s for it to exit; exit 0 stopped, 1 not stopped (another config's bridge, run by the service manager, or still running), 3 not running, 4 cannot tell")
+  .action(async () => run(await (await import('./stop.js')).runStop(config())));
 
 program
   .command('tasks')
@@ -208,7 +213,7 @@ program.parseAsync().catch(async (err: unknown) => {
   if ((err as NodeJS.ErrnoException)?.code === 'EADDRINUSE') {
     const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
     process.stderr.write(
-      `a2a-mailbridge: ${e.address ?? 'the address'}:${e.port ?? '?'} is already in use (another a2a-mailbridge running?); stop it or change server.listen\n`,
+      `a2a-mailbridge: ${e.address ?? 'the address'}:${e.port ?? '?'} is already in use (another a2a-mailbridge running?); stop it (${commandLine(config(), 'stop')} stops this config's) or change server.listen\n`,
     );
     process.exit(2);
   }

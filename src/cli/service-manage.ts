@@ -42,6 +42,20 @@ function manager(argv: readonly string[]): ManagerRun {
 
 const uid = (): number => process.getuid?.() ?? 501;
 
+/**
+ * The process id the service manager runs the service as, or null when it runs none (not
+ * installed, not running, or the manager is not on PATH): `systemctl --user show -p MainPID
+ * --value` (0 when stopped), or the `pid = N` line of `launchctl print`. Never throws.
+ */
+export function serviceMainPid(kind: ServiceKind): number | null {
+  const argv = kind === 'systemd' ? ['systemctl', '--user', 'show', '-p', 'MainPID', '--value', SYSTEMD_UNIT] : ['launchctl', 'print', `gui/${uid()}/${LAUNCHD_LABEL}`];
+  const r = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', timeout: 15_000 });
+  if (r.error || r.status !== 0) return null;
+  const m = kind === 'systemd' ? /^\s*(\d+)\s*$/.exec(r.stdout) : /^\s*pid = (\d+)\s*$/m.exec(r.stdout);
+  const pid = m ? Number(m[1]) : 0;
+  return pid > 0 ? pid : null;
+}
+
 /** The commands that stop and unload the service, in order. */
 export function stopCommands(kind: ServiceKind): string[][] {
   if (kind === 'launchd') return [['launchctl', 'bootout', `gui/${uid()}/${LAUNCHD_LABEL}`]];

@@ -97,7 +97,7 @@ export function formatStatus(r: StatusReport, now: number): string {
     !r.bridge.answering
       ? `bridge    not answering at ${at} (${r.bridge.why}); start it: ${cmd('serve')}, or ${cmd('service status')}`
       : r.bridge.sameStore === false
-        ? `bridge    NOT this config's: the bridge answering at ${at} serves another store than ${r.store.path} or has another server.bearer (${r.bridge.why}); it was started with another config (or before server.bearer changed): stop it, or give this config another server.listen`
+        ? `bridge    NOT this config's: the bridge answering at ${at} serves another store than ${r.store.path} or has another server.bearer (${r.bridge.why}); it was started with another config (or before server.bearer changed): stop it (a2a-mailbridge --config <the file it was started with> stop), or give this config another server.listen`
         : r.bridge.sameStore === null
           ? `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status}), but whether it serves ${r.store.path} cannot be told: ${r.bridge.why}`
           : `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status})`,
