@@ -297,7 +297,6 @@ export function parseConfig(doc: Table, baseDir: string, file = '', o: LoadOptio
     streamKeepAliveMs: server.integer('stream_keepalive_s', 15, 1, 300) * 1000,
     pushAllowHosts: server.stringArray('push_allow_hosts', []).map((h) => h.trim().toLowerCase()),
   };
-  if (serverConfig.bearer !== '' && serverConfig.bearer.length < 16) throw new ConfigError(server.key('bearer_file'), 'the bearer must be at least 16 characters');
   server.rejectUnknown();
 
   const store = root.table_('store');
