@@ -271,15 +271,17 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       const only = [...agents.values()][0]!;
       return sendCard(req, res, cardFor(req, urlOf(req.url), only, endpointFor(req, only), path.endsWith('/agent.json')).body, servingSince);
     }
+    // The server root (a client given the bare address), or under /agents/ a name that is no
+    // agent: the 404 names the agent endpoints (public in their cards anyway), never the path asked for (the caller's text).
+    const known = (): void => {
+      const list = [...agents.values()];
+      send(res, 404, { error: `no agent at this path; the agents are: ${list.map((a) => `${a.name} (${endpoint(a)})`).join(', ')}`, agents: list.map((a) => a.name) });
+    };
+    if (path === '/') return known();
     const route = agentRoute(path);
     if (!route) return send(res, 404, { error: 'not found' });
     const { agent, rest } = route;
-    if (!agent) {
-      // Under /agents/, a name that is no agent: the 404 names those that are (public in their cards
-      // anyway), never the name asked for (the caller's text).
-      const known = [...agents.values()];
-      return send(res, 404, { error: `no agent at this path; the agents are: ${known.map((a) => `${a.name} (${endpoint(a)})`).join(', ')}`, agents: known.map((a) => a.name) });
-    }
+    if (!agent) return known();
     if (CARD_PATHS.has(rest)) {
       if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });
       return sendCard(req, res, cardFor(req, urlOf(req.url), agent, endpointFor(req, agent), rest.endsWith('/agent.json')).body, servingSince);
