@@ -237,8 +237,10 @@ describe('service status and uninstall', () => {
     cleanup.push(spaced);
     const sp = makeConfigDir(minimalToml(), spaced);
     const s = await statusOf(sp, '--systemd');
-    expect(s.install.status).toBe(2);
-    expect(s.install.stderr).toContain('has a space, quote, backslash or $');
+    // like every other refusal: the unit on stdout, the warning on stderr, exit 1
+    expect(s.install.status).toBe(1);
+    expect(s.install.stdout).toContain(`--config ${sp.configPath} serve\n`);
+    expect(s.install.stderr).toContain(`# warning: the install would refuse: the path ${JSON.stringify(sp.configPath)} has a space, quote, backslash or $`);
     expect(s.text.stdout).toContain('service install would refuse: the path ');
     expect(s.json.installRefusal).toContain('has a space, quote, backslash or $');
   });
