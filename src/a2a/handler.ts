@@ -3,7 +3,7 @@ import type { AgentConfig } from '../config/config.js';
 import type { Bridge } from '../core/bridge.js';
 import { A2AError, asA2AError } from './errors.js';
 import { StreamResult } from './call.js';
-import { findMethod, type FoundMethod } from './methods.js';
+import { findMethod, suggestMethod, type FoundMethod } from './methods.js';
 import type { StreamLimiter } from './stream-limit.js';
 
 /** The two A2A dialects served: v1.0 (`SendMessage`…) and v0.3 (`message/send`…). */
@@ -115,7 +115,11 @@ export function a2aHandler(bridge: Bridge, log: Logger, streams: StreamLimiter):
     if (req.version !== '' && lastDialect === null) {
       return { kind: 'error', dialect, error: new A2AError('versionNotSupported', `A2A-Version ${req.version} is not supported; use 1.0 or 0.3`) };
     }
-    if (!found) return { kind: 'error', dialect, error: new A2AError('methodNotFound', `Method not found: ${req.method}`) };
+    if (!found) {
+      // A near miss of a served name gets that name (ours); the caller's name is cut, as jsonrpc.ts cuts it.
+      const near = suggestMethod(req.method, req.version === '' ? null : dialect);
+      return { kind: 'error', dialect, error: new A2AError('methodNotFound', `Method not found: ${req.method.slice(0, 80)}${near === null ? '' : `; did you mean ${near}?`}`) };
+    }
     if (found.streams) return streamCall(found, req, dialect);
     try {
       const result = found.handler(bridge, req.params ?? {}, { agent: req.agent, caller: req.caller, signal: req.signal });

@@ -27,6 +27,11 @@ export interface HealthJson {
   };
   tasks: { open: number; byState: Record<string, number> };
   dispatches: { pending: number; failed: number };
+  /**
+   * The serving process's id, to a request that presents the bearer only (null to any other), like
+   * `store.fingerprint`: `stop` signals it once the fingerprint says the bridge is its config's.
+   */
+  pid: number | null;
 }
 
 /**
@@ -34,8 +39,9 @@ export interface HealthJson {
  * pending and failed (docs/architecture.md, "Operating"). Holds no secret, no path and no task
  * content: it is served without auth.
  * @param storeFingerprint the store's name without its path (src/core/store-fingerprint.ts), computed once at start (/health is polled); null for a request without the bearer
+ * @param pid this process's id, or null for a request without the bearer
  */
-export function health(bridge: Bridge, storeFingerprint: string | null): HealthJson {
+export function health(bridge: Bridge, storeFingerprint: string | null, pid: number | null = null): HealthJson {
   const h = bridge.health();
   const m = h.mailbox;
   const at = (t: number | null | undefined): string | null => (t === null || t === undefined ? null : timestamp(t));
@@ -66,5 +72,6 @@ export function health(bridge: Bridge, storeFingerprint: string | null): HealthJ
     },
     tasks: { open, byState },
     dispatches: { pending: h.dispatchesByState.pending ?? 0, failed: h.dispatchesByState.failed ?? 0 },
+    pid,
   };
 }

@@ -105,3 +105,38 @@ const BY_NAME = new Map<string, FoundMethod>([
 export function findMethod(method: string): FoundMethod | undefined {
   return BY_NAME.get(method);
 }
+
+/** The longest method name {@link suggestMethod} compares, in UTF-16 units: the served names are under 40, so the work stays bounded. */
+const SUGGEST_MAX_CHARS = 64;
+/** The most edits (insert, delete, substitute one character; case ignored) a name may be from the method suggested. */
+const SUGGEST_MAX_EDITS = 2;
+
+/** Levenshtein distance of `a` and `b` (two rows; O(|a|·|b|), both at most {@link SUGGEST_MAX_CHARS} here). */
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = row;
+  }
+  return prev[b.length]!;
+}
+
+/**
+ * The served method `name` is most likely a mistyping of: the nearest, within
+ * {@link SUGGEST_MAX_EDITS} edits ignoring case, among the methods of `dialect` (both dialects
+ * when null: a caller that sent no A2A-Version). Null for no such method, or a name over
+ * {@link SUGGEST_MAX_CHARS} characters. The answer is one of our own names, never the caller's text.
+ */
+export function suggestMethod(name: string, dialect: '1.0' | '0.3' | null): string | null {
+  if (name.length > SUGGEST_MAX_CHARS) return null;
+  const asked = name.toLowerCase();
+  let best: string | null = null;
+  let bestEdits = SUGGEST_MAX_EDITS + 1;
+  for (const [served, m] of BY_NAME) {
+    if (dialect !== null && m.dialect !== dialect) continue;
+    const edits = editDistance(asked, served.toLowerCase());
+    if (edits < bestEdits) [best, bestEdits] = [served, edits];
+  }
+  return best;
+}

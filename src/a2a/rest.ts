@@ -100,7 +100,8 @@ export function routeRest(httpMethod: string, path: string, url: URL): RestCall 
     if (values.some((v) => v === null || v === '')) return null;
     const routes = REST_ROUTES.filter((r) => r.path === p.path);
     const route = routes.find((r) => r.http === verb);
-    if (!route) return { allow: HTTP_ORDER.filter((h) => routes.some((r) => r.http === h)).join(', ') };
+    // A GET route answers HEAD too, so Allow names it (RFC 9110 §10.2.1: the methods the target supports).
+    if (!route) return { allow: HTTP_ORDER.filter((h) => routes.some((r) => r.http === h)).flatMap((h) => (h === 'GET' ? ['GET', 'HEAD'] : [h])).join(', ') };
     const fromPath = Object.fromEntries(p.names.map((name, i) => [name, values[i]]));
     return { method: route.method, params: { ...(route.params === 'query' ? queryParams(url) : {}), ...fromPath }, body: route.params === 'body' };
   }

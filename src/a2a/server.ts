@@ -91,6 +91,9 @@ const isMethod = (name: string): boolean => findMethod(name) !== undefined;
  */
 const streamsWhenCalled = (method: string): AbortController | undefined => (findMethod(method)?.streams ? new AbortController() : undefined);
 
+/** The `Allow` of a 405 on a GET route: it answers HEAD too (RFC 9110 §10.2.1, §9.3.2). */
+const GET_ONLY = { allow: 'GET, HEAD' } as const;
+
 /** The headers of every JSON answer. */
 const JSON_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store' } as const;
 
@@ -247,13 +250,14 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     if (hostLines(req.rawHeaders) > 1) return send(res, 400, { error: 'more than one Host header (RFC 9112 §3.2)' }, { connection: 'close' });
     const get = req.method === 'GET' || req.method === 'HEAD';
     if (path === '/health') {
-      if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });
-      // The store's fingerprint only to whoever presents the bearer (status does): keyed with the
-      // bearer, it must be no offline test of guessed bearers for any local process (core/store-fingerprint.ts).
-      return send(res, 200, health(bridge, req.headers.authorization !== undefined && presentsBearer(req).ok ? storeId : null));
+      if (!get) return send(res, 405, { error: 'use GET' }, GET_ONLY);
+      // The store's fingerprint and the pid only to whoever presents the bearer (status and stop do): keyed with
+      // the bearer, the fingerprint must be no offline test of guessed bearers for any local process (core/store-fingerprint.ts).
+      const holder = req.headers.authorization !== undefined && presentsBearer(req).ok;
+      return send(res, 200, health(bridge, holder ? storeId : null, holder ? process.pid : null));
     }
     if (path === '/metrics' && bridge.ctx.metrics) {
-      if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });
+      if (!get) return send(res, 405, { error: 'use GET' }, GET_ONLY);
       return bridge.ctx.metrics.render().then((m) => {
         res.writeHead(200, { 'content-type': m.contentType, 'cache-control': 'no-store' });
         res.end(m.body);
@@ -266,7 +270,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     // routes the client to /agents/<name>. With several, the 404 says which URL to use.
     const agentsCard = path.startsWith('/agents/') && CARD_PATHS.has(path.slice('/agents'.length));
     if (CARD_PATHS.has(path) || agentsCard) {
-      if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });
+      if (!get) return send(res, 405, { error: 'use GET' }, GET_ONLY);
       if (agents.size !== 1) {
         return send(res, 404, {
           error: `several agents: give the client an agent's URL with its trailing slash (${baseUrl}/agents/<name>/), or fetch ${baseUrl}/agents/<name>/.well-known/agent-card.json`,
@@ -276,17 +280,19 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       const only = [...agents.values()][0]!;
       return sendCard(req, res, cardFor(req, urlOf(req.url), only, endpointFor(req, only), path.endsWith('/agent.json')).body, servingSince);
     }
+    // The server root (a client given the bare address), or under /agents/ a name that is no
+    // agent: the 404 names the agent endpoints (public in their cards anyway), never the path asked for (the caller's text).
+    const known = (): void => {
+      const list = [...agents.values()];
+      send(res, 404, { error: `no agent at this path; the agents are: ${list.map((a) => `${a.name} (${endpoint(a)})`).join(', ')}`, agents: list.map((a) => a.name) });
+    };
+    if (path === '/') return known();
     const route = agentRoute(path);
     if (!route) return send(res, 404, { error: 'not found' });
     const { agent, rest } = route;
-    if (!agent) {
-      // Under /agents/, a name that is no agent: the 404 names those that are (public in their cards
-      // anyway), never the name asked for (the caller's text).
-      const known = [...agents.values()];
-      return send(res, 404, { error: `no agent at this path; the agents are: ${known.map((a) => `${a.name} (${endpoint(a)})`).join(', ')}`, agents: known.map((a) => a.name) });
-    }
+    if (!agent) return known();
     if (CARD_PATHS.has(rest)) {
-      if (!get) return send(res, 405, { error: 'use GET' }, { allow: 'GET' });
+      if (!get) return send(res, 405, { error: 'use GET' }, GET_ONLY);
       return sendCard(req, res, cardFor(req, urlOf(req.url), agent, endpointFor(req, agent), rest.endsWith('/agent.json')).body, servingSince);
     }
     if (rest === '' || rest === '/') {

@@ -6,6 +6,7 @@
  * No token is ever printed.
  */
 import { loadConfig } from '../config/config.js';
+import { commandLine } from '../config/config-path.js';
 import { postForm, OAuth2Error, writeSecretFileAtomic } from '../uplink/oauth2.js';
 import { CliFailure, UsageError } from './errors.js';
 import { clean } from './format.js';
@@ -51,7 +52,7 @@ export async function runAuthLogin(configFile: string, name: string, o: { out?: 
         throw new CliFailure(`the token endpoint ${oauth.tokenUrl.origin} answered ${err ?? `HTTP ${t.status} without a refresh token (does the scope include offline access?)`}`);
       }
       writeSecretFileAtomic(oauth.refreshTokenFile, t.body.refresh_token);
-      out(clean(`signed in; the refresh token is in ${oauth.refreshTokenFile} (mode 0600). Restart the bridge if it is running, or let its next token refresh read it.`));
+      out(clean(`signed in; the refresh token is in ${oauth.refreshTokenFile} (mode 0600). Its next token refresh reads it; to use it now, restart the bridge if it runs: ${commandLine(configFile, 'stop')}, then ${commandLine(configFile, 'serve')}`));
       return 0;
     }
   } catch (err) {

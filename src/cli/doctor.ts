@@ -3,7 +3,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { readConfigAndPlace, type ConfigPlaceProblem } from '../config/config-file.js';
 import { dataPlaceProblem, storeReadableByOthers } from '../config/data-place.js';
-import { ConfigError, loadConfig, type Config } from '../config/config.js';
+import { ConfigError, ConfigErrors, loadConfig, type Config } from '../config/config.js';
 import { tomlSyntaxMessage } from '../config/toml-syntax.js';
 import { exampleIdentities, exampleIdentitiesText } from '../config/example-identities.js';
 import { readSecretFile, SecretFileError } from '../config/secret-file.js';
@@ -145,29 +145,36 @@ function checkConfigFile(file: string): { check: Check; doc?: Doc } {
   return { check: { name, status: 'ok', detail: `${file} (TOML ok)` }, doc };
 }
 
-function checkConfig(file: string): { check: Check; config?: Config } {
+/** One failed `config` check per key error: each of {@link ConfigErrors} with its own fix. */
+function configFailures(err: ConfigError, file: string): Check[] {
+  return (err instanceof ConfigErrors ? err.errors : [err]).map((e) => {
+    const { problem, fix } = splitFix(e.message);
+    return { name: 'config', status: 'fail', detail: problem, fix: fix ?? `edit ${e.key} in ${file}` };
+  });
+}
+
+function checkConfig(file: string): { checks: Check[]; config?: Config } {
   try {
     const config = loadConfig(file);
     const m = config.mailbox;
     const where = m.kind === 'imap' ? `imap ${m.imap!.host}:${m.imap!.port} ${m.folder}` : `maildir ${m.maildirPath}`;
     const agents = config.agents.map((a) => a.name).join(', ');
-    return { check: { name: 'config', status: 'ok', detail: `listen ${config.server.host}:${config.server.port}, mailbox ${where}, agents: ${agents}` }, config };
+    return { checks: [{ name: 'config', status: 'ok', detail: `listen ${config.server.host}:${config.server.port}, mailbox ${where}, agents: ${agents}` }], config };
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    if (err.cause instanceof SecretFileError) {
+    const secretError = (err instanceof ConfigErrors ? err.errors : [err]).find((e) => e.cause instanceof SecretFileError);
+    if (secretError) {
       // The secret file's own check says what is wrong with it; the rest of the config is still
       // validated (every secret read as ''), so a second mistake is not hidden behind the first.
       try {
         loadConfig(file, { skipSecrets: true });
       } catch (rest) {
         if (!(rest instanceof ConfigError)) throw rest;
-        const { problem, fix } = splitFix(rest.message);
-        return { check: { name: 'config', status: 'fail', detail: problem, fix: fix ?? `edit ${rest.key} in ${file}` } };
+        return { checks: configFailures(rest, file) };
       }
-      return { check: { name: 'config', status: 'skip', detail: `valid apart from the secret file of ${err.key}`, fix: `fix the secret file of ${err.key} first` } };
+      return { checks: [{ name: 'config', status: 'skip', detail: `valid apart from the secret file of ${secretError.key}`, fix: `fix the secret file of ${secretError.key} first` }] };
     }
-    const { problem, fix } = splitFix(err.message);
-    return { check: { name: 'config', status: 'fail', detail: problem, fix: fix ?? `edit ${err.key} in ${file}` } };
+    return { checks: configFailures(err, file) };
   }
 }
 
@@ -323,8 +330,8 @@ export async function doctor(configFile: string): Promise<DoctorReport> {
   checks.push(...secretChecks);
   checks.push(...unusedSecretChecks(first.doc, file, refs));
   // A config file others may write is refused by the loader too: said once, by the file's check.
-  const { check, config } = first.check.status === 'fail' ? { check: { name: 'config', status: 'skip', detail: 'not validated while the config file check fails', fix: 'fix the config file first' } as Check, config: undefined } : checkConfig(file);
-  checks.push(check);
+  const { checks: configChecks, config } = first.check.status === 'fail' ? { checks: [{ name: 'config', status: 'skip', detail: 'not validated while the config file check fails', fix: 'fix the config file first' } as Check], config: undefined } : checkConfig(file);
+  checks.push(...configChecks);
   if (!config) {
     checks.push({ name: 'store, mailbox, webhook', status: 'skip', detail: 'not checked without a valid config', fix: 'fix the config first' });
   } else {

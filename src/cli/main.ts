@@ -1,6 +1,6 @@
 import { Argument, Command, type CommanderError } from 'commander';
 import { VERSION } from '../a2a/agent-card.js';
-import { configPath } from '../config/config-path.js';
+import { commandLine, configPath } from '../config/config-path.js';
 import { CliFailure } from './errors.js';
 import type { LedgerOptions } from './ledger.js';
 import type { StoreLocation } from './open-store.js';
@@ -99,6 +99,11 @@ program
   .action(async (o: { json?: boolean }) => run(await (await import('./status.js')).runStatus(config(), o)));
 
 program
+  .command('stop')
+  .description("stop this config's running bridge (found as status finds it): SIGTERM, as Ctrl-C does, then wait up to 15 s for it to exit; exit 0 stopped, 1 not stopped (another config's bridge, run by the service manager, or still running), 3 not running, 4 cannot tell")
+  .action(async () => run(await (await import('./stop.js')).runStop(config())));
+
+program
   .command('tasks')
   .description('list tasks, newest status first')
   .option('--agent <name>', 'only this agent')
@@ -108,7 +113,7 @@ program
   .option('--limit <n>', 'at most n tasks (default 50)')
   .option(...dbOption)
   .option('--json', 'JSON array')
-  .action(async (o: TasksOptions & { db?: string }) => run((await import('./tasks.js')).runTasks(where(o), o)));
+  .action(async (o: TasksOptions & { db?: string }) => run(await (await import('./tasks.js')).runTasks(where(o), o)));
 
 program
   .command('show')
@@ -209,7 +214,7 @@ program.parseAsync().catch(async (err: unknown) => {
   if ((err as NodeJS.ErrnoException)?.code === 'EADDRINUSE') {
     const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
     process.stderr.write(
-      `a2a-mailbridge: ${e.address ?? 'the address'}:${e.port ?? '?'} is already in use (another a2a-mailbridge running?); stop it or change server.listen\n`,
+      `a2a-mailbridge: ${e.address ?? 'the address'}:${e.port ?? '?'} is already in use (another a2a-mailbridge running?); stop it (${commandLine(config(), 'stop')} stops this config's) or change server.listen\n`,
     );
     process.exit(2);
   }

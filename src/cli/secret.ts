@@ -88,7 +88,7 @@ function writeSecretFile(path: string, content: string, replace: boolean): void 
 
 /** What to do once the file holds a new secret, by kind. */
 function nextStep(kind: SecretKind, ref: SecretRef, agentName: string | undefined, configFile: string): string {
-  const restart = `then restart ${commandLine(configFile, 'serve')} (it reads its secrets at start)`;
+  const restart = `then restart the bridge if it runs (it reads its secrets at start): ${commandLine(configFile, 'stop')}, then ${commandLine(configFile, 'serve')}`;
   if (kind === 'bearer') return `put its content into each caller's config (Hermes: a2a_agents.<name>.auth.token), ${restart}`;
   return `configure the same secret (the content of ${ref.path}) at the webhook of agent ${agentName ?? '?'}, ${restart}; \`${commandLine(configFile, 'doctor')}\` checks the file`;
 }

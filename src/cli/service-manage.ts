@@ -42,6 +42,20 @@ function manager(argv: readonly string[]): ManagerRun {
 
 const uid = (): number => process.getuid?.() ?? 501;
 
+/**
+ * The process id the service manager runs the service as, or null when it runs none (not
+ * installed, not running, or the manager is not on PATH): `systemctl --user show -p MainPID
+ * --value` (0 when stopped), or the `pid = N` line of `launchctl print`. Never throws.
+ */
+export function serviceMainPid(kind: ServiceKind): number | null {
+  const argv = kind === 'systemd' ? ['systemctl', '--user', 'show', '-p', 'MainPID', '--value', SYSTEMD_UNIT] : ['launchctl', 'print', `gui/${uid()}/${LAUNCHD_LABEL}`];
+  const r = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', timeout: 15_000 });
+  if (r.error || r.status !== 0) return null;
+  const m = kind === 'systemd' ? /^\s*(\d+)\s*$/.exec(r.stdout) : /^\s*pid = (\d+)\s*$/m.exec(r.stdout);
+  const pid = m ? Number(m[1]) : 0;
+  return pid > 0 ? pid : null;
+}
+
 /** The commands that stop and unload the service, in order. */
 export function stopCommands(kind: ServiceKind): string[][] {
   if (kind === 'launchd') return [['launchctl', 'bootout', `gui/${uid()}/${LAUNCHD_LABEL}`]];
@@ -111,6 +125,11 @@ export interface ServiceStatus {
   installRefusal: string | null;
   /** This config's bridge answered GET /health on server.listen (a bridge serving another store there does not count). */
   answering: boolean;
+  /**
+   * Whether the bridge answering is the service's own process (its /health pid is the manager's
+   * main pid): false for one started by hand; null when not answering or the manager cannot be asked.
+   */
+  serviceProcess: boolean | null;
   health: string;
 }
 
@@ -126,7 +145,8 @@ function body(text: string, kind: ServiceKind): string {
  * the bridge answers `GET /health` on `server.listen`. Where it would suggest `service install`, it
  * says instead what would make that install refuse (install's own checks, {@link installRefusal}).
  *
- * @returns 0 when the service is installed and the bridge answers, else 1
+ * @returns 0 when the service is installed and the bridge answers (and, when the manager can be
+ *   asked, it is the service's own process), else 1
  * @throws UsageError, ConfigError (the config does not load)
  */
 export async function runServiceStatus(configFile: string, o: ServiceKindOptions & { json?: boolean }): Promise<number> {
@@ -148,6 +168,10 @@ export async function runServiceStatus(configFile: string, o: ServiceKindOptions
   const m = kind === 'systemd' ? manager(['systemctl', '--user', 'is-active', SYSTEMD_UNIT]) : manager(['launchctl', 'print', `gui/${uid()}/${LAUNCHD_LABEL}`]);
   const managerWord = !m.ran ? m.output : kind === 'systemd' ? m.output || `exit ${m.status}` : m.status === 0 ? 'loaded' : `not loaded (${m.output || `exit ${m.status}`})`;
   const probe = await probeHealth(config);
+  const pid = probe.up && probe.sameStore === true ? probe.health.pid : undefined;
+  const mainPid = m.ran && typeof pid === 'number' ? serviceMainPid(kind) : undefined;
+  const serviceProcess = mainPid === undefined ? null : mainPid === pid;
+  const byHand = serviceProcess === false ? `, but not the service's process: pid ${String(pid)} was started otherwise (by hand?)${mainPid === null ? ' and the service runs none' : `, the service's is pid ${mainPid}`}; stop it with ${commandLine(configFile, 'stop')} and let the service run` : '';
   const status: ServiceStatus = {
     kind,
     file,
@@ -157,9 +181,10 @@ export async function runServiceStatus(configFile: string, o: ServiceKindOptions
     enabled,
     manager: managerWord,
     answering: probe.up && probe.sameStore !== false,
+    serviceProcess,
     health: !probe.up
       ? `${probe.url}: not answering (${probe.why})`
-      : `${probe.url}: ${String(probe.health.status)} (version ${String(probe.health.version)})${probe.sameStore === false ? `, but NOT this config's bridge: it serves another store than ${config.store.path} or has another server.bearer` : ''}`,
+      : `${probe.url}: ${String(probe.health.status)} (version ${String(probe.health.version)})${probe.sameStore === false ? `, but NOT this config's bridge: it serves another store than ${config.store.path} or has another server.bearer` : byHand}`,
   };
   if (o.json) printJson(status);
   else {
@@ -173,5 +198,5 @@ export async function runServiceStatus(configFile: string, o: ServiceKindOptions
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
   }
-  return installed && status.answering ? 0 : 1;
+  return installed && status.answering && serviceProcess !== false ? 0 : 1;
 }

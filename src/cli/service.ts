@@ -58,8 +58,14 @@ export function renderPlist(template: string, p: ServicePaths, at: number): stri
  * @throws UsageError naming the path
  */
 function systemdPath(s: string): string {
-  if (/[\s"'\\$]/.test(s)) throw new UsageError(`the path ${JSON.stringify(s)} has a space, quote, backslash or $; move it (or the install) to a plain path for systemd`);
+  const unsafe = unsafeUnitPath(s);
+  if (unsafe !== null) throw new UsageError(unsafe);
   return s.replaceAll('%', '%%');
+}
+
+/** Why `s` cannot go into a unit file (a space, quote, backslash or `$`), or null when it can. */
+function unsafeUnitPath(s: string): string | null {
+  return /[\s"'\\$]/.test(s) ? `the path ${JSON.stringify(s)} has a space, quote, backslash or $; move it (or the install) to a plain path for systemd` : null;
 }
 
 /**
@@ -67,8 +73,9 @@ function systemdPath(s: string): string {
  * comment replaced by one saying where the file came from.
  * @throws UsageError for a relative or unsafe path
  */
-export function renderUnit(template: string, p: ServicePaths, at: number): string {
-  const body = fill(template, p, systemdPath);
+export function renderUnit(template: string, p: ServicePaths, at: number, o: { asGiven?: boolean } = {}): string {
+  // asGiven: an unsafe path written as it is, for a dry run to show the unit it refuses.
+  const body = fill(template, p, o.asGiven ? (x) => x.replaceAll('%', '%%') : systemdPath);
   const lines = body.split('\n');
   const firstSetting = lines.findIndex((l) => !l.startsWith('#'));
   return [`# Written by a2a-mailbridge service install at ${iso(at)} from launchd/${SYSTEMD_UNIT}.`, ...lines.slice(firstSetting)].join('\n');
@@ -144,11 +151,11 @@ export function servicePaths(configFile: string, config: Config): ServicePaths {
  * installed one with it).
  * @throws UsageError for a relative or unsafe path
  */
-export function renderedService(kind: ServiceKind, configFile: string, config: Config, at: number): string {
+export function renderedService(kind: ServiceKind, configFile: string, config: Config, at: number, o: { asGiven?: boolean } = {}): string {
   const paths = servicePaths(configFile, config);
   const templateName = kind === 'launchd' ? `${LAUNCHD_LABEL}.plist` : SYSTEMD_UNIT;
   const template = readFileSync(packageFile(join('launchd', templateName)), 'utf8');
-  return kind === 'launchd' ? renderPlist(template, paths, at) : renderUnit(template, paths, at);
+  return kind === 'launchd' ? renderPlist(template, paths, at) : renderUnit(template, paths, at, o);
 }
 
 export interface ServiceInstallOptions {
@@ -182,11 +189,13 @@ export interface ServicePlan {
 export function planService(kind: ServiceKind, configFile: string, now = Date.now()): ServicePlan {
   const config = loadConfig(configFile);
   const paths = servicePaths(configFile, config);
-  const text = renderedService(kind, configFile, config, now);
+  // A path a unit file cannot hold is a refusal like the others: a dry run still shows the unit.
+  const unsafe = kind === 'systemd' ? [paths.node, paths.installDir, paths.config, paths.stateDir].flatMap((p) => unsafeUnitPath(p) ?? []) : [];
+  const text = renderedService(kind, configFile, config, now, { asGiven: unsafe.length > 0 });
   const target = serviceTarget(kind);
   const entry = join(paths.installDir, 'dist', 'cli', 'main.js');
   const hidden = kind === 'systemd' ? privateFolderConflicts(unitNeeds(config, paths, secretFilesOf(config))) : [];
-  const refusals = [...(hidden.length ? [privateFolderMessage(hidden)] : []), ...(existsSync(entry) ? [] : [`${entry} does not exist; build first: npm run build (in ${paths.installDir})`])];
+  const refusals = [...unsafe, ...(hidden.length ? [privateFolderMessage(hidden)] : []), ...(existsSync(entry) ? [] : [`${entry} does not exist; build first: npm run build (in ${paths.installDir})`])];
   return { paths, text, target, command: loadCommand(kind, target), refusals };
 }
 
@@ -217,9 +226,10 @@ export function installRefusal(kind: ServiceKind, configFile: string): string | 
  * A systemd unit that could never see a path it needs (under /tmp, /var/tmp or /dev/shm: see
  * {@link privateFolderConflicts}) is refused, naming each path; `--dry-run` prints it with a warning.
  *
- * @throws UsageError (both kinds asked for, unsafe paths), ConfigError (the config does not
- *   load), CliFailure (the file exists, `dist/cli/main.js` is missing: not built, or a needed path
- *   is in a folder the systemd unit gets a private copy of)
+ * @throws UsageError (both kinds asked for), ConfigError (the config does not load), CliFailure
+ *   (the file exists, `dist/cli/main.js` is missing: not built, a path the systemd unit cannot
+ *   hold (a space, quote, backslash or $), or a needed path is in a folder the systemd unit gets a
+ *   private copy of)
  */
 export function runServiceInstall(configFile: string, o: ServiceInstallOptions, now = Date.now()): number {
   if (o.launchd && o.systemd) throw new UsageError('choose one of --launchd and --systemd');

@@ -108,7 +108,7 @@ export function restartCommands(configFile: string, platform: NodeJS.Platform = 
  */
 function otherBridgeLine(r: StatusReport, at: string): string {
   const changed = r.bridge.storeNamed === false ? "this config's bearer (server.bearer_file) changed" : "this config's store.path changed";
-  return `bridge    NOT this config's: the bridge answering at ${at} serves another store than ${r.store.path} or has another server.bearer (${r.bridge.why}); it was started with another config, or ${changed} since that bridge started — restart it: ${restartCommands(r.config)}; if it is another config's, stop it or give this config another server.listen`;
+  return `bridge    NOT this config's: the bridge answering at ${at} serves another store than ${r.store.path} or has another server.bearer (${r.bridge.why}); it was started with another config, or ${changed} since that bridge started — restart it: ${restartCommands(r.config)}; if it is another config's, stop it (a2a-mailbridge --config <the file it was started with> stop) or give this config another server.listen`;
 }
 
 /** The human summary: one labelled line per subject, a line per failing webhook and refused-reply task, each with the command that tells more. */

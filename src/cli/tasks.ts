@@ -1,9 +1,11 @@
+import { loadConfig } from '../config/config.js';
 import { plural } from '../plural.js';
 import type { StoreReads } from '../store/store.js';
 import { isTerminal } from '../store/task-state.js';
 import type { TaskRow } from '../store/task-rows.js';
 import { parseCount, parseStates, parseTime } from './args.js';
 import { clean, isoJson, isoUtc, printJson, table, truncate } from './format.js';
+import { probeHealth } from './health-probe.js';
 import { openReadOnly, type StoreLocation } from './open-store.js';
 
 /** Options of `a2a-mailbridge tasks`, as commander hands them over (strings, unparsed). */
@@ -55,12 +57,15 @@ export function taskJson(t: TaskRow): TaskJson {
  * its last webhook attempt and when the next one is due (not the "dispatch pending" it was
  * created with); else the cause of the latest state change.
  */
-export function whyText(db: StoreReads, t: TaskRow): string {
+export function whyText(db: StoreReads, t: TaskRow, stalled?: { now: number }): string {
   const parts: string[] = [];
   const turn = isTerminal(t.state) ? undefined : db.turns.get(t.id, t.turn);
   const refused = turn ? db.ledger.refusedRepliesOf(t.id, turn.createdAt) : undefined;
   if (refused) parts.push(`${plural(refused.count, 'reply', 'replies')} refused (last: ${refused.lastVerdict})`);
   if (t.state === 'SUBMITTED' && turn) {
+    // A time already past while no bridge runs: nothing makes that attempt until one starts. Said
+    // first, so the table's cut WHY (100 characters) keeps it.
+    if (stalled && turn.nextAttemptAt !== null && turn.nextAttemptAt < stalled.now) parts.push('no bridge running');
     const a = db.attempts.last(turn.dispatchId);
     if (!a) parts.push(`no webhook attempt yet${turn.nextAttemptAt !== null ? `; due ${isoUtc(turn.nextAttemptAt)}` : ''}`);
     else if (a.outcome === null) parts.push(`webhook attempt ${a.attempt} under way since ${isoUtc(a.startedAt)}`);
@@ -95,12 +100,26 @@ export function formatTasks(rows: readonly TaskRow[], why: (t: TaskRow) => strin
 }
 
 /**
+ * Whether this config's bridge is known not to run (nothing listens at server.listen, or the
+ * bridge there is another config's), asked of /health only when a SUBMITTED task listed has a
+ * webhook attempt due in the past: false without a config (`--db`), or when it cannot be told.
+ */
+async function noBridgeRuns(db: StoreReads, rows: readonly TaskRow[], where: StoreLocation, now: number): Promise<boolean> {
+  if (where.db !== undefined) return false;
+  const pastDue = rows.some((t) => t.state === 'SUBMITTED' && (db.turns.get(t.id, t.turn)?.nextAttemptAt ?? now) < now);
+  if (!pastDue) return false;
+  const probe = await probeHealth(loadConfig(where.configFile, { skipSecrets: true }));
+  return probe.up ? probe.sameStore === false : probe.why === 'ECONNREFUSED';
+}
+
+/**
  * `a2a-mailbridge tasks`: lists tasks of every agent from the store, opened read-only, newest
- * status first; `--limit` defaults to 50.
+ * status first; `--limit` defaults to 50. The WHY of a task whose webhook attempt is due in the
+ * past starts with "no bridge running" when this config's bridge is not running.
  * @returns the exit code (0)
  * @throws UsageError for a bad filter, ConfigError/StoreError when the store cannot be opened
  */
-export function runTasks(where: StoreLocation, o: TasksOptions, now = Date.now()): number {
+export async function runTasks(where: StoreLocation, o: TasksOptions, now = Date.now()): Promise<number> {
   const q = {
     limit: o.limit === undefined ? 50 : parseCount(o.limit, '--limit'),
     ...(o.agent !== undefined ? { agent: o.agent } : {}),
@@ -111,8 +130,9 @@ export function runTasks(where: StoreLocation, o: TasksOptions, now = Date.now()
   const db = openReadOnly(where);
   try {
     const rows = db.tasks.rows(q);
-    if (o.json) printJson(rows.map((t) => ({ ...taskJson(t), why: whyText(db, t) })));
-    else process.stdout.write(`${formatTasks(rows, (t) => whyText(db, t))}\n`);
+    const stalled = (await noBridgeRuns(db, rows, where, now)) ? { now } : undefined;
+    if (o.json) printJson(rows.map((t) => ({ ...taskJson(t), why: whyText(db, t, stalled) })));
+    else process.stdout.write(`${formatTasks(rows, (t) => whyText(db, t, stalled))}\n`);
     return 0;
   } finally {
     db.close();

@@ -6,12 +6,13 @@ import { parseAgent } from './agents.js';
 import type { ProviderProfile } from '../uplink/border.js';
 import type { ProviderName } from '../uplink/providers.js';
 import { readCheckedConfig, type ConfigReadHooks } from './config-file.js';
-import { ConfigError, FILE_KEY, Fields, type Table } from './fields.js';
-import { parseImapAuth, parseProvider, type OAuth2Config } from './provider.js';
+import { ConfigError, ConfigErrors, FILE_KEY, Fields, oneError, type Table } from './fields.js';
+import { parseMailbox } from './mailbox-config.js';
+import type { OAuth2Config } from './provider.js';
 import { tomlSyntaxMessage } from './toml-syntax.js';
-import { ADDRESS_RE, isLoopbackLiteral, secret } from './values.js';
+import { isLoopbackLiteral, secret } from './values.js';
 
-export { ConfigError } from './fields.js';
+export { ConfigError, ConfigErrors } from './fields.js';
 export { isLoopbackLiteral } from './values.js';
 
 export type WebhookAuth = 'bearer' | 'standard-webhooks' | 'both';
@@ -219,59 +220,6 @@ export interface LoadOptions {
   readHooks?: ConfigReadHooks;
 }
 
-function parseMailbox(f: Fields, baseDir: string, o: LoadOptions): MailboxConfig {
-  const kind = f.oneOf('kind', ['imap', 'maildir'] as const, 'imap');
-  const verifyDkim = f.boolean('verify_dkim', true);
-  const { provider, profile } = parseProvider(f, verifyDkim);
-  const address = f.string('address').toLowerCase();
-  if (!ADDRESS_RE.test(address)) throw new ConfigError(f.key('address'), 'must be a plain address like me@example.com');
-  const out: MailboxConfig = {
-    kind,
-    address,
-    checkIntervalMs: f.integer('check_interval_s', 15, 0, 3600) * 1000,
-    checkWaitMs: f.integer('check_wait_ms', 5000, 100, 60_000),
-    maxFetchPerCheck: f.integer('max_fetch_per_check', 50, 1, 10_000),
-    maxPrefixesPerCheck: f.integer('max_prefixes_per_check', 25_000, 100, 1_000_000),
-    maxHeadersPerCheck: f.integer('max_headers_per_check', 10_000, 100, 100_000),
-    maxMessageBytes: f.integer('max_message_bytes', 10 * 1024 * 1024, 1024, 200 * 1024 * 1024),
-    maxAttachmentBytes: f.integer('max_attachment_bytes', 1024 * 1024, 0, 50 * 1024 * 1024),
-    provider,
-    profile,
-    authservId: profile.authservId,
-    borderHost: profile.borderHost,
-    verifyDkim,
-    dateSkewMs: f.integer('date_skew_s', 900, 0, 7 * 86400) * 1000,
-    watch: f.boolean('watch', false),
-    watchTickMs: f.integer('watch_tick_s', 5, 1, 3600) * 1000,
-  };
-  const other = kind === 'imap' ? 'maildir' : 'imap';
-  if (f.has(other)) throw new ConfigError(f.key(other), `applies only when mailbox.kind = "${other}" (it is "${kind}"); remove the [mailbox.${other}] table or change kind`);
-  // IMAP's only key outside [mailbox.imap]: with a Maildir it would do nothing, so it is refused like the table.
-  if (kind === 'maildir' && f.has('folder')) throw new ConfigError(f.key('folder'), `applies only when mailbox.kind = "imap" (it is "maildir"); a Maildir's folder is mailbox.maildir.path: remove folder or change kind`);
-  if (kind === 'imap') {
-    out.folder = f.string('folder', 'INBOX');
-    const t = f.table_('imap', true);
-    out.imap = {
-      host: t.string('host'),
-      port: t.integer('port', 993, 1, 65535),
-      tls: t.boolean('tls', true),
-      user: t.string('user'),
-      ...parseImapAuth(t, baseDir, provider, o),
-      timeoutMs: t.integer('timeout_s', 20, 1, 300) * 1000,
-    };
-    if (!out.imap.tls && !isLoopbackLiteral(out.imap.host)) {
-      throw new ConfigError(t.key('tls'), 'may be false only for a loopback IMAP server; use tls = true');
-    }
-    t.rejectUnknown();
-  } else {
-    const t = f.table_('maildir', true);
-    out.maildirPath = t.path('path', baseDir);
-    t.rejectUnknown();
-  }
-  f.rejectUnknown();
-  return out;
-}
-
 /**
  * Validates a parsed TOML document. Relative paths (store, secret files, maildir) are resolved
  * against `baseDir`, normally the config file's folder. Secret files are read here, so an
@@ -281,6 +229,20 @@ function parseMailbox(f: Fields, baseDir: string, o: LoadOptions): MailboxConfig
  */
 export function parseConfig(doc: Table, baseDir: string, file = '', o: LoadOptions = {}): Config {
   const root = new Fields('', doc, o.skipSecrets === true, undefined, file);
+  try {
+    const config = parseTables(root, baseDir, file, o);
+    const found = oneError(root.problems);
+    if (found) throw found;
+    return config;
+  } catch (err) {
+    // The unknown and not-applicable keys found before an error that stopped the reading come with it.
+    if (!(err instanceof ConfigError) || root.problems.length === 0 || root.problems.includes(err) || err instanceof ConfigErrors) throw err;
+    throw oneError(root.problems, err)!;
+  }
+}
+
+/** The readers of {@link parseConfig}, table by table. */
+function parseTables(root: Fields, baseDir: string, file: string, o: LoadOptions): Config {
   const server = root.table_('server');
   const { host, port } = parseListen(server);
   const serverConfig: ServerConfig = {
@@ -297,7 +259,6 @@ export function parseConfig(doc: Table, baseDir: string, file = '', o: LoadOptio
     streamKeepAliveMs: server.integer('stream_keepalive_s', 15, 1, 300) * 1000,
     pushAllowHosts: server.stringArray('push_allow_hosts', []).map((h) => h.trim().toLowerCase()),
   };
-  if (serverConfig.bearer !== '' && serverConfig.bearer.length < 16) throw new ConfigError(server.key('bearer_file'), 'the bearer must be at least 16 characters');
   server.rejectUnknown();
 
   const store = root.table_('store');

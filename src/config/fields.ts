@@ -24,6 +24,28 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * Several key errors of one file, found in one pass: every unknown key and every key that does
+ * not apply, plus the error that stopped the reading when there was one (the readers of one table
+ * depend on each other, so a bad value still ends it). `errors` holds each with its own fix; the
+ * message is their messages, one a line. Its name stays `ConfigError`: main.ts prints it alike.
+ */
+export class ConfigErrors extends ConfigError {
+  constructor(readonly errors: readonly ConfigError[]) {
+    super(errors[0]!.key, '');
+    this.message = errors.map((e) => e.message).join('\n');
+  }
+}
+
+/**
+ * `problems` as one error: the only one itself, several as {@link ConfigErrors}; `stopped` (the
+ * error that ended the reading, if any) last.
+ */
+export function oneError(problems: readonly ConfigError[], stopped?: ConfigError): ConfigError | undefined {
+  const all = stopped ? [...problems, stopped] : problems;
+  return all.length === 0 ? undefined : all.length === 1 ? all[0] : new ConfigErrors(all);
+}
+
 export type Table = Record<string, unknown>;
 
 function describe(v: unknown): string {
@@ -71,7 +93,17 @@ export class Fields {
     readonly skipSecrets = false,
     private readonly absentAs?: string,
     readonly configFile = '',
+    readonly problems: ConfigError[] = [],
   ) {}
+
+  /**
+   * Records that key `name`, present in the table, does not apply (`message` says why and the
+   * fix), to be reported with the file's other key problems; it is not also called unknown.
+   */
+  refuse(name: string, message: string): void {
+    this.seen.add(name);
+    this.problems.push(new ConfigError(this.key(name), message));
+  }
 
   key(name: string): string {
     return this.prefix ? `${this.prefix}.${name}` : name;
@@ -203,12 +235,12 @@ export class Fields {
     if (v === undefined) {
       if (required) throw this.required(name, 'a table');
       const near = this.nearUnread(name);
-      return this.child(name, new Fields(this.key(name), {}, this.skipSecrets, near === undefined ? undefined : this.key(near), this.configFile));
+      return this.child(name, new Fields(this.key(name), {}, this.skipSecrets, near === undefined ? undefined : this.key(near), this.configFile, this.problems));
     }
     if (typeof v !== 'object' || v === null || Array.isArray(v)) {
       throw new ConfigError(this.key(name), `must be a table, got ${describe(v)}`);
     }
-    return this.child(name, new Fields(this.key(name), v as Table, this.skipSecrets, undefined, this.configFile));
+    return this.child(name, new Fields(this.key(name), v as Table, this.skipSecrets, undefined, this.configFile, this.problems));
   }
 
   tableArray(name: string): Fields[] {
@@ -220,7 +252,7 @@ export class Fields {
     if (!Array.isArray(v) || v.some((x) => typeof x !== 'object' || x === null || Array.isArray(x))) {
       throw new ConfigError(this.key(name), `must be an array of tables ([[${this.key(name)}]])`);
     }
-    const tables = (v as Table[]).map((t, i) => new Fields(`${this.key(name)}[${i}]`, t, this.skipSecrets, undefined, this.configFile));
+    const tables = (v as Table[]).map((t, i) => new Fields(`${this.key(name)}[${i}]`, t, this.skipSecrets, undefined, this.configFile, this.problems));
     this.setEffective(name, tables.map((t) => t.effective));
     return tables;
   }
@@ -231,8 +263,9 @@ export class Fields {
   }
 
   /**
-   * Throws for any key present in the table that no reader asked for (a typo is an error, not a
-   * silent default), suggesting the nearest known key, or else listing them.
+   * Records every key present in the table that no reader asked for (a typo is an error, not a
+   * silent default), suggesting the nearest known key, or else listing them; reported with the
+   * file's other key problems ({@link problems}: the loader throws them all at once).
    */
   rejectUnknown(): void {
     for (const k of Object.keys(this.table)) {
@@ -240,9 +273,11 @@ export class Fields {
       const near = nearestKey(k, this.known);
       const where = this.prefix ? `[${this.prefix.replace(/\[\d+\]/g, '')}]` : 'the top level';
       const list = [...this.known].sort().join(', ');
-      throw new ConfigError(
-        this.key(k),
-        near !== undefined ? `is not a known key; did you mean ${this.key(near)}? (known in ${where}: ${list})` : `is not a known key; the keys known in ${where} are: ${list}`,
+      this.problems.push(
+        new ConfigError(
+          this.key(k),
+          near !== undefined ? `is not a known key; did you mean ${this.key(near)}? (known in ${where}: ${list})` : `is not a known key; the keys known in ${where} are: ${list}`,
+        ),
       );
     }
   }

@@ -99,7 +99,7 @@ function url(t: Fields, key: string, fallback: string | undefined): URL {
 export function parseImapAuth(t: Fields, baseDir: string, provider: ProviderName, o: { allowMissingGrant?: boolean } = {}): { password: string; oauth2?: OAuth2Config } {
   const auth = t.oneOf('auth', ['password', 'oauth2'] as const, 'password');
   if (auth === 'password') return { password: secret(t, 'password_file', baseDir) };
-  if (t.has('password_file')) throw new ConfigError(t.key('password_file'), 'applies only when auth = "password"; remove it (OAuth2 uses oauth2_refresh_token_file)');
+  if (t.has('password_file')) t.refuse('password_file', 'applies only when auth = "password"; remove it (OAuth2 uses oauth2_refresh_token_file)');
   const presetName = PRESETS[provider].oauth2;
   const named = t.oneOf('oauth2_provider', ['google', 'microsoft', 'custom'] as const, presetName ?? 'custom');
   const preset = named === 'custom' ? undefined : OAUTH2_PRESETS[named];

@@ -1,8 +1,8 @@
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { shellLine } from './config-path.js';
+import { commandLine, shellLine } from './config-path.js';
 import { writableByOthers } from './file-safety.js';
-import { missingSecretFix } from './secret-kinds.js';
+import { MIN_BEARER_CHARS, missingSecretFix, secretKind } from './secret-kinds.js';
 
 /** Thrown when a secret file is missing, unsafe or unreadable. The message names the file and the fix. */
 export class SecretFileError extends Error {
@@ -67,8 +67,9 @@ export function fileHoldsPlaceholder(path: string): boolean {
  * @param configFile the config file that names it, for the command a missing file's message names ('' when not known)
  * @returns the secret as a UTF-8 string
  * @throws SecretFileError when the file is a symlink, not a regular file, owned by another user,
- *   group/other-accessible, in a folder others can write, empty, or larger than 64 KiB; the
- *   message says what to run.
+ *   group/other-accessible, in a folder others can write, empty, or larger than 64 KiB, or (for
+ *   server.bearer_file) holds fewer than {@link MIN_BEARER_CHARS} characters; the message says
+ *   what to run.
  */
 export function readSecretFile(path: string, key: string, configFile = ''): string {
   let fd: number;
@@ -139,6 +140,13 @@ export function readSecretFile(path: string, key: string, configFile = ''): stri
     }
     if (holdsPlaceholder(text)) {
       throw new SecretFileError(`${key}: secret file ${path} still holds the placeholder from secrets.example; write the real secret into it`, path);
+    }
+    // The file's content is what is wrong, not the key: the fix is a new bearer (secret new writes 64 hex digits).
+    if (secretKind(key) === 'bearer' && text.length < MIN_BEARER_CHARS) {
+      throw new SecretFileError(
+        `${key}: secret file ${path} holds ${text.length} characters; the bearer must be at least ${MIN_BEARER_CHARS}; run: ${commandLine(configFile, shellLine('secret', 'new', 'bearer', '--force'))}`,
+        path,
+      );
     }
     return text;
   } finally {

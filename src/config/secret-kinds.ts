@@ -7,6 +7,9 @@ import { commandLine, shellWord } from './config-path.js';
  * are issued by someone else and can only be written in.
  */
 
+/** The shortest bearer the bridge takes, in characters (`secret new bearer` writes 64 hex digits). */
+export const MIN_BEARER_CHARS = 16;
+
 /** `bearer`: server.bearer_file; `signing-secret`: an agent's secret_file; the others are issued elsewhere. */
 export type SecretKind = 'bearer' | 'signing-secret' | 'imap-password' | 'webhook-bearer';
 

@@ -50,7 +50,11 @@ describe('Agent Card (TCK §8, §4.4.1)', () => {
       expect(r.card.name).toBe('grok');
     }
     expect(root.card).toEqual(under.card);
-    expect((await fetch(`${url}/.well-known/agent-card.json`, { method: 'POST' })).status).toBe(405);
+    // A GET route answers HEAD too, so its 405 says so (RFC 9110 §10.2.1).
+    for (const target of [`${url}/.well-known/agent-card.json`, `${h.app.server.baseUrl}/.well-known/agent-card.json`, `${h.app.server.baseUrl}/health`]) {
+      const refused = await fetch(target, { method: 'POST' });
+      expect([refused.status, refused.headers.get('allow')], target).toEqual([405, 'GET, HEAD']);
+    }
     expect((await fetch(`${h.app.server.baseUrl}/agents/nobody/.well-known/agent-card.json`)).status).toBe(404);
 
     const resolved = await new DefaultAgentCardResolver().resolve(`${url}/`);

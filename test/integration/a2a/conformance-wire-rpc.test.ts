@@ -118,10 +118,20 @@ describe('JSON-RPC binding (TCK §9, §5.4)', () => {
     for (const m of ['SendStreamingMessage', 'SubscribeToTask', 'GetExtendedAgentCard', 'CreateTaskPushNotificationConfig']) {
       expect((await call(m, {})).json.error!.code, m).not.toBe(-32601);
     }
-    for (const m of ['sendMessage', 'send_message', 'getTask', 'SENDMESSAGE', 'tasks/list', 'GetTasks']) {
+    // A near miss of a v1.0 name is told that name; a v0.3 name is not (another dialect), nor is a far one.
+    const near: Record<string, string> = { sendMessage: 'SendMessage', send_message: 'SendMessage', getTask: 'GetTask', SENDMESSAGE: 'SendMessage', GetTasks: 'GetTask', SendMesage: 'SendMessage' };
+    for (const m of ['sendMessage', 'send_message', 'getTask', 'SENDMESSAGE', 'tasks/list', 'GetTasks', 'SendMesage', 'Nothing']) {
       const body = rpcBody(m, { id: t.id });
-      expectV1Error(await post(url, body), body.id, -32601, 'METHOD_NOT_FOUND');
+      const r = await post(url, body);
+      expectV1Error(r, body.id, -32601, 'METHOD_NOT_FOUND');
+      expect(r.json.error!.message, m).toBe(`Method not found: ${m}${near[m] ? `; did you mean ${near[m]}?` : ''}`);
     }
+    // Under A2A-Version 0.3 the suggestion comes from the v0.3 names only.
+    expect((await post(url, rpcBody('message/sned', {}), { 'a2a-version': '0.3' })).json.error!.message).toBe('Method not found: message/sned; did you mean message/send?');
+    expect((await post(url, rpcBody('SendMesage', {}), { 'a2a-version': '0.3' })).json.error!.message).toBe('Method not found: SendMesage');
+    // The name is cut in the message, and a long one is not compared.
+    const long = rpcBody(`SendMessage${'x'.repeat(200)}`, {});
+    expect((await post(url, long)).json.error!.message).toBe(`Method not found: SendMessage${'x'.repeat(69)}`);
     // the SDK's own calls use these names, and the server answers them
     await sdk.getTask({ tenant: '', id: t.id });
     expect(wire.at(-1)!.body!.method).toBe('GetTask');

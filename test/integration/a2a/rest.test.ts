@@ -97,13 +97,17 @@ describe('HTTP+JSON binding (SDK REST transport)', () => {
     expect((await fetch(`${suite.h.endpoint}/tasks`)).status).toBe(401);
     expect((await raw('/message:send')).status).toBe(405);
     expect((await raw('/nothing/here')).status).toBe(404);
-    // An agent that does not exist: the 404 names those that do (public in their cards anyway); elsewhere a plain 404.
+    // An agent that does not exist, or the server root (JSON-RPC posted to the bare address): the
+    // 404 names those that do (public in their cards anyway), never what was sent; elsewhere a plain 404.
     const base = suite.h.endpoint.replace(/\/agents\/grok$/, '');
-    for (const path of ['/agents/nope', '/agents/nope/message:send', '/agents/%E0%A4%A/tasks']) {
-      const nope = await fetch(`${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${TEST_BEARER}`, 'content-type': 'application/json' }, body: '{}' });
+    const rpcBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage<script>', params: {} });
+    for (const path of ['/', '/agents/nope', '/agents/nope/message:send', '/agents/%E0%A4%A/tasks']) {
+      const nope = await fetch(`${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${TEST_BEARER}`, 'content-type': 'application/json' }, body: rpcBody });
       expect(nope.status, path).toBe(404);
       expect(await nope.json(), path).toEqual({ error: `no agent at this path; the agents are: grok (${suite.h.endpoint})`, agents: ['grok'] });
     }
+    const root = await fetch(`${base}/`);
+    expect([root.status, await root.json()]).toEqual([404, { error: `no agent at this path; the agents are: grok (${suite.h.endpoint})`, agents: ['grok'] }]);
     expect(await (await fetch(`${base}/nope`)).json()).toEqual({ error: 'not found' });
     expect(await (await raw('/nothing/here')).json()).toEqual({ error: 'not found' });
     // over server.max_body_bytes (1 MiB by default): 413, and the body's code says the same status (AIP-193)

@@ -104,7 +104,7 @@ describe('status of another config whose server.listen is the same address', () 
       const r = await runCli(['--config', b.configPath, 'status']);
       expect(r.status, r.stderr).toBe(3);
       expect(r.stdout).toContain(
-        `bridge    NOT this config's: the bridge answering at ${app.server.baseUrl} serves another store than ${join(b.dir, 'state', 'bridge.sqlite')} or has another server.bearer (its /health names store ${storeFingerprint(app.bridge.ctx.config.store.path, app.bridge.ctx.config.server.bearer)}, this config's is ${storeFingerprint(join(b.dir, 'state', 'bridge.sqlite'), b.bearer)}); it was started with another config, or this config's store.path changed since that bridge started — restart it: ${restartCommands(b.configPath)}; if it is another config's, stop it or give this config another server.listen\n`,
+        `bridge    NOT this config's: the bridge answering at ${app.server.baseUrl} serves another store than ${join(b.dir, 'state', 'bridge.sqlite')} or has another server.bearer (its /health names store ${storeFingerprint(app.bridge.ctx.config.store.path, app.bridge.ctx.config.server.bearer)}, this config's is ${storeFingerprint(join(b.dir, 'state', 'bridge.sqlite'), b.bearer)}); it was started with another config, or this config's store.path changed since that bridge started — restart it: ${restartCommands(b.configPath)}; if it is another config's, stop it (a2a-mailbridge --config <the file it was started with> stop) or give this config another server.listen\n`,
       );
       expect(r.stdout).not.toContain('bridge    answering');
       const j = JSON.parse((await runCli(['--config', b.configPath, 'status', '--json'])).stdout) as StatusReport;

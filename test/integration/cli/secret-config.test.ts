@@ -42,7 +42,7 @@ describe('secret new', () => {
     expect(mode(bearer)).toBe(0o600);
     expect(r.stdout).toBe(
       `wrote ${bearer} (server.bearer_file, mode 0600): the facade's bearer (32 random bytes, hex), not shown here\n` +
-        `next: put its content into each caller's config (Hermes: a2a_agents.<name>.auth.token), then restart a2a-mailbridge --config ${c.configPath} serve (it reads its secrets at start)\n`,
+        `next: put its content into each caller's config (Hermes: a2a_agents.<name>.auth.token), then restart the bridge if it runs (it reads its secrets at start): a2a-mailbridge --config ${c.configPath} stop, then a2a-mailbridge --config ${c.configPath} serve\n`,
     );
     expect(r.stdout).not.toContain(value.trim());
     expect(loadConfig(c.configPath).server.bearer).toBe(value.trim());

@@ -237,8 +237,10 @@ describe('service status and uninstall', () => {
     cleanup.push(spaced);
     const sp = makeConfigDir(minimalToml(), spaced);
     const s = await statusOf(sp, '--systemd');
-    expect(s.install.status).toBe(2);
-    expect(s.install.stderr).toContain('has a space, quote, backslash or $');
+    // like every other refusal: the unit on stdout, the warning on stderr, exit 1
+    expect(s.install.status).toBe(1);
+    expect(s.install.stdout).toContain(`--config ${sp.configPath} serve\n`);
+    expect(s.install.stderr).toContain(`# warning: the install would refuse: the path ${JSON.stringify(sp.configPath)} has a space, quote, backslash or $`);
     expect(s.text.stdout).toContain('service install would refuse: the path ');
     expect(s.json.installRefusal).toContain('has a space, quote, backslash or $');
   });
@@ -252,7 +254,16 @@ describe('service status and uninstall', () => {
     try {
       const r = await runCli(['--config', up.configPath, 'service', 'status', '--systemd', '--json'], { env: env() });
       const j = JSON.parse(r.stdout) as unknown;
-      expect(j).toMatchObject({ answering: true, health: `http://127.0.0.1:${port}/health: ok (version ${VERSION})` });
+      expect(j).toMatchObject({ answering: true, serviceProcess: null, health: `http://127.0.0.1:${port}/health: ok (version ${VERSION})` });
+      // A systemctl that answers, whose unit runs no process: the bridge answering was started by hand.
+      const bin = join(up.dir, 'fake-bin');
+      mkdirSync(bin);
+      writeFileSync(join(bin, 'systemctl'), '#!/bin/sh\ncase "$2" in show) echo 0 ;; *) echo inactive; exit 3 ;; esac\n', { mode: 0o755 });
+      const byHand = await runCli(['--config', up.configPath, 'service', 'status', '--systemd'], { env: { ...env(), PATH: bin } });
+      expect(byHand.status).toBe(1);
+      expect(byHand.stdout).toContain(
+        `bridge        http://127.0.0.1:${port}/health: ok (version ${VERSION}), but not the service's process: pid ${process.pid} was started otherwise (by hand?) and the service runs none; stop it with a2a-mailbridge --config ${up.configPath} stop and let the service run\n`,
+      );
       // Another config on the same address (another store): that bridge is not this config's service.
       const other = makeConfigDir(minimalToml({ listen: `127.0.0.1:${port}` }), resolve('tmp'));
       cleanup.push(other.dir);

@@ -42,8 +42,15 @@ describe('the HTTP+JSON route table (docs/http-json.md)', () => {
     // Any other HTTP method on the path: 405 naming the documented ones.
     const allowed = documented.filter((d) => d.path === r.path).map((d) => d.http);
     for (const other of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].filter((h) => !allowed.includes(h as RestRoute['http']))) {
-      expect(routeRest(other, path, new URL('http://127.0.0.1/')), `${other} ${r.path}`).toEqual({ allow: ['GET', 'POST', 'DELETE'].filter((h) => allowed.includes(h as RestRoute['http'])).join(', ') });
+      expect(routeRest(other, path, new URL('http://127.0.0.1/')), `${other} ${r.path}`).toEqual({ allow: ['GET', 'HEAD', 'POST', 'DELETE'].filter((h) => allowed.includes((h === 'HEAD' ? 'GET' : h) as RestRoute['http'])).join(', ') });
     }
+  });
+
+  it("a 405's Allow names HEAD wherever GET is allowed (RFC 9110 §10.2.1)", () => {
+    const u = new URL('http://127.0.0.1/');
+    expect(routeRest('POST', '/tasks/t1', u)).toEqual({ allow: 'GET, HEAD' });
+    expect(routeRest('PUT', '/tasks/t1/pushNotificationConfigs/c1', u)).toEqual({ allow: 'GET, HEAD, DELETE' });
+    expect(routeRest('GET', '/message:send', u)).toEqual({ allow: 'POST' });
   });
 
   it('a path no row names is no route (404)', () => {

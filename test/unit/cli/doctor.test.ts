@@ -1,10 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync } from 'node:fs';
+import { chmodSync, mkdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { doctor, formatDoctor, hermesSnippet, secretRefs, splitFix, type DoctorReport } from '../../../src/cli/doctor.js';
 import type { Config } from '../../../src/config/config.js';
-import { makeConfigDir, minimalToml } from '../../helpers/config-dir.js';
+import { makeConfigDir, minimalToml, writeSecret } from '../../helpers/config-dir.js';
 
 describe('doctor: pure parts', () => {
   it('finds every secret file the loader would read, per mailbox kind and webhook auth', () => {
@@ -158,5 +159,24 @@ describe('doctor: pure parts', () => {
     const fixes = r.checks.filter((x) => x.status === 'fail').map((x) => x.fix);
     expect(fixes).toEqual([login]);
     expect(formatDoctor(r)).not.toMatch(/printf/);
+  });
+});
+
+describe('doctor on a bearer file that is too short', () => {
+  it('fails the secret file itself (its path, its length, the minimum) with secret new bearer --force as the fix, and not the config key', async () => {
+    mkdirSync(join(tmpdir(), 'mb doctor'), { recursive: true, mode: 0o700 });
+    const c = makeConfigDir(minimalToml(), join(tmpdir(), 'mb doctor'));
+    writeSecret(c.dir, 'bearer', 'hello');
+    const r = await doctor(c.configPath);
+    const bearer = join(c.dir, 'bearer');
+    expect(r.checks.find((x) => x.name === 'secret server.bearer_file')).toEqual({
+      name: 'secret server.bearer_file',
+      status: 'fail',
+      detail: `secret file ${bearer} holds 5 characters; the bearer must be at least 16`,
+      fix: `a2a-mailbridge --config '${c.configPath}' secret new bearer --force`,
+    });
+    expect(r.checks.find((x) => x.name === 'config')).toMatchObject({ status: 'skip', fix: 'fix the secret file of server.bearer_file first' });
+    expect(r.checks.filter((x) => x.status === 'fail').map((x) => x.name)).toEqual(['secret server.bearer_file']);
+    rmSync(c.dir, { recursive: true, force: true });
   });
 });

@@ -4,7 +4,8 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, stringify } from 'smol-toml';
-import { ConfigError, effectiveConfig, loadConfig, parseConfig, type Config } from '../../../src/config/config.js';
+import { ConfigError, ConfigErrors, effectiveConfig, loadConfig, parseConfig, type Config } from '../../../src/config/config.js';
+import { doctor } from '../../../src/cli/doctor.js';
 import { makeConfigDir, minimalToml, TEST_BEARER, TEST_WEBHOOK_SECRET, writeSecret } from '../../helpers/config-dir.js';
 
 describe('loadConfig', () => {
@@ -213,6 +214,37 @@ describe('secrets and values that would fail later', () => {
     );
     // and `config` does not print a folder for a Maildir, so what it prints loads again
     expect(effectiveConfig(loadConfig(makeConfigDir(minimalToml()).configPath))!.mailbox).not.toHaveProperty('folder');
+  });
+  it('an IMAP config switched to a Maildir half-way: every key that does not apply or is unknown in one run, each with its fix', async () => {
+    const toml = minimalToml()
+      .replace('kind = "maildir"\n', 'kind = "maildir"\nfolder = "INBOX"\nchek_interval_s = 30\n')
+      .replace('[mailbox.maildir]\npath = "Maildir"', '[mailbox.imap]\nhost = "imap.example.com"\nuser = "me"\n[mailbox.maildir]\npath = "Maildir"\nfolder = "x"');
+    const c = makeConfigDir(toml);
+    let err: unknown;
+    try {
+      loadConfig(c.configPath);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigErrors);
+    expect((err as ConfigErrors).errors.map((e) => e.key)).toEqual(['mailbox.imap', 'mailbox.folder', 'mailbox.maildir.folder', 'mailbox.chek_interval_s']);
+    expect((err as Error).message.split('\n')).toEqual([
+      'config key mailbox.imap: applies only when mailbox.kind = "imap" (it is "maildir"); remove the [mailbox.imap] table or change kind',
+      'config key mailbox.folder: applies only when mailbox.kind = "imap" (it is "maildir"); a Maildir\'s folder is mailbox.maildir.path: remove folder or change kind',
+      'config key mailbox.maildir.folder: is not a known key; the keys known in [mailbox.maildir] are: path',
+      expect.stringMatching(/^config key mailbox\.chek_interval_s: is not a known key; did you mean mailbox\.check_interval_s\? /),
+    ]);
+    // doctor: one failed config check per key, each with its fix.
+    const report = await doctor(c.configPath);
+    expect(report.checks.filter((x) => x.name === 'config').map((x) => [x.status, x.detail.split(':')[0]])).toEqual([
+      ['fail', 'config key mailbox.imap'],
+      ['fail', 'config key mailbox.folder'],
+      ['fail', 'config key mailbox.maildir.folder'],
+      ['fail', 'config key mailbox.chek_interval_s'],
+    ]);
+    // A value error that stops the reading comes with the key problems found before it.
+    const bad = makeConfigDir(toml.replace('[store]', '[store]\nsize = 1').replace('[[agents]]', '[log]\nlevel = "loud"\n\n[[agents]]'));
+    expect(() => loadConfig(bad.configPath)).toThrow(/^config key store\.size: is not a known key[^\n]*\n(?:config key mailbox\.[^\n]*\n){4}config key log\.level: must be one of/);
   });
 });
 

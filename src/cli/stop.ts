@@ -1,0 +1,113 @@
+/**
+ * `a2a-mailbridge stop`: stops this config's running bridge the way Ctrl-C stops a foreground
+ * `serve` — SIGTERM, after which serve closes its socket, lets work under way finish and closes
+ * the store (src/cli/serve.ts) — and waits until the process is gone.
+ */
+import { loadConfig } from '../config/config.js';
+import { commandLine } from '../config/config-path.js';
+import { probeHealth, type HealthProbe } from './health-probe.js';
+import { serviceMainPid, stopCommands } from './service-manage.js';
+import { defaultKind, SYSTEMD_UNIT, type ServiceKind } from './service.js';
+
+/**
+ * The exit codes of `stop`: 0 stopped; 1 not stopped (the bridge answering is another config's,
+ * runs under the service manager, refused the signal, or did not exit within the wait); 3 this
+ * config's bridge is not running (the connection to server.listen is refused), as `status` says 3;
+ * 4 it cannot be told (server.listen has port 0, /health did not answer in time or answered an
+ * HTTP error, server.bearer cannot be read, or the bridge names no pid).
+ */
+export const STOP_EXIT = { stopped: 0, notStopped: 1, notRunning: 3, unknown: 4 } as const;
+
+/** How long `stop` waits for the process to exit after SIGTERM, in ms: serve lets a webhook attempt or a mail check under way finish. */
+export const STOP_WAIT_MS = 15_000;
+const POLL_MS = 100;
+/** How long `stop` waits for /health, in ms. */
+const PROBE_TIMEOUT_MS = 5_000;
+
+/** Whether a process with this id exists (signal 0: no signal is sent; EPERM means it exists). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Resolves true once `pid` has exited, false when it still runs after `waitMs`. */
+async function exited(pid: number, waitMs: number): Promise<boolean> {
+  const until = Date.now() + waitMs;
+  while (alive(pid)) {
+    if (Date.now() >= until) return false;
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
+  return true;
+}
+
+export interface StopOptions {
+  /** How long to wait for the exit (default {@link STOP_WAIT_MS}). */
+  waitMs?: number;
+  /** Which service manager to ask whether it runs the bridge (default: launchd on macOS, systemd elsewhere). */
+  kind?: ServiceKind;
+}
+
+/**
+ * Finds this config's bridge as `status` does (GET /health on server.listen with the bearer; the
+ * store fingerprint must be this config's), learns its pid from that answer, and unless the
+ * service manager runs it (then it names the manager's command), sends SIGTERM and waits up to
+ * `waitMs` for the process to exit. Prints one line on stdout (stopped, or not running) or stderr.
+ *
+ * @returns {@link STOP_EXIT}
+ * @throws ConfigError (the config does not load)
+ */
+export async function runStop(configFile: string, o: StopOptions = {}): Promise<number> {
+  const config = loadConfig(configFile, { skipSecrets: true });
+  // Longer than status's wait: "not running" must not be said of a bridge slow to answer.
+  const probe: HealthProbe = await probeHealth(config, PROBE_TIMEOUT_MS);
+  const at = probe.url.replace(/\/health$/, '');
+  const serve = commandLine(configFile, 'serve');
+  const fail = (line: string, code: number): number => {
+    process.stderr.write(`a2a-mailbridge: ${line}\n`);
+    return code;
+  };
+  if (!probe.up) {
+    // Only a refused connection says nothing listens; a timeout or an HTTP error answer does not.
+    if (probe.why !== 'ECONNREFUSED') return fail(`cannot tell whether this config's bridge runs at ${at}: ${probe.why}; not stopped (stop it where it runs: Ctrl-C, or kill -TERM <its pid>)`, STOP_EXIT.unknown);
+    process.stdout.write(`this config's bridge is not running (nothing answers at ${at}: ${probe.why}); nothing to stop\n`);
+    return STOP_EXIT.notRunning;
+  }
+  if (probe.sameStore === null) return fail(`a bridge answers at ${at}, but whether it is this config's cannot be told (${probe.why}); not stopped`, STOP_EXIT.unknown);
+  if (probe.sameStore === false) {
+    return fail(
+      `the bridge answering at ${at} is not this config's: it serves another store than ${config.store.path} or has another server.bearer (${probe.why ?? 'another store fingerprint'}); not stopped. Stop it with the config it was started with (a2a-mailbridge --config <that file> stop), or give this config another server.listen`,
+      STOP_EXIT.notStopped,
+    );
+  }
+  const pid = probe.health.pid;
+  if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 0) {
+    return fail(`the bridge at ${at} does not name its process id in /health (a version from before \`stop\`); stop it where it runs (Ctrl-C, or kill -TERM <its pid>)`, STOP_EXIT.unknown);
+  }
+  const kind = o.kind ?? defaultKind();
+  const managed = serviceMainPid(kind);
+  if (managed === pid) {
+    // launchd starts a KeepAlive agent again until it is booted out (launchd/com.a2a-mailbridge.plist).
+    const how = kind === 'systemd' ? `systemctl --user stop ${SYSTEMD_UNIT}` : stopCommands('launchd')[0]!.join(' ');
+    return fail(`this config's bridge (pid ${pid}) runs as the ${kind} service, which would start it again: stop it with: ${how}`, STOP_EXIT.notStopped);
+  }
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ESRCH') {
+      process.stdout.write(`stopped this config's bridge (pid ${pid}): it had exited already\n`);
+      return STOP_EXIT.stopped;
+    }
+    return fail(`could not signal the bridge (pid ${pid}): ${code ?? (err as Error).message}; not stopped`, STOP_EXIT.notStopped);
+  }
+  const waitMs = o.waitMs ?? STOP_WAIT_MS;
+  if (!(await exited(pid, waitMs))) {
+    return fail(`sent SIGTERM to this config's bridge (pid ${pid}), but it still runs after ${waitMs / 1000} s (work under way: a webhook attempt or a mail check); run this again, or look at its log; kill -KILL ${pid} only as a last resort`, STOP_EXIT.notStopped);
+  }
+  process.stdout.write(`stopped this config's bridge (pid ${pid}) at ${at}; start it again with: ${serve}\n`);
+  return STOP_EXIT.stopped;
+}
