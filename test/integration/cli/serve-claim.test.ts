@@ -104,7 +104,7 @@ describe('serve that cannot listen', () => {
     const c = config(`127.0.0.1:${port}`);
     const r = await runCli(['--config', c.configPath, 'serve']);
     expect(r.status).toBe(2);
-    expect(r.stderr).toBe(`a2a-mailbridge: 127.0.0.1:${port} is already in use (another a2a-mailbridge running?); stop it or change server.listen\n`);
+    expect(r.stderr).toBe(`a2a-mailbridge: 127.0.0.1:${port} is already in use (another a2a-mailbridge running?); stop it (a2a-mailbridge --config ${c.configPath} stop stops this config's) or change server.listen\n`);
     expect(existsSync(join(c.dir, 'state'))).toBe(false);
     expect(readdirSync(c.dir).sort()).toEqual(['Maildir', 'bearer', 'imap-password', 'mailbridge.toml', 'webhook-bearer', 'webhook-secret']);
   });

@@ -29,7 +29,7 @@ describe("status of a bridge that is not this config's", () => {
     );
     expect(bridgeLine(report(false, "its /health names no store to this config's server.bearer"))).toBe(
       "bridge    NOT this config's: the bridge answering at http://127.0.0.1:8765 serves another store than /srv/my cfg/state/bridge.sqlite or has another server.bearer (its /health names no store to this config's server.bearer); " +
-        `it was started with another config, or this config's bearer (server.bearer_file) changed since that bridge started — restart it: ${restart}; if it is another config's, stop it or give this config another server.listen`,
+        `it was started with another config, or this config's bearer (server.bearer_file) changed since that bridge started — restart it: ${restart}; if it is another config's, stop it (a2a-mailbridge --config <the file it was started with> stop) or give this config another server.listen`,
     );
   });
 
