@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { BridgeError } from './errors.js';
 import type { AgentConfig } from '../config/config.js';
-import { encodeEnvelope, replyInstructions, subjectTag, type Envelope, type ThreadEntry } from '../downlink/envelope.js';
+import { encodeEnvelope, replyInstructions, subjectTag, type Envelope } from '../downlink/envelope.js';
 import type { StoreTx } from '../store/store.js';
 import type { TaskRow } from '../store/task-rows.js';
 import { isTerminal } from '../store/task-state.js';
 import type { BridgeContext } from './context.js';
+import { envelopeThread } from './envelope-thread.js';
 import { enforceAgentCaps } from './limits.js';
 import { checkPushConfig, storePushConfig, type PushConfigInput } from './push.js';
 import { mintToken } from './token.js';
@@ -57,11 +58,7 @@ function isPollWord(ctx: BridgeContext, text: string): boolean {
 
 /** Builds the envelope of a turn and inserts the turn with a fresh token (the previous tokens are revoked). */
 function openTurn(ctx: BridgeContext, tx: StoreTx, agent: AgentConfig, task: TaskRow, turn: number, ask: string, deadlineAt: number, now: number): string {
-  const thread: ThreadEntry[] = [];
-  for (const t of tx.turns.ofTask(task.id)) {
-    thread.push({ turn: t.turn, role: 'user', text: t.ask });
-    if (t.replyText !== null && t.replyStatus !== 'working') thread.push({ turn: t.turn, role: 'agent', text: t.replyText });
-  }
+  const { thread, omitted } = envelopeThread(tx, task.id, turn);
   tx.turns.revokeTokens(task.id);
   const token = mintToken();
   const dispatchId = `msg_${randomUUID().replaceAll('-', '')}`;
@@ -75,6 +72,7 @@ function openTurn(ctx: BridgeContext, tx: StoreTx, agent: AgentConfig, task: Tas
     from: ctx.config.server.name,
     ask,
     thread,
+    ...(omitted > 0 ? { thread_omitted: omitted } : {}),
     constraints: replyInstructions({ replyTo: ctx.config.mailbox.address, from: agent.address, subjectTag: tag, token, deadline, maxAttachmentBytes: ctx.config.mailbox.maxAttachmentBytes }),
     deadline,
     reply_to: ctx.config.mailbox.address,
