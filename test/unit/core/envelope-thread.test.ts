@@ -1,39 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import type { AgentConfig } from '../../../src/config/config.js';
+import { describe, expect, it } from 'vitest';
 import type { BridgeContext } from '../../../src/core/context.js';
 import { THREAD_MAX_BYTES } from '../../../src/core/envelope-thread.js';
-import { submit } from '../../../src/core/submit.js';
 import type { Envelope } from '../../../src/downlink/envelope.js';
-import { Store } from '../../../src/store/store.js';
-
-const NOW = Date.parse('2026-06-01T12:00:00Z');
-const AGENT = { name: 'grok', tag: 'GROK', address: 'agent@agent.example', deadlineMs: 3_600_000, maxOpenTasks: 20, webhook: { maxPerMinute: 10 } } as unknown as AgentConfig;
-const stores: Store[] = [];
-afterEach(() => stores.splice(0).forEach((s) => s.close()));
-
-/** A bridge context with what `submit` reads: a store of its own, the clock, the names the envelope carries. */
-function context(): BridgeContext {
-  const store = Store.open(':memory:');
-  stores.push(store);
-  const config = { server: { name: 'a2a-mailbridge', pollWords: ['status'] }, mailbox: { address: 'me@example.com', maxAttachmentBytes: 1024 * 1024 } };
-  return { store, now: () => NOW, config } as unknown as BridgeContext;
-}
-
-let n = 0;
-const send = (ctx: BridgeContext, text: string) => submit(ctx, AGENT, { messageId: `m${++n}`, contextId: 'ctx-1', text, contentSha256: `sha${n}`, caller: 'test' });
-
-/** The agent's question on the task's current turn, recorded as apply-reply records it. */
-function agentAsks(ctx: BridgeContext, taskId: string, text: string): void {
-  ctx.store.tx((tx) => {
-    const task = tx.tasks.get(taskId)!;
-    const ledgerId = tx.ledger.record({
-      source: `src-${++n}`, seenAt: NOW, messageId: null, fromHeader: null, subject: null, dateHeader: null, size: 0, rawSha256: `raw-${n}`, raw: null,
-      agent: 'grok', taskId, verdict: 'applied:input-required', reason: 'test',
-    })!;
-    tx.turns.recordReply(taskId, task.turn, { status: 'input-required', text, ledgerId, at: NOW, revokeToken: true });
-    tx.tasks.transition(task, 'INPUT_REQUIRED', { at: NOW, cause: 'the agent asked', deadlineAt: null });
-  });
-}
+import { agentAsks, send, submitContext } from '../../helpers/submit-context.js';
 
 const envelope = (ctx: BridgeContext, taskId: string, turn: number): { bytes: number; e: Envelope } => {
   const raw = ctx.store.turns.get(taskId, turn)!.envelope;
@@ -42,7 +11,7 @@ const envelope = (ctx: BridgeContext, taskId: string, turn: number): { bytes: nu
 
 describe('the envelope thread: newest turns whole, within a byte budget', () => {
   it('keeps each envelope under its ask plus the budget, cuts the entry at the budget at a character boundary and counts what it left out', () => {
-    const ctx = context();
+    const ctx = submitContext();
     const first = send(ctx, 'a'.repeat(200_000));
     const taskId = (first as { task: { id: string } }).task.id;
     const r1 = 'é'.repeat(100_000); // 200,000 bytes
