@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { SendInput } from '../core/submit.js';
 import { TASK_STATES, type TaskState } from '../core/task-view.js';
 import { A2AError } from './errors.js';
+import { dataText } from './data-text.js';
 import { pushConfigOf } from './push-params.js';
 
 /**
@@ -14,9 +15,9 @@ import { pushConfigOf } from './push-params.js';
 type Obj = Record<string, unknown>;
 
 const MAX_ID_LENGTH = 256;
-/** Nesting depth and serialised size a `data` part may have (its text goes into the webhook). */
-const MAX_DATA_DEPTH = 32;
+/** Serialised size a `data` part may have (its text goes into the webhook), and the message's parts together (twice that). */
 const MAX_DATA_TEXT_BYTES = 1024 * 1024;
+const MAX_TEXT_BYTES = MAX_DATA_TEXT_BYTES * 2;
 /** A UTF-16 surrogate without its pair: such a string cannot round-trip through UTF-8. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 /** An RFC 3339 `date-time` (§5.6): full date, `T`, full time with optional fraction, and `Z` or a numeric offset. */
@@ -85,33 +86,16 @@ export interface SendParams {
   returnImmediately: boolean;
 }
 
-/** Depth of a parsed JSON value, walked without recursion (a hostile body may nest thousands deep). */
-function depthOf(value: unknown, limit: number): number {
-  let max = 0;
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length) {
-    const [v, d] = stack.pop()!;
-    if (typeof v !== 'object' || v === null) continue;
-    max = Math.max(max, d);
-    if (max > limit) return max;
-    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, d + 1]);
-  }
-  return max;
+/** The error for parts whose text passes {@link MAX_TEXT_BYTES}, from part `i` on. */
+function overTotal(i: number): A2AError {
+  return new A2AError('invalidParams', `the message's parts come to more than ${MAX_TEXT_BYTES} bytes of text (message.parts[${i}] passes it)`);
 }
 
-/** The text a `data` part contributes: indented JSON, bounded in depth and size. */
-function dataText(data: unknown, i: number): string {
-  if (depthOf(data, MAX_DATA_DEPTH) > MAX_DATA_DEPTH) {
-    throw new A2AError('invalidParams', `message.parts[${i}].data nests deeper than ${MAX_DATA_DEPTH} levels`);
-  }
-  const text = JSON.stringify(data, null, 2);
-  if (Buffer.byteLength(text) > MAX_DATA_TEXT_BYTES) {
-    throw new A2AError('invalidParams', `message.parts[${i}].data is larger than ${MAX_DATA_TEXT_BYTES} bytes as text`);
-  }
-  return text;
-}
-
-function partText(p: Obj, i: number): string {
+/**
+ * The text of part `i`.
+ * @param room bytes of the message's total left for it: a data part past them is refused before its text is built
+ */
+function partText(p: Obj, i: number, room: number): string {
   const kinds = ['text', 'raw', 'url', 'data', 'file'].filter((k) => p[k] !== undefined);
   const kind = kinds.length === 1 ? kinds[0] : typeof p.kind === 'string' ? p.kind : undefined;
   const givenMediaType = typeof p.mediaType === 'string' ? p.mediaType : undefined;
@@ -127,7 +111,7 @@ function partText(p: Obj, i: number): string {
     if (mediaType !== undefined && mediaType !== '' && !/^application\/([\w.+-]+\+)?json$/.test(mediaType)) {
       throw new A2AError('contentTypeNotSupported', `message.parts[${i}]: a data part with mediaType ${givenMediaType} cannot be carried; send application/json`);
     }
-    return dataText(p.data, i);
+    return dataText(p.data, i, MAX_DATA_TEXT_BYTES, room, () => overTotal(i));
   }
   if (kind === 'raw' || kind === 'url' || kind === 'file') {
     throw new A2AError('contentTypeNotSupported', `message.parts[${i}]: file parts cannot be carried to the agent; send text or data parts`);
@@ -183,7 +167,16 @@ export function parseSendParams(params: unknown, roles: readonly string[]): Send
   if (!roles.includes(message.role as string)) throw new A2AError('invalidParams', roleRefusal(message.role, roles));
   const parts = message.parts;
   if (!Array.isArray(parts) || parts.length === 0) throw new A2AError('invalidParams', 'message.parts must be a non-empty array');
-  const texts = parts.map((part, i) => partText(asObject(part, `message.parts[${i}]`), i));
+  // The running total is checked part by part, so a refused message costs no more text than the cap (src/a2a/data-text.ts).
+  const texts: string[] = [];
+  let total = 0;
+  for (let i = 0; i < parts.length; i++) {
+    const sep = i > 0 ? 1 : 0;
+    const t = partText(asObject(parts[i], `message.parts[${i}]`), i, MAX_TEXT_BYTES - total - sep);
+    total += sep + Buffer.byteLength(t);
+    if (total > MAX_TEXT_BYTES) throw overTotal(i);
+    texts.push(t);
+  }
   const config = field(p, 'configuration') === undefined ? {} : asObject(field(p, 'configuration'), 'params.configuration');
   const pushV1 = field(config, 'taskPushNotificationConfig');
   const pushV03 = field(config, 'pushNotificationConfig');
@@ -198,9 +191,6 @@ export function parseSendParams(params: unknown, roles: readonly string[]): Send
   const blocking = optionalBool(config, 'blocking', 'configuration');
   const deadlineMs = deadlineOf(field(message, 'metadata')) ?? deadlineOf(field(p, 'metadata'));
   const text = texts.join('\n');
-  if (Buffer.byteLength(text) > MAX_DATA_TEXT_BYTES * 2) {
-    throw new A2AError('invalidParams', `the message's parts come to more than ${MAX_DATA_TEXT_BYTES * 2} bytes of text`);
-  }
   const contentSha256 = createHash('sha256')
     .update(JSON.stringify([contextId ?? null, taskId ?? null, texts]))
     .digest('hex');

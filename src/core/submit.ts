@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { BridgeError } from './errors.js';
 import type { AgentConfig } from '../config/config.js';
-import { encodeEnvelope, replyInstructions, subjectTag, type Envelope, type ThreadEntry } from '../downlink/envelope.js';
+import { encodeEnvelope, replyInstructions, subjectTag, type Envelope } from '../downlink/envelope.js';
 import type { StoreTx } from '../store/store.js';
 import type { TaskRow } from '../store/task-rows.js';
 import { isTerminal } from '../store/task-state.js';
 import type { BridgeContext } from './context.js';
+import { envelopeThread } from './envelope-thread.js';
 import { enforceAgentCaps } from './limits.js';
 import { checkPushConfig, storePushConfig, type PushConfigInput } from './push.js';
 import { mintToken } from './token.js';
@@ -51,17 +52,35 @@ export type SendOutcome =
   | { kind: 'poll'; task: TaskRow; ignoredText: false | 'open' | 'unseen-outcome' }
   | { kind: 'no-task'; contextId: string };
 
+/**
+ * Characters of a poll's text the store keeps, with its size and digest. A poll is not forwarded
+ * and nothing reads its text back (a task's history leaves polls out); its row is kept for
+ * `messageId` dedupe. Stored whole, 200 polls of 956 KB grew the store 195 MB in 4 s, past every
+ * per-agent cap (attack review, 2026-12-02).
+ */
+export const POLL_TEXT_KEEP = 256;
+
+/**
+ * Message rows (asks, polls, replies) a task holds at most before its polls are answered without
+ * a row of their own (counted in `tasks.polls_unstored`). Such a poll's `messageId` is not kept:
+ * sent again, it is judged afresh (a poll again while the task is open).
+ */
+export const MAX_MESSAGE_ROWS_WITH_POLLS = 1000;
+
+/** What the store keeps of a poll's text: its first {@link POLL_TEXT_KEEP} characters (never half a surrogate pair), and its size when cut. */
+function pollText(text: string): { text: string; textBytes: number | null } {
+  if (text.length <= POLL_TEXT_KEEP) return { text, textBytes: null };
+  const end = /[\uD800-\uDBFF]/.test(text[POLL_TEXT_KEEP - 1]!) ? POLL_TEXT_KEEP - 1 : POLL_TEXT_KEEP;
+  return { text: text.slice(0, end), textBytes: Buffer.byteLength(text) };
+}
+
 function isPollWord(ctx: BridgeContext, text: string): boolean {
   return ctx.config.server.pollWords.includes(text.trim().toLowerCase());
 }
 
 /** Builds the envelope of a turn and inserts the turn with a fresh token (the previous tokens are revoked). */
 function openTurn(ctx: BridgeContext, tx: StoreTx, agent: AgentConfig, task: TaskRow, turn: number, ask: string, deadlineAt: number, now: number): string {
-  const thread: ThreadEntry[] = [];
-  for (const t of tx.turns.ofTask(task.id)) {
-    thread.push({ turn: t.turn, role: 'user', text: t.ask });
-    if (t.replyText !== null && t.replyStatus !== 'working') thread.push({ turn: t.turn, role: 'agent', text: t.replyText });
-  }
+  const { thread, omitted } = envelopeThread(tx, task.id, turn);
   tx.turns.revokeTokens(task.id);
   const token = mintToken();
   const dispatchId = `msg_${randomUUID().replaceAll('-', '')}`;
@@ -75,6 +94,7 @@ function openTurn(ctx: BridgeContext, tx: StoreTx, agent: AgentConfig, task: Tas
     from: ctx.config.server.name,
     ask,
     thread,
+    ...(omitted > 0 ? { thread_omitted: omitted } : {}),
     constraints: replyInstructions({ replyTo: ctx.config.mailbox.address, from: agent.address, subjectTag: tag, token, deadline, maxAttachmentBytes: ctx.config.mailbox.maxAttachmentBytes }),
     deadline,
     reply_to: ctx.config.mailbox.address,
@@ -145,7 +165,8 @@ function decide(ctx: BridgeContext, tx: StoreTx, agent: AgentConfig, input: Send
   }
   const contextId = input.contextId ?? target?.contextId ?? randomUUID();
   const poll = isPollWord(ctx, input.text);
-  const message = (task: TaskRow, kind: 'ask' | 'poll', turn: number): void =>
+  const message = (task: TaskRow, kind: 'ask' | 'poll', turn: number): void => {
+    if (kind === 'poll' && tx.messages.countOfTask(task.id) >= MAX_MESSAGE_ROWS_WITH_POLLS) return void tx.messages.countUnstoredPoll(task.id);
     tx.messages.insert({
       agent: agent.name,
       messageId: input.messageId,
@@ -154,10 +175,11 @@ function decide(ctx: BridgeContext, tx: StoreTx, agent: AgentConfig, input: Send
       role: 'user',
       kind,
       turn,
-      text: input.text,
+      ...(kind === 'poll' ? pollText(input.text) : { text: input.text }),
       contentSha256: input.contentSha256,
       createdAt: now,
     });
+  };
 
   if (target && (poll || (!isTerminal(target.state) && target.state !== 'INPUT_REQUIRED'))) {
     message(target, 'poll', target.turn);

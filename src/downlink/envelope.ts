@@ -9,7 +9,10 @@ import { REPLY_STATUS_WORDS } from '../uplink/reply-format.js';
 export interface ThreadEntry {
   turn: number;
   role: 'user' | 'agent';
+  /** The caller's or the agent's text only; cut at its end when `omitted_bytes` is present. */
   text: string;
+  /** Present on the oldest entry carried when the thread's byte budget cut it: the UTF-8 bytes of its text left out at its end. */
+  omitted_bytes?: number;
 }
 
 export interface Envelope {
@@ -24,8 +27,13 @@ export interface Envelope {
   from: string;
   /** This turn's text from the caller. */
   ask: string;
-  /** The earlier turns of the task. */
+  /**
+   * The earlier turns of the task, newest kept first, within a byte budget of text
+   * (src/core/envelope-thread.ts: 512 KiB).
+   */
   thread: ThreadEntry[];
+  /** Present when the budget left earlier entries out: how many, before the first of `thread`. */
+  thread_omitted?: number;
   /** Reply-format instructions for the agent, in plain text (section 5 of the brief). */
   constraints: string;
   /** ISO-8601 UTC deadline of this turn. */

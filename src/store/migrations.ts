@@ -1,14 +1,13 @@
 import { COMPACT_MIGRATION } from './compact.js';
 import { LARGE_VALUES_MIGRATION } from './large-values.js';
+import { POLL_BOUNDS_MIGRATION } from './messages.js';
 import { TASK_ROWS_MIGRATION } from './prune.js';
 import { REPLY_STATUS_MIGRATION } from './reply-status-schema.js';
 
 /**
- * Versioned schema migrations. Each entry runs once, in order, inside one transaction, and
- * bumps `PRAGMA user_version` to its index + 1. Never edit a shipped entry; append a new one.
- *
- * Times are integers in ms since the Unix epoch (UTC). States are the A2A v1.0 TaskState names
- * without the `TASK_STATE_` prefix.
+ * Versioned schema migrations. Each entry runs once, in order, inside one transaction, and bumps `PRAGMA user_version` to its
+ * index + 1. Never edit a shipped entry; append a new one. Times are integers in ms since the Unix epoch (UTC). States are the
+ * A2A v1.0 TaskState names without the `TASK_STATE_` prefix.
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -397,4 +396,5 @@ export const MIGRATIONS: readonly string[] = [
   // 14: each task's rows per table, kept by triggers, for prune's counts: src/store/prune.ts.
   TASK_ROWS_MIGRATION,
   REPLY_STATUS_MIGRATION, // 15: `rejected` in the reply statuses of turns and replies: src/store/reply-status-schema.ts.
+  POLL_BOUNDS_MIGRATION, // 16: a poll's text kept to its start, with its size; polls answered past a task's cap counted: src/store/messages.ts.
 ];

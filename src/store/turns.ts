@@ -37,6 +37,13 @@ export interface TurnRow {
   createdAt: number;
 }
 
+/** One turn as the webhook's thread carries it: the caller's ask and the agent's reply text (null: none, or a progress note). */
+export interface ThreadTurn {
+  turn: number;
+  ask: string;
+  replyText: string | null;
+}
+
 /** What a task's view shows of its current turn: no ask, token or signed envelope (src/core/task-view.ts). */
 export type TurnStatus = Pick<TurnRow, 'turn' | 'dispatchId' | 'createdAt' | 'nextAttemptAt' | 'acceptedAt' | 'replyStatus' | 'replyText' | 'replyLedgerId' | 'repliedAt'>;
 
@@ -67,6 +74,28 @@ export function turnReads(db: Db) {
            t.reply_status AS replyStatus, ${REPLY_TEXT}, t.reply_ledger_id AS replyLedgerId, t.replied_at AS repliedAt
          ${FROM} WHERE t.task_id = ? AND t.turn = ?`,
       ).get(taskId, turn) as TurnStatus | undefined;
+    },
+
+    /**
+     * The thread material of a task's turns before `before` — each turn's ask, and its reply text
+     * unless none or a progress note (`working`) — newest turn first, read row by row as the
+     * caller iterates (src/core/envelope-thread.ts stops once its budget is spent). The iterator
+     * holds the connection: finish or break out of it before any other statement.
+     */
+    threadNewestFirst(taskId: string, before: number): IterableIterator<ThreadTurn> {
+      return stmt(db,
+        `SELECT t.turn, t.ask, CASE WHEN coalesce(t.reply_status, '') = 'working' THEN NULL ELSE coalesce(${replyTextSql('r')}, t.reply_text) END AS replyText
+         ${FROM} WHERE t.task_id = ? AND t.turn < ? ORDER BY t.turn DESC`,
+      ).iterate(taskId, before) as IterableIterator<ThreadTurn>;
+    },
+
+    /** How many thread entries ({@link threadNewestFirst}) the turns before `before` hold, counted without reading their text. */
+    threadEntriesBefore(taskId: string, before: number): number {
+      const r = stmt(db,
+        `SELECT count(*) + coalesce(sum(CASE WHEN coalesce(t.reply_status, '') != 'working' AND (r.ledger_id IS NOT NULL OR t.reply_text IS NOT NULL) THEN 1 ELSE 0 END), 0) AS n
+         ${FROM} WHERE t.task_id = ? AND t.turn < ?`,
+      ).get(taskId, before) as { n: number };
+      return r.n;
     },
 
     ofTask(taskId: string): TurnRow[] {
