@@ -150,11 +150,6 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     res.end(text);
   };
 
-
-  /**
-   * The caller's key (a hash of its bearer) when the bearer is right; else answers 401 and returns
-   * null. The presented token is hashed once and compared in constant time, never as a string.
-   */
   /** Whether the request presents the bearer: hashed once, compared in constant time, never as a string. */
   const presentsBearer = (req: IncomingMessage): { m: boolean; ok: boolean } => {
     const m = /^Bearer[ ]+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
@@ -162,6 +157,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     if (ok) bearerPresented(req.socket);
     return { m: m !== null, ok };
   };
+  /** The caller's key (a hash of its bearer) when the request presents the bearer; else answers 401 and returns null. */
   const authorized = (req: IncomingMessage, res: ServerResponse, agent: AgentConfig): string | null => {
     const { m, ok } = presentsBearer(req);
     if (!ok) {
@@ -356,9 +352,8 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
   };
 
   // A request's headers within 10 s and the whole request within 120 s (a stream's answer is not
-  // bounded by either), looked at every 2 s; at most server.max_connections sockets, a new one at
-  // the cap evicting an idle one (connection-cap.ts), so the descriptors the store, the mailbox and
-  // the webhook need stay free and a caller still gets in while a local process holds the cap.
+  // bounded by either), looked at every 2 s; at most server.max_connections sockets (descriptors stay
+  // for the store, mailbox, webhook), a new one at the cap evicting an idle one (connection-cap.ts).
   const server = createServer({ ServerResponse: DoorResponse, requestTimeout: 120_000, headersTimeout: 10_000, connectionsCheckingInterval: 2_000 }, (req, res) => {
     try {
       const pending = handle(req, res);
