@@ -21,6 +21,7 @@ import { JsonText } from './call.js';
 import { writeSse } from './sse.js';
 import { StreamLimiter } from './stream-limit.js';
 import { limitedLog } from '../log.js';
+import { answerBegun, answerEnded, bearerPresented, capConnections } from './connection-cap.js';
 
 // node:http through require, not `import`: Node's ES module facade of node:http reads every
 // export, and its lazy ones load Node's bundled undici (fetch, WebSocket): +40 ms of CPU and
@@ -37,6 +38,15 @@ const { createServer, ServerResponse: NodeResponse } = createRequire(import.meta
  * `end()`), so every route is covered, not only the statuses known today.
  */
 class DoorResponse extends NodeResponse {
+  /** Each answer is tracked by the connection cap (connection-cap.ts): its socket is busy from here until `end()`. */
+  constructor(req: IncomingMessage, options?: object) {
+    super(...([req, options] as unknown as [IncomingMessage])); // node:http passes its options too; @types/node omits them
+    answerBegun(req.socket);
+  }
+  override end(...args: unknown[]): this {
+    if (!this.writableEnded) answerEnded(this.req.socket);
+    return (super.end as (...more: unknown[]) => this)(...args);
+  }
   override writeHead(statusCode: number, ...rest: unknown[]): this {
     if (!this.req.complete && hasContent(this.req.headers)) this.shouldKeepAlive = false;
     return (super.writeHead as (status: number, ...more: unknown[]) => this)(statusCode, ...rest);
@@ -143,16 +153,14 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     res.end(text);
   };
 
-
-  /**
-   * The caller's key (a hash of its bearer) when the bearer is right; else answers 401 and returns
-   * null. The presented token is hashed once and compared in constant time, never as a string.
-   */
   /** Whether the request presents the bearer: hashed once, compared in constant time, never as a string. */
   const presentsBearer = (req: IncomingMessage): { m: boolean; ok: boolean } => {
     const m = /^Bearer[ ]+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
-    return { m: m !== null, ok: m !== null && timingSafeEqual(digest(m[1]!), bearer) };
+    const ok = m !== null && timingSafeEqual(digest(m[1]!), bearer);
+    if (ok) bearerPresented(req.socket);
+    return { m: m !== null, ok };
   };
+  /** The caller's key (a hash of its bearer) when the request presents the bearer; else answers 401 and returns null. */
   const authorized = (req: IncomingMessage, res: ServerResponse, agent: AgentConfig): string | null => {
     const { m, ok } = presentsBearer(req);
     if (!ok) {
@@ -350,9 +358,8 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
   };
 
   // A request's headers within 10 s and the whole request within 120 s (a stream's answer is not
-  // bounded by either), looked at every 2 s; at most server.max_connections sockets: a local
-  // process that opens thousands and never writes is closed at accept past the cap and let go by
-  // the header timeout, and the descriptors the store, the mailbox and the webhook need stay free.
+  // bounded by either), looked at every 2 s; at most server.max_connections sockets (descriptors stay
+  // for the store, mailbox, webhook), a new one at the cap evicting an idle one (connection-cap.ts).
   const server = createServer({ ServerResponse: DoorResponse, requestTimeout: 120_000, headersTimeout: 10_000, connectionsCheckingInterval: 2_000 }, (req, res) => {
     try {
       const pending = handle(req, res);
@@ -361,9 +368,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       failed(req, res, err);
     }
   });
-  server.maxConnections = config.server.maxConnections;
-  const dropped = limitedLog(log, REFUSAL_LOG_EVERY_MS);
-  server.on('drop', () => dropped(Date.now(), 'warn', 'drop', { maxConnections: config.server.maxConnections }, 'connection closed at accept: server.max_connections reached'));
+  capConnections(server, config.server.maxConnections, log, REFUSAL_LOG_EVERY_MS);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen({ host, port, exclusive: true }, () => {

@@ -155,7 +155,11 @@ export interface ServerConfig {
   waitBudgetMs: number;
   /** Streams (SendStreamingMessage, SubscribeToTask) one caller may hold open at once; more are refused with `limitReached`. */
   maxStreamsPerCaller: number;
-  /** TCP connections the server holds at once (node:http `maxConnections`); one more is closed at accept, so descriptors stay for the store and the mailbox. */
+  /**
+   * TCP connections the server holds at once, so descriptors stay for the store and the mailbox; at
+   * the cap a new one evicts a waiting connection, and is closed at accept only when every one is
+   * busy (src/a2a/connection-cap.ts).
+   */
   maxConnections: number;
   /** A quiet stream gets an SSE comment line this often, in ms, so idle proxies and clients keep it. */
   streamKeepAliveMs: number;
