@@ -17,8 +17,9 @@ import type { Check } from './doctor.js';
 /**
  * @param resolver DNS for the DKIM key lookups (default: `[dns] servers`, else the system's)
  * @returns `fail` when the latest tagged mail would be refused at gates 3–7, `warn` when it would
- *   but the latest reply the judge accepted still passes (the config is not the cause), else `ok`
- *   (also when there is none yet)
+ *   but the latest reply the judge accepted still passes (the config is not the cause) or when its
+ *   From is not the agent's (a stranger's mail, or a wrong `agents[].address`: doctor cannot tell),
+ *   else `ok` (also when there is none yet)
  */
 export async function checkLatestTaggedMail(config: Config, resolver?: DnsResolver): Promise<Check> {
   const name = 'latest agent mail';
@@ -93,6 +94,13 @@ async function judgeRow(config: Config, store: Store, row: LedgerRow, raw: Buffe
   }
   const verdict = d.kind === 'refuse' ? d.verdict : 'auth:dkim-unverified';
   const agent = d.kind === 'refuse' ? d.tag?.agent : config.agents.find((a) => row.taskId !== null && row.agent === a.name);
+  // Anyone can send mail naming a task: a From that is not the agent's is a stranger's mail as
+  // often as a wrong agents[].address, and doctor cannot tell which, so it warns (fresh-user trial).
+  if (verdict === 'auth:from-mismatch') {
+    const i = agent ? config.agents.findIndex((a) => a.name === agent.name) : -1;
+    const address = i >= 0 ? `agents[${i}].address (${agent!.address})` : "the agent's address";
+    return { status: 'warn', detail: `${what} would be refused: ${d.reason}`, fix: `if that mail was the agent's reply, set ${address} to the From the agent sends with; if it was not, it is someone else's mail, refused as it should be, and nothing needs to change` };
+  }
   const detected = detectProvider(raw);
   const lines = configLines(detected);
   const gate5 = /^gate 5/.test(d.reason);
@@ -110,15 +118,14 @@ async function judgeRow(config: Config, store: Store, row: LedgerRow, raw: Buffe
 }
 
 /**
- * The fix for a mail whose provider stamp was read but that gates 3, 4, 6 or 7 refuse: the key of
+ * The fix for a mail whose provider stamp was read but that gates 3, 6 or 7 refuse: the key of
  * the agent it names (as doctor names keys: `agents[0].dkim_domain`) with its value, when a key
- * can change the outcome (gate 4: the address; gate 7: the DKIM domain).
+ * can change the outcome (gate 7: the DKIM domain). Gate 4 (From) is a warning of its own.
  */
 function mailFix(verdict: string, agent: AgentConfig | undefined, config: Config): string {
   const i = agent ? config.agents.findIndex((a) => a.name === agent.name) : -1;
   const key = (k: string, v: string | undefined): string => (i >= 0 ? `agents[${i}].${k} (${v})` : `the agent's ${k}`);
   const read = `the provider's stamp was read; the refusal is about the mail itself (${verdict})`;
-  if (verdict === 'auth:from-mismatch') return `${read}: check ${key('address', agent?.address)}, the From the agent sends with`;
   if (verdict.startsWith('auth:dkim')) return `${read}: check ${key('dkim_domain', agent?.dkimDomain)} and the agent's DKIM signing`;
   return `${read}; it is the agent's mail, not this config, that must change`;
 }

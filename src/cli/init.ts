@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, constants, existsSync, fchmodSync, lstatSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { iso } from '../core/time.js';
-import { commandLine, configPath, shellLine } from '../config/config-path.js';
+import { commandLine, configPath, shellLine, shellWord } from '../config/config-path.js';
 import { CliFailure } from './errors.js';
 import { packageFile } from './install-dir.js';
 
@@ -122,9 +122,9 @@ export function runInit(o: { dir?: string; configFlag?: string }, now = Date.now
   }
   const warnings = [dir, join(dir, 'secrets'), join(dir, 'state'), join(dir, 'logs')].map(privateDir).filter((w): w is string => w !== null);
   for (const f of files) writeNew(f.abs, f.content);
-  const width = Math.max(...files.map((f) => f.abs.length));
-  const lines = files.map((f) => `wrote ${f.abs.padEnd(width)}  ${f.note}`);
-  lines.push(...warnings, `next: edit ${configFile}, fill in the placeholders, then run: ${commandLine(configFile, 'doctor')}`);
+  const width = Math.max(...files.map((f) => shellWord(f.abs).length));
+  const lines = files.map((f) => `wrote ${shellWord(f.abs).padEnd(width)}  ${f.note}`);
+  lines.push(...warnings, `next: edit ${shellWord(configFile)}, fill in the placeholders, then run: ${commandLine(configFile, 'doctor')}`);
   process.stdout.write(`${lines.join('\n')}\n`);
   return 0;
 }

@@ -214,7 +214,7 @@ program.parseAsync().catch(async (err: unknown) => {
   if ((err as NodeJS.ErrnoException)?.code === 'EADDRINUSE') {
     const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
     process.stderr.write(
-      `a2a-mailbridge: ${e.address ?? 'the address'}:${e.port ?? '?'} is already in use (another a2a-mailbridge running?); stop it (${commandLine(config(), 'stop')} stops this config's) or change server.listen\n`,
+      `a2a-mailbridge: ${e.address ?? 'the address'}:${e.port ?? '?'} is already in use, by another program or another bridge (${commandLine(config(), 'status')} tells which; ${commandLine(config(), 'stop')} stops this config's): stop it or change server.listen\n`,
     );
     process.exit(2);
   }

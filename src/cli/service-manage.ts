@@ -171,7 +171,7 @@ export async function runServiceStatus(configFile: string, o: ServiceKindOptions
   const pid = probe.up && probe.sameStore === true ? probe.health.pid : undefined;
   const mainPid = m.ran && typeof pid === 'number' ? serviceMainPid(kind) : undefined;
   const serviceProcess = mainPid === undefined ? null : mainPid === pid;
-  const byHand = serviceProcess === false ? `, but not the service's process: pid ${String(pid)} was started otherwise (by hand?)${mainPid === null ? ' and the service runs none' : `, the service's is pid ${mainPid}`}; stop it with ${commandLine(configFile, 'stop')} and let the service run` : '';
+  const byHand = serviceProcess === false ? `, but not the service's process: pid ${String(pid)} was started otherwise (by hand?)${mainPid === null ? ' and the service runs none' : `, the service's is pid ${mainPid}`}; ${installed ? `stop it with ${commandLine(configFile, 'stop')} and let the service run` : 'no service is installed, so it is the one serving this config'}` : '';
   const status: ServiceStatus = {
     kind,
     file,

@@ -12,6 +12,7 @@
  * Who holds it (pid, listen address, config) is written by the holder into `<store>-serve.json`
  * (mode 0600), read by the bridge that is refused, for its message. Read commands take no claim.
  */
+import { commandLine, shellWord } from '../config/config-path.js';
 import Database from 'better-sqlite3';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
@@ -113,7 +114,7 @@ export function claimStore(storePath: string, holder: { listen: string; config: 
     const who = other
       ? `pid ${other.pid}, listening at ${other.listen}, started with the config ${other.config}`
       : 'a process starting this instant, or one whose note is unreadable';
-    const stop = other ? `stop that bridge first (kill ${other.pid}, or its service)` : `stop the other bridge first (fuser ${lock} names its pid)`;
+    const stop = other ? `stop that bridge first (${commandLine(other.config, 'stop')}, or its service; else kill ${other.pid})` : `stop the other bridge first (fuser ${shellWord(lock)} names its pid)`;
     throw new StoreInUseError(
       `the store ${storePath} is in use by another a2a-mailbridge serve (${who}): two bridges on one store would both read the mailbox and send the same webhooks; ${stop}, or give this config its own store.path`,
       other,

@@ -283,6 +283,12 @@ describe('init → edit → doctor', () => {
     expect(init.status, init.stderr).toBe(0);
     expect(existsSync(nope)).toBe(true);
     expect(init.stdout).toContain(`then run: a2a-mailbridge --config ${nope} doctor`);
+    // A path with a space: every path init prints can be pasted as it is (fresh-user trial 2).
+    const spaced = join(root, 'my configs', 'config.toml');
+    const quoted = await runCli(['--config', spaced, 'init']);
+    expect(quoted.status, quoted.stderr).toBe(0);
+    expect(quoted.stdout).toContain(`wrote '${spaced}'`);
+    expect(quoted.stdout).toContain(`next: edit '${spaced}', fill in the placeholders, then run: a2a-mailbridge --config '${spaced}' doctor`);
     // Where no folder can be made (a file stands in the way): init --dir of one's own.
     const blocked = join(root, 'nope.toml', 'config.toml');
     const b = await runCli(['--config', blocked, 'doctor']);

@@ -54,7 +54,7 @@ describe('serve holds its store: a second serve on it is refused', () => {
     const refused = await runCli(['--config', b.configPath, 'serve']);
     expect(refused.status).toBe(2);
     expect(refused.stderr).toBe(
-      `a2a-mailbridge: the store ${store} is in use by another a2a-mailbridge serve (pid ${first.child.pid}, listening at 127.0.0.1:${port}, started with the config ${a.configPath}): two bridges on one store would both read the mailbox and send the same webhooks; stop that bridge first (kill ${first.child.pid}, or its service), or give this config its own store.path\n`,
+      `a2a-mailbridge: the store ${store} is in use by another a2a-mailbridge serve (pid ${first.child.pid}, listening at 127.0.0.1:${port}, started with the config ${a.configPath}): two bridges on one store would both read the mailbox and send the same webhooks; stop that bridge first (a2a-mailbridge --config ${a.configPath} stop, or its service; else kill ${first.child.pid}), or give this config its own store.path\n`,
     );
     expect(first.child.exitCode).toBeNull();
     expect(statSync(`${store}-serve.lock`).mode & 0o777).toBe(0o600);
@@ -104,7 +104,7 @@ describe('serve that cannot listen', () => {
     const c = config(`127.0.0.1:${port}`);
     const r = await runCli(['--config', c.configPath, 'serve']);
     expect(r.status).toBe(2);
-    expect(r.stderr).toBe(`a2a-mailbridge: 127.0.0.1:${port} is already in use (another a2a-mailbridge running?); stop it (a2a-mailbridge --config ${c.configPath} stop stops this config's) or change server.listen\n`);
+    expect(r.stderr).toBe(`a2a-mailbridge: 127.0.0.1:${port} is already in use, by another program or another bridge (a2a-mailbridge --config ${c.configPath} status tells which; a2a-mailbridge --config ${c.configPath} stop stops this config's): stop it or change server.listen\n`);
     expect(existsSync(join(c.dir, 'state'))).toBe(false);
     expect(readdirSync(c.dir).sort()).toEqual(['Maildir', 'bearer', 'imap-password', 'mailbridge.toml', 'webhook-bearer', 'webhook-secret']);
   });

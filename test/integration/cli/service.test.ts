@@ -262,7 +262,7 @@ describe('service status and uninstall', () => {
       const byHand = await runCli(['--config', up.configPath, 'service', 'status', '--systemd'], { env: { ...env(), PATH: bin } });
       expect(byHand.status).toBe(1);
       expect(byHand.stdout).toContain(
-        `bridge        http://127.0.0.1:${port}/health: ok (version ${VERSION}), but not the service's process: pid ${process.pid} was started otherwise (by hand?) and the service runs none; stop it with a2a-mailbridge --config ${up.configPath} stop and let the service run\n`,
+        `bridge        http://127.0.0.1:${port}/health: ok (version ${VERSION}), but not the service's process: pid ${process.pid} was started otherwise (by hand?) and the service runs none; no service is installed, so it is the one serving this config\n`,
       );
       // Another config on the same address (another store): that bridge is not this config's service.
       const other = makeConfigDir(minimalToml({ listen: `127.0.0.1:${port}` }), resolve('tmp'));

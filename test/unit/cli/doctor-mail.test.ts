@@ -80,7 +80,9 @@ describe('doctor: latest agent mail', () => {
     expect(otherDomain.fix).toBe("the provider's stamp was read; the refusal is about the mail itself (auth:dkim-unaligned): check agents[0].dkim_domain (other.example) and the agent's DKIM signing");
     // A config whose address is another's: the mail is the agent's by its tag, and From is not that address.
     const otherAddress = await checkLatestTaggedMail(configWith('provider = "gmail"', gmail, gmail.length, 'address = "bot@agent.example"'), resolver);
-    expect(otherAddress.fix).toBe("the provider's stamp was read; the refusal is about the mail itself (auth:from-mismatch): check agents[0].address (bot@agent.example), the From the agent sends with");
+    // Or a stranger's mail naming the task: doctor cannot tell, so it warns with both readings (fresh-user trial).
+    expect(otherAddress.status).toBe('warn');
+    expect(otherAddress.fix).toBe("if that mail was the agent's reply, set agents[0].address (bot@agent.example) to the From the agent sends with; if it was not, it is someone else's mail, refused as it should be, and nothing needs to change");
   });
 
   it('skips a mail whose header block cannot be read as one: its row names the task, but no provider setting changes its verdict', async () => {
