@@ -118,7 +118,7 @@ export interface App {
 }
 
 /** `host:port` of `server.listen`, an IPv6 host in brackets. */
-function listenText(host: string, port: number): string {
+export function listenText(host: string, port: number): string {
   return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 

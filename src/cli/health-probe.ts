@@ -5,6 +5,8 @@
 import { effectiveConfig, type Config } from '../config/config.js';
 import { readSecretFile } from '../config/secret-file.js';
 import { storeFingerprint } from '../core/store-fingerprint.js';
+import { listenText } from '../app.js';
+import { claimHeld } from '../store/store.js';
 
 /**
  * The bridge answered (its /health body, and whether it serves this config's store), or it did
@@ -27,6 +29,13 @@ export type HealthProbe =
       stores: { answering: string | null; ours: string | null };
       /** Why sameStore is null; null otherwise. */
       why: string | null;
+      /**
+       * Whether the bearer was presented: only when a serve holds this config's store's claim and
+       * notes this very address (src/store/serve-claim.ts `claimHeld`), so a process that took the
+       * address while no bridge ran is never sent it. `holderPid`: that serve's pid (its note).
+       */
+      bearerSent: boolean;
+      holderPid: number | null;
     }
   | { up: false; url: string; why: string };
 
@@ -50,13 +59,21 @@ export async function probeHealth(config: Config, timeoutMs = 1500): Promise<Hea
   const { host, port } = config.server;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}/health`;
   if (port === 0) return { up: false, url, why: 'server.listen has port 0 (a new port at each start): cannot tell' };
+  // The bearer goes only to the serve that holds this config's store and notes this address:
+  // anything else answering there (another config's bridge, or a process that took the address
+  // while no bridge ran) is never sent it (attack: it was, and could then name any pid to stop).
+  const claim = claimHeld(config.store.path);
+  const holder = claim.held ? claim.holder : null;
+  const ourServe = holder !== null && holder.listen === listenText(host, port);
   // The fingerprint is shown only to a request that presents the bearer (a2a/server.ts): read it first.
   let bearer: string | null = null;
   let unreadable = '';
-  try {
-    bearer = serverBearer(config);
-  } catch (err) {
-    unreadable = (err as Error).message;
+  if (ourServe) {
+    try {
+      bearer = serverBearer(config);
+    } catch (err) {
+      unreadable = (err as Error).message;
+    }
   }
   try {
     const headers: Record<string, string> = bearer === null ? {} : { authorization: `Bearer ${bearer}` };
@@ -65,11 +82,18 @@ export async function probeHealth(config: Config, timeoutMs = 1500): Promise<Hea
     const health = (await res.json()) as Record<string, unknown>;
     const named = (health.store as { fingerprint?: unknown } | undefined)?.fingerprint;
     const answering = typeof named === 'string' ? named : null;
-    if (bearer === null) return { up: true, url, health, sameStore: null, stores: { answering, ours: null }, why: `${unreadable}; the store fingerprint is keyed with it and shown only to its holder` };
-    // No fingerprint for this config's bearer: a bridge that does not take it (another config's), or one from before the fingerprint.
-    if (answering === null) return { up: true, url, health, sameStore: false, stores: { answering, ours: null }, why: "its /health names no store to this config's server.bearer" };
+    const sent = { bearerSent: bearer !== null, holderPid: holder?.pid ?? null };
+    if (!ourServe) {
+      const why = !claim.held
+        ? `no serve holds this config's store (${config.store.path}), so what answers here is another config's bridge or another program; the bearer was not sent to it`
+        : `the serve that holds this config's store ${holder ? `listens at ${holder.listen}` : 'has not noted its address yet'}, not here; the bearer was not sent to what answers here`;
+      return { up: true, url, health, sameStore: false, stores: { answering: null, ours: null }, why, ...sent };
+    }
+    if (bearer === null) return { up: true, url, health, sameStore: null, stores: { answering, ours: null }, why: `${unreadable}; the store fingerprint is keyed with it and shown only to its holder`, ...sent };
+    // No fingerprint for this config's bearer: this config's serve, started before the bearer changed.
+    if (answering === null) return { up: true, url, health, sameStore: false, stores: { answering, ours: null }, why: "its /health names no store to this config's server.bearer", ...sent };
     const ours = storeFingerprint(config.store.path, bearer);
-    return { up: true, url, health, sameStore: answering === ours, stores: { answering, ours }, why: null };
+    return { up: true, url, health, sameStore: answering === ours, stores: { answering, ours }, why: null, ...sent };
   } catch (err) {
     const e = err as Error & { cause?: { code?: string } };
     const why = e.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (e.cause?.code ?? e.message);

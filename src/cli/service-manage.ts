@@ -10,6 +10,7 @@ import { loadConfig } from '../config/config.js';
 import { commandLine } from '../config/config-path.js';
 import { CliFailure, UsageError } from './errors.js';
 import { printJson } from './format.js';
+import { clean } from './format.js';
 import { probeHealth } from './health-probe.js';
 import { defaultKind, installRefusal, LAUNCHD_LABEL, renderedService, serviceTarget, SYSTEMD_UNIT, type ServiceKind } from './service.js';
 
@@ -184,7 +185,7 @@ export async function runServiceStatus(configFile: string, o: ServiceKindOptions
     serviceProcess,
     health: !probe.up
       ? `${probe.url}: not answering (${probe.why})`
-      : `${probe.url}: ${String(probe.health.status)} (version ${String(probe.health.version)})${probe.sameStore === false ? `, but NOT this config's bridge: it serves another store than ${config.store.path} or has another server.bearer` : byHand}`,
+      : `${probe.url}: ${clean(String(probe.health.status).slice(0, 64))} (version ${clean(String(probe.health.version).slice(0, 64))})${probe.sameStore === false ? `, but NOT this config's bridge: it serves another store than ${config.store.path} or has another server.bearer` : byHand}`,
   };
   if (o.json) printJson(status);
   else {

@@ -62,7 +62,7 @@ export async function statusReport(config: Config, now: number): Promise<StatusR
   const report: StatusReport = {
     config: config.file,
     bridge: probe.up
-      ? { answering: true, url: probe.url, status: String(probe.health.status), version: String(probe.health.version), sameStore: probe.sameStore, why: storeWhy(probe), storeNamed: probe.sameStore === null ? null : probe.stores.answering !== null }
+      ? { answering: true, url: probe.url, status: clean(String(probe.health.status).slice(0, 64)), version: clean(String(probe.health.version).slice(0, 64)), sameStore: probe.sameStore, why: storeWhy(probe), storeNamed: probe.sameStore === null || !probe.bearerSent ? null : probe.stores.answering !== null }
       : { answering: false, url: probe.url, status: null, version: null, sameStore: null, why: probe.why, storeNamed: null },
     store: { path, exists, bytes: exists ? storeBytes(path) : 0 },
     tasks: null,

@@ -87,6 +87,10 @@ export async function runStop(configFile: string, o: StopOptions = {}): Promise<
   if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 0) {
     return fail(`the bridge at ${at} does not name its process id in /health (a version from before \`stop\`); stop it where it runs (Ctrl-C, or kill -TERM <its pid>)`, STOP_EXIT.unknown);
   }
+  // The pid signalled is the one the serve holding this config's store noted (src/store/serve-claim.ts), and /health must name the same.
+  if (probe.holderPid !== pid) {
+    return fail(`the bridge at ${at} names pid ${pid}, but the serve holding this config's store noted pid ${probe.holderPid ?? 'none'}; not stopped (stop it where it runs: Ctrl-C, or kill -TERM <its pid>)`, STOP_EXIT.unknown);
+  }
   const kind = o.kind ?? defaultKind();
   const managed = serviceMainPid(kind);
   if (managed === pid) {

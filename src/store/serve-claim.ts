@@ -14,7 +14,7 @@
  */
 import { commandLine, shellWord } from '../config/config-path.js';
 import Database from 'better-sqlite3';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { StoreError, type Db } from './db.js';
 
@@ -78,6 +78,51 @@ function readHolder(note: string): ClaimHolder | null {
     if ((err as NodeJS.ErrnoException).code === 'ESRCH') return null;
   }
   return h as ClaimHolder;
+}
+
+/**
+ * Whether a `serve` holds the claim on the store at `storePath` now, and its note. Asked by the
+ * commands that talk to the bridge (status, stop, doctor) before they present the bearer at
+ * `server.listen`: a serve holding the claim has bound its address (it notes the bound port), so
+ * what answers there is that serve and not a process that took the address while no bridge ran
+ * (attack: it was sent the bearer and named the pid `stop` signalled). Only files of this user,
+ * not symlinks, count (another user could plant both in a folder others can write). Tries the
+ * lock (`BEGIN IMMEDIATE`, at once) and lets go of it: a serve starting in that microsecond is
+ * refused, as if another held the store.
+ * @returns held false when no live process holds it (no lock file, or the lock was free)
+ */
+export function claimHeld(storePath: string): { held: false } | { held: true; holder: ClaimHolder | null } {
+  let files: { lock: string; note: string };
+  try {
+    files = claimFiles(storePath);
+  } catch {
+    return { held: false };
+  }
+  const mine = (f: string): boolean => {
+    try {
+      const st = lstatSync(f);
+      return st.isFile() && st.uid === (process.getuid?.() ?? st.uid);
+    } catch {
+      return false;
+    }
+  };
+  if (!mine(files.lock)) return { held: false };
+  let db: Db;
+  try {
+    db = new Database(files.lock, { timeout: 0, fileMustExist: true });
+  } catch {
+    return { held: false };
+  }
+  try {
+    db.exec('BEGIN IMMEDIATE');
+    db.exec('ROLLBACK');
+    return { held: false };
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'SQLITE_BUSY') return { held: false };
+    return { held: true, holder: mine(files.note) ? readHolder(files.note) : null };
+  } finally {
+    db.close();
+  }
 }
 
 /** Writes the note whole or not at all (a temporary file renamed over it), mode 0600. */

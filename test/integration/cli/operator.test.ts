@@ -103,8 +103,9 @@ describe('status of another config whose server.listen is the same address', () 
     try {
       const r = await runCli(['--config', b.configPath, 'status']);
       expect(r.status, r.stderr).toBe(3);
+      // No serve holds B's store: what answers at its address is not B's bridge, and B's bearer is not sent to it.
       expect(r.stdout).toContain(
-        `bridge    NOT this config's: the bridge answering at ${app.server.baseUrl} serves another store than ${join(b.dir, 'state', 'bridge.sqlite')} or has another server.bearer (its /health names store ${storeFingerprint(app.bridge.ctx.config.store.path, app.bridge.ctx.config.server.bearer)}, this config's is ${storeFingerprint(join(b.dir, 'state', 'bridge.sqlite'), b.bearer)}); it was started with another config, or this config's store.path changed since that bridge started — restart it: ${restartCommands(b.configPath)}; if it is another config's, stop it (a2a-mailbridge --config <the file it was started with> stop) or give this config another server.listen\n`,
+        `bridge    NOT this config's: the bridge answering at ${app.server.baseUrl} serves another store than ${join(b.dir, 'state', 'bridge.sqlite')} or has another server.bearer (no serve holds this config's store (${join(b.dir, 'state', 'bridge.sqlite')}), so what answers here is another config's bridge or another program; the bearer was not sent to it); it was started with another config, or this config's store.path changed since that bridge started — restart it: ${restartCommands(b.configPath)}; if it is another config's, stop it (a2a-mailbridge --config <the file it was started with> stop) or give this config another server.listen\n`,
       );
       expect(r.stdout).not.toContain('bridge    answering');
       const j = JSON.parse((await runCli(['--config', b.configPath, 'status', '--json'])).stdout) as StatusReport;
@@ -118,7 +119,8 @@ describe('status of another config whose server.listen is the same address', () 
   });
 
   it('a config with another bearer is told no store at all, and exits 3 too (the fingerprint is shown to the bearer only)', async () => {
-    const b = makeConfigDir(minimalToml({ listen: `${app.bridge.ctx.config.server.host}:${app.bridge.ctx.config.server.port}` }));
+    // B: the running bridge's own store and address, with a bearer that bridge was not started with.
+    const b = makeConfigDir(minimalToml({ listen: `${app.bridge.ctx.config.server.host}:${app.bridge.ctx.config.server.port}` }).replace('path = "state/bridge.sqlite"', `path = "${app.bridge.ctx.config.store.path}"`));
     try {
       writeSecret(b.dir, 'bearer', `${b.bearer}-another`);
       const r = await runCli(['--config', b.configPath, 'status']);

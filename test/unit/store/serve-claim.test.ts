@@ -31,7 +31,7 @@ describe('claimStore', () => {
     const e = refusal(() => claimStore(store, { listen: '127.0.0.1:9999', config: '/b.toml' }));
     expect(e.holder).toMatchObject({ pid: process.pid, listen: '127.0.0.1:8765', config: '/a.toml' });
     expect(e.message).toBe(
-      `the store ${store} is in use by another a2a-mailbridge serve (pid ${process.pid}, listening at 127.0.0.1:8765, started with the config /a.toml): two bridges on one store would both read the mailbox and send the same webhooks; stop that bridge first (kill ${process.pid}, or its service), or give this config its own store.path`,
+      `the store ${store} is in use by another a2a-mailbridge serve (pid ${process.pid}, listening at 127.0.0.1:8765, started with the config /a.toml): two bridges on one store would both read the mailbox and send the same webhooks; stop that bridge first (a2a-mailbridge --config /a.toml stop, or its service; else kill ${process.pid}), or give this config its own store.path`,
     );
     first.release();
     first.release(); // a second release does nothing
