@@ -10,6 +10,7 @@ import { Store } from '../../../src/store/store.js';
 import { MIGRATIONS } from '../../../src/store/migrations.js';
 import { runCli } from '../../helpers/cli.js';
 import { TEST_WEBHOOK_SECRET } from '../../helpers/config-dir.js';
+import { freePort } from '../../helpers/free-port.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
 import type { DoctorReport } from '../../../src/cli/doctor.js';
@@ -25,6 +26,7 @@ let zone: DnsZone;
 let root: string;
 let dir: string;
 let config: string;
+let listenPort: number;
 /** A port nothing listens on (discard, below the ephemeral range, so no test socket takes it). */
 const closedPort = 9;
 
@@ -32,6 +34,8 @@ beforeAll(async () => {
   dovecot = await startDovecot();
   receiver = await startWebhookReceiver({ secret: TEST_WEBHOOK_SECRET });
   zone = await startDnsZone([{ name: 'sel._domainkey.agent.example', type: 'TXT', data: 'v=DKIM1; k=rsa; p=' }]);
+  // The edit moves server.listen off init's 8765 to a free port: doctor fails an address in use (a bridge may run on 8765 here).
+  listenPort = await freePort();
   root = mkdtempSync(join(tmpdir(), 'mb-init-doctor-'));
   dir = join(root, 'a2a-mailbridge');
   config = join(dir, 'config.toml');
@@ -118,6 +122,7 @@ describe('init → edit → doctor', () => {
 
   it('after the edit every check passes, the agent is not woken, the example names still in place are a warning, and the Hermes snippet has a placeholder, never the bearer', async () => {
     edit([
+      [/^listen = "127\.0\.0\.1:8765"$/m, `listen = "127.0.0.1:${listenPort}"`],
       [/^host = "imap\.fastmail\.com"$/m, 'host = "127.0.0.1"'],
       [/^port = 993$/m, `port = ${dovecot.port}`],
       [/^tls = true$/m, 'tls = false'],
@@ -144,7 +149,7 @@ describe('init → edit → doctor', () => {
     const bearer = readFileSync(join(dir, 'secrets/bearer'), 'utf8').trim();
     expect(r.stdout).not.toContain(bearer);
     expect(r.stdout).toContain(
-      ['a2a_agents:', '  grok:', '    url: http://127.0.0.1:8765/agents/grok', `    auth: {type: bearer, token: "<token from ${join(dir, 'secrets/bearer')}>"}`, '    timeout: 120'].join('\n'),
+      ['a2a_agents:', '  grok:', `    url: http://127.0.0.1:${listenPort}/agents/grok`, `    auth: {type: bearer, token: "<token from ${join(dir, 'secrets/bearer')}>"}`, '    timeout: 120'].join('\n'),
     );
     // The agent's address and DKIM domain are still init's RFC 2606 examples (the test zone serves
     // agent.example), and so is the mailbox address: a warning, not "all checks passed".
@@ -164,7 +169,7 @@ describe('init → edit → doctor', () => {
     expect(report.checks.filter((c: { status: string }) => c.status !== 'ok').map((c: { name: string; status: string }) => [c.name, c.status])).toEqual([
       ['example identities', 'warn'],
     ]);
-    expect(report.hermes!.agents).toEqual([{ name: 'grok', url: 'http://127.0.0.1:8765/agents/grok' }]);
+    expect(report.hermes!.agents).toEqual([{ name: 'grok', url: `http://127.0.0.1:${listenPort}/agents/grok` }]);
     expect(j.stdout).not.toContain(bearer);
   });
 
@@ -249,12 +254,12 @@ describe('init → edit → doctor', () => {
   it('a config error is reported with the key and the fix', async () => {
     const text = readFileSync(config, 'utf8');
     try {
-      edit([[/^listen = "127\.0\.0\.1:8765"$/m, 'listen = "0.0.0.0:8765"']]);
+      edit([[/^listen = "127\.0\.0\.1:\d+"$/m, `listen = "0.0.0.0:${listenPort}"`]]);
       const r = await doctor();
       expect(r.status).toBe(1);
       const c = line(r.stdout, 'config');
       expect(c.line).toMatch(/^fail .*config key server\.listen: "0\.0\.0\.0" is not a loopback address$/);
-      expect(c.next).toBe('      fix: a2a-mailbridge listens on loopback only (127.0.0.0/8, ::1 or localhost). Use "127.0.0.1:8765"');
+      expect(c.next).toBe(`      fix: a2a-mailbridge listens on loopback only (127.0.0.0/8, ::1 or localhost). Use "127.0.0.1:${listenPort}"`);
       expect(r.stdout).not.toContain('a2a_agents:');
     } finally {
       writeFileSync(config, text);
