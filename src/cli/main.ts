@@ -2,6 +2,7 @@ import { Argument, Command, type CommanderError } from 'commander';
 import { VERSION } from '../a2a/agent-card.js';
 import { commandLine, configPath } from '../config/config-path.js';
 import { CliFailure } from './errors.js';
+import { exitAfterWrite } from './exit-after-write.js';
 import type { LedgerOptions } from './ledger.js';
 import type { StoreLocation } from './open-store.js';
 import type { PruneOptions } from './prune.js';
@@ -213,18 +214,17 @@ program
 program.parseAsync().catch(async (err: unknown) => {
   if ((err as NodeJS.ErrnoException)?.code === 'EADDRINUSE') {
     const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
-    process.stderr.write(
+    return exitAfterWrite(
       `a2a-mailbridge: ${e.address ?? 'the address'}:${e.port ?? '?'} is already in use, by another program or another bridge (${commandLine(config(), 'status')} tells which; ${commandLine(config(), 'stop')} stops this config's): stop it or change server.listen\n`,
+      2,
     );
-    process.exit(2);
   }
   // A message may quote what a file held (a config line with a terminal's escape sequence):
   // every control or invisible character but the line breaks is shown escaped (format.ts).
   const { clean } = await import('./format.js');
   const shown = (message: string): string => message.split('\n').map(clean).join('\n');
   if (isUserError(err)) {
-    process.stderr.write(`a2a-mailbridge: ${shown(err.message)}\n`);
-    process.exit(2);
+    return exitAfterWrite(`a2a-mailbridge: ${shown(err.message)}\n`, 2);
   }
   if ((err as Error)?.name === 'MailboxError') {
     // A command that did not turn it into a CliFailure itself: the same line with the fix by kind.
@@ -232,9 +232,7 @@ program.parseAsync().catch(async (err: unknown) => {
     err = asCliFailure(err);
   }
   if (err instanceof CliFailure) {
-    process.stderr.write(`a2a-mailbridge: ${shown(err.message)}\n`);
-    process.exit(1);
+    return exitAfterWrite(`a2a-mailbridge: ${shown(err.message)}\n`, 1);
   }
-  process.stderr.write(`a2a-mailbridge: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`);
-  process.exit(1);
+  return exitAfterWrite(`a2a-mailbridge: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`, 1);
 });

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { indentedJsonBytes } from '../../../src/a2a/data-text.js';
+import { indentedJsonBytes, walkCounts } from '../../../src/a2a/data-text.js';
 import { parseSendParams } from '../../../src/a2a/params.js';
 
 const msg = (parts: unknown[]) => ({ message: { role: 'ROLE_USER', parts, messageId: 'm' } });
@@ -41,6 +41,32 @@ describe('indentedJsonBytes', () => {
     const n = indentedJsonBytes(v, 10_000);
     expect(n).toBeGreaterThan(10_000);
     expect(n).toBeLessThan(whole);
+  });
+});
+
+describe('the walks of a data part: one pass, a stack as deep as the value', () => {
+  const reset = () => Object.assign(walkCounts, { visited: 0, maxFrames: 0 });
+
+  it('hold one frame per open container, never one per element', () => {
+    // 50,000 zeros (250 KB indented) and the same within 3 arrays and an object (650 KB), under the 1 MiB cap.
+    const flat = JSON.parse(`[${'0,'.repeat(49_999)}0]`) as unknown;
+    for (const [data, frames] of [[flat, 1], [[[{ a: [flat] }]], 5]] as const) {
+      reset();
+      parseSendParams(msg([{ data }]), ['ROLE_USER']);
+      expect(walkCounts.maxFrames).toBe(frames);
+    }
+  });
+
+  it('stop counting members once the size passes the limit', () => {
+    const wide = Array.from({ length: 100_000 }, () => 'x'.repeat(100));
+    reset();
+    expect(indentedJsonBytes(wide, 10_000)).toBeGreaterThan(10_000);
+    // about 10,000 / 108 members counted, not the 100,000 the array holds
+    expect(walkCounts.visited).toBeLessThan(100);
+    const obj = Object.fromEntries(wide.map((v, i) => [`k${i}`, v]));
+    reset();
+    expect(indentedJsonBytes(obj, 10_000)).toBeGreaterThan(10_000);
+    expect(walkCounts.visited).toBeLessThan(100);
   });
 });
 
