@@ -97,8 +97,7 @@ async function judgeRow(config: Config, store: Store, row: LedgerRow, raw: Buffe
   // Anyone can send mail naming a task: a From that is not the agent's is a stranger's mail as
   // often as a wrong agents[].address, and doctor cannot tell which, so it warns (fresh-user trial).
   if (verdict === 'auth:from-mismatch') {
-    const i = agent ? config.agents.findIndex((a) => a.name === agent.name) : -1;
-    const address = i >= 0 ? `agents[${i}].address (${agent!.address})` : "the agent's address";
+    const address = agentKey(config, agent, 'address', agent?.address);
     return { status: 'warn', detail: `${what} would be refused: ${d.reason}`, fix: `if that mail was the agent's reply, set ${address} to the From the agent sends with; if it was not, it is someone else's mail, refused as it should be, and nothing needs to change` };
   }
   const detected = detectProvider(raw);
@@ -123,9 +122,14 @@ async function judgeRow(config: Config, store: Store, row: LedgerRow, raw: Buffe
  * can change the outcome (gate 7: the DKIM domain). Gate 4 (From) is a warning of its own.
  */
 function mailFix(verdict: string, agent: AgentConfig | undefined, config: Config): string {
-  const i = agent ? config.agents.findIndex((a) => a.name === agent.name) : -1;
-  const key = (k: string, v: string | undefined): string => (i >= 0 ? `agents[${i}].${k} (${v})` : `the agent's ${k}`);
+  const key = (k: string, v: string | undefined): string => agentKey(config, agent, k, v);
   const read = `the provider's stamp was read; the refusal is about the mail itself (${verdict})`;
   if (verdict.startsWith('auth:dkim')) return `${read}: check ${key('dkim_domain', agent?.dkimDomain)} and the agent's DKIM signing`;
   return `${read}; it is the agent's mail, not this config, that must change`;
+}
+
+/** An agent's config key as doctor names it, with its value (`agents[0].address (bot@agent.example)`), or `the agent's <key>` when no agent is known. */
+function agentKey(config: Config, agent: AgentConfig | undefined, k: string, v: string | undefined): string {
+  const i = agent ? config.agents.findIndex((a) => a.name === agent.name) : -1;
+  return i >= 0 ? `agents[${i}].${k} (${v})` : `the agent's ${k}`;
 }
