@@ -24,7 +24,8 @@ export async function serve(configFile: string, o: { logLevel?: string }): Promi
   // A store or log another user can reach leaks task text and tokens, or takes answers: refused before either is opened.
   prepareDataPlaces(config.store.path, config.log.file);
   // A store an older version made 0644 (and its -wal, -shm, claim lock and note): this user's made
-  // 0600 before the store is opened, never through a symlink (src/config/data-place.ts).
+  // 0600 before the store and the claim's lock are opened (a close would drop their POSIX locks),
+  // never through a symlink (src/config/data-place.ts).
   const { lock, note } = claimFiles(config.store.path);
   const tightened = tightenDataFiles([...storeFiles(config.store.path), lock, note]);
   const level = o.logLevel ?? config.log.level;

@@ -99,7 +99,9 @@ export function storeReadableByOthers(storePath: string): { files: string[]; mod
  * so the file changed is the one checked. `serve` calls it at start, after
  * {@link prepareDataPlaces} has refused files another user owns or others can write, for the
  * store's files made by an older version (0644 under umask 022) and the serve claim's lock and
- * note. A file of another user (root) is left as it is; `doctor` goes on warning of it.
+ * note. A file of another user (root) is left as it is; `doctor` goes on warning of it. Call it
+ * before this process opens any of them with SQLite: closing another descriptor of a file drops
+ * every POSIX lock the process holds on it (SQLite's own locks included: https://sqlite.org/howtocorrupt.html, 2.2).
  * @returns the files changed, in the order given
  * @throws an open error other than ENOENT, ELOOP (a symlink) or EACCES, or an fchmod error, as is
  */
