@@ -222,7 +222,7 @@ function checkStoreMode(path: string): Check | null {
   const r = storeReadableByOthers(path);
   if (!r) return null;
   const what = r.files.length === 1 ? `${r.files[0]} is` : `${r.files.join(', ')} are`;
-  return { name: 'store mode', status: 'warn', detail: `${what} readable by others (mode ${r.mode}); the store holds the agents' answers, task text and reply tokens`, fix: shellLine('chmod', '600', ...r.files) };
+  return { name: 'store mode', status: 'warn', detail: `${what} readable by others (mode ${r.mode}); the store holds the agents' answers, task text and reply tokens`, fix: r.mine ? `serve makes them 0600 when it next starts; or now: ${shellLine('chmod', '600', ...r.files)}` : shellLine('chmod', '600', ...r.files) };
 }
 
 /** The log file's place, by the rule serve applies before it writes there (src/config/data-place.ts). */

@@ -2,9 +2,10 @@ import { createRequire } from 'node:module';
 import type { Logger } from 'pino';
 import { claimForServe, probeServeListen, startApp } from '../app.js';
 import { loadConfig } from '../config/config.js';
-import { prepareDataPlaces } from '../config/data-place.js';
+import { prepareDataPlaces, storeFiles, tightenDataFiles } from '../config/data-place.js';
 import type { CheckSummary } from '../core/mail-check.js';
 import { createServiceLogger, rolledLogFiles, underSystemd } from '../log.js';
+import { claimFiles } from '../store/store.js';
 import { startupSummary } from './serve-summary.js';
 import { IDLE_CHECK_EVERY_MS, IdleRelease, releaseHeap } from './heap-release.js';
 import { saveStartCodeCache } from './code-cache.js';
@@ -22,6 +23,11 @@ export async function serve(configFile: string, o: { logLevel?: string }): Promi
   await probeServeListen(config);
   // A store or log another user can reach leaks task text and tokens, or takes answers: refused before either is opened.
   prepareDataPlaces(config.store.path, config.log.file);
+  // A store an older version made 0644 (and its -wal, -shm, claim lock and note): this user's made
+  // 0600 before the store and the claim's lock are opened (a close would drop their POSIX locks),
+  // never through a symlink (src/config/data-place.ts).
+  const { lock, note } = claimFiles(config.store.path);
+  const tightened = tightenDataFiles([...storeFiles(config.store.path), lock, note]);
   const level = o.logLevel ?? config.log.level;
   const terminal = process.stderr.isTTY;
   // Before the log and the store are opened: no other serve holds this store (src/store/serve-claim.ts).
@@ -33,6 +39,7 @@ export async function serve(configFile: string, o: { logLevel?: string }): Promi
     claim.release();
     throw err;
   }
+  if (tightened.length > 0) log.info({ files: tightened }, 'store files made readable by this user only (mode 0600); they were readable by others');
   const app = await startApp(config, { log, claim });
   const waitedMs = config.mailbox.checkWaitMs;
   const firstCheck = await Promise.race<CheckSummary | null>([

@@ -12,7 +12,8 @@ import { defaultKind, SYSTEMD_UNIT, type ServiceKind } from './service.js';
 /**
  * The exit codes of `stop`: 0 stopped; 1 not stopped (the bridge answering is another config's,
  * runs under the service manager, refused the signal, or did not exit within the wait); 3 this
- * config's bridge is not running (the connection to server.listen is refused), as `status` says 3;
+ * config's bridge is not running (the connection to server.listen is refused, or the process /health
+ * named had exited before the signal), as `status` says 3;
  * 4 it cannot be told (server.listen has port 0, /health did not answer in time or answered an
  * HTTP error, server.bearer cannot be read, or the bridge names no pid).
  */
@@ -49,6 +50,21 @@ export interface StopOptions {
   waitMs?: number;
   /** Which service manager to ask whether it runs the bridge (default: launchd on macOS, systemd elsewhere). */
   kind?: ServiceKind;
+  /**
+   * Test seam: sends `signal` to `pid` (default `process.kill`); throws as it does (ESRCH when
+   * the process is gone), so the path of a bridge that exited between /health and the signal can
+   * be driven.
+   */
+  kill?: (pid: number, signal: NodeJS.Signals) => void;
+}
+
+/**
+ * The one line `stop` prints (stdout) whenever it finds nothing to stop, on every path that finds
+ * so: nothing answers at server.listen, or the bridge's process had exited by the signal (both exit
+ * {@link STOP_EXIT}.notRunning). `why` is what shows it is not running.
+ */
+export function notRunningLine(why: string): string {
+  return `this config's bridge is not running (${why}); nothing to stop\n`;
 }
 
 /**
@@ -73,7 +89,7 @@ export async function runStop(configFile: string, o: StopOptions = {}): Promise<
   if (!probe.up) {
     // Only a refused connection says nothing listens; a timeout or an HTTP error answer does not.
     if (probe.why !== 'ECONNREFUSED') return fail(`cannot tell whether this config's bridge runs at ${at}: ${probe.why}; not stopped (stop it where it runs: Ctrl-C, or kill -TERM <its pid>)`, STOP_EXIT.unknown);
-    process.stdout.write(`this config's bridge is not running (nothing answers at ${at}: ${probe.why}); nothing to stop\n`);
+    process.stdout.write(notRunningLine(`nothing answers at ${at}: ${probe.why}`));
     return STOP_EXIT.notRunning;
   }
   if (probe.sameStore === null) return fail(`a bridge answers at ${at}, but whether it is this config's cannot be told (${probe.why}); not stopped`, STOP_EXIT.unknown);
@@ -99,12 +115,14 @@ export async function runStop(configFile: string, o: StopOptions = {}): Promise<
     return fail(`this config's bridge (pid ${pid}) runs as the ${kind} service, which would start it again: stop it with: ${how}`, STOP_EXIT.notStopped);
   }
   try {
-    process.kill(pid, 'SIGTERM');
+    if (o.kill) o.kill(pid, 'SIGTERM');
+    else process.kill(pid, 'SIGTERM');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ESRCH') {
-      process.stdout.write(`stopped this config's bridge (pid ${pid}): it had exited already\n`);
-      return STOP_EXIT.stopped;
+      // Gone between /health and the signal: said as every other path that finds nothing running says it.
+      process.stdout.write(notRunningLine(`its process, pid ${pid}, had exited before the signal`));
+      return STOP_EXIT.notRunning;
     }
     return fail(`could not signal the bridge (pid ${pid}): ${code ?? (err as Error).message}; not stopped`, STOP_EXIT.notStopped);
   }

@@ -229,7 +229,8 @@ export interface LoadOptions {
  * against `baseDir`, normally the config file's folder. Secret files are read here, so an
  * unsafe secret stops start-up.
  *
- * @throws ConfigError naming the first bad key and the fix.
+ * @throws ConfigError naming the bad key and the fix; ConfigErrors when there are several (every
+ *   unknown or misplaced key and every bad value, each table read even after a bad value in another).
  */
 export function parseConfig(doc: Table, baseDir: string, file = '', o: LoadOptions = {}): Config {
   const root = new Fields('', doc, o.skipSecrets === true, undefined, file);
@@ -239,59 +240,69 @@ export function parseConfig(doc: Table, baseDir: string, file = '', o: LoadOptio
     if (found) throw found;
     return config;
   } catch (err) {
-    // The unknown and not-applicable keys found before an error that stopped the reading come with it.
+    // The problems recorded before an error that stopped the whole reading (a check across tables) come with it.
     if (!(err instanceof ConfigError) || root.problems.length === 0 || root.problems.includes(err) || err instanceof ConfigErrors) throw err;
     throw oneError(root.problems, err)!;
   }
 }
 
-/** The readers of {@link parseConfig}, table by table. */
+/**
+ * The readers of {@link parseConfig}, table by table. A bad value ends the reading of its table
+ * only (Fields.section): the next tables are read and their problems recorded too, and all of them
+ * are thrown at once (at most fields.ts MAX_LISTED_KEY_ERRORS listed) before the checks across tables.
+ */
 function parseTables(root: Fields, baseDir: string, file: string, o: LoadOptions): Config {
-  const server = root.table_('server');
-  const { host, port } = parseListen(server);
-  const serverConfig: ServerConfig = {
-    name: server.string('name', 'a2a-mailbridge'),
-    host,
-    port,
-    bearer: secret(server, 'bearer_file', baseDir, { token: true }),
-    maxBodyBytes: server.integer('max_body_bytes', 1024 * 1024, 1024, 16 * 1024 * 1024),
-    pollWords: server.stringArray('poll_words', ['status', 'poll', 'check', '?', '']).map((w) => w.trim().toLowerCase()),
-    callerTimeoutMs: server.integer('caller_timeout_s', 30, 5, 3600) * 1000,
-    waitBudgetMs: server.integer('wait_budget_s', 0, 0, 3600) * 1000,
-    maxStreamsPerCaller: server.integer('max_streams_per_caller', 16, 1, 10_000),
-    maxConnections: server.integer('max_connections', 256, 2, 10_000),
-    streamKeepAliveMs: server.integer('stream_keepalive_s', 15, 1, 300) * 1000,
-    pushAllowHosts: server.stringArray('push_allow_hosts', []).map((h) => h.trim().toLowerCase()),
-  };
-  server.rejectUnknown();
+  const serverConfig = root.section('server', (server): ServerConfig => {
+    const { host, port } = parseListen(server);
+    return {
+      name: server.string('name', 'a2a-mailbridge'),
+      host,
+      port,
+      bearer: secret(server, 'bearer_file', baseDir, { token: true }),
+      maxBodyBytes: server.integer('max_body_bytes', 1024 * 1024, 1024, 16 * 1024 * 1024),
+      pollWords: server.stringArray('poll_words', ['status', 'poll', 'check', '?', '']).map((w) => w.trim().toLowerCase()),
+      callerTimeoutMs: server.integer('caller_timeout_s', 30, 5, 3600) * 1000,
+      waitBudgetMs: server.integer('wait_budget_s', 0, 0, 3600) * 1000,
+      maxStreamsPerCaller: server.integer('max_streams_per_caller', 16, 1, 10_000),
+      maxConnections: server.integer('max_connections', 256, 2, 10_000),
+      streamKeepAliveMs: server.integer('stream_keepalive_s', 15, 1, 300) * 1000,
+      pushAllowHosts: server.stringArray('push_allow_hosts', []).map((h) => h.trim().toLowerCase()),
+    };
+  });
 
-  const store = root.table_('store');
-  const storePath = store.path('path', baseDir, 'mailbridge.sqlite');
-  store.rejectUnknown();
+  const storePath = root.section('store', (store) => store.path('path', baseDir, 'mailbridge.sqlite'));
 
-  const mailbox = parseMailbox(root.table_('mailbox', true), baseDir, o);
-  const logTable = root.table_('log');
-  const log: LogConfig = {
+  // parseMailbox records [mailbox]'s own unknown keys, and reads [mailbox.<kind>] even when a value of [mailbox] is bad.
+  const mailbox = root.collect(() => parseMailbox(root.table_('mailbox', true), baseDir, o));
+  const log = root.section('log', (logTable): LogConfig => ({
     level: logTable.oneOf('level', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
     ...(logTable.has('file') ? { file: logTable.path('file', baseDir) } : {}),
     maxBytes: logTable.integer('max_size_mb', 10, 1, 1024) * 1024 * 1024,
     maxFiles: logTable.integer('max_files', 5, 1, 100),
-  };
-  logTable.rejectUnknown();
+  }));
 
-  const dns = root.table_('dns');
-  const dnsServers = dns.stringArray('servers', []);
-  for (const [i, server] of dnsServers.entries()) {
-    const m = /^(?:\[([^\]]+)\]|([^:]+)|([0-9a-fA-F:]+))(?::(\d{1,5}))?$/.exec(server);
-    const ip = m?.[1] ?? m?.[2] ?? m?.[3];
-    const port = m?.[4] === undefined ? 53 : Number(m[4]);
-    if (!m || !ip || !isIP(ip) || port < 1 || port > 65535) {
-      throw new ConfigError(`dns.servers[${i}]`, `must be an IP address with an optional port ("9.9.9.9", "127.0.0.1:5353", "[::1]:53"), got ${JSON.stringify(server)}`);
+  const dnsServers = root.section('dns', (dns) => {
+    const servers = dns.stringArray('servers', []);
+    for (const [i, server] of servers.entries()) {
+      const m = /^(?:\[([^\]]+)\]|([^:]+)|([0-9a-fA-F:]+))(?::(\d{1,5}))?$/.exec(server);
+      const ip = m?.[1] ?? m?.[2] ?? m?.[3];
+      const port = m?.[4] === undefined ? 53 : Number(m[4]);
+      if (!m || !ip || !isIP(ip) || port < 1 || port > 65535) {
+        throw new ConfigError(`dns.servers[${i}]`, `must be an IP address with an optional port ("9.9.9.9", "127.0.0.1:5353", "[::1]:53"), got ${JSON.stringify(server)}`);
+      }
     }
-  }
-  dns.rejectUnknown();
+    return servers;
+  });
 
-  const agents = root.tableArray('agents').map((a) => parseAgent(a, baseDir));
+  // Each agent on its own: a bad value in one still lets the next ones be read.
+  const agentTables = root.collect(() => root.tableArray('agents'));
+  const read = (agentTables ?? []).map((a) => root.collect(() => parseAgent(a, baseDir)));
+  root.rejectUnknown();
+  const agents = read.filter((a) => a !== undefined);
+  if (serverConfig === undefined || storePath === undefined || mailbox === undefined || log === undefined || dnsServers === undefined || agentTables === undefined || agents.length < read.length) {
+    // Each of these recorded its error in root.problems.
+    throw oneError(root.problems)!;
+  }
   if (agents.length === 0) throw new ConfigError('agents', 'at least one [[agents]] table is required');
   const seen = new Map<string, string>();
   for (const [i, a] of agents.entries()) {
@@ -301,7 +312,6 @@ function parseTables(root: Fields, baseDir: string, file: string, o: LoadOptions
       seen.set(k, `agents[${i}]`);
     }
   }
-  root.rejectUnknown();
   // Every answer must come well inside the caller's timeout (docs/architecture.md, "The data path"):
   // the worst case is one webhook attempt, then the blocking wait, then one mailbox check wait.
   const slowestHook = Math.max(...agents.map((a) => a.webhook.timeoutMs));

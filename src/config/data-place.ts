@@ -6,7 +6,7 @@
  * at the check is made by the bridge itself, and what stands there afterwards checked again
  * ({@link prepareDataPlaces}), so another user's mkdir between the check and ours is refused too.
  */
-import { lstatSync, mkdirSync, statSync, type Stats } from 'node:fs';
+import { closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, statSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
 import type { ConfigPlaceProblem } from './config-file.js';
 import { shellLine, shellWord } from './config-path.js';
@@ -62,23 +62,71 @@ export function dataPlaceProblem(file: string, kind: DataKind, key: string): Con
   return null;
 }
 
+/** The store's files: the store and SQLite's `-wal` and `-shm` beside it. */
+export function storeFiles(storePath: string): string[] {
+  return [storePath, `${storePath}-wal`, `${storePath}-shm`];
+}
+
 /**
- * The store's files (the store, its -wal and -shm) that exist and are readable by group or others
+ * The store's files ({@link storeFiles}) that exist and are readable by group or others
  * (`mode & 0o044`), with the mode of the first, or null. Not refused (its folder may keep others
- * out), but `doctor` warns: they hold the agents' answers, task text and reply tokens. A store
- * made by this version is 0600 (src/store/db.ts); an older one was 0644 under umask 022.
- * @returns `{ files, mode }` (`mode` octal, `0644`)
+ * out): `serve` makes those of this user 0600 when it starts ({@link tightenDataFiles}), and
+ * `doctor` warns: they hold the agents' answers, task text and reply tokens. A store made by this
+ * version is 0600 (src/store/db.ts); an older one was 0644 under umask 022.
+ * @returns `{ files, mode, mine }` (`mode` octal, `0644`; `mine`: every one is this user's, so
+ *   serve will tighten them)
  */
-export function storeReadableByOthers(storePath: string): { files: string[]; mode: string } | null {
+export function storeReadableByOthers(storePath: string): { files: string[]; mode: string; mine: boolean } | null {
   const files: string[] = [];
   let mode = '';
-  for (const f of [storePath, `${storePath}-wal`, `${storePath}-shm`]) {
+  let mine = true;
+  const uid = process.getuid?.();
+  for (const f of storeFiles(storePath)) {
     const st = statOrNull(f, true);
     if (st === null || (st.mode & 0o044) === 0) continue;
     files.push(f);
     mode ||= (st.mode & 0o777).toString(8).padStart(4, '0');
+    // serve opens each without following a symlink: one behind a link is not tightened.
+    if ((uid !== undefined && st.uid !== uid) || statOrNull(f, false)?.isSymbolicLink()) mine = false;
   }
-  return files.length === 0 ? null : { files, mode };
+  return files.length === 0 ? null : { files, mode, mine };
+}
+
+/**
+ * Makes each of `files` that exists, is a regular file of this user and has any group or other
+ * permission (`mode & 0o077`) mode 0600: opened with O_NOFOLLOW (a symlink is left alone, never
+ * followed) and O_NONBLOCK (a FIFO planted there does not block), checked by fstat, then fchmod,
+ * so the file changed is the one checked. `serve` calls it at start, after
+ * {@link prepareDataPlaces} has refused files another user owns or others can write, for the
+ * store's files made by an older version (0644 under umask 022) and the serve claim's lock and
+ * note. A file of another user (root) is left as it is; `doctor` goes on warning of it. Call it
+ * before this process opens any of them with SQLite: closing another descriptor of a file drops
+ * every POSIX lock the process holds on it (SQLite's own locks included: https://sqlite.org/howtocorrupt.html, 2.2).
+ * @returns the files changed, in the order given
+ * @throws an open error other than ENOENT, ELOOP (a symlink) or EACCES, or an fchmod error, as is
+ */
+export function tightenDataFiles(files: readonly string[]): string[] {
+  const uid = process.getuid?.();
+  const changed: string[] = [];
+  for (const f of files) {
+    let fd: number;
+    try {
+      fd = openSync(f, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ELOOP' || code === 'EACCES') continue;
+      throw err;
+    }
+    try {
+      const st = fstatSync(fd);
+      if (!st.isFile() || (uid !== undefined && st.uid !== uid) || (st.mode & 0o077) === 0) continue;
+      fchmodSync(fd, 0o600);
+      changed.push(f);
+    } finally {
+      closeSync(fd);
+    }
+  }
+  return changed;
 }
 
 /**

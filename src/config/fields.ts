@@ -25,10 +25,12 @@ export class ConfigError extends Error {
 }
 
 /**
- * Several key errors of one file, found in one pass: every unknown key and every key that does
- * not apply, plus the error that stopped the reading when there was one (the readers of one table
- * depend on each other, so a bad value still ends it). `errors` holds each with its own fix; the
- * message is their messages, one a line. Its name stays `ConfigError`: main.ts prints it alike.
+ * Several key errors of one file, found in one pass: every unknown key, every key that does not
+ * apply, and every bad value (a wrong type or out of range: it ends the reading of its own table,
+ * whose readers depend on each other, and the reading goes on with the next table, {@link
+ * Fields.collect}), plus an error that stopped the whole reading when there was one. `errors` holds
+ * each with its own fix; the message is their messages, one a line. Its name stays `ConfigError`:
+ * main.ts prints it alike.
  */
 export class ConfigErrors extends ConfigError {
   constructor(readonly errors: readonly ConfigError[]) {
@@ -46,13 +48,14 @@ export const MAX_LISTED_KEY_ERRORS = 20;
 /**
  * `problems` as one error: the only one itself, several as {@link ConfigErrors}; past
  * {@link MAX_LISTED_KEY_ERRORS}, the first ones and a line counting the rest (key `(file)`);
- * `stopped` (the error that ended the reading, if any) last.
+ * `stopped` (an error that ended the whole reading, thrown outside {@link Fields.collect}: a check
+ * across tables, if any) last.
  */
 export function oneError(problems: readonly ConfigError[], stopped?: ConfigError): ConfigError | undefined {
   let listed = problems;
   if (problems.length > MAX_LISTED_KEY_ERRORS) {
     const more = new ConfigError(FILE_KEY, '');
-    more.message = `… and ${problems.length - MAX_LISTED_KEY_ERRORS} more unknown or misplaced keys; fix the ones above, then check again to see the rest`;
+    more.message = `… and ${problems.length - MAX_LISTED_KEY_ERRORS} more key problems (unknown or misplaced keys, bad values); fix the ones above, then check again to see the rest`;
     listed = [...problems.slice(0, MAX_LISTED_KEY_ERRORS), more];
   }
   const all = stopped ? [...listed, stopped] : listed;
@@ -116,6 +119,39 @@ export class Fields {
   refuse(name: string, message: string): void {
     this.seen.add(name);
     this.problems.push(new ConfigError(this.key(name), message));
+  }
+
+  /**
+   * Runs `read`: the readers of one table, or of a part of one that what follows does not depend
+   * on. A ConfigError it throws (a bad value, or a required key missing: the readers after it may
+   * depend on it, so that reading ends there) is recorded with the file's other problems
+   * ({@link problems}) instead of ending the file's reading, so the later tables' unknown keys and
+   * bad values are reported in the same run. Any other error is thrown as is.
+   * @returns what `read` returns, or undefined when it threw a ConfigError (then `problems` is not empty)
+   */
+  collect<T>(read: () => T): T | undefined {
+    try {
+      return read();
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      this.problems.push(...(err instanceof ConfigErrors ? err.errors : [err]));
+      return undefined;
+    }
+  }
+
+  /**
+   * Reads the table `name` with `read` and then records its unknown keys ({@link rejectUnknown}),
+   * within {@link collect}: a bad value ends this table only (its keys not read yet are not called
+   * unknown).
+   * @returns what `read` returns, or undefined when a ConfigError was recorded
+   */
+  section<T>(name: string, read: (t: Fields) => T, required = false): T | undefined {
+    return this.collect(() => {
+      const t = this.table_(name, required);
+      const v = read(t);
+      t.rejectUnknown();
+      return v;
+    });
   }
 
   key(name: string): string {

@@ -9,6 +9,13 @@
  * of one file across its connections: https://sqlite.org/lockingv3.html). The file's name has no
  * length limit beyond the store's own (a Unix socket path would: 104–108 bytes).
  *
+ * The commands that ask whether a serve runs ({@link claimHeld}: status, stop, doctor, tasks) take
+ * the same lock for a moment and let it go, without waiting. So `serve`'s claim
+ * ({@link claimStore}) does not give up at its first SQLITE_BUSY: it tries again every
+ * {@link CLAIM_RETRY_MS} ms for up to {@link CLAIM_WAIT_MS} ms in all, which outlasts such a probe
+ * (microseconds), and refuses only when the lock is still held after that: a real holder makes a
+ * second serve refuse within {@link CLAIM_WAIT_MS} ms.
+ *
  * Who holds it (pid, listen address, config) is written by the holder into `<store>-serve.json`
  * (mode 0600), read by the bridge that is refused, for its message. Read commands take no claim.
  */
@@ -52,6 +59,29 @@ export interface StoreClaim {
   release(): void;
 }
 
+/**
+ * How long, in ms, serve's claim keeps trying a lock another connection holds before it refuses:
+ * long enough for a {@link claimHeld} probe (which holds it for microseconds) to let go, short
+ * enough that a second serve on a held store is refused at once as a person sees it.
+ */
+export const CLAIM_WAIT_MS = 500;
+/** The pause between two tries of the claim's lock, in ms. */
+export const CLAIM_RETRY_MS = 10;
+
+/** Test seam of {@link claimStore}. */
+export interface ClaimHooks {
+  /**
+   * Waits `ms` before the next try of a busy lock (default: a synchronous sleep, `Atomics.wait`;
+   * serve is not serving yet). A test injects its clock here, and can let go of a lock it holds.
+   */
+  pause?: (ms: number) => void;
+}
+
+/** Blocks this thread for `ms` ms (the claim is taken before serve listens, so nothing else waits on it). */
+function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
 /** The lock and note files of `storePath`: beside the store's real path, so two paths to one store (a symlinked folder) meet. */
 export function claimFiles(storePath: string): { lock: string; note: string } {
   let real: string;
@@ -81,14 +111,41 @@ function readHolder(note: string): ClaimHolder | null {
 }
 
 /**
+ * One try of the claim's lock file `lock` (which must exist), at once (SQLite busy timeout 0, no
+ * retry): the probe of {@link claimHeld}. `'busy'` when another connection holds it; null when the
+ * file cannot be opened or the try fails otherwise; else the lock, held until `release()`.
+ */
+export function probeLock(lock: string): 'busy' | { release(): void } | null {
+  let db: Db;
+  try {
+    db = new Database(lock, { timeout: 0, fileMustExist: true });
+  } catch {
+    return null;
+  }
+  try {
+    db.exec('BEGIN IMMEDIATE');
+  } catch (err) {
+    db.close();
+    return (err as { code?: string }).code === 'SQLITE_BUSY' ? 'busy' : null;
+  }
+  return {
+    release() {
+      if (!db.open) return;
+      db.exec('ROLLBACK');
+      db.close();
+    },
+  };
+}
+
+/**
  * Whether a `serve` holds the claim on the store at `storePath` now, and its note. Asked by the
  * commands that talk to the bridge (status, stop, doctor) before they present the bearer at
  * `server.listen`: a serve holding the claim has bound its address (it notes the bound port), so
  * what answers there is that serve and not a process that took the address while no bridge ran
  * (attack: it was sent the bearer and named the pid `stop` signalled). Only files of this user,
  * not symlinks, count (another user could plant both in a folder others can write). Tries the
- * lock (`BEGIN IMMEDIATE`, at once) and lets go of it: a serve starting in that microsecond is
- * refused, as if another held the store.
+ * lock once ({@link probeLock}: `BEGIN IMMEDIATE`, never waiting) and lets go of it; a serve
+ * starting in that microsecond waits for it ({@link CLAIM_WAIT_MS}) rather than being refused.
  * @returns held false when no live process holds it (no lock file, or the lock was free)
  */
 export function claimHeld(storePath: string): { held: false } | { held: true; holder: ClaimHolder | null } {
@@ -107,22 +164,27 @@ export function claimHeld(storePath: string): { held: false } | { held: true; ho
     }
   };
   if (!mine(files.lock)) return { held: false };
-  let db: Db;
-  try {
-    db = new Database(files.lock, { timeout: 0, fileMustExist: true });
-  } catch {
-    return { held: false };
-  }
-  try {
-    db.exec('BEGIN IMMEDIATE');
-    db.exec('ROLLBACK');
-    return { held: false };
-  } catch (err) {
-    if ((err as { code?: string }).code !== 'SQLITE_BUSY') return { held: false };
-    return { held: true, holder: mine(files.note) ? readHolder(files.note) : null };
-  } finally {
-    db.close();
-  }
+  const probe = probeLock(files.lock);
+  if (probe === 'busy') return { held: true, holder: mine(files.note) ? readHolder(files.note) : null };
+  probe?.release();
+  return { held: false };
+}
+
+/**
+ * The error of a claim not taken: StoreInUseError naming the holder (its note) and the fix when
+ * the lock was still busy, else StoreError with SQLite's.
+ */
+function claimRefusal(err: unknown, storePath: string, lock: string, note: string): Error {
+  if ((err as { code?: string }).code !== 'SQLITE_BUSY') return new StoreError(`cannot take ${lock}, the lock of one serve per store: ${(err as Error).message}`, { cause: err });
+  const other = readHolder(note);
+  const who = other
+    ? `pid ${other.pid}, listening at ${other.listen}, started with the config ${other.config}`
+    : 'a process starting this instant, or one whose note is unreadable';
+  const stop = other ? `stop that bridge first (${commandLine(other.config, 'stop')}, or its service; else kill ${other.pid})` : `stop the other bridge first (fuser ${shellWord(lock)} names its pid)`;
+  return new StoreInUseError(
+    `the store ${storePath} is in use by another a2a-mailbridge serve (${who}): two bridges on one store would both read the mailbox and send the same webhooks; ${stop}, or give this config its own store.path`,
+    other,
+  );
 }
 
 /** Writes the note whole or not at all (a temporary file renamed over it), mode 0600. */
@@ -134,12 +196,15 @@ function writeHolder(note: string, h: ClaimHolder): void {
 
 /**
  * Takes the claim of `serve` on the store at `storePath` (its folder made mode 0700 when missing,
- * as the store's open does; the lock file made mode 0600), and notes who holds it.
+ * as the store's open does; the lock file made mode 0600), and notes who holds it. A lock another
+ * connection holds is tried again every {@link CLAIM_RETRY_MS} ms for up to {@link CLAIM_WAIT_MS}
+ * ms (a {@link claimHeld} probe lets go within that), then refused.
  * @param holder the listen address (`host:port`) and config file of this bridge, for the message another one gets
- * @throws StoreInUseError when a live process holds it, naming that process and the fix;
+ * @param hooks test seam ({@link ClaimHooks})
+ * @throws StoreInUseError when a live process still holds it after {@link CLAIM_WAIT_MS} ms, naming that process and the fix;
  *   StoreError when the lock file cannot be made or opened
  */
-export function claimStore(storePath: string, holder: { listen: string; config: string }): StoreClaim {
+export function claimStore(storePath: string, holder: { listen: string; config: string }, hooks: ClaimHooks = {}): StoreClaim {
   mkdirSync(dirname(storePath), { recursive: true, mode: 0o700 });
   const { lock, note } = claimFiles(storePath);
   let db: Db;
@@ -150,20 +215,20 @@ export function claimStore(storePath: string, holder: { listen: string; config: 
   } catch (err) {
     throw new StoreError(`cannot open ${lock}, the lock of one serve per store: ${(err as Error).message}`, { cause: err });
   }
-  try {
-    db.exec('BEGIN IMMEDIATE');
-  } catch (err) {
-    db.close();
-    if ((err as { code?: string }).code !== 'SQLITE_BUSY') throw new StoreError(`cannot take ${lock}, the lock of one serve per store: ${(err as Error).message}`, { cause: err });
-    const other = readHolder(note);
-    const who = other
-      ? `pid ${other.pid}, listening at ${other.listen}, started with the config ${other.config}`
-      : 'a process starting this instant, or one whose note is unreadable';
-    const stop = other ? `stop that bridge first (${commandLine(other.config, 'stop')}, or its service; else kill ${other.pid})` : `stop the other bridge first (fuser ${shellWord(lock)} names its pid)`;
-    throw new StoreInUseError(
-      `the store ${storePath} is in use by another a2a-mailbridge serve (${who}): two bridges on one store would both read the mailbox and send the same webhooks; ${stop}, or give this config its own store.path`,
-      other,
-    );
+  const pause = hooks.pause ?? sleepSync;
+  for (let waited = 0; ; ) {
+    try {
+      db.exec('BEGIN IMMEDIATE');
+      break;
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'SQLITE_BUSY' || waited >= CLAIM_WAIT_MS) {
+        db.close();
+        throw claimRefusal(err, storePath, lock, note);
+      }
+    }
+    const step = Math.min(CLAIM_RETRY_MS, CLAIM_WAIT_MS - waited);
+    pause(step);
+    waited += step;
   }
   const mine: ClaimHolder = { pid: process.pid, listen: holder.listen, config: holder.config, since: Date.now() };
   writeHolder(note, mine);

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -8,7 +8,8 @@ import { runCli } from '../../helpers/cli.js';
 import { makeConfigDir, minimalToml, type ConfigDir } from '../../helpers/config-dir.js';
 import { freePort } from '../../helpers/free-port.js';
 import { IDS, buildStore } from '../../helpers/store-fixture.js';
-import { killAll, spawnCli, startBridgeProcess, type BridgeProcess } from '../faults/bridge-process.js';
+import { killAll, logged, spawnCli, startBridgeProcess, type BridgeProcess } from '../faults/bridge-process.js';
+import { Store } from '../../../src/store/store.js';
 
 /**
  * One `serve` per store (src/store/serve-claim.ts), with real processes: a second bridge whose
@@ -107,5 +108,25 @@ describe('serve that cannot listen', () => {
     expect(r.stderr).toBe(`a2a-mailbridge: 127.0.0.1:${port} is already in use, by another program or another bridge (a2a-mailbridge --config ${c.configPath} status tells which; a2a-mailbridge --config ${c.configPath} stop stops this config's): stop it or change server.listen\n`);
     expect(existsSync(join(c.dir, 'state'))).toBe(false);
     expect(readdirSync(c.dir).sort()).toEqual(['Maildir', 'bearer', 'imap-password', 'mailbridge.toml', 'webhook-bearer', 'webhook-secret']);
+  });
+});
+
+describe('serve makes an older store readable by others 0600', () => {
+  afterEach(killAll);
+  it('tightens the store, its -wal and the claim lock at start (0644 set outright, whatever the umask), logging the files once', async () => {
+    const c = config(`127.0.0.1:${await freePort()}`);
+    const store = join(c.dir, 'state', 'bridge.sqlite');
+    mkdirSync(join(c.dir, 'state'), { mode: 0o700 });
+    Store.open(store).close();
+    // As an older version left them: the store 0644, a -wal beside it, and the claim's lock.
+    writeFileSync(`${store}-wal`, '');
+    writeFileSync(`${store}-serve.lock`, '');
+    for (const f of [store, `${store}-wal`, `${store}-serve.lock`]) chmodSync(f, 0o644);
+    const bridge = await startBridgeProcess(c.configPath);
+    const lines = logged(bridge, 'store files made readable by this user only (mode 0600); they were readable by others');
+    expect(lines.map((l) => l.files)).toEqual([[store, `${store}-wal`, `${store}-serve.lock`]]);
+    expect(lines[0]!.level).toBe(30);
+    for (const f of [store, `${store}-wal`, `${store}-serve.lock`]) expect(statSync(f).mode & 0o777, f).toBe(0o600);
+    await bridge.stop();
   });
 });

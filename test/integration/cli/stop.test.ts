@@ -1,6 +1,7 @@
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { notRunningLine, runStop, STOP_EXIT } from '../../../src/cli/stop.js';
 import { runCli } from '../../helpers/cli.js';
 import { makeConfigDir, minimalToml, type ConfigDir } from '../../helpers/config-dir.js';
 import { freePort } from '../../helpers/free-port.js';
@@ -43,7 +44,37 @@ describe('a2a-mailbridge stop', () => {
 
     const again = await runCli(['--config', c.configPath, 'stop']);
     expect(again.status, again.stderr).toBe(3);
+    expect(again.stdout).toBe(notRunningLine(`nothing answers at http://${c.listen}: ECONNREFUSED`));
     expect(again.stdout).toMatch(/^this config's bridge is not running \(nothing answers at http:\/\/127\.0\.0\.1:\d+: ECONNREFUSED\); nothing to stop\n$/);
+  });
+
+  it('says "not running; nothing to stop" the same way (exit 3) when the bridge /health named had exited by the signal', async () => {
+    const c = await configDir();
+    const bridge = await startBridgeProcess(c.configPath);
+    const pid = bridge.child.pid!;
+    const out = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    let code: number;
+    let printed: string[];
+    let signalled: number | undefined;
+    try {
+      // launchctl is not on this PATH: no service manager runs the bridge. The seam stands for a
+      // process gone between /health and the signal, as process.kill reports it.
+      code = await runStop(c.configPath, {
+        kind: 'launchd',
+        kill: (p) => {
+          signalled = p;
+          throw Object.assign(new Error('kill ESRCH'), { code: 'ESRCH' });
+        },
+      });
+    } finally {
+      printed = out.mock.calls.map(([chunk]) => String(chunk));
+      out.mockRestore();
+    }
+    expect(signalled).toBe(pid);
+    expect(code).toBe(STOP_EXIT.notRunning);
+    expect(printed).toEqual([notRunningLine(`its process, pid ${pid}, had exited before the signal`)]);
+    expect(printed[0]).toMatch(/^this config's bridge is not running \(.*\); nothing to stop\n$/);
+    await bridge.stop();
   });
 
   it("refuses to stop a bridge of another config on the same address (exit 1), which keeps running", async () => {

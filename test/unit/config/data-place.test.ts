@@ -1,9 +1,9 @@
-import { chmodSync, chownSync, existsSync, mkdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { doctor } from '../../../src/cli/doctor.js';
 import { loadConfig } from '../../../src/config/config.js';
-import { dataPlaceProblem, prepareDataPlaces } from '../../../src/config/data-place.js';
+import { dataPlaceProblem, prepareDataPlaces, tightenDataFiles } from '../../../src/config/data-place.js';
 import { Store } from '../../../src/store/store.js';
 import { makeConfigDir, minimalToml } from '../../helpers/config-dir.js';
 import { NOBODY, tempFolders } from '../../helpers/temp-folders.js';
@@ -126,7 +126,7 @@ describe('the store and log places', () => {
       name: 'store mode',
       status: 'warn',
       detail: `${store}, ${store}-wal are readable by others (mode 0644); the store holds the agents' answers, task text and reply tokens`,
-      fix: `chmod 600 '${store}' '${store}-wal'`,
+      fix: `serve makes them 0600 when it next starts; or now: chmod 600 '${store}' '${store}-wal'`,
     });
     expect(r.checks.find((x) => x.name === 'store')?.status).toBe('ok');
   });
@@ -143,5 +143,29 @@ describe('the store and log places', () => {
       detail: `${state}, the store's folder, is owned by uid ${NOBODY}, neither this user (uid ${uid}) nor root, so its owner could read or replace the store`,
       fix: `set store.path to a path in a folder of yours (mkdir -m 700 <folder>), or move ${state} aside`,
     });
+  });
+
+  it("tightenDataFiles makes this user's files 0600, whatever their mode and the umask; a symlink is not followed, another user's file is left", () => {
+    const dir = folder(0o700);
+    const store = join(dir, 'bridge.sqlite');
+    const outside = join(dir, 'elsewhere');
+    for (const [f, mode] of [[store, 0o644], [`${store}-wal`, 0o640], [outside, 0o644], [`${store}-serve.json`, 0o600]] as const) {
+      writeFileSync(f, 'x');
+      chmodSync(f, mode); // the mode set outright: the umask does not matter
+    }
+    symlinkSync(outside, `${store}-shm`);
+    const files = [store, `${store}-wal`, `${store}-shm`, `${store}-serve.lock`, `${store}-serve.json`];
+    if (uid === 0) {
+      writeFileSync(`${store}-serve.lock`, '');
+      chmodSync(`${store}-serve.lock`, 0o644);
+      chownSync(`${store}-serve.lock`, NOBODY, NOBODY);
+    }
+    expect(tightenDataFiles(files)).toEqual([store, `${store}-wal`]);
+    expect([store, `${store}-wal`, `${store}-serve.json`].map((f) => statSync(f).mode & 0o777)).toEqual([0o600, 0o600, 0o600]);
+    // The link's target is not changed through it, and the link is still a link.
+    expect(statSync(outside).mode & 0o777).toBe(0o644);
+    expect(lstatSync(`${store}-shm`).isSymbolicLink()).toBe(true);
+    if (uid === 0) expect(statSync(`${store}-serve.lock`).mode & 0o777).toBe(0o644);
+    expect(tightenDataFiles(files)).toEqual([]);
   });
 });

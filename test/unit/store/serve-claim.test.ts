@@ -2,11 +2,14 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { claimStore, StoreInUseError } from '../../../src/store/store.js';
+import { CLAIM_RETRY_MS, CLAIM_WAIT_MS, claimHeld, claimStore, probeLock, StoreInUseError } from '../../../src/store/store.js';
 import { tempFolders } from '../../helpers/temp-folders.js';
 
 /** The claim of one serve per store (src/store/serve-claim.ts), in this process: SQLite's lock refuses a second connection here too. */
 const { folder } = tempFolders('mb-claim-');
+
+/** A pause of the claim's retries that takes no time (the test's clock): a held lock is refused after the tries, at once. */
+const instant = { pause: (): void => undefined };
 
 /** What claimStore throws, or a failure when it does not. */
 function refusal(fn: () => unknown): StoreInUseError {
@@ -28,7 +31,7 @@ describe('claimStore', () => {
     expect(statSync(join(dir, 'state')).mode & 0o777).toBe(0o700);
     expect(existsSync(store)).toBe(false);
     first.listening('127.0.0.1:8765');
-    const e = refusal(() => claimStore(store, { listen: '127.0.0.1:9999', config: '/b.toml' }));
+    const e = refusal(() => claimStore(store, { listen: '127.0.0.1:9999', config: '/b.toml' }, instant));
     expect(e.holder).toMatchObject({ pid: process.pid, listen: '127.0.0.1:8765', config: '/a.toml' });
     expect(e.message).toBe(
       `the store ${store} is in use by another a2a-mailbridge serve (pid ${process.pid}, listening at 127.0.0.1:8765, started with the config /a.toml): two bridges on one store would both read the mailbox and send the same webhooks; stop that bridge first (a2a-mailbridge --config /a.toml stop, or its service; else kill ${process.pid}), or give this config its own store.path`,
@@ -47,7 +50,7 @@ describe('claimStore', () => {
     symlinkSync(join(dir, 'real'), join(dir, 'link'));
     const held = claimStore(join(dir, 'real', 'bridge.sqlite'), { listen: '127.0.0.1:1', config: '/a.toml' });
     try {
-      refusal(() => claimStore(join(dir, 'link', 'bridge.sqlite'), { listen: '127.0.0.1:2', config: '/b.toml' }));
+      refusal(() => claimStore(join(dir, 'link', 'bridge.sqlite'), { listen: '127.0.0.1:2', config: '/b.toml' }, instant));
     } finally {
       held.release();
     }
@@ -63,7 +66,7 @@ describe('claimStore', () => {
     expect(JSON.parse(readFileSync(`${store}-serve.json`, 'utf8'))).toMatchObject({ pid: process.pid, config: '/new.toml' });
     // A holder that has not written its note yet: the stale note of a dead pid is not believed.
     writeFileSync(`${store}-serve.json`, JSON.stringify({ pid: dead, listen: '127.0.0.1:1', config: '/old.toml', since: 0 }));
-    const e = refusal(() => claimStore(store, { listen: '127.0.0.1:3', config: '/third.toml' }));
+    const e = refusal(() => claimStore(store, { listen: '127.0.0.1:3', config: '/third.toml' }, instant));
     expect(e.holder).toBeNull();
     expect(e.message).toContain('(a process starting this instant, or one whose note is unreadable)');
     claim.release();
@@ -75,8 +78,41 @@ describe('claimStore', () => {
     const store = join(deep, 'bridge.sqlite');
     expect(`${store}-serve.lock`.length).toBeGreaterThan(108);
     const claim = claimStore(store, { listen: '127.0.0.1:1', config: '/a.toml' });
-    refusal(() => claimStore(store, { listen: '127.0.0.1:2', config: '/b.toml' }));
+    refusal(() => claimStore(store, { listen: '127.0.0.1:2', config: '/b.toml' }, instant));
     expect(statSync(`${store}-serve.lock`).mode & 0o777).toBe(0o600);
     claim.release();
+  });
+
+  it('a claim started while a probe (claimHeld\'s) holds the lock for a moment waits for it and is taken, not refused', () => {
+    const dir = folder(0o700);
+    const store = join(dir, 'bridge.sqlite');
+    writeFileSync(`${store}-serve.lock`, '', { mode: 0o600 });
+    // The probe of status/stop/doctor/tasks, caught holding the lock: what serve meets starting that instant.
+    const probe = probeLock(`${store}-serve.lock`);
+    if (probe === null || probe === 'busy') throw new Error(`the probe did not take the free lock: ${probe}`);
+    // claimHeld never waits: it answers at once that the lock is busy.
+    expect(claimHeld(store)).toEqual({ held: true, holder: null });
+    const pauses: number[] = [];
+    const claim = claimStore(store, { listen: '127.0.0.1:1', config: '/a.toml' }, {
+      pause: (ms) => {
+        pauses.push(ms);
+        probe.release(); // the probe lets go, as it does microseconds after it took the lock
+      },
+    });
+    expect(pauses).toEqual([CLAIM_RETRY_MS]);
+    expect(JSON.parse(readFileSync(`${store}-serve.json`, 'utf8'))).toMatchObject({ pid: process.pid, config: '/a.toml' });
+    claim.release();
+  });
+
+  it('a real holder: the second claim tries for CLAIM_WAIT_MS on its clock, then refuses', () => {
+    const dir = folder(0o700);
+    const store = join(dir, 'bridge.sqlite');
+    const first = claimStore(store, { listen: '127.0.0.1:1', config: '/a.toml' });
+    const pauses: number[] = [];
+    const e = refusal(() => claimStore(store, { listen: '127.0.0.1:2', config: '/b.toml' }, { pause: (ms) => pauses.push(ms) }));
+    expect(e.holder).toMatchObject({ pid: process.pid, config: '/a.toml' });
+    expect(pauses.reduce((a, b) => a + b, 0)).toBe(CLAIM_WAIT_MS);
+    expect(pauses.length).toBe(Math.ceil(CLAIM_WAIT_MS / CLAIM_RETRY_MS));
+    first.release();
   });
 });
