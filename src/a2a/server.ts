@@ -21,7 +21,7 @@ import { JsonText } from './call.js';
 import { writeSse } from './sse.js';
 import { StreamLimiter } from './stream-limit.js';
 import { limitedLog } from '../log.js';
-import { answerBegun, answerEnded, bearerPresented, capConnections } from './connection-cap.js';
+import { answerBegun, answerEnded, answerWritten, bearerPresented, capConnections } from './connection-cap.js';
 
 // node:http through require, not `import`: Node's ES module facade of node:http reads every
 // export, and its lazy ones load Node's bundled undici (fetch, WebSocket): +40 ms of CPU and
@@ -38,10 +38,10 @@ const { createServer, ServerResponse: NodeResponse } = createRequire(import.meta
  * `end()`), so every route is covered, not only the statuses known today.
  */
 class DoorResponse extends NodeResponse {
-  /** Each answer is tracked by the connection cap (connection-cap.ts): its socket is busy from here until `end()`. */
+  /** Tracked by the connection cap (connection-cap.ts): busy until `end()`, unwritten until 'finish'; too many unwritten destroy the socket here. */
   constructor(req: IncomingMessage, options?: object) {
     super(...([req, options] as unknown as [IncomingMessage])); // node:http passes its options too; @types/node omits them
-    answerBegun(req.socket);
+    if (answerBegun(req.socket)) this.on('finish', answerWritten);
   }
   override end(...args: unknown[]): this {
     if (!this.writableEnded) answerEnded(this.req.socket);
@@ -361,6 +361,8 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
   // bounded by either), looked at every 2 s; at most server.max_connections sockets (descriptors stay
   // for the store, mailbox, webhook), a new one at the cap evicting an idle one (connection-cap.ts).
   const server = createServer({ ServerResponse: DoorResponse, requestTimeout: 120_000, headersTimeout: 10_000, connectionsCheckingInterval: 2_000 }, (req, res) => {
+    // Closed while node:http parsed its pipelined requests (answers unread; evicted): no answer; destroyed now with no error, node:http's abort at close (an error, stack formatted, per request) finds it done.
+    if (req.socket.destroyed) return void req.destroy();
     try {
       const pending = handle(req, res);
       if (pending) pending.catch((err: unknown) => failed(req, res, err));
