@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { isLoopbackLiteral, type AgentConfig, type Config } from '../config/config.js';
 import type { Bridge } from '../core/bridge.js';
 import { cardFor, sendCard } from './card-route.js';
-import { hasContent, UNREAD, unsupportedContent } from './content-headers.js';
+import { UNREAD, unsupportedContent } from './content-headers.js';
 import { A2AError, asA2AError } from './errors.js';
 import { a2aHandler, dialectOfHeader, supportedVersion, type A2AOutcome } from './handler.js';
 import { findMethod } from './methods.js';
@@ -21,37 +21,13 @@ import { JsonText } from './call.js';
 import { writeSse } from './sse.js';
 import { StreamLimiter } from './stream-limit.js';
 import { limitedLog } from '../log.js';
-import { answerBegun, answerEnded, answerWritten, bearerPresented, capConnections } from './connection-cap.js';
+import { bearerPresented, capConnections } from './connection-cap.js';
+import { DoorResponse } from './door-response.js';
 
 // node:http through require, not `import`: Node's ES module facade of node:http reads every
 // export, and its lazy ones load Node's bundled undici (fetch, WebSocket): +40 ms of CPU and
 // +12 MiB at start for nothing a server uses (bench/RESULTS.md, machine-limit).
-const { createServer, ServerResponse: NodeResponse } = createRequire(import.meta.url)('node:http') as typeof import('node:http');
-
-/**
- * Every answer of the server. One given while the request's body has not arrived whole (a 403,
- * 404 or 405 decided by the head, a REST GET that carries a body) goes out with `Connection:
- * close` and the connection ends after it, so the rest of a body that may be huge is never read:
- * node:http otherwise reads and discards it to keep the connection (196 MiB in 5 s). An answer
- * after the whole body, or to a request with no content (content-headers.ts, `hasContent`),
- * keeps the connection. Decided when the head is written (`writeHead`, also the implicit one of
- * `end()`), so every route is covered, not only the statuses known today.
- */
-class DoorResponse extends NodeResponse {
-  /** Tracked by the connection cap (connection-cap.ts): busy until `end()`, unwritten until 'finish'; too many unwritten destroy the socket here. */
-  constructor(req: IncomingMessage, options?: object) {
-    super(...([req, options] as unknown as [IncomingMessage])); // node:http passes its options too; @types/node omits them
-    if (answerBegun(req.socket)) this.on('finish', answerWritten);
-  }
-  override end(...args: unknown[]): this {
-    if (!this.writableEnded) answerEnded(this.req.socket);
-    return (super.end as (...more: unknown[]) => this)(...args);
-  }
-  override writeHead(statusCode: number, ...rest: unknown[]): this {
-    if (!this.req.complete && hasContent(this.req.headers)) this.shouldKeepAlive = false;
-    return (super.writeHead as (status: number, ...more: unknown[]) => this)(statusCode, ...rest);
-  }
-}
+const { createServer } = createRequire(import.meta.url)('node:http') as typeof import('node:http');
 
 /** Thrown at start-up when the listen address is not a loopback literal (defence in depth beside config validation). */
 export class ListenError extends Error {

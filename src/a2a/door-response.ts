@@ -1,0 +1,32 @@
+import type { IncomingMessage } from 'node:http';
+import { createRequire } from 'node:module';
+import { hasContent } from './content-headers.js';
+import { answerBegun, answerEnded, answerWritten } from './connection-cap.js';
+
+// node:http through require, not `import` (src/a2a/server.ts says why).
+const { ServerResponse: NodeResponse } = createRequire(import.meta.url)('node:http') as typeof import('node:http');
+
+/**
+ * Every answer of the server. One given while the request's body has not arrived whole (a 403,
+ * 404 or 405 decided by the head, a REST GET that carries a body) goes out with `Connection:
+ * close` and the connection ends after it, so the rest of a body that may be huge is never read:
+ * node:http otherwise reads and discards it to keep the connection (196 MiB in 5 s). An answer
+ * after the whole body, or to a request with no content (content-headers.ts, `hasContent`),
+ * keeps the connection. Decided when the head is written (`writeHead`, also the implicit one of
+ * `end()`), so every route is covered, not only the statuses known today.
+ */
+export class DoorResponse extends NodeResponse {
+  /** Tracked by the connection cap (connection-cap.ts): busy until `end()`, unwritten until 'finish'; too many unwritten destroy the socket here. */
+  constructor(req: IncomingMessage, options?: object) {
+    super(...([req, options] as unknown as [IncomingMessage])); // node:http passes its options too; @types/node omits them
+    if (answerBegun(req.socket)) this.on('finish', answerWritten);
+  }
+  override end(...args: unknown[]): this {
+    if (!this.writableEnded) answerEnded(this.req.socket);
+    return (super.end as (...more: unknown[]) => this)(...args);
+  }
+  override writeHead(statusCode: number, ...rest: unknown[]): this {
+    if (!this.req.complete && hasContent(this.req.headers)) this.shouldKeepAlive = false;
+    return (super.writeHead as (status: number, ...more: unknown[]) => this)(statusCode, ...rest);
+  }
+}
