@@ -16,6 +16,10 @@ export default defineConfig({
           include: ['test/unit/**/*.test.ts'],
           exclude: ['test/unit/**/*.property.test.ts'],
           environment: 'node',
+          // The tests that show a parser or cleaner is linear run it on millions of characters: about
+          // a second alone, over vitest's default 5 s on 2 cores shared with other work (a trial at a
+          // load average of 6 to 11). A quadratic one would still run for hours, far past 30 s.
+          testTimeout: 30_000,
         },
       },
       {

@@ -3,7 +3,10 @@
  * bridge, the same figure of a bare `node:http` server measured in the same run.
  *
  * - GetTask at concurrency 1 and 64 against a bare server that reads the request body and sends
- *   the bridge's own GetTask answer (same bytes, same headers), rounds alternating A, B, A, B…;
+ *   the bridge's own GetTask answer (same bytes, same headers), rounds alternating A, B, A, B…,
+ *   with each server's CPU time per call (/proc/<pid>/stat, user + system, all threads) and, at
+ *   concurrency 64, p99 ÷ the mean latency (the tail's shape; the mean of a closed loop of c
+ *   connections is c ÷ req/s);
  * - resident memory right after start (2 s after the first `/health` 200) and its peak under the
  *   GetTask load;
  * - cold start: from the spawn of the process to its first `/health` 200 (polled every 2 ms), on
@@ -121,24 +124,31 @@ try {
   const bare = await startBare(answer);
   const bareAnswer = await fetch(bare.url, { method: 'POST', headers, body: getBody }).then((r) => r.text());
   if (bareAnswer !== answer) throw new Error('the bare server does not send the bridge answer');
-  type Row = { c: number; bridge: LoadResult[]; bare: LoadResult[]; peakRss: number; barePeakRss: number };
+  // cpuUs: the server process's CPU time (user + system, all threads) per answered call, in µs.
+  type Row = { c: number; bridge: LoadResult[]; bare: LoadResult[]; cpuUs: { bridge: number[]; bare: number[] }; peakRss: number; barePeakRss: number };
   const rows: Row[] = [];
   const idleRss = rssOf(bridge.pid).rss;
   const bareIdleRss = rssOf(bare.pid).rss;
   try {
     for (const c of ONLY_START ? [] : [1, 64]) {
-      const row: Row = { c, bridge: [], bare: [], peakRss: 0, barePeakRss: 0 };
+      const row: Row = { c, bridge: [], bare: [], cpuUs: { bridge: [], bare: [] }, peakRss: 0, barePeakRss: 0 };
       const job = (url: string, durationS = DURATION_S): LoadJob => ({ url, connections: c, durationS, headers, body: getBody });
       await run(job(bridge.endpoint, 2));
       await run(job(bare.url, 2));
       for (let r = 1; r <= ROUNDS; r++) {
-        const peak = (pid: number, f: () => Promise<LoadResult>): Promise<[LoadResult, number]> => {
+        const peak = (pid: number, which: 'bridge' | 'bare', f: () => Promise<LoadResult>): Promise<[LoadResult, number]> => {
           let top = 0;
+          const cpu0 = cpuMsOf(pid);
           const t = setInterval(() => (top = Math.max(top, rssOf(pid).rss)), 100);
-          return f().then((x) => [x, Math.max(top, rssOf(pid).rss)] as [LoadResult, number]).finally(() => clearInterval(t));
+          return f()
+            .then((x) => {
+              row.cpuUs[which].push(((cpuMsOf(pid) - cpu0) * 1000) / x.requests);
+              return [x, Math.max(top, rssOf(pid).rss)] as [LoadResult, number];
+            })
+            .finally(() => clearInterval(t));
         };
-        const [b, bp] = await peak(bridge.pid, () => run(job(bridge.endpoint)));
-        const [n, np] = await peak(bare.pid, () => run(job(bare.url)));
+        const [b, bp] = await peak(bridge.pid, 'bridge', () => run(job(bridge.endpoint)));
+        const [n, np] = await peak(bare.pid, 'bare', () => run(job(bare.url)));
         row.bridge.push(b);
         row.bare.push(n);
         row.peakRss = Math.max(row.peakRss, bp);
@@ -215,6 +225,9 @@ try {
   const machineLoad = meter.stop();
 
   const med = (xs: LoadResult[], k: 'rps' | 'p50' | 'p99'): number => median(xs.map((x) => x[k]));
+  // The tail's shape: in a closed loop of c connections the mean latency is c ÷ req/s (Little's law), so p99 ÷ that mean says how
+  // much of p99 is the tail's shape and how much is throughput; the median over the rounds.
+  const tail = (xs: LoadResult[], c: number): number => median(xs.map((x) => x.p99 / ((c / x.rps) * 1000)));
   if (ONLY_START) {
     // Printed only: RESULTS.md keeps the whole section of a full run.
     const r = median(starts.rss);
@@ -237,6 +250,8 @@ try {
           ...rows.flatMap((r) => [
             [`GetTask req/s, concurrency ${r.c}`, num(med(r.bridge, 'rps')), num(med(r.bare, 'rps')), `${ratio(med(r.bridge, 'rps'), med(r.bare, 'rps'))} (rounds: ${r.bridge.map((b, i) => ratio(b.rps, r.bare[i]!.rps)).join(', ')})`],
             [`GetTask p50 / p99, concurrency ${r.c}`, `${ms(med(r.bridge, 'p50'))} / ${ms(med(r.bridge, 'p99'))}`, `${ms(med(r.bare, 'p50'))} / ${ms(med(r.bare, 'p99'))}`, `${ratio(med(r.bridge, 'p99'), med(r.bare, 'p99'))} (p99)`],
+            [`CPU per GetTask (user + system, all threads), concurrency ${r.c}`, `${num(median(r.cpuUs.bridge), 1)} µs`, `${num(median(r.cpuUs.bare), 1)} µs`, ratio(median(r.cpuUs.bridge), median(r.cpuUs.bare))],
+            ...(r.c > 1 ? [[`GetTask p99 ÷ mean latency (mean = concurrency ÷ req/s), concurrency ${r.c}`, tail(r.bridge, r.c).toFixed(2), tail(r.bare, r.c).toFixed(2), ratio(tail(r.bridge, r.c), tail(r.bare, r.c))]] : []),
           ]),
           ['RSS after start', bytes(rss), bytes(median(starts.bareRss)), ratio(rss, median(starts.bareRss))],
           ['… of it anonymous (RssAnon: V8 heap, malloc)', bytes(median(split.bridge.anon)), bytes(median(split.bare.anon)), ratio(median(split.bridge.anon), median(split.bare.anon))],
@@ -250,7 +265,7 @@ try {
       profileNote,
       '',
       'Goals (issue 17):',
-      `- GetTask at concurrency 64 ≥ 0.40× the bare node:http server: ${ratio(med(at64.bridge, 'rps'), med(at64.bare, 'rps'))} — ${verdict(tput >= 0.4)}; p99 < 5 ms: ${ms(p99)} — ${verdict(p99 < 5)}.`,
+      `- GetTask at concurrency 64 ≥ 0.40× the bare node:http server: ${ratio(med(at64.bridge, 'rps'), med(at64.bare, 'rps'))} — ${verdict(tput >= 0.4)}; p99 < 5 ms: ${ms(p99)} — ${verdict(p99 < 5)}. With its tail's shape in this run (p99 ${tail(at64.bridge, 64).toFixed(2)}× the mean latency), the bridge's p99 is under 5 ms from about ${num((tail(at64.bridge, 64) * 64 * 1000) / 5)} req/s at concurrency 64; the bare server reached ${num(med(at64.bare, 'rps'))} req/s, with p99 ${ms(med(at64.bare, 'p99'))}.`,
       `- RSS after \`serve\` starts ≤ 60 MiB: ${(rss / MiB).toFixed(1)} MiB — ${verdict(rss <= 60 * MiB)}.`,
       `- Cold start to the first /health 200 ≤ 2.5× bare node: ${coldRatio.toFixed(2)}× — ${verdict(coldRatio <= 2.5)}.`,
     );
