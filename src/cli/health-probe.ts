@@ -54,7 +54,14 @@ export type HealthProbe =
       up: false;
       url: string;
       why: string;
+      /** Something answered HTTP there, but not as an a2a-mailbridge /health (an error status, or a body that is not its JSON). */
+      answered: boolean;
     } & ClaimView);
+
+/** The `why` of an answer that is not an a2a-mailbridge /health (`what`: its HTTP status, and what is wrong with it). */
+export function notHealthWhy(what: string): string {
+  return `answers with something that is not an a2a-mailbridge /health (${what})`;
+}
 
 /** The real path of `file`, or `file` itself when it cannot be resolved (gone). */
 function real(file: string): string {
@@ -80,7 +87,8 @@ function serverBearer(config: Config): string {
 
 /**
  * GET `http://<server.listen>/health`, within `timeoutMs`.
- * @returns never throws: a refusal, a timeout or a non-JSON answer is `up: false` with the reason
+ * @returns never throws: a refusal, a timeout, an HTTP error or an answer that is not a JSON object
+ *   is `up: false` with the reason (never the JSON parser's message: {@link notHealthWhy})
  */
 export async function probeHealth(config: Config, timeoutMs = 1500): Promise<HealthProbe> {
   const { host, port } = config.server;
@@ -92,7 +100,7 @@ export async function probeHealth(config: Config, timeoutMs = 1500): Promise<Hea
   const holder = claim.held ? claim.holder : null;
   const ourServe = holder !== null && holder.listen === listenText(host, port);
   const view: ClaimView = { claimed: claim.held, ownServe: ourServe && real(holder.config) === real(config.file) ? holder : null };
-  if (port === 0) return { up: false, url, why: 'server.listen has port 0 (a new port at each start): cannot tell', ...view };
+  if (port === 0) return { up: false, url, why: 'server.listen has port 0 (a new port at each start): cannot tell', answered: false, ...view };
   // The fingerprint is shown only to a request that presents the bearer (a2a/server.ts): read it first.
   let bearer: string | null = null;
   let unreadable = '';
@@ -106,8 +114,16 @@ export async function probeHealth(config: Config, timeoutMs = 1500): Promise<Hea
   try {
     const headers: Record<string, string> = bearer === null ? {} : { authorization: `Bearer ${bearer}` };
     const res = await fetch(url, { headers, signal: AbortSignal.timeout(timeoutMs) });
-    if (!res.ok) return { up: false, url, why: `HTTP ${res.status}`, ...view };
-    const health = (await res.json()) as Record<string, unknown>;
+    if (!res.ok) return { up: false, url, why: notHealthWhy(`HTTP ${res.status}`), answered: true, ...view };
+    let health: Record<string, unknown>;
+    try {
+      const body: unknown = await res.json();
+      if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new TypeError('not a JSON object');
+      health = body as Record<string, unknown>;
+    } catch {
+      // The parser's own words ("Unexpected end of JSON input") tell an operator nothing.
+      return { up: false, url, why: notHealthWhy(`HTTP ${res.status}, not a JSON object`), answered: true, ...view };
+    }
     const named = (health.store as { fingerprint?: unknown } | undefined)?.fingerprint;
     const answering = typeof named === 'string' ? named : null;
     const sent = { bearerSent: bearer !== null, holderPid: holder?.pid ?? null, ...view };
@@ -125,6 +141,6 @@ export async function probeHealth(config: Config, timeoutMs = 1500): Promise<Hea
   } catch (err) {
     const e = err as Error & { cause?: { code?: string } };
     const why = e.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (e.cause?.code ?? e.message);
-    return { up: false, url, why, ...view };
+    return { up: false, url, why, answered: false, ...view };
   }
 }

@@ -29,6 +29,9 @@ export interface StatusReport {
    * and this config file: src/cli/health-probe.ts `ClaimView`), whose /health does not name the
    * store to the bearer read now — `replaced`: server.bearer changed since it started; `unreadable`:
    * the bearer file cannot be read now (`why` says why) — with that serve's `pid`; null otherwise.
+   * `claimed`: a serve holds the claim of this config's store (src/store/serve-claim.ts); false
+   * means this config's bridge is not running, whatever answers at server.listen. `taken`: it is
+   * not running and something else answers there (another program, or another config's bridge).
    */
   bridge: {
     answering: boolean;
@@ -39,6 +42,8 @@ export interface StatusReport {
     why: string | null;
     storeNamed: boolean | null;
     olderBearer: { pid: number; bearer: 'replaced' | 'unreadable' } | null;
+    claimed: boolean;
+    taken: boolean;
   };
   store: { path: string; exists: boolean; bytes: number };
   tasks: { open: number; finished: number; byState: Partial<Record<TaskState, number>> } | null;
@@ -71,13 +76,14 @@ function storeWhy(probe: HealthProbe & { up: true }): string | null {
 export async function statusReport(config: Config, now: number): Promise<StatusReport> {
   const probe: HealthProbe = await probeHealth(config);
   const path = config.store.path;
+  const taken = !probe.claimed && config.server.port !== 0 && (probe.up || probe.why !== 'ECONNREFUSED');
   const older = probe.up && probe.ownServe !== null && probe.sameStore !== true ? { pid: probe.ownServe.pid, bearer: probe.sameStore === null ? ('unreadable' as const) : ('replaced' as const) } : null;
   const exists = existsSync(path);
   const report: StatusReport = {
     config: config.file,
     bridge: probe.up
-      ? { answering: true, url: probe.url, status: clean(String(probe.health.status).slice(0, 64)), version: clean(String(probe.health.version).slice(0, 64)), sameStore: probe.sameStore, why: storeWhy(probe), storeNamed: probe.sameStore === null || !probe.bearerSent ? null : probe.stores.answering !== null, olderBearer: older }
-      : { answering: false, url: probe.url, status: null, version: null, sameStore: null, why: probe.why, storeNamed: null, olderBearer: null },
+      ? { answering: true, url: probe.url, status: clean(String(probe.health.status).slice(0, 64)), version: clean(String(probe.health.version).slice(0, 64)), sameStore: probe.sameStore, why: storeWhy(probe), storeNamed: probe.sameStore === null || !probe.bearerSent ? null : probe.stores.answering !== null, olderBearer: older, claimed: probe.claimed, taken }
+      : { answering: false, url: probe.url, status: null, version: null, sameStore: null, why: probe.why, storeNamed: null, olderBearer: null, claimed: probe.claimed, taken },
     store: { path, exists, bytes: exists ? storeBytes(path) : 0 },
     tasks: null,
     mailbox: null,
@@ -136,6 +142,17 @@ function otherBridgeLine(r: StatusReport, at: string): string {
   return `bridge    NOT this config's: the bridge answering at ${at} serves another store than ${r.store.path} or has another server.bearer (${r.bridge.why}); it was started with another config, or ${changed} since that bridge started — restart it: ${restartCommands(r.config)}; if it is another config's, stop it (a2a-mailbridge --config <the file it was started with> stop) or give this config another server.listen`;
 }
 
+/**
+ * The `bridge` line when no serve holds this config's store (so its bridge is not running) and
+ * something else answers at server.listen, where `serve` would fail to listen.
+ */
+function takenLine(r: StatusReport, at: string): string {
+  const what = r.bridge.answering
+    ? 'another program, which answers /health as an a2a-mailbridge would (another config\'s bridge? stop it with a2a-mailbridge --config <the file it was started with> stop)'
+    : `another program (it ${r.bridge.why?.startsWith('answers ') ? r.bridge.why : `does not answer as a bridge: ${r.bridge.why}`})`;
+  return `bridge    not running; ${at} is taken by ${what}: free it or change server.listen in ${r.config}`;
+}
+
 /** The human summary: one labelled line per subject, a line per failing webhook and refused-reply task, each with the command that tells more. */
 export function formatStatus(r: StatusReport, now: number): string {
   const ago = (t: string | null): string => (t === null ? '' : ` (${humanDuration(now - Date.parse(t))} ago)`);
@@ -144,15 +161,17 @@ export function formatStatus(r: StatusReport, now: number): string {
   const cmd = (args: string): string => commandLine(r.config, args);
   const at = r.bridge.url.replace(/\/health$/, '');
   lines.push(
-    !r.bridge.answering
-      ? `bridge    not answering at ${at} (${r.bridge.why}); start it: ${cmd('serve')}, or ${cmd('service status')}`
-      : r.bridge.olderBearer !== null
-        ? olderBearerLine(r, at)
-        : r.bridge.sameStore === false
-          ? otherBridgeLine(r, at)
-          : r.bridge.sameStore === null
-            ? `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status}), but whether it serves ${r.store.path} cannot be told: ${r.bridge.why}`
-            : `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status})`,
+    r.bridge.taken
+      ? takenLine(r, at)
+      : !r.bridge.answering
+        ? `bridge    not answering at ${at} (${r.bridge.why}); start it: ${cmd('serve')}, or ${cmd('service status')}`
+        : r.bridge.olderBearer !== null
+          ? olderBearerLine(r, at)
+          : r.bridge.sameStore === false
+            ? otherBridgeLine(r, at)
+            : r.bridge.sameStore === null
+              ? `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status}), but whether it serves ${r.store.path} cannot be told: ${r.bridge.why}`
+              : `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status})`,
   );
   if (!r.store.exists) {
     lines.push(`store     ${r.store.path} does not exist yet; serve creates it on its first start`);
@@ -213,6 +232,7 @@ export async function runStatus(configFile: string, o: { json?: boolean }, now =
   const b = report.bridge;
   // This config's bridge by its claim runs, whatever bearer it read at its start (the line says to restart it).
   if (b.olderBearer !== null) return STATUS_EXIT.answering;
+  if (b.taken) return STATUS_EXIT.notAnswering;
   if (b.answering) return b.sameStore === true ? STATUS_EXIT.answering : b.sameStore === false ? STATUS_EXIT.notAnswering : STATUS_EXIT.unknown;
   return config.server.port === 0 ? STATUS_EXIT.unknown : STATUS_EXIT.notAnswering;
 }

@@ -13,8 +13,9 @@ import { defaultKind, SYSTEMD_UNIT, type ServiceKind } from './service.js';
 /**
  * The exit codes of `stop`: 0 stopped; 1 not stopped (the bridge answering is another config's,
  * runs under the service manager, refused the signal, or did not exit within the wait); 3 this
- * config's bridge is not running (the connection to server.listen is refused, or the process /health
- * named had exited before the signal), as `status` says 3;
+ * config's bridge is not running (the connection to server.listen is refused, no serve holds the
+ * claim of its store whatever answers there, or the process /health named had exited before the
+ * signal), as `status` says 3;
  * 4 it cannot be told (server.listen has port 0, /health did not answer in time or answered an
  * HTTP error, server.bearer cannot be read, or the bridge names no pid).
  */
@@ -92,6 +93,16 @@ export async function runStop(configFile: string, o: StopOptions = {}): Promise<
     process.stderr.write(`a2a-mailbridge: ${line}\n`);
     return code;
   };
+  if (!probe.up && probe.why === 'ECONNREFUSED') {
+    process.stdout.write(notRunningLine(`nothing answers at ${at}: ${probe.why}`));
+    return STOP_EXIT.notRunning;
+  }
+  // No serve holds this config's store (src/store/serve-claim.ts): its bridge is not running,
+  // whatever answers at the address (another program, or another config's bridge).
+  if (!probe.claimed) {
+    process.stdout.write(notRunningLine(`no serve holds its store ${config.store.path}; ${at} is taken by another program`));
+    return STOP_EXIT.notRunning;
+  }
   if (!probe.up) {
     // Only a refused connection says nothing listens; a timeout or an HTTP error answer does not.
     if (probe.why !== 'ECONNREFUSED') return fail(`cannot tell whether this config's bridge runs at ${at}: ${probe.why}; not stopped (stop it where it runs: Ctrl-C, or kill -TERM <its pid>)`, STOP_EXIT.unknown);
