@@ -1,3 +1,4 @@
+import { realpathSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
@@ -11,7 +12,8 @@ import { startWatcher, type Watcher } from './core/watcher.js';
 import { imapIdleFeed, maildirFeed, type ChangeFeed } from './uplink/change-feed.js';
 import { recoverAtStart } from './core/recover.js';
 import { webhookDispatcher } from './downlink/deliver.js';
-import { claimStore, Store, type StoreClaim } from './store/store.js';
+import { claimHeld, claimStore, Store, StoreInUseError, storeInUse, type StoreClaim } from './store/store.js';
+import { commandLine } from './config/config-path.js';
 import { probeListen } from './a2a/listen-probe.js';
 import { makeResolver, type DnsResolver } from './uplink/dkim.js';
 import { ImapMailbox } from './uplink/imap-mailbox.js';
@@ -129,6 +131,32 @@ export function listenText(host: string, port: number): string {
  */
 export function probeServeListen(config: Config): Promise<void> {
   return probeListen(config.server.host, config.server.port);
+}
+
+/**
+ * What `serve` asks first, before it probes `server.listen`: whether a serve holds this config's
+ * store already and notes this very address (src/store/serve-claim.ts `claimHeld`, which never
+ * waits). Then the address is taken by that serve, and the listen probe's "already in use" would
+ * not say by what: refused naming it instead — this config's own bridge (its note names this config
+ * file, compared as real paths) as "already running" with its pid and the stop command, another
+ * config's on this store with the claim's refusal. A serve holding the store at another address is
+ * left to {@link claimForServe}'s refusal, after the listen probe.
+ * @throws StoreInUseError
+ */
+export function refuseHeldStore(config: Config): void {
+  const claim = claimHeld(config.store.path);
+  if (!claim.held || claim.holder === null) return;
+  const h = claim.holder;
+  if (h.listen !== listenText(config.server.host, config.server.port)) return;
+  const real = (f: string): string => {
+    try {
+      return realpathSync(f);
+    } catch {
+      return f;
+    }
+  };
+  if (real(h.config) !== real(config.file)) throw storeInUse(config.store.path, h);
+  throw new StoreInUseError(`this config's bridge is already running (pid ${h.pid}, listening at ${h.listen}); stop it first: ${commandLine(config.file, 'stop')}, or leave it running`, h);
 }
 
 /**

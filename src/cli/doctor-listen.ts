@@ -2,12 +2,14 @@ import { probeListen } from '../a2a/listen-probe.js';
 import type { Config } from '../config/config.js';
 import type { Check } from './doctor.js';
 import { probeHealth } from './health-probe.js';
+import { restartCommands } from './status.js';
 
 /**
  * The `listen` check of doctor: whether `server.listen` can be bound now (bound and closed at once,
  * on that loopback address only: src/a2a/listen-probe.ts). A taken address is `ok` only when this
  * config's own bridge answers there (its /health names this config's store fingerprint, as `status`
- * tells: src/cli/health-probe.ts); taken by anything else, `serve` would fail to start, so doctor
+ * tells: src/cli/health-probe.ts); a `warn` when it is this config's bridge by its store's claim
+ * but started with another server.bearer than the one read now (replaced, or unreadable); taken by anything else, `serve` would fail to start, so doctor
  * fails. Port 0 is not probed (a new free port at each start).
  */
 export async function checkListen(config: Config): Promise<Check> {
@@ -24,6 +26,13 @@ export async function checkListen(config: Config): Promise<Check> {
     if (code !== 'EADDRINUSE') return { name, status: 'fail', detail: `${at} cannot be bound (${code})`, fix: `set ${key} to a loopback address and a port above 1023 that you may bind` };
     const probe = await probeHealth(config);
     if (probe.up && probe.sameStore === true) return { name, status: 'ok', detail: `${at} is taken by this config's bridge, which is running (its /health names this config's store)` };
+    if (probe.up && probe.ownServe !== null) {
+      // This config's bridge by its store's claim (src/cli/health-probe.ts), started with another bearer than the one read now.
+      const restart = restartCommands(config.file);
+      const own = `${at} is taken by this config's bridge (pid ${probe.ownServe.pid}, by the claim of ${config.store.path})`;
+      if (probe.sameStore === null) return { name, status: 'warn', detail: `${own}; this config's server.bearer cannot be read now (${probe.why})`, fix: `put the bearer file back; the bridge keeps the bearer it read at its start until you restart it: ${restart}` };
+      return { name, status: 'warn', detail: `${own}, running with an outdated server.bearer: the bearer was replaced since it started`, fix: `restart it so it reads the new bearer: ${restart}` };
+    }
     const taker = !probe.up
       ? 'another program (no a2a-mailbridge answers /health there)'
       : probe.sameStore === false

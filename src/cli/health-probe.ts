@@ -6,14 +6,27 @@ import { effectiveConfig, type Config } from '../config/config.js';
 import { readSecretFile } from '../config/secret-file.js';
 import { storeFingerprint } from '../core/store-fingerprint.js';
 import { listenText } from '../app.js';
-import { claimHeld } from '../store/store.js';
+import { realpathSync } from 'node:fs';
+import { claimHeld, type ClaimHolder } from '../store/store.js';
+
+/**
+ * What the claim of this config's store says (src/store/serve-claim.ts `claimHeld`), asked before
+ * /health: `claimed`, a serve holds it now; `ownServe`, that serve's note when it names this
+ * address and this config file (compared as real paths): this config's own bridge, whatever
+ * server.bearer it read at its start (null otherwise). No serve holding the claim means this
+ * config's bridge is not running, whatever answers at the address.
+ */
+export interface ClaimView {
+  claimed: boolean;
+  ownServe: ClaimHolder | null;
+}
 
 /**
  * The bridge answered (its /health body, and whether it serves this config's store), or it did
  * not (why, as an error code or a status).
  */
 export type HealthProbe =
-  | {
+  | ({
       up: true;
       url: string;
       health: Record<string, unknown>;
@@ -36,8 +49,29 @@ export type HealthProbe =
        */
       bearerSent: boolean;
       holderPid: number | null;
-    }
-  | { up: false; url: string; why: string };
+    } & ClaimView)
+  | ({
+      up: false;
+      url: string;
+      why: string;
+      /** Something answered HTTP there, but not as an a2a-mailbridge /health (an error status, or a body that is not its JSON). */
+      answered: boolean;
+    } & ClaimView);
+
+/** The `why` of an answer that is not an a2a-mailbridge /health (`what`: its HTTP status, and what is wrong with it). */
+export function notHealthWhy(what: string): string {
+  return `answers with something that is not an a2a-mailbridge /health (${what})`;
+}
+
+/** The real path of `file`, or `file` itself when it cannot be resolved (gone). */
+function real(file: string): string {
+  try {
+    return realpathSync(file);
+  } catch {
+    return file;
+  }
+}
+
 
 /**
  * `server.bearer`, the key of the store fingerprint: as loaded, or read now from
@@ -53,18 +87,20 @@ function serverBearer(config: Config): string {
 
 /**
  * GET `http://<server.listen>/health`, within `timeoutMs`.
- * @returns never throws: a refusal, a timeout or a non-JSON answer is `up: false` with the reason
+ * @returns never throws: a refusal, a timeout, an HTTP error or an answer that is not a JSON object
+ *   is `up: false` with the reason (never the JSON parser's message: {@link notHealthWhy})
  */
 export async function probeHealth(config: Config, timeoutMs = 1500): Promise<HealthProbe> {
   const { host, port } = config.server;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}/health`;
-  if (port === 0) return { up: false, url, why: 'server.listen has port 0 (a new port at each start): cannot tell' };
   // The bearer goes only to the serve that holds this config's store and notes this address:
   // anything else answering there (another config's bridge, or a process that took the address
   // while no bridge ran) is never sent it (attack: it was, and could then name any pid to stop).
   const claim = claimHeld(config.store.path);
   const holder = claim.held ? claim.holder : null;
   const ourServe = holder !== null && holder.listen === listenText(host, port);
+  const view: ClaimView = { claimed: claim.held, ownServe: ourServe && real(holder.config) === real(config.file) ? holder : null };
+  if (port === 0) return { up: false, url, why: 'server.listen has port 0 (a new port at each start): cannot tell', answered: false, ...view };
   // The fingerprint is shown only to a request that presents the bearer (a2a/server.ts): read it first.
   let bearer: string | null = null;
   let unreadable = '';
@@ -78,11 +114,19 @@ export async function probeHealth(config: Config, timeoutMs = 1500): Promise<Hea
   try {
     const headers: Record<string, string> = bearer === null ? {} : { authorization: `Bearer ${bearer}` };
     const res = await fetch(url, { headers, signal: AbortSignal.timeout(timeoutMs) });
-    if (!res.ok) return { up: false, url, why: `HTTP ${res.status}` };
-    const health = (await res.json()) as Record<string, unknown>;
+    if (!res.ok) return { up: false, url, why: notHealthWhy(`HTTP ${res.status}`), answered: true, ...view };
+    let health: Record<string, unknown>;
+    try {
+      const body: unknown = await res.json();
+      if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new TypeError('not a JSON object');
+      health = body as Record<string, unknown>;
+    } catch {
+      // The parser's own words ("Unexpected end of JSON input") tell an operator nothing.
+      return { up: false, url, why: notHealthWhy(`HTTP ${res.status}, not a JSON object`), answered: true, ...view };
+    }
     const named = (health.store as { fingerprint?: unknown } | undefined)?.fingerprint;
     const answering = typeof named === 'string' ? named : null;
-    const sent = { bearerSent: bearer !== null, holderPid: holder?.pid ?? null };
+    const sent = { bearerSent: bearer !== null, holderPid: holder?.pid ?? null, ...view };
     if (!ourServe) {
       const why = !claim.held
         ? `no serve holds this config's store (${config.store.path}), so what answers here is another config's bridge or another program; the bearer was not sent to it`
@@ -97,6 +141,6 @@ export async function probeHealth(config: Config, timeoutMs = 1500): Promise<Hea
   } catch (err) {
     const e = err as Error & { cause?: { code?: string } };
     const why = e.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (e.cause?.code ?? e.message);
-    return { up: false, url, why };
+    return { up: false, url, why, answered: false, ...view };
   }
 }

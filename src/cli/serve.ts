@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Logger } from 'pino';
-import { claimForServe, probeServeListen, startApp } from '../app.js';
+import { claimForServe, probeServeListen, refuseHeldStore, startApp } from '../app.js';
 import { loadConfig } from '../config/config.js';
 import { prepareDataPlaces, storeFiles, tightenDataFiles } from '../config/data-place.js';
 import type { CheckSummary } from '../core/mail-check.js';
@@ -15,10 +15,13 @@ import { saveStartCodeCache } from './code-cache.js';
  * work under way (a mailbox check, webhook attempts) and closes the store. Once it listens, it
  * waits up to `mailbox.check_wait_ms` for the first mailbox check and prints the start-up summary
  * and its warnings on stderr (see serve-summary.ts). It refuses to start, before it writes
- * anything, when `server.listen` is taken or another serve holds the store (app.ts `claimForServe`).
+ * anything, when `server.listen` is taken or another serve holds the store (app.ts `claimForServe`);
+ * first, when this config's own bridge already runs at this address, saying so (app.ts `refuseHeldStore`).
  */
 export async function serve(configFile: string, o: { logLevel?: string }): Promise<void> {
   const config = loadConfig(configFile);
+  // This config's bridge (or another on this store) already at this address: said so, rather than "in use".
+  refuseHeldStore(config);
   // Before anything is made or touched: server.listen can be bound (a bridge refused here writes nothing).
   await probeServeListen(config);
   // A store or log another user can reach leaks task text and tokens, or takes answers: refused before either is opened.

@@ -10,7 +10,7 @@ import { TASK_STATES, TERMINAL_STATES, type TaskState } from '../store/task-stat
 import { clean, isoJson, printJson } from './format.js';
 import { probeHealth, type HealthProbe } from './health-probe.js';
 import { storeBytes } from './serve-summary.js';
-import { defaultKind, LAUNCHD_LABEL, SYSTEMD_UNIT } from './service.js';
+import { defaultKind, LAUNCHD_LABEL, serviceTarget, SYSTEMD_UNIT } from './service.js';
 
 /** How many failing webhooks and refused-reply tasks the summary lists. */
 const LIST_LIMIT = 10;
@@ -25,8 +25,26 @@ export interface StatusReport {
    * `why`: what was wrong, when something was; `storeNamed`: whether its /health named a store
    * to this config's bearer (false: it does not take this bearer, so another config's bridge, or
    * one started before this config's bearer changed; null: not answering, or the bearer unread).
+   * `olderBearer`: this config's own bridge by the claim of its store (its note names this address
+   * and this config file: src/cli/health-probe.ts `ClaimView`), whose /health does not name the
+   * store to the bearer read now — `replaced`: server.bearer changed since it started; `unreadable`:
+   * the bearer file cannot be read now (`why` says why) — with that serve's `pid`; null otherwise.
+   * `claimed`: a serve holds the claim of this config's store (src/store/serve-claim.ts); false
+   * means this config's bridge is not running, whatever answers at server.listen. `taken`: it is
+   * not running and something else answers there (another program, or another config's bridge).
    */
-  bridge: { answering: boolean; url: string; status: string | null; version: string | null; sameStore: boolean | null; why: string | null; storeNamed: boolean | null };
+  bridge: {
+    answering: boolean;
+    url: string;
+    status: string | null;
+    version: string | null;
+    sameStore: boolean | null;
+    why: string | null;
+    storeNamed: boolean | null;
+    olderBearer: { pid: number; bearer: 'replaced' | 'unreadable' } | null;
+    claimed: boolean;
+    taken: boolean;
+  };
   store: { path: string; exists: boolean; bytes: number };
   tasks: { open: number; finished: number; byState: Partial<Record<TaskState, number>> } | null;
   mailbox: { kind: string; lastCheckAt: string | null; lastResult: string | null; lastError: string | null; errorSince: string | null; lastRecordedAt: string | null; lastVerdict: string | null } | null;
@@ -58,12 +76,14 @@ function storeWhy(probe: HealthProbe & { up: true }): string | null {
 export async function statusReport(config: Config, now: number): Promise<StatusReport> {
   const probe: HealthProbe = await probeHealth(config);
   const path = config.store.path;
+  const taken = !probe.claimed && config.server.port !== 0 && (probe.up || probe.why !== 'ECONNREFUSED');
+  const older = probe.up && probe.ownServe !== null && probe.sameStore !== true ? { pid: probe.ownServe.pid, bearer: probe.sameStore === null ? ('unreadable' as const) : ('replaced' as const) } : null;
   const exists = existsSync(path);
   const report: StatusReport = {
     config: config.file,
     bridge: probe.up
-      ? { answering: true, url: probe.url, status: clean(String(probe.health.status).slice(0, 64)), version: clean(String(probe.health.version).slice(0, 64)), sameStore: probe.sameStore, why: storeWhy(probe), storeNamed: probe.sameStore === null || !probe.bearerSent ? null : probe.stores.answering !== null }
-      : { answering: false, url: probe.url, status: null, version: null, sameStore: null, why: probe.why, storeNamed: null },
+      ? { answering: true, url: probe.url, status: clean(String(probe.health.status).slice(0, 64)), version: clean(String(probe.health.version).slice(0, 64)), sameStore: probe.sameStore, why: storeWhy(probe), storeNamed: probe.sameStore === null || !probe.bearerSent ? null : probe.stores.answering !== null, olderBearer: older, claimed: probe.claimed, taken }
+      : { answering: false, url: probe.url, status: null, version: null, sameStore: null, why: probe.why, storeNamed: null, olderBearer: null, claimed: probe.claimed, taken },
     store: { path, exists, bytes: exists ? storeBytes(path) : 0 },
     tasks: null,
     mailbox: null,
@@ -90,12 +110,23 @@ export async function statusReport(config: Config, now: number): Promise<StatusR
 }
 
 /**
- * The commands that restart this config's bridge: the service's (`systemctl --user restart`, or
- * `launchctl kickstart -k` on macOS: src/cli/service.ts) and, for one run by hand, `serve`.
+ * The commands that restart this config's bridge: `stop`, then `serve`; and first the service's
+ * (`systemctl --user restart`, or `launchctl kickstart -k` on macOS: src/cli/service.ts) when its
+ * service file is installed (`installed`; default: whether the file `service install` writes,
+ * {@link serviceTarget}, exists, as `service status` tells).
  */
-export function restartCommands(configFile: string, platform: NodeJS.Platform = process.platform, uid = process.getuid?.() ?? 501): string {
+export function restartCommands(configFile: string, platform: NodeJS.Platform = process.platform, uid = process.getuid?.() ?? 501, installed = existsSync(serviceTarget(defaultKind(platform)))): string {
+  const byHand = `${commandLine(configFile, 'stop')}, then ${commandLine(configFile, 'serve')}`;
+  if (!installed) return byHand;
   const service = defaultKind(platform) === 'launchd' ? `launchctl kickstart -k gui/${uid}/${LAUNCHD_LABEL}` : `systemctl --user restart ${SYSTEMD_UNIT}`;
-  return `${service} (as a service), or stop it and run ${commandLine(configFile, 'serve')}`;
+  return `${service} (the installed service), or ${byHand}`;
+}
+
+/** The `bridge` line of this config's own bridge (by its store's claim) whose /health names no store to the bearer read now. */
+function olderBearerLine(r: StatusReport, at: string): string {
+  const o = r.bridge.olderBearer!;
+  if (o.bearer === 'unreadable') return `bridge    running at ${at} (pid ${o.pid}, by the claim of ${r.store.path}), but this config's server.bearer cannot be read now (${r.bridge.why}); the bridge keeps the bearer it read at its start`;
+  return `bridge    running at ${at} (pid ${o.pid}, by the claim of ${r.store.path}) with an older server.bearer: the bearer was replaced since it started, and callers with the new one are refused; restart it: ${restartCommands(r.config)}`;
 }
 
 /**
@@ -111,6 +142,17 @@ function otherBridgeLine(r: StatusReport, at: string): string {
   return `bridge    NOT this config's: the bridge answering at ${at} serves another store than ${r.store.path} or has another server.bearer (${r.bridge.why}); it was started with another config, or ${changed} since that bridge started — restart it: ${restartCommands(r.config)}; if it is another config's, stop it (a2a-mailbridge --config <the file it was started with> stop) or give this config another server.listen`;
 }
 
+/**
+ * The `bridge` line when no serve holds this config's store (so its bridge is not running) and
+ * something else answers at server.listen, where `serve` would fail to listen.
+ */
+function takenLine(r: StatusReport, at: string): string {
+  const what = r.bridge.answering
+    ? 'another program, which answers /health as an a2a-mailbridge would (another config\'s bridge? stop it with a2a-mailbridge --config <the file it was started with> stop)'
+    : `another program (it ${r.bridge.why?.startsWith('answers ') ? r.bridge.why : `does not answer as a bridge: ${r.bridge.why}`})`;
+  return `bridge    not running; ${at} is taken by ${what}: free it or change server.listen in ${r.config}`;
+}
+
 /** The human summary: one labelled line per subject, a line per failing webhook and refused-reply task, each with the command that tells more. */
 export function formatStatus(r: StatusReport, now: number): string {
   const ago = (t: string | null): string => (t === null ? '' : ` (${humanDuration(now - Date.parse(t))} ago)`);
@@ -119,13 +161,17 @@ export function formatStatus(r: StatusReport, now: number): string {
   const cmd = (args: string): string => commandLine(r.config, args);
   const at = r.bridge.url.replace(/\/health$/, '');
   lines.push(
-    !r.bridge.answering
-      ? `bridge    not answering at ${at} (${r.bridge.why}); start it: ${cmd('serve')}, or ${cmd('service status')}`
-      : r.bridge.sameStore === false
-        ? otherBridgeLine(r, at)
-        : r.bridge.sameStore === null
-          ? `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status}), but whether it serves ${r.store.path} cannot be told: ${r.bridge.why}`
-          : `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status})`,
+    r.bridge.taken
+      ? takenLine(r, at)
+      : !r.bridge.answering
+        ? `bridge    not answering at ${at} (${r.bridge.why}); start it: ${cmd('serve')}, or ${cmd('service status')}`
+        : r.bridge.olderBearer !== null
+          ? olderBearerLine(r, at)
+          : r.bridge.sameStore === false
+            ? otherBridgeLine(r, at)
+            : r.bridge.sameStore === null
+              ? `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status}), but whether it serves ${r.store.path} cannot be told: ${r.bridge.why}`
+              : `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status})`,
   );
   if (!r.store.exists) {
     lines.push(`store     ${r.store.path} does not exist yet; serve creates it on its first start`);
@@ -170,7 +216,9 @@ export function formatStatus(r: StatusReport, now: number): string {
  * and `/health` when the bridge is up. The exit code says whether the bridge answers, as the LSB
  * init-script `status` codes (and `systemctl status`) do: the rest of the report is information.
  *
- * @returns {@link STATUS_EXIT}: 0 this config's bridge answers /health; 3 it does not (not running,
+ * @returns {@link STATUS_EXIT}: 0 this config's bridge answers /health (also one running with a
+ *   server.bearer replaced since its start, or unreadable now: its store's claim tells it is this
+ *   config's, and the line says to restart it); 3 it does not (not running,
  *   not on this address, or the bridge answering there serves another store: another config's,
  *   or this config's started before its bearer or store.path changed);
  *   4 it cannot be told (server.listen has port 0, or this config's server.bearer cannot be read)
@@ -182,6 +230,9 @@ export async function runStatus(configFile: string, o: { json?: boolean }, now =
   if (o.json) printJson(report);
   else process.stdout.write(`${formatStatus(report, now)}\n`);
   const b = report.bridge;
+  // This config's bridge by its claim runs, whatever bearer it read at its start (the line says to restart it).
+  if (b.olderBearer !== null) return STATUS_EXIT.answering;
+  if (b.taken) return STATUS_EXIT.notAnswering;
   if (b.answering) return b.sameStore === true ? STATUS_EXIT.answering : b.sameStore === false ? STATUS_EXIT.notAnswering : STATUS_EXIT.unknown;
   return config.server.port === 0 ? STATUS_EXIT.unknown : STATUS_EXIT.notAnswering;
 }

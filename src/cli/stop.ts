@@ -7,13 +7,15 @@ import { loadConfig } from '../config/config.js';
 import { commandLine } from '../config/config-path.js';
 import { probeHealth, type HealthProbe } from './health-probe.js';
 import { serviceMainPid, stopCommands } from './service-manage.js';
+import { runsServe } from './serve-process.js';
 import { defaultKind, SYSTEMD_UNIT, type ServiceKind } from './service.js';
 
 /**
  * The exit codes of `stop`: 0 stopped; 1 not stopped (the bridge answering is another config's,
  * runs under the service manager, refused the signal, or did not exit within the wait); 3 this
- * config's bridge is not running (the connection to server.listen is refused, or the process /health
- * named had exited before the signal), as `status` says 3;
+ * config's bridge is not running (the connection to server.listen is refused, no serve holds the
+ * claim of its store whatever answers there, or the process /health named had exited before the
+ * signal), as `status` says 3;
  * 4 it cannot be told (server.listen has port 0, /health did not answer in time or answered an
  * HTTP error, server.bearer cannot be read, or the bridge names no pid).
  */
@@ -56,6 +58,8 @@ export interface StopOptions {
    * be driven.
    */
   kill?: (pid: number, signal: NodeJS.Signals) => void;
+  /** Test seam: where the process command lines are read ({@link runsServe}; default `/proc`). */
+  procRoot?: string;
 }
 
 /**
@@ -69,7 +73,10 @@ export function notRunningLine(why: string): string {
 
 /**
  * Finds this config's bridge as `status` does (GET /health on server.listen with the bearer; the
- * store fingerprint must be this config's), learns its pid from that answer, and unless the
+ * store fingerprint must be this config's), learns its pid from that answer — or, when /health
+ * names no store to the bearer read now (replaced since the bridge started, or unreadable), from
+ * the claim of this config's store whose note names this config file and address
+ * (src/cli/health-probe.ts `ClaimView`), checked by its command line ({@link runsServe}) — and unless the
  * service manager runs it (then it names the manager's command), sends SIGTERM and waits up to
  * `waitMs` for the process to exit. Prints one line on stdout (stopped, or not running) or stderr.
  *
@@ -86,11 +93,29 @@ export async function runStop(configFile: string, o: StopOptions = {}): Promise<
     process.stderr.write(`a2a-mailbridge: ${line}\n`);
     return code;
   };
+  if (!probe.up && probe.why === 'ECONNREFUSED') {
+    process.stdout.write(notRunningLine(`nothing answers at ${at}: ${probe.why}`));
+    return STOP_EXIT.notRunning;
+  }
+  // No serve holds this config's store (src/store/serve-claim.ts): its bridge is not running,
+  // whatever answers at the address (another program, or another config's bridge).
+  if (!probe.claimed) {
+    process.stdout.write(notRunningLine(`no serve holds its store ${config.store.path}; ${at} is taken by another program`));
+    return STOP_EXIT.notRunning;
+  }
   if (!probe.up) {
     // Only a refused connection says nothing listens; a timeout or an HTTP error answer does not.
     if (probe.why !== 'ECONNREFUSED') return fail(`cannot tell whether this config's bridge runs at ${at}: ${probe.why}; not stopped (stop it where it runs: Ctrl-C, or kill -TERM <its pid>)`, STOP_EXIT.unknown);
     process.stdout.write(notRunningLine(`nothing answers at ${at}: ${probe.why}`));
     return STOP_EXIT.notRunning;
+  }
+  // This config's serve by its claim (it holds this store, and its note names this address and
+  // this config file), though its /health does not name this store to the bearer read now: it was
+  // started before server.bearer was replaced, or the bearer file is gone. Stopped by the noted pid.
+  const own = probe.ownServe;
+  if (own !== null && probe.sameStore !== true) {
+    const before = probe.sameStore === null ? `its server.bearer cannot be read now (${probe.why}): put it back before you start it again` : 'it was running with a server.bearer replaced since it started';
+    return signalAndWait(own.pid, { at, serve, before, o, fail, claimed: true });
   }
   if (probe.sameStore === null) return fail(`a bridge answers at ${at}, but whether it is this config's cannot be told (${probe.why}); not stopped`, STOP_EXIT.unknown);
   if (probe.sameStore === false) {
@@ -106,6 +131,21 @@ export async function runStop(configFile: string, o: StopOptions = {}): Promise<
   // The pid signalled is the one the serve holding this config's store noted (src/store/serve-claim.ts), and /health must name the same.
   if (probe.holderPid !== pid) {
     return fail(`the bridge at ${at} names pid ${pid}, but the serve holding this config's store noted pid ${probe.holderPid ?? 'none'}; not stopped (stop it where it runs: Ctrl-C, or kill -TERM <its pid>)`, STOP_EXIT.unknown);
+  }
+  return signalAndWait(pid, { at, serve, before: null, o, fail, claimed: false });
+}
+
+/**
+ * Sends SIGTERM to this config's bridge `pid` and waits for its exit, unless the service manager
+ * runs it (then names the manager's command). `before`: what the stopped line adds (a bearer
+ * replaced since the start, or unreadable now). `claimed`: the pid comes from the claim's note
+ * alone (/health did not confirm it), so on Linux its command line must be a2a-mailbridge serve's
+ * ({@link runsServe}).
+ */
+async function signalAndWait(pid: number, c: { at: string; serve: string; before: string | null; o: StopOptions; fail: (line: string, code: number) => number; claimed: boolean }): Promise<number> {
+  const { at, serve, o, fail } = c;
+  if (c.claimed && runsServe(pid, o.procRoot) === false) {
+    return fail(`the serve holding this config's store noted pid ${pid}, but that process is not a2a-mailbridge serve (/proc/${pid}/cmdline); not stopped (stop it where it runs: Ctrl-C, or kill -TERM <its pid>)`, STOP_EXIT.unknown);
   }
   const kind = o.kind ?? defaultKind();
   const managed = serviceMainPid(kind);
@@ -130,6 +170,6 @@ export async function runStop(configFile: string, o: StopOptions = {}): Promise<
   if (!(await exited(pid, waitMs))) {
     return fail(`sent SIGTERM to this config's bridge (pid ${pid}), but it still runs after ${waitMs / 1000} s (work under way: a webhook attempt or a mail check); run this again, or look at its log; kill -KILL ${pid} only as a last resort`, STOP_EXIT.notStopped);
   }
-  process.stdout.write(`stopped this config's bridge (pid ${pid}) at ${at}; start it again with: ${serve}\n`);
+  process.stdout.write(`stopped this config's bridge (pid ${pid}) at ${at}${c.before === null ? '' : `; ${c.before}`}; start it again with: ${serve}\n`);
   return STOP_EXIT.stopped;
 }

@@ -109,6 +109,8 @@ async function noBridgeRuns(db: StoreReads, rows: readonly TaskRow[], where: Sto
   const pastDue = rows.some((t) => t.state === 'SUBMITTED' && (db.turns.get(t.id, t.turn)?.nextAttemptAt ?? now) < now);
   if (!pastDue) return false;
   const probe = await probeHealth(loadConfig(where.configFile, { skipSecrets: true }));
+  // A serve holding this store's claim dispatches its webhooks, whatever bearer it started with.
+  if (probe.claimed) return false;
   return probe.up ? probe.sameStore === false : probe.why === 'ECONNREFUSED';
 }
 

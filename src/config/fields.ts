@@ -250,7 +250,9 @@ export class Fields {
   oneOf<T extends string>(name: string, choices: readonly T[], fallback?: T): T {
     const v = this.string(name, fallback);
     if (!(choices as readonly string[]).includes(v)) {
-      throw new ConfigError(this.key(name), `must be one of ${choices.map((c) => `"${c}"`).join(', ')}, got ${describe(v)}`);
+      // A typo's nearest allowed value, as an unknown key gets its nearest known key.
+      const near = nearestKey(v, choices);
+      throw new ConfigError(this.key(name), `must be one of ${choices.map((c) => `"${c}"`).join(', ')}, got ${describe(v)}${near === undefined ? '' : `; did you mean "${near}"?`}`);
     }
     return v as T;
   }

@@ -2,7 +2,7 @@ import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { commandLine, shellLine } from './config-path.js';
 import { writableByOthers } from './file-safety.js';
-import { MIN_BEARER_CHARS, missingSecretFix, secretKind } from './secret-kinds.js';
+import { isGenerated, MIN_BEARER_CHARS, missingSecretFix, secretKind } from './secret-kinds.js';
 
 /** Thrown when a secret file is missing, unsafe or unreadable. The message names the file and the fix. */
 export class SecretFileError extends Error {
@@ -136,7 +136,11 @@ export function readSecretFile(path: string, key: string, configFile = ''): stri
     }
     const text = buf.subarray(0, off).toString('utf8').replace(/\r?\n$/, '');
     if (text.length === 0) {
-      throw new SecretFileError(`${key}: secret file ${path} is empty; write the secret into it`, path);
+      // A secret the bridge generates is made by `secret new` (its name: `bearer`, or the key, which
+      // names the agent too), which replaces the empty file with --force.
+      const kind = secretKind(key);
+      const fix = isGenerated(kind) ? `run: ${commandLine(configFile, shellLine('secret', 'new', kind === 'bearer' ? 'bearer' : key, '--force'))}` : 'write the secret into it';
+      throw new SecretFileError(`${key}: secret file ${path} is empty; ${fix}`, path);
     }
     if (holdsPlaceholder(text)) {
       throw new SecretFileError(`${key}: secret file ${path} still holds the placeholder from secrets.example; write the real secret into it`, path);

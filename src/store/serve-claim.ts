@@ -176,7 +176,15 @@ export function claimHeld(storePath: string): { held: false } | { held: true; ho
  */
 function claimRefusal(err: unknown, storePath: string, lock: string, note: string): Error {
   if ((err as { code?: string }).code !== 'SQLITE_BUSY') return new StoreError(`cannot take ${lock}, the lock of one serve per store: ${(err as Error).message}`, { cause: err });
-  const other = readHolder(note);
+  return storeInUse(storePath, readHolder(note));
+}
+
+/**
+ * The refusal of a serve whose store another live serve holds: StoreInUseError naming that serve
+ * (`other`, its note; null when unknown) and the fix.
+ */
+export function storeInUse(storePath: string, other: ClaimHolder | null): StoreInUseError {
+  const { lock } = claimFiles(storePath);
   const who = other
     ? `pid ${other.pid}, listening at ${other.listen}, started with the config ${other.config}`
     : 'a process starting this instant, or one whose note is unreadable';

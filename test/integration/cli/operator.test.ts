@@ -97,7 +97,7 @@ describe('status beside a running bridge', () => {
 });
 
 describe('status of another config whose server.listen is the same address', () => {
-  it('says the bridge answering there serves another store, and exits 3 (this config\'s bridge does not answer)', async () => {
+  it('says this config\'s bridge is not running and the address is taken by what answers /health as a bridge, and exits 3', async () => {
     // Config B: the same listen address as the running bridge's (A), another folder, so another store, which does not exist.
     const b = makeConfigDir(minimalToml({ listen: `${app.bridge.ctx.config.server.host}:${app.bridge.ctx.config.server.port}` }));
     try {
@@ -105,11 +105,11 @@ describe('status of another config whose server.listen is the same address', () 
       expect(r.status, r.stderr).toBe(3);
       // No serve holds B's store: what answers at its address is not B's bridge, and B's bearer is not sent to it.
       expect(r.stdout).toContain(
-        `bridge    NOT this config's: the bridge answering at ${app.server.baseUrl} serves another store than ${join(b.dir, 'state', 'bridge.sqlite')} or has another server.bearer (no serve holds this config's store (${join(b.dir, 'state', 'bridge.sqlite')}), so what answers here is another config's bridge or another program; the bearer was not sent to it); it was started with another config, or this config's store.path changed since that bridge started — restart it: ${restartCommands(b.configPath)}; if it is another config's, stop it (a2a-mailbridge --config <the file it was started with> stop) or give this config another server.listen\n`,
+        `bridge    not running; ${app.server.baseUrl} is taken by another program, which answers /health as an a2a-mailbridge would (another config's bridge? stop it with a2a-mailbridge --config <the file it was started with> stop): free it or change server.listen in ${b.configPath}\n`,
       );
       expect(r.stdout).not.toContain('bridge    answering');
       const j = JSON.parse((await runCli(['--config', b.configPath, 'status', '--json'])).stdout) as StatusReport;
-      expect(j.bridge).toMatchObject({ answering: true, sameStore: false });
+      expect(j.bridge).toMatchObject({ answering: true, sameStore: false, claimed: false, taken: true });
       // The bridge's own config: the same store.
       const own = JSON.parse((await cli('status', '--json')).stdout) as StatusReport;
       expect(own.bridge).toMatchObject({ answering: true, sameStore: true });
@@ -133,13 +133,15 @@ describe('status of another config whose server.listen is the same address', () 
     }
   });
 
-  it('cannot tell, and says why, when the bearer that keys the fingerprint cannot be read (exit 4)', async () => {
+  it("says it runs (by its store's claim) and why the bearer cannot be read, when the bearer that keys the fingerprint cannot be read (exit 0)", async () => {
     const bearerFile = join(c.dir, 'bearer');
     chmodSync(bearerFile, 0o644);
     try {
       const r = await cli('status');
-      expect(r.status, r.stderr).toBe(4);
-      expect(r.stdout).toContain(`but whether it serves ${join(c.dir, 'state', 'bridge.sqlite')} cannot be told: server.bearer_file: secret file ${bearerFile} has mode 0644, readable by others; run: chmod 600 ${bearerFile}; the store fingerprint is keyed with it and shown only to its holder\n`);
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stdout).toContain(
+        `bridge    running at ${app.server.baseUrl} (pid ${process.pid}, by the claim of ${join(c.dir, 'state', 'bridge.sqlite')}), but this config's server.bearer cannot be read now (server.bearer_file: secret file ${bearerFile} has mode 0644, readable by others; run: chmod 600 ${bearerFile}; the store fingerprint is keyed with it and shown only to its holder); the bridge keeps the bearer it read at its start\n`,
+      );
     } finally {
       chmodSync(bearerFile, 0o600);
     }

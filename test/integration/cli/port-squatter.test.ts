@@ -39,13 +39,14 @@ describe('a process squatting server.listen while no bridge runs', () => {
     storePath = join(c.dir, 'state', 'bridge.sqlite');
 
     const stop = await runCli(['--config', c.configPath, 'stop']);
-    expect(stop.status).toBe(1);
-    expect(stop.stderr).toContain("is not this config's");
+    // No serve holds this config's store: not running, whatever answers there.
+    expect(stop.status).toBe(3);
+    expect(stop.stdout).toContain(`is taken by another program); nothing to stop`);
     expect(victim.exitCode).toBeNull();
     expect(victim.signalCode).toBeNull();
     const status = await runCli(['--config', c.configPath, 'status']);
     expect(status.status).toBe(3);
-    expect(status.stdout).toContain("no serve holds this config's store");
+    expect(status.stdout).toContain(`bridge    not running; http://127.0.0.1:${port} is taken by another program, which answers /health as an a2a-mailbridge would`);
     expect(status.stdout).not.toContain('\u001b');
     await runCli(['--config', c.configPath, 'doctor']);
     expect(seen.length).toBeGreaterThanOrEqual(3);

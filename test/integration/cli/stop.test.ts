@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { notRunningLine, runStop, STOP_EXIT } from '../../../src/cli/stop.js';
@@ -77,15 +77,22 @@ describe('a2a-mailbridge stop', () => {
     await bridge.stop();
   });
 
-  it("refuses to stop a bridge of another config on the same address (exit 1), which keeps running", async () => {
+  it("says a config whose store no serve holds is not running (exit 3), and refuses to stop another config's bridge on its store and address (exit 1); both leave it running", async () => {
     const a = await configDir();
     const bridge = await startBridgeProcess(a.configPath);
     const listen = a.listen;
     const b = await configDir(listen);
     const r = await runCli(['--config', b.configPath, 'stop']);
-    expect(r.status, r.stderr).toBe(1);
-    expect(r.stderr).toContain(`the bridge answering at http://${listen} is not this config's: it serves another store than ${join(b.dir, 'state', 'bridge.sqlite')} or has another server.bearer`);
-    expect(r.stderr).toContain('not stopped. Stop it with the config it was started with (a2a-mailbridge --config <that file> stop)');
+    expect(r.status, r.stderr).toBe(3);
+    expect(r.stdout).toBe(notRunningLine(`no serve holds its store ${join(b.dir, 'state', 'bridge.sqlite')}; http://${listen} is taken by another program`));
+    // Another config file on A's store and address, with another bearer: the claim is held, but its note names A's config.
+    const same = await configDir(listen);
+    writeFileSync(same.configPath, readFileSync(same.configPath, 'utf8').replace('path = "state/bridge.sqlite"', `path = "${join(a.dir, 'state', 'bridge.sqlite')}"`));
+    writeFileSync(join(same.dir, 'bearer'), 'another-bearer-0123456789abcdef\n', { mode: 0o600 });
+    const other = await runCli(['--config', same.configPath, 'stop']);
+    expect(other.status, other.stderr).toBe(1);
+    expect(other.stderr).toContain(`the bridge answering at http://${listen} is not this config's: it serves another store than ${join(a.dir, 'state', 'bridge.sqlite')} or has another server.bearer`);
+    expect(other.stderr).toContain('not stopped. Stop it with the config it was started with (a2a-mailbridge --config <that file> stop)');
     expect(bridge.child.exitCode).toBeNull();
     const own = await runCli(['--config', a.configPath, 'stop'], { env: { PATH: fakeSystemctl(a.dir, 0) } });
     expect(own.status, own.stderr).toBe(0);

@@ -351,7 +351,9 @@ describe('mailbox.provider and OAuth2 sign-in', () => {
   it.each([
     ['provider = "self-hosted"', /mailbox\.authserv_id: is required with provider = "self-hosted".*provider detect --file/],
     ["provider = \"self-hosted\"\nauthserv_id = 'mail\\.example\\.org'", /mailbox\.border_host: is required/],
-    ['provider = "hotmail"', /mailbox\.provider: must be one of "fastmail", "gmail", "outlook", "icloud", "yahoo", "self-hosted"/],
+    ['provider = "hotmail"', /mailbox\.provider: must be one of "fastmail", "gmail", "outlook", "icloud", "yahoo", "self-hosted", got "hotmail"$/m],
+    // A typo of an allowed value gets the nearest one, as an unknown key gets the nearest known key.
+    ['provider = "gmial"', /mailbox\.provider: must be one of "fastmail", "gmail", "outlook", "icloud", "yahoo", "self-hosted", got "gmial"; did you mean "gmail"\?$/m],
     ['provider = "outlook"\nverify_dkim = false', /mailbox\.verify_dkim: must stay true with provider = "outlook"/],
     ["provider = \"self-hosted\"\nauthserv_id = '.*'\nborder_host = 'mx'", /mailbox\.authserv_id: matches hosts that are not your provider's/],
   ])('refuses %s', (lines, msg) => {

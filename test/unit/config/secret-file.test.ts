@@ -60,6 +60,22 @@ describe('readSecretFile', () => {
     expect(readSecretFile(p, 'k')).toBe('secret');
   });
 
+  it('an empty secret the bridge generates names `secret new … --force` as the fix (doctor shows it); one issued elsewhere is to be written in', () => {
+    const empty = file('empty', '', 0o600);
+    const signing = (): string => {
+      try {
+        readSecretFile(empty, 'agents[0].webhook.secret_file', '/srv/c.toml');
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return '';
+    };
+    expect(signing()).toBe(`agents[0].webhook.secret_file: secret file ${empty} is empty; run: a2a-mailbridge --config /srv/c.toml secret new 'agents[0].webhook.secret_file' --force`);
+    expect(splitFix(signing()).fix).toBe("a2a-mailbridge --config /srv/c.toml secret new 'agents[0].webhook.secret_file' --force");
+    expect(() => readSecretFile(empty, 'server.bearer_file', '/srv/c.toml')).toThrow(`server.bearer_file: secret file ${empty} is empty; run: a2a-mailbridge --config /srv/c.toml secret new bearer --force`);
+    expect(() => readSecretFile(empty, 'mailbox.imap.password_file', '/srv/c.toml')).toThrow(`mailbox.imap.password_file: secret file ${empty} is empty; write the secret into it`);
+  });
+
   it('names the config key in every error', () => {
     expect(() => readSecretFile(join(dir, 'nope'), 'agents[0].webhook.secret_file')).toThrow(/^agents\[0\]\.webhook\.secret_file: /);
   });
