@@ -46,8 +46,9 @@ export function mailboxReads(db: Db) {
       return (stmt(db, `SELECT name FROM maildir_not_ours WHERE folder = ?`).pluck().all(folder) as string[]);
     },
 
-    /** How many files of `folder` are kept as not ours (`status`). */
+    /** How many files of `folder` are kept as not ours (`status`); 0 on a store a read-only command found before migration 17. */
     notOursCount(folder: string): number {
+      if (stmt(db, `SELECT 1 FROM sqlite_schema WHERE name = 'maildir_not_ours'`).get() === undefined) return 0;
       return (stmt(db, `SELECT count(*) FROM maildir_not_ours WHERE folder = ?`).pluck().get(folder) as number);
     },
 
