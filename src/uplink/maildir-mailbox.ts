@@ -188,10 +188,9 @@ export class MaildirMailbox implements Mailbox {
             some.push([unique, p]);
           }
           reads += some.length;
-          const blocksBefore = work.blocks;
           const seen = await Promise.all(some.map(([unique, p]) => this.#examine(unique, p, req, work)));
-          // A miss decided on the first read costs a quarter; one the narrowing read on, a whole prefix.
-          spent += seen.reduce((n, x) => n + (x === 'miss' ? 1 : NOT_OURS_SHARE), 0) + (work.blocks - blocksBefore) * (NOT_OURS_SHARE - 1);
+          // A miss decided on the first read costs a quarter (`miss`); any other file, a whole prefix.
+          spent += seen.reduce((n, x) => n + (x === 'miss' ? 1 : NOT_OURS_SHARE), 0);
           seen.forEach((s, i) => {
             if (s === 'gone') moved.push(some[i]!);
             else if (s === 'later') left = true;
@@ -299,10 +298,10 @@ export class MaildirMailbox implements Mailbox {
    * Reads a pending file's header block and judges it by the narrowing (maildir-narrowing.ts): a
    * match (or an unreadable file, or one whose header block runs past `NARROWING_READ_BYTES`, which
    * the narrowing does not read: the gates judge it on its prefix) to hand out, or why not; `later`
-   * when it would read on past the prefix and `work.max` header blocks were read on already.
-   * Counts what it reads into `work`.
+   * when it would read on past the prefix and `work.max` header blocks were read on already; `miss`
+   * when found not ours on the prefix alone, `miss-read-on` after reading on. Counts into `work`.
    */
-  async #examine(unique: string, p: Pending, req: CheckRequest, work: Work): Promise<Chosen | 'gone' | 'skip' | 'miss' | 'later'> {
+  async #examine(unique: string, p: Pending, req: CheckRequest, work: Work): Promise<Chosen | 'gone' | 'skip' | 'miss' | 'miss-read-on' | 'later'> {
     const prefix = await this.#readHead(unique, p, STAMP_PREFIX_BYTES);
     if (typeof prefix === 'string') return prefix;
     if ('unreadable' in prefix) return { unique, p, header: Buffer.alloc(0), unreadable: prefix.unreadable };
@@ -325,7 +324,7 @@ export class MaildirMailbox implements Mailbox {
     this.#settle(unique, this.#misses);
     this.#missesAdded.push(unique);
     work.notOurs++;
-    return 'miss';
+    return prefix.runsOn && !(first.from && first.subject) ? 'miss-read-on' : 'miss';
   }
 
   /**
