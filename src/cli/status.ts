@@ -47,7 +47,7 @@ export interface StatusReport {
   };
   store: { path: string; exists: boolean; bytes: number };
   tasks: { open: number; finished: number; byState: Partial<Record<TaskState, number>> } | null;
-  mailbox: { kind: string; lastCheckAt: string | null; lastResult: string | null; lastError: string | null; errorSince: string | null; lastRecordedAt: string | null; lastVerdict: string | null } | null;
+  mailbox: { kind: string; lastCheckAt: string | null; lastResult: string | null; lastError: string | null; errorSince: string | null; lastRecordedAt: string | null; lastVerdict: string | null; notOurs: number } | null;
   failingWebhooks: (Omit<FailingDispatch, 'nextAttemptAt'> & { nextAttemptAt: string | null })[];
   dispatchFailuresLast7Days: number;
   refusedRepliesForOpenTasks: (Omit<RefusedForOpenTask, 'lastSeenAt'> & { lastSeenAt: string | null })[];
@@ -99,7 +99,7 @@ export async function statusReport(config: Config, now: number): Promise<StatusR
     report.tasks = { open: sum(true), finished: sum(false), byState };
     const m: MailboxState = db.mailbox.state(folderKey(config));
     const last = db.ledger.latest();
-    report.mailbox = { kind: config.mailbox.kind, lastCheckAt: isoJson(m.lastCheckAt), lastResult: m.lastResult, lastError: m.lastError, errorSince: isoJson(m.errorSince), lastRecordedAt: isoJson(last?.seenAt ?? null), lastVerdict: last?.verdict ?? null };
+    report.mailbox = { kind: config.mailbox.kind, lastCheckAt: isoJson(m.lastCheckAt), lastResult: m.lastResult, lastError: m.lastError, errorSince: isoJson(m.errorSince), lastRecordedAt: isoJson(last?.seenAt ?? null), lastVerdict: last?.verdict ?? null, notOurs: db.mailbox.notOursCount(folderKey(config)) };
     report.failingWebhooks = db.overview.failingDispatches(LIST_LIMIT).map((f) => ({ ...f, nextAttemptAt: isoJson(f.nextAttemptAt) }));
     report.dispatchFailuresLast7Days = db.overview.dispatchFailuresSince(now - WEEK_MS);
     report.refusedRepliesForOpenTasks = db.overview.refusedForOpenTasks(LIST_LIMIT).map((r) => ({ ...r, lastSeenAt: isoJson(r.lastSeenAt) }));
@@ -187,6 +187,8 @@ export function formatStatus(r: StatusReport, now: number): string {
   else lines.push(`mailbox   ${m.kind}, last checked ${iso(Date.parse(m.lastCheckAt))}${ago(m.lastCheckAt)}: ${m.lastResult ?? 'ok'}`);
   // A check that found nothing new says "0 new messages"; the mail recorded last stays visible.
   if (m.lastRecordedAt !== null && m.lastVerdict !== null) lines.push(`            last mail recorded ${iso(Date.parse(m.lastRecordedAt))}${ago(m.lastRecordedAt)}: ${m.lastVerdict} (${cmd('ledger')} shows it)`);
+  // Untagged mail gets no ledger row (as IMAP SEARCH does not list it); a Maildir's is counted here.
+  if (m.notOurs > 0) lines.push(`            ${plural(m.notOurs, 'file')} in the Maildir not ours (no agent's From, no tag): no ledger row, not read again`);
   if (r.failingWebhooks.length === 0) lines.push('webhooks  none failing');
   else {
     lines.push(`webhooks  ${plural(r.failingWebhooks.length, 'dispatch', 'dispatches')} not accepted yet${r.failingWebhooks.length === LIST_LIMIT ? ' (the first 10)' : ''}:`);

@@ -19,6 +19,8 @@ export interface CheckSummary {
   verdicts: Partial<Record<Verdict, number>>;
   /** Candidates wait beyond this check's header or body budget (or behind a deferred reply). */
   more: boolean;
+  /** Maildir files this check found not ours (no agent's From, no tag): no ledger row, kept so they are not opened again. */
+  notOurs: number;
   /** Message bytes the mailbox read for this check (`MailboxPass.bytesFetched`): header prefixes, header blocks, whole messages. */
   bytes: number;
   error?: string;
@@ -104,7 +106,7 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
   const { store, config, mailbox } = ctx;
   const started = ctx.now();
   const state = store.mailbox.state(mailbox.folder);
-  const summary: CheckSummary = { ok: true, fetched: 0, onHeaders: 0, verdicts: {}, more: false, bytes: 0, durationMs: 0 };
+  const summary: CheckSummary = { ok: true, fetched: 0, onHeaders: 0, verdicts: {}, more: false, notOurs: 0, bytes: 0, durationMs: 0 };
   const intakeCtx: IntakeContext = { store, rules: judgeRulesOf(config), resolver: ctx.dkimResolver, now: ctx.now, log: ctx.log, folder: mailbox.folder, configFile: config.file };
   const count = (out: Extract<Intake, { kind: 'recorded' }>, receivedAt: number | null): void => {
     const { verdict } = out;
@@ -126,6 +128,10 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
       maxHeaders: config.mailbox.maxHeadersPerCheck,
       maxMessageBytes: config.mailbox.maxMessageBytes,
       isRecorded: (source) => store.ledger.isSourceRecorded(source),
+      notOurs: {
+        load: (key) => store.mailbox.notOurs(mailbox.folder, key),
+        save: (key, add, drop) => store.tx((tx) => tx.mailbox.saveNotOurs(mailbox.folder, key, add, drop)),
+      },
     });
     const { uidValidity, floor } = pass;
     if (pass.uidValidityChanged) {
@@ -198,6 +204,7 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
       }
     }
     summary.more = pass.more || waiting.length > 0;
+    summary.notOurs = pass.notOurs ?? 0;
     let applied = 0;
     let refused = 0;
     for (const [v, c] of Object.entries(summary.verdicts)) {
@@ -205,7 +212,7 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
       else refused += c ?? 0;
     }
     const onHeaders = summary.onHeaders ? ` (${summary.onHeaders} on the header block)` : '';
-    const line = `ok, ${plural(summary.fetched, 'new message')}, ${applied} applied${refused ? `, ${refused} refused${onHeaders}` : ''}${summary.more ? ', more waiting' : ''}`;
+    const line = `ok, ${plural(summary.fetched, 'new message')}, ${applied} applied${refused ? `, ${refused} refused${onHeaders}` : ''}${summary.notOurs ? `, ${plural(summary.notOurs, 'file')} not ours` : ''}${summary.more ? ', more waiting' : ''}`;
     store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: true, result: line }));
   } catch (err) {
     const message = err instanceof MailboxError ? err.message : `unexpected error: ${(err as Error).message}`;
@@ -218,7 +225,7 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
     summary.bytes = pass?.bytesFetched ?? 0;
   }
   summary.durationMs = ctx.now() - started;
-  ctx.log.debug({ folder: mailbox.folder, ok: summary.ok, fetched: summary.fetched, onHeaders: summary.onHeaders, more: summary.more, bytes: summary.bytes, ms: summary.durationMs }, 'mailbox check done');
+  ctx.log.debug({ folder: mailbox.folder, ok: summary.ok, fetched: summary.fetched, onHeaders: summary.onHeaders, notOurs: summary.notOurs, more: summary.more, bytes: summary.bytes, ms: summary.durationMs }, 'mailbox check done');
   ctx.metrics?.checks.inc({ result: summary.ok ? 'ok' : 'error' });
   ctx.metrics?.checkSeconds.observe(summary.durationMs / 1000);
   return summary;

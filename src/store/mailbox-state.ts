@@ -23,8 +23,35 @@ const SELECT = `SELECT folder, uid_validity AS uidValidity, last_uid AS lastUid,
   last_result AS lastResult, last_error AS lastError, error_since AS errorSince, last_success_at AS lastSuccessAt
   FROM mailbox_state`;
 
+/**
+ * Migration 17: the names of a Maildir's files the narrowing found not ours (no agent's From, no
+ * tag), kept so a restart does not open them again (src/uplink/mailbox.ts `NotOursRecord`); the
+ * key they were judged under (UIDVALIDITY and the narrowing) is the folder's `not_ours_key`.
+ */
+export const NOT_OURS_MIGRATION = `
+  ALTER TABLE mailbox_state ADD COLUMN not_ours_key TEXT;
+  CREATE TABLE maildir_not_ours (
+    folder TEXT NOT NULL,
+    name   TEXT NOT NULL,
+    PRIMARY KEY (folder, name)
+  ) STRICT, WITHOUT ROWID;
+`;
+
 export function mailboxReads(db: Db) {
   return {
+    /** The names of `folder` kept as not ours under `key` (none when they were kept under another). */
+    notOurs(folder: string, key: string): string[] {
+      const r = stmt(db, `SELECT not_ours_key AS k FROM mailbox_state WHERE folder = ?`).get(folder) as { k: string | null } | undefined;
+      if (r?.k !== key) return [];
+      return (stmt(db, `SELECT name FROM maildir_not_ours WHERE folder = ?`).pluck().all(folder) as string[]);
+    },
+
+    /** How many files of `folder` are kept as not ours (`status`); 0 on a store a read-only command found before migration 17. */
+    notOursCount(folder: string): number {
+      if (stmt(db, `SELECT 1 FROM sqlite_schema WHERE name = 'maildir_not_ours'`).get() === undefined) return 0;
+      return (stmt(db, `SELECT count(*) FROM maildir_not_ours WHERE folder = ?`).pluck().get(folder) as number);
+    },
+
     /**
      * One primary-key read. Not kept in memory here: a copy per connection missed another
      * process's commit; the bridge keeps what it needs by Store.generation (src/core/bridge.ts
@@ -59,6 +86,20 @@ export function mailboxWrites(w: Writer) {
         `INSERT INTO mailbox_state (folder, uid_validity, last_uid) VALUES (?, ?, 0)
          ON CONFLICT(folder) DO UPDATE SET uid_validity = excluded.uid_validity, last_uid = 0`,
       ).run(folder, uidValidity);
+    },
+
+    /** Adds `add` to and drops `drop` from `folder`'s names kept as not ours under `key`; those kept under another key are dropped first. */
+    saveNotOurs(folder: string, key: string, add: readonly string[], drop: readonly string[]): void {
+      stmt(w.db, `INSERT INTO mailbox_state (folder) VALUES (?) ON CONFLICT(folder) DO NOTHING`).run(folder);
+      const r = stmt(w.db, `SELECT not_ours_key AS k FROM mailbox_state WHERE folder = ?`).get(folder) as { k: string | null };
+      if (r.k !== key) {
+        stmt(w.db, `DELETE FROM maildir_not_ours WHERE folder = ?`).run(folder);
+        stmt(w.db, `UPDATE mailbox_state SET not_ours_key = ? WHERE folder = ?`).run(key, folder);
+      }
+      const put = stmt(w.db, `INSERT INTO maildir_not_ours (folder, name) VALUES (?, ?) ON CONFLICT DO NOTHING`);
+      for (const n of add) put.run(folder, n);
+      const del = stmt(w.db, `DELETE FROM maildir_not_ours WHERE folder = ? AND name = ?`);
+      for (const n of drop) del.run(folder, n);
     },
 
     recordCheck(folder: string, r: { at: number; ok: boolean; result: string; error?: string }): void {

@@ -1,5 +1,6 @@
 import { COMPACT_MIGRATION } from './compact.js';
 import { LARGE_VALUES_MIGRATION } from './large-values.js';
+import { NOT_OURS_MIGRATION } from './mailbox-state.js';
 import { POLL_BOUNDS_MIGRATION } from './messages.js';
 import { TASK_ROWS_MIGRATION } from './prune.js';
 import { REPLY_STATUS_MIGRATION } from './reply-status-schema.js';
@@ -391,10 +392,9 @@ export const MIGRATIONS: readonly string[] = [
   UPDATE turns SET reply_text = NULL WHERE reply_text IS NOT NULL AND reply_ledger_id IN (SELECT ledger_id FROM replies);
   ALTER TABLE ledger ADD COLUMN raw_codec TEXT;
   `,
-  // 13: bytes per task, again: src/store/compact.ts.
-  COMPACT_MIGRATION,
-  // 14: each task's rows per table, kept by triggers, for prune's counts: src/store/prune.ts.
-  TASK_ROWS_MIGRATION,
+  COMPACT_MIGRATION, // 13: bytes per task, again: src/store/compact.ts.
+  TASK_ROWS_MIGRATION, // 14: each task's rows per table, kept by triggers, for prune's counts: src/store/prune.ts.
   REPLY_STATUS_MIGRATION, // 15: `rejected` in the reply statuses of turns and replies: src/store/reply-status-schema.ts.
   POLL_BOUNDS_MIGRATION, // 16: a poll's text kept to its start, with its size; polls answered past a task's cap counted: src/store/messages.ts.
+  NOT_OURS_MIGRATION, // 17: a Maildir's files found not ours, kept across restarts: src/store/mailbox-state.ts.
 ];

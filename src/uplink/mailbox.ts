@@ -39,7 +39,7 @@ export interface CheckRequest {
    * Candidates read per pass at most by the first read of their header block, its first
    * `STAMP_PREFIX_BYTES` (uplink/stamp.ts) (`mailbox.max_prefixes_per_check`; default
    * {@link DEFAULT_MAX_PREFIXES}): IMAP counts the candidates SEARCH listed, a Maildir every file
-   * it opens (the narrowing is its own). The rest wait for the next pass (`more`).
+   * it opens (the narrowing is its own; a file found not ours on its first read counts a quarter). The rest wait for the next pass (`more`).
    */
   maxPrefixes?: number;
   /**
@@ -55,6 +55,20 @@ export interface CheckRequest {
    * after the watermark recorded while an older one waits; Maildir: every name, as it has no UIDs).
    */
   isRecorded?: (source: string) => boolean;
+  /** Maildir: where the names found not ours are kept across restarts (see {@link NotOursRecord}). */
+  notOurs?: NotOursRecord;
+}
+
+/**
+ * The record of a Maildir's files the narrowing found not ours (the store's `maildir_not_ours`), so
+ * a restart does not open them again (docs/architecture.md, "The header stage"). `key` names what
+ * the names were judged under: the folder's UIDVALIDITY and the narrowing's addresses and tags.
+ */
+export interface NotOursRecord {
+  /** The names kept under `key`; any kept under another key are dropped. */
+  load(key: string): Iterable<string>;
+  /** Adds `add` and drops `drop` (files no longer in the folder) under `key`, in one transaction. */
+  save(key: string, add: readonly string[], drop: readonly string[]): void;
 }
 
 /** Header blocks read whole per pass, beyond their prefix, when the request names no `maxHeaders`. */
@@ -159,6 +173,13 @@ export interface MailboxPass {
   readonly more: boolean;
   /** Message bytes transferred by this pass so far (for the benchmarks). */
   readonly bytesFetched: number;
+  /** Maildir: files this pass opened so far (each counted against `maxPrefixes`). */
+  readonly filesOpened?: number;
+  /**
+   * Maildir: files this pass found not ours so far — their header block names no agent's address
+   * and no tag — so they get no ledger row (as IMAP SEARCH does not list them) but are counted.
+   */
+  readonly notOurs?: number;
   /** Ends the pass (IMAP: LOGOUT, the socket closed); idempotent, never throws. */
   close(): Promise<void>;
 }

@@ -71,12 +71,13 @@ export async function readUidValidity(folder: string): Promise<string> {
 }
 
 /**
- * Every entry of new/ then cur/ by unique name (a name in both, mid-move, is taken from cur/);
- * dot files are not mail.
+ * Every entry of new/ then cur/ by unique name (a name in both, mid-move, is taken from cur/;
+ * different files sharing one are keyed apart: {@link keyApart}); dot files are not mail.
  * @throws MailboxError io when neither directory exists (not a Maildir) or one cannot be listed
  */
 export async function listFolder(folder: string): Promise<Map<string, ListedEntry>> {
   const out = new Map<string, ListedEntry>();
+  const all: { unique: string; entry: ListedEntry }[] = [];
   let found = 0;
   for (const sub of ['new', 'cur'] as const) {
     let dirents: fs.Dirent[];
@@ -92,12 +93,53 @@ export async function listFolder(folder: string): Promise<Map<string, ListedEntr
       if (d.name.startsWith('.')) continue;
       // readdir decodes names as UTF-8: one that is not came back with U+FFFD and names no file.
       if (d.name.includes('\uFFFD')) undecodable = true;
-      else out.set(uniqueName(d.name), { sub, name: d.name, dirent: d });
+      else all.push({ unique: uniqueName(d.name), entry: { sub, name: d.name, dirent: d } });
     }
-    if (undecodable) for (const e of await listBytes(folder, sub)) out.set(e.unique, e.entry);
+    if (undecodable) all.push(...(await listBytes(folder, sub)));
   }
   if (found === 0) throw new MailboxError(`${folder} is not a Maildir: it has neither new/ nor cur/`, 'io');
+  const shared = new Map<string, ListedEntry[]>();
+  for (const { unique, entry } of all) {
+    const was = out.get(unique);
+    if (was) shared.set(unique, [...(shared.get(unique) ?? [was]), entry]);
+    out.set(unique, entry);
+  }
+  for (const [unique, entries] of shared) await keyApart(folder, unique, entries, out);
   return out;
+}
+
+/**
+ * Files that share a unique name (`X:2,` in new/ and `X:2,S` in cur/, or `Y` and `Y:2,T`): the
+ * same file when they share an inode (a MUA moving it by link and unlink: it is listed once, from
+ * cur/), else different mail, each listed under its own key so each gets a verdict. The file
+ * listed last (cur/ first) keeps the unique name; every other inode is keyed
+ * `<unique name>/ino<inode>` (no file name holds a `/`, so no unique name is ever one of these),
+ * from its last entry. A file gone since the listing is dropped; one that cannot be lstat'ed stays
+ * behind the unique name.
+ * @param entries the files in listing order (new/ then cur/)
+ * @param out the listing, `unique` already mapped to the last of `entries`
+ */
+async function keyApart(folder: string, unique: string, entries: ListedEntry[], out: Map<string, ListedEntry>): Promise<void> {
+  const inodes = await Promise.all(entries.map(async (e) => {
+    try {
+      return (await lstat(pathOf(folder, e), { bigint: true })).ino;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? '';
+      if (TRANSIENT_CODES.has(code)) throw ioError(`cannot lstat ${shownPath(pathOf(folder, e))}`, err);
+      return code === 'ENOENT' ? 'gone' : null;
+    }
+  }));
+  let k = entries.length - 1;
+  while (k >= 0 && inodes[k] === 'gone') k--;
+  if (k < 0) return void out.delete(unique);
+  out.set(unique, entries[k]!);
+  const seen = new Set([inodes[k]]);
+  for (let i = k - 1; i >= 0; i--) {
+    const ino = inodes[i]!;
+    if (ino === 'gone' || ino === null || seen.has(ino)) continue;
+    seen.add(ino);
+    out.set(`${unique}/ino${ino}`, entries[i]!);
+  }
 }
 
 /**

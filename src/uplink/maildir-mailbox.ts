@@ -1,31 +1,29 @@
 /**
- * The Maildir mailbox: reads a local Maildir folder's `new/` and `cur/`
- * read-only. A person's MUA (or our demo) writes into the same folder, so nothing here renames a
- * file, moves it from `new/` to `cur/`, or changes a flag (flags live in the file name after
- * `:2,`); files are only listed, lstat'ed and read.
+ * The Maildir mailbox: reads a local Maildir folder's `new/` and `cur/` read-only. A person's MUA
+ * (or our demo) writes into the same folder, so nothing here renames a file, moves it from `new/`
+ * to `cur/`, or changes a flag (flags live in the file name after `:2,`); files are only listed,
+ * lstat'ed and read.
  *
  * Keyed on names, not times. A message is its *unique name*, the file name before the first `:`
- * (the `:2,<flags>` info suffix, Maildir spec), so a message a MUA moves from `new/` to `cur/` or
- * re-flags stays the same message; its source key is `maildir:<folder path>:<unique name>`. Each
- * check lists both directories and hands out every unique name the caller has not recorded
- * (`req.isRecorded`), whatever the file's mtime: a sync tool that keeps an old mtime (a `rename`,
- * OfflineIMAP's `utime_from_header`) or a forged future date hides nothing. Only names not seen
- * before are opened: names recorded, names whose header block did not match the narrowing, and
- * entries that are not regular files are remembered in memory and not touched again. Per pass the
- * cost is a stat of each directory — a listing only when one changed (its mtime moved), and at
- * least once a minute — plus at most `req.maxPrefixes` files opened, each read to the end of its
- * header block within its first `STAMP_PREFIX_BYTES` (a block that runs on is handed out on those
- * bytes, `prefixOnly`, when they match the narrowing; else the narrowing reads on, to
- * `NARROWING_READ_BYTES`), plus at most `req.maxHeaders` header blocks read on (`headerBlocks` and
- * the narrowing's reads on together; a block the narrowing read whole is not read again) and the
- * whole messages the caller asks for. Every byte read counts in `bytesFetched`. After a restart
- * the narrowing misses (header blocks of at most 64 KiB) are learnt again over several passes. Files
- * are taken oldest first (maildir-order.ts); a uid is the mtime in ms, clamped to now, and the
- * watermark built from it is for information only.
+ * (Maildir spec), so a message a MUA moves from `new/` to `cur/` or re-flags stays the same
+ * message; its source key is `maildir:<folder path>:<unique name>` (different files sharing one
+ * are keyed apart: maildir-files.ts `keyApart`). Each check lists both directories and hands out
+ * every name the caller has not recorded (`req.isRecorded`), whatever the file's mtime. Only names
+ * not seen before are opened: names recorded, names found not ours (no agent's From or tag, kept
+ * in the store through `req.notOurs`, so a restart does not open them again) and entries that are
+ * not regular files are not touched again. Per pass the cost is a stat of each directory (a
+ * listing only when one changed, and at least once a minute), plus at most `req.maxPrefixes`
+ * files opened (a file found not ours on its first read counts a quarter), each read to the end
+ * of its header block within its first `STAMP_PREFIX_BYTES` (a block that runs on is handed out
+ * on those bytes, `prefixOnly`, when they match the narrowing; read on to `NARROWING_READ_BYTES`
+ * only when they do not hold its first From and Subject whole), plus at most `req.maxHeaders`
+ * header blocks read on and the whole messages the caller asks for. Every byte read counts in
+ * `bytesFetched`. Files are taken oldest first (maildir-order.ts); a uid is the mtime in ms,
+ * clamped to now, and the watermark built from it is for information only. The rules and
+ * measurements: docs/architecture.md, "The header stage".
  *
  * Every file that may be mail leaves a trace: one whose header block runs past
- * `NARROWING_READ_BYTES` is handed out whatever the narrowing (which does not read it);
- * the narrowing reads CR-only line ends as line ends.
+ * `NARROWING_READ_BYTES` is handed out whatever the narrowing (which does not read it).
  * One bad entry never stops the mailbox: a symlink, FIFO, socket or directory is not mail and is
  * skipped, and a file that cannot be opened (EACCES) or vanishes after its header block matched is
  * handed out with `unreadable` set, so the caller records it and goes on. Only a folder that cannot
@@ -36,17 +34,17 @@
  */
 import { MAX_HEADER_BLOCK_BYTES, STAMP_PREFIX_BYTES } from './gates.js';
 import { DEFAULT_MAX_HEADERS, DEFAULT_MAX_PREFIXES, HEADER_BATCH, readOldest, unreadableMessage, type CheckRequest, type CheckResult, type FetchedMessage, type HeaderedMessage, type Mailbox, type MailboxPass } from './mailbox.js';
-import { dirTimes, listFolder, listingHolds, pathOf, placeOf, readFileStart, readHeaderStart, readUidValidity, shownPath, type ListedEntry } from './maildir-files.js';
-import { matches, NARROWING_READ_BYTES } from './maildir-narrowing.js';
-import { oldestFirst, type Pending } from './maildir-order.js';
+import { dirTimes, listFolder, listingHolds, pathOf, placeOf, readFileStart, readHeaderStart, readUidValidity, shownPath } from './maildir-files.js';
+import { matches, NARROWING_READ_BYTES, NOT_OURS_SHARE } from './maildir-narrowing.js';
+import { applyListing, oldestFirst, settleRecorded, type Pending } from './maildir-order.js';
 
 export { deliverToMaildir } from './maildir-deliver.js';
 export { uniqueName } from './maildir-files.js';
 
 /** Bytes read from the start of a file at most to find its header block: the longest the gates read (`MAX_HEADER_BLOCK_BYTES`). */
 export const MAILDIR_HEADER_CAP_BYTES = MAX_HEADER_BLOCK_BYTES;
-/** Entries looked up or lstat'ed between two yields to the event loop. */
-const YIELD_EVERY = 1000;
+/** Files a pass reads at once (on the thread pool): 21,000 files of untagged mail read one by one took 11.8 s. */
+const READ_AT_ONCE = 16;
 
 /** A file chosen for this check: its header block matched the narrowing, or it could not be read at all. */
 interface Chosen {
@@ -60,7 +58,13 @@ interface Chosen {
   unreadable?: FetchedMessage['unreadable'];
 }
 
-const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+/** What a pass did: bytes read, header blocks read on past their prefix (at most `max`), files found not ours. */
+interface Work {
+  bytes: number;
+  blocks: number;
+  max: number;
+  notOurs: number;
+}
 
 /** A Maildir folder (the directory holding `cur/`, `new/` and `tmp/`), read without changing anything. */
 export class MaildirMailbox implements Mailbox {
@@ -73,7 +77,10 @@ export class MaildirMailbox implements Mailbox {
   readonly #recorded = new Set<string>();
   /** Unique names whose header block did not match `#missesFor`: the person's other mail, never opened again. */
   readonly #misses = new Set<string>();
+  /** The key `#misses` belongs to (UIDVALIDITY and the narrowing), and the names to add to and drop from the store's record under it. */
   #missesFor = '';
+  #missesAdded: string[] = [];
+  #missesDropped: string[] = [];
   /** Unique names that are not regular files (symlink, FIFO, socket, directory). */
   readonly #skipped = new Set<string>();
   /** The UIDVALIDITY all the above belongs to. */
@@ -110,11 +117,15 @@ export class MaildirMailbox implements Mailbox {
     }
     const wm = req.watermark;
     const narrowing = req.fromAddresses.length > 0 || req.subjectContains.length > 0;
-    const criteria = JSON.stringify([req.fromAddresses, req.subjectContains]);
+    const criteria = JSON.stringify([uidValidity, req.fromAddresses, req.subjectContains]);
     let relist = false;
     if (criteria !== this.#missesFor) {
       this.#misses.clear(); // other narrowing, other misses: listed again below
+      this.#missesAdded = [];
+      this.#missesDropped = [];
       this.#missesFor = criteria;
+      // Those a run before this one found (names of files since deleted are dropped as listed).
+      for (const u of req.notOurs?.load(criteria) ?? []) this.#settle(u, this.#misses);
       relist = true;
     }
     const dirs = await dirTimes(this.folder);
@@ -122,20 +133,23 @@ export class MaildirMailbox implements Mailbox {
     // Nothing to narrow on means nothing may be read.
     if (narrowing) {
       if (relist || !listingHolds(this.#listed, dirs, Date.now())) {
-        await this.#refresh(await listFolder(this.folder));
+        const gone = await applyListing(await listFolder(this.folder), this.#pending, { recorded: this.#recorded, misses: this.#misses, skipped: this.#skipped });
+        this.#missesDropped.push(...gone);
         this.#listed = { ...dirs, at: Date.now() };
       }
-      await this.#settleRecorded(req);
+      if (req.isRecorded) await settleRecorded(this.#pending, (u) => req.isRecorded!(this.#source(u)), this.#recorded);
       this.#order = await oldestFirst(this.folder, this.#pending, this.#order, (u) => this.#settle(u, this.#skipped));
       candidates = this.#order;
     }
-    const budget = Math.max(0, req.maxPrefixes ?? DEFAULT_MAX_PREFIXES);
+    /** In quarters of a prefix: a file found not ours on its first read costs one, any other four (NOT_OURS_SHARE). */
+    const budget = Math.max(0, req.maxPrefixes ?? DEFAULT_MAX_PREFIXES) * NOT_OURS_SHARE;
+    let spent = 0;
     /** Handed out by headers(), by source: what whole() reads. */
     const handed = new Map<string, Chosen>();
     let cursor = 0;
     let reads = 0;
     /** Bytes read, and header blocks read on past their prefix (the narrowing's and `headerBlocks`'), by this pass. */
-    const work = { bytes: 0, blocks: 0, max: Math.max(0, req.maxHeaders ?? DEFAULT_MAX_HEADERS) };
+    const work: Work = { bytes: 0, blocks: 0, max: Math.max(0, req.maxHeaders ?? DEFAULT_MAX_HEADERS), notOurs: 0 };
     /** Something waits that this pass did not hand out although it was read (a file gone twice). */
     let waiting = false;
     const headered = (c: Chosen): HeaderedMessage => {
@@ -156,17 +170,32 @@ export class MaildirMailbox implements Mailbox {
       get bytesFetched() {
         return work.bytes;
       },
+      get filesOpened() {
+        return reads;
+      },
+      get notOurs() {
+        return work.notOurs;
+      },
       headers: async () => {
         const out: HeaderedMessage[] = [];
         const moved: [string, Pending][] = [];
-        while (cursor < candidates.length && out.length < HEADER_BATCH && reads < budget) {
-          const [unique, p] = candidates[cursor++]!;
-          if (this.#pending.get(unique) !== p) continue; // settled since the pass opened
-          reads++;
-          const seen = await this.#examine(unique, p, req, work);
-          if (seen === 'gone') moved.push([unique, p]);
-          else if (seen === 'later') left = true;
-          else if (typeof seen !== 'string') out.push(headered(seen));
+        while (cursor < candidates.length && out.length < HEADER_BATCH && budget - spent >= NOT_OURS_SHARE) {
+          // Up to READ_AT_ONCE files read together (the thread pool), never past the batch or the budget.
+          const some: [string, Pending][] = [];
+          while (cursor < candidates.length && some.length < Math.min(READ_AT_ONCE, HEADER_BATCH - out.length, Math.floor((budget - spent) / NOT_OURS_SHARE))) {
+            const [unique, p] = candidates[cursor++]!;
+            if (this.#pending.get(unique) !== p) continue; // settled since the pass opened
+            some.push([unique, p]);
+          }
+          reads += some.length;
+          const seen = await Promise.all(some.map(([unique, p]) => this.#examine(unique, p, req, work)));
+          // A miss decided on the first read costs a quarter (`miss`); any other file, a whole prefix.
+          spent += seen.reduce((n, x) => n + (x === 'miss' ? 1 : NOT_OURS_SHARE), 0);
+          seen.forEach((s, i) => {
+            if (s === 'gone') moved.push(some[i]!);
+            else if (s === 'later') left = true;
+            else if (typeof s !== 'string') out.push(headered(s));
+          });
         }
         if (moved.length) {
           // Moved (new/ → cur/, a flag) or deleted since the listing: one fresh listing says which.
@@ -184,6 +213,7 @@ export class MaildirMailbox implements Mailbox {
             else if (typeof seen !== 'string') out.push(headered(seen));
           }
         }
+        this.#saveMisses(req);
         return out.sort((x, y) => x.uid - y.uid || (x.source < y.source ? -1 : x.source > y.source ? 1 : 0));
       },
       headerBlocks: async (messages) => {
@@ -268,18 +298,20 @@ export class MaildirMailbox implements Mailbox {
    * Reads a pending file's header block and judges it by the narrowing (maildir-narrowing.ts): a
    * match (or an unreadable file, or one whose header block runs past `NARROWING_READ_BYTES`, which
    * the narrowing does not read: the gates judge it on its prefix) to hand out, or why not; `later`
-   * when it would read on past the prefix and `work.max` header blocks were read on already.
-   * Counts what it reads into `work`.
+   * when it would read on past the prefix and `work.max` header blocks were read on already; `miss`
+   * when found not ours on the prefix alone, `miss-read-on` after reading on. Counts into `work`.
    */
-  async #examine(unique: string, p: Pending, req: CheckRequest, work: { bytes: number; blocks: number; max: number }): Promise<Chosen | 'gone' | 'skip' | 'miss' | 'later'> {
+  async #examine(unique: string, p: Pending, req: CheckRequest, work: Work): Promise<Chosen | 'gone' | 'skip' | 'miss' | 'miss-read-on' | 'later'> {
     const prefix = await this.#readHead(unique, p, STAMP_PREFIX_BYTES);
     if (typeof prefix === 'string') return prefix;
     if ('unreadable' in prefix) return { unique, p, header: Buffer.alloc(0), unreadable: prefix.unreadable };
     work.bytes += prefix.header.length;
     const chosen: Chosen = { unique, p, header: prefix.header, ...(prefix.runsOn ? { prefixOnly: true } : {}) };
-    // A block that runs on is matched on its whole lines (the last may be cut), else read on.
-    if (matches(prefix.runsOn ? prefix.header.subarray(0, prefix.header.lastIndexOf(0x0a) + 1) : prefix.header, req)) return chosen;
-    if (prefix.runsOn) {
+    // A block that runs on is matched on its whole lines (the last may be cut); read on only when
+    // they do not hold its first From and first Subject whole (maildir-narrowing.ts FirstFields).
+    const first = { from: false, subject: false };
+    if (matches(prefix.runsOn ? prefix.header.subarray(0, prefix.header.lastIndexOf(0x0a) + 1) : prefix.header, req, undefined, first)) return chosen;
+    if (prefix.runsOn && !(first.from && first.subject)) {
       if (work.blocks >= work.max) return 'later';
       work.blocks++;
       const block = await this.#readHead(unique, p, NARROWING_READ_BYTES);
@@ -290,7 +322,9 @@ export class MaildirMailbox implements Mailbox {
       if (matches(block.header, req)) return { ...chosen, block: block.header };
     }
     this.#settle(unique, this.#misses);
-    return 'miss';
+    this.#missesAdded.push(unique);
+    work.notOurs++;
+    return prefix.runsOn && !(first.from && first.subject) ? 'miss-read-on' : 'miss';
   }
 
   /**
@@ -303,6 +337,14 @@ export class MaildirMailbox implements Mailbox {
     if ('skip' in head) this.#settle(unique, this.#skipped);
     else if ('header' in head) p.size = head.size;
     return 'skip' in head ? 'skip' : 'unreadable' in head ? { unreadable: { reason: head.unreadable, detail: head.detail } } : head;
+  }
+
+  /** Hands the misses found and dropped since the last call to the store's record (`req.notOurs`). */
+  #saveMisses(req: CheckRequest): void {
+    if (!this.#missesAdded.length && !this.#missesDropped.length) return;
+    req.notOurs?.save(this.#missesFor, this.#missesAdded, this.#missesDropped);
+    this.#missesAdded = [];
+    this.#missesDropped = [];
   }
 
   /** Holds nothing open; a no-op kept for the interface. */
@@ -350,45 +392,6 @@ export class MaildirMailbox implements Mailbox {
     if ('unreadable' in whole) return this.#message(c, maxBytes, c.header, { reason: whole.unreadable, detail: whole.detail });
     c.p.size = whole.size; // a file rewritten since the lstat is judged by what it holds now
     return this.#message(c, maxBytes, whole.size > maxBytes ? c.header : whole.ok);
-  }
-
-  /** Brings the remembered names in line with a listing: gone names are dropped, new ones become pending. */
-  async #refresh(listing: Map<string, ListedEntry>): Promise<void> {
-    let n = 0;
-    const breathe = async (): Promise<void> => {
-      if (++n % YIELD_EVERY === 0) await yieldToLoop(); // 100,000 names: let the event loop run between slices
-    };
-    for (const set of [this.#recorded, this.#misses, this.#skipped]) {
-      for (const u of set) {
-        if (!listing.has(u)) set.delete(u);
-        await breathe();
-      }
-    }
-    for (const u of this.#pending.keys()) if (!listing.has(u)) this.#pending.delete(u);
-    for (const [u, e] of listing) {
-      await breathe();
-      if (this.#recorded.has(u) || this.#misses.has(u) || this.#skipped.has(u)) continue;
-      // The directory entry's type is free with the listing (d_type); DT_UNKNOWN is settled by the lstat below.
-      if (e.dirent.isSymbolicLink() || e.dirent.isFIFO() || e.dirent.isDirectory() || e.dirent.isSocket() || e.dirent.isBlockDevice() || e.dirent.isCharacterDevice()) {
-        this.#settle(u, this.#skipped);
-        continue;
-      }
-      const p = this.#pending.get(u);
-      if (!p) this.#pending.set(u, { ...placeOf(e), asked: false });
-      else if (p.sub !== e.sub || p.name !== e.name) Object.assign(p, placeOf(e)); // moved or re-flagged: same message
-    }
-  }
-
-  /** Asks the caller about every pending name not asked yet; the recorded ones are settled. */
-  async #settleRecorded(req: CheckRequest): Promise<void> {
-    if (!req.isRecorded) return;
-    let n = 0;
-    for (const [u, p] of this.#pending) {
-      if (p.asked) continue;
-      p.asked = true;
-      if (req.isRecorded(this.#source(u))) this.#settle(u, this.#recorded);
-      if (++n % YIELD_EVERY === 0) await yieldToLoop(); // a first check after a restart may ask 100,000 times
-    }
   }
 }
 

@@ -3,7 +3,7 @@
  * (mtime, unique name), each entry lstat'ed once, the order kept between checks while no entry is
  * new. Reads only: an lstat per new entry, and a listing when one moved or went.
  */
-import { listFolder, lstatEntry, pathOf, placeOf, type FileName } from './maildir-files.js';
+import { listFolder, lstatEntry, pathOf, placeOf, type FileName, type ListedEntry } from './maildir-files.js';
 
 /** A unique name not yet settled: where it is, and (once lstat'ed) its mtime and size. */
 export interface Pending extends FileName {
@@ -53,4 +53,60 @@ export async function oldestFirst(folder: string, pending: Map<string, Pending>,
   }
   // Settled names drop out of the kept order for good.
   return order.filter(([u, p]) => pending.get(u) === p);
+}
+
+/** Entries looked up between two yields to the event loop. */
+const YIELD_EVERY = 1000;
+
+/**
+ * Brings the remembered names in line with a listing: names no longer listed are dropped from
+ * every set, new ones become pending (an entry that is not a regular file, by its d_type, is
+ * settled into `settled.skipped`), and a pending one moved or re-flagged keeps its entry.
+ * @returns the names dropped from `settled.misses` (the store's record drops them too)
+ */
+export async function applyListing(listing: Map<string, ListedEntry>, pending: Map<string, Pending>, settled: { recorded: Set<string>; misses: Set<string>; skipped: Set<string> }): Promise<string[]> {
+  let n = 0;
+  const breathe = async (): Promise<void> => {
+    if (++n % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve)); // 100,000 names: let the event loop run between slices
+  };
+  const dropped: string[] = [];
+  for (const set of [settled.recorded, settled.misses, settled.skipped]) {
+    for (const u of set) {
+      if (!listing.has(u) && set.delete(u) && set === settled.misses) dropped.push(u);
+      await breathe();
+    }
+  }
+  for (const u of pending.keys()) if (!listing.has(u)) pending.delete(u);
+  for (const [u, e] of listing) {
+    await breathe();
+    if (settled.recorded.has(u) || settled.misses.has(u) || settled.skipped.has(u)) continue;
+    // The directory entry's type is free with the listing (d_type); DT_UNKNOWN is settled by the lstat in oldestFirst.
+    if (e.dirent.isSymbolicLink() || e.dirent.isFIFO() || e.dirent.isDirectory() || e.dirent.isSocket() || e.dirent.isBlockDevice() || e.dirent.isCharacterDevice()) {
+      pending.delete(u);
+      settled.skipped.add(u);
+      continue;
+    }
+    const p = pending.get(u);
+    if (!p) pending.set(u, { ...placeOf(e), asked: false });
+    else if (p.sub !== e.sub || p.name !== e.name) Object.assign(p, placeOf(e)); // moved or re-flagged: same message
+  }
+  return dropped;
+}
+
+/**
+ * Asks `isRecorded` about every pending name not asked yet (by its unique name); the recorded ones
+ * move from `pending` to `recorded`. A first check after a restart may ask 100,000 times: the event
+ * loop runs between slices.
+ */
+export async function settleRecorded(pending: Map<string, Pending>, isRecorded: (unique: string) => boolean, recorded: Set<string>): Promise<void> {
+  let n = 0;
+  for (const [u, p] of pending) {
+    if (p.asked) continue;
+    p.asked = true;
+    if (isRecorded(u)) {
+      pending.delete(u);
+      recorded.add(u);
+    }
+    if (++n % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
+  }
 }

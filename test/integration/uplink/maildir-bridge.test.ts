@@ -136,4 +136,20 @@ describe('the bridge on a Maildir', () => {
     await deliver(await reply(d.envelope, 'Answer D, dated from its Date header.'), Date.UTC(2001, 0, 1));
     expect((await rpc(hermesBody('status', d.ctx))).task.status.state).toBe('TASK_STATE_COMPLETED');
   });
+
+  it('gives each of four different files sharing two unique names a verdict, and counts untagged files without a row', async () => {
+    const e = await newTask('Job E');
+    const mail = (n: string): string => `From: Grok Agent <${AGENT_ADDRESS}>\r\nSubject: Re: ${e.envelope.subject_tag}\r\nDate: ${new Date().toUTCString()}\r\nMessage-ID: <${n}@${AGENT_DOMAIN}>\r\n\r\nstatus: done\r\n${n}\r\n`;
+    writeFileSync(join(maildir, 'new', '1700000000.same.host:2,'), mail('first'));
+    writeFileSync(join(maildir, 'cur', '1700000000.same.host:2,S'), mail('second'));
+    writeFileSync(join(maildir, 'new', '1700000001.other.host'), mail('third'));
+    writeFileSync(join(maildir, 'new', '1700000001.other.host:2,T'), mail('fourth'));
+    for (let i = 0; i < 3; i++) writeFileSync(join(maildir, 'new', `1700000002.junk${i}.host`), `From: news@other.example\r\nSubject: weekly ${i}\r\n\r\nhi\r\n`);
+    const summary = await app.bridge.checkNow();
+    expect(summary.notOurs).toBe(3);
+    const rows = app.bridge.ctx.store.ledger.ofTask(e.id);
+    expect(rows.map((r) => r.messageId).sort()).toEqual(['first', 'fourth', 'second', 'third'].map((n) => `<${n}@${AGENT_DOMAIN}>`));
+    expect(app.bridge.ctx.store.mailbox.notOursCount(maildir)).toBe(3);
+    expect(app.bridge.ctx.store.mailbox.state(maildir).lastResult).toMatch(/, 3 files not ours$/);
+  });
 });

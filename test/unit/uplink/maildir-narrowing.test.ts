@@ -61,7 +61,7 @@ describe('MaildirMailbox narrowing', () => {
   const T0 = Date.UTC(2025, 0, 1);
 
   it('reads on at most NARROWING_READ_BYTES for a header block that runs on, hands out one longer than that on its prefix, and counts every byte read', async () => {
-    put('1.big', `From: news@other.example\r\nSubject: weekly\r\n${'X-Pad: pppppppppp\r\n'.repeat(13_000)}\r\nhello\r\n`, T0 + 1);
+    put('1.big', `From: news@other.example\r\n${'X-Pad: pppppppppp\r\n'.repeat(13_000)}Subject: weekly\r\n\r\nhello\r\n`, T0 + 1);
     const pass = await new MaildirMailbox(dir).open(req());
     const heads = await pass.headers();
     expect(heads.map((h) => [h.prefixOnly, h.head.length])).toEqual([[true, STAMP_PREFIX_BYTES]]);
@@ -69,7 +69,8 @@ describe('MaildirMailbox narrowing', () => {
   });
 
   it('counts the narrowing reading on against maxHeaders: the rest wait for the next pass', async () => {
-    const miss = `From: news@other.example\r\nSubject: weekly\r\n${'X-Pad: pppppppppp\r\n'.repeat(1000)}\r\nhello\r\n`;
+    // No Subject within the first 16 KiB: the narrowing reads on for it.
+    const miss = `From: news@other.example\r\n${'X-Pad: pppppppppp\r\n'.repeat(1000)}Subject: weekly\r\n\r\nhello\r\n`;
     for (let i = 1; i <= 3; i++) put(`${i}.miss`, miss, T0 + i);
     const box = new MaildirMailbox(dir);
     const first = await box.open(req({ maxHeaders: 2 }));
