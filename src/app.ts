@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { renderPush } from './a2a/push-wire.js';
 import { startServer, type RunningServer } from './a2a/server.js';
+import type { ServerStopped } from './a2a/shutdown.js';
 import type { Config } from './config/config.js';
 import { Bridge } from './core/bridge.js';
 import { BridgeMetrics } from './core/metrics.js';
@@ -116,7 +117,13 @@ const UPKEEP_EVERY_MS = 60_000;
 export interface App {
   bridge: Bridge;
   server: RunningServer;
-  close(): Promise<void>;
+  /**
+   * Stops the server first (no new call; open streams end; answers under way get
+   * STOP_GRACE_MS, src/a2a/shutdown.ts), then the watcher, then waits for the bridge's work under
+   * way and closes the store and releases the claim.
+   * @returns what stopping the server came to
+   */
+  close(): Promise<ServerStopped>;
 }
 
 /** `host:port` of `server.listen`, an IPv6 host in brackets. */
@@ -234,11 +241,13 @@ export async function startApp(config: Config, o: AppOptions): Promise<App> {
     server,
     async close() {
       clearInterval(upkeep);
+      // The server before the watcher: an answer under way may still wait for the mailbox.
+      const stopped = await server.close();
       await watcher?.stop();
       await demand?.stop();
-      await server.close();
       await built.close();
       claim.release();
+      return stopped;
     },
   };
 }

@@ -23,6 +23,7 @@ import { StreamLimiter } from './stream-limit.js';
 import { limitedLog } from '../log.js';
 import { bearerPresented, capConnections } from './connection-cap.js';
 import { DoorResponse } from './door-response.js';
+import { stopController, stopServer, type ServerStopped } from './shutdown.js';
 
 // node:http through require, not `import`: Node's ES module facade of node:http reads every
 // export, and its lazy ones load Node's bundled undici (fetch, WebSocket): +40 ms of CPU and
@@ -41,7 +42,8 @@ export interface RunningServer {
   port: number;
   /** The JSON-RPC URL of an agent, exactly as its card names it. */
   endpoint(agent: AgentConfig): string;
-  close(): Promise<void>;
+  /** Stops accepting, ends the open streams and waits a bounded time for the answers under way (src/a2a/shutdown.ts). */
+  close(): Promise<ServerStopped>;
 }
 
 const CARD_PATHS = new Set(['/.well-known/agent-card.json', '/.well-known/agent.json']);
@@ -102,6 +104,8 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
   /** The key of the streams of whoever presents the bearer (a hash of it, never the bearer): there is one bearer, so one key. */
   const callerKey = bearer.toString('hex').slice(0, 16);
   const streams = new StreamLimiter(config.server.maxStreamsPerCaller);
+  /** Aborted by close(): every open stream ends (src/a2a/shutdown.ts). */
+  const stopping = stopController();
   const handleCall = a2aHandler(bridge, log, streams);
   const agents = new Map(config.agents.map((a) => [a.name, a]));
   const refused = refusalLogger(log);
@@ -189,6 +193,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       const events = writeSse(res, outcome.events, (result) => resultResponse(call.id, result), (err) => streamError(call.id, err, outcome.dialect), {
         keepAliveMs: config.server.streamKeepAliveMs,
         abort: abort ?? new AbortController(),
+        stopping: stopping.signal,
       });
       return events.then((n) => void log.debug({ agent: agent.name, method: call.method, events: n }, 'stream closed'));
     }
@@ -327,6 +332,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       await writeSse(res, outcome.events, (event) => event, (err) => restError(asA2AError(err) ?? new A2AError('internalError', 'Internal error; see the bridge log')).body, {
         keepAliveMs: config.server.streamKeepAliveMs,
         abort: abort ?? new AbortController(),
+        stopping: stopping.signal,
       });
       return;
     }
@@ -367,10 +373,6 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     baseUrl,
     port: actualPort,
     endpoint,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close: () => stopServer(server, stopping, streams.size),
   };
 }

@@ -22,13 +22,26 @@ export interface SseOptions {
   keepAliveMs: number;
   /** Aborted when the client goes away; the caller's iterator is then ended (its `return`). */
   abort: AbortController;
+  /**
+   * Aborted when the server stops (src/a2a/shutdown.ts): `abort` is aborted too (the events end
+   * after those already queued), then {@link STOP_COMMENT} is written and the response ends.
+   */
+  stopping?: AbortSignal;
 }
+
+/**
+ * The last line of a stream the bridge's stop ended (docs/streaming.md, "When the bridge stops"):
+ * an SSE comment, which clients skip (WHATWG HTML §9.2.6), so no task event is made up; the
+ * client reads the end of the body and may subscribe again.
+ */
+export const STOP_COMMENT = ': the bridge is stopping; subscribe again once it runs\n\n';
 
 /**
  * Writes `events` as SSE until they end or the client goes away, honouring back-pressure (a slow
  * reader makes the writer wait, never the process buffer without bound), then ends the response.
  * An error the iterator throws mid-stream is written as the event `onError` renders, then the
- * stream ends.
+ * stream ends. When `o.stopping` is aborted (now or later), the events end and the stream closes
+ * with {@link STOP_COMMENT}.
  *
  * @returns how many events were written
  */
@@ -52,6 +65,13 @@ export async function writeSse(
   const keepAlive = setInterval(() => {
     if (monotonicMs() - lastWrite >= o.keepAliveMs * 0.9 && !res.destroyed) void write(': keep-alive\n\n');
   }, Math.max(50, Math.floor(o.keepAliveMs / 2)));
+  let stopped = false;
+  const stop = (): void => {
+    stopped = true;
+    o.abort.abort(new Error('the bridge is stopping'));
+  };
+  if (o.stopping?.aborted) stop();
+  else o.stopping?.addEventListener('abort', stop, { once: true });
   let n = 0;
   const it = events[Symbol.asyncIterator]();
   try {
@@ -66,7 +86,9 @@ export async function writeSse(
   } finally {
     clearInterval(keepAlive);
     res.off('close', gone);
+    o.stopping?.removeEventListener('abort', stop);
     await it.return?.();
+    if (stopped && !res.destroyed) await write(STOP_COMMENT);
     if (!res.destroyed) res.end();
   }
   return n;

@@ -9,14 +9,17 @@ import { claimFiles } from '../store/store.js';
 import { startupSummary } from './serve-summary.js';
 import { IDLE_CHECK_EVERY_MS, IdleRelease, releaseHeap } from './heap-release.js';
 import { saveStartCodeCache } from './code-cache.js';
+import { monotonicMs } from '../monotonic.js';
 
 /**
- * `a2a-mailbridge serve`: runs the bridge until SIGINT/SIGTERM, then closes the socket, waits for
- * work under way (a mailbox check, webhook attempts) and closes the store. Once it listens, it
- * waits up to `mailbox.check_wait_ms` for the first mailbox check and prints the start-up summary
- * and its warnings on stderr (see serve-summary.ts). It refuses to start, before it writes
- * anything, when `server.listen` is taken or another serve holds the store (app.ts `claimForServe`);
- * first, when this config's own bridge already runs at this address, saying so (app.ts `refuseHeldStore`).
+ * `a2a-mailbridge serve`: runs the bridge until SIGINT/SIGTERM, then closes the socket, ends the
+ * open streams, waits a bounded time for answers under way (src/a2a/shutdown.ts) and for work
+ * under way (a mailbox check, webhook attempts), closes the store and logs "stopped". Once it
+ * listens, it waits up to `mailbox.check_wait_ms` for the first mailbox check and prints the
+ * start-up summary and its warnings on stderr (see serve-summary.ts). It refuses to start, before
+ * it writes anything, when `server.listen` is taken or another serve holds the store (app.ts
+ * `claimForServe`); first, when this config's own bridge already runs at this address, saying so
+ * (app.ts `refuseHeldStore`).
  */
 export async function serve(configFile: string, o: { logLevel?: string }): Promise<void> {
   const config = loadConfig(configFile);
@@ -75,10 +78,15 @@ export async function serve(configFile: string, o: { logLevel?: string }): Promi
   });
   const idle = new IdleRelease(() => release('memory released after calls'));
   setInterval(() => idle.tick(served), IDLE_CHECK_EVERY_MS).unref();
+  // docs/streaming.md, "When the bridge stops": the socket, the open streams, the answers under way, then the store.
   const stop = (signal: string): void => {
     log.info({ signal }, 'stopping');
+    const began = monotonicMs();
     app.close().then(
-      () => process.exit(0),
+      (stopped) => {
+        log.info({ ...stopped, tookMs: Math.round(monotonicMs() - began) }, 'stopped');
+        process.exit(0);
+      },
       (err: unknown) => {
         log.error({ err: (err as Error).message }, 'error while stopping');
         process.exit(1);
