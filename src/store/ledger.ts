@@ -54,6 +54,8 @@ export interface LedgerQuery {
   taskId?: string;
   since?: number;
   until?: number;
+  /** Only rows with a smaller id: the next page after a listing whose last (oldest) row had this id. */
+  before?: number;
   limit: number;
 }
 
@@ -131,6 +133,7 @@ export function ledgerReads(db: Db) {
       where.narrow('task_id = @t', 't', q.taskId || undefined);
       where.narrow('seen_at >= @since', 'since', q.since);
       where.narrow('seen_at <= @until', 'until', q.until);
+      where.narrow('id < @before', 'before', q.before);
       const sql = `SELECT ${COLUMNS} FROM ledger ${where.sql() ? `WHERE ${where.sql()}` : ''} ORDER BY id DESC LIMIT @limit`;
       return stmt(db, sql).all(p) as LedgerRow[];
     },
@@ -165,6 +168,29 @@ export function ledgerReads(db: Db) {
 
     ofTask(taskId: string): LedgerRow[] {
       return stmt(db, `SELECT ${COLUMNS} FROM ledger WHERE task_id = ? ORDER BY id`).all(taskId) as LedgerRow[];
+    },
+
+    /**
+     * The rows of one task that `show` lists, oldest first, without raw bytes: the newest `newest`,
+     * the first `accepted` the judge accepted (`applied:*`, `late:recorded`), and the reply row of
+     * each turn. At most `newest + accepted` rows plus one a turn, however many forged mail added:
+     * anyone who can mail the mailbox can tag mail with a task id (README, "What happened").
+     */
+    shownOfTask(taskId: string, newest: number, accepted: number): LedgerRow[] {
+      const sql = `SELECT ${COLUMNS} FROM ledger WHERE id IN (
+          SELECT id FROM (SELECT id FROM ledger WHERE task_id = @t ORDER BY id DESC LIMIT @newest)
+          UNION ALL SELECT id FROM (SELECT id FROM ledger WHERE task_id = @t AND (verdict LIKE 'applied:%' OR verdict = 'late:recorded') ORDER BY id LIMIT @accepted)
+          UNION ALL SELECT reply_ledger_id FROM turns WHERE task_id = @t AND reply_ledger_id IS NOT NULL
+        ) ORDER BY id`;
+      return stmt(db, sql).all({ t: taskId, newest, accepted }) as LedgerRow[];
+    },
+
+    /**
+     * How many rows name this task, per verdict (one row a verdict that occurs, sorted by verdict):
+     * counted by SQLite, so memory stays bounded by the number of verdicts, not of rows.
+     */
+    verdictCountsOfTask(taskId: string): { verdict: Verdict; count: number }[] {
+      return stmt(db, `SELECT verdict, count(*) AS count FROM ledger WHERE task_id = ? GROUP BY verdict ORDER BY verdict`).all(taskId) as { verdict: Verdict; count: number }[];
     },
 
     /**
