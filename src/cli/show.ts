@@ -281,12 +281,13 @@ export function showJson(r: TaskRecord) {
 export function readTaskRecord(db: StoreReads, taskId: string): TaskRecord | undefined {
   const task = db.tasks.get(taskId);
   if (!task) return undefined;
+  const ledger = db.ledger.shownOfTask(task.id, SHOWN_LEDGER.newest, SHOWN_LEDGER.accepted);
   return {
     task,
     turns: db.turns.ofTask(task.id),
     attempts: db.attempts.ofTask(task.id),
-    ledger: db.ledger.shownOfTask(task.id, SHOWN_LEDGER.newest, SHOWN_LEDGER.accepted),
-    ledgerCounts: db.ledger.verdictCountsOfTask(task.id),
+    ledger: ledger.rows,
+    ledgerCounts: ledger.counts,
     events: db.events.of(task.id),
     audit: db.audit.of(task.id),
   };

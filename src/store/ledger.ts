@@ -173,24 +173,26 @@ export function ledgerReads(db: Db) {
     /**
      * The rows of one task that `show` lists, oldest first, without raw bytes: the newest `newest`,
      * the first `accepted` the judge accepted (`applied:*`, `late:recorded`), and the reply row of
-     * each turn. At most `newest + accepted` rows plus one a turn, however many forged mail added:
-     * anyone who can mail the mailbox can tag mail with a task id (README, "What happened").
+     * each turn; and how many rows name the task per verdict (sorted by verdict). Anyone who can
+     * mail the mailbox can tag mail with a task id (README, "What happened"), so the rows read are
+     * bounded (at most `newest + accepted`, plus one a turn) and so is the work but the count:
+     * ranges of the index ledger_by_task_verdict (migration 17), at most `newest` ids a verdict.
      */
-    shownOfTask(taskId: string, newest: number, accepted: number): LedgerRow[] {
-      const sql = `SELECT ${COLUMNS} FROM ledger WHERE id IN (
-          SELECT id FROM (SELECT id FROM ledger WHERE task_id = @t ORDER BY id DESC LIMIT @newest)
-          UNION ALL SELECT id FROM (SELECT id FROM ledger WHERE task_id = @t AND (verdict LIKE 'applied:%' OR verdict = 'late:recorded') ORDER BY id LIMIT @accepted)
-          UNION ALL SELECT reply_ledger_id FROM turns WHERE task_id = @t AND reply_ledger_id IS NOT NULL
-        ) ORDER BY id`;
-      return stmt(db, sql).all({ t: taskId, newest, accepted }) as LedgerRow[];
-    },
-
-    /**
-     * How many rows name this task, per verdict (one row a verdict that occurs, sorted by verdict):
-     * counted by SQLite, so memory stays bounded by the number of verdicts, not of rows.
-     */
-    verdictCountsOfTask(taskId: string): { verdict: Verdict; count: number }[] {
-      return stmt(db, `SELECT verdict, count(*) AS count FROM ledger WHERE task_id = ? GROUP BY verdict ORDER BY verdict`).all(taskId) as { verdict: Verdict; count: number }[];
+    shownOfTask(taskId: string, newest: number, accepted: number): { rows: LedgerRow[]; counts: { verdict: Verdict; count: number }[] } {
+      const counts = stmt(db, `SELECT verdict, count(*) AS count FROM ledger WHERE task_id = ? GROUP BY verdict ORDER BY verdict`).all(taskId) as { verdict: Verdict; count: number }[];
+      const byVerdict = (order: 'ASC' | 'DESC') => stmt(db, `SELECT id FROM ledger WHERE task_id = ? AND verdict = ? ORDER BY id ${order} LIMIT ?`);
+      const idsOf = (order: 'ASC' | 'DESC', verdicts: readonly Verdict[], limit: number): number[] => {
+        const ids = verdicts.flatMap((v) => (byVerdict(order).all(taskId, v, limit) as { id: number }[]).map((r) => r.id));
+        return ids.sort((a, b) => (order === 'ASC' ? a - b : b - a)).slice(0, limit);
+      };
+      const verdicts = counts.map((c) => c.verdict);
+      const ids = new Set([
+        ...idsOf('DESC', verdicts, newest),
+        ...idsOf('ASC', verdicts.filter((v) => v.startsWith('applied:') || v === 'late:recorded'), accepted),
+        ...(stmt(db, `SELECT reply_ledger_id AS id FROM turns WHERE task_id = ? AND reply_ledger_id IS NOT NULL`).all(taskId) as { id: number }[]).map((r) => r.id),
+      ]);
+      const rows = stmt(db, `SELECT ${COLUMNS} FROM ledger WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id`).all(JSON.stringify([...ids])) as LedgerRow[];
+      return { rows, counts };
     },
 
     /**

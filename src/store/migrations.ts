@@ -391,10 +391,9 @@ export const MIGRATIONS: readonly string[] = [
   UPDATE turns SET reply_text = NULL WHERE reply_text IS NOT NULL AND reply_ledger_id IN (SELECT ledger_id FROM replies);
   ALTER TABLE ledger ADD COLUMN raw_codec TEXT;
   `,
-  // 13: bytes per task, again: src/store/compact.ts.
-  COMPACT_MIGRATION,
-  // 14: each task's rows per table, kept by triggers, for prune's counts: src/store/prune.ts.
-  TASK_ROWS_MIGRATION,
+  COMPACT_MIGRATION, // 13: bytes per task, again: src/store/compact.ts.
+  TASK_ROWS_MIGRATION, // 14: each task's rows per table, kept by triggers, for prune's counts: src/store/prune.ts.
   REPLY_STATUS_MIGRATION, // 15: `rejected` in the reply statuses of turns and replies: src/store/reply-status-schema.ts.
   POLL_BOUNDS_MIGRATION, // 16: a poll's text kept to its start, with its size; polls answered past a task's cap counted: src/store/messages.ts.
+  'CREATE INDEX ledger_by_task_verdict ON ledger(task_id, verdict);', // 17: `show` reads a task's rows by ranges of it: src/store/ledger.ts shownOfTask.
 ];
