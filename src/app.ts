@@ -6,6 +6,7 @@ import { renderPush } from './a2a/push-wire.js';
 import { startServer, type RunningServer } from './a2a/server.js';
 import type { ServerStopped } from './a2a/shutdown.js';
 import type { Config } from './config/config.js';
+import { maxOf } from './extremes.js';
 import { Bridge } from './core/bridge.js';
 import { BridgeMetrics } from './core/metrics.js';
 import { WatchDemand } from './core/watch-demand.js';
@@ -85,7 +86,7 @@ export function buildBridge(config: Config, o: BuildOptions): BuiltBridge {
   });
   // Checkpoints (copying the WAL into the file, and syncing) on a worker, not inside a commit.
   store.checkpointOffThread((message) => o.log.warn({ err: message }, 'a WAL checkpoint failed; the next commit asks for another'));
-  const maxTimeout = Math.max(...config.agents.map((a) => a.webhook.timeoutMs));
+  const maxTimeout = maxOf(config.agents.map((a) => a.webhook.timeoutMs), Number.NEGATIVE_INFINITY);
   // Our webhook dispatcher (and undici with it) is made by the first webhook, not at start.
   let ours: Dispatcher | undefined;
   const bridge = new Bridge({

@@ -3,6 +3,7 @@
  * outside (mail headers, reasons quoting them, callers' text) made inert for a terminal.
  */
 import { iso } from '../core/time.js';
+import { maxOf } from '../extremes.js';
 
 /**
  * What could drive a terminal, reorder a line or hide text: C0 and C1 controls and DEL (`Cc`),
@@ -131,7 +132,7 @@ export function gap(ms: number): string {
  */
 export function table(header: readonly string[], rows: readonly (readonly string[])[], maxPad: readonly (number | undefined)[] = []): string {
   const cells = [header, ...rows].map((r) => r.map((c) => clean(c)));
-  const widths = header.map((_, i) => Math.min(Math.max(...cells.map((r) => [...(r[i] ?? '')].length)), maxPad[i] ?? Number.POSITIVE_INFINITY));
+  const widths = header.map((_, i) => Math.min(maxOf(cells.map((r) => [...(r[i] ?? '')].length), 0), maxPad[i] ?? Number.POSITIVE_INFINITY));
   return cells
     .map((r) =>
       r

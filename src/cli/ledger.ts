@@ -13,6 +13,8 @@ export interface LedgerOptions {
   /** ISO time or age (`2h`, `7d`), on the time the message was seen. */
   since?: string;
   until?: string;
+  /** A ledger id: only older rows (the next page after a listing whose oldest row had this id). */
+  before?: string;
   limit?: string;
   json?: boolean;
   /** Every column whole: From, Subject and the reason are not cut. */
@@ -66,6 +68,9 @@ export function formatLedger(rows: readonly LedgerRow[], o: { wide?: boolean } =
  * (`--limit` defaults to 50). With `--raw <id>` it writes that message's exact bytes to stdout
  * and nothing else; it refuses when stdout is a terminal, since raw mail may carry escape sequences.
  *
+ * `--before <id>` pages: the rows older than that id (the ID column), so a listing continues
+ * with `--before` the last id it printed.
+ *
  * `--task` takes a task id or a unique prefix (the table prints 8 characters), or a task id that
  * tagged mail names.
  *
@@ -75,7 +80,7 @@ export function formatLedger(rows: readonly LedgerRow[], o: { wide?: boolean } =
  */
 export function runLedger(where: StoreLocation, o: LedgerOptions, now = Date.now()): number {
   if (o.raw !== undefined) {
-    if (o.verdict ?? o.task ?? o.since ?? o.until ?? o.limit ?? o.json ?? o.wide) throw new UsageError('--raw <id> takes no other option');
+    if (o.verdict ?? o.task ?? o.since ?? o.until ?? o.before ?? o.limit ?? o.json ?? o.wide) throw new UsageError('--raw <id> takes no other option');
     const id = parseCount(o.raw, '--raw', 1, Number.MAX_SAFE_INTEGER);
     if (process.stdout.isTTY) {
       throw new UsageError(`--raw writes the message's raw bytes, which may hold terminal escape sequences; redirect it: ${storeCommand(where, `ledger --raw ${id}`, `> message-${id}.eml`)}`);
@@ -98,6 +103,7 @@ export function runLedger(where: StoreLocation, o: LedgerOptions, now = Date.now
 
     ...(o.since !== undefined ? { since: parseTime(o.since, now, '--since') } : {}),
     ...(o.until !== undefined ? { until: parseTime(o.until, now, '--until') } : {}),
+    ...(o.before !== undefined ? { before: parseCount(o.before, '--before', 1, Number.MAX_SAFE_INTEGER) } : {}),
   };
   const db = openReadOnly(where);
   try {

@@ -118,7 +118,7 @@ program
 
 program
   .command('show')
-  .description("one task's timeline (turns, webhook attempts, mail verdicts, state changes, audit) and its measured gaps")
+  .description("one task's timeline (turns, webhook attempts, mail verdicts, state changes, audit) and its measured gaps; of the mail, the newest 200 rows and the accepted replies, the rest counted per verdict")
   .argument('<task>', 'task id, or a unique prefix of at least 4 characters')
   .option(...dbOption)
   .option('--json', 'JSON object')
@@ -131,6 +131,7 @@ program
   .option('--task <id>', 'only mail tagged with this task: its id or a unique prefix (at least 4 characters)')
   .option('--since <time>', 'seen since: ISO time or age (30m, 2h, 7d)')
   .option('--until <time>', 'seen until: ISO time or age')
+  .option('--before <id>', 'only rows older than this ledger id: the next page after a listing whose last row had this id')
   .option('--limit <n>', 'at most n rows (default 50)')
   .option('--raw <id>', "write that row's raw message bytes to stdout (redirect to a file)")
   .option(...dbOption)

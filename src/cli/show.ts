@@ -18,7 +18,10 @@ export interface TaskRecord {
   task: TaskRow;
   turns: TurnRow[];
   attempts: AttemptRow[];
+  /** The ledger rows the timeline lists ({@link SHOWN_LEDGER}), oldest first: never every row of a flooded task. */
   ledger: LedgerRow[];
+  /** Every ledger row naming the task, counted per verdict (sorted by verdict). */
+  ledgerCounts: { verdict: string; count: number }[];
   events: TaskEvent[];
   /** One entry per arrival at a terminal state (an operator's retry can reopen a task that failed by dispatch). */
   audit: AuditRow[];
@@ -55,6 +58,50 @@ export interface TurnGaps {
   arrivedToSeen: number | null;
   seenToPromoted: number | null;
   dispatchToPromoted: number | null;
+}
+
+/**
+ * How many ledger rows `show` lists: the newest, and the first the judge accepted (`applied:*`,
+ * `late:recorded`), so a genuine reply is listed however much forged mail tagged with the task came
+ * after it; each turn's reply row is listed too. The others are counted per verdict, and
+ * `ledger --task` lists them.
+ */
+export const SHOWN_LEDGER = { newest: 200, accepted: 200 } as const;
+
+/** The ledger rows of the task the timeline leaves out: how many, and how many per verdict (verdicts that have some). */
+export function ledgerOmitted(r: TaskRecord): { total: number; listed: number; omitted: number; byVerdict: Record<string, number> } {
+  const listed = new Map<string, number>();
+  for (const l of r.ledger) listed.set(l.verdict, (listed.get(l.verdict) ?? 0) + 1);
+  const byVerdict: Record<string, number> = {};
+  let total = 0;
+  let omitted = 0;
+  for (const { verdict, count } of r.ledgerCounts) {
+    total += count;
+    const left = count - (listed.get(verdict) ?? 0);
+    if (left <= 0) continue;
+    byVerdict[verdict] = left;
+    omitted += left;
+  }
+  return { total, listed: r.ledger.length, omitted, byVerdict };
+}
+
+/**
+ * The line after the timeline when it leaves ledger rows out: how many of each verdict, and the
+ * `ledger` command that lists them (`command` makes the command line for `ledger`'s arguments).
+ * Undefined when every row is listed.
+ */
+export function omittedText(r: TaskRecord, command: (args: string) => string): string | undefined {
+  const o = ledgerOmitted(r);
+  if (o.omitted === 0) return undefined;
+  const counts = Object.entries(o.byVerdict)
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .map(([v, n]) => `${n} ${v}`)
+    .join(', ');
+  // The newest rows are listed: the rows left out are all older than the oldest of them.
+  const newest = r.ledger.slice(-SHOWN_LEDGER.newest);
+  const before = newest[0]?.id;
+  const page = before === undefined ? '' : ` --before ${before}`;
+  return `mail: ${o.listed} of the ${o.total} ledger rows naming this task are listed (the newest ${SHOWN_LEDGER.newest}, the first ${SHOWN_LEDGER.accepted} accepted, each turn's reply); left out: ${counts}. The rest, newest first: ${command(`ledger --task ${r.task.id}${page}`)}`;
 }
 
 const KIND_ORDER: Record<TimelineEntry['kind'], number> = { created: 0, turn: 1, attempt: 2, mail: 3, state: 4, note: 5, audit: 6 };
@@ -149,7 +196,7 @@ export function deadlineText(r: TaskRecord): string {
 }
 
 /** The human form of `show`: a header, the timeline as aligned lines, then the gaps of each turn. */
-export function formatShow(r: TaskRecord, now: number): string {
+export function formatShow(r: TaskRecord, now: number, command: (args: string) => string = (args) => `a2a-mailbridge ${args}`): string {
   const t = r.task;
   const lines = [
     ...[
@@ -163,6 +210,8 @@ export function formatShow(r: TaskRecord, now: number): string {
     '',
     table(['TIME (UTC)', 'WHAT'], timeline(r).map((e) => [isoUtc(e.at), e.text])),
   ];
+  const omitted = omittedText(r, command);
+  if (omitted !== undefined) lines.push(clean(omitted));
   // A point not reached by a finished task never will be: the clock stops when the task ended.
   const endedAt = isTerminal(t.state) ? t.updatedAt : null;
   for (const g of turnGaps(r.turns, r.ledger, r.attempts)) {
@@ -196,7 +245,11 @@ export function formatShow(r: TaskRecord, now: number): string {
   return lines.join('\n');
 }
 
-/** The JSON form of `show`: rows with ISO times, the timeline and the gaps. Never the reply tokens or the signed envelopes. */
+/**
+ * The JSON form of `show`: rows with ISO times, the timeline and the gaps. Never the reply tokens
+ * or the signed envelopes. `ledger` holds the rows the timeline lists; `ledgerOmitted` counts all
+ * of the task's rows (`total`), those listed, and those left out (`omitted`, and per verdict).
+ */
 export function showJson(r: TaskRecord) {
   return {
     task: taskJson(r.task),
@@ -216,6 +269,7 @@ export function showJson(r: TaskRecord) {
     })),
     attempts: r.attempts.map((a) => ({ ...a, startedAt: isoJson(a.startedAt), finishedAt: isoJson(a.finishedAt) })),
     ledger: r.ledger.map(ledgerJson),
+    ledgerOmitted: ledgerOmitted(r),
     events: r.events.map((e) => ({ ...e, at: isoJson(e.at) })),
     audit: r.audit.map((a) => ({ ...a, writtenAt: isoJson(a.writtenAt) })),
     timeline: timeline(r).map((e) => ({ ...e, at: isoJson(e.at) })),
@@ -223,15 +277,17 @@ export function showJson(r: TaskRecord) {
   };
 }
 
-/** Reads everything about one task. */
+/** Reads everything about one task but its ledger rows beyond {@link SHOWN_LEDGER}, which are counted. */
 export function readTaskRecord(db: StoreReads, taskId: string): TaskRecord | undefined {
   const task = db.tasks.get(taskId);
   if (!task) return undefined;
+  const ledger = db.ledger.shownOfTask(task.id, SHOWN_LEDGER.newest, SHOWN_LEDGER.accepted);
   return {
     task,
     turns: db.turns.ofTask(task.id),
     attempts: db.attempts.ofTask(task.id),
-    ledger: db.ledger.ofTask(task.id),
+    ledger: ledger.rows,
+    ledgerCounts: ledger.counts,
     events: db.events.of(task.id),
     audit: db.audit.of(task.id),
   };
@@ -239,7 +295,9 @@ export function readTaskRecord(db: StoreReads, taskId: string): TaskRecord | und
 
 /**
  * `a2a-mailbridge show <task>`: one task's timeline and gaps, from the store opened read-only.
- * The id may be a unique prefix. A task removed by `prune` still shows its audit entry.
+ * The id may be a unique prefix. A task removed by `prune` still shows its audit entry. Of the
+ * task's ledger rows it lists {@link SHOWN_LEDGER} and counts the rest (the store query is limited:
+ * memory does not grow with forged mail tagged with the task).
  *
  * @returns the exit code: 0
  * @throws CliFailure when no task (and no audit entry) has this id; ConfigError/StoreError
@@ -261,7 +319,7 @@ export function runShow(where: StoreLocation, idOrPrefix: string, o: { json?: bo
       return 0;
     }
     if (o.json) printJson(showJson(record));
-    else process.stdout.write(`${formatShow(record, now)}\n`);
+    else process.stdout.write(`${formatShow(record, now, (args) => storeCommand(where, args))}\n`);
     return 0;
   } finally {
     db.close();

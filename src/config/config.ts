@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
+import { maxOf } from '../extremes.js';
 import type { LogConfig } from '../log.js';
 import { parseAgent } from './agents.js';
 import type { ProviderProfile } from '../uplink/border.js';
@@ -314,7 +315,7 @@ function parseTables(root: Fields, baseDir: string, file: string, o: LoadOptions
   }
   // Every answer must come well inside the caller's timeout (docs/architecture.md, "The data path"):
   // the worst case is one webhook attempt, then the blocking wait, then one mailbox check wait.
-  const slowestHook = Math.max(...agents.map((a) => a.webhook.timeoutMs));
+  const slowestHook = maxOf(agents.map((a) => a.webhook.timeoutMs), Number.NEGATIVE_INFINITY);
   const worst = slowestHook + serverConfig.waitBudgetMs + mailbox.checkWaitMs;
   if (worst >= serverConfig.callerTimeoutMs) {
     throw new ConfigError(

@@ -54,6 +54,8 @@ export interface LedgerQuery {
   taskId?: string;
   since?: number;
   until?: number;
+  /** Only rows with a smaller id: the next page after a listing whose last (oldest) row had this id. */
+  before?: number;
   limit: number;
 }
 
@@ -131,6 +133,7 @@ export function ledgerReads(db: Db) {
       where.narrow('task_id = @t', 't', q.taskId || undefined);
       where.narrow('seen_at >= @since', 'since', q.since);
       where.narrow('seen_at <= @until', 'until', q.until);
+      where.narrow('id < @before', 'before', q.before);
       const sql = `SELECT ${COLUMNS} FROM ledger ${where.sql() ? `WHERE ${where.sql()}` : ''} ORDER BY id DESC LIMIT @limit`;
       return stmt(db, sql).all(p) as LedgerRow[];
     },
@@ -165,6 +168,31 @@ export function ledgerReads(db: Db) {
 
     ofTask(taskId: string): LedgerRow[] {
       return stmt(db, `SELECT ${COLUMNS} FROM ledger WHERE task_id = ? ORDER BY id`).all(taskId) as LedgerRow[];
+    },
+
+    /**
+     * The rows of one task that `show` lists, oldest first, without raw bytes: the newest `newest`,
+     * the first `accepted` the judge accepted (`applied:*`, `late:recorded`), and the reply row of
+     * each turn; and how many rows name the task per verdict (sorted by verdict). Anyone who can
+     * mail the mailbox can tag mail with a task id (README, "What happened"), so the rows read are
+     * bounded (at most `newest + accepted`, plus one a turn) and so is the work but the count:
+     * ranges of the index ledger_by_task_verdict (migration 18), at most `newest` ids a verdict.
+     */
+    shownOfTask(taskId: string, newest: number, accepted: number): { rows: LedgerRow[]; counts: { verdict: Verdict; count: number }[] } {
+      const counts = stmt(db, `SELECT verdict, count(*) AS count FROM ledger WHERE task_id = ? GROUP BY verdict ORDER BY verdict`).all(taskId) as { verdict: Verdict; count: number }[];
+      const byVerdict = (order: 'ASC' | 'DESC') => stmt(db, `SELECT id FROM ledger WHERE task_id = ? AND verdict = ? ORDER BY id ${order} LIMIT ?`);
+      const idsOf = (order: 'ASC' | 'DESC', verdicts: readonly Verdict[], limit: number): number[] => {
+        const ids = verdicts.flatMap((v) => (byVerdict(order).all(taskId, v, limit) as { id: number }[]).map((r) => r.id));
+        return ids.sort((a, b) => (order === 'ASC' ? a - b : b - a)).slice(0, limit);
+      };
+      const verdicts = counts.map((c) => c.verdict);
+      const ids = new Set([
+        ...idsOf('DESC', verdicts, newest),
+        ...idsOf('ASC', verdicts.filter((v) => v.startsWith('applied:') || v === 'late:recorded'), accepted),
+        ...(stmt(db, `SELECT reply_ledger_id AS id FROM turns WHERE task_id = ? AND reply_ledger_id IS NOT NULL`).all(taskId) as { id: number }[]).map((r) => r.id),
+      ]);
+      const rows = stmt(db, `SELECT ${COLUMNS} FROM ledger WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id`).all(JSON.stringify([...ids])) as LedgerRow[];
+      return { rows, counts };
     },
 
     /**

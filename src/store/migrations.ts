@@ -383,11 +383,10 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX task_events_by_time ON task_events(at);
   CREATE INDEX ledger_by_time ON ledger(seen_at);
   `,
-  // 12: bytes per task (bench/RESULTS.md, million). A reply's text stored once: a turn whose reply
-  // has a row of its own (migration 7) no longer keeps a copy in reply_text; reads take the reply
-  // row's (src/store/turns.ts). Raw mail may be stored compressed: raw_codec names how (NULL: as
-  // fetched; src/store/ledger.ts). No CHECK on it: SQLite cannot change one without rebuilding the
-  // table, and a codec this version does not know is refused when read, by name.
+  // 12: bytes per task (bench/RESULTS.md, million). A reply's text stored once: a turn whose reply has a row of its own (migration 7)
+  // no longer keeps a copy in reply_text; reads take the reply row's (src/store/turns.ts). Raw mail may be stored compressed: raw_codec
+  // names how (NULL: as fetched; src/store/ledger.ts). No CHECK on it: SQLite cannot change one without rebuilding the table, and a
+  // codec this version does not know is refused when read, by name.
   `
   UPDATE turns SET reply_text = NULL WHERE reply_text IS NOT NULL AND reply_ledger_id IN (SELECT ledger_id FROM replies);
   ALTER TABLE ledger ADD COLUMN raw_codec TEXT;
@@ -397,4 +396,5 @@ export const MIGRATIONS: readonly string[] = [
   REPLY_STATUS_MIGRATION, // 15: `rejected` in the reply statuses of turns and replies: src/store/reply-status-schema.ts.
   POLL_BOUNDS_MIGRATION, // 16: a poll's text kept to its start, with its size; polls answered past a task's cap counted: src/store/messages.ts.
   NOT_OURS_MIGRATION, // 17: a Maildir's files found not ours, kept across restarts: src/store/mailbox-state.ts.
+  'CREATE INDEX ledger_by_task_verdict ON ledger(task_id, verdict);', // 18: `show` reads a task's rows by ranges of it: src/store/ledger.ts shownOfTask.
 ];

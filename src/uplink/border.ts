@@ -9,6 +9,7 @@
  * write their results just under their own Received, in the same stamp (Gmail, iCloud, Yahoo), or
  * without an authserv-id (Microsoft): see src/uplink/providers.ts and docs/providers.md.
  */
+import { maxOf } from '../extremes.js';
 import { plural } from '../plural.js';
 import { parseAuthResults, parseIdlessAuthResults, type AuthResult, type ParsedAuthResults } from './auth-results.js';
 import { FASTMAIL_HOST_PATTERN, PRESETS, type ProviderName, type ResultsPlacement } from './providers.js';
@@ -221,7 +222,7 @@ function idOf(value: string): string | null {
 function stampWindow(fields: readonly HeaderField[], border: number, profile: ProviderProfile, more: boolean): { from: number; to: number } | { missing: string } | Undecided {
   if ((profile.placement ?? 'above') === 'above') {
     const receivedAbove = profile.idless ? fields.filter((f) => f.lname === 'received' && f.index < border).map((f) => f.index) : [];
-    return { from: receivedAbove.length ? Math.max(...receivedAbove) + 1 : 0, to: border - 1 };
+    return { from: receivedAbove.length ? maxOf(receivedAbove, 0) + 1 : 0, to: border - 1 };
   }
   const end = profile.stampEndId ?? profile.authservId;
   for (const f of fields) {

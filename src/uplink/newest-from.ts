@@ -6,6 +6,7 @@
 import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ImapConfig } from '../config/config.js';
+import { maxOf } from '../extremes.js';
 import { imapClient } from './imap-client.js';
 import { kindOfCode } from './imap-codes.js';
 import { MailboxError } from './mailbox.js';
@@ -34,7 +35,7 @@ export async function newestImapMessageFrom(cfg: ImapConfig & { folder: string }
     await client.mailboxOpen(cfg.folder, { readOnly: true });
     const uids = await client.search({ from: address }, { uid: true });
     if (!Array.isArray(uids) || uids.length === 0) return null;
-    const newest = Math.max(...uids);
+    const newest = maxOf(uids, 0);
     const m = await client.fetchOne(String(newest), { uid: true, size: true }, { uid: true });
     if (!m || (m.size ?? 0) > MAX_BYTES) return null;
     const full = await client.fetchOne(String(newest), { uid: true, source: true }, { uid: true });

@@ -37,6 +37,13 @@ describe('human output', () => {
     expect(t.split('\n')).toEqual(['ID  NAME  NOTE', '1   a     x', '22  bbbb  \\u{1b}[1m']);
   });
 
+  it('aligns 200,000 rows (a Math.max spread over the cells threw RangeError beyond about 125,000)', () => {
+    const rows = Array.from({ length: 200_000 }, (_, i) => [String(i), 'x']);
+    const lines = table(['N', 'V'], rows).split('\n');
+    expect(lines).toHaveLength(200_001);
+    expect([lines[0], lines[1], lines[200_000]]).toEqual(['N       V', '0       x', '199999  x']);
+  });
+
   it('elideMiddle keeps the start and the end within max code points, cutting at spaces near the budget', () => {
     expect(elideMiddle('short text', 20)).toBe('short text');
     const words = Array.from({ length: 40 }, (_, i) => `w${i}`).join(' ');
