@@ -18,8 +18,24 @@ const MAX_ID_LENGTH = 256;
 /** Serialised size a `data` part may have (its text goes into the webhook), and the message's parts together (twice that). */
 const MAX_DATA_TEXT_BYTES = 1024 * 1024;
 const MAX_TEXT_BYTES = MAX_DATA_TEXT_BYTES * 2;
+/**
+ * Parts a caller's message may have. A2A sets no limit; the 1 MB body alone admits 80,000 parts
+ * (`{"data":{}}` is 12 bytes), and each costs a validation, a text, and then a part in every view of
+ * the task for as long as it is kept: one such message held the event loop 2.5 s on receipt, and
+ * each GetTask of its task 300 ms (attack review 3, 2026-12-02). 1,000 is the limit the bridge
+ * already sets on the agent's side (a reply of more than 1,000 MIME parts is not read: README,
+ * "Limits"), far above what a caller writes (one text part, a few data parts), and keeps the
+ * check of a whole message near a millisecond (1,000 parts of `{"data":{}}` or `{"text":"a"}`: a
+ * median 1.2–1.4 ms on a loaded 2-core machine, against 0.8–1.6 s for 80,000 before the cap).
+ * Checked before any part is looked at.
+ */
+export const MAX_MESSAGE_PARTS = 1000;
 /** A UTF-16 surrogate without its pair: such a string cannot round-trip through UTF-8. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/** {@link LONE_SURROGATE}, global: for `replace` (which starts it at 0 each time), made once rather than per part. */
+const LONE_SURROGATES = new RegExp(LONE_SURROGATE, 'g');
+/** The members that say a part's kind (v1.0); exactly one of them is present. */
+const PART_KINDS = ['text', 'raw', 'url', 'data', 'file'] as const;
 /** An RFC 3339 `date-time` (§5.6): full date, `T`, full time with optional fraction, and `Z` or a numeric offset. */
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$/;
 /** Deadlines a caller may ask for, in seconds (metadata `deadline_s`). */
@@ -96,8 +112,15 @@ function overTotal(i: number): A2AError {
  * @param room bytes of the message's total left for it: a data part past them is refused before its text is built
  */
 function partText(p: Obj, i: number, room: number): string {
-  const kinds = ['text', 'raw', 'url', 'data', 'file'].filter((k) => p[k] !== undefined);
-  const kind = kinds.length === 1 ? kinds[0] : typeof p.kind === 'string' ? p.kind : undefined;
+  let present: string | undefined;
+  let count = 0;
+  for (const k of PART_KINDS) {
+    if (p[k] !== undefined) {
+      present = k;
+      count++;
+    }
+  }
+  const kind = count === 1 ? present : typeof p.kind === 'string' ? p.kind : undefined;
   const givenMediaType = typeof p.mediaType === 'string' ? p.mediaType : undefined;
   const mediaType = givenMediaType?.toLowerCase();
   if (kind === 'text' && typeof p.text === 'string') {
@@ -105,7 +128,7 @@ function partText(p: Obj, i: number, room: number): string {
     if (mediaType !== undefined && mediaType !== '' && !mediaType.startsWith('text/')) {
       throw new A2AError('contentTypeNotSupported', `message.parts[${i}]: a text part with mediaType ${givenMediaType} cannot be carried; send text/plain`);
     }
-    return p.text.replace(new RegExp(LONE_SURROGATE, 'g'), '\uFFFD');
+    return LONE_SURROGATE.test(p.text) ? p.text.replace(LONE_SURROGATES, '\uFFFD') : p.text;
   }
   if (kind === 'data' && p.data !== undefined) {
     if (mediaType !== undefined && mediaType !== '' && !/^application\/([\w.+-]+\+)?json$/.test(mediaType)) {
@@ -156,7 +179,8 @@ function roleRefusal(got: unknown, roles: readonly string[]): string {
 /**
  * SendMessage params (A2A v1.0 §3.1.1; v0.3 `message/send` has the same shape with `kind` tags).
  * @param roles accepted `message.role` values (`ROLE_USER` in v1.0, `user` in v0.3)
- * @throws A2AError invalidParams, contentTypeNotSupported
+ * @throws A2AError invalidParams (among others: more than {@link MAX_MESSAGE_PARTS} parts, refused
+ *   before any part is read), contentTypeNotSupported
  */
 export function parseSendParams(params: unknown, roles: readonly string[]): SendParams {
   const p = asObject(params, 'params');
@@ -167,6 +191,12 @@ export function parseSendParams(params: unknown, roles: readonly string[]): Send
   if (!roles.includes(message.role as string)) throw new A2AError('invalidParams', roleRefusal(message.role, roles));
   const parts = message.parts;
   if (!Array.isArray(parts) || parts.length === 0) throw new A2AError('invalidParams', 'message.parts must be a non-empty array');
+  if (parts.length > MAX_MESSAGE_PARTS) {
+    throw new A2AError(
+      'invalidParams',
+      `message.parts has ${parts.length} parts; a message may have at most ${MAX_MESSAGE_PARTS}: join the text into fewer parts, or send the items as one data part`,
+    );
+  }
   // The running total is checked part by part, so a refused message costs no more text than the cap (src/a2a/data-text.ts).
   const texts: string[] = [];
   let total = 0;

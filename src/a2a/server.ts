@@ -16,9 +16,9 @@ import { pathOf, targetAuthority, urlOf } from './request-target.js';
 import { restError, routeRest, type RestCall } from './rest.js';
 import { storeFingerprint } from '../core/store-fingerprint.js';
 import { health } from './health.js';
-import { errorResponse, isResponse, parseRequest, resultBytes, resultResponse, resultText, type JsonRpcId, type JsonRpcResponse } from './jsonrpc.js';
+import { errorResponse, isResponse, parseRequest, resultBytes, resultText, type JsonRpcId, type JsonRpcResponse } from './jsonrpc.js';
 import { JsonText } from './call.js';
-import { writeSse } from './sse.js';
+import { eventText, writeSse } from './sse.js';
 import { StreamLimiter } from './stream-limit.js';
 import { limitedLog } from '../log.js';
 import { bearerPresented, capConnections } from './connection-cap.js';
@@ -190,7 +190,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
 
   const answerOutcome = (res: ServerResponse, agent: AgentConfig, call: { id: JsonRpcId; method: string }, outcome: A2AOutcome, abort: AbortController | undefined): void | Promise<void> => {
     if (outcome.kind === 'stream') {
-      const events = writeSse(res, outcome.events, (result) => resultResponse(call.id, result), (err) => streamError(call.id, err, outcome.dialect), {
+      const events = writeSse(res, outcome.events, (result) => resultText(call.id, result), (err) => streamError(call.id, err, outcome.dialect), {
         keepAliveMs: config.server.streamKeepAliveMs,
         abort: abort ?? new AbortController(),
         stopping: stopping.signal,
@@ -329,7 +329,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     const outcome = await handleCall({ agent, method: route.method, params, version: '1.0', caller, callerKey, ...(abort ? { signal: abort.signal } : {}) });
     if (outcome.kind === 'error') return fail(outcome.error);
     if (outcome.kind === 'stream') {
-      await writeSse(res, outcome.events, (event) => event, (err) => restError(asA2AError(err) ?? new A2AError('internalError', 'Internal error; see the bridge log')).body, {
+      await writeSse(res, outcome.events, eventText, (err) => restError(asA2AError(err) ?? new A2AError('internalError', 'Internal error; see the bridge log')).body, {
         keepAliveMs: config.server.streamKeepAliveMs,
         abort: abort ?? new AbortController(),
         stopping: stopping.signal,

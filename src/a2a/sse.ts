@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { once } from 'node:events';
 import { monotonicMs } from '../monotonic.js';
+import { JsonText } from './call.js';
 
 /**
  * Server-sent events (WHATWG HTML §9.2, `text/event-stream`) for the streaming methods: each event
@@ -17,6 +18,11 @@ export const SSE_HEADERS = {
   // nginx and similar proxies buffer responses unless told not to.
   'x-accel-buffering': 'no',
 } as const;
+
+/** An event's JSON text as it is (HTTP+JSON streams carry the bare StreamResponse): a {@link JsonText} as made, anything else serialised. */
+export function eventText(event: unknown): string {
+  return event instanceof JsonText ? event.text : JSON.stringify(event);
+}
 
 export interface SseOptions {
   keepAliveMs: number;
@@ -43,12 +49,15 @@ export const STOP_COMMENT = ': the bridge is stopping; subscribe again once it r
  * stream ends. When `o.stopping` is aborted (now or later), the events end and the stream closes
  * with {@link STOP_COMMENT}.
  *
+ * @param frame an event's text on the wire (one JSON value): a {@link JsonText} event is rendered
+ *   once and shared by every stream that writes it (src/a2a/methods-stream.ts), so `frame` should
+ *   splice it in (src/a2a/jsonrpc.ts resultText, {@link eventText}) rather than serialise it again
  * @returns how many events were written
  */
 export async function writeSse(
   res: ServerResponse,
   events: AsyncIterable<unknown>,
-  frame: (event: unknown) => unknown,
+  frame: (event: unknown) => string,
   onError: (err: unknown) => unknown,
   o: SseOptions,
 ): Promise<number> {
@@ -78,7 +87,7 @@ export async function writeSse(
     for (;;) {
       const r = await it.next();
       if (r.done || res.destroyed) break;
-      await write(`data: ${JSON.stringify(frame(r.value))}\n\n`);
+      await write(`data: ${frame(r.value)}\n\n`);
       n += 1;
     }
   } catch (err) {

@@ -154,9 +154,9 @@ export class Bridge {
     return updates;
   }
 
-  /** The task as a caller sees it; records that a terminal outcome was shown. @throws BridgeError task-not-found */
+  /** The task as a caller sees it, from the view cache (shared: never changed; N streams opened at once share it); records that a terminal outcome was shown. @throws BridgeError task-not-found */
   viewOf(agent: AgentConfig, taskId: string, historyLength?: number): TaskView {
-    return this.view(agent, taskId, historyLength);
+    return this.viewNow(agent, taskId, historyLength);
   }
 
   /**

@@ -27,6 +27,7 @@ interface Instruments {
   verdicts: Counter<'verdict'>;
   attempts: Counter<'outcome' | 'kind'>;
   checks: Counter<'result'>;
+  streamRenders: Counter<'stage'>;
   checkSeconds: Histogram;
   promotionSeconds: Histogram;
 }
@@ -43,6 +44,13 @@ export class BridgeMetrics {
   readonly attempts: CounterLike<'outcome' | 'kind'>;
   /** Mailbox checks by result (`ok`, `error`). */
   readonly checks: CounterLike<'result'>;
+  /**
+   * What streams rendered, by stage: `view`, a task view built for a committed change
+   * (src/core/task-follow.ts), and `event`, an event serialised for the wire (src/a2a/methods-stream.ts).
+   * Both are made once per change (and dialect) and shared by every stream of the task
+   * (docs/streaming.md, "One render per change"), so N streams add no views and no events but their first.
+   */
+  readonly streamRenders: CounterLike<'stage'>;
   /** Duration of one mailbox check, in s. */
   readonly checkSeconds: HistogramLike;
   /** From the mailbox receiving a reply (IMAP INTERNALDATE, Maildir mtime) to its promotion, in s. */
@@ -62,6 +70,7 @@ export class BridgeMetrics {
     this.verdicts = counter((m) => m.verdicts);
     this.attempts = counter((m) => m.attempts);
     this.checks = counter((m) => m.checks);
+    this.streamRenders = counter((m) => m.streamRenders);
     this.checkSeconds = histogram((m) => m.checkSeconds);
     this.promotionSeconds = histogram((m) => m.promotionSeconds);
   }
@@ -83,6 +92,12 @@ export class BridgeMetrics {
       verdicts: new prom.Counter({ name: 'a2a_mailbridge_verdicts_total', help: 'Mail ledger verdicts recorded since start, by verdict', labelNames: ['verdict'], registers }),
       attempts: new prom.Counter({ name: 'a2a_mailbridge_webhook_attempts_total', help: 'Webhook POSTs since start, by outcome and kind', labelNames: ['outcome', 'kind'], registers }),
       checks: new prom.Counter({ name: 'a2a_mailbridge_mailbox_checks_total', help: 'Mailbox checks since start, by result', labelNames: ['result'], registers }),
+      streamRenders: new prom.Counter({
+        name: 'a2a_mailbridge_stream_renders_total',
+        help: 'Task views (stage view) and wire events (stage event) rendered for streams since start; one per change and dialect, however many streams',
+        labelNames: ['stage'],
+        registers,
+      }),
       checkSeconds: new prom.Histogram({
         name: 'a2a_mailbridge_mailbox_check_duration_seconds',
         help: 'Duration of one mailbox check',

@@ -25,6 +25,46 @@ export function endsStream(state: TaskState): boolean {
 /** Updates rendered but not yet read by a slow client at most; past it the stream ends (the client resubscribes and reads the store). */
 const MAX_QUEUED_UPDATES = 256;
 
+/**
+ * What one committed change shows every stream of its task: the task view read right after the
+ * commit, an artifact update for each of its artifacts, and its status update. The update objects
+ * are the same for every stream, so what renders them for the wire can keep one rendering per
+ * update (src/a2a/methods-stream.ts).
+ */
+interface ChangeUpdates {
+  readonly artifacts: ReadonlyMap<string, TaskUpdate>;
+  readonly status: TaskUpdate & { kind: 'status' };
+}
+
+/**
+ * The updates of each change, by the change (the event object: one per commit, handed to every
+ * listener: src/core/events.ts) and the agent whose view it is. Weak: an entry goes with the
+ * change once the listeners are done with it.
+ */
+const changeUpdates = new WeakMap<TaskChanged, Map<string, ChangeUpdates>>();
+
+/**
+ * The updates of change `e` as `agent` sees it: the view is built by the first stream of the
+ * task that hears the change and shared by the others, so N streams cost one view, not N (a task
+ * of a 1 MB message followed by 16 streams stalled the event loop 981 ms: attack review 3,
+ * 2026-12-02). Counted in the metric `a2a_mailbridge_stream_renders_total{stage="view"}`.
+ */
+function updatesOf(bridge: Bridge, agent: AgentConfig, e: TaskChanged): ChangeUpdates {
+  let byAgent = changeUpdates.get(e);
+  if (!byAgent) changeUpdates.set(e, (byAgent = new Map<string, ChangeUpdates>()));
+  const known = byAgent.get(agent.name);
+  if (known) return known;
+  // The state and its time are the change's; the text, artifacts and history the store's, read now (right after the commit).
+  const task = viewTask(bridge.ctx, agent, e.task);
+  bridge.ctx.metrics?.streamRenders.inc({ stage: 'view' });
+  const made: ChangeUpdates = {
+    artifacts: new Map(task.artifacts.map((artifact) => [artifact.artifactId, { kind: 'artifact', task, artifact }])),
+    status: { kind: 'status', task, final: endsStream(task.state) },
+  };
+  byAgent.set(agent.name, made);
+  return made;
+}
+
 export interface FollowOptions {
   /** The first update's task (the caller just built it); read from the store when absent. */
   first?: TaskView;
@@ -43,7 +83,9 @@ export interface FollowOptions {
  * (src/core/events.ts) — an artifact update for each artifact the change added, then the status
  * the change left — until a final state. Every update is rendered from the store right after the
  * commit that caused it, so a stream holds no state of its own: a client that drops and
- * subscribes again is shown the task as the store has it (A2A v1.0 §3.1.6).
+ * subscribes again is shown the task as the store has it (A2A v1.0 §3.1.6). The updates of one
+ * change are rendered once and shared by every stream of the task ({@link updatesOf}); the
+ * first update (the task) is each stream's own.
  *
  * Subscribes synchronously, before returning: a change committed after this call is never missed.
  * The caller's watch on the mailbox (the watcher on demand) is held while the stream is open.
@@ -68,16 +110,14 @@ export function followTask(bridge: Bridge, agent: AgentConfig, taskId: string, o
 
   const onChange = (e: TaskChanged): void => {
     if (ended || e.task.id !== taskId) return;
-    // The state and its time are the change's; the text, artifacts and history the store's, read now (right after the commit).
-    const task = viewTask(bridge.ctx, agent, e.task);
-    for (const a of task.artifacts) {
-      if (sent.has(a.artifactId)) continue;
-      sent.add(a.artifactId);
-      queue.push({ kind: 'artifact', task, artifact: a });
+    const { artifacts, status } = updatesOf(bridge, agent, e);
+    for (const [id, update] of artifacts) {
+      if (sent.has(id)) continue;
+      sent.add(id);
+      queue.push(update);
     }
-    const final = endsStream(task.state);
-    queue.push({ kind: 'status', task, final });
-    if (final) ended = true;
+    queue.push(status);
+    if (status.final) ended = true;
     else if (queue.length > MAX_QUEUED_UPDATES) {
       bridge.ctx.log.warn({ task: taskId, queued: queue.length }, 'a stream fell behind: closed (the client can subscribe again)');
       queue.length = 0;
