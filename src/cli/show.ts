@@ -162,12 +162,24 @@ function nextAttemptAt(a: AttemptRow, r: TaskRecord): number | null {
   return turn?.dispatchState === 'pending' ? turn.nextAttemptAt : null;
 }
 
+/**
+ * The line of a turn stored. An operator's `retry` gives the turn row a new webhook-id and deadline
+ * in place (src/store/turns.ts, the `redispatch` edge), so a retried turn (its first attempt under
+ * another webhook-id) names the webhook-id it was stored with, from that attempt, and the row's
+ * current ones as the retry's: the line must not say the turn was stored with what came later.
+ */
+function turnText(t: TurnRow, attempts: readonly AttemptRow[]): string {
+  const ask = JSON.stringify(truncate(t.ask, 60));
+  let first: AttemptRow | undefined;
+  for (const a of attempts) if (a.turn === t.turn && (first === undefined || a.id < first.id)) first = a;
+  if (first === undefined || first.dispatchId === t.dispatchId) return `turn ${t.turn} stored, deadline ${isoUtc(t.deadlineAt)}, webhook-id ${t.dispatchId}: ${ask}`;
+  return `turn ${t.turn} stored, webhook-id ${first.dispatchId}: ${ask} (retried since: now webhook-id ${t.dispatchId}, deadline ${isoUtc(t.deadlineAt)})`;
+}
+
 /** The task's timeline, oldest first: turns, webhook attempts, ledger verdicts, state changes and notes, the audit entry. */
 export function timeline(r: TaskRecord): TimelineEntry[] {
   const out: TimelineEntry[] = [];
-  for (const t of r.turns) {
-    out.push({ at: t.createdAt, kind: 'turn', text: `turn ${t.turn} stored, deadline ${isoUtc(t.deadlineAt)}, webhook-id ${t.dispatchId}: ${JSON.stringify(truncate(t.ask, 60))}` });
-  }
+  for (const t of r.turns) out.push({ at: t.createdAt, kind: 'turn', text: turnText(t, r.attempts) });
   for (const a of r.attempts) out.push({ at: a.startedAt, kind: 'attempt', text: attemptText(a, nextAttemptAt(a, r)) });
   for (const l of r.ledger) {
     const date = l.dateHeader ? `, Date ${l.dateHeader}` : '';

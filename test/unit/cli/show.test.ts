@@ -30,6 +30,18 @@ describe('show: the timeline and the measured gaps', () => {
     expect(texts[5]).toMatch(/^mail #\d+ applied:done: all gates passed/);
   });
 
+  it('a turn retried by the operator names the webhook-id it was stored with, and the retry\'s as later', () => {
+    const [t] = record.turns;
+    const [a1] = record.attempts;
+    // What `retry` leaves: the turn row carries a new webhook-id and deadline; its first attempt the old id.
+    const retried = { ...record, turns: [{ ...t!, dispatchId: 'wh-after-retry', deadlineAt: Date.parse('2026-06-01T13:00:00Z') }], attempts: [a1!] };
+    const line = timeline(retried).find((e) => e.kind === 'turn')!.text;
+    expect(line.startsWith(`turn 1 stored, webhook-id ${a1!.dispatchId}: `)).toBe(true);
+    expect(line.endsWith('(retried since: now webhook-id wh-after-retry, deadline 2026-06-01T13:00:00Z)')).toBe(true);
+    // Not retried: the row's own webhook-id and deadline, as before.
+    expect(timeline(record).find((e) => e.kind === 'turn')!.text).toBe(`turn 1 stored, deadline ${new Date(t!.deadlineAt).toISOString().replace('.000Z', 'Z')}, webhook-id ${t!.dispatchId}: ${JSON.stringify(t!.ask.slice(0, 60))}`);
+  });
+
   it('splits the turn into dispatch → accepted → mail Date → seen → promoted', () => {
     const [g] = turnGaps(record.turns, record.ledger, record.attempts);
     expect(g).toMatchObject({ dispatchToAccepted: 2000, acceptedToMailDate: 180_000, mailDateToSeen: 20_000, seenToPromoted: 5 });
