@@ -169,7 +169,9 @@ export async function runServiceStatus(configFile: string, o: ServiceKindOptions
   const m = kind === 'systemd' ? manager(['systemctl', '--user', 'is-active', SYSTEMD_UNIT]) : manager(['launchctl', 'print', `gui/${uid()}/${LAUNCHD_LABEL}`]);
   const managerWord = !m.ran ? m.output : kind === 'systemd' ? m.output || `exit ${m.status}` : m.status === 0 ? 'loaded' : `not loaded (${m.output || `exit ${m.status}`})`;
   const probe = await probeHealth(config);
-  const pid = probe.up && probe.sameStore === true ? probe.health.pid : undefined;
+  // This config's own bridge by its store's claim, started before server.bearer was replaced (or made unreadable): not another config's.
+  const olderBearer = probe.up && probe.ownServe !== null && probe.sameStore !== true;
+  const pid = probe.up && probe.sameStore === true ? probe.health.pid : olderBearer ? probe.ownServe!.pid : undefined;
   const mainPid = m.ran && typeof pid === 'number' ? serviceMainPid(kind) : undefined;
   const serviceProcess = mainPid === undefined ? null : mainPid === pid;
   const byHand = serviceProcess === false ? `, but not the service's process: pid ${String(pid)} was started otherwise (by hand?)${mainPid === null ? ' and the service runs none' : `, the service's is pid ${mainPid}`}; ${installed ? `stop it with ${commandLine(configFile, 'stop')} and let the service run` : 'no service is installed, so it is the one serving this config'}` : '';
@@ -181,11 +183,11 @@ export async function runServiceStatus(configFile: string, o: ServiceKindOptions
     installRefusal: refusal,
     enabled,
     manager: managerWord,
-    answering: probe.up && probe.sameStore !== false,
+    answering: probe.up && (probe.sameStore !== false || olderBearer),
     serviceProcess,
     health: !probe.up
       ? `${probe.url}: not answering (${probe.why})`
-      : `${probe.url}: ${clean(String(probe.health.status).slice(0, 64))} (version ${clean(String(probe.health.version).slice(0, 64))})${probe.sameStore === false ? `, but NOT this config's bridge: it serves another store than ${config.store.path} or has another server.bearer` : byHand}`,
+      : `${probe.url}: ${clean(String(probe.health.status).slice(0, 64))} (version ${clean(String(probe.health.version).slice(0, 64))})${olderBearer ? `, this config's bridge (pid ${probe.ownServe!.pid}, by the claim of its store) running with a server.bearer ${probe.sameStore === null ? 'that cannot be read now' : 'replaced since it started'}: restart it so callers with the current one are let in${byHand}` : probe.sameStore === false ? `, but NOT this config's bridge: it serves another store than ${config.store.path} or has another server.bearer` : byHand}`,
   };
   if (o.json) printJson(status);
   else {

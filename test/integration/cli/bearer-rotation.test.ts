@@ -36,7 +36,7 @@ afterAll(() => {
 });
 
 describe("this config's bridge after its bearer was replaced", () => {
-  it('status exits 0 naming the pid and the restart, doctor says outdated bearer, stop stops it by the claim (exit 0)', async () => {
+  it('status exits 0 naming the pid and the restart, service status and doctor say outdated bearer, stop stops it by the claim (exit 0)', async () => {
     const c = await configDir();
     const bridge = await startBridgeProcess(c.configPath);
     const pid = bridge.child.pid!;
@@ -49,6 +49,9 @@ describe("this config's bridge after its bearer was replaced", () => {
       `bridge    running at http://${c.listen} (pid ${pid}, by the claim of ${join(c.dir, 'state', 'bridge.sqlite')}) with an older server.bearer: the bearer was replaced since it started, and callers with the new one are refused; restart it: a2a-mailbridge --config ${c.configPath} stop, then a2a-mailbridge --config ${c.configPath} serve\n`,
     );
     expect(status.stdout).not.toContain('systemctl');
+    const service = await runCli(['--config', c.configPath, 'service', 'status'], { env: c.env });
+    expect(service.stdout).toContain(`this config's bridge (pid ${pid}, by the claim of its store) running with a server.bearer replaced since it started: restart it`);
+    expect(service.stdout).not.toContain("NOT this config's bridge");
 
     const listen = await checkListen(loadConfig(c.configPath, { skipSecrets: true }));
     expect(listen.status).toBe('warn');
