@@ -1,6 +1,6 @@
 import { plural } from '../plural.js';
 import { MAX_HEADER_LINES } from '../uplink/gates.js';
-import { MailboxError, type HeaderedMessage, type MailboxPass } from '../uplink/mailbox.js';
+import { MailboxError, type CheckRequest, type HeaderedMessage, type MailboxPass, type Watermark } from '../uplink/mailbox.js';
 import type { Verdict } from '../uplink/verdicts.js';
 import type { BridgeContext } from './context.js';
 import { intake, intakeHeaderBlocks, type Intake, type IntakeContext } from './intake.js';
@@ -102,6 +102,29 @@ export function screenSlices<M extends { head: Buffer }>(batch: readonly M[], ma
  * A mailbox failure is recorded (for the callers' status text and /health) and returned, never
  * thrown: it must not fail an A2A call.
  */
+/**
+ * What a check asks of the mailbox (src/uplink/mailbox.ts `CheckRequest`): from the mailbox's
+ * watermark `state`, the narrowing by the agents' addresses and tags, the budgets of
+ * `[mailbox]`, and the store's records of the sources judged and of the files kept as not ours.
+ */
+export function checkRequest(ctx: Pick<BridgeContext, 'store' | 'config' | 'mailbox'>, state: Watermark): CheckRequest {
+  const { store, config, mailbox } = ctx;
+  return {
+    watermark: { uidValidity: state.uidValidity, lastUid: state.lastUid },
+    fromAddresses: config.agents.map((a) => a.address),
+    subjectContains: config.agents.map((a) => `[${a.tag}:`),
+    maxFetch: config.mailbox.maxFetchPerCheck,
+    maxPrefixes: config.mailbox.maxPrefixesPerCheck,
+    maxHeaders: config.mailbox.maxHeadersPerCheck,
+    maxMessageBytes: config.mailbox.maxMessageBytes,
+    isRecorded: (source) => store.ledger.isSourceRecorded(source),
+    notOurs: {
+      load: (key) => store.mailbox.notOurs(mailbox.folder, key),
+      save: (key, add, drop) => store.tx((tx) => tx.mailbox.saveNotOurs(mailbox.folder, key, add, drop)),
+    },
+  };
+}
+
 export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
   const { store, config, mailbox } = ctx;
   const started = ctx.now();
@@ -119,20 +142,7 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
   };
   let pass: MailboxPass | undefined;
   try {
-    pass = await mailbox.open({
-      watermark: { uidValidity: state.uidValidity, lastUid: state.lastUid },
-      fromAddresses: config.agents.map((a) => a.address),
-      subjectContains: config.agents.map((a) => `[${a.tag}:`),
-      maxFetch: config.mailbox.maxFetchPerCheck,
-      maxPrefixes: config.mailbox.maxPrefixesPerCheck,
-      maxHeaders: config.mailbox.maxHeadersPerCheck,
-      maxMessageBytes: config.mailbox.maxMessageBytes,
-      isRecorded: (source) => store.ledger.isSourceRecorded(source),
-      notOurs: {
-        load: (key) => store.mailbox.notOurs(mailbox.folder, key),
-        save: (key, add, drop) => store.tx((tx) => tx.mailbox.saveNotOurs(mailbox.folder, key, add, drop)),
-      },
-    });
+    pass = await mailbox.open(checkRequest(ctx, state));
     const { uidValidity, floor } = pass;
     if (pass.uidValidityChanged) {
       ctx.log.warn({ folder: mailbox.folder, was: state.uidValidity, now: uidValidity }, 'UIDVALIDITY changed; rescanning');

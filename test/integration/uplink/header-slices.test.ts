@@ -13,7 +13,7 @@ import { startApp, type App } from '../../../src/app.js';
 import { loadConfig } from '../../../src/config/config.js';
 import { startDnsZone, type DnsZone } from '../../../src/demo/dns-zone.js';
 import { buildReplyMail, dkimTxtName, generateDkimKey } from '../../../src/demo/reply-mail.js';
-import type { CheckSummary } from '../../../src/core/mail-check.js';
+import { checkRequest, type CheckSummary } from '../../../src/core/mail-check.js';
 import { createLogger } from '../../../src/log.js';
 import { STAMP_PREFIX_BYTES } from '../../../src/uplink/gates.js';
 import { deliverToMaildir, MaildirMailbox } from '../../../src/uplink/maildir-mailbox.js';
@@ -59,8 +59,11 @@ async function newJob(): Promise<{ id: string; env: Parameters<typeof agentReply
 }
 
 let at = Date.now() - 3600_000;
-/** `forgeries`, then the genuine reply to `job`, into the Maildir oldest first; one check, the ledger watched between two turns of the event loop. */
-async function flood(job: Awaited<ReturnType<typeof newJob>>, forgeries: Buffer[]): Promise<{ summary: CheckSummary; steps: number[]; completed: boolean }> {
+/**
+ * `forgeries`, then the genuine reply to `job`, into the Maildir oldest first; one check, the ledger watched between two turns of the
+ * event loop. `notOurs`: how many of the forgeries the narrowing keeps as not ours (no ledger row; src/uplink/maildir-narrowing.ts).
+ */
+async function flood(job: Awaited<ReturnType<typeof newJob>>, forgeries: Buffer[], notOurs = 0): Promise<{ summary: CheckSummary; steps: number[]; completed: boolean }> {
   const put = async (raw: Buffer): Promise<void> => {
     const p = await deliverToMaildir(maildir, raw);
     utimesSync(p, new Date((at += 1000)), new Date(at));
@@ -83,7 +86,7 @@ async function flood(job: Awaited<ReturnType<typeof newJob>>, forgeries: Buffer[
   const summary = await app.bridge.checkNow();
   ticking = false;
   await new Promise((resolve) => setImmediate(resolve));
-  expect(steps.reduce((x, y) => x + y, 0)).toBe(forgeries.length + 1);
+  expect(steps.reduce((x, y) => x + y, 0)).toBe(forgeries.length - notOurs + 1);
   return { summary, steps, completed: store.tasks.get(job.id)!.state === 'COMPLETED' };
 }
 
@@ -147,7 +150,7 @@ it('40 field-dense forgeries (13 KB of tiny X:a fields each) are judged at most 
   expect(Math.max(...steps)).toBe(1); // was 17: 256 KiB of such blocks in one turn
 });
 
-it("30 untagged mails not from the agent with 250 KB header blocks are read at most 80 KiB each by the narrowing, each gets a ledger verdict, and a restart reads none of them again", async () => {
+it("30 untagged mails not from the agent with 250 KB header blocks: the 15 whose first From and Subject show them not ours are kept as not ours on their first 16 KiB, the 15 with tag-like later Subjects are read at most 80 KiB each and get a ledger verdict, and a restart reads none of them again", async () => {
   const job = await newJob();
   const other = await buildReplyMail({
     from: 'News <news@other.example>', to: job.env.reply_to, subject: 'Weekly news', token: 'none', status: 'done', answer: 'news',
@@ -157,12 +160,12 @@ it("30 untagged mails not from the agent with 250 KB header blocks are read at m
   const soup = 'Subject: =?utf-8?Q?=5BGROX?= =?iso-8859-1?B?Og==?= =?koi8-r?Q?x?= =?shift_jis?B?eA==?=\r\n';
   const padded = (i: number): Buffer => Buffer.concat([other.subarray(0, end + 2), Buffer.from(`X-N: ${i}\r\n${(i % 2 ? soup : 'X-Pad: pppppppppppppppp\r\n').repeat(i % 2 ? 3000 : 10_000)}`), other.subarray(end + 2)]);
   expect(padded(0).indexOf('\r\n\r\n')).toBeGreaterThan(240_000);
-  const { summary, completed } = await flood(job, Array.from({ length: 30 }, (_, i) => padded(i)));
-  expect(summary).toMatchObject({ ok: true, fetched: 31, onHeaders: 30, verdicts: { 'applied:done': 1 } });
+  const { summary, completed } = await flood(job, Array.from({ length: 30 }, (_, i) => padded(i)), 15);
+  expect(summary).toMatchObject({ ok: true, fetched: 16, onHeaders: 15, notOurs: 15, verdicts: { 'auth:dkim-unaligned': 15, 'applied:done': 1 } });
   expect(completed).toBe(true);
   expect(summary.bytes).toBeLessThan(30 * 80 * 1024 + 64 * 1024); // was 30 × 256 KiB, counted as 0
-  const store = app.bridge.ctx.store;
-  const pass = await new MaildirMailbox(maildir).open({ watermark: { uidValidity: null, lastUid: 0 }, fromAddresses: [AGENT_ADDRESS], subjectContains: ['['], maxFetch: 50, maxMessageBytes: 1 << 20, isRecorded: (s) => store.ledger.isSourceRecorded(s) });
+  // A restart: a new reader of the folder asked what the bridge asks (the store's records of what was judged and what is not ours).
+  const pass = await new MaildirMailbox(maildir).open(checkRequest(app.bridge.ctx, { uidValidity: null, lastUid: 0 }));
   expect([await pass.headers(), pass.bytesFetched]).toEqual([[], 0]);
 });
 
