@@ -1,4 +1,3 @@
-import { realpathSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
@@ -14,7 +13,7 @@ import { startWatcher, type Watcher } from './core/watcher.js';
 import { imapIdleFeed, maildirFeed, type ChangeFeed } from './uplink/change-feed.js';
 import { recoverAtStart } from './core/recover.js';
 import { webhookDispatcher } from './downlink/deliver.js';
-import { claimHeld, claimStore, Store, StoreInUseError, storeInUse, type StoreClaim } from './store/store.js';
+import { claimHeld, claimStore, notesConfig, Store, StoreInUseError, storeInUse, type StoreClaim } from './store/store.js';
 import { commandLine } from './config/config-path.js';
 import { probeListen } from './a2a/listen-probe.js';
 import { makeResolver, type DnsResolver } from './uplink/dkim.js';
@@ -156,14 +155,7 @@ export function refuseHeldStore(config: Config): void {
   if (!claim.held || claim.holder === null) return;
   const h = claim.holder;
   if (h.listen !== listenText(config.server.host, config.server.port)) return;
-  const real = (f: string): string => {
-    try {
-      return realpathSync(f);
-    } catch {
-      return f;
-    }
-  };
-  if (real(h.config) !== real(config.file)) throw storeInUse(config.store.path, h);
+  if (!notesConfig(h, config.file)) throw storeInUse(config.store.path, h);
   throw new StoreInUseError(`this config's bridge is already running (pid ${h.pid}, listening at ${h.listen}); stop it first: ${commandLine(config.file, 'stop')}, or leave it running`, h);
 }
 

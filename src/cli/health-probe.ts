@@ -6,8 +6,7 @@ import { effectiveConfig, type Config } from '../config/config.js';
 import { readSecretFile } from '../config/secret-file.js';
 import { storeFingerprint } from '../core/store-fingerprint.js';
 import { listenText } from '../app.js';
-import { realpathSync } from 'node:fs';
-import { claimHeld, type ClaimHolder } from '../store/store.js';
+import { claimHeld, notesConfig, type ClaimHolder } from '../store/store.js';
 
 /**
  * What the claim of this config's store says (src/store/serve-claim.ts `claimHeld`), asked before
@@ -63,14 +62,6 @@ export function notHealthWhy(what: string): string {
   return `answers with something that is not an a2a-mailbridge /health (${what})`;
 }
 
-/** The real path of `file`, or `file` itself when it cannot be resolved (gone). */
-function real(file: string): string {
-  try {
-    return realpathSync(file);
-  } catch {
-    return file;
-  }
-}
 
 
 /**
@@ -99,7 +90,7 @@ export async function probeHealth(config: Config, timeoutMs = 1500): Promise<Hea
   const claim = claimHeld(config.store.path);
   const holder = claim.held ? claim.holder : null;
   const ourServe = holder !== null && holder.listen === listenText(host, port);
-  const view: ClaimView = { claimed: claim.held, ownServe: ourServe && real(holder.config) === real(config.file) ? holder : null };
+  const view: ClaimView = { claimed: claim.held, ownServe: ourServe && notesConfig(holder, config.file) ? holder : null };
   if (port === 0) return { up: false, url, why: 'server.listen has port 0 (a new port at each start): cannot tell', answered: false, ...view };
   // The fingerprint is shown only to a request that presents the bearer (a2a/server.ts): read it first.
   let bearer: string | null = null;

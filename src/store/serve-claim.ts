@@ -138,6 +138,22 @@ export function probeLock(lock: string): 'busy' | { release(): void } | null {
 }
 
 /**
+ * Whether a claim's note names the config file `configFile` (both compared as real paths, so a
+ * relative or symlinked path to the same file matches; a path that no longer resolves compares as
+ * written): the holder is then this config's own bridge, whatever server.bearer it read at start.
+ */
+export function notesConfig(holder: ClaimHolder, configFile: string): boolean {
+  const real = (f: string): string => {
+    try {
+      return realpathSync(f);
+    } catch {
+      return f;
+    }
+  };
+  return real(holder.config) === real(configFile);
+}
+
+/**
  * Whether a `serve` holds the claim on the store at `storePath` now, and its note. Asked by the
  * commands that talk to the bridge (status, stop, doctor) before they present the bearer at
  * `server.listen`: a serve holding the claim has bound its address (it notes the bound port), so
