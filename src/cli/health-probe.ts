@@ -7,6 +7,7 @@ import { readSecretFile } from '../config/secret-file.js';
 import { storeFingerprint } from '../core/store-fingerprint.js';
 import { listenText } from '../app.js';
 import { claimHeld, notesConfig, type ClaimHolder } from '../store/store.js';
+import { loopbackGet, MAX_PROBE_BODY_BYTES } from './loopback-get.js';
 
 /**
  * What the claim of this config's store says (src/store/serve-claim.ts `claimHeld`), asked before
@@ -62,8 +63,6 @@ export function notHealthWhy(what: string): string {
   return `answers with something that is not an a2a-mailbridge /health (${what})`;
 }
 
-
-
 /**
  * `server.bearer`, the key of the store fingerprint: as loaded, or read now from
  * `server.bearer_file` for a config loaded without its secrets (`status`, `service status`, which
@@ -104,11 +103,12 @@ export async function probeHealth(config: Config, timeoutMs = 1500): Promise<Hea
   }
   try {
     const headers: Record<string, string> = bearer === null ? {} : { authorization: `Bearer ${bearer}` };
-    const res = await fetch(url, { headers, signal: AbortSignal.timeout(timeoutMs) });
-    if (!res.ok) return { up: false, url, why: notHealthWhy(`HTTP ${res.status}`), answered: true, ...view };
+    const res = await loopbackGet(url, headers, timeoutMs);
+    if (res.status < 200 || res.status > 299) return { up: false, url, why: notHealthWhy(`HTTP ${res.status}`), answered: true, ...view };
+    if (res.body === null) return { up: false, url, why: notHealthWhy(`HTTP ${res.status}, a body over ${MAX_PROBE_BODY_BYTES} bytes`), answered: true, ...view };
     let health: Record<string, unknown>;
     try {
-      const body: unknown = await res.json();
+      const body: unknown = JSON.parse(res.body.toString('utf8'));
       if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new TypeError('not a JSON object');
       health = body as Record<string, unknown>;
     } catch {
@@ -130,8 +130,8 @@ export async function probeHealth(config: Config, timeoutMs = 1500): Promise<Hea
     const ours = storeFingerprint(config.store.path, bearer);
     return { up: true, url, health, sameStore: answering === ours, stores: { answering, ours }, why: null, ...sent };
   } catch (err) {
-    const e = err as Error & { cause?: { code?: string } };
-    const why = e.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (e.cause?.code ?? e.message);
+    const e = err as NodeJS.ErrnoException;
+    const why = e.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (e.code ?? e.message);
     return { up: false, url, why, answered: false, ...view };
   }
 }
