@@ -10,13 +10,18 @@ import { restartCommands } from './status.js';
  * config's own bridge answers there (its /health names this config's store fingerprint, as `status`
  * tells: src/cli/health-probe.ts); a `warn` when it is this config's bridge by its store's claim
  * but started with another server.bearer than the one read now (replaced, or unreadable); taken by anything else, `serve` would fail to start, so doctor
- * fails. Port 0 is not probed (a new free port at each start).
+ * fails. Port 0 is not bound (a new free port at each start); the detail names the port this
+ * config's bridge listens at when it runs (the one its store's claim notes, as `status` finds it).
  */
 export async function checkListen(config: Config): Promise<Check> {
   const name = 'listen';
   const { host, port } = config.server;
   const at = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
-  if (port === 0) return { name, status: 'ok', detail: `${at}: port 0, a free port is picked at each start` };
+  if (port === 0) {
+    const probe = await probeHealth(config);
+    const running = probe.up && probe.sameStore === true ? `; this config's bridge is running at ${probe.url.replace(/\/health$/, '')}` : '';
+    return { name, status: 'ok', detail: `${at}: port 0, a free port is picked at each start${running}` };
+  }
   try {
     await probeListen(host, port);
     return { name, status: 'ok', detail: `${at} is free: serve can listen there` };

@@ -12,14 +12,20 @@ import type { LedgerRow } from '../store/ledger.js';
 import { Store } from '../store/store.js';
 import { configLines, detectProvider } from '../uplink/detect.js';
 import { makeResolver, type DnsResolver } from '../uplink/dkim.js';
+import { findTrustedResults, type ProviderProfile } from '../uplink/border.js';
+import { fieldsNamed, type HeaderField } from '../uplink/raw-headers.js';
+import { unbordered, type Unbordered } from '../uplink/unbordered.js';
 import type { Check } from './doctor.js';
 
 /**
  * @param resolver DNS for the DKIM key lookups (default: `[dns] servers`, else the system's)
  * @returns `fail` when the latest tagged mail would be refused at gates 3–7, `warn` when it would
- *   but the latest reply the judge accepted still passes (the config is not the cause) or when its
+ *   but the latest reply the judge accepted still passes (the config is not the cause), when its
  *   From is not the agent's (a stranger's mail, or a wrong `agents[].address`: doctor cannot tell),
- *   else `ok` (also when there is none yet)
+ *   or when the mail itself shows that no setting can make it pass: its own Received fields leave
+ *   no provider's border to find (none at all: it never passed a mail server; or only loopback and
+ *   private senders: src/uplink/unbordered.ts), or its provider's stamp says a DKIM signature
+ *   passed and it holds none; else `ok` (also when there is none yet)
  */
 export async function checkLatestTaggedMail(config: Config, resolver?: DnsResolver): Promise<Check> {
   const name = 'latest agent mail';
@@ -49,6 +55,32 @@ export async function checkLatestTaggedMail(config: Config, resolver?: DnsResolv
     store.close();
   }
 }
+
+/** What the mail's own Received fields prove of a mail no config can find a border in (src/uplink/unbordered.ts). */
+const ROUTES: Record<Unbordered, string> = {
+  'no-received': 'it never passed a mail server: it has no Received field, which every server that takes mail in adds (a file written into the folder by hand or by a local program)',
+  'inside-only': 'it never came in from outside: each of its Received fields names a loopback or private sender address (mail sent on this machine or its network)',
+};
+
+/** What a mail holding no DKIM-Signature under a provider's stamp of a DKIM pass shows ({@link stampWithoutSignature}). */
+const UNSIGNED_STAMPED =
+  "its provider's stamp says a DKIM signature passed, but it holds no DKIM-Signature at all: it is not the mail the provider stamped (a stamp copied into a file written by hand?)";
+
+/**
+ * Whether the trusted results of `fields` (the border rule with `profile`: src/uplink/border.ts)
+ * hold a `dkim=pass` while the header block holds no DKIM-Signature field: the provider verified
+ * a signature (RFC 8601 §2.7.1) that the mail no longer carries, and gate 7 needs one in the mail
+ * whatever `agents[].dkim_domain` says.
+ */
+function stampWithoutSignature(fields: readonly HeaderField[], profile: ProviderProfile): boolean {
+  if (fieldsNamed(fields, 'DKIM-Signature').length > 0) return false;
+  const trust = findTrustedResults(fields, profile);
+  return trust.ok && trust.results.dkim.some((r) => r.result === 'pass');
+}
+
+/** The fix of such a mail: nothing to change here, and what a real test is. */
+const NOT_THE_CONFIG =
+  'nothing in the config needs changing: no setting makes such a mail pass; for a real test run npm run demo (the whole round trip), or wait for a genuine reply from the agent';
 
 /**
  * One ledger row's mail judged again with `config` (gates 3–7; never committed): whether it passes,
@@ -100,15 +132,18 @@ async function judgeRow(config: Config, store: Store, row: LedgerRow, raw: Buffe
     const address = agentKey(config, agent, 'address', agent?.address);
     return { status: 'warn', detail: `${what} would be refused: ${d.reason}`, fix: `if that mail was the agent's reply, set ${address} to the From the agent sends with; if it was not, it is someone else's mail, refused as it should be, and nothing needs to change` };
   }
+  // Mail in which no provider setting can find a border, by its own Received fields (a file put
+  // into the Maildir by hand, or mail sent on this machine): the config is not the cause.
+  const route = d.kind === 'refuse' && d.verdict === 'auth:no-border' ? unbordered(d.message.fields) : null;
+  if (route) return { status: 'warn', detail: `${what} would be refused: ${d.reason}; ${ROUTES[route]}`, fix: NOT_THE_CONFIG };
+  if (d.kind === 'refuse' && d.verdict === 'auth:dkim-unaligned' && stampWithoutSignature(d.message.fields, rules.profile)) {
+    return { status: 'warn', detail: `${what} would be refused: ${d.reason}; ${UNSIGNED_STAMPED}`, fix: NOT_THE_CONFIG };
+  }
   const detected = detectProvider(raw);
   const lines = configLines(detected);
   const gate5 = /^gate 5/.test(d.reason);
-  // Mail that never passed through a mail server (a file put into the Maildir by hand, a test
-  // message) has no Received field at all: no provider setting can make it pass.
-  const unreceived = gate5 && d.reason.includes('no Received field:');
-  const fix = unreceived
-    ? 'it has no Received field: it did not come through a mail server (a file put into the folder by hand?); only mail your provider delivered can pass (npm run demo shows an applied reply)'
-    : detected.preset && (detected.preset !== config.mailbox.provider || detected.preset === 'self-hosted') && gate5
+  const fix =
+    detected.preset && (detected.preset !== config.mailbox.provider || detected.preset === 'self-hosted') && gate5
       ? `this mail is stamped like ${detected.preset}: set in [mailbox] ${lines.join(', ')} (${commandLine(config.file, `provider detect --from ${agent ? shellWord(agent.address) : '<agent address>'}`)} explains)`
       : gate5
         ? `run ${commandLine(config.file, `provider detect --from ${agent ? shellWord(agent.address) : '<agent address>'}`)} to see what your provider stamps`

@@ -56,6 +56,13 @@ export type HealthProbe =
       why: string;
       /** Something answered HTTP there, but not as an a2a-mailbridge /health (an error status, or a body that is not its JSON). */
       answered: boolean;
+      /**
+       * Whether this config's bridge runs cannot be told: server.listen has port 0 and the serve
+       * holding this config's store has noted no port yet (it is starting) or left no readable
+       * note, so there is no address to ask. False otherwise (port 0 with no serve holding the
+       * claim is known not to run).
+       */
+      cannotTell: boolean;
     } & ClaimView);
 
 /** The `why` of an answer that is not an a2a-mailbridge /health (`what`: its HTTP status, and what is wrong with it). */
@@ -76,21 +83,47 @@ function serverBearer(config: Config): string {
 }
 
 /**
- * GET `http://<server.listen>/health`, within `timeoutMs`.
+ * The port a claim's note names on `host` (`listenText(host, port)`, 1–65535), or null when it
+ * names another host, or port 0 (a serve notes its bound port once it listens: src/app.ts).
+ */
+function notedPort(holder: ClaimHolder, host: string): number | null {
+  const prefix = listenText(host, 0).slice(0, -1);
+  const rest = holder.listen.startsWith(prefix) ? holder.listen.slice(prefix.length) : '';
+  const port = /^[1-9]\d{0,4}$/.test(rest) ? Number(rest) : 0;
+  return port > 0 && port <= 65_535 ? port : null;
+}
+
+/** Why a server.listen with port 0 leaves no address to ask: no serve holds the claim (not running), or its note names no port on this host. */
+function portZeroWhy(config: Config, claim: ReturnType<typeof claimHeld>): { why: string; cannotTell: boolean } {
+  const lead = 'server.listen has port 0 (a new port at each start)';
+  if (!claim.held) return { why: `${lead}, and no serve holds this config's store ${config.store.path}`, cannotTell: false };
+  const h = claim.holder;
+  if (h === null) return { why: `${lead}, and the serve that holds this config's store left no readable note of its address`, cannotTell: true };
+  if (h.listen === listenText(config.server.host, 0)) return { why: `${lead}, and the serve that holds this config's store (pid ${h.pid}) has not noted its port yet (it is starting)`, cannotTell: true };
+  return { why: `${lead}, and the serve that holds this config's store (pid ${h.pid}) listens at ${h.listen}, not on ${config.server.host}`, cannotTell: false };
+}
+
+/**
+ * GET `http://<server.listen>/health`, within `timeoutMs`. With port 0 in server.listen (a new
+ * port at each start) the port asked is the one the serve holding this config's store noted in
+ * its claim (src/store/serve-claim.ts), on this host; with no such note nothing is asked.
  * @returns never throws: a refusal, a timeout, an HTTP error or an answer that is not a JSON object
  *   is `up: false` with the reason (never the JSON parser's message: {@link notHealthWhy})
  */
 export async function probeHealth(config: Config, timeoutMs = 1500): Promise<HealthProbe> {
-  const { host, port } = config.server;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}/health`;
+  const { host } = config.server;
   // The bearer goes only to the serve that holds this config's store and notes this address:
   // anything else answering there (another config's bridge, or a process that took the address
   // while no bridge ran) is never sent it (attack: it was, and could then name any pid to stop).
+  // With port 0 the note is where the address is written: the serve rewrites it with the port
+  // it bound once it listens, so the address asked is the claim holder's by construction.
   const claim = claimHeld(config.store.path);
   const holder = claim.held ? claim.holder : null;
-  const ourServe = holder !== null && holder.listen === listenText(host, port);
+  const port = config.server.port !== 0 ? config.server.port : holder === null ? 0 : (notedPort(holder, host) ?? 0);
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}/health`;
+  const ourServe = holder !== null && port !== 0 && holder.listen === listenText(host, port);
   const view: ClaimView = { claimed: claim.held, ownServe: ourServe && notesConfig(holder, config.file) ? holder : null };
-  if (port === 0) return { up: false, url, why: 'server.listen has port 0 (a new port at each start): cannot tell', answered: false, ...view };
+  if (port === 0) return { up: false, url, ...portZeroWhy(config, claim), answered: false, ...view };
   // The fingerprint is shown only to a request that presents the bearer (a2a/server.ts): read it first.
   let bearer: string | null = null;
   let unreadable = '';
@@ -104,8 +137,8 @@ export async function probeHealth(config: Config, timeoutMs = 1500): Promise<Hea
   try {
     const headers: Record<string, string> = bearer === null ? {} : { authorization: `Bearer ${bearer}` };
     const res = await loopbackGet(url, headers, timeoutMs);
-    if (res.status < 200 || res.status > 299) return { up: false, url, why: notHealthWhy(`HTTP ${res.status}`), answered: true, ...view };
-    if (res.body === null) return { up: false, url, why: notHealthWhy(`HTTP ${res.status}, a body over ${MAX_PROBE_BODY_BYTES} bytes`), answered: true, ...view };
+    if (res.status < 200 || res.status > 299) return { up: false, url, why: notHealthWhy(`HTTP ${res.status}`), answered: true, cannotTell: false, ...view };
+    if (res.body === null) return { up: false, url, why: notHealthWhy(`HTTP ${res.status}, a body over ${MAX_PROBE_BODY_BYTES} bytes`), answered: true, cannotTell: false, ...view };
     let health: Record<string, unknown>;
     try {
       const body: unknown = JSON.parse(res.body.toString('utf8'));
@@ -113,7 +146,7 @@ export async function probeHealth(config: Config, timeoutMs = 1500): Promise<Hea
       health = body as Record<string, unknown>;
     } catch {
       // The parser's own words ("Unexpected end of JSON input") tell an operator nothing.
-      return { up: false, url, why: notHealthWhy(`HTTP ${res.status}, not a JSON object`), answered: true, ...view };
+      return { up: false, url, why: notHealthWhy(`HTTP ${res.status}, not a JSON object`), answered: true, cannotTell: false, ...view };
     }
     const named = (health.store as { fingerprint?: unknown } | undefined)?.fingerprint;
     const answering = typeof named === 'string' ? named : null;
@@ -132,6 +165,6 @@ export async function probeHealth(config: Config, timeoutMs = 1500): Promise<Hea
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     const why = e.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (e.code ?? e.message);
-    return { up: false, url, why, answered: false, ...view };
+    return { up: false, url, why, answered: false, cannotTell: false, ...view };
   }
 }

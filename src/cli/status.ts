@@ -32,6 +32,9 @@ export interface StatusReport {
    * `claimed`: a serve holds the claim of this config's store (src/store/serve-claim.ts); false
    * means this config's bridge is not running, whatever answers at server.listen. `taken`: it is
    * not running and something else answers there (another program, or another config's bridge).
+   * With port 0 in server.listen, `url` is at the port the claim's holder noted (its bound one).
+   * `cannotTell`: not answering, and whether it runs cannot be told (port 0, and the serve holding
+   * the claim has noted no port yet, or its note cannot be read: src/cli/health-probe.ts).
    */
   bridge: {
     answering: boolean;
@@ -44,6 +47,7 @@ export interface StatusReport {
     olderBearer: { pid: number; bearer: 'replaced' | 'unreadable' } | null;
     claimed: boolean;
     taken: boolean;
+    cannotTell: boolean;
   };
   store: { path: string; exists: boolean; bytes: number };
   tasks: { open: number; finished: number; byState: Partial<Record<TaskState, number>> } | null;
@@ -82,8 +86,8 @@ export async function statusReport(config: Config, now: number): Promise<StatusR
   const report: StatusReport = {
     config: config.file,
     bridge: probe.up
-      ? { answering: true, url: probe.url, status: clean(String(probe.health.status).slice(0, 64)), version: clean(String(probe.health.version).slice(0, 64)), sameStore: probe.sameStore, why: storeWhy(probe), storeNamed: probe.sameStore === null || !probe.bearerSent ? null : probe.stores.answering !== null, olderBearer: older, claimed: probe.claimed, taken }
-      : { answering: false, url: probe.url, status: null, version: null, sameStore: null, why: probe.why, storeNamed: null, olderBearer: null, claimed: probe.claimed, taken },
+      ? { answering: true, url: probe.url, status: clean(String(probe.health.status).slice(0, 64)), version: clean(String(probe.health.version).slice(0, 64)), sameStore: probe.sameStore, why: storeWhy(probe), storeNamed: probe.sameStore === null || !probe.bearerSent ? null : probe.stores.answering !== null, olderBearer: older, claimed: probe.claimed, taken, cannotTell: false }
+      : { answering: false, url: probe.url, status: null, version: null, sameStore: null, why: probe.why, storeNamed: null, olderBearer: null, claimed: probe.claimed, taken, cannotTell: probe.cannotTell },
     store: { path, exists, bytes: exists ? storeBytes(path) : 0 },
     tasks: null,
     mailbox: null,
@@ -163,15 +167,17 @@ export function formatStatus(r: StatusReport, now: number): string {
   lines.push(
     r.bridge.taken
       ? takenLine(r, at)
-      : !r.bridge.answering
-        ? `bridge    not answering at ${at} (${r.bridge.why}); start it: ${cmd('serve')}, or ${cmd('service status')}`
-        : r.bridge.olderBearer !== null
-          ? olderBearerLine(r, at)
-          : r.bridge.sameStore === false
-            ? otherBridgeLine(r, at)
-            : r.bridge.sameStore === null
-              ? `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status}), but whether it serves ${r.store.path} cannot be told: ${r.bridge.why}`
-              : `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status})`,
+      : r.bridge.cannotTell
+        ? `bridge    cannot tell whether it runs (${r.bridge.why})`
+        : !r.bridge.answering
+          ? `bridge    not answering at ${at} (${r.bridge.why}); start it: ${cmd('serve')}, or ${cmd('service status')}`
+          : r.bridge.olderBearer !== null
+            ? olderBearerLine(r, at)
+            : r.bridge.sameStore === false
+              ? otherBridgeLine(r, at)
+              : r.bridge.sameStore === null
+                ? `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status}), but whether it serves ${r.store.path} cannot be told: ${r.bridge.why}`
+                : `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status})`,
   );
   if (!r.store.exists) {
     lines.push(`store     ${r.store.path} does not exist yet; serve creates it on its first start`);
@@ -218,12 +224,20 @@ export function formatStatus(r: StatusReport, now: number): string {
  * and `/health` when the bridge is up. The exit code says whether the bridge answers, as the LSB
  * init-script `status` codes (and `systemctl status`) do: the rest of the report is information.
  *
+ * With port 0 in server.listen (a new port at each start) the bridge is asked at the port the
+ * serve holding this config's store noted in its claim (src/cli/health-probe.ts): the bearer goes
+ * to it under the same rule as to a fixed address. No serve holding the claim is "not running"
+ * (3), as for a fixed address: a running serve holds it from before it listens until it exits,
+ * and the system drops it however the process ends (src/store/serve-claim.ts).
+ *
  * @returns {@link STATUS_EXIT}: 0 this config's bridge answers /health (also one running with a
  *   server.bearer replaced since its start, or unreadable now: its store's claim tells it is this
- *   config's, and the line says to restart it); 3 it does not (not running,
+ *   config's, and the line says to restart it); 3 it does not (not running — with port 0: no
+ *   serve holds this config's store, or the one holding it listens on another host —
  *   not on this address, or the bridge answering there serves another store: another config's,
  *   or this config's started before its bearer or store.path changed);
- *   4 it cannot be told (server.listen has port 0, or this config's server.bearer cannot be read)
+ *   4 it cannot be told (server.listen has port 0 and the serve holding the store has noted no
+ *   port yet or left no readable note, or this config's server.bearer cannot be read)
  * @throws ConfigError, StoreError
  */
 export async function runStatus(configFile: string, o: { json?: boolean }, now = Date.now()): Promise<number> {
@@ -236,7 +250,7 @@ export async function runStatus(configFile: string, o: { json?: boolean }, now =
   if (b.olderBearer !== null) return STATUS_EXIT.answering;
   if (b.taken) return STATUS_EXIT.notAnswering;
   if (b.answering) return b.sameStore === true ? STATUS_EXIT.answering : b.sameStore === false ? STATUS_EXIT.notAnswering : STATUS_EXIT.unknown;
-  return config.server.port === 0 ? STATUS_EXIT.unknown : STATUS_EXIT.notAnswering;
+  return b.cannotTell ? STATUS_EXIT.unknown : STATUS_EXIT.notAnswering;
 }
 
 /**

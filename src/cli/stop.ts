@@ -15,9 +15,11 @@ import { defaultKind, SYSTEMD_UNIT, type ServiceKind } from './service.js';
  * runs under the service manager, refused the signal, or did not exit within the wait); 3 this
  * config's bridge is not running (the connection to server.listen is refused, no serve holds the
  * claim of its store whatever answers there, or the process /health named had exited before the
- * signal), as `status` says 3;
- * 4 it cannot be told (server.listen has port 0, /health did not answer in time or answered an
- * HTTP error, server.bearer cannot be read, or the bridge names no pid).
+ * signal; with port 0 in server.listen, the bridge is asked at the port the claim's holder noted:
+ * src/cli/health-probe.ts), as `status` says 3;
+ * 4 it cannot be told (server.listen has port 0 and the serve holding the store has noted no port
+ * yet, /health did not answer in time or answered an HTTP error, server.bearer cannot be read, or
+ * the bridge names no pid).
  */
 export const STOP_EXIT = { stopped: 0, notStopped: 1, notRunning: 3, unknown: 4 } as const;
 
@@ -100,7 +102,13 @@ export async function runStop(configFile: string, o: StopOptions = {}): Promise<
   // No serve holds this config's store (src/store/serve-claim.ts): its bridge is not running,
   // whatever answers at the address (another program, or another config's bridge).
   if (!probe.claimed) {
-    process.stdout.write(notRunningLine(`no serve holds its store ${config.store.path}; ${at} is taken by another program`));
+    // Port 0 names no address another program could take: probeHealth asked nothing.
+    process.stdout.write(notRunningLine(`no serve holds its store ${config.store.path}${config.server.port === 0 ? '' : `; ${at} is taken by another program`}`));
+    return STOP_EXIT.notRunning;
+  }
+  // Port 0, and the serve holding the store listens on another host: not this config's bridge.
+  if (!probe.up && config.server.port === 0 && !probe.cannotTell) {
+    process.stdout.write(notRunningLine(probe.why));
     return STOP_EXIT.notRunning;
   }
   if (!probe.up) {

@@ -43,6 +43,14 @@ function config(listen: string, store?: string): ConfigDir {
 const listenCheck = async (c: ConfigDir) => (await doctor(c.configPath)).checks.find((x) => x.name === 'listen');
 
 describe('doctor: can server.listen be bound', () => {
+  it("port 0: ok, and names the port this config's running bridge listens at (its store's claim notes it)", async () => {
+    const c = config('127.0.0.1:0');
+    expect(await listenCheck(c)).toEqual({ name: 'listen', status: 'ok', detail: '127.0.0.1:0: port 0, a free port is picked at each start' });
+    app = await startApp(loadConfig(c.configPath), { log: createLogger('silent') });
+    const port = (app.server.server.address() as { port: number }).port;
+    expect(await listenCheck(c)).toEqual({ name: 'listen', status: 'ok', detail: `127.0.0.1:0: port 0, a free port is picked at each start; this config's bridge is running at http://127.0.0.1:${port}` });
+  });
+
   it('free: ok; taken by another program: fails with the fix', async () => {
     const port = await freePort();
     const c = config(`127.0.0.1:${port}`);

@@ -1,13 +1,17 @@
 import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApp } from '../../../src/app.js';
 import type { BackupReport } from '../../../src/cli/backup.js';
 import type { LedgerJson } from '../../../src/cli/ledger.js';
 import type { showJson } from '../../../src/cli/show.js';
 import type { StatusReport } from '../../../src/cli/status.js';
 import type { TaskJson } from '../../../src/cli/tasks.js';
+import { loadConfig } from '../../../src/config/config.js';
+import { createLogger } from '../../../src/log.js';
 import { MIGRATIONS } from '../../../src/store/migrations.js';
 import { Store } from '../../../src/store/store.js';
 import { quickCheck } from '../faults/bridge-process.js';
@@ -226,14 +230,35 @@ describe('status', () => {
     expect(r.stdout).toContain(`bridge    not answering at http://127.0.0.1:${port} (ECONNREFUSED); start it: a2a-mailbridge --config ${down.configPath} serve`);
   });
 
+  it("with server.listen port 0, finds this config's running bridge at the port its store's claim notes (exit 0); once it stopped, no serve holds the claim: not running (exit 3)", async () => {
+    const z = makeConfigDir(minimalToml()); // server.listen = "127.0.0.1:0"
+    for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(z.dir, 'Maildir', sub), { recursive: true });
+    const app = await startApp(loadConfig(z.configPath), { log: createLogger('silent') });
+    try {
+      const at = `http://127.0.0.1:${(app.server.server.address() as AddressInfo).port}`;
+      const r = await runCli(['--config', z.configPath, 'status']);
+      expect(r.status, r.stdout).toBe(0);
+      expect(r.stdout.split('\n')[1]).toMatch(new RegExp(`^bridge {4}answering at ${at.replaceAll('.', '\\.')} \\(version `));
+      const j = JSON.parse((await runCli(['--config', z.configPath, 'status', '--json'])).stdout) as StatusReport;
+      expect(j.bridge).toMatchObject({ answering: true, url: `${at}/health`, sameStore: true, claimed: true, taken: false, cannotTell: false });
+    } finally {
+      await app.close();
+    }
+    const down = await runCli(['--config', z.configPath, 'status']);
+    rmSync(z.dir, { recursive: true, force: true });
+    expect(down.status, down.stdout).toBe(3);
+    const cmd = `a2a-mailbridge --config ${z.configPath}`;
+    expect(down.stdout.split('\n')[1]).toBe(`bridge    not answering at http://127.0.0.1:0 (server.listen has port 0 (a new port at each start), and no serve holds this config's store ${join(z.dir, 'state', 'bridge.sqlite')}); start it: ${cmd} serve, or ${cmd} service status`);
+  });
+
   it('sums up tasks, the mailbox, failing webhooks and refused replies for open tasks, read-only', async () => {
     const r = await cli('status');
-    expect(r.status, r.stderr).toBe(4); // port 0: whether a bridge answers cannot be told
+    expect(r.status, r.stderr).toBe(3); // port 0, and no serve holds the store's claim: not running
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe(`a2a-mailbridge status: ${c.configPath}`);
     // Every command named carries this config's --config: run as printed, it acts on this config.
     const cmd = `a2a-mailbridge --config ${c.configPath}`;
-    expect(lines[1]).toBe(`bridge    not answering at http://127.0.0.1:0 (server.listen has port 0 (a new port at each start): cannot tell); start it: ${cmd} serve, or ${cmd} service status`);
+    expect(lines[1]).toBe(`bridge    not answering at http://127.0.0.1:0 (server.listen has port 0 (a new port at each start), and no serve holds this config's store ${store}); start it: ${cmd} serve, or ${cmd} service status`);
     expect(lines[2]).toMatch(new RegExp(`^store {5}${store.replaceAll('.', '\\.')}: \\d+\\.\\d (KiB|MiB) on disk \\(with its -wal/-shm\\)$`));
     expect(lines.slice(3)).toEqual([
       'tasks     2 open (0 SUBMITTED, 1 WORKING, 1 INPUT_REQUIRED); 3 finished (1 COMPLETED, 1 FAILED, 1 CANCELED, 0 REJECTED)',

@@ -169,7 +169,7 @@ describe('service status and uninstall', () => {
       'up to date    yes',
       'enabled       no',
       'systemctl     systemctl is not on PATH',
-      'bridge        http://127.0.0.1:0/health: not answering (server.listen has port 0 (a new port at each start): cannot tell)',
+      `bridge        http://127.0.0.1:0/health: not answering (server.listen has port 0 (a new port at each start), and no serve holds this config's store ${join(c.dir, 'state', 'bridge.sqlite')})`,
       '',
     ]);
     writeFileSync(target, readFileSync(target, 'utf8').replace('RestartSec=10', 'RestartSec=11'));

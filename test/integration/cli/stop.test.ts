@@ -48,6 +48,24 @@ describe('a2a-mailbridge stop', () => {
     expect(again.stdout).toMatch(/^this config's bridge is not running \(nothing answers at http:\/\/127\.0\.0\.1:\d+: ECONNREFUSED\); nothing to stop\n$/);
   });
 
+  it("with server.listen port 0, stops this config's bridge at the port its store's claim notes; then no serve holds the claim: not running (exit 3)", async () => {
+    const c = await configDir('127.0.0.1:0');
+    const bridge = await startBridgeProcess(c.configPath);
+    // serve prints its summary once startApp has returned, after the claim's note names the bound port.
+    await bridge.line((l) => l.endsWith(' is serving'));
+    const at = String((await bridge.log('a2a-mailbridge listening')).url).replace(/\/$/, '');
+    expect(at).toMatch(/^http:\/\/127\.0\.0\.1:[1-9]\d*$/);
+    const pid = bridge.child.pid!;
+    const r = await runCli(['--config', c.configPath, 'stop'], { env: { PATH: fakeSystemctl(c.dir, 0) } });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toBe(`stopped this config's bridge (pid ${pid}) at ${at}; start it again with: a2a-mailbridge --config ${c.configPath} serve\n`);
+    expect(await bridge.exited).toEqual({ code: 0, signal: null });
+
+    const again = await runCli(['--config', c.configPath, 'stop']);
+    expect(again.status, again.stderr).toBe(3);
+    expect(again.stdout).toBe(notRunningLine(`no serve holds its store ${join(c.dir, 'state', 'bridge.sqlite')}`));
+  });
+
   it('says "not running; nothing to stop" the same way (exit 3) when the bridge /health named had exited by the signal', async () => {
     const c = await configDir();
     const bridge = await startBridgeProcess(c.configPath);

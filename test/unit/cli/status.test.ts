@@ -9,7 +9,7 @@ import { formatStatus, restartCommands, type StatusReport } from '../../../src/c
 const config = '/srv/my cfg/config.toml';
 const report = (storeNamed: boolean, why: string): StatusReport => ({
   config,
-  bridge: { answering: true, url: 'http://127.0.0.1:8765/health', status: 'ok', version: '0.1.0', sameStore: false, why, storeNamed, olderBearer: null, claimed: true, taken: false },
+  bridge: { answering: true, url: 'http://127.0.0.1:8765/health', status: 'ok', version: '0.1.0', sameStore: false, why, storeNamed, olderBearer: null, claimed: true, taken: false, cannotTell: false },
   store: { path: '/srv/my cfg/state/bridge.sqlite', exists: false, bytes: 0 },
   tasks: null,
   mailbox: null,
