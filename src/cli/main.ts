@@ -114,7 +114,7 @@ program
   .option('--limit <n>', 'at most n tasks (default 50)')
   .option(...dbOption)
   .option('--json', 'JSON array')
-  .action(async (o: TasksOptions & { db?: string }) => run(await (await import('./tasks.js')).runTasks(where(o), o)));
+  .action(async (o: TasksOptions & { db?: string }) => run((await import('./tasks.js')).runTasks(where(o), o)));
 
 program
   .command('show')

@@ -1,12 +1,10 @@
-import { loadConfig } from '../config/config.js';
 import { plural } from '../plural.js';
-import type { StoreReads } from '../store/store.js';
+import { claimHeld, type StoreReads } from '../store/store.js';
 import { isTerminal } from '../store/task-state.js';
 import type { TaskRow } from '../store/task-rows.js';
 import { parseCount, parseStates, parseTime } from './args.js';
 import { clean, isoJson, isoUtc, printJson, table, truncate } from './format.js';
-import { probeHealth } from './health-probe.js';
-import { openReadOnly, type StoreLocation } from './open-store.js';
+import { openReadOnly, storeFile, type StoreLocation } from './open-store.js';
 
 /** Options of `a2a-mailbridge tasks`, as commander hands them over (strings, unparsed). */
 export interface TasksOptions {
@@ -100,18 +98,16 @@ export function formatTasks(rows: readonly TaskRow[], why: (t: TaskRow) => strin
 }
 
 /**
- * Whether this config's bridge is known not to run (nothing listens at server.listen, or the
- * bridge there is another config's), asked of /health only when a SUBMITTED task listed has a
- * webhook attempt due in the past: false without a config (`--db`), or when it cannot be told.
+ * Whether no bridge runs on this store, asked only when a SUBMITTED task listed has a webhook
+ * attempt due in the past: no `serve` holds the store's claim (src/store/serve-claim.ts
+ * `claimHeld`), which every serve takes before it opens the store and holds until it exits, so
+ * nothing dispatches its webhooks, whatever answers at server.listen. False for `--db` (a backup,
+ * say: no bridge is meant to run on it).
  */
-async function noBridgeRuns(db: StoreReads, rows: readonly TaskRow[], where: StoreLocation, now: number): Promise<boolean> {
+function noBridgeRuns(db: StoreReads, rows: readonly TaskRow[], where: StoreLocation, now: number): boolean {
   if (where.db !== undefined) return false;
   const pastDue = rows.some((t) => t.state === 'SUBMITTED' && (db.turns.get(t.id, t.turn)?.nextAttemptAt ?? now) < now);
-  if (!pastDue) return false;
-  const probe = await probeHealth(loadConfig(where.configFile, { skipSecrets: true }));
-  // A serve holding this store's claim dispatches its webhooks, whatever bearer it started with.
-  if (probe.claimed) return false;
-  return probe.up ? probe.sameStore === false : probe.why === 'ECONNREFUSED';
+  return pastDue && !claimHeld(storeFile(where)).held;
 }
 
 /**
@@ -121,7 +117,7 @@ async function noBridgeRuns(db: StoreReads, rows: readonly TaskRow[], where: Sto
  * @returns the exit code (0)
  * @throws UsageError for a bad filter, ConfigError/StoreError when the store cannot be opened
  */
-export async function runTasks(where: StoreLocation, o: TasksOptions, now = Date.now()): Promise<number> {
+export function runTasks(where: StoreLocation, o: TasksOptions, now = Date.now()): number {
   const q = {
     limit: o.limit === undefined ? 50 : parseCount(o.limit, '--limit'),
     ...(o.agent !== undefined ? { agent: o.agent } : {}),
@@ -132,7 +128,7 @@ export async function runTasks(where: StoreLocation, o: TasksOptions, now = Date
   const db = openReadOnly(where);
   try {
     const rows = db.tasks.rows(q);
-    const stalled = (await noBridgeRuns(db, rows, where, now)) ? { now } : undefined;
+    const stalled = noBridgeRuns(db, rows, where, now) ? { now } : undefined;
     if (o.json) printJson(rows.map((t) => ({ ...taskJson(t), why: whyText(db, t, stalled) })));
     else process.stdout.write(`${formatTasks(rows, (t) => whyText(db, t, stalled))}\n`);
     return 0;
