@@ -17,7 +17,10 @@ import { limitedLog } from '../log.js';
  * read counts as waiting, so a client that pipelines requests and never reads holds no slot.
  *
  * Pipelining is capped apart from the cap on sockets: a socket with {@link MAX_UNWRITTEN_ANSWERS}
- * answers not yet written out is closed when the next request's answer begins. node:http parses
+ * answers not yet written out, or with answers of {@link MAX_UNWRITTEN_BYTES} or more not yet
+ * written out, or with any answer not yet written out while the server's sockets hold
+ * {@link MAX_UNWRITTEN_TOTAL_BYTES} of them, is closed when the next request's answer begins (a
+ * request on a socket that holds no unwritten answer is always answered). node:http parses
  * every request of a chunk it read (up to 64 KiB, about 790 pipelined card GETs) before it pauses
  * a socket whose answers are not being read, and queues each answer in memory behind the unread
  * one: 400 such sockets cost 16 s of one event-loop turn and 430 MB of heap (docs/architecture.md,
@@ -32,9 +35,29 @@ import { limitedLog } from '../log.js';
  */
 export const MAX_UNWRITTEN_ANSWERS = 32;
 
-/** What a server's cap shares with its sockets: the warn line of a socket closed for unread answers. */
+/**
+ * Bytes of ended answers not yet written out that one socket may hold before its next answer
+ * begins: a few answers of a large reply (a GetTask of a 10 MB reply is over 8 MiB), not 32 of
+ * them. Two sockets pipelining 32 GetTask calls of an 8 MiB answer and never reading took the
+ * bridge from 383 to 874 MiB of RSS when only answers were counted (attack review 4).
+ */
+export const MAX_UNWRITTEN_BYTES = 16 * 1024 * 1024;
+
+/** Bytes of ended answers not yet written out that all of a server's sockets may hold before a socket already holding one gets no more. */
+export const MAX_UNWRITTEN_TOTAL_BYTES = 64 * 1024 * 1024;
+
+/** The bounds of unwritten answers one server applies (the constants above; a test may give smaller ones). */
+export interface UnwrittenLimits {
+  answers: number;
+  bytes: number;
+  totalBytes: number;
+}
+
+/** What a server's cap shares with its sockets: the warn line of a socket closed for unread answers, the limits, and the bytes all its sockets hold unwritten. */
 interface CapOf {
   shed(socket: Socket): void;
+  limits: UnwrittenLimits;
+  unwrittenBytes: number;
 }
 
 /** What the cap knows of one socket. */
@@ -47,6 +70,8 @@ interface Conn {
   since: number;
   /** Answers begun and not yet written out ('finish'); at most {@link MAX_UNWRITTEN_ANSWERS}. */
   unwritten: number;
+  /** Bytes of the bodies of answers ended and not yet written out. */
+  bytes: number;
   /** The cap of the server the socket belongs to. */
   cap: CapOf;
 }
@@ -59,13 +84,15 @@ let turn = 0;
 /**
  * A request's head arrived on `socket` and its answer begins (called when node:http makes the
  * ServerResponse, while it parses the request). Returns false, and has destroyed the socket, when
- * the socket holds {@link MAX_UNWRITTEN_ANSWERS} answers not yet written out: the caller must
- * then build no answer (node:http goes on emitting the rest of the chunk's requests).
+ * the socket holds answers not yet written out past the server's {@link UnwrittenLimits} (see the
+ * file comment): the caller must then build no answer (node:http goes on emitting the rest of the
+ * chunk's requests).
  */
 export function answerBegun(socket: Socket): boolean {
   const c = conns.get(socket);
   if (!c) return !socket.destroyed;
-  if (c.unwritten >= MAX_UNWRITTEN_ANSWERS) {
+  const { limits } = c.cap;
+  if (c.unwritten >= limits.answers || (c.unwritten > 0 && (c.bytes >= limits.bytes || c.cap.unwrittenBytes >= limits.totalBytes))) {
     if (!socket.destroyed) c.cap.shed(socket);
     return false;
   }
@@ -74,16 +101,35 @@ export function answerBegun(socket: Socket): boolean {
   return true;
 }
 
-/** An answer was written out whole: the listener of its 'finish' (one function for all answers, no closure per answer). */
-export function answerWritten(this: { req: { socket: Socket } }): void {
+/** An answer was written out whole: the listener of its 'finish' (one function for all answers, no closure per answer); `answerBytes`: what {@link answerEnded} counted of it. */
+export function answerWritten(this: { req: { socket: Socket }; answerBytes: number }): void {
   const c = conns.get(this.req.socket);
-  if (c && c.unwritten > 0) c.unwritten -= 1;
+  if (!c) return;
+  if (c.unwritten > 0) c.unwritten -= 1;
+  const n = Math.min(c.bytes, this.answerBytes);
+  c.bytes -= n;
+  c.cap.unwrittenBytes -= n;
 }
 
-/** The server ended an answer on `socket` (`res.end()`); with none left the socket waits from now. */
-export function answerEnded(socket: Socket): void {
+/**
+ * The server ends an answer on `socket` (`res.end()`) whose body's last chunk is `bytes` long;
+ * with none left the socket waits from now. Returns false, and has destroyed the socket, when
+ * another answer on it is not written out yet and this one would take its unwritten bytes past the
+ * limits (the answers of requests pipelined in one chunk all begin before any ends, so the check
+ * in {@link answerBegun} alone sees none of their bytes): the caller must then not send it.
+ */
+export function answerEnded(socket: Socket, bytes: number): boolean {
   const c = conns.get(socket);
-  if (c && c.busy > 0 && --c.busy === 0) c.since = ++turn;
+  if (!c) return true;
+  if (c.busy > 0 && --c.busy === 0) c.since = ++turn;
+  const { limits } = c.cap;
+  if (c.unwritten > 1 && (c.bytes + bytes > limits.bytes || c.cap.unwrittenBytes + bytes > limits.totalBytes)) {
+    if (!socket.destroyed) c.cap.shed(socket);
+    return false;
+  }
+  c.bytes += bytes;
+  c.cap.unwrittenBytes += bytes;
+  return true;
 }
 
 /** A request on `socket` presented the right bearer: the socket is evicted only after every one that did not. */
@@ -113,20 +159,35 @@ function victimIn(live: Set<Socket>): Socket | undefined {
  * backstop at `cap + 1`: node counts a new socket before its 'connection' event, so it drops one
  * at accept only if this accounting were ever wrong. An eviction and a closed new connection are
  * each logged at warn at most once per `logEveryMs` (`limitedLog`); the next line says how many
- * were left out.
+ * were left out. `limits`: the bounds of unwritten answers (the constants above by default).
  */
-export function capConnections(server: Server, cap: number, log: Logger, logEveryMs: number, now: () => number = Date.now): void {
+export function capConnections(
+  server: Server,
+  cap: number,
+  log: Logger,
+  logEveryMs: number,
+  now: () => number = Date.now,
+  limits: UnwrittenLimits = { answers: MAX_UNWRITTEN_ANSWERS, bytes: MAX_UNWRITTEN_BYTES, totalBytes: MAX_UNWRITTEN_TOTAL_BYTES },
+): void {
   const live = new Set<Socket>();
   const limited = limitedLog(log, logEveryMs);
   const forget = function (this: Socket): void {
     live.delete(this);
+    // Its answers will never be written out: they no longer count against the server's total.
+    const c = conns.get(this);
+    if (c) {
+      c.cap.unwrittenBytes -= c.bytes;
+      c.bytes = 0;
+    }
   };
   const capOf: CapOf = {
     shed(socket) {
       live.delete(socket);
       socket.destroy();
-      limited(now(), 'warn', 'unread', { maxUnwrittenAnswers: MAX_UNWRITTEN_ANSWERS }, 'connection closed: it pipelines requests and does not read the answers');
+      limited(now(), 'warn', 'unread', { maxUnwrittenAnswers: limits.answers, maxUnwrittenBytes: limits.bytes }, 'connection closed: it pipelines requests and does not read the answers');
     },
+    limits,
+    unwrittenBytes: 0,
   };
   server.maxConnections = cap + 1;
   server.on('drop', () => limited(now(), 'warn', 'drop', { maxConnections: cap }, 'connection closed at accept: server.max_connections reached'));
@@ -145,7 +206,7 @@ export function capConnections(server: Server, cap: number, log: Logger, logEver
       limited(now(), 'warn', 'evict', { maxConnections: cap, presentedBearer: conns.get(victim)!.bearer }, 'idle connection closed for a new one: server.max_connections reached');
     }
     live.add(socket);
-    conns.set(socket, { busy: 0, bearer: false, since: ++turn, unwritten: 0, cap: capOf });
+    conns.set(socket, { busy: 0, bearer: false, since: ++turn, unwritten: 0, bytes: 0, cap: capOf });
     socket.once('close', forget);
   });
 }

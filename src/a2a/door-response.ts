@@ -16,13 +16,25 @@ const { ServerResponse: NodeResponse } = createRequire(import.meta.url)('node:ht
  * `end()`), so every route is covered, not only the statuses known today.
  */
 export class DoorResponse extends NodeResponse {
-  /** Tracked by the connection cap (connection-cap.ts): busy until `end()`, unwritten until 'finish'; too many unwritten destroy the socket here. */
+  /** The size of the body's last chunk (`end(chunk)`): what the connection cap counts of this answer until 'finish'. */
+  answerBytes = 0;
+  /** Tracked by the connection cap (connection-cap.ts): busy until `end()`, unwritten until 'finish'; too many unwritten (or too many bytes of them) destroy the socket here. */
   constructor(req: IncomingMessage, options?: object) {
     super(...([req, options] as unknown as [IncomingMessage])); // node:http passes its options too; @types/node omits them
     if (answerBegun(req.socket)) this.on('finish', answerWritten);
   }
   override end(...args: unknown[]): this {
-    if (!this.writableEnded) answerEnded(this.req.socket);
+    if (!this.writableEnded) {
+      const chunk = args[0];
+      // A string counts its length (UTF-16 code units: no scan of a large answer; at most a third short of its bytes).
+      this.answerBytes = typeof chunk === 'string' ? chunk.length : chunk instanceof Uint8Array ? chunk.byteLength : 0;
+      if (!answerEnded(this.req.socket, this.answerBytes)) {
+        // Its socket was closed for answers it does not read: this one is not queued behind them.
+        this.answerBytes = 0;
+        this.destroy();
+        return this;
+      }
+    }
     return (super.end as (...more: unknown[]) => this)(...args);
   }
   override writeHead(statusCode: number, ...rest: unknown[]): this {

@@ -163,6 +163,8 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       req,
       config.server.maxBodyBytes,
       (body) => {
+        // Closed (its answers unread: connection-cap.ts) while the body came: no answer to build.
+        if (req.socket.destroyed) return;
         try {
           const pending = answerRpc(req, res, agent, callerKey, version, body);
           if (pending) pending.catch((err: unknown) => failed(req, res, err));

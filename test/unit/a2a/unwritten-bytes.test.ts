@@ -1,0 +1,129 @@
+/**
+ * The connection cap's bound on the bytes of answers not yet written out (src/a2a/connection-cap.ts,
+ * `MAX_UNWRITTEN_BYTES`, `MAX_UNWRITTEN_TOTAL_BYTES`): a node:http server with the bridge's
+ * DoorResponse and cap, answering every request with a large body, and raw sockets that pipeline
+ * requests and never read. Counted by answers alone, each such socket had 32 answers built and held.
+ */
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { capConnections, MAX_UNWRITTEN_ANSWERS, type UnwrittenLimits } from '../../../src/a2a/connection-cap.js';
+import { DoorResponse } from '../../../src/a2a/door-response.js';
+import { createLogger } from '../../../src/log.js';
+
+const MIB = 1024 * 1024;
+/** Each answer's body: large enough that the kernel's loopback buffers hold only a few. */
+const BODY = Buffer.alloc(4 * MIB, 0x61);
+/** Pipelined requests per socket: more than the cap on answers, so a cap by count alone builds exactly that many. */
+const PIPELINED = MAX_UNWRITTEN_ANSWERS + 8;
+
+let server: Server | undefined;
+afterEach(async () => {
+  server?.closeAllConnections();
+  await new Promise((r) => (server ? server.close(r) : r(undefined)));
+  server = undefined;
+});
+
+/**
+ * A server whose every answer is {@link BODY}; `built()`: how many answers were begun per socket,
+ * in order of first request; `closed(n)`: resolves once `n` of its sockets have closed (a client
+ * that never reads never sees the close itself: the answers queued ahead of the FIN are unread).
+ */
+async function bigServer(limits: UnwrittenLimits, o: { later?: boolean } = {}): Promise<{ port: number; built: () => number[]; queued: () => number; closed: (n: number) => Promise<void> }> {
+  const perSocket = new Map<Socket, number>();
+  let queued = 0;
+  let closedCount = 0;
+  const waiting: { n: number; resolve: () => void }[] = [];
+  server = createServer({ ServerResponse: DoorResponse }, (req, res) => {
+    if (req.socket.destroyed) return void req.destroy();
+    perSocket.set(req.socket, (perSocket.get(req.socket) ?? 0) + 1);
+    const answer = (): void => {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      res.end(BODY);
+      // An answer the cap refused is not queued (door-response.ts sets its bytes to 0).
+      if ((res).answerBytes > 0) queued += 1;
+    };
+    // `later`: answered a turn after the request, as a call whose handler waits is, so every request of a chunk begins before any answer ends.
+    if (o.later) setImmediate(answer);
+    else answer();
+  });
+  server.on('connection', (socket: Socket) =>
+    socket.once('close', () => {
+      closedCount += 1;
+      for (const w of waiting) if (closedCount >= w.n) w.resolve();
+    }),
+  );
+  capConnections(server, 16, createLogger('silent'), 60_000, Date.now, limits);
+  await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+  const closed = (n: number): Promise<void> => new Promise((resolve) => (closedCount >= n ? resolve() : waiting.push({ n, resolve })));
+  return { port: (server.address() as AddressInfo).port, built: () => [...perSocket.values()], queued: () => queued, closed };
+}
+
+/** A socket that writes `PIPELINED` GETs at once and never reads (destroyed by the test's end). */
+async function pipelineUnread(port: number): Promise<Socket> {
+  const s = connect(port, '127.0.0.1');
+  s.on('error', () => {});
+  await once(s, 'connect');
+  s.pause();
+  s.write(`GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`.repeat(PIPELINED));
+  return s;
+}
+
+const clients: Socket[] = [];
+afterEach(() => {
+  for (const c of clients.splice(0)) c.destroy();
+});
+
+describe('answers not yet written out, by bytes', () => {
+  it('a socket that pipelines requests for large answers and never reads is closed once it holds the per-socket bytes, long before the count cap', async () => {
+    const { port, built, closed } = await bigServer({ answers: MAX_UNWRITTEN_ANSWERS, bytes: 8 * MIB, totalBytes: 1024 * MIB });
+    clients.push(await pipelineUnread(port));
+    await closed(1);
+    const [n] = built();
+    // The kernel's loopback buffers take a few answers whole; past them, 8 MiB is two answers.
+    expect(n).toBeGreaterThan(1);
+    expect(n).toBeLessThan(MAX_UNWRITTEN_ANSWERS);
+  });
+
+  it('answers that end after every pipelined request of the chunk began are not queued past the per-socket bytes', async () => {
+    const { port, queued, closed } = await bigServer({ answers: MAX_UNWRITTEN_ANSWERS, bytes: 8 * MIB, totalBytes: 1024 * MIB }, { later: true });
+    clients.push(await pipelineUnread(port));
+    await closed(1);
+    // The first answer goes whatever its size; then 8 MiB is one more 4 MiB answer (its socket's buffers took none yet).
+    expect(queued()).toBeGreaterThan(0);
+    expect(queued()).toBeLessThanOrEqual(3);
+  });
+
+  it("sockets that each stay under the per-socket bytes are closed once the server's sockets together hold the total", async () => {
+    const { port, built, closed } = await bigServer({ answers: MAX_UNWRITTEN_ANSWERS, bytes: 1024 * MIB, totalBytes: 16 * MIB });
+    clients.push(await pipelineUnread(port), await pipelineUnread(port));
+    await closed(2);
+    const counts = built();
+    expect(counts).toHaveLength(2);
+    for (const n of counts) expect(n).toBeLessThan(MAX_UNWRITTEN_ANSWERS);
+  });
+
+  it('a client that reads, pipelining two requests at a time, is served every answer under the same limits', async () => {
+    const { port } = await bigServer({ answers: MAX_UNWRITTEN_ANSWERS, bytes: 8 * MIB, totalBytes: 16 * MIB });
+    const s = connect(port, '127.0.0.1');
+    clients.push(s);
+    await once(s, 'connect');
+    let bytes = 0;
+    let want = 0;
+    let reached: (() => void) | undefined;
+    s.on('data', (d: Buffer) => {
+      bytes += d.length;
+      if (bytes >= want) reached?.();
+    });
+    const get = `GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`;
+    for (let round = 1; round <= 4; round++) {
+      want = round * 2 * BODY.length;
+      const got = new Promise<void>((r) => (reached = r));
+      s.write(get + get);
+      await got;
+    }
+    expect(s.destroyed).toBe(false);
+    expect(bytes).toBeGreaterThanOrEqual(8 * BODY.length);
+  });
+});
