@@ -15,7 +15,7 @@ const { ServerResponse: NodeResponse } = createRequire(import.meta.url)('node:ht
  * keeps the connection. Decided when the head is written (`writeHead`, also the implicit one of
  * `end()`), so every route is covered, not only the statuses known today.
  */
-export class DoorResponse extends NodeResponse {
+class DoorAnswer extends NodeResponse {
   /** The size of the body's last chunk (`end(chunk)`): what the connection cap counts of this answer until 'finish'. */
   answerBytes = 0;
   /** Tracked by the connection cap (connection-cap.ts): busy until `end()`, unwritten until 'finish'; too many unwritten (or too many bytes of them) destroy the socket here. */
@@ -41,4 +41,15 @@ export class DoorResponse extends NodeResponse {
     if (!this.req.complete && hasContent(this.req.headers)) this.shouldKeepAlive = false;
     return (super.writeHead as (status: number, ...more: unknown[]) => this)(statusCode, ...rest);
   }
+}
+
+/**
+ * The server's ServerResponse class (see {@link DoorAnswer}), typed as node:http's own, so a
+ * `Server` made with it is the `Server` every API takes.
+ */
+export const DoorResponse = DoorAnswer as unknown as typeof NodeResponse;
+
+/** What the connection cap counted of `res`'s body (0: an answer it refused to queue, or one not of {@link DoorResponse}). */
+export function answerBytesOf(res: object): number {
+  return res instanceof DoorAnswer ? res.answerBytes : 0;
 }

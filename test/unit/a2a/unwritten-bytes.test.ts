@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { capConnections, MAX_UNWRITTEN_ANSWERS, type UnwrittenLimits } from '../../../src/a2a/connection-cap.js';
-import { DoorResponse } from '../../../src/a2a/door-response.js';
+import { answerBytesOf, DoorResponse } from '../../../src/a2a/door-response.js';
 import { createLogger } from '../../../src/log.js';
 
 const MIB = 1024 * 1024;
@@ -42,7 +42,7 @@ async function bigServer(limits: UnwrittenLimits, o: { later?: boolean } = {}): 
       res.writeHead(200, { 'content-type': 'application/octet-stream' });
       res.end(BODY);
       // An answer the cap refused is not queued (door-response.ts sets its bytes to 0).
-      if ((res).answerBytes > 0) queued += 1;
+      if (answerBytesOf(res) > 0) queued += 1;
     };
     // `later`: answered a turn after the request, as a call whose handler waits is, so every request of a chunk begins before any answer ends.
     if (o.later) setImmediate(answer);
