@@ -14,11 +14,11 @@ import { MailboxError, type UnreadableReason } from './mailbox.js';
 import { headerEnd } from './raw-headers.js';
 
 /** A header block is read in steps of this many bytes, up to the cap the caller gives. */
-const HEAD_STEP_BYTES = 16 * 1024;
+export const HEAD_STEP_BYTES = 16 * 1024;
 /** Errors that say nothing about one file but about the process or the system: the check fails and is retried. */
 const TRANSIENT_CODES = new Set(['EMFILE', 'ENFILE', 'ENOMEM', 'EAGAIN', 'EBUSY', 'EINTR', 'ETIMEDOUT']);
 /** Open flags: never follow a symlink swapped in after the lstat; never block on a FIFO. */
-const OPEN_FLAGS = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
+export const OPEN_FLAGS = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
 
 /** The two Maildir subdirectories that hold delivered mail. */
 export type Sub = 'new' | 'cur';
@@ -205,13 +205,14 @@ export async function dirTimes(folder: string): Promise<DirTimes> {
 }
 
 /**
- * lstat of one entry (never follows a symlink).
+ * lstat of one entry (never follows a symlink), a synchronous call on the main thread (a few µs;
+ * the caller yields to the event loop between slices: maildir-sync-reads.ts).
  * @throws MailboxError io on a process-wide shortage (EMFILE…); any other error about the file is
  *   `retry` (EACCES on the directory…: tried again next check) or `gone` (ENOENT)
  */
-export async function lstatEntry(path: string | Buffer): Promise<Lstat> {
+export function lstatEntry(path: string | Buffer): Lstat {
   try {
-    const s = await lstat(path);
+    const s = fs.lstatSync(path);
     return s.isFile() ? { mtimeMs: Math.floor(s.mtimeMs), size: s.size } : 'not-a-file';
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? '';
@@ -245,27 +246,44 @@ export async function readFileStart(path: string | Buffer, cap: number, headerOn
     }
     return { ok: buf.subarray(0, got), size: st.size };
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? '';
-    if (code === 'ENOENT') return { gone: true };
-    if (code === 'ELOOP' || code === 'EISDIR' || code === 'ENXIO') return { skip: true };
-    if (TRANSIENT_CODES.has(code)) throw ioError(`cannot read ${shownPath(path)}`, err);
-    const reason: UnreadableReason = code === 'EACCES' || code === 'EPERM' ? 'permission' : 'io';
-    return { unreadable: reason, detail: `${shownPath(path)}: ${code || (err as Error).message}` };
+    return readFailure(path, err);
   } finally {
     if (fd !== undefined) await close(fd).catch(() => undefined);
   }
 }
+
+/** A file's first bytes to the end of its header block (see {@link readHeaderStart}), or why they cannot be read. */
+export type HeadRead = { header: Buffer; runsOn: boolean; size: number } | Exclude<Read, { ok: Buffer }>;
 
 /**
  * A file's first bytes, to `cap`, cut after the empty line that ends its header block, and
  * whether the block runs on past them (no empty line among them, and the file is longer); or why
  * they cannot be read (as {@link readFileStart}).
  */
-export async function readHeaderStart(path: string | Buffer, cap: number): Promise<{ header: Buffer; runsOn: boolean; size: number } | Exclude<Read, { ok: Buffer }>> {
+export async function readHeaderStart(path: string | Buffer, cap: number): Promise<HeadRead> {
   const head = await readFileStart(path, cap, true);
   if (!('ok' in head)) return head;
-  const end = headerEnd(head.ok, cap);
-  return { header: end < 0 ? head.ok : head.ok.subarray(0, end), runsOn: end < 0 && head.size > head.ok.length, size: head.size };
+  return headOf(head.ok, head.size, headerEnd(head.ok, cap));
+}
+
+/** The bytes read `ok` of a file of `size` bytes cut at `end`, the end of its header block (-1: not among them). */
+export function headOf(ok: Buffer, size: number, end: number): Extract<HeadRead, { header: Buffer }> {
+  return { header: end < 0 ? ok : ok.subarray(0, end), runsOn: end < 0 && size > ok.length, size };
+}
+
+/**
+ * What an error of opening or reading one file means: `gone` (ENOENT: moved or deleted since the
+ * listing), `skip` (ELOOP, EISDIR, ENXIO: a symlink, directory or FIFO swapped in), else
+ * `unreadable` (EACCES/EPERM `permission`, others `io`).
+ * @throws MailboxError io on a process-wide shortage (EMFILE…)
+ */
+export function readFailure(path: string | Buffer, err: unknown): Exclude<Read, { ok: Buffer }> {
+  const code = (err as NodeJS.ErrnoException).code ?? '';
+  if (code === 'ENOENT') return { gone: true };
+  if (code === 'ELOOP' || code === 'EISDIR' || code === 'ENXIO') return { skip: true };
+  if (TRANSIENT_CODES.has(code)) throw ioError(`cannot read ${shownPath(path)}`, err);
+  const reason: UnreadableReason = code === 'EACCES' || code === 'EPERM' ? 'permission' : 'io';
+  return { unreadable: reason, detail: `${shownPath(path)}: ${code || (err as Error).message}` };
 }
 
 function ioError(what: string, err: unknown): MailboxError {

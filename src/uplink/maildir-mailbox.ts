@@ -16,8 +16,9 @@
  * files opened (a file found not ours on its first read counts a quarter), each read to the end
  * of its header block within its first `STAMP_PREFIX_BYTES` (a block that runs on is handed out
  * on those bytes, `prefixOnly`, when they match the narrowing; read on to `NARROWING_READ_BYTES`
- * only when they do not hold its first From and Subject whole), plus at most `req.maxHeaders`
- * header blocks read on and the whole messages the caller asks for. Every byte read counts in
+ * only when they do not hold its first From and Subject whole; both reads on the main thread in
+ * slices, maildir-sync-reads.ts), plus at most `req.maxHeaders` header blocks read on and the
+ * whole messages the caller asks for (on the thread pool). Every byte read counts in
  * `bytesFetched`. Files are taken oldest first (maildir-order.ts); a uid is the mtime in ms,
  * clamped to now, and the watermark built from it is for information only. The rules and
  * measurements: docs/architecture.md, "The header stage".
@@ -34,17 +35,19 @@
  */
 import { MAX_HEADER_BLOCK_BYTES, STAMP_PREFIX_BYTES } from './gates.js';
 import { DEFAULT_MAX_HEADERS, DEFAULT_MAX_PREFIXES, HEADER_BATCH, readOldest, unreadableMessage, type CheckRequest, type CheckResult, type FetchedMessage, type HeaderedMessage, type Mailbox, type MailboxPass } from './mailbox.js';
-import { dirTimes, listFolder, listingHolds, pathOf, placeOf, readFileStart, readHeaderStart, readUidValidity, shownPath } from './maildir-files.js';
+import { dirTimes, listFolder, listingHolds, pathOf, placeOf, readFileStart, readHeaderStart, readUidValidity, shownPath, type HeadRead } from './maildir-files.js';
 import { matches, NARROWING_READ_BYTES, NOT_OURS_SHARE } from './maildir-narrowing.js';
 import { applyListing, oldestFirst, settleRecorded, type Pending } from './maildir-order.js';
+import { readHeadSync, Slice } from './maildir-sync-reads.js';
 
 export { deliverToMaildir } from './maildir-deliver.js';
 export { uniqueName } from './maildir-files.js';
 
 /** Bytes read from the start of a file at most to find its header block: the longest the gates read (`MAX_HEADER_BLOCK_BYTES`). */
 export const MAILDIR_HEADER_CAP_BYTES = MAX_HEADER_BLOCK_BYTES;
-/** Files a pass reads at once (on the thread pool): 21,000 files of untagged mail read one by one took 11.8 s. */
-const READ_AT_ONCE = 16;
+
+/** Names found not ours saved to the store in one transaction, at most (21,000 in one held the event loop 50–100 ms; 256 a transaction cost 265 ms in all). */
+const MISSES_PER_SAVE = 1024;
 
 /** A file chosen for this check: its header block matched the narrowing, or it could not be read at all. */
 interface Chosen {
@@ -57,6 +60,9 @@ interface Chosen {
   block?: Buffer;
   unreadable?: FetchedMessage['unreadable'];
 }
+
+/** A file's first bytes as a pass takes them (whether its header block runs on past them), or why not. */
+type Head = { header: Buffer; runsOn: boolean } | { unreadable: NonNullable<Chosen['unreadable']> } | 'gone' | 'skip';
 
 /** What a pass did: bytes read, header blocks read on past their prefix (at most `max`), files found not ours. */
 interface Work {
@@ -179,23 +185,21 @@ export class MaildirMailbox implements Mailbox {
       headers: async () => {
         const out: HeaderedMessage[] = [];
         const moved: [string, Pending][] = [];
+        const slice = new Slice(); // files read on the main thread, the event loop answering between slices
         while (cursor < candidates.length && out.length < HEADER_BATCH && budget - spent >= NOT_OURS_SHARE) {
-          // Up to READ_AT_ONCE files read together (the thread pool), never past the batch or the budget.
-          const some: [string, Pending][] = [];
-          while (cursor < candidates.length && some.length < Math.min(READ_AT_ONCE, HEADER_BATCH - out.length, Math.floor((budget - spent) / NOT_OURS_SHARE))) {
-            const [unique, p] = candidates[cursor++]!;
-            if (this.#pending.get(unique) !== p) continue; // settled since the pass opened
-            some.push([unique, p]);
-          }
-          reads += some.length;
-          const seen = await Promise.all(some.map(([unique, p]) => this.#examine(unique, p, req, work)));
+          const [unique, p] = candidates[cursor++]!;
+          if (this.#pending.get(unique) !== p) continue; // settled since the pass opened
+          reads++;
+          const before = work.bytes;
+          const s = this.#examine(unique, p, req, work);
           // A miss decided on the first read costs a quarter (`miss`); any other file, a whole prefix.
-          spent += seen.reduce((n, x) => n + (x === 'miss' ? 1 : NOT_OURS_SHARE), 0);
-          seen.forEach((s, i) => {
-            if (s === 'gone') moved.push(some[i]!);
-            else if (s === 'later') left = true;
-            else if (typeof s !== 'string') out.push(headered(s));
-          });
+          spent += s === 'miss' ? 1 : NOT_OURS_SHARE;
+          if (s === 'gone') moved.push([unique, p]);
+          else if (s === 'later') left = true;
+          else if (typeof s !== 'string') out.push(headered(s));
+          if (!slice.spent(work.bytes - before)) continue;
+          if (this.#missesAdded.length >= MISSES_PER_SAVE) this.#saveMisses(req);
+          await slice.next();
         }
         if (moved.length) {
           // Moved (new/ → cur/, a flag) or deleted since the listing: one fresh listing says which.
@@ -207,7 +211,7 @@ export class MaildirMailbox implements Mailbox {
               continue;
             }
             Object.assign(p, placeOf(now));
-            const seen = await this.#examine(unique, p, req, work);
+            const seen = this.#examine(unique, p, req, work);
             if (seen === 'gone') waiting = true; // moved again: the next pass reads it
             else if (seen === 'later') left = true;
             else if (typeof seen !== 'string') out.push(headered(seen));
@@ -232,10 +236,11 @@ export class MaildirMailbox implements Mailbox {
             continue;
           }
           work.blocks++;
-          let block = await this.#readHead(c.unique, c.p, MAILDIR_HEADER_CAP_BYTES);
+          const readBlock = async (at: Pending): Promise<Head> => this.#head(c.unique, at, await readHeaderStart(pathOf(this.folder, at), MAILDIR_HEADER_CAP_BYTES));
+          let block = await readBlock(c.p);
           // Moved (new/ → cur/, a flag) since its prefix was read: read once more from where it is now.
           const now = block === 'gone' ? (await listFolder(this.folder)).get(c.unique) : undefined;
-          if (now) block = await this.#readHead(c.unique, Object.assign(c.p, placeOf(now)), MAILDIR_HEADER_CAP_BYTES);
+          if (now) block = await readBlock(Object.assign(c.p, placeOf(now)));
           if (typeof block === 'string' || 'unreadable' in block) {
             const why = typeof block === 'string' ? { reason: 'vanished' as const, detail: `${shownPath(pathOf(this.folder, c.p))} was deleted after its header block's first bytes were read` } : block.unreadable;
             out.push({ ...rest, head: Buffer.alloc(0), unreadable: why });
@@ -300,26 +305,28 @@ export class MaildirMailbox implements Mailbox {
    * the narrowing does not read: the gates judge it on its prefix) to hand out, or why not; `later`
    * when it would read on past the prefix and `work.max` header blocks were read on already; `miss`
    * when found not ours on the prefix alone, `miss-read-on` after reading on. Counts into `work`.
+   * Synchronous (maildir-sync-reads.ts): what is handed out is copied out of the shared buffer.
    */
-  async #examine(unique: string, p: Pending, req: CheckRequest, work: Work): Promise<Chosen | 'gone' | 'skip' | 'miss' | 'miss-read-on' | 'later'> {
-    const prefix = await this.#readHead(unique, p, STAMP_PREFIX_BYTES);
+  #examine(unique: string, p: Pending, req: CheckRequest, work: Work): Chosen | 'gone' | 'skip' | 'miss' | 'miss-read-on' | 'later' {
+    const prefix = this.#head(unique, p, readHeadSync(pathOf(this.folder, p), STAMP_PREFIX_BYTES));
     if (typeof prefix === 'string') return prefix;
     if ('unreadable' in prefix) return { unique, p, header: Buffer.alloc(0), unreadable: prefix.unreadable };
     work.bytes += prefix.header.length;
-    const chosen: Chosen = { unique, p, header: prefix.header, ...(prefix.runsOn ? { prefixOnly: true } : {}) };
+    const chosen = (): Chosen => ({ unique, p, header: Buffer.from(prefix.header), ...(prefix.runsOn ? { prefixOnly: true } : {}) });
     // A block that runs on is matched on its whole lines (the last may be cut); read on only when
     // they do not hold its first From and first Subject whole (maildir-narrowing.ts FirstFields).
     const first = { from: false, subject: false };
-    if (matches(prefix.runsOn ? prefix.header.subarray(0, prefix.header.lastIndexOf(0x0a) + 1) : prefix.header, req, undefined, first)) return chosen;
+    if (matches(prefix.runsOn ? prefix.header.subarray(0, prefix.header.lastIndexOf(0x0a) + 1) : prefix.header, req, undefined, first)) return chosen();
     if (prefix.runsOn && !(first.from && first.subject)) {
       if (work.blocks >= work.max) return 'later';
       work.blocks++;
-      const block = await this.#readHead(unique, p, NARROWING_READ_BYTES);
+      const kept = chosen(); // copied before the next read reuses the buffer
+      const block = this.#head(unique, p, readHeadSync(pathOf(this.folder, p), NARROWING_READ_BYTES));
       if (typeof block === 'string') return block;
       if ('unreadable' in block) return { unique, p, header: Buffer.alloc(0), unreadable: block.unreadable };
       work.bytes += block.header.length;
-      if (block.runsOn) return chosen; // past what the narrowing reads: the gates judge it
-      if (matches(block.header, req)) return { ...chosen, block: block.header };
+      if (block.runsOn) return kept; // past what the narrowing reads: the gates judge it
+      if (matches(block.header, req)) return { ...kept, block: Buffer.from(block.header) };
     }
     this.#settle(unique, this.#misses);
     this.#missesAdded.push(unique);
@@ -327,12 +334,8 @@ export class MaildirMailbox implements Mailbox {
     return prefix.runsOn && !(first.from && first.subject) ? 'miss-read-on' : 'miss';
   }
 
-  /**
-   * A file's first bytes, to `cap`, cut after the empty line that ends its header block: whether
-   * the block runs on past them (no empty line, and the file is longer), or why they cannot be read.
-   */
-  async #readHead(unique: string, p: Pending, cap: number): Promise<{ header: Buffer; runsOn: boolean } | { unreadable: NonNullable<Chosen['unreadable']> } | 'gone' | 'skip'> {
-    const head = await readHeaderStart(pathOf(this.folder, p), cap);
+  /** A read of a file's first bytes as the pass takes it: settles a file that is not a regular one, and notes the file's size. */
+  #head(unique: string, p: Pending, head: HeadRead): Head {
     if ('gone' in head) return 'gone'; // moved or deleted since the listing
     if ('skip' in head) this.#settle(unique, this.#skipped);
     else if ('header' in head) p.size = head.size;

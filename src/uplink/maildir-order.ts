@@ -1,9 +1,11 @@
 /**
  * The order a Maildir pass reads its pending names in (maildir-mailbox.ts): oldest first by
  * (mtime, unique name), each entry lstat'ed once, the order kept between checks while no entry is
- * new. Reads only: an lstat per new entry, and a listing when one moved or went.
+ * new. Reads only: an lstat per new entry (on the main thread, in slices: maildir-sync-reads.ts),
+ * and a listing when one moved or went.
  */
 import { listFolder, lstatEntry, pathOf, placeOf, type FileName, type ListedEntry } from './maildir-files.js';
+import { Slice } from './maildir-sync-reads.js';
 
 /** A unique name not yet settled: where it is, and (once lstat'ed) its mtime and size. */
 export interface Pending extends FileName {
@@ -22,19 +24,19 @@ export interface Pending extends FileName {
  */
 export async function oldestFirst(folder: string, pending: Map<string, Pending>, kept: [string, Pending][] | null, notAFile: (unique: string) => void): Promise<[string, Pending][]> {
   /** Fills in a pending entry's mtime and size; `gone` when the name is no longer there. */
-  const lstat = async (unique: string, p: Pending): Promise<'gone' | void> => {
-    const s = await lstatEntry(pathOf(folder, p));
+  const lstat = (unique: string, p: Pending): 'gone' | void => {
+    const s = lstatEntry(pathOf(folder, p));
     if (s === 'gone') return 'gone';
     if (s === 'not-a-file') notAFile(unique);
     else if (s !== 'retry') Object.assign(p, s);
   };
   const unstated = [...pending].filter(([, p]) => p.mtimeMs === undefined);
   const gone: [string, Pending][] = [];
-  // 32 at a time on the thread pool; each batch's await lets the event loop run.
-  for (let i = 0; i < unstated.length; i += 32) {
-    const batch = unstated.slice(i, i + 32);
-    const outcomes = await Promise.all(batch.map(([u, p]) => lstat(u, p)));
-    outcomes.forEach((o, k) => o === 'gone' && gone.push(batch[k]!));
+  // On the main thread, in slices with the event loop answering between them (maildir-sync-reads.ts).
+  const slice = new Slice();
+  for (const [u, p] of unstated) {
+    if (lstat(u, p) === 'gone') gone.push([u, p]);
+    if (slice.spent(0)) await slice.next();
   }
   if (gone.length) {
     // Moved (new/ → cur/, a flag) or deleted since the listing: one more listing says which.
@@ -42,7 +44,7 @@ export async function oldestFirst(folder: string, pending: Map<string, Pending>,
     for (const [u, p] of gone) {
       const now = listing.get(u);
       if (!now) pending.delete(u);
-      else if (now.sub !== p.sub || now.name !== p.name) await lstat(u, Object.assign(p, placeOf(now)));
+      else if (now.sub !== p.sub || now.name !== p.name) lstat(u, Object.assign(p, placeOf(now)));
     }
   }
   // The order is kept between checks while no entry got its first lstat (after a restart 100,000
@@ -57,6 +59,7 @@ export async function oldestFirst(folder: string, pending: Map<string, Pending>,
 
 /** Entries looked up between two yields to the event loop. */
 const YIELD_EVERY = 1000;
+const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /**
  * Brings the remembered names in line with a listing: names no longer listed are dropped from
@@ -66,19 +69,18 @@ const YIELD_EVERY = 1000;
  */
 export async function applyListing(listing: Map<string, ListedEntry>, pending: Map<string, Pending>, settled: { recorded: Set<string>; misses: Set<string>; skipped: Set<string> }): Promise<string[]> {
   let n = 0;
-  const breathe = async (): Promise<void> => {
-    if (++n % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve)); // 100,000 names: let the event loop run between slices
-  };
+  // 100,000 names: the event loop runs between slices (awaited only then: an await a name cost more than the lookups).
+  const breathe = (): boolean => ++n % YIELD_EVERY === 0;
   const dropped: string[] = [];
   for (const set of [settled.recorded, settled.misses, settled.skipped]) {
     for (const u of set) {
       if (!listing.has(u) && set.delete(u) && set === settled.misses) dropped.push(u);
-      await breathe();
+      if (breathe()) await yieldToLoop();
     }
   }
   for (const u of pending.keys()) if (!listing.has(u)) pending.delete(u);
   for (const [u, e] of listing) {
-    await breathe();
+    if (breathe()) await yieldToLoop();
     if (settled.recorded.has(u) || settled.misses.has(u) || settled.skipped.has(u)) continue;
     // The directory entry's type is free with the listing (d_type); DT_UNKNOWN is settled by the lstat in oldestFirst.
     if (e.dirent.isSymbolicLink() || e.dirent.isFIFO() || e.dirent.isDirectory() || e.dirent.isSocket() || e.dirent.isBlockDevice() || e.dirent.isCharacterDevice()) {
@@ -107,6 +109,6 @@ export async function settleRecorded(pending: Map<string, Pending>, isRecorded: 
       pending.delete(u);
       recorded.add(u);
     }
-    if (++n % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
+    if (++n % YIELD_EVERY === 0) await yieldToLoop();
   }
 }

@@ -5,14 +5,17 @@
  * restart does not open it again. Files that share a unique name each get a verdict.
  * Counted in files opened and bytes read, never in time.
  */
-import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Store } from '../../../src/store/store.js';
+import { poolCalls } from '../../../src/uplink/fs-calls.js';
 import { STAMP_PREFIX_BYTES } from '../../../src/uplink/gates.js';
 import type { NotOursRecord } from '../../../src/uplink/mailbox.js';
 import { MaildirMailbox } from '../../../src/uplink/maildir-mailbox.js';
+import { SLICE_BYTES } from '../../../src/uplink/maildir-sync-reads.js';
 import { CHECK_AGENT, checkRequest } from '../../helpers/check-request.js';
 
 const T0 = Date.UTC(2025, 0, 1);
@@ -63,6 +66,50 @@ describe('untagged Maildir mail', () => {
     const again = await handOut(new MaildirMailbox(dir), { maxPrefixes: 400, maxHeaders: 100 });
     expect(again.names).toEqual(['9999.reply']);
     expect([again.pass.filesOpened, again.pass.notOurs]).toEqual([1, 0]);
+  });
+
+  it('decides untagged files on the main thread: no thread-pool round trip per file, the event loop turning between slices, the reply handed out by the first pass with the shipping budget', { timeout: 30_000 }, async () => {
+    const n = 1_200;
+    for (let i = 0; i < n; i++) put('new', `${1000 + i}.junk${i}`, junk(i), T0 + i);
+    put('new', '9999.reply', reply('r'), T0 + n);
+    const box = new MaildirMailbox(dir);
+    const calls = poolCalls();
+    let turns = 0;
+    let spinning = true;
+    const spin = (): void => {
+      turns++;
+      if (spinning) setImmediate(spin);
+    };
+    setImmediate(spin);
+    const first = await handOut(box);
+    spinning = false;
+    expect(first.names).toEqual(['9999.reply']);
+    expect([first.pass.more, first.pass.filesOpened, first.pass.notOurs]).toEqual([false, n + 1, n]);
+    // The folder's stat, the directories' stats and listings: a handful whatever n (was 5 a file:
+    // lstat, open, fstat, read, close on libuv's thread pool).
+    expect(poolCalls() - calls).toBeLessThan(10);
+    // 16 KiB read of each file: at most SLICE_BYTES between two turns of the event loop.
+    expect(turns).toBeGreaterThanOrEqual(Math.floor((n * STAMP_PREFIX_BYTES) / SLICE_BYTES));
+  });
+
+  it('a symlink or FIFO swapped in after the listing is skipped, never followed or waited on; a file deleted is dropped', async () => {
+    const elsewhere = join(dir, 'elsewhere');
+    writeFileSync(elsewhere, reply('outside'));
+    ['1.reply', '2.link', '3.fifo', '4.gone', '5.reply'].forEach((name, i) => put('new', name, reply(name.slice(2)), T0 + i));
+    const pass = await new MaildirMailbox(dir).open(checkRequest({ notOurs: record() }));
+    // After the listing and the lstat that ordered them, before their first read.
+    unlinkSync(join(dir, 'new', '2.link'));
+    symlinkSync(elsewhere, join(dir, 'new', '2.link'));
+    unlinkSync(join(dir, 'new', '3.fifo'));
+    execFileSync('mkfifo', [join(dir, 'new', '3.fifo')]);
+    unlinkSync(join(dir, 'new', '4.gone'));
+    const heads = await pass.headers();
+    expect(heads.map((h) => [h.source.slice(`maildir:${dir}:`.length), h.unreadable ?? null])).toEqual([
+      ['1.reply', null],
+      ['5.reply', null],
+    ]);
+    expect(await pass.headers()).toEqual([]);
+    expect(pass.more).toBe(false);
   });
 
   it('forgets the record when the narrowing changes, and drops names of files deleted since', async () => {
