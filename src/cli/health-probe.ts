@@ -104,13 +104,20 @@ function portZeroWhy(config: Config, claim: ReturnType<typeof claimHeld>): { why
 }
 
 /**
+ * How long `status`, `doctor` and `service status` wait for `/health` (ms). The bridge answers it
+ * in well under a millisecond; 1,500 ms was too short on a machine at load 5–6, where a running
+ * bridge was then called "another program" (fresh-user trial 4, a failing `npm test`).
+ */
+export const HEALTH_PROBE_TIMEOUT_MS = 5_000;
+
+/**
  * GET `http://<server.listen>/health`, within `timeoutMs`. With port 0 in server.listen (a new
  * port at each start) the port asked is the one the serve holding this config's store noted in
  * its claim (src/store/serve-claim.ts), on this host; with no such note nothing is asked.
  * @returns never throws: a refusal, a timeout, an HTTP error or an answer that is not a JSON object
  *   is `up: false` with the reason (never the JSON parser's message: {@link notHealthWhy})
  */
-export async function probeHealth(config: Config, timeoutMs = 1500): Promise<HealthProbe> {
+export async function probeHealth(config: Config, timeoutMs = HEALTH_PROBE_TIMEOUT_MS): Promise<HealthProbe> {
   const { host } = config.server;
   // The bearer goes only to the serve that holds this config's store and notes this address:
   // anything else answering there (another config's bridge, or a process that took the address

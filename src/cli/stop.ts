@@ -26,8 +26,6 @@ export const STOP_EXIT = { stopped: 0, notStopped: 1, notRunning: 3, unknown: 4 
 /** How long `stop` waits for the process to exit after SIGTERM, in ms: serve lets a webhook attempt or a mail check under way finish. */
 export const STOP_WAIT_MS = 15_000;
 const POLL_MS = 100;
-/** How long `stop` waits for /health, in ms. */
-const PROBE_TIMEOUT_MS = 5_000;
 
 /** Whether a process with this id exists (signal 0: no signal is sent; EPERM means it exists). */
 function alive(pid: number): boolean {
@@ -88,7 +86,7 @@ export function notRunningLine(why: string): string {
 export async function runStop(configFile: string, o: StopOptions = {}): Promise<number> {
   const config = loadConfig(configFile, { skipSecrets: true });
   // Longer than status's wait: "not running" must not be said of a bridge slow to answer.
-  const probe: HealthProbe = await probeHealth(config, PROBE_TIMEOUT_MS);
+  const probe: HealthProbe = await probeHealth(config);
   const at = probe.url.replace(/\/health$/, '');
   const serve = commandLine(configFile, 'serve');
   const fail = (line: string, code: number): number => {

@@ -45,7 +45,7 @@ describe('server.listen taken by another program', () => {
     expect(status.status, status.stderr).toBe(3);
     // status waits 1.5 s for /health: on a loaded machine the line may name that wait instead of the answer.
     expect(status.stdout).toMatch(
-      new RegExp(`\\nbridge {4}not running; ${c.at.replace(/\./g, '\\.')} is taken by another program \\(it (answers with something that is not an a2a-mailbridge /health \\(${what.replace(/[(),]/g, '\\$&')}\\)|does not answer as a bridge: no answer within 1500 ms)\\): free it or change server\\.listen in `),
+      new RegExp(`\\nbridge {4}not running; ${c.at.replace(/\./g, '\\.')} is taken by another program \\(it (answers with something that is not an a2a-mailbridge /health \\(${what.replace(/[(),]/g, '\\$&')}\\)|does not answer as a bridge: no answer within 5000 ms)\\): free it or change server\\.listen in `),
     );
     const stop = await runCli(['--config', c.configPath, 'stop']);
     expect(stop.status, stop.stderr).toBe(3);
