@@ -2,6 +2,7 @@ import type { AgentConfig } from '../config/config.js';
 import { plural } from '../plural.js';
 import { dkimResultNames, findTrustedResults, type DkimAr, type ProviderProfile, type TrustedResults, type TrustOutcome } from './border.js';
 import { parseDkimSignatures, verifyDkimLocally, type DkimSignatureInfo, type DnsResolver } from './dkim.js';
+import type { BudgetTimer } from './offload.js';
 import { fieldsNamed, parseSingleAddress } from './raw-headers.js';
 import { REPLY_STATUS_WORDS, type ParsedReply, type ReplyStatusWord } from './reply-format.js';
 import { SUBJECT_DECODE_CHARS, SUBJECT_FIELDS_READ, subjectTags, type SubjectWork } from './subject-tag.js';
@@ -287,6 +288,7 @@ export const UNPINNED_WITHOUT_VERIFICATION: Refusal = {
  * x= expiry judged as of `receivedAt` (when the mailbox received the message; now when unknown).
  * Only the candidates' keys are looked up. Only a DNS failure for every candidate is temporary; a
  * missing key, a bad signature or a verification over its time budget is final.
+ * @param budget the worker's time budget and its clock (default: offload.ts's), for a test to choose
  * @returns the candidate that verified, or the refusal
  */
 export async function dkimVerifies(
@@ -295,10 +297,11 @@ export async function dkimVerifies(
   agent: AgentConfig,
   resolver: DnsResolver,
   receivedAt: number | null,
+  budget: { budgetMs?: number; timer?: BudgetTimer } = {},
 ): Promise<Refusal | DkimSignatureInfo> {
   // Only the candidates' keys are looked up: no other signature costs a DNS query or an RSA
   // operation (uplink/dkim.ts `verifyDkimLocally`; docs/architecture.md, gate 7).
-  const local = await verifyDkimLocally(raw, candidates, resolver, receivedAt ? { now: new Date(receivedAt) } : {});
+  const local = await verifyDkimLocally(raw, candidates, resolver, { ...budget, ...(receivedAt ? { now: new Date(receivedAt) } : {}) });
   const passed = candidates.find((s) => local.some((l) => l.b === s.b && l.status === 'pass'));
   if (passed) return passed;
   const mine = candidates.map((s) => local.find((x) => x.b === s.b));

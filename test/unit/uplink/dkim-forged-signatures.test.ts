@@ -10,6 +10,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { dkimSign, type DKIMSignOptions } from 'mailauth';
 import { describe, expect, it } from 'vitest';
 import { parseDkimSignatures, verifyDkimLocally, type DnsResolver } from '../../../src/uplink/dkim.js';
+import { dkimVerifies } from '../../../src/uplink/gates.js';
 import { OFFLOAD_MIN_BYTES, type BudgetTimer } from '../../../src/uplink/offload.js';
 import { parseHeaders } from '../../../src/uplink/raw-headers.js';
 import { corpusAgent, loadManifest, loadZone, profileOf, readMessage, zoneResolver } from '../../helpers/corpus.js';
@@ -161,5 +162,18 @@ describe('gate 7: DKIM-Signature fields that cannot stand for an agent', () => {
       const [r] = await verifyDkimLocally(raw, [sig!], resolver);
       expect(r).toMatchObject({ status: 'neutral', info: expect.stringContaining('invalid public key') as unknown });
     }
+  });
+
+  it('says a message that ran over its time budget was not verified, naming no selector (was: the agent\'s, neutral)', async () => {
+    const dns = dnsStub();
+    const spentAtOnce: BudgetTimer = (_ms, expire) => {
+      queueMicrotask(expire);
+      return () => undefined;
+    };
+    const raw = copy(readMessage('01-genuine-done.eml'), 0, OFFLOAD_MIN_BYTES);
+    const agents = parseDkimSignatures(parseHeaders(raw));
+    const refusal = await dkimVerifies(raw, agents, corpusAgent(manifest), dns.resolver, null, { budgetMs: 1, timer: spentAtOnce });
+    expect(refusal).toMatchObject({ verdict: 'auth:dkim-unverified', temporary: false, reason: expect.stringMatching(/^gate 7: the message was not verified: local DKIM verification not done within the 0\.001 s time budget .*; no signature was judged$/) as unknown });
+    expect((refusal as { reason: string }).reason).not.toContain('s=grok2025');
   });
 });
