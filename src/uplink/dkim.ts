@@ -11,6 +11,7 @@
  */
 import { isIPv4, isIPv6 } from 'node:net';
 import type { DKIMResult, DNSResolver } from 'mailauth';
+import { withoutOtherSignatures } from './dkim-fields.js';
 import { BudgetError, offload, OFFLOAD_MIN_BYTES, type BudgetTimer } from './offload.js';
 import { parseHeaders, type HeaderField } from './raw-headers.js';
 
@@ -176,9 +177,10 @@ type MailauthDkimResult = DKIMResult & { info?: string };
  *   set. The keys were looked up before the budget starts and the worker's lookups are answered
  *   from memory, so the budget bounds the canonicalization, hashing and RSA alone, never DNS.
  * @param options.timer the clock of that budget (default: offload.ts `timeoutBudget`).
- * @returns one entry per signature mailauth could read, in field order; an empty list for an
- *   unsigned message. When mailauth itself fails, every signature we can parse is returned with
- *   status `temperror` and the error in `info`. Never throws.
+ * @returns one entry per signature of `keysOf` mailauth could read, in field order (the others are
+ *   not shown to mailauth: dkim-fields.ts `withoutOtherSignatures`); an empty list for an unsigned
+ *   message. When mailauth itself fails, every signature of `keysOf` is returned with status
+ *   `temperror` and the error in `info`. Never throws.
  */
 export async function verifyDkimLocally(
   raw: Buffer,
@@ -187,16 +189,21 @@ export async function verifyDkimLocally(
   options: { timeoutMs?: number; now?: Date; budgetMs?: number; timer?: BudgetTimer } = {},
 ): Promise<LocalDkimResult[]> {
   const answered = await prefetchKeys(keysOf, resolver, options.timeoutMs ?? 10_000);
-  if (raw.length < OFFLOAD_MIN_BYTES) return verifyDkimHere(raw, answered, options);
+  const wanted = new Set(keysOf.map((s) => s.b));
+  const ours = (results: LocalDkimResult[]): LocalDkimResult[] => results.filter((r) => wanted.has(r.b));
+  // The other signatures are not shown to mailauth at all (no body hash for them either), unless a
+  // signature of keysOf signs DKIM-Signature fields (dkim-fields.ts).
+  const read = withoutOtherSignatures(raw, keysOf);
+  if (read.length < OFFLOAD_MIN_BYTES) return ours(await verifyDkimHere(read, answered, options));
   // A large body is canonicalized and hashed on the worker thread (offload.ts), within a time
   // budget: its keys are at hand before the budget starts, and it asks for no other.
   try {
     const jobOptions = { ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}), ...(options.now ? { now: options.now.getTime() } : {}) };
-    return (await offload('dkim', raw, { resolver: answered, options: jobOptions, ...(options.budgetMs !== undefined ? { budgetMs: options.budgetMs } : {}), ...(options.timer ? { timer: options.timer } : {}) })) as LocalDkimResult[];
+    return ours((await offload('dkim', read, { resolver: answered, options: jobOptions, ...(options.budgetMs !== undefined ? { budgetMs: options.budgetMs } : {}), ...(options.timer ? { timer: options.timer } : {}) })) as LocalDkimResult[]);
   } catch (err) {
     const over = err instanceof BudgetError;
     const why = over ? `local DKIM verification ${err.message}` : `local DKIM verification failed: ${(err as Error).message}`;
-    return parseDkimSignatures(parseHeaders(raw)).map((o) => ({ d: o.d, s: o.s, b: o.b, status: over ? 'neutral' : 'temperror', bodyLengthLimited: o.bodyLengthLimited, info: why, ...(over ? { overBudget: true } : {}) }));
+    return keysOf.map((o) => ({ d: o.d, s: o.s, b: o.b, status: over ? 'neutral' : 'temperror', bodyLengthLimited: o.bodyLengthLimited, info: why, ...(over ? { overBudget: true as const } : {}) }));
   }
 }
 

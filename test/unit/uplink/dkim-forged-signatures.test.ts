@@ -10,6 +10,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { dkimSign, type DKIMSignOptions } from 'mailauth';
 import { describe, expect, it } from 'vitest';
 import { parseDkimSignatures, verifyDkimLocally, type DnsResolver } from '../../../src/uplink/dkim.js';
+import { withoutOtherSignatures } from '../../../src/uplink/dkim-fields.js';
 import { dkimVerifies } from '../../../src/uplink/gates.js';
 import { OFFLOAD_MIN_BYTES, type BudgetTimer } from '../../../src/uplink/offload.js';
 import { parseHeaders } from '../../../src/uplink/raw-headers.js';
@@ -75,7 +76,7 @@ function dnsStub(): { resolver: DnsResolver; asked: string[]; forgerAsked: Promi
 }
 
 describe('gate 7: DKIM-Signature fields that cannot stand for an agent', () => {
-  it('verifies only the candidates: the forged signatures, fullwidth selectors or not, cost no DNS query and come back as a missing key (was: 7 prefetched and 4 more asked one after another)', async () => {
+  it('verifies only the candidates: the forged signatures, fullwidth selectors or not, cost no DNS query and are not verified (was: 7 prefetched and 4 more asked one after another)', async () => {
     const dns = dnsStub();
     try {
       const raw = await withForgedSignatures(readMessage('28-unknown-task.eml'), 7);
@@ -85,9 +86,8 @@ describe('gate 7: DKIM-Signature fields that cannot stand for an agent', () => {
       const results = await Promise.race([verifyDkimLocally(raw, agents, dns.resolver), dns.forgerAsked]);
       expect(results).not.toBe('the forger domain was asked');
       expect(dns.asked).toEqual(['grok2025._domainkey.agent.example']);
-      const byDomain = new Map((results as Exclude<typeof results, string>).map((r) => [r.d, r]));
-      expect(byDomain.get('agent.example')?.status).toBe('pass');
-      expect(byDomain.get('d1.evil.example')).toMatchObject({ status: 'neutral', info: expect.stringContaining('no key') as unknown });
+      // The forged fields are not shown to the verifier: only the candidate's result comes back.
+      expect((results as Exclude<typeof results, string>).map((r) => [r.d, r.status])).toEqual([['agent.example', 'pass']]);
     } finally {
       dns.release();
     }
@@ -175,5 +175,38 @@ describe('gate 7: DKIM-Signature fields that cannot stand for an agent', () => {
     const refusal = await dkimVerifies(raw, agents, corpusAgent(manifest), dns.resolver, null, { budgetMs: 1, timer: spentAtOnce });
     expect(refusal).toMatchObject({ verdict: 'auth:dkim-unverified', temporary: false, reason: expect.stringMatching(/^gate 7: the message was not verified: local DKIM verification not done within the 0\.001 s time budget .*; no signature was judged$/) as unknown });
     expect((refusal as { reason: string }).reason).not.toContain('s=grok2025');
+  });
+
+  it('reads every field when a candidate signs DKIM-Signature fields (removing one would change what it signed), still asking for no other key', async () => {
+    const dns = dnsStub();
+    const own = generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'der' } });
+    const served: DnsResolver = (name, rrtype) => (name === 'a1._domainkey.agent.example' ? Promise.resolve([[`v=DKIM1; k=rsa; p=${own.publicKey.toString('base64')}`]]) : dns.resolver(name, rrtype));
+    try {
+      // The agent signed a mail that already held the forged fields, its h= naming two of them.
+      const forged = await withForgedSignatures(readMessage('28-unknown-task.eml'), 2);
+      const below = forged.subarray(forged.indexOf('DKIM-Signature:'));
+      const { signatures } = await dkimSign(below, {
+        canonicalization: 'relaxed/relaxed',
+        algorithm: 'rsa-sha256',
+        headerList: 'from:subject:date:message-id:dkim-signature:dkim-signature',
+        signatureData: [{ signingDomain: 'agent.example', selector: 'a1', privateKey: own.privateKey }],
+      } as unknown as DKIMSignOptions);
+      const raw = Buffer.concat([Buffer.from(signatures), below]);
+      const mine = parseDkimSignatures(parseHeaders(raw)).filter((s) => s.s === 'a1');
+      expect(mine[0]?.signedHeaders).toContain('dkim-signature');
+      const results = await Promise.race([verifyDkimLocally(raw, mine, served), dns.forgerAsked]);
+      if (typeof results === 'string') throw new Error(results);
+      expect(results.map((r) => [r.s, r.status])).toEqual([['a1', 'pass']]);
+    } finally {
+      dns.release();
+    }
+  });
+
+  it('shows the verifier the message without the other DKIM-Signature fields, every other byte as it was', async () => {
+    const original = readMessage('28-unknown-task.eml');
+    const raw = await withForgedSignatures(original, 7);
+    const mine = parseDkimSignatures(parseHeaders(raw)).filter((s) => s.d === manifest.agent.dkimDomain);
+    expect(withoutOtherSignatures(raw, mine).equals(original)).toBe(true);
+    expect(withoutOtherSignatures(original, mine)).toBe(original); // nothing to remove: the same buffer
   });
 });
