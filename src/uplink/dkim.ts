@@ -11,6 +11,7 @@
  */
 import { isIPv4, isIPv6 } from 'node:net';
 import type { DKIMResult, DNSResolver } from 'mailauth';
+import { withoutOtherSignatures } from './dkim-fields.js';
 import { BudgetError, offload, OFFLOAD_MIN_BYTES, type BudgetTimer } from './offload.js';
 import { parseHeaders, type HeaderField } from './raw-headers.js';
 
@@ -150,41 +151,59 @@ export interface LocalDkimResult {
   bodyLengthLimited: boolean;
   /** mailauth's A-R style line, e.g. `dkim=neutral (body hash did not verify) header.i=@… …`. */
   info: string;
+  /** The message's verification ran over its time budget: no signature was judged (`info` says so). */
+  overBudget?: true;
 }
 
 /** A mailauth result as it comes at run time: its declarations omit `info` (the A-R style line). */
 type MailauthDkimResult = DKIMResult & { info?: string };
 
 /**
- * Verifies every DKIM-Signature of the message with mailauth, looking keys up through `resolver`
- * (each lookup bounded by `options.timeoutMs`, default 10000 ms, then `temperror`). The keys of
- * every signature, whatever the message's size, are looked up all at once before mailauth runs
- * (`prefetchKeys`), so DNS that does not answer costs one timeout, not one per signature.
+ * Verifies the DKIM-Signature fields of the message with mailauth, looking up the keys of `keysOf`
+ * alone (the signatures that can matter: gate 7's aligned candidates, uplink/gates.ts
+ * `alignedSignatures`) through `resolver`, all at once and each within `options.timeoutMs`
+ * (default 10000 ms, then `temperror`), before mailauth runs (`prefetchKeys`). mailauth is given a
+ * resolver that answers from those lookups alone: a key it asks for that was not looked up — of any
+ * other signature, or a name mailauth spells otherwise (a U-label in `s=` or `d=`) — fails at once
+ * as a missing key, PERMFAIL by RFC 6376 §6.1.2 ("no key for signature"; mailauth's lenient mode
+ * reports it `neutral (no key)`), so such a signature costs no DNS query and no RSA operation,
+ * and a name server that does not answer costs one timeout for the whole message.
  *
+ * @param keysOf the signatures (by `b=`) whose keys are looked up; at most
+ *   {@link MAX_PREFETCHED_KEYS} distinct names, the rest are not looked up.
  * @param options.now the time for `t=`/`x=` checks (default: now).
  * @param options.budgetMs the time budget of a large message's verification, done on the offload
- *   worker (default `OFFLOAD_BUDGET_MS`); past it every signature is `neutral`, with the budget in
- *   `info`. Its keys are looked up before the budget starts (all at once, each within `timeoutMs`),
- *   so DNS that does not answer gives `temperror`, whatever the message's size.
+ *   worker (default `OFFLOAD_BUDGET_MS`); past it every signature is `neutral` with `overBudget`
+ *   set. The keys were looked up before the budget starts and the worker's lookups are answered
+ *   from memory, so the budget bounds the canonicalization, hashing and RSA alone, never DNS.
  * @param options.timer the clock of that budget (default: offload.ts `timeoutBudget`).
- * @returns one entry per signature mailauth could read, in field order; an empty list for an
- *   unsigned message. When mailauth itself fails, every signature we can parse is returned with
- *   status `temperror` and the error in `info`. Never throws.
+ * @returns one entry per signature of `keysOf` mailauth could read, in field order (the others are
+ *   not shown to mailauth: dkim-fields.ts `withoutOtherSignatures`); an empty list for an unsigned
+ *   message. When mailauth itself fails, every signature of `keysOf` is returned with status
+ *   `temperror` and the error in `info`. Never throws.
  */
-export async function verifyDkimLocally(raw: Buffer, resolver: DnsResolver, options: { timeoutMs?: number; now?: Date; budgetMs?: number; timer?: BudgetTimer } = {}): Promise<LocalDkimResult[]> {
-  // Every key is looked up at once first: mailauth asks for them one after another, so DNS that
-  // does not answer would cost one timeout per signature (docs/architecture.md, "The gates").
-  const answered = await prefetchKeys(raw, resolver, options.timeoutMs ?? 10_000);
-  if (raw.length < OFFLOAD_MIN_BYTES) return verifyDkimHere(raw, answered, options);
+export async function verifyDkimLocally(
+  raw: Buffer,
+  keysOf: readonly DkimSignatureInfo[],
+  resolver: DnsResolver,
+  options: { timeoutMs?: number; now?: Date; budgetMs?: number; timer?: BudgetTimer } = {},
+): Promise<LocalDkimResult[]> {
+  const answered = await prefetchKeys(keysOf, resolver, options.timeoutMs ?? 10_000);
+  const wanted = new Set(keysOf.map((s) => s.b));
+  const ours = (results: LocalDkimResult[]): LocalDkimResult[] => results.filter((r) => wanted.has(r.b));
+  // The other signatures are not shown to mailauth at all (no body hash for them either), unless a
+  // signature of keysOf signs DKIM-Signature fields (dkim-fields.ts).
+  const read = withoutOtherSignatures(raw, keysOf);
+  if (read.length < OFFLOAD_MIN_BYTES) return ours(await verifyDkimHere(read, answered, options));
   // A large body is canonicalized and hashed on the worker thread (offload.ts), within a time
-  // budget that is CPU time only: its keys are at hand before the budget starts.
+  // budget: its keys are at hand before the budget starts, and it asks for no other.
   try {
     const jobOptions = { ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}), ...(options.now ? { now: options.now.getTime() } : {}) };
-    return (await offload('dkim', raw, { resolver: answered, options: jobOptions, ...(options.budgetMs !== undefined ? { budgetMs: options.budgetMs } : {}), ...(options.timer ? { timer: options.timer } : {}) })) as LocalDkimResult[];
+    return ours((await offload('dkim', read, { resolver: answered, options: jobOptions, ...(options.budgetMs !== undefined ? { budgetMs: options.budgetMs } : {}), ...(options.timer ? { timer: options.timer } : {}) })) as LocalDkimResult[]);
   } catch (err) {
-    const why = err instanceof BudgetError ? `local DKIM verification ${err.message}` : `local DKIM verification failed: ${(err as Error).message}`;
-    const status = err instanceof BudgetError ? 'neutral' : 'temperror';
-    return parseDkimSignatures(parseHeaders(raw)).map((o) => ({ d: o.d, s: o.s, b: o.b, status, bodyLengthLimited: o.bodyLengthLimited, info: why }));
+    const over = err instanceof BudgetError;
+    const why = over ? `local DKIM verification ${err.message}` : `local DKIM verification failed: ${(err as Error).message}`;
+    return keysOf.map((o) => ({ d: o.d, s: o.s, b: o.b, status: over ? 'neutral' : 'temperror', bodyLengthLimited: o.bodyLengthLimited, info: why, ...(over ? { overBudget: true as const } : {}) }));
   }
 }
 
@@ -192,36 +211,85 @@ export async function verifyDkimLocally(raw: Buffer, resolver: DnsResolver, opti
 const lookupKey = (name: string, rrtype: string): string => `${name.toLowerCase().replace(/\.$/, '')} ${rrtype.toUpperCase()}`;
 
 /**
- * Looks up the key record (`<s>._domainkey.<d>` TXT, RFC 6376 §3.6.2.1) of every DKIM signature of
- * the message — at most {@link MAX_PREFETCHED_KEYS} distinct names, all at once, each within
- * `timeoutMs` — and returns a resolver that answers those names from what came back (an answer,
- * or the same error: a lookup that timed out stays a `temperror`) and any other name by asking
- * `resolver`. mailauth asks for the keys one after another, 5 s each when DNS does not answer: so a
- * message's verification starts with its keys at hand — a small one waits one timeout, not one per
- * signature; a large one's time budget on the worker bounds the canonicalization and hashing, not
- * a name server's silence. Never throws.
+ * A key record name written in LDH labels (letters, digits, hyphens, underscores; RFC 6376 §3.1
+ * selectors are sub-domains, §3.5 d= a domain name): spelled the same by every reader, since
+ * mailauth converts only labels with non-ASCII characters (its `toALabel`, RFC 8616 §3) and takes
+ * an ASCII name as written. Anything else (a U-label, whitespace left in a tag) is not looked up.
  */
-async function prefetchKeys(raw: Buffer, resolver: DnsResolver, timeoutMs: number): Promise<DnsResolver> {
+const PLAIN_NAME = /^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*$/;
+
+/** The error a name not looked up gives mailauth: `ENOTFOUND`, which it reports as a missing key (PERMFAIL, RFC 6376 §6.1.2). */
+function notLookedUp(name: string): Error {
+  return Object.assign(new Error(`${name} was not looked up: not the key of a signature that can stand for an agent`), { code: 'ENOTFOUND' });
+}
+
+/**
+ * Looks up the key record (`<s>._domainkey.<d>` TXT, RFC 6376 §3.6.2.1) of every signature of
+ * `keysOf` whose name is {@link PLAIN_NAME} — at most {@link MAX_PREFETCHED_KEYS} distinct names,
+ * all at once, each within `timeoutMs` — and returns a resolver that answers those names from what
+ * came back (an answer, or the same error: a lookup that timed out stays a `temperror`) and fails
+ * any other name at once ({@link notLookedUp}); it never asks `resolver` again. An RSA key over
+ * 4096 bits or with a public exponent other than 3 or 65537 comes back as an invalid key
+ * ({@link unusualRsaKey}). Never throws.
+ */
+async function prefetchKeys(keysOf: readonly DkimSignatureInfo[], resolver: DnsResolver, timeoutMs: number): Promise<DnsResolver> {
   const names = new Map<string, string>();
-  for (const sig of parseDkimSignatures(parseHeaders(raw))) {
-    const written = `${sig.s}._domainkey.${sig.d}`;
-    // mailauth asks for the A-labels of a name with U-labels (RFC 8616 §3); node:url converts them.
-    const name = Buffer.byteLength(written) !== written.length ? process.getBuiltinModule('node:url').domainToASCII(written) : written;
-    if (name !== '' && names.size < MAX_PREFETCHED_KEYS) names.set(lookupKey(name, 'TXT'), name);
+  for (const sig of keysOf) {
+    const name = `${sig.s}._domainkey.${sig.d}`;
+    if (PLAIN_NAME.test(name) && names.size < MAX_PREFETCHED_KEYS) names.set(lookupKey(name, 'TXT'), name);
   }
-  const settled = await Promise.allSettled([...names.values()].map((name) => withTimeout(Promise.resolve().then(() => resolver(name, 'TXT')), timeoutMs, `${name} TXT`)));
+  const settled = await Promise.allSettled(
+    [...names.values()].map((name) =>
+      withTimeout(Promise.resolve().then(() => resolver(name, 'TXT')), timeoutMs, `${name} TXT`).then((answer) => {
+        const unusual = unusualRsaKey(answer);
+        if (unusual) throw Object.assign(new Error(`the key at ${name} ${unusual}`), { code: 'EINVALIDVAL' });
+        return answer;
+      }),
+    ),
+  );
   const answers = new Map([...names.keys()].map((key, i) => [key, settled[i]!] as const));
   return (name, rrtype) => {
     const a = answers.get(lookupKey(name, rrtype));
-    if (!a) return resolver(name, rrtype);
+    if (!a) return Promise.reject(notLookedUp(name));
     return a.status === 'fulfilled' ? Promise.resolve(a.value) : Promise.reject(a.reason as Error);
   };
 }
 
 /**
- * The most key records looked up ahead of a message's verification: gate 3 refuses more
- * DKIM-Signature fields than this (uplink/gates.ts `MAX_DKIM_SIGNATURES`), so a message judged
- * further never has more; the rest of a longer list is looked up by the verifier as it goes.
+ * Why a key record's RSA key is not verified with, or null: over 4096 bits (RFC 8301 §3.2 has
+ * verifiers validate 1024 to 4096 bits) or a public exponent other than 3 or 65537 (a huge one makes
+ * each verification over a hundred times dearer). A record that is not an RSA key, or that cannot
+ * be read, is left to mailauth's own checks.
+ */
+function unusualRsaKey(answer: unknown): string | null {
+  if (!Array.isArray(answer)) return null;
+  const rr = ([] as unknown[]).concat(answer[0] ?? []).join('').replace(/\s+/g, '');
+  const p = /(?:^|;)p=([A-Za-z0-9+/=]+)(?:;|$)/.exec(rr)?.[1];
+  if (!p) return null;
+  const der = Buffer.from(p, 'base64');
+  const { createPublicKey } = process.getBuiltinModule('node:crypto');
+  for (const type of ['spki', 'pkcs1'] as const) {
+    let details: import('node:crypto').AsymmetricKeyDetails | undefined;
+    let keyType: string | undefined;
+    try {
+      const key = createPublicKey({ key: der, format: 'der', type });
+      details = key.asymmetricKeyDetails;
+      keyType = key.asymmetricKeyType;
+    } catch {
+      continue;
+    }
+    if (keyType !== 'rsa' || !details) return null;
+    if ((details.modulusLength ?? 0) > 4096) return `is an RSA key of ${details.modulusLength} bits (RFC 8301 §3.2: at most 4096 are verified)`;
+    const e = details.publicExponent;
+    if (e !== undefined && e !== 3n && e !== 65537n) return 'has an RSA public exponent other than 3 or 65537';
+    return null;
+  }
+  return null;
+}
+
+/**
+ * The most key records looked up for one message: gate 3 refuses more DKIM-Signature fields than
+ * this (uplink/gates.ts `MAX_DKIM_SIGNATURES`), so a message judged further never has more.
  */
 const MAX_PREFETCHED_KEYS = 8;
 

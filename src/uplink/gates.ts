@@ -2,6 +2,7 @@ import type { AgentConfig } from '../config/config.js';
 import { plural } from '../plural.js';
 import { dkimResultNames, findTrustedResults, type DkimAr, type ProviderProfile, type TrustedResults, type TrustOutcome } from './border.js';
 import { parseDkimSignatures, verifyDkimLocally, type DkimSignatureInfo, type DnsResolver } from './dkim.js';
+import type { BudgetTimer } from './offload.js';
 import { fieldsNamed, parseSingleAddress } from './raw-headers.js';
 import { REPLY_STATUS_WORDS, type ParsedReply, type ReplyStatusWord } from './reply-format.js';
 import { SUBJECT_DECODE_CHARS, SUBJECT_FIELDS_READ, subjectTags, type SubjectWork } from './subject-tag.js';
@@ -285,7 +286,9 @@ export const UNPINNED_WITHOUT_VERIFICATION: Refusal = {
 /**
  * Gate 7, locally (RFC 6376 §6): one of the candidate signatures verifies with mailauth, keys and
  * x= expiry judged as of `receivedAt` (when the mailbox received the message; now when unknown).
- * Only a DNS failure for every candidate is temporary; a missing key or a bad signature is final.
+ * Only the candidates' keys are looked up. Only a DNS failure for every candidate is temporary; a
+ * missing key, a bad signature or a verification over its time budget is final.
+ * @param budget the worker's time budget and its clock (default: offload.ts's), for a test to choose
  * @returns the candidate that verified, or the refusal
  */
 export async function dkimVerifies(
@@ -294,11 +297,16 @@ export async function dkimVerifies(
   agent: AgentConfig,
   resolver: DnsResolver,
   receivedAt: number | null,
+  budget: { budgetMs?: number; timer?: BudgetTimer } = {},
 ): Promise<Refusal | DkimSignatureInfo> {
-  const local = await verifyDkimLocally(raw, resolver, receivedAt ? { now: new Date(receivedAt) } : {});
+  // Only the candidates' keys are looked up: no other signature costs a DNS query or an RSA
+  // operation (uplink/dkim.ts `verifyDkimLocally`; docs/architecture.md, gate 7).
+  const local = await verifyDkimLocally(raw, candidates, resolver, { ...budget, ...(receivedAt ? { now: new Date(receivedAt) } : {}) });
   const passed = candidates.find((s) => local.some((l) => l.b === s.b && l.status === 'pass'));
   if (passed) return passed;
   const mine = candidates.map((s) => local.find((x) => x.b === s.b));
+  const over = mine.find((l) => l?.overBudget);
+  if (over) return { verdict: 'auth:dkim-unverified', reason: `gate 7: the message was not verified: ${over.info}; no signature was judged`, temporary: false };
   const seen = candidates.map((s, i) => `s=${s.s}: ${mine[i] ? `${mine[i].status} (${mine[i].info})` : 'no result'}`).join('; ');
   const temporary = mine.every((l) => l?.status === 'temperror');
   return { verdict: 'auth:dkim-unverified', reason: `gate 7: local DKIM verification of d=${agent.dkimDomain} did not pass (${seen})`, temporary };

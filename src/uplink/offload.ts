@@ -8,9 +8,10 @@
  * One long-lived worker serves jobs in turn; it is started on the first job, holds the process
  * open only while jobs are pending, and is replaced when it dies. Each job has a time budget: past
  * it the worker is stopped (a parser cannot be interrupted otherwise), the job fails with
- * {@link BudgetError}, and the jobs still pending go to a fresh worker. DNS lookups of the worker's
- * DKIM verification are made here, with the caller's resolver (which may be a function in this
- * thread, as tests inject).
+ * {@link BudgetError}, and the jobs still pending go to a fresh worker. Key requests of the worker's
+ * DKIM verification are answered here, by the caller's resolver (which may be a function in this
+ * thread, as tests inject); dkim.ts gives one that answers from keys looked up before the job, so a
+ * job's budget never includes a DNS wait.
  */
 import type { Worker } from 'node:worker_threads';
 import type { DnsResolver } from './dkim.js';

@@ -58,6 +58,9 @@ async function signed(message: string, o: { privateKeyPem?: string; selector?: s
   return signatures + message;
 }
 
+/** Every DKIM-Signature of the message: the keys verifyDkimLocally is to look up. */
+const signaturesOf = (raw: Buffer) => parseDkimSignatures(parseHeaders(raw));
+
 beforeAll(() => {
   key = rsaKey();
   otherKey = rsaKey();
@@ -67,7 +70,7 @@ describe('verifyDkimLocally', () => {
   it('passes a correctly signed message', async () => {
     const raw = Buffer.from(await signed(MESSAGE));
     const [sig] = parseDkimSignatures(parseHeaders(raw));
-    const results = await verifyDkimLocally(raw, resolver);
+    const results = await verifyDkimLocally(raw, signaturesOf(raw), resolver);
     expect(results).toEqual([{ d: 'agent.example', s: 's1', b: sig!.b, status: 'pass', bodyLengthLimited: false, info: expect.stringMatching(/^dkim=pass /) as unknown }]);
   });
 
@@ -76,20 +79,20 @@ describe('verifyDkimLocally', () => {
     expect(big.length).toBeGreaterThan(OFFLOAD_MIN_BYTES);
     const raw = Buffer.from(await signed(big));
     const [sig] = parseDkimSignatures(parseHeaders(raw));
-    expect(await verifyDkimLocally(raw, resolver)).toEqual([{ d: 'agent.example', s: 's1', b: sig!.b, status: 'pass', bodyLengthLimited: false, info: expect.stringMatching(/^dkim=pass /) as unknown }]);
+    expect(await verifyDkimLocally(raw, signaturesOf(raw), resolver)).toEqual([{ d: 'agent.example', s: 's1', b: sig!.b, status: 'pass', bodyLengthLimited: false, info: expect.stringMatching(/^dkim=pass /) as unknown }]);
     const tampered = Buffer.from(raw.toString().replace('The end.', 'The End.'));
-    expect((await verifyDkimLocally(tampered, resolver))[0]).toMatchObject({ status: 'neutral', info: expect.stringContaining('body hash did not verify') as unknown });
+    expect((await verifyDkimLocally(tampered, signaturesOf(tampered), resolver))[0]).toMatchObject({ status: 'neutral', info: expect.stringContaining('body hash did not verify') as unknown });
     // A lookup the resolver fails is a temperror, as on the main thread.
     const down: DnsResolver = () => Promise.reject(Object.assign(new Error('queryTxt ETIMEOUT'), { code: 'ETIMEOUT' }));
-    expect((await verifyDkimLocally(raw, down))[0]?.status).toBe('temperror');
+    expect((await verifyDkimLocally(raw, signaturesOf(raw), down))[0]?.status).toBe('temperror');
     // Past its budget the verification is stopped: neutral (final), the budget named. The budget's
     // clock runs out in the microtask after the job is posted, before the worker can answer.
     const spentAtOnce: BudgetTimer = (_ms, expire) => {
       queueMicrotask(expire);
       return () => undefined;
     };
-    expect((await verifyDkimLocally(raw, resolver, { budgetMs: 1, timer: spentAtOnce }))[0]).toMatchObject({ status: 'neutral', info: expect.stringMatching(/^local DKIM verification not done within the 0\.001 s time budget/) as unknown });
-    expect((await verifyDkimLocally(raw, resolver))[0]?.status).toBe('pass'); // a fresh worker serves the next one
+    expect((await verifyDkimLocally(raw, signaturesOf(raw), resolver, { budgetMs: 1, timer: spentAtOnce }))[0]).toMatchObject({ status: 'neutral', info: expect.stringMatching(/^local DKIM verification not done within the 0\.001 s time budget/) as unknown });
+    expect((await verifyDkimLocally(raw, signaturesOf(raw), resolver))[0]?.status).toBe('pass'); // a fresh worker serves the next one
   });
 
   it('looks a large message\'s keys up before its time budget starts: DNS that does not answer is a temperror (judged again), whatever the size, two signatures or one (was: neutral, final)', async () => {
@@ -111,12 +114,12 @@ describe('verifyDkimLocally', () => {
       running?.();
       return Promise.reject(Object.assign(new Error(`queryTxt ETIMEOUT ${name}`), { code: 'ETIMEOUT' }));
     };
-    const results = await verifyDkimLocally(twice, silent, { timer: budget });
+    const results = await verifyDkimLocally(twice, signaturesOf(twice), silent, { timer: budget });
     expect(results.map((r) => [r.s, r.status])).toEqual([['s2', 'temperror'], ['s1', 'temperror']]);
     expect(asked.sort()).toEqual(['s1._domainkey.agent.example', 's2._domainkey.agent.example']); // each once: the worker's lookups are answered from the prefetch
     // Keys that answer are used by the worker as they came back.
     const both: DnsResolver = (name, rrtype) => (name === 's2._domainkey.agent.example' ? Promise.resolve([[`v=DKIM1; k=rsa; p=${otherKey.publicKeyB64}`]]) : resolver(name, rrtype));
-    expect((await verifyDkimLocally(twice, both, { timer: budget })).map((r) => r.status)).toEqual(['pass', 'pass']);
+    expect((await verifyDkimLocally(twice, signaturesOf(twice), both, { timer: budget })).map((r) => r.status)).toEqual(['pass', 'pass']);
   });
 
   it('looks a small message\'s keys up all at once: DNS that never answers costs one timeout to temperror, not one per signature (was: two, one after another)', async () => {
@@ -133,7 +136,7 @@ describe('verifyDkimLocally', () => {
     };
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     try {
-      const verified = verifyDkimLocally(twice, never, { timeoutMs });
+      const verified = verifyDkimLocally(twice, signaturesOf(twice), never, { timeoutMs });
       await first;
       // The injected clock stops short of one timeout: the second lookup is outstanding beside the first.
       await vi.advanceTimersByTimeAsync(timeoutMs - 1);
@@ -149,31 +152,31 @@ describe('verifyDkimLocally', () => {
 
   it('gives neutral, not fail, for a tampered body (so only pass is accepted)', async () => {
     const raw = Buffer.from((await signed(MESSAGE)).replace('The answer.', 'Another answer.'));
-    const [r] = await verifyDkimLocally(raw, resolver);
+    const [r] = await verifyDkimLocally(raw, signaturesOf(raw), resolver);
     expect(r).toMatchObject({ status: 'neutral', info: expect.stringContaining('body hash did not verify') as unknown });
   });
 
   it('fails a signature made with another key', async () => {
     const raw = Buffer.from(await signed(MESSAGE, { privateKeyPem: otherKey.privateKeyPem }));
-    const [r] = await verifyDkimLocally(raw, resolver);
+    const [r] = await verifyDkimLocally(raw, signaturesOf(raw), resolver);
     expect(r).toMatchObject({ status: 'fail', info: expect.stringContaining('bad signature') as unknown });
   });
 
   it('fails a signed header that was changed', async () => {
     const raw = Buffer.from((await signed(MESSAGE)).replace('Subject: Re:', 'Subject: Fwd:'));
-    expect((await verifyDkimLocally(raw, resolver))[0]?.status).toBe('fail');
+    expect((await verifyDkimLocally(raw, signaturesOf(raw), resolver))[0]?.status).toBe('fail');
   });
 
   it('gives neutral ("no key") when the selector has no key record', async () => {
     const raw = Buffer.from(await signed(MESSAGE, { selector: 'missing' }));
-    const [r] = await verifyDkimLocally(raw, resolver);
+    const [r] = await verifyDkimLocally(raw, signaturesOf(raw), resolver);
     expect(r).toMatchObject({ s: 'missing', status: 'neutral', info: expect.stringContaining('no key') as unknown });
   });
 
   it('passes an l= signature with appended text, and says it is body-length limited', async () => {
     const body = MESSAGE.slice(MESSAGE.indexOf('\r\n\r\n') + 4);
     const raw = Buffer.from(`${await signed(MESSAGE, { maxBodyLength: Buffer.byteLength(body) })}Appended by someone else.\r\n`);
-    const [r] = await verifyDkimLocally(raw, resolver);
+    const [r] = await verifyDkimLocally(raw, signaturesOf(raw), resolver);
     expect(r).toMatchObject({ status: 'pass', bodyLengthLimited: true });
     expect(parseDkimSignatures(parseHeaders(raw))[0]?.bodyLengthLimited).toBe(true);
   });
@@ -181,33 +184,33 @@ describe('verifyDkimLocally', () => {
   it('gives temperror when the lookup fails or outlasts the timeout', async () => {
     const raw = Buffer.from(await signed(MESSAGE));
     const servfail: DnsResolver = () => Promise.reject(Object.assign(new Error('queryTxt ESERVFAIL'), { code: 'ESERVFAIL' }));
-    expect((await verifyDkimLocally(raw, servfail))[0]?.status).toBe('temperror');
+    expect((await verifyDkimLocally(raw, signaturesOf(raw), servfail))[0]?.status).toBe('temperror');
     const never: DnsResolver = () => new Promise(() => {});
-    const [slow] = await verifyDkimLocally(raw, never, { timeoutMs: 50 });
+    const [slow] = await verifyDkimLocally(raw, signaturesOf(raw), never, { timeoutMs: 50 });
     expect(slow).toMatchObject({ status: 'temperror', info: expect.stringContaining('ETIMEOUT') as unknown });
     const throwsSync: DnsResolver = () => {
       throw new Error('boom');
     };
-    expect((await verifyDkimLocally(raw, throwsSync))[0]?.status).toBe('temperror');
+    expect((await verifyDkimLocally(raw, signaturesOf(raw), throwsSync))[0]?.status).toBe('temperror');
   });
 
   it('checks expiry against `now`', async () => {
     const raw = Buffer.from(await signed(MESSAGE, { expires: new Date(Date.now() + 3600_000) }));
-    expect((await verifyDkimLocally(raw, resolver))[0]?.status).toBe('pass');
-    const [late] = await verifyDkimLocally(raw, resolver, { now: new Date(Date.now() + 7200_000) });
+    expect((await verifyDkimLocally(raw, signaturesOf(raw), resolver))[0]?.status).toBe('pass');
+    const [late] = await verifyDkimLocally(raw, signaturesOf(raw), resolver, { now: new Date(Date.now() + 7200_000) });
     expect(late).toMatchObject({ status: 'neutral', info: expect.stringContaining('expired') as unknown });
   });
 
   it('reports each signature of a message signed twice', async () => {
     const once = await signed(MESSAGE);
     const twice = Buffer.from(await signed(once, { privateKeyPem: otherKey.privateKeyPem }));
-    expect((await verifyDkimLocally(twice, resolver)).map((r) => r.status)).toEqual(['fail', 'pass']);
+    expect((await verifyDkimLocally(twice, signaturesOf(twice), resolver)).map((r) => r.status)).toEqual(['fail', 'pass']);
   });
 
   it('returns an empty list for an unsigned message and for garbage, without throwing', async () => {
-    expect(await verifyDkimLocally(Buffer.from(MESSAGE), resolver)).toEqual([]);
-    expect(await verifyDkimLocally(Buffer.from([0, 255, 254, 13, 10, 13, 10, 1, 2, 3]), resolver)).toEqual([]);
-    expect(await verifyDkimLocally(Buffer.alloc(0), resolver)).toEqual([]);
+    expect(await verifyDkimLocally(Buffer.from(MESSAGE), signaturesOf(Buffer.from(MESSAGE)), resolver)).toEqual([]);
+    expect(await verifyDkimLocally(Buffer.from([0, 255, 254, 13, 10, 13, 10, 1, 2, 3]), [], resolver)).toEqual([]);
+    expect(await verifyDkimLocally(Buffer.alloc(0), signaturesOf(Buffer.alloc(0)), resolver)).toEqual([]);
   });
 });
 
