@@ -70,6 +70,7 @@ export class PushBodies {
     body.then(
       (b) => {
         if (this.#byTask.get(taskId)?.get(key) !== entry) return;
+        if (b.length > this.maxBytes) return this.#drop(taskId, key); // its waiters have it; the others stay
         entry.bytes = b.length;
         this.#bytes += b.length;
         this.#evict();

@@ -24,7 +24,9 @@
  * at most {@link HEAVY_VIEW_MAX_WEIGHT}, under the same validity rules (attack review 4,
  * 2026-12-02: GetTask of a 4 MB reply rebuilt its view on every call, 0.85–1.8 s each). Their
  * agent texts are mostly the strings src/core/fence-memo.ts keeps (one string in the history and
- * the artifact), so the slots add little memory beyond it; a value heavier still is never kept.
+ * the artifact), so the slots add little memory beyond it but the view's serialised answer per
+ * dialect, which src/a2a/methods.ts keeps while the view lives (about twice the reply's text
+ * each); a value heavier still is never kept.
  * A value handed out is shared by every caller that gets it from the cache: callers must not
  * change it (SendMessage, which prepends notes, builds its own view).
  */
