@@ -204,11 +204,11 @@ export class Bridge {
 
   /** A view from the cache, else built, kept and returned. A view handed out is shared: never changed. */
   private cached(key: string, build: () => { value: TaskView | ListPage; timed: boolean }): TaskView | ListPage {
-    const generation = this.ctx.store.generation();
-    const now = this.ctx.now();
+    const [generation, now] = [this.ctx.store.generation(), this.ctx.now()];
     const hit = this.views.get(key, generation, now);
     if (hit) return hit;
     const { value, timed } = build();
+    this.ctx.metrics?.viewRenders.inc({ stage: 'view' });
     this.views.set(key, generation, value, timed ? now : null);
     return value;
   }

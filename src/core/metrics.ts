@@ -28,6 +28,7 @@ interface Instruments {
   attempts: Counter<'outcome' | 'kind'>;
   checks: Counter<'result'>;
   streamRenders: Counter<'stage'>;
+  viewRenders: Counter<'stage'>;
   checkSeconds: Histogram;
   promotionSeconds: Histogram;
 }
@@ -51,6 +52,14 @@ export class BridgeMetrics {
    * (docs/streaming.md, "One render per change"), so N streams add no views and no events but their first.
    */
   readonly streamRenders: CounterLike<'stage'>;
+  /**
+   * What task views and push notifications cost, by stage: `view`, a GetTask view or ListTasks page
+   * built (not answered from src/core/view-cache.ts); `fence`, an agent text cleaned and fenced
+   * (once per reply while src/core/fence-memo.ts keeps it, not once per view); and `push`,
+   * a push body rendered (once per change, dialect and agent, shared by every configuration of the
+   * task and by retries while the task is unchanged: src/core/push-bodies.ts).
+   */
+  readonly viewRenders: CounterLike<'stage'>;
   /** Duration of one mailbox check, in s. */
   readonly checkSeconds: HistogramLike;
   /** From the mailbox receiving a reply (IMAP INTERNALDATE, Maildir mtime) to its promotion, in s. */
@@ -71,6 +80,7 @@ export class BridgeMetrics {
     this.attempts = counter((m) => m.attempts);
     this.checks = counter((m) => m.checks);
     this.streamRenders = counter((m) => m.streamRenders);
+    this.viewRenders = counter((m) => m.viewRenders);
     this.checkSeconds = histogram((m) => m.checkSeconds);
     this.promotionSeconds = histogram((m) => m.promotionSeconds);
   }
@@ -95,6 +105,12 @@ export class BridgeMetrics {
       streamRenders: new prom.Counter({
         name: 'a2a_mailbridge_stream_renders_total',
         help: 'Task views (stage view) and wire events (stage event) rendered for streams since start; one per change and dialect, however many streams',
+        labelNames: ['stage'],
+        registers,
+      }),
+      viewRenders: new prom.Counter({
+        name: 'a2a_mailbridge_view_renders_total',
+        help: 'GetTask/ListTasks views built (stage view), agent texts fenced (stage fence: once per reply while memoised) and push bodies rendered (stage push: once per change, dialect and agent) since start',
         labelNames: ['stage'],
         registers,
       }),

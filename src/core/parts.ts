@@ -54,12 +54,18 @@ export function callerPart(text: string): PartView {
   return { kind: 'text', text, meta: null };
 }
 
+/** Fences a reply's text (or a head of it) for its agent: {@link fenceAgentText}, or the same through src/core/fence-memo.ts. */
+export type FenceFn = (agent: AgentConfig, reply: Pick<ReplyRow, 'ledgerId' | 'nonce'>, text: string) => { text: string; changes: TextChanges };
+
+const fenceNow: FenceFn = (agent, reply, text) => fenceAgentText(text, { label: agent.untrustedLabel, nonce: reply.nonce });
+
 /**
  * The agent text of a reply as one fenced part (docs/agent-text.md, "The fence").
  * @param text what to show (the reply's text, or a part of it)
+ * @param fence fences it: at once by default; a view of stored replies passes the memo's (src/core/fence-memo.ts)
  */
-export function agentTextPart(agent: AgentConfig, reply: Pick<ReplyRow, 'ledgerId' | 'nonce'>, text: string): PartView {
-  const { text: fenced, changes } = fenceAgentText(text, { label: agent.untrustedLabel, nonce: reply.nonce });
+export function agentTextPart(agent: AgentConfig, reply: Pick<ReplyRow, 'ledgerId' | 'nonce'>, text: string, fence: FenceFn = fenceNow): PartView {
+  const { text: fenced, changes } = fence(agent, reply, text);
   return { kind: 'text', text: fenced, meta: { untrusted: true, source: 'agent', agent: agent.name, ledgerId: reply.ledgerId, fence: reply.nonce, changes } };
 }
 

@@ -9,6 +9,7 @@ import type { StoreTx } from '../store/store.js';
 import type { Dispatcher } from 'undici';
 import { agentByName, type BridgeContext } from './context.js';
 import { BridgeError } from './errors.js';
+import { PushBodies } from './push-bodies.js';
 import { viewTask, type TaskView } from './task-view.js';
 
 /**
@@ -100,6 +101,8 @@ export class PushWorker {
   #release: (() => void) | null = null;
   #dispatcher: Dispatcher | null = null;
   #closed = false;
+  /** Rendered bodies, one per change, dialect and agent, shared by the task's configurations and retries (src/core/push-bodies.ts). */
+  readonly bodies = new PushBodies();
   /**
    * What the last kick read: the store's generation after it, and the earliest pending delivery's
    * due time then (ms since the epoch, null for none). A refresh with the same generation and
@@ -112,7 +115,9 @@ export class PushWorker {
     private readonly ctx: BridgeContext,
     private readonly watchWhile: () => () => void,
     private readonly observeClock: () => void = () => undefined,
-  ) {}
+  ) {
+    ctx.store.onTaskChange((c) => this.bodies.changed(c.task.id));
+  }
 
   /** Starts delivering, with bodies rendered by `render`. Without it (one-shot CLI commands) deliveries stay queued. */
   start(render: PushRenderer): void {
@@ -234,7 +239,15 @@ export class PushWorker {
       return { config, task, agent, attempt: cur.attempts + 1 };
     });
     if (!claim) return;
-    const body = Buffer.from(JSON.stringify(this.#render!(this.asOfChange(claim.agent, claim.task, d), claim.config.dialect)), 'utf8');
+    const { agent, task, config } = claim;
+    const key = `${config.dialect}\0${agent.name}\0${d.taskState}\0${d.changedAt}\0${JSON.stringify(task)}`;
+    const render = this.#render!;
+    const body = await this.bodies.body(
+      d.taskId,
+      key,
+      () => Buffer.from(JSON.stringify(render(this.asOfChange(agent, task, d), config.dialect)), 'utf8'),
+      () => this.ctx.metrics?.viewRenders.inc({ stage: 'push' }),
+    );
     const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'a2a-mailbridge' };
     if (claim.config.authScheme) headers.authorization = claim.config.authCredentials ? `${claim.config.authScheme} ${claim.config.authCredentials}` : claim.config.authScheme;
     if (claim.config.token) headers['x-a2a-notification-token'] = claim.config.token;

@@ -6,7 +6,8 @@ import type { TaskRow } from '../store/task-rows.js';
 import type { TaskState } from '../store/task-state.js';
 import type { TurnStatus } from '../store/turns.js';
 import type { BridgeContext } from './context.js';
-import { agentTextPart, attachmentParts, attachmentsArtifactId, bridgePart, callerPart, replyNotes, type AttachmentContent, type PartView } from './parts.js';
+import { fenceMemo } from './fence-memo.js';
+import { agentTextPart, attachmentParts, attachmentsArtifactId, bridgePart, callerPart, replyNotes, type AttachmentContent, type FenceFn, type PartView } from './parts.js';
 import { statusText } from './status-text.js';
 import { iso } from './time.js';
 import { newFenceNonce } from './untrusted-text.js';
@@ -86,7 +87,7 @@ export function prependStatusNote(view: TaskView, note: string): void {
 }
 
 /** What a view reads: the store, the clock, the config's poll words and mailbox settings, the mailbox's folder. */
-export type ViewContext = Pick<BridgeContext, 'store' | 'config' | 'now'> & { mailbox: Pick<BridgeContext['mailbox'], 'folder'> };
+export type ViewContext = Pick<BridgeContext, 'store' | 'config' | 'now' | 'metrics'> & { mailbox: Pick<BridgeContext['mailbox'], 'folder'> };
 
 /** A task's replies and attachments, read once per view. */
 interface Replies {
@@ -94,13 +95,16 @@ interface Replies {
   attachments: Map<number, AttachmentInfo[]>;
   /** Reads an attachment's content when its part is built. */
   content: AttachmentContent;
+  /** Fences a stored reply's text once per reply, not per view (src/core/fence-memo.ts). */
+  fence: FenceFn;
 }
 
 function readReplies(ctx: ViewContext, taskId: string): Replies {
   const byLedger = new Map(ctx.store.replies.ofTask(taskId).map((r) => [r.ledgerId, r]));
   const attachments = new Map<number, AttachmentInfo[]>();
   for (const a of ctx.store.replies.attachmentsOf(taskId)) attachments.set(a.ledgerId, [...(attachments.get(a.ledgerId) ?? []), a]);
-  return { byLedger, attachments, content: (a) => ctx.store.replies.content(a.ledgerId, a.seq) };
+  const fence: FenceFn = (agent, reply, text) => fenceMemo.fence(agent.untrustedLabel, reply, text, () => ctx.metrics?.viewRenders.inc({ stage: 'fence' }));
+  return { byLedger, attachments, content: (a) => ctx.store.replies.content(a.ledgerId, a.seq), fence };
 }
 
 /**
@@ -121,7 +125,7 @@ function messageView(agent: AgentConfig, r: Replies, m: MessageViewRow, configFi
   return {
     ...head,
     parts: [
-      agentTextPart(agent, reply, reply.text),
+      agentTextPart(agent, reply, reply.text, r.fence),
       ...replyNotes(reply, attachments, inArtifact ? 'artifact' : 'below', configFile),
       ...(inArtifact ? [] : attachments.flatMap((a) => attachmentParts(agent, a, r.content, configFile))),
     ],
@@ -154,7 +158,7 @@ function replyArtifacts(agent: AgentConfig, task: TaskRow, r: Replies, withConte
       name: late ? 'late-reply' : 'reply',
       description: DESCRIPTIONS[reply.kind],
       late,
-      parts: [...lateNote, agentTextPart(agent, reply, reply.text), ...replyNotes(reply, attachments, 'artifact', configFile)],
+      parts: [...lateNote, agentTextPart(agent, reply, reply.text, r.fence), ...replyNotes(reply, attachments, 'artifact', configFile)],
     });
     if (attachments.length > 0) {
       out.push({
@@ -220,7 +224,8 @@ function statusParts(ctx: ViewContext, agent: AgentConfig, task: TaskRow, turn: 
   });
   const parts: PartView[] = text === null ? [] : [bridgePart(text)];
   const own = progress ?? question ?? reason;
-  if (own) parts.push(agentTextPart(agent, own, progress ? shown : own.text));
+  // A reply stored before replies had rows (legacyReply) has a nonce of this view's: fenced at once.
+  if (own) parts.push(agentTextPart(agent, own, progress ? shown : own.text, r.byLedger.get(own.ledgerId) === own ? r.fence : undefined));
   // The notes on the reply (lines left out, attachments in the history) follow its part, or the
   // bridge's sentence when a declining agent wrote no reason.
   const noted = own ?? declined;

@@ -19,6 +19,14 @@
  * recently used entry goes first. A value heavier than {@link VIEW_ENTRY_MAX_WEIGHT} is not kept:
  * the same task read with each historyLength from 0 to 511 would otherwise be kept 512 times, its
  * 1 MiB message or 10 MiB reply in each (and each view's serialised answer beside it).
+ * A heavier value (a task with a reply of 2 MB or more: its text is in the history and in an
+ * artifact) goes to a separate slot instead: at most {@link HEAVY_VIEW_SLOTS} such values, each of
+ * at most {@link HEAVY_VIEW_MAX_WEIGHT}, under the same validity rules (attack review 4,
+ * 2026-12-02: GetTask of a 4 MB reply rebuilt its view on every call, 0.85–1.8 s each). Their
+ * agent texts are mostly the strings src/core/fence-memo.ts keeps (one string in the history and
+ * the artifact), so the slots add little memory beyond it but the view's serialised answer per
+ * dialect, which src/a2a/methods.ts keeps while the view lives (about twice the reply's text
+ * each); a value heavier still is never kept.
  * A value handed out is shared by every caller that gets it from the cache: callers must not
  * change it (SendMessage, which prepends notes, builds its own view).
  */
@@ -32,6 +40,12 @@ export const VIEW_CACHE_MAX_WEIGHT = 16 * 1024 * 1024;
 /** The heaviest value kept: a quarter of {@link VIEW_CACHE_MAX_WEIGHT}. */
 export const VIEW_ENTRY_MAX_WEIGHT = VIEW_CACHE_MAX_WEIGHT / 4;
 
+/** Values heavier than {@link VIEW_ENTRY_MAX_WEIGHT} kept at most (least recently used out). */
+export const HEAVY_VIEW_SLOTS = 2;
+
+/** The heaviest value a heavy slot keeps: a reply of twice the default mailbox.max_message_bytes (10 MB), counted in its history and its artifact. */
+export const HEAVY_VIEW_MAX_WEIGHT = 48 * 1024 * 1024;
+
 /** How long a view whose text counts time is kept, in ms of the bridge clock. */
 export const TIMED_VIEW_MAX_AGE_MS = 1000;
 
@@ -44,6 +58,8 @@ interface Entry<V> {
 
 export class ViewCache<V> {
   readonly #entries = new Map<string, Entry<V>>();
+  /** The heavy slots: values over a quarter of maxWeight, not counted in #weight. */
+  readonly #heavy = new Map<string, Entry<V>>();
   #generation = -1;
   /** The weight of the entries kept. */
   #weight = 0;
@@ -53,12 +69,16 @@ export class ViewCache<V> {
   /**
    * @param max most entries kept (≥ 1)
    * @param weigh what a value holds (characters and bytes: src/core/task-view.ts viewWeight); none by default
-   * @param maxWeight most weight kept; a value heavier than a quarter of it is not kept
+   * @param maxWeight most weight kept; a value heavier than a quarter of it goes to a heavy slot
+   * @param heavySlots values over a quarter of maxWeight kept at most
+   * @param heavyMaxWeight the heaviest value a heavy slot keeps
    */
   constructor(
     private readonly max = VIEW_CACHE_MAX_ENTRIES,
     private readonly weigh: (value: V) => number = () => 0,
     private readonly maxWeight = VIEW_CACHE_MAX_WEIGHT,
+    private readonly heavySlots = HEAVY_VIEW_SLOTS,
+    private readonly heavyMaxWeight = HEAVY_VIEW_MAX_WEIGHT,
   ) {}
 
   /**
@@ -72,9 +92,19 @@ export class ViewCache<V> {
       this.#generation = generation;
       return undefined;
     }
+    const heavy = this.#heavy.get(key);
+    if (heavy) {
+      if (!fresh(heavy, now)) {
+        this.#heavy.delete(key);
+        return undefined;
+      }
+      this.#heavy.delete(key);
+      this.#heavy.set(key, heavy);
+      return heavy.value;
+    }
     const e = this.#entries.get(key);
     if (!e) return undefined;
-    if (e.timedAt !== null && (now < e.timedAt || now - e.timedAt >= TIMED_VIEW_MAX_AGE_MS)) {
+    if (!fresh(e, now)) {
       this.#drop(key, e);
       return undefined;
     }
@@ -99,8 +129,14 @@ export class ViewCache<V> {
     }
     const old = this.#entries.get(key);
     if (old) this.#drop(key, old);
+    this.#heavy.delete(key);
     const weight = this.weigh(value);
-    if (weight > this.maxWeight / 4) return;
+    if (weight > this.maxWeight / 4) {
+      if (weight > this.heavyMaxWeight) return;
+      this.#heavy.set(key, { value, timedAt, weight });
+      while (this.#heavy.size > this.heavySlots) this.#heavy.delete(this.#heavy.keys().next().value!);
+      return;
+    }
     this.#entries.set(key, { value, timedAt, weight });
     this.#weight += weight;
     this.#last = key;
@@ -116,9 +152,14 @@ export class ViewCache<V> {
     if (this.#last === key) this.#last = null;
   }
 
-  /** Entries kept now. */
+  /** Entries kept now, heavy slots included. */
   get size(): number {
-    return this.#entries.size;
+    return this.#entries.size + this.#heavy.size;
+  }
+
+  /** Heavy slots used now. */
+  get heavy(): number {
+    return this.#heavy.size;
   }
 
   /** The weight of the entries kept now. */
@@ -129,7 +170,13 @@ export class ViewCache<V> {
   /** Forgets every entry (a task change announced: src/core/events.ts). */
   clear(): void {
     this.#entries.clear();
+    this.#heavy.clear();
     this.#weight = 0;
     this.#last = null;
   }
+}
+
+/** Whether an entry is still valid at bridge time `now` (see the module comment). */
+function fresh(e: { timedAt: number | null }, now: number): boolean {
+  return e.timedAt === null || (now >= e.timedAt && now - e.timedAt < TIMED_VIEW_MAX_AGE_MS);
 }

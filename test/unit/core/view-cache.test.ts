@@ -2,7 +2,8 @@
  * The view cache (src/core/view-cache.ts): a value is kept while the store's generation stays
  * the same, a value whose text counts time for at most TIMED_VIEW_MAX_AGE_MS of the bridge clock
  * (and never when the clock went back), and at most `max` entries and `maxWeight` of weight, least
- * recently used out first; a value heavier than a quarter of `maxWeight` is not kept.
+ * recently used out first; a value heavier than a quarter of `maxWeight` goes to one of the heavy
+ * slots (at most `heavySlots`, each at most `heavyMaxWeight`), under the same validity.
  */
 import { describe, expect, it } from 'vitest';
 import { TIMED_VIEW_MAX_AGE_MS, ViewCache } from '../../../src/core/view-cache.js';
@@ -45,8 +46,8 @@ describe('ViewCache', () => {
     expect([c.get('a', 1, 0), c.get('c', 1, 0), c.get('d', 1, 0)]).toEqual([97, 99, 100]);
   });
 
-  it('holds at most maxWeight, the least recently used out first, and no value heavier than a quarter of it', () => {
-    const c = new ViewCache<string>(100, (v) => v.length, 40);
+  it('holds at most maxWeight, the least recently used out first, and (no heavy slot) no value heavier than a quarter of it', () => {
+    const c = new ViewCache<string>(100, (v) => v.length, 40, 0);
     for (const k of ['a', 'b', 'c', 'd']) c.set(k, 1, k.repeat(10), null);
     expect([c.size, c.weight]).toEqual([4, 40]);
     expect(c.get('a', 1, 0)).toBe('a'.repeat(10));
@@ -66,6 +67,27 @@ describe('ViewCache', () => {
     expect([c.size, c.weight]).toEqual([1, 1]);
     c.clear();
     expect(c.weight).toBe(0);
+  });
+
+  it('keeps a value heavier than a quarter of maxWeight in a heavy slot: at most heavySlots of them, none over heavyMaxWeight, under the same validity', () => {
+    const c = new ViewCache<string>(100, (v) => v.length, 40, 2, 100);
+    c.set('small', 1, 's'.repeat(10), null);
+    c.set('big1', 1, '1'.repeat(50), null);
+    c.set('big2', 1, '2'.repeat(60), 5000);
+    expect([c.size, c.heavy, c.weight]).toEqual([3, 2, 10]);
+    expect(c.get('big1', 1, 0)).toBe('1'.repeat(50));
+    expect(c.get('big2', 1, 5000)).toBe('2'.repeat(60));
+    // Least recently used out: big1 was read before big2.
+    c.set('big3', 1, '3'.repeat(70), null);
+    expect(c.get('big1', 1, 0)).toBeUndefined();
+    expect(c.heavy).toBe(2);
+    // Heavier than heavyMaxWeight: not kept; a timed one is dropped at its age; a new generation empties the slots.
+    c.set('huge', 1, 'h'.repeat(101), null);
+    expect(c.get('huge', 1, 0)).toBeUndefined();
+    expect(c.get('big2', 1, 5000 + TIMED_VIEW_MAX_AGE_MS)).toBeUndefined();
+    expect(c.get('big3', 1, 0)).toBe('3'.repeat(70));
+    expect(c.get('big3', 2, 0)).toBeUndefined();
+    expect([c.size, c.heavy]).toEqual([0, 0]);
   });
 
   it('forgets every value on clear (a task change announced)', () => {
