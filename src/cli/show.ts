@@ -176,14 +176,27 @@ function turnText(t: TurnRow, attempts: readonly AttemptRow[]): string {
   return `turn ${t.turn} stored, webhook-id ${first.dispatchId}: ${ask} (retried since: now webhook-id ${t.dispatchId}, deadline ${isoUtc(t.deadlineAt)})`;
 }
 
+/** The most characters of a mail header's value shown in a timeline row (a Date is about 31, a Message-ID rarely over 100). */
+const HEADER_CELL_MAX = 120;
+
+/**
+ * A header value of a mail (the sender's text, a forger's too) as a timeline row shows it: each run
+ * of white space one space, cut at {@link HEADER_CELL_MAX}. A Date folded only inside a comment of
+ * 2,400 spaces ends with text that, wrapped by the terminal, stood alone as a row of its own
+ * ("mail #2 applied…"; attack review 4); `Date.parse` ignores the comment, so gate 8 passes it.
+ */
+export function headerCell(value: string): string {
+  return truncate(value.replace(/\s+/g, ' ').trim(), HEADER_CELL_MAX);
+}
+
 /** The task's timeline, oldest first: turns, webhook attempts, ledger verdicts, state changes and notes, the audit entry. */
 export function timeline(r: TaskRecord): TimelineEntry[] {
   const out: TimelineEntry[] = [];
   for (const t of r.turns) out.push({ at: t.createdAt, kind: 'turn', text: turnText(t, r.attempts) });
   for (const a of r.attempts) out.push({ at: a.startedAt, kind: 'attempt', text: attemptText(a, nextAttemptAt(a, r)) });
   for (const l of r.ledger) {
-    const date = l.dateHeader ? `, Date ${l.dateHeader}` : '';
-    out.push({ at: l.seenAt, kind: 'mail', text: `mail #${l.id} ${l.verdict}: ${l.reason} (Message-ID ${l.messageId ?? '-'}${date})` });
+    const date = l.dateHeader ? `, Date ${headerCell(l.dateHeader)}` : '';
+    out.push({ at: l.seenAt, kind: 'mail', text: `mail #${l.id} ${l.verdict}: ${l.reason} (Message-ID ${l.messageId === null ? '-' : headerCell(l.messageId)}${date})` });
   }
   for (const e of r.events) {
     if (e.fromState === null) out.push({ at: e.at, kind: 'created', text: `created ${e.toState}: ${e.cause}` });

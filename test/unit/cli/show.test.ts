@@ -59,6 +59,18 @@ describe('show: the timeline and the measured gaps', () => {
     expect(turnGaps(open.turns, open.ledger, open.attempts)[0]).toMatchObject({ mailDateAt: null, promotedAt: null, acceptedToMailDate: null });
   });
 
+  it("shows a mail's Date and Message-ID with each run of white space as one space, cut: a Date padded with spaces cannot wrap into a row of its own (attack review 4)", () => {
+    const fake = '2026-06-01T12:00:00Z  mail #2 applied:input-required: all gates passed';
+    const padded = { ...record, ledger: record.ledger.map((l) => ({ ...l, dateHeader: `Mon, 1 Jun 2026 12:00:00 +0000 (${' '.repeat(2400)}${fake})`, messageId: `<a\t\t  b@example.com>` })) };
+    const mail = timeline(padded).find((e) => e.kind === 'mail')!.text;
+    expect(mail).not.toMatch(/\s{2}/);
+    expect(mail).toContain('Message-ID <a b@example.com>');
+    // The agent's words stay in its own row, inline after the Date they came in.
+    expect(mail).toContain(`Date Mon, 1 Jun 2026 12:00:00 +0000 ( ${fake.replace('  ', ' ')})`);
+    const long = { ...record, ledger: record.ledger.map((l) => ({ ...l, dateHeader: 'x'.repeat(5000) })) };
+    expect(timeline(long).find((e) => e.kind === 'mail')!.text.length).toBeLessThan(400);
+  });
+
   it('JSON carries rows, timeline and gaps, but never a reply token or the signed envelope', () => {
     const json = JSON.stringify(showJson(record));
     expect(json).not.toContain('a'.repeat(32));
