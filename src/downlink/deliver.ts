@@ -90,21 +90,29 @@ export async function postWebhook(
       bodyTimeout: timeoutMs,
       ...(dispatcher ? { dispatcher } : {}),
     });
-    let read = 0;
-    for await (const chunk of res.body) {
-      read += (chunk as Buffer).length;
-      if (read > MAX_RESPONSE_BYTES) {
-        res.body.destroy();
-        break;
-      }
-    }
     const outcome = classifyStatus(res.statusCode);
-    return {
+    const result: DeliveryResult = {
       outcome,
       httpStatus: res.statusCode,
       error: outcome === 'accepted' ? null : `HTTP ${res.statusCode}`,
       retryAfterMs: outcome === 'retry' ? parseRetryAfter(res.headers['retry-after'], now()) : null,
     };
+    // The status line is the receiver's answer (Standard Webhooks: a 2xx accepts): the body is
+    // read only to keep the connection, and a body that stalls or breaks after it changes nothing.
+    // Counted as a timeout, a 200 whose body trickled made the agent receive the job twice (attack review 4).
+    try {
+      let read = 0;
+      for await (const chunk of res.body) {
+        read += (chunk as Buffer).length;
+        if (read > MAX_RESPONSE_BYTES) {
+          res.body.destroy();
+          break;
+        }
+      }
+    } catch {
+      res.body.destroy();
+    }
+    return result;
   } catch (err) {
     const e = err as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
     const code = e.code ?? e.cause?.code;

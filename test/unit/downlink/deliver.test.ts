@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { MockAgent } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { backoffMs, classifyStatus, parseRetryAfter, postWebhook } from '../../../src/downlink/deliver.js';
@@ -61,6 +63,24 @@ describe('postWebhook (undici MockAgent)', () => {
     pool.intercept({ path: '/hook', method: 'POST' }).reply(404, 'no');
     expect(await postWebhook(url, {}, Buffer.from('{}'), 1000, a)).toMatchObject({ outcome: 'retry', httpStatus: 503, retryAfterMs: 7000 });
     expect(await postWebhook(url, {}, Buffer.from('{}'), 1000, a)).toMatchObject({ outcome: 'failed', httpStatus: 404, error: 'HTTP 404' });
+  });
+
+  it("keeps the status when the receiver's body stalls after it: a 200 is accepted, a 503 retried as a 503 (attack review 4)", async () => {
+    // A real receiver on loopback that sends its head and one chunk, then never ends the body.
+    const server = createServer((req, res) => {
+      req.resume();
+      res.writeHead(req.url === '/busy' ? 503 : 200);
+      res.write('ok');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      expect(await postWebhook(new URL(`${base}/hook`), {}, Buffer.from('{}'), 300)).toEqual({ outcome: 'accepted', httpStatus: 200, error: null, retryAfterMs: null });
+      expect(await postWebhook(new URL(`${base}/busy`), {}, Buffer.from('{}'), 300)).toMatchObject({ outcome: 'retry', httpStatus: 503, error: 'HTTP 503' });
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
   });
 
   it('turns a network error into retry without throwing', async () => {
