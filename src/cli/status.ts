@@ -237,7 +237,7 @@ export function formatStatus(r: StatusReport, now: number): string {
  *   not on this address, or the bridge answering there serves another store: another config's,
  *   or this config's started before its bearer or store.path changed);
  *   4 it cannot be told (server.listen has port 0 and the serve holding the store has noted no
- *   port yet or left no readable note, or this config's server.bearer cannot be read)
+ *   port yet or left no readable note)
  * @throws ConfigError, StoreError
  */
 export async function runStatus(configFile: string, o: { json?: boolean }, now = Date.now()): Promise<number> {
