@@ -20,6 +20,7 @@
 import * as fs from 'node:fs';
 import { HEAD_STEP_BYTES, headOf, OPEN_FLAGS, readFailure, type HeadRead } from './maildir-files.js';
 import { headerEnd } from './raw-headers.js';
+import { monotonicMs } from '../monotonic.js';
 
 /** Bytes read between two yields to the event loop, at most (a slice holds at least one file). */
 export const SLICE_BYTES = 1024 * 1024;
@@ -80,7 +81,7 @@ export function readHeadSync(path: string | Buffer, cap: number): HeadRead {
  * and starts the next slice.
  */
 export class Slice {
-  #from = performance.now();
+  #from = monotonicMs();
   #files = 0;
   #bytes = 0;
 
@@ -88,13 +89,13 @@ export class Slice {
   spent(bytes: number): boolean {
     this.#files++;
     this.#bytes += bytes;
-    return this.#files >= SLICE_FILES || this.#bytes >= SLICE_BYTES || performance.now() - this.#from >= SLICE_MS;
+    return this.#files >= SLICE_FILES || this.#bytes >= SLICE_BYTES || monotonicMs() - this.#from >= SLICE_MS;
   }
 
   /** Yields to the event loop, then starts a new slice. */
   async next(): Promise<void> {
     await new Promise((resolve) => setImmediate(resolve));
-    this.#from = performance.now();
+    this.#from = monotonicMs();
     this.#files = 0;
     this.#bytes = 0;
   }
