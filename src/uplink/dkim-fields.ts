@@ -4,7 +4,7 @@
  * operation on them (docs/architecture.md, gate 7).
  */
 import { parseDkimSignatures, type DkimSignatureInfo } from './dkim.js';
-import { headerEnd } from './raw-headers.js';
+import { headerEnd, type HeaderField } from './raw-headers.js';
 
 const LF = 0x0a;
 const SP = 0x20;
@@ -50,4 +50,27 @@ export function withoutOtherSignatures(raw: Buffer, keep: readonly DkimSignature
     kept.push(field);
   }
   return removed === 0 ? raw : Buffer.concat([...kept, raw.subarray(headerBytes)]);
+}
+
+/**
+ * The b= values that more than one DKIM-Signature field carries with different contents (every
+ * field, parseable or not, any d=). A b= is the signature over its own field and the headers it
+ * names (RFC 6376 §3.5, §3.7), so two different fields cannot both be signed by it: one is a copy.
+ * Local verification reports results by b=, so the copy would be credited with the pass of the
+ * field it copied: a copy without the original's `l=`, or with a wider `h=`, was taken as a
+ * candidate that verified (attack review 5). Byte-identical copies verify alike and are not counted.
+ */
+export function copiedSignatures(fields: readonly HeaderField[]): Set<string> {
+  const byB = new Map<string, string>();
+  const copied = new Set<string>();
+  for (const f of fields) {
+    if (f.lname !== 'dkim-signature') continue;
+    const b = /(?:^|;)\s*b\s*=([^;]*)/i.exec(f.value)?.[1]?.replace(/\s+/g, '');
+    if (!b) continue;
+    const whole = f.value.replace(/\s+/g, '');
+    const seen = byB.get(b);
+    if (seen === undefined) byB.set(b, whole);
+    else if (seen !== whole) copied.add(b);
+  }
+  return copied;
 }

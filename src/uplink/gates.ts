@@ -2,6 +2,7 @@ import type { AgentConfig } from '../config/config.js';
 import { plural } from '../plural.js';
 import { dkimResultNames, findTrustedResults, type DkimAr, type ProviderProfile, type TrustedResults, type TrustOutcome } from './border.js';
 import { parseDkimSignatures, verifyDkimLocally, type DkimSignatureInfo, type DnsResolver } from './dkim.js';
+import { copiedSignatures } from './dkim-fields.js';
 import type { BudgetTimer } from './offload.js';
 import { fieldsNamed, parseSingleAddress } from './raw-headers.js';
 import { REPLY_STATUS_WORDS, type ParsedReply, type ReplyStatusWord } from './reply-format.js';
@@ -264,11 +265,13 @@ export function alignedSignatures(facts: MessageFacts, r: TrustedResults, agent:
     };
   }
   const problems: string[] = [];
+  const copied = copiedSignatures(facts.fields);
   const candidates = aligned.filter((s) => {
     const missing = SIGNED_HEADERS.filter((h) => !s.signedHeaders.includes(h));
-    if (s.bodyLengthLimited) problems.push(`s=${s.s} has an l= body length limit`);
+    if (copied.has(s.b)) problems.push(`s=${s.s} shares its b= with another DKIM-Signature field that differs from it (one is a copy of the other's signature)`);
+    else if (s.bodyLengthLimited) problems.push(`s=${s.s} has an l= body length limit`);
     else if (missing.length) problems.push(`s=${s.s} does not sign ${missing.join(', ')}`);
-    return !s.bodyLengthLimited && missing.length === 0;
+    return !copied.has(s.b) && !s.bodyLengthLimited && missing.length === 0;
   });
   if (candidates.length === 0) return { verdict: 'auth:dkim-unverified', reason: `gate 7: no usable aligned DKIM-Signature (${problems.join('; ')})` };
   return { candidates, pinned: candidates.find((s) => byHeaderB.has(s)) ?? null };

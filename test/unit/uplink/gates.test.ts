@@ -66,6 +66,32 @@ describe('gate 7: an unaligned refusal says which half is missing', () => {
   });
 });
 
+describe('gate 7: a copy of a DKIM-Signature field', () => {
+  const manifest = loadManifest();
+  const agent = corpusAgent(manifest);
+  const genuine = readMessage('01-genuine-done.eml').toString('latin1');
+  const field = /^DKIM-Signature:.*\r?\n(?:[ \t].*\r?\n)*/m.exec(genuine)![0];
+  const gate7 = (text: string) => {
+    const facts = messageFacts(Buffer.from(text, 'latin1'));
+    const trusted = trustedResults(facts, profileOf(manifest));
+    if ('verdict' in trusted) throw new Error(trusted.reason);
+    return alignedSignatures(facts, trusted, agent);
+  };
+
+  it("that differs from the field it copied and shares its b= makes neither a candidate: the copy would be credited with the other's pass (attack review 5)", () => {
+    // A copy with one tag more (a forger's copy drops an l= or widens h= the same way): its b= no longer signs it.
+    const copy = field.replace(/^DKIM-Signature:\s*/i, 'DKIM-Signature: x=4102444800; ');
+    const r = gate7(genuine.replace(field, copy + field));
+    expect(r).toMatchObject({ verdict: 'auth:dkim-unverified' });
+    expect('reason' in r && r.reason).toMatch(/^gate 7: no usable aligned DKIM-Signature \(s=\S+ shares its b= with another DKIM-Signature field that differs from it/);
+  });
+
+  it('that is the same bytes is no copy to refuse: both verify alike', () => {
+    const r = gate7(genuine.replace(field, field + field));
+    expect('candidates' in r && r.candidates).toHaveLength(2);
+  });
+});
+
 describe('gates 9–11', () => {
   it('gate 9 names why the token is missing or wrong', () => {
     expect(tokenHolds(reply({ token: null, tokenProblem: 'only-in-quote' }), () => true)?.reason).toMatch(/only in quoted text/);
