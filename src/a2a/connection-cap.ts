@@ -18,9 +18,12 @@ import { limitedLog } from '../log.js';
  *
  * Pipelining is capped apart from the cap on sockets: a socket with {@link MAX_UNWRITTEN_ANSWERS}
  * answers not yet written out, or with answers of {@link MAX_UNWRITTEN_BYTES} or more not yet
- * written out, or with any answer not yet written out while the server's sockets hold
- * {@link MAX_UNWRITTEN_TOTAL_BYTES} of them, is closed when the next request's answer begins (a
- * request on a socket that holds no unwritten answer is always answered). node:http parses
+ * written out, is closed when the next request's answer begins or when an answer would take it
+ * past that (a request on a socket that holds no unwritten answer is always answered). Over all
+ * sockets, when the answers not yet written out pass {@link MAX_UNWRITTEN_TOTAL_BYTES}, the sockets
+ * that have held theirs longest are closed until they are under it again: one unread answer per
+ * socket is no way around the bound, and a caller that reads is not closed for another's unread
+ * bytes (attack review 5). node:http parses
  * every request of a chunk it read (up to 64 KiB, about 790 pipelined card GETs) before it pauses
  * a socket whose answers are not being read, and queues each answer in memory behind the unread
  * one: 400 such sockets cost 16 s of one event-loop turn and 430 MB of heap (docs/architecture.md,
@@ -43,7 +46,7 @@ export const MAX_UNWRITTEN_ANSWERS = 32;
  */
 export const MAX_UNWRITTEN_BYTES = 16 * 1024 * 1024;
 
-/** Bytes of ended answers not yet written out that all of a server's sockets may hold before a socket already holding one gets no more. */
+/** Bytes of ended answers not yet written out that all of a server's sockets may hold: past it, those that have held theirs longest are closed. */
 export const MAX_UNWRITTEN_TOTAL_BYTES = 64 * 1024 * 1024;
 
 /** The bounds of unwritten answers one server applies (the constants above; a test may give smaller ones). */
@@ -56,6 +59,8 @@ export interface UnwrittenLimits {
 /** What a server's cap shares with its sockets: the warn line of a socket closed for unread answers, the limits, and the bytes all its sockets hold unwritten. */
 interface CapOf {
   shed(socket: Socket): void;
+  /** Closes the sockets other than `keep` whose unwritten answers are oldest until the unwritten bytes are within the total (or none but `keep` holds any). */
+  overTotal(keep: Socket): void;
   limits: UnwrittenLimits;
   unwrittenBytes: number;
 }
@@ -72,6 +77,8 @@ interface Conn {
   unwritten: number;
   /** Bytes of the bodies of answers ended and not yet written out. */
   bytes: number;
+  /** When `bytes` last rose from 0, as a number of {@link turn}: lower has held unwritten answers longer. */
+  unreadSince: number;
   /** The cap of the server the socket belongs to. */
   cap: CapOf;
 }
@@ -92,7 +99,7 @@ export function answerBegun(socket: Socket): boolean {
   const c = conns.get(socket);
   if (!c) return !socket.destroyed;
   const { limits } = c.cap;
-  if (c.unwritten >= limits.answers || (c.unwritten > 0 && (c.bytes >= limits.bytes || c.cap.unwrittenBytes >= limits.totalBytes))) {
+  if (c.unwritten >= limits.answers || (c.unwritten > 0 && c.bytes >= limits.bytes)) {
     if (!socket.destroyed) c.cap.shed(socket);
     return false;
   }
@@ -123,13 +130,15 @@ export function answerEnded(socket: Socket, bytes: number): boolean {
   if (!c) return true;
   if (c.busy > 0 && --c.busy === 0) c.since = ++turn;
   const { limits } = c.cap;
-  if (c.unwritten > 1 && (c.bytes + bytes > limits.bytes || c.cap.unwrittenBytes + bytes > limits.totalBytes)) {
+  if (c.unwritten > 1 && c.bytes + bytes > limits.bytes) {
     if (!socket.destroyed) c.cap.shed(socket);
     return false;
   }
+  if (c.bytes === 0 && bytes > 0) c.unreadSince = ++turn;
   c.bytes += bytes;
   c.cap.unwrittenBytes += bytes;
-  return true;
+  if (c.cap.unwrittenBytes > limits.totalBytes) c.cap.overTotal(socket);
+  return !socket.destroyed;
 }
 
 /** A request on `socket` presented the right bearer: the socket is evicted only after every one that did not. */
@@ -186,6 +195,24 @@ export function capConnections(
       socket.destroy();
       limited(now(), 'warn', 'unread', { maxUnwrittenAnswers: limits.answers, maxUnwrittenBytes: limits.bytes }, 'connection closed: it pipelines requests and does not read the answers');
     },
+    overTotal(keep) {
+      while (capOf.unwrittenBytes > limits.totalBytes) {
+        let oldest: Socket | undefined;
+        let since = Infinity;
+        for (const s of live) {
+          const c = conns.get(s)!;
+          if (s !== keep && c.bytes > 0 && c.unreadSince < since) [oldest, since] = [s, c.unreadSince];
+        }
+        // The socket whose answer just ended is never closed for the total: its own bytes are bounded per socket.
+        if (oldest === undefined) return;
+        const victim = oldest;
+        live.delete(victim);
+        // Its bytes leave the total now ('close' comes a turn later): the loop sees the total it leaves.
+        forget.call(victim);
+        victim.destroy();
+        limited(now(), 'warn', 'unread-total', { maxUnwrittenTotalBytes: limits.totalBytes }, 'connection closed: the answers it holds unread are the oldest while the server holds more unread answers than it may');
+      }
+    },
     limits,
     unwrittenBytes: 0,
   };
@@ -206,7 +233,7 @@ export function capConnections(
       limited(now(), 'warn', 'evict', { maxConnections: cap, presentedBearer: conns.get(victim)!.bearer }, 'idle connection closed for a new one: server.max_connections reached');
     }
     live.add(socket);
-    conns.set(socket, { busy: 0, bearer: false, since: ++turn, unwritten: 0, bytes: 0, cap: capOf });
+    conns.set(socket, { busy: 0, bearer: false, since: ++turn, unwritten: 0, bytes: 0, unreadSince: 0, cap: capOf });
     socket.once('close', forget);
   });
 }

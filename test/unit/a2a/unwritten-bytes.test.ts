@@ -15,6 +15,8 @@ import { createLogger } from '../../../src/log.js';
 const MIB = 1024 * 1024;
 /** Each answer's body: large enough that the kernel's loopback buffers hold only a few. */
 const BODY = Buffer.alloc(4 * MIB, 0x61);
+/** An answer larger than what the kernel's loopback buffers of one socket take (a few MiB each way): most of it stays unwritten while the client does not read. */
+const HUGE = Buffer.alloc(32 * MIB, 0x62);
 /** Pipelined requests per socket: more than the cap on answers, so a cap by count alone builds exactly that many. */
 const PIPELINED = MAX_UNWRITTEN_ANSWERS + 8;
 
@@ -40,7 +42,7 @@ async function bigServer(limits: UnwrittenLimits, o: { later?: boolean } = {}): 
     perSocket.set(req.socket, (perSocket.get(req.socket) ?? 0) + 1);
     const answer = (): void => {
       res.writeHead(200, { 'content-type': 'application/octet-stream' });
-      res.end(BODY);
+      res.end(req.url === '/small' ? 'ok' : req.url === '/huge' ? HUGE : BODY);
       // An answer the cap refused is not queued (door-response.ts sets its bytes to 0).
       if (answerBytesOf(res) > 0) queued += 1;
     };
@@ -60,13 +62,13 @@ async function bigServer(limits: UnwrittenLimits, o: { later?: boolean } = {}): 
   return { port: (server.address() as AddressInfo).port, built: () => [...perSocket.values()], queued: () => queued, closed };
 }
 
-/** A socket that writes `PIPELINED` GETs at once and never reads (destroyed by the test's end). */
-async function pipelineUnread(port: number): Promise<Socket> {
+/** A socket that writes `n` GETs at once and never reads (destroyed by the test's end). */
+async function pipelineUnread(port: number, n = PIPELINED): Promise<Socket> {
   const s = connect(port, '127.0.0.1');
   s.on('error', () => {});
   await once(s, 'connect');
   s.pause();
-  s.write(`GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`.repeat(PIPELINED));
+  s.write(`GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`.repeat(n));
   return s;
 }
 
@@ -88,20 +90,47 @@ describe('answers not yet written out, by bytes', () => {
 
   it('answers that end after every pipelined request of the chunk began are not queued past the per-socket bytes', async () => {
     const { port, queued, closed } = await bigServer({ answers: MAX_UNWRITTEN_ANSWERS, bytes: 8 * MIB, totalBytes: 1024 * MIB }, { later: true });
-    clients.push(await pipelineUnread(port));
+    // Fewer than the cap on answers: only the bytes can close it.
+    clients.push(await pipelineUnread(port, MAX_UNWRITTEN_ANSWERS - 12));
     await closed(1);
     // The first answer goes whatever its size; then 8 MiB is one more 4 MiB answer (its socket's buffers took none yet).
     expect(queued()).toBeGreaterThan(0);
     expect(queued()).toBeLessThanOrEqual(3);
   });
 
-  it("sockets that each stay under the per-socket bytes are closed once the server's sockets together hold the total", async () => {
-    const { port, built, closed } = await bigServer({ answers: MAX_UNWRITTEN_ANSWERS, bytes: 1024 * MIB, totalBytes: 16 * MIB });
-    clients.push(await pipelineUnread(port), await pipelineUnread(port));
-    await closed(2);
-    const counts = built();
-    expect(counts).toHaveLength(2);
-    for (const n of counts) expect(n).toBeLessThan(MAX_UNWRITTEN_ANSWERS);
+  it("sockets that each hold one unread answer are closed, those that have held theirs longest first, once the server's sockets together hold the total (attack review 5)", async () => {
+    const { port, closed } = await bigServer({ answers: MAX_UNWRITTEN_ANSWERS, bytes: 1024 * MIB, totalBytes: 48 * MIB });
+    for (let i = 0; i < 5; i++) {
+      const s = connect(port, '127.0.0.1');
+      s.on('error', () => {});
+      await once(s, 'connect');
+      s.pause();
+      s.write('GET /huge HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+      clients.push(s);
+    }
+    // 5 answers of 32 MiB, each mostly unwritten: at most one more than the total holds stays.
+    await closed(3);
+  });
+
+  it("a caller that reads is not closed for the unread answers other sockets hold (attack review 5: the total closed it, and the log blamed it)", async () => {
+    const { port, built } = await bigServer({ answers: MAX_UNWRITTEN_ANSWERS, bytes: 1024 * MIB, totalBytes: 48 * MIB });
+    for (let i = 0; i < 2; i++) {
+      const s = connect(port, '127.0.0.1');
+      s.on('error', () => {});
+      await once(s, 'connect');
+      s.pause();
+      s.write('GET /huge HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+      clients.push(s);
+    }
+    while (built().length < 2) await new Promise((r) => setImmediate(r));
+    const victim = connect(port, '127.0.0.1');
+    clients.push(victim);
+    await once(victim, 'connect');
+    let text = '';
+    victim.on('data', (d: Buffer) => (text += d.toString('latin1')));
+    victim.write('GET /small HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /small HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n');
+    await once(victim, 'close');
+    expect(text.match(/HTTP\/1\.1 200 /g)).toHaveLength(2);
   });
 
   it('a client that reads, pipelining two requests at a time, is served every answer under the same limits', async () => {
