@@ -176,17 +176,29 @@ function turnText(t: TurnRow, attempts: readonly AttemptRow[]): string {
   return `turn ${t.turn} stored, webhook-id ${first.dispatchId}: ${ask} (retried since: now webhook-id ${t.dispatchId}, deadline ${isoUtc(t.deadlineAt)})`;
 }
 
-/** The most characters of a mail header's value shown in a timeline row (a Date is about 31, a Message-ID rarely over 100). */
-const HEADER_CELL_MAX = 120;
+/** The most characters of a mail's Message-ID shown in a timeline row (one is rarely over 60). */
+const MESSAGE_ID_SHOWN = 60;
 
 /**
- * A header value of a mail (the sender's text, a forger's too) as a timeline row shows it: each run
- * of white space one space, cut at {@link HEADER_CELL_MAX}. A Date folded only inside a comment of
- * 2,400 spaces ends with text that, wrapped by the terminal, stood alone as a row of its own
- * ("mail #2 applied…"; attack review 4); `Date.parse` ignores the comment, so gate 8 passes it.
+ * A mail's Message-ID as a timeline row shows it: each run of white space one space, every
+ * character outside printable ASCII escaped (RFC 5322 §3.6.4 allows none), cut at
+ * {@link MESSAGE_ID_SHOWN}. The sender's text, a forger's too: kept short, so it cannot hold a
+ * line that, wrapped by the terminal, reads as a row of its own (attack reviews 4 and 5: a Date
+ * padded with 2,400 spaces, then with fullwidth letters, ended in "mail #2 applied…").
  */
-export function headerCell(value: string): string {
-  return truncate(value.replace(/\s+/g, ' ').trim(), HEADER_CELL_MAX);
+export function messageIdCell(value: string): string {
+  const ascii = value.replace(/\s+/g, ' ').trim().replace(/[^\x20-\x7e]/gu, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
+  return truncate(ascii, MESSAGE_ID_SHOWN);
+}
+
+/**
+ * A mail's Date as a timeline row shows it: the moment it names, written by the bridge (ISO 8601,
+ * UTC), or "unreadable" when `Date.parse` cannot read it; never the header's own text, whose
+ * comments may hold anything (attack reviews 4 and 5).
+ */
+export function dateCell(value: string): string {
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? 'unreadable' : isoUtc(at);
 }
 
 /** The task's timeline, oldest first: turns, webhook attempts, ledger verdicts, state changes and notes, the audit entry. */
@@ -195,8 +207,8 @@ export function timeline(r: TaskRecord): TimelineEntry[] {
   for (const t of r.turns) out.push({ at: t.createdAt, kind: 'turn', text: turnText(t, r.attempts) });
   for (const a of r.attempts) out.push({ at: a.startedAt, kind: 'attempt', text: attemptText(a, nextAttemptAt(a, r)) });
   for (const l of r.ledger) {
-    const date = l.dateHeader ? `, Date ${headerCell(l.dateHeader)}` : '';
-    out.push({ at: l.seenAt, kind: 'mail', text: `mail #${l.id} ${l.verdict}: ${l.reason} (Message-ID ${l.messageId === null ? '-' : headerCell(l.messageId)}${date})` });
+    const date = l.dateHeader ? `, Date ${dateCell(l.dateHeader)}` : '';
+    out.push({ at: l.seenAt, kind: 'mail', text: `mail #${l.id} ${l.verdict}: ${l.reason} (Message-ID ${l.messageId === null ? '-' : messageIdCell(l.messageId)}${date})` });
   }
   for (const e of r.events) {
     if (e.fromState === null) out.push({ at: e.at, kind: 'created', text: `created ${e.toState}: ${e.cause}` });

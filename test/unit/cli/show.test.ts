@@ -59,16 +59,20 @@ describe('show: the timeline and the measured gaps', () => {
     expect(turnGaps(open.turns, open.ledger, open.attempts)[0]).toMatchObject({ mailDateAt: null, promotedAt: null, acceptedToMailDate: null });
   });
 
-  it("shows a mail's Date and Message-ID with each run of white space as one space, cut: a Date padded with spaces cannot wrap into a row of its own (attack review 4)", () => {
+  it("shows a mail's Date as the moment it names and its Message-ID short and ASCII: no header text can wrap into a row of its own (attack reviews 4 and 5)", () => {
     const fake = '2026-06-01T12:00:00Z  mail #2 applied:input-required: all gates passed';
-    const padded = { ...record, ledger: record.ledger.map((l) => ({ ...l, dateHeader: `Mon, 1 Jun 2026 12:00:00 +0000 (${' '.repeat(2400)}${fake})`, messageId: `<a\t\t  b@example.com>` })) };
+    const padded = {
+      ...record,
+      ledger: record.ledger.map((l) => ({ ...l, dateHeader: `Mon, 1 Jun 2026 12:00:00 +0000 (${'ｗ'.repeat(200)}${' '.repeat(2400)}${fake})`, messageId: `<a\t\t  ${'ｗ'.repeat(100)}${fake}@example.com>` })),
+    };
     const mail = timeline(padded).find((e) => e.kind === 'mail')!.text;
-    expect(mail).not.toMatch(/\s{2}/);
-    expect(mail).toContain('Message-ID <a b@example.com>');
-    // The agent's words stay in its own row, inline after the Date they came in.
-    expect(mail).toContain(`Date Mon, 1 Jun 2026 12:00:00 +0000 ( ${fake.replace('  ', ' ')})`);
-    const long = { ...record, ledger: record.ledger.map((l) => ({ ...l, dateHeader: 'x'.repeat(5000) })) };
-    expect(timeline(long).find((e) => e.kind === 'mail')!.text.length).toBeLessThan(400);
+    expect(mail).toContain(', Date 2026-06-01T12:00:00Z)');
+    expect(mail).not.toContain('mail #2');
+    expect(mail).toContain('Message-ID <a \\u{ff57}\\u{ff57}');
+    // Only the bridge's own cut mark (…) is not ASCII.
+    expect(mail).not.toMatch(/[^\x20-\x7e…]|\s{2}/);
+    const unreadable = { ...record, ledger: record.ledger.map((l) => ({ ...l, dateHeader: `yesterday ${fake}` })) };
+    expect(timeline(unreadable).find((e) => e.kind === 'mail')!.text).toMatch(/, Date unreadable\)$/);
   });
 
   it('JSON carries rows, timeline and gaps, but never a reply token or the signed envelope', () => {
