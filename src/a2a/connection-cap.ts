@@ -120,8 +120,8 @@ export function answerWritten(this: { req: { socket: Socket }; answerBytes: numb
 
 /**
  * The server ends an answer on `socket` (`res.end()`) whose body's last chunk is `bytes` long;
- * with none left the socket waits from now. Returns false, and has destroyed the socket, when
- * another answer on it is not written out yet and this one would take its unwritten bytes past the
+ * with none left the socket waits from now. Returns false when the socket is closed, and false
+ * after destroying it when another answer on it is not written out yet and this one would take its unwritten bytes past the
  * limits (the answers of requests pipelined in one chunk all begin before any ends, so the check
  * in {@link answerBegun} alone sees none of their bytes): the caller must then not send it.
  */
@@ -129,6 +129,9 @@ export function answerEnded(socket: Socket, bytes: number): boolean {
   const c = conns.get(socket);
   if (!c) return true;
   if (c.busy > 0 && --c.busy === 0) c.since = ++turn;
+  // Closed (shed, evicted, or its client gone): nothing will be written, and bytes counted now would
+  // stay in the server's total for good, its 'close' having taken the socket's own out already.
+  if (socket.destroyed) return false;
   const { limits } = c.cap;
   if (c.unwritten > 1 && c.bytes + bytes > limits.bytes) {
     if (!socket.destroyed) c.cap.shed(socket);
@@ -138,7 +141,7 @@ export function answerEnded(socket: Socket, bytes: number): boolean {
   c.bytes += bytes;
   c.cap.unwrittenBytes += bytes;
   if (c.cap.unwrittenBytes > limits.totalBytes) c.cap.overTotal(socket);
-  return !socket.destroyed;
+  return true;
 }
 
 /** A request on `socket` presented the right bearer: the socket is evicted only after every one that did not. */

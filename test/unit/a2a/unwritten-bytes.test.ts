@@ -32,7 +32,10 @@ afterEach(async () => {
  * in order of first request; `closed(n)`: resolves once `n` of its sockets have closed (a client
  * that never reads never sees the close itself: the answers queued ahead of the FIN are unread).
  */
-async function bigServer(limits: UnwrittenLimits, o: { later?: boolean } = {}): Promise<{ port: number; built: () => number[]; queued: () => number; closed: (n: number) => Promise<void> }> {
+async function bigServer(
+  limits: UnwrittenLimits,
+  o: { later?: boolean } = {},
+): Promise<{ port: number; built: () => number[]; queued: () => number; closed: (n: number) => Promise<void>; closedCount: () => number }> {
   const perSocket = new Map<Socket, number>();
   let queued = 0;
   let closedCount = 0;
@@ -42,10 +45,12 @@ async function bigServer(limits: UnwrittenLimits, o: { later?: boolean } = {}): 
     perSocket.set(req.socket, (perSocket.get(req.socket) ?? 0) + 1);
     const answer = (): void => {
       res.writeHead(200, { 'content-type': 'application/octet-stream' });
-      res.end(req.url === '/small' ? 'ok' : req.url === '/huge' ? HUGE : BODY);
+      res.end(req.url === '/small' ? 'ok' : req.url === '/huge' || req.url === '/after-close' ? HUGE : BODY);
       // An answer the cap refused is not queued (door-response.ts sets its bytes to 0).
       if (answerBytesOf(res) > 0) queued += 1;
     };
+    // A call whose handler ends its answer after the client has gone (a turn after the close).
+    if (req.url === '/after-close') return void res.once('close', () => setImmediate(answer));
     // `later`: answered a turn after the request, as a call whose handler waits is, so every request of a chunk begins before any answer ends.
     if (o.later) setImmediate(answer);
     else answer();
@@ -59,7 +64,7 @@ async function bigServer(limits: UnwrittenLimits, o: { later?: boolean } = {}): 
   capConnections(server, 16, createLogger('silent'), 60_000, Date.now, limits);
   await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
   const closed = (n: number): Promise<void> => new Promise((resolve) => (closedCount >= n ? resolve() : waiting.push({ n, resolve })));
-  return { port: (server.address() as AddressInfo).port, built: () => [...perSocket.values()], queued: () => queued, closed };
+  return { port: (server.address() as AddressInfo).port, built: () => [...perSocket.values()], queued: () => queued, closed, closedCount: () => closedCount };
 }
 
 /** A socket that writes `n` GETs at once and never reads (destroyed by the test's end). */
@@ -131,6 +136,35 @@ describe('answers not yet written out, by bytes', () => {
     victim.write('GET /small HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /small HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n');
     await once(victim, 'close');
     expect(text.match(/HTTP\/1\.1 200 /g)).toHaveLength(2);
+  });
+
+  it("an answer ended after its client went away never counts in the server's total (it stayed there for good: the total then closed sockets for bytes no socket held)", async () => {
+    const { port, built, closed, closedCount } = await bigServer({ answers: MAX_UNWRITTEN_ANSWERS, bytes: 1024 * MIB, totalBytes: 48 * MIB });
+    const gone = connect(port, '127.0.0.1');
+    await once(gone, 'connect');
+    gone.write('GET /after-close HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    while (built().length < 1) await new Promise((r) => setImmediate(r));
+    gone.destroy();
+    await closed(1);
+    // Its 32 MiB answer ends a turn after the close; let it.
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    const holder = connect(port, '127.0.0.1');
+    holder.on('error', () => {});
+    await once(holder, 'connect');
+    holder.pause();
+    holder.write('GET /huge HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    clients.push(holder);
+    const reader = connect(port, '127.0.0.1');
+    clients.push(reader);
+    await once(reader, 'connect');
+    let text = '';
+    reader.on('data', (d: Buffer) => (text += d.toString('latin1')));
+    reader.write('GET /small HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n');
+    await once(reader, 'close');
+    expect(text).toMatch(/^HTTP\/1\.1 200 /);
+    // 32 MiB unread on one socket is within 48 MiB: only the first socket (its client gone) has closed.
+    expect(closedCount()).toBe(2);
   });
 
   it('a client that reads, pipelining two requests at a time, is served every answer under the same limits', async () => {
