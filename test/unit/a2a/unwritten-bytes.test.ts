@@ -67,13 +67,13 @@ async function bigServer(
   return { port: (server.address() as AddressInfo).port, built: () => [...perSocket.values()], queued: () => queued, closed, closedCount: () => closedCount };
 }
 
-/** A socket that writes `n` GETs at once and never reads (destroyed by the test's end). */
-async function pipelineUnread(port: number, n = PIPELINED): Promise<Socket> {
+/** A socket that writes `n` GETs of `path` at once and never reads (destroyed by the test's end). */
+async function pipelineUnread(port: number, n = PIPELINED, path = '/'): Promise<Socket> {
   const s = connect(port, '127.0.0.1');
   s.on('error', () => {});
   await once(s, 'connect');
   s.pause();
-  s.write(`GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`.repeat(n));
+  s.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`.repeat(n));
   return s;
 }
 
@@ -105,28 +105,14 @@ describe('answers not yet written out, by bytes', () => {
 
   it("sockets that each hold one unread answer are closed, those that have held theirs longest first, once the server's sockets together hold the total (attack review 5)", async () => {
     const { port, closed } = await bigServer({ answers: MAX_UNWRITTEN_ANSWERS, bytes: 1024 * MIB, totalBytes: 48 * MIB });
-    for (let i = 0; i < 5; i++) {
-      const s = connect(port, '127.0.0.1');
-      s.on('error', () => {});
-      await once(s, 'connect');
-      s.pause();
-      s.write('GET /huge HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
-      clients.push(s);
-    }
+    for (let i = 0; i < 5; i++) clients.push(await pipelineUnread(port, 1, '/huge'));
     // 5 answers of 32 MiB, each mostly unwritten: at most one more than the total holds stays.
     await closed(3);
   });
 
   it("a caller that reads is not closed for the unread answers other sockets hold (attack review 5: the total closed it, and the log blamed it)", async () => {
     const { port, built } = await bigServer({ answers: MAX_UNWRITTEN_ANSWERS, bytes: 1024 * MIB, totalBytes: 48 * MIB });
-    for (let i = 0; i < 2; i++) {
-      const s = connect(port, '127.0.0.1');
-      s.on('error', () => {});
-      await once(s, 'connect');
-      s.pause();
-      s.write('GET /huge HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
-      clients.push(s);
-    }
+    for (let i = 0; i < 2; i++) clients.push(await pipelineUnread(port, 1, '/huge'));
     while (built().length < 2) await new Promise((r) => setImmediate(r));
     const victim = connect(port, '127.0.0.1');
     clients.push(victim);
@@ -149,12 +135,7 @@ describe('answers not yet written out, by bytes', () => {
     // Its 32 MiB answer ends a turn after the close; let it.
     await new Promise((r) => setImmediate(r));
     await new Promise((r) => setImmediate(r));
-    const holder = connect(port, '127.0.0.1');
-    holder.on('error', () => {});
-    await once(holder, 'connect');
-    holder.pause();
-    holder.write('GET /huge HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
-    clients.push(holder);
+    clients.push(await pipelineUnread(port, 1, '/huge'));
     const reader = connect(port, '127.0.0.1');
     clients.push(reader);
     await once(reader, 'connect');
