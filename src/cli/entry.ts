@@ -51,20 +51,25 @@ if (tooOld !== null) {
  */
 function runWithCodeCache(cacheDir: string | undefined): void {
   const cachePath = cacheDir ? join(cacheDir, 'a2a-mailbridge-bundle.v8cache') : undefined;
-  const bundle = readBundle();
+  // Two locals, not one object: the cache's writer below lives as long as the process, and what it
+  // refers to with it; an object would keep the bundle's text, a second copy beside the script's
+  // own (0.75 MiB of the heap, docs/architecture.md, "Start-up and memory").
+  const { source, identity } = readBundle();
   // Only a cache of this very file, whole (src/cli/code-cache-file.ts); none while the file changed under the read.
-  const cached = cachePath && bundle.identity !== null ? readCodeCache(cachePath, bundle.identity) : undefined;
+  const cached = cachePath && identity !== null ? readCodeCache(cachePath, identity) : undefined;
   // The bundle as CommonJS wraps a module (what Node's loader does with compileFunction).
-  const script = new Script(`(function (exports, require, module, __filename, __dirname) { ${bundle.source}\n});`, {
+  const script = new Script(`(function (exports, require, module, __filename, __dirname) { ${source}\n});`, {
     filename: bundlePath,
     cachedData: cached,
     // No `importModuleDynamically`: the bundle holds no `import()` (scripts/build.ts makes each a
     // `require`), and Node's hook for one in a vm.Script is experimental and warns when used.
   });
+  // The writer keeps whether a cache was given, not the cache (0.7 MiB of array buffer).
+  const hadCache = cached !== undefined;
   const writer: CodeCacheWriter = () => {
-    if (!cachePath || bundle.identity === null || (cached && !script.cachedDataRejected)) return false;
+    if (!cachePath || identity === null || (hadCache && !script.cachedDataRejected)) return false;
     try {
-      return writeCodeCache(cachePath, bundle.identity, script.createCachedData());
+      return writeCodeCache(cachePath, identity, script.createCachedData());
     } catch {
       return false;
     }

@@ -34,6 +34,13 @@ afterAll(() => {
 });
 
 const BUILTINS_AT_EXIT = resolve('test/fixtures/builtins-at-exit.cjs');
+const HEAP_AT_EXIT = resolve('test/fixtures/heap-at-exit.cjs');
+
+/** What a `serve` still held at exit (test/fixtures/heap-at-exit.cjs), bytes. */
+interface HeapAtExit {
+  arrayBuffers: number;
+  largeObjects: number;
+}
 
 interface Released {
   youngBefore: number;
@@ -48,7 +55,7 @@ interface Released {
  * wrote the code cache, and the built-in modules it had loaded when it stopped, just after those
  * lines.
  */
-function loadedAtStart(cacheDir?: string, entry = main): Promise<{ packages: string[]; released: Released; builtins: string[]; wroteCodeCache: boolean }> {
+function loadedAtStart(cacheDir?: string, entry = main): Promise<{ packages: string[]; released: Released; builtins: string[]; wroteCodeCache: boolean; heap: HeapAtExit }> {
   const env = { ...process.env };
   delete env.JOURNAL_STREAM;
   delete env.INVOCATION_ID;
@@ -58,7 +65,7 @@ function loadedAtStart(cacheDir?: string, entry = main): Promise<{ packages: str
   delete env.NODE_CHANNEL_SERIALIZATION_MODE;
   if (cacheDir) env.NODE_COMPILE_CACHE = cacheDir;
   return new Promise((done, reject) => {
-    const child = spawn(process.execPath, ['-r', BUILTINS_AT_EXIT, entry, '--config', c.configPath, 'serve', '--log-level', 'debug'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, ['-r', BUILTINS_AT_EXIT, '-r', HEAP_AT_EXIT, entry, '--config', c.configPath, 'serve', '--log-level', 'debug'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     let packages: string[] | undefined;
     let released: Released | undefined;
@@ -79,9 +86,11 @@ function loadedAtStart(cacheDir?: string, entry = main): Promise<{ packages: str
     });
     child.once('close', () => {
       const exitLine = err.split('\n').find((l) => l.startsWith('{"builtinsLoaded"'));
-      if (!packages || !released || !exitLine) return reject(new Error(`no start-up lines or no exit line:\n${err}`));
+      const heapLine = err.split('\n').find((l) => l.startsWith('{"heapAtExit"'));
+      if (!packages || !released || !exitLine || !heapLine) return reject(new Error(`no start-up lines or no exit lines:\n${err}`));
       const wroteCodeCache = lineWith('code cache of the start written') !== undefined;
-      done({ packages, released, wroteCodeCache, builtins: (JSON.parse(exitLine) as { builtinsLoaded: string[] }).builtinsLoaded });
+      const heap = (JSON.parse(heapLine) as { heapAtExit: HeapAtExit }).heapAtExit;
+      done({ packages, released, wroteCodeCache, heap, builtins: (JSON.parse(exitLine) as { builtinsLoaded: string[] }).builtinsLoaded });
     });
   });
 }
@@ -121,6 +130,7 @@ describe('serve on a Maildir config, as built', () => {
     const second = await loadedAtStart(cacheDir);
     expect(second.wroteCodeCache).toBe(false);
     expect(second.packages).toEqual(first.packages);
+    const cacheBytes = statSync(file).size;
     // V8 checks a cache against the source's length only: a cache is used only for the very file
     // it was made from. A copy of the build, edited to print another version of the same length,
     // prints its own, with the original's cache in the folder, and again once its own cache was
@@ -159,7 +169,15 @@ describe('serve on a Maildir config, as built', () => {
     expect((await loadedAtStart(cacheDir)).wroteCodeCache).toBe(true);
     expect(readFileSync(file).equals(torn)).toBe(false);
     // Without the folder there is no cache to write.
-    expect((await loadedAtStart()).wroteCodeCache).toBe(false);
+    const none = await loadedAtStart();
+    expect(none.wroteCodeCache).toBe(false);
+    // Once compiled, neither the cache nor a second copy of the bundle's text stays in memory (the
+    // cache's writer, which lives as long as the process, once kept both: 1.4 MiB; src/cli/entry.ts).
+    // A start from the cache holds no more array buffers than one without a cache; either holds
+    // the bundle's text once, the script's own, beside V8's other large objects (130 KiB here).
+    const bundleBytes = statSync(join(out, 'cli', 'bundle.js')).size;
+    expect(second.heap.arrayBuffers - none.heap.arrayBuffers).toBeLessThan(cacheBytes / 2);
+    for (const start of [second, none]) expect(start.heap.largeObjects).toBeLessThan(bundleBytes * 1.5);
   });
 
   it('started by a Node older than the floor (the first `node` on PATH, run through its #! line), says so and exits 1', (ctx) => {
