@@ -17,11 +17,7 @@ export async function checkListen(config: Config): Promise<Check> {
   const name = 'listen';
   const { host, port } = config.server;
   const at = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
-  if (port === 0) {
-    const probe = await probeHealth(config);
-    const running = probe.up && probe.sameStore === true ? `; this config's bridge is running at ${probe.url.replace(/\/health$/, '')}` : '';
-    return { name, status: 'ok', detail: `${at}: port 0, a free port is picked at each start${running}` };
-  }
+  if (port === 0) return (await checkListenAndPort(config)).check;
   try {
     await probeListen(host, port);
     return { name, status: 'ok', detail: `${at} is free: serve can listen there` };
@@ -45,4 +41,20 @@ export async function checkListen(config: Config): Promise<Check> {
         : `an a2a-mailbridge that may not be this config's (${probe.why ?? 'it does not say which store it serves'})`;
     return { name, status: 'fail', detail: `${at} is already in use by ${taker}: serve would fail to start`, fix: `stop what listens there, or set ${key} to a free port` };
   }
+}
+
+/**
+ * {@link checkListen}, and with port 0 in server.listen the port this config's running bridge
+ * listens at (the one its store's claim notes, when its /health names this config's store), for
+ * the Hermes snippet's URLs (src/cli/hermes-snippet.ts).
+ * @returns livePort 1–65535, or null: a fixed port in server.listen, or port 0 with this config's bridge not running
+ */
+export async function checkListenAndPort(config: Config): Promise<{ check: Check; livePort: number | null }> {
+  const { host, port } = config.server;
+  if (port !== 0) return { check: await checkListen(config), livePort: null };
+  const at = host.includes(':') ? `[${host}]:0` : `${host}:0`;
+  const probe = await probeHealth(config);
+  const running = probe.up && probe.sameStore === true;
+  const check: Check = { name: 'listen', status: 'ok', detail: `${at}: port 0, a free port is picked at each start${running ? `; this config's bridge is running at ${probe.url.replace(/\/health$/, '')}` : ''}` };
+  return { check, livePort: running ? Number(new URL(probe.url).port) : null };
 }

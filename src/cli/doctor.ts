@@ -12,7 +12,8 @@ import { Store, StoreError } from '../store/store.js';
 import { TERMINAL_STATES, type TaskState } from '../store/task-state.js';
 import { openMailbox } from '../app.js';
 import { MailboxError } from '../uplink/mailbox.js';
-import { checkListen } from './doctor-listen.js';
+import { checkListenAndPort } from './doctor-listen.js';
+import { hermesSnippet, type HermesSnippet } from './hermes-snippet.js';
 import { unusedSecretChecks } from './doctor-unused-secrets.js';
 import { mailboxFix } from './mailbox-fix.js';
 import { plural } from '../plural.js';
@@ -29,14 +30,6 @@ export interface Check {
   status: CheckStatus;
   detail: string;
   fix?: string;
-}
-
-/** The Hermes `a2a_agents` entry to paste, with a placeholder where the facade's bearer goes. */
-export interface HermesSnippet {
-  yaml: string;
-  agents: { name: string; url: string }[];
-  /** The file holding the bearer (its content is never printed). */
-  tokenFile: string;
 }
 
 export interface DoctorReport {
@@ -297,23 +290,6 @@ async function checkDns(config: Config, server: string): Promise<Check> {
 }
 
 /**
- * The `a2a_agents` entries for Hermes' config.yaml: the exact loopback URL of each agent, a
- * placeholder for the bearer, and a timeout of Hermes' default 120 s, or `server.caller_timeout_s`
- * when that is longer (the bridge answers within the shortest caller timeout it is told of).
- */
-export function hermesSnippet(config: Config, tokenFile: string): HermesSnippet {
-  const { host, port } = config.server;
-  const timeoutS = Math.max(120, Math.ceil((config.server.callerTimeoutMs ?? 0) / 1000));
-  const base = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  const agents = config.agents.map((a) => ({ name: a.name, url: `${base}/agents/${a.name}` }));
-  const token = `<token from ${tokenFile}>`.replaceAll('\\', '\\\\').replaceAll('"', '\\"');
-  const lines = ['a2a_agents:'];
-  for (const a of agents) lines.push(`  ${a.name}:`, `    url: ${a.url}`, `    auth: {type: bearer, token: "${token}"}`, `    timeout: ${timeoutS}`);
-  if (port === 0) lines.unshift('# server.listen has port 0 (a new free port at each start): set a fixed port so these URLs stay right');
-  return { yaml: lines.join('\n'), agents, tokenFile };
-}
-
-/**
  * Runs every check in order; a check that depends on an earlier failure is `skip`ped. Network
  * checks are read-only: IMAP logs in and EXAMINEs, the webhook probe sends no HTTP request.
  */
@@ -338,7 +314,8 @@ export async function doctor(configFile: string): Promise<DoctorReport> {
     checks.push(checkStore(config.store.path));
     const storeMode = checkStoreMode(config.store.path);
     if (storeMode) checks.push(storeMode);
-    checks.push(await checkListen(config));
+    const listen = await checkListenAndPort(config);
+    checks.push(listen.check);
     if (config.log.file !== undefined) checks.push(checkLogPlace(config.log.file));
     checks.push(await (await import('./doctor-mail.js')).checkLatestTaggedMail(config));
     const passwordOk = secretChecks.find((c) => c.name === 'secret mailbox.imap.password_file')?.status !== 'fail';
@@ -350,7 +327,7 @@ export async function doctor(configFile: string): Promise<DoctorReport> {
       checks.push({ name: 'example identities', status: 'warn', detail: exampleIdentitiesText(examples), fix: `set ${examples.map((e) => e.key).join(', ')} in ${file} to the real ${examples.length === 1 ? 'value' : 'values'}` });
     }
     const tokenFile = refs.find((r) => r.key === 'server.bearer_file')?.path ?? 'your bearer file';
-    report.hermes = hermesSnippet(config, tokenFile);
+    report.hermes = hermesSnippet(config, tokenFile, listen.livePort);
   }
   report.ok = checks.every((c) => c.status === 'ok' || c.status === 'warn');
   return report;

@@ -3,7 +3,8 @@ import { chmodSync, closeSync, constants, existsSync, fchmodSync, lstatSync, mkd
 import { dirname, join, resolve } from 'node:path';
 import { iso } from '../core/time.js';
 import { commandLine, configPath, shellLine, shellWord } from '../config/config-path.js';
-import { CliFailure } from './errors.js';
+import { CliFailure, UsageError } from './errors.js';
+import { maildirConfig } from './init-maildir.js';
 import { packageFile } from './install-dir.js';
 
 /**
@@ -34,12 +35,22 @@ export interface InitFile {
  * The header put above the example config: when it was written and what to do next.
  * @param configFile where the config goes: the `doctor` it names carries its `--config` unless
  *   every command finds it by itself (src/config/config-path.ts)
+ * @param maildir the Maildir the config reads (`init --maildir`), or undefined for IMAP
  */
-export function configHeader(at: number, configFile = ''): string {
+export function configHeader(at: number, configFile = '', maildir?: string): string {
+  const mailbox =
+    maildir === undefined
+      ? [
+          '#   1. [mailbox]: your address, folder and IMAP server (or a Maildir); write your IMAP app',
+          '#      password into secrets/imap-password (it holds a placeholder).',
+        ]
+      : [
+          '#   1. [mailbox]: your address and provider; it reads the Maildir in [mailbox.maildir] (no IMAP',
+          '#      password needed): keep your mail sync filling it.',
+        ];
   return [
-    `# Written by \`a2a-mailbridge init\` at ${iso(at)}, from mailbridge.example.toml. Next:`,
-    '#   1. [mailbox]: your address, folder and IMAP server (or a Maildir); write your IMAP app',
-    '#      password into secrets/imap-password (it holds a placeholder).',
+    `# Written by \`a2a-mailbridge init${maildir === undefined ? '' : ' --maildir'}\` at ${iso(at)}, from mailbridge.example.toml. Next:`,
+    ...mailbox,
     '#   2. [[agents]]: the agent\'s From address, DKIM domain and webhook URL. Give the agent the',
     '#      signing secret in secrets/webhook-secret (or, for auth = "bearer", uncomment bearer_file',
     '#      and write its trigger token into secrets/webhook-bearer with mode 0600).',
@@ -50,26 +61,34 @@ export function configHeader(at: number, configFile = ''): string {
 }
 
 /**
- * What `init` writes into the folder: the config (the example with a header) and the three secret
- * files that config reads — the facade's bearer and the signing secret generated here, the IMAP
- * password as a placeholder. No file for a key the config leaves commented out (a webhook's
- * `bearer_file`): doctor would report it unused, and the loader says how to create it once named.
+ * What `init` writes into the folder: the config (the example with a header) and the secret files
+ * that config reads — the facade's bearer and the signing secret generated here, and for IMAP the
+ * password as a placeholder. With `maildir` the config reads that Maildir (src/cli/init-maildir.ts)
+ * and names no IMAP password, so none is written. No file for a key the config leaves commented
+ * out (a webhook's `bearer_file`): doctor would report it unused, and the loader says how to create
+ * it once named.
+ * @param maildir an absolute path, or undefined for the example's IMAP mailbox
+ * @throws ExampleShapeError (src/cli/init-maildir.ts) when the example cannot be rewritten for a Maildir
  */
-export function initFiles(exampleConfig: string, at: number, configFile = ''): InitFile[] {
-  return [
-    { path: 'config.toml', content: configHeader(at, configFile) + exampleConfig, note: 'the config: edit [mailbox] and [[agents]]' },
+export function initFiles(exampleConfig: string, at: number, configFile = '', maildir?: string): InitFile[] {
+  const config = maildir === undefined ? exampleConfig : maildirConfig(exampleConfig, maildir);
+  const files: InitFile[] = [
+    { path: 'config.toml', content: configHeader(at, configFile, maildir) + config, note: 'the config: edit [mailbox] and [[agents]]' },
     { path: 'secrets/bearer', content: `${generateBearer()}\n`, note: "the facade's bearer (generated); local callers such as Hermes send it" },
     {
       path: 'secrets/webhook-secret',
       content: `${generateSigningSecret()}\n`,
       note: "the Standard Webhooks signing secret (generated); configure the same secret at the agent's webhook",
     },
-    {
+  ];
+  if (maildir === undefined) {
+    files.push({
       path: 'secrets/imap-password',
       content: `${PLACEHOLDER_PREFIX}YOUR-IMAP-APP-PASSWORD\n`,
       note: 'placeholder: replace its content with your IMAP app password (the file stays mode 0600)',
-    },
-  ];
+    });
+  }
+  return files;
 }
 
 /** Creates `dir` with mode 0700 when missing; returns a warning line when it exists and others may enter it. */
@@ -96,21 +115,39 @@ function writeNew(path: string, content: string): void {
   }
 }
 
+/** Whether `dir` holds the `cur/` and `new/` folders of a Maildir (what doctor's mailbox check asks). */
+function isMaildir(dir: string): boolean {
+  return ['cur', 'new'].every((sub) => {
+    try {
+      return statSync(join(dir, sub)).isDirectory();
+    } catch {
+      return false;
+    }
+  });
+}
+
 /**
- * `a2a-mailbridge init [--dir <d>]`: writes a commented config and the secret files (mode 0600) in
+ * `a2a-mailbridge init [--dir <d>] [--maildir <path>]`: writes a commented config and the secret files (mode 0600) in
  * a private folder (0700), with `secrets/`, `state/` and `logs/` (0700) inside. The folder is `--dir`, else
  * the folder of the config path (`--config`, `$A2A_MAILBRIDGE_CONFIG`, or
  * `~/.config/a2a-mailbridge`); the config is `<dir>/config.toml`, or the `--config` path itself.
- * Nothing is written when any of the files exists.
+ * With `maildir` the config reads that Maildir instead of IMAP (its path made absolute against the
+ * working folder; no IMAP password file); a path without `cur/` and `new/` yet gets a note with the
+ * `mkdir` that makes them. Nothing is written when any of the files exists.
  *
  * @returns the exit code (0)
  * @throws CliFailure naming the first file that exists
+ * @throws UsageError for a Maildir path starting with `~` (the config does not expand it)
  */
-export function runInit(o: { dir?: string; configFlag?: string }, now = Date.now()): number {
+export function runInit(o: { dir?: string; configFlag?: string; maildir?: string }, now = Date.now()): number {
+  if (o.maildir !== undefined && (o.maildir === '' || o.maildir.startsWith('~'))) {
+    throw new UsageError(`--maildir ${JSON.stringify(o.maildir)}: give the Maildir's full path, e.g. --maildir "$HOME/Mail/agent-replies" ("~" is not expanded in the config)`);
+  }
+  const maildir = o.maildir === undefined ? undefined : resolve(o.maildir);
   const configFile = o.dir !== undefined ? join(resolve(o.dir), 'config.toml') : resolve(configPath(o.configFlag));
   const dir = dirname(configFile);
   const example = readFileSync(packageFile('mailbridge.example.toml'), 'utf8');
-  const files = initFiles(example, now, configFile).map((f) => ({ ...f, abs: f.path === 'config.toml' ? configFile : join(dir, f.path) }));
+  const files = initFiles(example, now, configFile, maildir).map((f) => ({ ...f, abs: f.path === 'config.toml' ? configFile : join(dir, f.path) }));
   for (const f of files) {
     let exists = true;
     try {
@@ -124,7 +161,11 @@ export function runInit(o: { dir?: string; configFlag?: string }, now = Date.now
   for (const f of files) writeNew(f.abs, f.content);
   const width = Math.max(...files.map((f) => shellWord(f.abs).length));
   const lines = files.map((f) => `wrote ${shellWord(f.abs).padEnd(width)}  ${f.note}`);
-  lines.push(...warnings, `next: edit ${shellWord(configFile)}, fill in the placeholders, then run: ${commandLine(configFile, 'doctor')}`);
+  if (maildir !== undefined && !isMaildir(maildir)) {
+    lines.push(`note: ${shellWord(maildir)} is not a Maildir yet (no cur/ and new/): point your mail sync at it, or make one: ${shellLine('mkdir', '-p', join(maildir, 'cur'), join(maildir, 'new'), join(maildir, 'tmp'))}`);
+  }
+  const edit = maildir === undefined ? 'fill in the placeholders' : 'set your address in [mailbox] and the agent in [[agents]]';
+  lines.push(...warnings, `next: edit ${shellWord(configFile)}, ${edit}, then run: ${commandLine(configFile, 'doctor')}`);
   process.stdout.write(`${lines.join('\n')}\n`);
   return 0;
 }

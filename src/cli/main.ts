@@ -60,9 +60,10 @@ program
   .command('init')
   .description('write a commented config and the secret files (mode 0600) into a private folder; never overwrites')
   .option('--dir <dir>', 'the folder (default: that of the config file as every command finds it: --config, $A2A_MAILBRIDGE_CONFIG, $XDG_CONFIG_HOME/a2a-mailbridge, ~/.config/a2a-mailbridge)')
-  .action(async (o: { dir?: string }) => {
+  .option('--maildir <path>', 'read replies from this Maildir (a folder your mail sync fills) instead of IMAP: no IMAP keys, no IMAP password file')
+  .action(async (o: { dir?: string; maildir?: string }) => {
     const flag = program.opts<{ config?: string }>().config;
-    run((await import('./init.js')).runInit({ ...(o.dir !== undefined ? { dir: o.dir } : {}), ...(flag !== undefined ? { configFlag: flag } : {}) }));
+    run((await import('./init.js')).runInit({ ...(o.dir !== undefined ? { dir: o.dir } : {}), ...(flag !== undefined ? { configFlag: flag } : {}), ...(o.maildir !== undefined ? { maildir: o.maildir } : {}) }));
   });
 
 program

@@ -51,6 +51,21 @@ describe('doctor: can server.listen be bound', () => {
     expect(await listenCheck(c)).toEqual({ name: 'listen', status: 'ok', detail: `127.0.0.1:0: port 0, a free port is picked at each start; this config's bridge is running at http://127.0.0.1:${port}` });
   });
 
+  it('port 0: the Hermes snippet has the running bridge\'s URL; with none running, no URL at :0 but how to find the port', async () => {
+    const c = config('127.0.0.1:0');
+    const stopped = (await doctor(c.configPath)).hermes!;
+    expect(stopped.agents).toEqual([{ name: 'grok', url: null }]);
+    expect(stopped.yaml).not.toContain(':0/');
+    expect(stopped.yaml).toContain('    url: http://127.0.0.1:<port>/agents/grok\n');
+    expect(stopped.yaml).toContain(`bridge is not running, so there is no URL yet (<port> below). To learn the port, start it:\n#   a2a-mailbridge --config ${c.configPath} serve\n`);
+    app = await startApp(loadConfig(c.configPath), { log: createLogger('silent') });
+    const port = (app.server.server.address() as { port: number }).port;
+    const running = (await doctor(c.configPath)).hermes!;
+    expect(running.agents).toEqual([{ name: 'grok', url: `http://127.0.0.1:${port}/agents/grok` }]);
+    expect(running.yaml).toContain(`# server.listen has port 0: ${port} is the port this config's running bridge picked when it started.`);
+    expect(running.yaml).toContain(`    url: http://127.0.0.1:${port}/agents/grok\n`);
+  });
+
   it('free: ok; taken by another program: fails with the fix', async () => {
     const port = await freePort();
     const c = config(`127.0.0.1:${port}`);

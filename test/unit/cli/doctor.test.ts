@@ -3,7 +3,8 @@ import { chmodSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { doctor, formatDoctor, hermesSnippet, secretRefs, splitFix, type DoctorReport } from '../../../src/cli/doctor.js';
+import { doctor, formatDoctor, secretRefs, splitFix, type DoctorReport } from '../../../src/cli/doctor.js';
+import { hermesSnippet } from '../../../src/cli/hermes-snippet.js';
 import type { Config } from '../../../src/config/config.js';
 import { makeConfigDir, minimalToml, writeSecret } from '../../helpers/config-dir.js';
 
@@ -55,9 +56,35 @@ describe('doctor: pure parts', () => {
     );
     const long = hermesSnippet({ server: { host: '127.0.0.1', port: 1, callerTimeoutMs: 330_000 }, agents: [{ name: 'a' }] } as unknown as Config, '/b');
     expect(long.yaml).toContain('    timeout: 330');
-    const v6 = hermesSnippet({ server: { host: '::1', port: 0 }, agents: [{ name: 'a' }] } as unknown as Config, '/b');
-    expect(v6.agents[0]!.url).toBe('http://[::1]:0/agents/a');
-    expect(v6.yaml).toMatch(/^# server.listen has port 0/);
+  });
+
+  it('port 0 in server.listen: the live port of the running bridge, else no URL but how to find the port (never :0)', () => {
+    const zero = { file: '/c/config.toml', server: { host: '::1', port: 0 }, agents: [{ name: 'a' }] } as unknown as Config;
+    const live = hermesSnippet(zero, '/b', 41234);
+    expect(live.agents).toEqual([{ name: 'a', url: 'http://[::1]:41234/agents/a' }]);
+    expect(live.yaml.split('\n').slice(0, 4)).toEqual([
+      "# server.listen has port 0: 41234 is the port this config's running bridge picked when it started.",
+      '# It changes at each start: set a fixed port in server.listen so these URLs stay right.',
+      'a2a_agents:',
+      '  a:',
+    ]);
+    expect(live.yaml).toContain('    url: http://[::1]:41234/agents/a\n');
+    const stopped = hermesSnippet(zero, '/b', null);
+    expect(stopped.agents).toEqual([{ name: 'a', url: null }]);
+    expect(stopped.yaml).not.toMatch(/:0\b/);
+    expect(stopped.yaml).toContain('    url: http://[::1]:<port>/agents/a\n');
+    expect(stopped.yaml.split('\n').slice(0, 8)).toEqual([
+      "# server.listen has port 0: serve picks a free port each time it starts, and this config's",
+      '# bridge is not running, so there is no URL yet (<port> below). To learn the port, start it:',
+      '#   a2a-mailbridge --config /c/config.toml serve',
+      '# then run doctor again, which prints the URLs with the live port (status names it too:',
+      '# "bridge answering at …"):',
+      '#   a2a-mailbridge --config /c/config.toml doctor',
+      '# Or set a fixed port in server.listen.',
+      'a2a_agents:',
+    ]);
+    // A fixed port: the live port is not asked for, and no comment.
+    expect(hermesSnippet({ ...zero, server: { host: '127.0.0.1', port: 8765 } } as unknown as Config, '/b', 41234).yaml).toMatch(/^a2a_agents:\n {2}a:\n {4}url: http:\/\/127\.0\.0\.1:8765\/agents\/a\n/);
   });
 
   it('prints one line per check, a fix line under each failure, and the summary', () => {

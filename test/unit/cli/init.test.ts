@@ -42,6 +42,29 @@ describe('init: what it writes', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it('with a Maildir (init --maildir): kind "maildir", [mailbox.maildir] path, no IMAP keys or password file; loads as written', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mb-init-maildir-'));
+    const maildir = join(dir, 'Mail "agent" replies');
+    const files = initFiles(example, AT, '', maildir);
+    expect(files.map((f) => f.path)).toEqual(['config.toml', 'secrets/bearer', 'secrets/webhook-secret']);
+    const config = files[0]!.content;
+    expect(config.startsWith(configHeader(AT, '', maildir))).toBe(true);
+    const mailbox = (parseToml(config) as { mailbox: Record<string, unknown> }).mailbox;
+    expect(mailbox.kind).toBe('maildir');
+    expect(mailbox.maildir).toEqual({ path: maildir });
+    expect(mailbox).not.toHaveProperty('imap');
+    expect(mailbox).not.toHaveProperty('folder');
+    mkdirSync(join(dir, 'secrets'));
+    for (const f of files) writeFileSync(join(dir, f.path), f.content, { mode: 0o600 });
+    // No placeholder to fill: the loader takes it as written.
+    const cfg = loadConfig(join(dir, 'config.toml'));
+    expect(cfg.mailbox.kind).toBe('maildir');
+    expect(cfg.mailbox.maildirPath).toBe(maildir);
+    expect(cfg.mailbox.imap).toBeUndefined();
+    expect(cfg.mailbox.watch).toBe(true);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
   it('the placeholder is one the loader refuses', () => {
     const dir = mkdtempSync(join(tmpdir(), 'mb-init-ph-'));
     const placeholders = initFiles(example, AT).filter((f) => f.content.startsWith(PLACEHOLDER_PREFIX));
