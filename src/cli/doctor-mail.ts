@@ -14,18 +14,28 @@ import { configLines, detectProvider } from '../uplink/detect.js';
 import { makeResolver, type DnsResolver } from '../uplink/dkim.js';
 import { findTrustedResults, type ProviderProfile } from '../uplink/border.js';
 import { fieldsNamed, type HeaderField } from '../uplink/raw-headers.js';
-import { unbordered, type Unbordered } from '../uplink/unbordered.js';
+import { stampsTrustedById, unbordered, type Unbordered } from '../uplink/unbordered.js';
 import type { Check } from './doctor.js';
 
 /**
+ * "Nothing in the config needs changing" is said of a refused mail only when it is true of the
+ * configured trust settings (attack review 6, F5): the config trusted no stamp in the mail and
+ * would trust none — the mail's own Received fields leave no border under any profile
+ * (src/uplink/unbordered.ts) and none of its Authentication-Results passes the config's id test
+ * (`stampsTrustedById`) — and the latest reply the judge accepted, if any, still passes. A mail
+ * that carries a stamp the config trusts (or would trust at a border) and yet never passed a mail
+ * server, came in from outside, or holds the DKIM-Signature the stamp says passed, is a stamp a
+ * hand-made or forged mail can carry: the mail cannot show the trust settings are right (a wrong
+ * `border_host` lets a sender's own Received and stamp stand for the provider's, and a trusted
+ * `dkim=pass` naming a signature by `header.b` is gate 7's proof), so doctor fails and says to
+ * check them against a genuine reply. The bridge refuses such a mail either way.
  * @param resolver DNS for the DKIM key lookups (default: `[dns] servers`, else the system's)
- * @returns `fail` when the latest tagged mail would be refused at gates 3–7, `warn` when it would
- *   but the latest reply the judge accepted still passes (the config is not the cause), when its
- *   From is not the agent's (a stranger's mail, or a wrong `agents[].address`: doctor cannot tell),
- *   or when the mail itself shows that no setting can make it pass: its own Received fields leave
- *   no provider's border to find (none at all: it never passed a mail server; or only loopback and
- *   private senders: src/uplink/unbordered.ts), or its provider's stamp says a DKIM signature
- *   passed and it holds none; else `ok` (also when there is none yet)
+ * @returns `fail` when the latest tagged mail would be refused at gates 3–7 or carries a stamp the
+ *   config trusts in mail no provider stamped (above); `warn` when it would be refused but the
+ *   latest reply the judge accepted still passes (the config is not the cause; never for such a
+ *   stamp), when its From is not the agent's (a stranger's mail, or a wrong `agents[].address`:
+ *   doctor cannot tell), or when no setting can make it pass and the config trusts nothing in it
+ *   (above); else `ok` (also when there is none yet)
  */
 export async function checkLatestTaggedMail(config: Config, resolver?: DnsResolver): Promise<Check> {
   const name = 'latest agent mail';
@@ -36,13 +46,19 @@ export async function checkLatestTaggedMail(config: Config, resolver?: DnsResolv
     const row: LedgerRow | undefined = store.ledger.latestTaggedWithRaw();
     const raw = row ? store.ledger.raw(row.id) : null;
     if (!row || !raw) return { name, status: 'ok', detail: 'no tagged mail from an agent in the ledger yet; once the agent has replied, doctor judges its latest mail here' };
-    const judged = await judgeRow(config, store, row, raw, resolver);
-    if (judged.status !== 'fail') return { name, ...judged };
-    // Anyone can send mail that names the agent and a task: when the agent's latest accepted reply
-    // still passes with this config, the config is not what refuses the latest mail.
+    const { basis, ...judged } = await judgeRow(config, store, row, raw, resolver);
+    // A stamp the config trusts in mail no provider stamped: no reply elsewhere clears the config.
+    if (basis === 'forgeable-trust' || (judged.status !== 'fail' && basis !== 'not-the-config')) return { name, ...judged };
     const accepted = store.ledger.latestAcceptedWithRaw();
     const acceptedRaw = accepted && accepted.id !== row.id ? store.ledger.raw(accepted.id) : null;
-    if (accepted && acceptedRaw && (await judgeRow(config, store, accepted, acceptedRaw, resolver)).status === 'ok') {
+    const earlier = accepted && acceptedRaw ? await judgeRow(config, store, accepted, acceptedRaw, resolver) : null;
+    // "Nothing in the config needs changing" is not said while the agent's accepted reply fails now.
+    if (basis === 'not-the-config') {
+      return earlier?.status === 'fail' ? { name, status: 'fail', detail: `${judged.detail}; but the latest reply accepted, ${earlier.detail}`, ...(earlier.fix ? { fix: earlier.fix } : {}) } : { name, ...judged };
+    }
+    // Anyone can send mail that names the agent and a task: when the agent's latest accepted reply
+    // still passes with this config, the config is not what refuses the latest mail.
+    if (accepted && earlier?.status === 'ok') {
       return {
         name,
         status: 'warn',
@@ -62,21 +78,30 @@ const ROUTES: Record<Unbordered, string> = {
   'inside-only': 'it never came in from outside: each of its Received fields names a loopback or private sender address (mail sent on this machine or its network)',
 };
 
-/** What a mail holding no DKIM-Signature under a provider's stamp of a DKIM pass shows ({@link stampWithoutSignature}). */
-const UNSIGNED_STAMPED =
-  "its provider's stamp says a DKIM signature passed, but it holds no DKIM-Signature at all: it is not the mail the provider stamped (a stamp copied into a file written by hand?)";
-
 /**
- * Whether the trusted results of `fields` (the border rule with `profile`: src/uplink/border.ts)
- * hold a `dkim=pass` while the header block holds no DKIM-Signature field: the provider verified
- * a signature (RFC 8601 §2.7.1) that the mail no longer carries, and gate 7 needs one in the mail
- * whatever `agents[].dkim_domain` says.
+ * The trusted stamp of `fields` (the border rule with `profile`: src/uplink/border.ts) when it
+ * holds a `dkim=pass` while the header block holds no DKIM-Signature field: a provider verified a
+ * signature (RFC 8601 §2.7.1) that the mail does not carry, so the stamp the config trusted is not
+ * one a provider wrote on this mail. Null otherwise.
+ * @returns the border rule's account of the trusted fields (`TrustOutcome.reason`)
  */
-function stampWithoutSignature(fields: readonly HeaderField[], profile: ProviderProfile): boolean {
-  if (fieldsNamed(fields, 'DKIM-Signature').length > 0) return false;
+function stampWithoutSignature(fields: readonly HeaderField[], profile: ProviderProfile): string | null {
+  if (fieldsNamed(fields, 'DKIM-Signature').length > 0) return null;
   const trust = findTrustedResults(fields, profile);
-  return trust.ok && trust.results.dkim.some((r) => r.result === 'pass');
+  return trust.ok && trust.results.dkim.some((r) => r.result === 'pass') ? trust.reason : null;
 }
+
+/** The words and the fix of a stamp the config trusts in mail no provider stamped ({@link checkLatestTaggedMail}). */
+function forgeableTrust(config: Config, agent: AgentConfig | undefined): { words: string; fix: string } {
+  const detect = commandLine(config.file, `provider detect --from ${agent ? shellWord(agent.address) : '<agent address>'}`);
+  return {
+    words: `the config trusts a stamp a hand-made or forged mail can carry (provider ${config.mailbox.provider}), so this mail cannot show the trust settings are right`,
+    fix: `check that [mailbox] provider, authserv_id and border_host trust only what your provider writes where its MX takes mail in from outside: run ${detect} on a genuine reply and set what it prints; if you wrote this mail into the folder yourself with a copied stamp, npm run demo is the real test`,
+  };
+}
+
+/** Why judgeRow's outcome holds: the config trusts no stamp in a mail no setting can pass, or trusts one a mail no provider stamped carries. */
+type Basis = 'not-the-config' | 'forgeable-trust';
 
 /** The fix of such a mail: nothing to change here, and what a real test is. */
 const NOT_THE_CONFIG =
@@ -86,7 +111,7 @@ const NOT_THE_CONFIG =
  * One ledger row's mail judged again with `config` (gates 3–7; never committed): whether it passes,
  * and when not, why and what to change.
  */
-async function judgeRow(config: Config, store: Store, row: LedgerRow, raw: Buffer, resolver: DnsResolver | undefined): Promise<Omit<Check, 'name'>> {
+async function judgeRow(config: Config, store: Store, row: LedgerRow, raw: Buffer, resolver: DnsResolver | undefined): Promise<Omit<Check, 'name'> & { basis?: Basis }> {
   const what = `ledger #${row.id} (${row.verdict})`;
   const rules = judgeRulesOf(config);
   // The ledger holds these very bytes (and their signature): gate 1 is not asked. The decision
@@ -133,11 +158,19 @@ async function judgeRow(config: Config, store: Store, row: LedgerRow, raw: Buffe
     return { status: 'warn', detail: `${what} would be refused: ${d.reason}`, fix: `if that mail was the agent's reply, set ${address} to the From the agent sends with; if it was not, it is someone else's mail, refused as it should be, and nothing needs to change` };
   }
   // Mail in which no provider setting can find a border, by its own Received fields (a file put
-  // into the Maildir by hand, or mail sent on this machine): the config is not the cause.
+  // into the Maildir by hand, or mail sent on this machine): the config is not the cause, unless it
+  // carries a stamp the config would trust at a border (checkLatestTaggedMail says why).
   const route = d.kind === 'refuse' && d.verdict === 'auth:no-border' ? unbordered(d.message.fields) : null;
-  if (route) return { status: 'warn', detail: `${what} would be refused: ${d.reason}; ${ROUTES[route]}`, fix: NOT_THE_CONFIG };
-  if (d.kind === 'refuse' && d.verdict === 'auth:dkim-unaligned' && stampWithoutSignature(d.message.fields, rules.profile)) {
-    return { status: 'warn', detail: `${what} would be refused: ${d.reason}; ${UNSIGNED_STAMPED}`, fix: NOT_THE_CONFIG };
+  if (route) {
+    const lookalikes = stampsTrustedById(d.message.fields, rules.profile).map((f) => `#${f.index}`);
+    if (lookalikes.length === 0) return { status: 'warn', detail: `${what} would be refused: ${d.reason}; ${ROUTES[route]}`, fix: NOT_THE_CONFIG, basis: 'not-the-config' };
+    const f = forgeableTrust(config, agent);
+    return { status: 'fail', detail: `${what} would be refused: ${d.reason}; ${ROUTES[route]}; yet it carries Authentication-Results ${lookalikes.join(', ')} that the config would trust at a border: ${f.words}`, fix: f.fix, basis: 'forgeable-trust' };
+  }
+  const unsigned = d.kind === 'refuse' && d.verdict === 'auth:dkim-unaligned' ? stampWithoutSignature(d.message.fields, rules.profile) : null;
+  if (unsigned !== null) {
+    const f = forgeableTrust(config, agent);
+    return { status: 'fail', detail: `${what} would be refused: ${d.reason}; the config trusted its stamp (${unsigned}), which says a DKIM signature passed, but it holds no DKIM-Signature at all: no provider wrote that stamp on this mail, and ${f.words}`, fix: f.fix, basis: 'forgeable-trust' };
   }
   const detected = detectProvider(raw);
   const lines = configLines(detected);

@@ -10,7 +10,9 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
  * The key is the delivery's change (its task, state and time), the configuration's dialect, the
  * agent, and the task row as the delivery's claim read it; a committed change of the task in this
  * process drops the task's bodies ({@link changed}), and a change by another process (the CLI's
- * `retry`) moves the task row, hence the key.
+ * `retry`) moves the task row, hence the key. The body itself is the snapshot the render reads
+ * (src/core/push.ts `snapshot`), not the claimed row: a commit between claim and render drops the
+ * entry, and the waiters get the newer state whole.
  *
  * Renders run one at a time, each in its own turn of the event loop (after `setImmediate`), so
  * I/O — another caller's GetTask — is served between two renders however many deliveries fall due

@@ -245,7 +245,7 @@ export class PushWorker {
     const body = await this.bodies.body(
       d.taskId,
       key,
-      () => Buffer.from(JSON.stringify(render(this.asOfChange(agent, task, d), config.dialect)), 'utf8'),
+      () => Buffer.from(JSON.stringify(render(this.snapshot(agent, d.taskId), config.dialect)), 'utf8'),
       () => this.ctx.metrics?.viewRenders.inc({ stage: 'push' }),
     );
     const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'a2a-mailbridge' };
@@ -267,14 +267,20 @@ export class PushWorker {
   }
 
   /**
-   * The task for a notification, built by the same view as GetTask (src/core/task-view.ts): the
-   * store's, with the state and time of the change it reports. When the task has moved on since,
-   * the status message (written for the current state) is left out rather than mislabelled.
+   * The task for a notification: one snapshot of one committed state (attack review 6, F6) — its
+   * row and everything its view reads (status message, artifacts) read together in one synchronous
+   * turn at render time, as GetTask reads them (src/core/task-view.ts), so no commit of this
+   * process falls between them. Rendered a turn after the claim (src/core/push-bodies.ts), it is
+   * the task as committed then: when the task moved past the change since, the newer state with
+   * its own status and artifacts (A2A v1.0 §4.3.3 StreamResponse `task`: the task's current
+   * state), never the change's state with the artifacts of a later one (the claimed row, read a
+   * turn before, paired a WORKING status with the reply that completed the task). docs/push.md.
+   * @throws Error when the task is gone (pruned): the delivery fails, and its next claim drops it
    */
-  private asOfChange(agent: AgentConfig, task: Parameters<typeof viewTask>[2], d: PushDeliveryRow): TaskView {
-    const view = viewTask(this.ctx, agent, task, 0);
-    if (view.state === d.taskState) return view;
-    return { ...view, state: d.taskState, statusAt: d.changedAt, status: [] };
+  private snapshot(agent: AgentConfig, taskId: string): TaskView {
+    const task = this.ctx.store.tasks.get(taskId);
+    if (!task) throw new Error(`task ${taskId} is gone`);
+    return viewTask(this.ctx, agent, task, 0);
   }
 
   /** Resolves when no delivery is being sent (those due now included: each finished one starts the next). */

@@ -237,6 +237,24 @@ function stampWindow(fields: readonly HeaderField[], border: number, profile: Pr
 }
 
 /**
+ * The id test of gate 5 on one Authentication-Results field, wherever it lies: which methods'
+ * results the border rule takes from it when it is in the provider's stamp at the border
+ * (`['*']` every method; iCloud's per-method ids name some), none when it is not the provider's (another
+ * authserv-id, none, or — `idless` — one, or off the id-less grammar). A field whose id matches but
+ * that cannot be parsed has `parsed` null (a conflict to {@link findTrustedResults}). Never throws.
+ */
+export function stampFieldTrust(value: string, profile: ProviderProfile): { parsed: ParsedAuthResults | null; id: string | null; allowed: string[] } {
+  if (profile.idless) {
+    const parsed = parseIdlessAuthResults(value);
+    return parsed ? { parsed, id: '', allowed: ['*'] } : { parsed, id: idOf(value), allowed: [] };
+  }
+  const parsed = parseAuthResults(value);
+  const id = parsed?.authservId ?? leadingId(value);
+  const allowed = id === null ? [] : profile.methodIds ? Object.entries(profile.methodIds).filter(([, re]) => matchesWhole(re, id)).map(([m]) => m) : matchesWhole(profile.authservId, id) ? ['*'] : [];
+  return { parsed, id, allowed };
+}
+
+/**
  * Finds the border and merges the trusted Authentication-Results (Fastmail writes several A-R
  * fields per message; merge them and treat conflicts as failure).
  *
@@ -299,30 +317,18 @@ function trustOf(fields: readonly HeaderField[], profile: ProviderProfile, more:
   for (const f of fields) {
     if (f.lname !== 'authentication-results' || f.index < window.from || f.index > window.to) continue;
     const where = `Authentication-Results #${f.index}`;
-    let parsed: ParsedAuthResults | null;
-    let methods: ReadonlySet<string> | null = null; // null: every method
-    if (profile.idless) {
-      parsed = parseIdlessAuthResults(f.value);
-      if (!parsed) {
-        others.push(`#${f.index} (${idOf(f.value) ?? 'unparseable'})`);
-        continue;
-      }
-    } else {
-      parsed = parseAuthResults(f.value);
-      const id = parsed?.authservId ?? leadingId(f.value);
-      const allowed = id === null ? [] : profile.methodIds ? Object.entries(profile.methodIds).filter(([, re]) => matchesWhole(re, id)).map(([m]) => m) : matchesWhole(profile.authservId, id) ? ['*'] : [];
-      if (allowed.length === 0) {
-        others.push(`#${f.index} (${id ?? 'unparseable'})`);
-        continue;
-      }
-      if (!parsed) {
-        trusted.push(`#${f.index} (${id}, unparseable)`);
-        trustedIdx.push(f.index);
-        results.conflicts.push(`${where} by ${id} could not be parsed`);
-        continue;
-      }
-      if (!allowed.includes('*')) methods = new Set(allowed);
+    const { parsed, id, allowed } = stampFieldTrust(f.value, profile);
+    if (allowed.length === 0) {
+      others.push(`#${f.index} (${id ?? 'unparseable'})`);
+      continue;
     }
+    if (!parsed) {
+      trusted.push(`#${f.index} (${id}, unparseable)`);
+      trustedIdx.push(f.index);
+      results.conflicts.push(`${where} by ${id} could not be parsed`);
+      continue;
+    }
+    const methods: ReadonlySet<string> | null = allowed.includes('*') ? null : new Set(allowed); // null: every method
     trusted.push(`#${f.index} (${parsed.authservId || 'no authserv-id'})`);
     trustedIdx.push(f.index);
     for (const r of parsed.results) {

@@ -4,6 +4,7 @@
  * the provider profile. `doctor` reads it to tell a mail that never came in from outside (written
  * into a Maildir by hand or by a local program) from one refused because of the provider settings.
  */
+import { stampFieldTrust, type ProviderProfile } from './border.js';
 import type { HeaderField } from './raw-headers.js';
 import { isInternalIp, parseReceived } from './received.js';
 
@@ -27,4 +28,15 @@ export function unbordered(fields: readonly HeaderField[]): Unbordered | null {
   const hops = fields.filter((f) => f.lname === 'received').map((f) => parseReceived(f.value));
   if (hops.length === 0) return 'no-received';
   return hops.every((h) => h.fromIps.length > 0 && h.fromIps.every(isInternalIp)) ? 'inside-only' : null;
+}
+
+/**
+ * The Authentication-Results fields of `fields` that pass gate 5's id test for `profile`
+ * (border.ts `stampFieldTrust`: the configured authserv-id, iCloud's per-method ids, or id-less for
+ * Microsoft) wherever they lie: the fields the config would trust were they in a stamp at a border.
+ * In a mail with no border they are stamps its maker wrote to look like the configured provider's.
+ * Never throws.
+ */
+export function stampsTrustedById(fields: readonly HeaderField[], profile: ProviderProfile): HeaderField[] {
+  return fields.filter((f) => f.lname === 'authentication-results' && stampFieldTrust(f.value, profile).allowed.length > 0);
 }

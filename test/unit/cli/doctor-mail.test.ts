@@ -1,9 +1,10 @@
 /**
  * doctor's judgement of the agent's latest tagged mail: with the wrong provider preset
  * it fails and names the preset the mail is stamped like; with the right one it passes gates 3–7;
- * a mail no config can make pass — no Received field (written into the folder by hand), only
- * loopback senders, or no DKIM-Signature under a stamp of a DKIM pass — is a warning that says the
- * config is not the cause.
+ * a mail no config can make pass — no Received field (written into the folder by hand), or only
+ * loopback senders — is a warning that says the config is not the cause, unless it carries a stamp
+ * the config would trust, or the latest accepted reply fails now; a stamp the config trusts in a
+ * mail that holds no DKIM-Signature the stamp says passed fails (attack review 6, F5).
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
@@ -39,6 +40,10 @@ describe('doctor: latest agent mail', () => {
   const gmail = readProviderMessage('gmail/01-genuine-done.eml');
   /** The agent's reply with every Received field taken out: as a file written into the folder by hand. */
   const handWritten = Buffer.from(gmail.toString('latin1').replace(/^Received:[^\r]*\r\n(?:[ \t][^\r]*\r\n)*/gim, ''), 'latin1');
+  /** The same file with the provider's stamp taken out too: nothing in it looks like a stamp the config trusts. */
+  const unstamped = Buffer.from(handWritten.toString('latin1').replace(/^Authentication-Results:[^\r]*\r\n(?:[ \t][^\r]*\r\n)*/gim, ''), 'latin1');
+  /** Mail sent on this machine: a local MTA on the loopback adds the only Received field. */
+  const viaLoopback = (mail: Buffer): Buffer => Buffer.concat([Buffer.from('Received: from localhost (localhost [127.0.0.1])\r\n\tby host.local (Postfix) with ESMTP id 4XyZ; Tue, 04 Mar 2025 09:01:02 +0000\r\n', 'latin1'), mail]);
 
   it('fails with the wrong preset and names the one the mail is stamped like', async () => {
     const c = await checkLatestTaggedMail(configWith(null, gmail), resolver);
@@ -47,31 +52,61 @@ describe('doctor: latest agent mail', () => {
     expect(c.fix).toMatch(/stamped like gmail: set in \[mailbox\] provider = "gmail"/);
   });
 
-  it('warns, not fails, on a mail in which no config can find a border: no Received field (a file put into the folder by hand), or only loopback senders', async () => {
+  it('warns, not fails, on a mail in which no config can find a border and no stamp the config trusts: no Received field (a file put into the folder by hand), or only loopback senders', async () => {
     // README, [mailbox]: a mail written into the Maildir's tmp/ and moved into new/ by hand.
-    const c = await checkLatestTaggedMail(configWith('provider = "gmail"', handWritten), resolver);
+    const c = await checkLatestTaggedMail(configWith('provider = "gmail"', unstamped), resolver);
     expect(c.status).toBe('warn');
     expect(c.detail).toBe('ledger #1 (auth:no-border) would be refused: gate 5: no Received field: cannot tell where the provider accepted the message; it never passed a mail server: it has no Received field, which every server that takes mail in adds (a file written into the folder by hand or by a local program)');
     expect(c.fix).toMatch(/^nothing in the config needs changing: .*npm run demo \(the whole round trip\), or wait for a genuine reply from the agent$/);
-    // Under the default preset too: the config is not what refuses it, so nothing sends the user to provider detect.
+    // Gmail's stamp copied in, under the default preset: not a stamp this config trusts, so the config is not what refuses it.
     expect(await checkLatestTaggedMail(configWith(null, handWritten), resolver)).toMatchObject({ status: 'warn', fix: c.fix });
     // Mail sent on this machine (a local MTA on the loopback): no hop came from outside.
-    const local = Buffer.concat([Buffer.from('Received: from localhost (localhost [127.0.0.1])\r\n\tby host.local (Postfix) with ESMTP id 4XyZ; Tue, 04 Mar 2025 09:01:02 +0000\r\n', 'latin1'), handWritten]);
-    const l = await checkLatestTaggedMail(configWith('provider = "gmail"', local), resolver);
+    const l = await checkLatestTaggedMail(configWith('provider = "gmail"', viaLoopback(unstamped)), resolver);
     expect(l).toMatchObject({ status: 'warn', fix: c.fix });
     expect(l.detail).toMatch(/; it never came in from outside: each of its Received fields names a loopback or private sender address \(mail sent on this machine or its network\)$/);
     // One hop from a public address: whether it is the border depends on the config, which stays the suspect.
-    const relayed = Buffer.from(local.toString('latin1').replace('from localhost (localhost [127.0.0.1])', 'from mail.agent.example (mail.agent.example [192.0.2.25])'), 'latin1');
+    const relayed = Buffer.from(viaLoopback(handWritten).toString('latin1').replace('from localhost (localhost [127.0.0.1])', 'from mail.agent.example (mail.agent.example [192.0.2.25])'), 'latin1');
     expect(await checkLatestTaggedMail(configWith('provider = "gmail"', relayed), resolver)).toMatchObject({ status: 'fail', fix: expect.stringMatching(/provider detect/) as unknown });
   });
 
-  it("warns, not fails, on a mail under a provider's stamp of a DKIM pass that holds no DKIM-Signature (a stamp copied into a hand-written file)", async () => {
+  it('fails, not warns, on a mail no config can find a border in that carries a stamp the config would trust (hand-made, or submitted over loopback)', async () => {
+    for (const mail of [handWritten, viaLoopback(handWritten)]) {
+      const c = await checkLatestTaggedMail(configWith('provider = "gmail"', mail), resolver);
+      expect(c.status).toBe('fail');
+      expect(c.detail).toMatch(/; yet it carries Authentication-Results #\d+ that the config would trust at a border: the config trusts a stamp a hand-made or forged mail can carry \(provider gmail\)/);
+      expect(c.fix).toMatch(/^check that \[mailbox\] provider, authserv_id and border_host trust only .*provider detect --from agent@agent\.example on a genuine reply/);
+      expect(c.fix).not.toMatch(/nothing in the config needs changing/);
+    }
+  });
+
+  it("fails on a mail under a stamp the config trusted, of a DKIM pass, that holds no DKIM-Signature, even when the latest accepted reply passes", async () => {
     const unsigned = Buffer.from(gmail.toString('latin1').replace(/^DKIM-Signature:[^\r]*\r\n(?:[ \t][^\r]*\r\n)*/gim, ''), 'latin1');
     expect(unsigned.toString('latin1')).not.toMatch(/^DKIM-Signature:/im);
     const c = await checkLatestTaggedMail(configWith('provider = "gmail"', unsigned), resolver);
-    expect(c.status).toBe('warn');
-    expect(c.detail).toMatch(/would be refused: gate 7: .*the message holds no DKIM-Signature with d=agent\.example\); its provider's stamp says a DKIM signature passed, but it holds no DKIM-Signature at all/);
-    expect(c.fix).toMatch(/^nothing in the config needs changing/);
+    expect(c.status).toBe('fail');
+    expect(c.detail).toMatch(/would be refused: gate 7: .*the message holds no DKIM-Signature with d=agent\.example\); the config trusted its stamp \(border is Received #\d+ .*trusted Authentication-Results #\d+ \(mx\.google\.com\)\), which says a DKIM signature passed, but it holds no DKIM-Signature at all: no provider wrote that stamp on this mail, and the config trusts a stamp a hand-made or forged mail can carry/);
+    expect(c.fix).toMatch(/provider detect --from agent@agent\.example on a genuine reply/);
+    // The agent's genuine reply passing does not clear a config that trusted a stamp no provider wrote on this mail.
+    const config = configWith('provider = "gmail"', null);
+    record(config.store.path, gmail, 'applied:done');
+    record(config.store.path, unsigned, 'auth:dkim-unaligned');
+    expect(await checkLatestTaggedMail(config, resolver)).toMatchObject({ status: 'fail', detail: expect.stringMatching(/^ledger #2 .*no provider wrote that stamp on this mail/) as unknown });
+  });
+
+  it('does not say the config needs no change while the latest accepted reply would be refused with it', async () => {
+    // The agent's reply was accepted under the gmail preset; the config now names the default one.
+    const config = configWith(null, null);
+    record(config.store.path, gmail, 'applied:done');
+    record(config.store.path, unstamped, 'auth:no-border');
+    const c = await checkLatestTaggedMail(config, resolver);
+    expect(c.status).toBe('fail');
+    expect(c.detail).toMatch(/^ledger #2 \(auth:no-border\) would be refused: .*; but the latest reply accepted, ledger #1 \(applied:done\) would be refused: gate 5: /);
+    expect(c.fix).toMatch(/stamped like gmail/);
+    // With a config under which it passes, the warning stands.
+    const right = configWith('provider = "gmail"', null);
+    record(right.store.path, gmail, 'applied:done');
+    record(right.store.path, unstamped, 'auth:no-border');
+    expect(await checkLatestTaggedMail(right, resolver)).toMatchObject({ status: 'warn', fix: expect.stringMatching(/^nothing in the config needs changing/) as unknown });
   });
 
   it('passes with the right preset', async () => {
