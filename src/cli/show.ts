@@ -1,3 +1,4 @@
+import { attemptDetail } from './attempt-text.js';
 import type { AttemptRow } from '../store/attempts.js';
 import type { AuditRow } from '../store/audit.js';
 import type { LedgerRow } from '../store/ledger.js';
@@ -148,7 +149,8 @@ export function turnGaps(turns: readonly TurnRow[], ledger: readonly LedgerRow[]
 function attemptText(a: AttemptRow, next: number | null): string {
   const outcome = a.outcome === null ? 'no outcome recorded (in flight, or the process stopped)' : a.outcome;
   const http = a.httpStatus === null ? '' : `, HTTP ${a.httpStatus}`;
-  const error = a.error ? `: ${a.error}` : '';
+  const detail = attemptDetail(a.httpStatus, a.error);
+  const error = detail !== null ? `: ${detail}` : '';
   const took = a.finishedAt === null ? '' : `; took ${gap(a.finishedAt - a.startedAt)}`;
   const then = a.outcome === 'retry' && next !== null ? `; next attempt at ${isoUtc(next)}` : '';
   return `webhook attempt ${a.attempt} (turn ${a.turn}): ${outcome}${http}${error}${took}${then}`;

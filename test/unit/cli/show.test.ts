@@ -16,7 +16,7 @@ describe('show: the timeline and the measured gaps', () => {
     const texts = timeline(record).map((e) => e.text);
     // Each number says what it is: the attempt's own duration, and when the next attempt ran.
     const [a1, a2] = record.attempts;
-    expect(texts[2]).toBe(`webhook attempt 1 (turn 1): retry, HTTP 503: HTTP 503; took 200 ms; next attempt at ${new Date(a2!.startedAt).toISOString().replace('.000Z', 'Z')}`);
+    expect(texts[2]).toBe(`webhook attempt 1 (turn 1): retry, HTTP 503; took 200 ms; next attempt at ${new Date(a2!.startedAt).toISOString().replace('.000Z', 'Z')}`);
     expect(a2!.startedAt - a1!.startedAt).toBe(1000);
     expect(texts[3]).toBe('webhook attempt 2 (turn 1): accepted, HTTP 202; took 1.0 s');
     // The last attempt retried and none since: the time its turn has the next one scheduled.
@@ -25,7 +25,7 @@ describe('show: the timeline and the measured gaps', () => {
       attempts: [a1!],
       turns: record.turns.map((t) => ({ ...t, dispatchState: 'pending' as const, nextAttemptAt: Date.parse('2026-06-01T12:00:10Z') })),
     };
-    expect(timeline(pending).find((e) => e.kind === 'attempt')!.text).toBe('webhook attempt 1 (turn 1): retry, HTTP 503: HTTP 503; took 200 ms; next attempt at 2026-06-01T12:00:10Z');
+    expect(timeline(pending).find((e) => e.kind === 'attempt')!.text).toBe('webhook attempt 1 (turn 1): retry, HTTP 503; took 200 ms; next attempt at 2026-06-01T12:00:10Z');
     expect(texts[4]).toMatch(/^SUBMITTED → WORKING: webhook accepted/);
     expect(texts[5]).toMatch(/^mail #\d+ applied:done: all gates passed/);
   });
