@@ -8,16 +8,17 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { distance } from 'fastest-levenshtein';
-import { ConfigError, ConfigErrors, UnknownKeyError } from './config-error.js';
+import { ConfigError, ConfigErrors, MAX_LISTED_KEY_ERRORS, UnknownKeyError } from './config-error.js';
 import { pathBelow, without } from './table-paths.js';
 
 export { ConfigError, ConfigErrors, FILE_KEY, MAX_LISTED_KEY_ERRORS, oneError, UnknownKeyError } from './config-error.js';
 
 /**
- * How many times {@link Fields.probeUnknown} reads a table again at most: each time takes out the
- * bad values found, and a table has some twenty readers (a table array of many bad rows is cut).
+ * How many times {@link Fields.probeUnknown} reads a table again at most: the first reading finds
+ * the bad values, each next one takes out those found; a table with more bad values names its
+ * unknown keys once they are fixed. Each reading reads the whole table (every row of a table array).
  */
-const MAX_PROBES = 32;
+const MAX_PROBES = 8;
 
 export type Table = Record<string, unknown>;
 
@@ -143,11 +144,14 @@ export class Fields {
    * and a key taken out is never called unknown). It stops early at a bad choice
    * ({@link ConfigError.choice}), at a required key missing (nothing to take out), and after
    * {@link MAX_PROBES} readings: the tables then read whole give their unknown keys, the others none.
+   * None is made once the file has {@link MAX_LISTED_KEY_ERRORS} problems: what it found would
+   * only be counted (a 1 MB config of 4,000 agents, each with a bad value and an unknown key, was
+   * read in 0.7 s instead of 0.12 s when every agent was probed).
    * @param reported errors recorded already: their keys are not reported again
    * @returns the unknown keys' errors (none while probing: a copy is not probed again)
    */
   probeUnknown(read: (t: Fields) => unknown, reported: readonly ConfigError[] = []): ConfigError[] {
-    if (this.probing) return [];
+    if (this.probing || this.problems.length + reported.length >= MAX_LISTED_KEY_ERRORS) return [];
     const known = new Set([...this.problems, ...reported].map((e) => e.key));
     const found = new Map<string, ConfigError>();
     let table = this.table;
