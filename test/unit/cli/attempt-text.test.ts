@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { attemptDetail } from '../../../src/cli/attempt-text.js';
 import { formatStatus, type StatusReport } from '../../../src/cli/status.js';
+import { whyText } from '../../../src/cli/tasks.js';
+import type { AttemptRow } from '../../../src/store/attempts.js';
+import type { StoreReads } from '../../../src/store/store.js';
+import type { TaskRow } from '../../../src/store/task-rows.js';
+import type { TurnRow } from '../../../src/store/turns.js';
 
 const NOW = Date.parse('2026-06-01T12:00:00Z');
 
@@ -37,5 +42,13 @@ describe('an attempt line states the HTTP status once', () => {
     expect(text).toContain('task 11111111 (grok) attempt 2 failed (HTTP 503); next 2026-06-01T12:00:10Z: ');
     expect(text).toContain('task 22222222 (grok) attempt 1 failed: network error: ECONNREFUSED: ');
     expect(text).not.toMatch(/HTTP 503\): HTTP 503/);
+  });
+
+  it('tasks: the WHY of a SUBMITTED task whose last attempt got HTTP 503', () => {
+    const task = { id: 't1', state: 'SUBMITTED', turn: 1, stateReason: 'task stored; dispatch pending' } as TaskRow;
+    const turn = { dispatchId: 'msg_1', createdAt: NOW - 9000, nextAttemptAt: Date.parse('2026-06-01T12:00:10.900Z') } as TurnRow;
+    const last = { attempt: 2, outcome: 'retry', httpStatus: 503, error: 'HTTP 503', startedAt: NOW - 2000 } as AttemptRow;
+    const reads = { turns: { get: () => turn }, ledger: { refusedRepliesOf: () => undefined }, attempts: { last: () => last } } as unknown as StoreReads;
+    expect(whyText(reads, task)).toBe('webhook attempt 2 failed (HTTP 503); next attempt 2026-06-01T12:00:10Z');
   });
 });
