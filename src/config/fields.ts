@@ -101,8 +101,8 @@ export class Fields {
 
   /**
    * Reads the table `name` with `read` and then records its unknown keys ({@link rejectUnknown}),
-   * within {@link collect}: a bad value ends this table only (its keys not read yet are not called
-   * unknown).
+   * within {@link collect}: a bad value ends this table only, and its unknown keys are found by
+   * reading it again ({@link readWhole}).
    * @returns what `read` returns, or undefined when a ConfigError was recorded
    */
   section<T>(name: string, read: (t: Fields) => T, required = false): T | undefined {
