@@ -1,6 +1,7 @@
 import { Argument, Command, type CommanderError } from 'commander';
 import { VERSION } from '../a2a/agent-card.js';
 import { commandLine, configPath } from '../config/config-path.js';
+import { endQuietlyOnClosedPipes } from './closed-pipe.js';
 import { CliFailure } from './errors.js';
 import { exitAfterWrite } from './exit-after-write.js';
 import type { LedgerOptions } from './ledger.js';
@@ -28,11 +29,8 @@ function isUserError(err: unknown): err is Error {
 // files — is private to the user: the store holds raw mail and live reply tokens.
 process.umask(0o077);
 
-// `a2a-mailbridge tasks | head` closes the pipe early: that is not an error.
-process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-  if (err.code === 'EPIPE') process.exit(0);
-  throw err;
-});
+// `a2a-mailbridge tasks | head` closes the pipe early: that is not an error (closed-pipe.ts).
+endQuietlyOnClosedPipes();
 
 const program = new Command();
 program

@@ -1,3 +1,4 @@
+import { statusAndDetail } from './attempt-text.js';
 import { buildBridge } from '../app.js';
 import { loadConfig } from '../config/config.js';
 import { commandLine } from '../config/config-path.js';
@@ -43,7 +44,7 @@ export async function runRetry(configFile: string, idOrPrefix: string): Promise<
     }
     const r = await attemptDispatch(ctx, dispatchId);
     const after = db.tasks.get(task.id)!;
-    const outcome = r ? `${r.outcome}${r.httpStatus !== null ? ` (HTTP ${r.httpStatus})` : ''}${r.error ? `: ${r.error}` : ''}` : 'not attempted';
+    const outcome = r ? `${r.outcome}${statusAndDetail(r.httpStatus, r.error)}` : 'not attempted';
     process.stdout.write(`task ${task.id} re-dispatched with webhook-id ${dispatchId}; first attempt ${outcome}; the task is ${after.state}\n`);
     if (after.state === 'SUBMITTED') process.stdout.write('the running bridge makes the next attempt on its next step\n');
     return after.state === 'FAILED' ? 1 : 0;

@@ -1,3 +1,4 @@
+import { attemptDetail } from './attempt-text.js';
 import type { AttemptRow } from '../store/attempts.js';
 import type { AuditRow } from '../store/audit.js';
 import type { LedgerRow } from '../store/ledger.js';
@@ -143,23 +144,35 @@ export function turnGaps(turns: readonly TurnRow[], ledger: readonly LedgerRow[]
 
 /**
  * One attempt's line: its outcome, how long it took (`took`: from its start to its outcome), and
- * for a retried attempt when the next one ran or is scheduled (`next`, ms since the epoch).
+ * for a retried attempt its next one ({@link nextAttempt}): while it is scheduled, the instant the
+ * caller's status text names ("Next attempt at", src/core/status-text.ts: the turn's
+ * next_attempt_at, formatted by the same `iso`); once it ran, when it started, said as such. The
+ * time it had been scheduled for is not kept once it runs (next_attempt_at holds the turn's current
+ * schedule only), and its start, a timer's tick later, can fall in the next second: stated as "next
+ * attempt at", it read as another time than the one the caller was given (fresh-user trial).
  */
-function attemptText(a: AttemptRow, next: number | null): string {
+function attemptText(a: AttemptRow, next: NextAttempt | null): string {
   const outcome = a.outcome === null ? 'no outcome recorded (in flight, or the process stopped)' : a.outcome;
   const http = a.httpStatus === null ? '' : `, HTTP ${a.httpStatus}`;
-  const error = a.error ? `: ${a.error}` : '';
+  const detail = attemptDetail(a.httpStatus, a.error);
+  const error = detail !== null ? `: ${detail}` : '';
   const took = a.finishedAt === null ? '' : `; took ${gap(a.finishedAt - a.startedAt)}`;
-  const then = a.outcome === 'retry' && next !== null ? `; next attempt at ${isoUtc(next)}` : '';
+  const then = a.outcome !== 'retry' || next === null ? '' : next.started ? `; next attempt started ${isoUtc(next.at)}` : `; next attempt at ${isoUtc(next.at)}`;
   return `webhook attempt ${a.attempt} (turn ${a.turn}): ${outcome}${http}${error}${took}${then}`;
 }
 
-/** When the attempt after `a` ran (the next row of its dispatch), or is scheduled (its turn's next_attempt_at while pending). */
-function nextAttemptAt(a: AttemptRow, r: TaskRecord): number | null {
+/** The attempt after another: when it started (`started`), or is scheduled (ms since the epoch). */
+interface NextAttempt {
+  at: number;
+  started: boolean;
+}
+
+/** The attempt after `a`: the next row of its dispatch, or its turn's next_attempt_at while pending. */
+function nextAttempt(a: AttemptRow, r: TaskRecord): NextAttempt | null {
   const following = r.attempts.find((x) => x.dispatchId === a.dispatchId && x.attempt === a.attempt + 1);
-  if (following) return following.startedAt;
+  if (following) return { at: following.startedAt, started: true };
   const turn = r.turns.find((t) => t.dispatchId === a.dispatchId);
-  return turn?.dispatchState === 'pending' ? turn.nextAttemptAt : null;
+  return turn?.dispatchState === 'pending' && turn.nextAttemptAt !== null ? { at: turn.nextAttemptAt, started: false } : null;
 }
 
 /**
@@ -205,7 +218,7 @@ export function dateCell(value: string): string {
 export function timeline(r: TaskRecord): TimelineEntry[] {
   const out: TimelineEntry[] = [];
   for (const t of r.turns) out.push({ at: t.createdAt, kind: 'turn', text: turnText(t, r.attempts) });
-  for (const a of r.attempts) out.push({ at: a.startedAt, kind: 'attempt', text: attemptText(a, nextAttemptAt(a, r)) });
+  for (const a of r.attempts) out.push({ at: a.startedAt, kind: 'attempt', text: attemptText(a, nextAttempt(a, r)) });
   for (const l of r.ledger) {
     const date = l.dateHeader ? `, Date ${dateCell(l.dateHeader)}` : '';
     out.push({ at: l.seenAt, kind: 'mail', text: `mail #${l.id} ${l.verdict}: ${l.reason} (Message-ID ${l.messageId === null ? '-' : messageIdCell(l.messageId)}${date})` });

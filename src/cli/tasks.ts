@@ -1,3 +1,4 @@
+import { statusAndDetail } from './attempt-text.js';
 import { plural } from '../plural.js';
 import { claimHeld, type StoreReads } from '../store/store.js';
 import { isTerminal } from '../store/task-state.js';
@@ -68,9 +69,8 @@ export function whyText(db: StoreReads, t: TaskRow, stalled?: { now: number }): 
     if (!a) parts.push(`no webhook attempt yet${turn.nextAttemptAt !== null ? `; due ${isoUtc(turn.nextAttemptAt)}` : ''}`);
     else if (a.outcome === null) parts.push(`webhook attempt ${a.attempt} under way since ${isoUtc(a.startedAt)}`);
     else {
-      const http = a.httpStatus !== null ? ` (HTTP ${a.httpStatus})` : '';
       const next = turn.nextAttemptAt !== null ? `; next attempt ${isoUtc(turn.nextAttemptAt)}` : '';
-      parts.push(`webhook attempt ${a.attempt} ${a.outcome === 'retry' ? 'failed' : a.outcome}${http}${a.error ? `: ${a.error}` : ''}${next}`);
+      parts.push(`webhook attempt ${a.attempt} ${a.outcome === 'retry' ? 'failed' : a.outcome}${statusAndDetail(a.httpStatus, a.error)}${next}`);
     }
   } else parts.push(t.stateReason ?? '');
   return parts.filter(Boolean).join('; ');

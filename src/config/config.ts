@@ -297,7 +297,7 @@ function parseTables(root: Fields, baseDir: string, file: string, o: LoadOptions
 
   // Each agent on its own: a bad value in one still lets the next ones be read.
   const agentTables = root.collect(() => root.tableArray('agents'));
-  const read = (agentTables ?? []).map((a) => root.collect(() => parseAgent(a, baseDir)));
+  const read = (agentTables ?? []).map((a) => root.collect(() => a.readWhole((t) => parseAgent(t, baseDir))));
   root.rejectUnknown();
   const agents = read.filter((a) => a !== undefined);
   if (serverConfig === undefined || storePath === undefined || mailbox === undefined || log === undefined || dnsServers === undefined || agentTables === undefined || agents.length < read.length) {

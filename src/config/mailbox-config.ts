@@ -62,8 +62,11 @@ export function parseMailbox(f: Fields, baseDir: string, o: LoadOptions): Mailbo
           return { imap };
         }, true)
       : f.section('maildir', (t) => ({ maildirPath: t.path('path', baseDir) }), true);
-  // [mailbox]'s unknown keys only when all its keys were read: one not read yet is not unknown.
-  if (own === undefined) return undefined;
+  // [mailbox]'s unknown keys when a bad value stopped its reading: found by reading it again (Fields.probeUnknown).
+  if (own === undefined) {
+    f.problems.push(...f.probeUnknown((t) => parseMailbox(t, baseDir, o)));
+    return undefined;
+  }
   f.rejectUnknown();
   return sub === undefined ? undefined : { ...own, ...sub };
 }

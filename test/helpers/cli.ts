@@ -11,14 +11,18 @@ export interface CliRun {
 /**
  * Runs the CLI from source (tsx) as a child process, like test/integration/cli/serve.test.ts, but
  * without blocking this process: servers the test runs here (a webhook receiver, a DNS zone)
- * keep answering while the child runs. The child is killed after `timeoutMs`.
+ * keep answering while the child runs. The child is killed after `timeoutMs`. `closed`: that
+ * stream's pipe is closed at once (it then reads as empty).
  */
-export function runCli(args: readonly string[], o: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CliRun> {
+export function runCli(args: readonly string[], o: { env?: NodeJS.ProcessEnv; timeoutMs?: number; closed?: 'stdout' | 'stderr' } = {}): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
       env: { ...process.env, ...o.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    // A reader gone before the child writes (`… | head -1` once head has its line): the child's
+    // writes to that stream fail with EPIPE. Closed here, before the child has even started.
+    if (o.closed !== undefined) child[o.closed].destroy();
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout.on('data', (c: Buffer) => out.push(c));

@@ -132,7 +132,7 @@ describe('show', () => {
     const r = await cli('show', IDS.oldCompleted);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^task {6}11111111-0000-4000-8000-000000000001$/m);
-    expect(r.stdout).toMatch(/webhook attempt 1 \(turn 1\): retry, HTTP 503: HTTP 503; took 200 ms; next attempt at \S+Z/);
+    expect(r.stdout).toMatch(/webhook attempt 1 \(turn 1\): retry, HTTP 503; took 200 ms; next attempt started \S+Z/);
     expect(r.stdout).toMatch(/webhook attempt 2 \(turn 1\): accepted, HTTP 202; took 1\.0 s/);
     expect(r.stdout).toMatch(/mail #\d+ applied:done: all gates passed/);
     expect(r.stdout).toMatch(/WORKING → COMPLETED: completed by reply/);
@@ -355,5 +355,31 @@ describe('--db in the help of the commands that write', () => {
     expect(await help('prune')).toContain('--db <file> delete from this store file instead of store.path of the config');
     expect(await help('backup')).toContain('--db <file> copy this store file instead of store.path of the config');
     expect(await help('tasks')).toContain('--db <file> read this store file (a backup, say)');
+  });
+});
+
+describe('a reader that closes the pipe early (`… | head -1`)', () => {
+  // A CLI printing to a closed pipe ends quietly, as other Unix tools do: EPIPE on stdout is status
+  // 0 with no error on stderr; on stderr (nothing more can be said) the command keeps its own status.
+  it.each([
+    [['completion', 'bash']],
+    [['tasks']],
+    [['ledger']],
+    [['show', IDS.oldCompleted]],
+    [['service', 'install', '--dry-run', '--launchd']],
+  ])('%j exits 0 with nothing about the pipe on stderr when stdout is closed', async (args) => {
+    const r = await runCli(['--config', c.configPath, ...args], { closed: 'stdout' });
+    expect(r.stderr).not.toMatch(/EPIPE|Error|a2a-mailbridge:/);
+    expect(r.status).toBe(0);
+  });
+
+  it('stderr closed: a usage error still exits 2, and a dry run with its notes on stderr keeps its status', async () => {
+    expect((await runCli(['--config', c.configPath, 'tasks', '--state', 'done'], { closed: 'stderr' })).status).toBe(2);
+    // 0 when the install would write (dist/cli/main.js built, as `npm test` does first); HOME: no plist there yet.
+    const dryRun = ['--config', c.configPath, 'service', 'install', '--dry-run', '--launchd'];
+    const open = await runCli(dryRun, { env: { HOME: c.dir } });
+    const closed = await runCli(dryRun, { env: { HOME: c.dir }, closed: 'stderr' });
+    expect(closed.stdout.split('\n').length).toBe(open.stdout.split('\n').length);
+    expect([closed.status, open.stderr]).toEqual([open.status, expect.stringMatching(/^# would write /)]);
   });
 });

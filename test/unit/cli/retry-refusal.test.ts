@@ -25,7 +25,7 @@ describe('retry: the rule, said plainly', () => {
     const attempts = [{ id: 1, dispatchId: 'msg_1', taskId: id, turn: 1, attempt: 1, startedAt: NOW - 50_000, finishedAt: NOW - 49_000, outcome: 'retry' as const, httpStatus: 503, error: 'HTTP 503' }];
     const text = retryRefusal(facts({}, {}, { attempts, watch: true }))!;
     expect(text).toBe(
-      `task ${id} is SUBMITTED: its webhook has not been accepted yet, and the bridge retries it by itself; attempt 1 failed (HTTP 503): HTTP 503; ` +
+      `task ${id} is SUBMITTED: its webhook has not been accepted yet, and the bridge retries it by itself; attempt 1 failed (HTTP 503); ` +
         'the next automatic attempt (2 of max_attempts 8) is at 2026-06-01T12:00:30Z (in 30 s); the running bridge makes it; ' +
         'attempts stop after 8 attempts or at 2026-06-01T12:59:00Z (max_age_s 3600), and the task then FAILS by dispatch; ' +
         `\`retry\` is for a task that FAILED by dispatch (its attempts exhausted, or refused by the webhook); see every attempt with: a2a-mailbridge --config ${c.configPath} show 5f92b50d`,

@@ -2,6 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { formatShow, readTaskRecord, showJson, timeline, turnGaps } from '../../../src/cli/show.js';
 import { resolveTaskId } from '../../../src/cli/task-id.js';
 import { CliFailure } from '../../../src/cli/errors.js';
+import type { AgentConfig } from '../../../src/config/config.js';
+import { statusText } from '../../../src/core/status-text.js';
+import type { MailboxState } from '../../../src/store/mailbox-state.js';
 import { IDS, buildStore } from '../../helpers/store-fixture.js';
 
 const NOW = Date.parse('2026-06-01T12:00:00Z');
@@ -16,7 +19,7 @@ describe('show: the timeline and the measured gaps', () => {
     const texts = timeline(record).map((e) => e.text);
     // Each number says what it is: the attempt's own duration, and when the next attempt ran.
     const [a1, a2] = record.attempts;
-    expect(texts[2]).toBe(`webhook attempt 1 (turn 1): retry, HTTP 503: HTTP 503; took 200 ms; next attempt at ${new Date(a2!.startedAt).toISOString().replace('.000Z', 'Z')}`);
+    expect(texts[2]).toBe(`webhook attempt 1 (turn 1): retry, HTTP 503; took 200 ms; next attempt started ${new Date(a2!.startedAt).toISOString().replace('.000Z', 'Z')}`);
     expect(a2!.startedAt - a1!.startedAt).toBe(1000);
     expect(texts[3]).toBe('webhook attempt 2 (turn 1): accepted, HTTP 202; took 1.0 s');
     // The last attempt retried and none since: the time its turn has the next one scheduled.
@@ -25,9 +28,27 @@ describe('show: the timeline and the measured gaps', () => {
       attempts: [a1!],
       turns: record.turns.map((t) => ({ ...t, dispatchState: 'pending' as const, nextAttemptAt: Date.parse('2026-06-01T12:00:10Z') })),
     };
-    expect(timeline(pending).find((e) => e.kind === 'attempt')!.text).toBe('webhook attempt 1 (turn 1): retry, HTTP 503: HTTP 503; took 200 ms; next attempt at 2026-06-01T12:00:10Z');
+    expect(timeline(pending).find((e) => e.kind === 'attempt')!.text).toBe('webhook attempt 1 (turn 1): retry, HTTP 503; took 200 ms; next attempt at 2026-06-01T12:00:10Z');
     expect(texts[4]).toMatch(/^SUBMITTED → WORKING: webhook accepted/);
     expect(texts[5]).toMatch(/^mail #\d+ applied:done: all gates passed/);
+  });
+
+  it("states the next attempt's time as the caller's status text does, and its start as a start (fresh-user trial: one second apart)", () => {
+    const [a1] = record.attempts;
+    // Scheduled at 12:00:09.800: the status text SendMessage answered with, and show while it is due, say 12:00:09Z.
+    const scheduled = Date.parse('2026-06-01T12:00:09.800Z');
+    const turn = { ...record.turns[0]!, dispatchState: 'pending' as const, nextAttemptAt: scheduled };
+    const agent = { name: 'grok', webhook: { timeoutMs: 10_000 } } as AgentConfig;
+    const mailbox: MailboxState = { folder: 'INBOX', uidValidity: '1', lastUid: 0, lastCheckAt: null, lastResult: null, lastError: null, errorSince: null, lastSuccessAt: null };
+    const told = statusText({ task: { ...record.task, state: 'SUBMITTED' }, agent, turn, lastAttempt: a1, mailbox, progressNote: null, lateReplyAt: null, configFile: '', now: scheduled - 5000 })!;
+    expect(told).toContain(' Next attempt at 2026-06-01T12:00:09Z.');
+    const due = timeline({ ...record, attempts: [a1!], turns: [turn] }).find((e) => e.kind === 'attempt')!.text;
+    expect(due.endsWith('; next attempt at 2026-06-01T12:00:09Z')).toBe(true);
+    // It ran on the timer's tick after, in the next second: its start, not another "next attempt at".
+    const ran = { ...a1!, id: a1!.id + 100, attempt: 2, startedAt: scheduled + 250, finishedAt: scheduled + 400 };
+    const after = timeline({ ...record, attempts: [a1!, ran], turns: [turn] }).find((e) => e.kind === 'attempt')!.text;
+    expect(after.endsWith('; next attempt started 2026-06-01T12:00:10Z')).toBe(true);
+    expect(after).not.toContain('next attempt at');
   });
 
   it('a turn retried by the operator names the webhook-id it was stored with, and the retry\'s as later', () => {
