@@ -3,7 +3,8 @@
  * hashing the body) and reply parsing (MIME decoding, the reply block) — run on one worker thread,
  * so the event loop keeps answering `/health` and A2A calls while a 10 MB reply is judged (on the
  * main thread each stalled it for 200–400 ms: bench/RESULTS.md, reply-parse). Small messages are
- * judged in place: the round trip would cost more than the work.
+ * judged in place: the round trip would cost more than the work; but a small reply whose body is
+ * HTML only is parsed here too, as its conversion to text is not linear (reply-format.ts).
  *
  * One long-lived worker serves jobs in turn; it is started on the first job, holds the process
  * open only while jobs are pending, and is replaced when it dies. Each job has a time budget: past
@@ -21,9 +22,42 @@ export const OFFLOAD_MIN_BYTES = 256 * 1024;
 /** The default time budget of one job, in ms (a linear parse of 10 MB takes well under 1 s). */
 export const OFFLOAD_BUDGET_MS = 10_000;
 
+/**
+ * The worker's heap limit (V8's old generation), in MiB: with the time budget, what bounds one
+ * message's cost. A reply of 32 MiB of text (reply-format.ts REPLY_PARSE_MAX_BYTES) or 10 MB of
+ * HTML (the default mailbox.max_message_bytes) parses within it (256 MiB was too little for the
+ * HTML); 1 MB of HTML nested 1,000 deep grew the worker past 800 MiB before its time budget ran
+ * out (attack review 6, F1). Past the limit V8 stops the worker, the job goes to a fresh one
+ * once, then fails ({@link WorkerLostError}).
+ */
+export const WORKER_HEAP_MB = 512;
+
+/** The heap limit the next worker starts with, in MiB ({@link setWorkerHeapLimit}). */
+let workerHeapMb = WORKER_HEAP_MB;
+
+/**
+ * Sets the heap limit of the workers started from now on (MiB) and stops the current one, so the
+ * next job starts a worker with it: a seam for tests of a message that exhausts it. `serve` never
+ * calls it.
+ */
+export function setWorkerHeapLimit(mb: number): void {
+  workerHeapMb = mb;
+  const w = worker;
+  worker = null;
+  if (w) void w.terminate();
+}
+
 /** A job ran over its time budget; the message says which budget. */
 export class BudgetError extends Error {
   override readonly name = 'BudgetError';
+}
+
+/**
+ * Thrown when the worker stopped twice while running a job (its heap limit, {@link WORKER_HEAP_MB},
+ * or a crash): the job's message is what stops it, and is not posted a third time.
+ */
+export class WorkerLostError extends Error {
+  override readonly name = 'WorkerLostError';
 }
 
 /**
@@ -81,7 +115,7 @@ function workerUrl(): { url: URL; execArgv: string[] } {
 
 function start(): Worker {
   const { url, execArgv } = workerUrl();
-  const w = new (process.getBuiltinModule('node:worker_threads').Worker)(url, { execArgv });
+  const w = new (process.getBuiltinModule('node:worker_threads').Worker)(url, { execArgv, resourceLimits: { maxOldGenerationSizeMb: workerHeapMb } });
   w.unref();
   w.on('message', (m: FromWorker) => {
     const job = pending.get(m.id);
@@ -118,7 +152,7 @@ function repost(why: string): void {
   for (const job of [...pending.values()]) {
     if (job.posts >= 2) {
       settle(job);
-      job.reject(new Error(`the parse worker stopped twice while judging this message (${why})`));
+      job.reject(new WorkerLostError(`the parse worker stopped twice while judging this message (${why})`));
     } else post(ensure(), job);
   }
 }

@@ -13,7 +13,7 @@
  */
 import type { SimpleParserOptions } from 'mailparser';
 import { classifyAttachments, type RawAttachment, type ReplyAttachment } from './attachments.js';
-import { BudgetError, offload, OFFLOAD_MIN_BYTES, type BudgetTimer } from './offload.js';
+import { BudgetError, offload, OFFLOAD_MIN_BYTES, WorkerLostError, type BudgetTimer } from './offload.js';
 import { Lines } from './reply-lines.js';
 
 /**
@@ -108,15 +108,25 @@ async function loadParser(): Promise<typeof import('mailparser')> {
  * converted by mailparser; and every other part, as mailparser decoded it (an embedded
  * `message/rfc822` among them: kept as an attachment, never read as text). Never throws on the
  * message's bytes.
+ *
+ * The HTML is converted only when `convertHtml`: its cost is not linear in the HTML's
+ * size (each nested `<blockquote>` or list prefixes every line inside it again, so its output and
+ * its time grow with depth × lines: 256 KiB of HTML nested 300 deep held the event loop 18 s, attack
+ * review 6, F1), so it runs on the worker under the offload budget, never on the event loop
+ * ({@link parseReply}). Without `convertHtml`, an HTML-only body gives `needsHtml` and nothing else.
  * @throws ParserUnavailableError when the parser cannot be loaded (never read as an empty body)
  */
-async function bodyText(raw: Buffer): Promise<{ text: string; kind: ParsedReply['bodyKind']; attachments: RawAttachment[]; failed?: { why: string; cap: UnparsedCap } }> {
+async function bodyText(
+  raw: Buffer,
+  convertHtml: boolean,
+): Promise<{ text: string; kind: ParsedReply['bodyKind']; attachments: RawAttachment[]; failed?: { why: string; cap: UnparsedCap } } | { needsHtml: true }> {
   const { simpleParser } = await loadParser();
   try {
     const plain = await simpleParser(raw, PARSER_OPTIONS);
     const attachments = plain.attachments.map((a) => ({ filename: a.filename ?? null, contentType: a.contentType, content: a.content }));
     if (typeof plain.text === 'string' && plain.text.trim() !== '') return { text: plain.text, kind: 'text', attachments };
     if (typeof plain.html !== 'string' || plain.html.trim() === '') return { text: '', kind: 'none', attachments };
+    if (!convertHtml) return { needsHtml: true };
     const converted = await simpleParser(raw, { ...PARSER_OPTIONS, skipHtmlToText: false });
     const text = typeof converted.text === 'string' ? converted.text : '';
     if (text.trim() !== '') return { text, kind: 'html', attachments };
@@ -128,7 +138,6 @@ async function bodyText(raw: Buffer): Promise<{ text: string; kind: ParsedReply[
     return { text: '', kind: 'none', attachments: [], failed: parserFailure(err) };
   }
 }
-
 
 /** RFC 3676 §4.3 signature separator `-- ` (the space is often stripped in transit). */
 const SIGNATURE = /^--[ \t]*$/;
@@ -330,10 +339,11 @@ export function parseReplyText(text: string): Omit<ParsedReply, 'bodyKind' | 'at
  *   `maxAttachmentBytes` (src/uplink/attachments.ts).
  *
  * Budgets: a message over {@link REPLY_PARSE_MAX_BYTES} is not read, and a message of
- * {@link OFFLOAD_MIN_BYTES} or more is decoded and parsed on a worker thread (the event loop keeps
+ * {@link OFFLOAD_MIN_BYTES} or more, or a smaller one whose body is HTML only (its conversion to
+ * text is not linear: bodyText), is decoded and parsed on a worker thread (the event loop keeps
  * answering meanwhile) within the offload budget (offload.ts `OFFLOAD_BUDGET_MS`, or `budgetMs`,
- * on the clock `timer`: offload.ts `timeoutBudget` by default); past either budget the result says
- * why in `unparsed`, with no token.
+ * on the clock `timer`: offload.ts `timeoutBudget` by default) and the worker's memory limit
+ * (offload.ts `WORKER_HEAP_MB`); past any of them the result says why in `unparsed`, with no token.
  *
  * @param o.maxAttachmentBytes `mailbox.max_attachment_bytes` (default 1 MiB)
  * @returns never throws, whatever the bytes; unreadable mail gives `bodyKind: 'none'`.
@@ -343,13 +353,19 @@ export async function parseReply(raw: Buffer, o: { budgetMs?: number; timer?: Bu
     return unparsedReply(`${raw.length} bytes, over the ${REPLY_PARSE_MAX_BYTES / 1024 / 1024} MiB reply parse budget`, 'size');
   }
   const maxAttachmentBytes = o.maxAttachmentBytes ?? DEFAULT_MAX_ATTACHMENT_BYTES;
-  if (raw.length < OFFLOAD_MIN_BYTES) return parseReplyHere(raw, maxAttachmentBytes);
+  if (raw.length < OFFLOAD_MIN_BYTES) {
+    // Parsed here unless its body is HTML only: that one's conversion goes to the worker too (bodyText).
+    const here = await parseOnThisThread(raw, maxAttachmentBytes, false);
+    if (here !== null) return here;
+  }
   try {
     const r = (await offload('reply', raw, { ...(o.budgetMs !== undefined ? { budgetMs: o.budgetMs } : {}), ...(o.timer ? { timer: o.timer } : {}), options: { maxAttachmentBytes } })) as ParsedReply;
     // Buffers cross the thread as plain Uint8Arrays: give them their Buffer view back.
     return { ...r, attachments: r.attachments.map((a) => (a.kind === 'file' ? { ...a, bytes: Buffer.from(a.bytes.buffer, a.bytes.byteOffset, a.bytes.byteLength) } : a)) };
   } catch (err) {
     if (err instanceof BudgetError) return unparsedReply(err.message, 'time');
+    // The message stopped the worker twice (its memory limit, offload.ts): this message's doing.
+    if (err instanceof WorkerLostError) return unparsedReply(err.message, 'error');
     // The worker's own failure to load the parser crosses the thread by name.
     if (err instanceof Error && err.name === 'ParserUnavailableError') throw new ParserUnavailableError(err.message);
     throw err;
@@ -362,7 +378,14 @@ export async function parseReply(raw: Buffer, o: { budgetMs?: number; timer?: Bu
  * @throws ParserUnavailableError when the parser cannot be loaded
  */
 export async function parseReplyHere(raw: Buffer, maxAttachmentBytes = DEFAULT_MAX_ATTACHMENT_BYTES): Promise<ParsedReply> {
-  const { text, kind, attachments, failed } = await bodyText(raw);
+  return (await parseOnThisThread(raw, maxAttachmentBytes, true))!;
+}
+
+/** The parse on this thread; null when the body is HTML only and `convertHtml` is false (see bodyText). */
+async function parseOnThisThread(raw: Buffer, maxAttachmentBytes: number, convertHtml: boolean): Promise<ParsedReply | null> {
+  const body = await bodyText(raw, convertHtml);
+  if ('needsHtml' in body) return null;
+  const { text, kind, attachments, failed } = body;
   if (failed !== undefined) return unparsedReply(failed.why, failed.cap);
   try {
     return { ...parseReplyText(text), bodyKind: kind, attachments: classifyAttachments(attachments, maxAttachmentBytes) };

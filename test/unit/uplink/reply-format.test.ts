@@ -1,6 +1,6 @@
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { describe, expect, it } from 'vitest';
-import { OFFLOAD_MIN_BYTES, type BudgetTimer } from '../../../src/uplink/offload.js';
+import { OFFLOAD_MIN_BYTES, setWorkerHeapLimit, WORKER_HEAP_MB, type BudgetTimer } from '../../../src/uplink/offload.js';
 import { replyStatus } from '../../../src/uplink/gates.js';
 import { parseReply, parseReplyHere, parseReplyText, REPLY_PARSE_MAX_BYTES, REPLY_STATUS_WORDS, type ParsedReply } from '../../../src/uplink/reply-format.js';
 
@@ -294,6 +294,45 @@ describe('parseReply on large messages', () => {
     const huge = Buffer.concat([mail, Buffer.alloc(REPLY_PARSE_MAX_BYTES)]);
     expect(await parseReply(huge)).toMatchObject({ tokenProblem: 'unparsed', unparsed: `${huge.length} bytes, over the 32 MiB reply parse budget`, unparsedBy: 'size' });
     expect((await parseReply(mail)).token).toBe(TOKEN); // a fresh worker serves the next one
+  });
+});
+
+describe('parseReply: where a small message is parsed', () => {
+  // A budget spent before the worker can answer: a message parsed on the worker comes back
+  // unparsed:time, one parsed in place is read whatever the budget.
+  const spentAtOnce: BudgetTimer = (_ms, expire) => {
+    queueMicrotask(expire);
+    return () => undefined;
+  };
+
+  it('converts an HTML-only body on the worker, under its budgets, however small (attack review 6, F1: nested quotes held the event loop 18 s)', async () => {
+    const html = raw('Content-Type: text/html; charset=utf-8', `<p>${block('the answer').replace(/\n/g, '<br>')}</p>`);
+    expect(html.length).toBeLessThan(OFFLOAD_MIN_BYTES);
+    expect(await parseReply(html, { budgetMs: 1, timer: spentAtOnce })).toMatchObject({ token: null, tokenProblem: 'unparsed', unparsedBy: 'time' });
+    expect(await parseReply(html)).toMatchObject({ token: TOKEN, bodyKind: 'html', answer: 'the answer' });
+  });
+
+  it('parses a small text body in place, with an HTML alternative beside it', async () => {
+    const text = raw('Content-Type: text/plain; charset=utf-8', block('the answer'));
+    expect(await parseReply(text, { budgetMs: 1, timer: spentAtOnce })).toEqual(good('the answer'));
+    const alternative = raw(
+      'Content-Type: multipart/alternative; boundary="b"',
+      `--b\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n${block('the answer')}\r\n--b\r\nContent-Type: text/html\r\n\r\n${'<blockquote>'.repeat(300)}x${'</blockquote>'.repeat(300)}\r\n--b--\r\n`,
+    );
+    expect(await parseReply(alternative, { budgetMs: 1, timer: spentAtOnce })).toMatchObject({ token: TOKEN, bodyKind: 'text', answer: 'the answer' });
+  });
+});
+
+describe('parseReply: a message that exhausts the worker heap', () => {
+  it('is unparsed:error once it stopped the worker twice, and the next message gets a fresh worker', async () => {
+    const html = raw('Content-Type: text/html; charset=utf-8', `<p>${block('the answer').replace(/\n/g, '<br>')}</p>${'<p>para <b>bold</b> text</p>'.repeat(100_000)}`);
+    setWorkerHeapLimit(8);
+    try {
+      expect(await parseReply(html)).toMatchObject({ token: null, tokenProblem: 'unparsed', unparsedBy: 'error', unparsed: expect.stringMatching(/^the parse worker stopped twice while judging this message \(.*memory limit/) as unknown });
+    } finally {
+      setWorkerHeapLimit(WORKER_HEAP_MB);
+    }
+    expect(await parseReply(html)).toMatchObject({ token: TOKEN, bodyKind: 'html' });
   });
 });
 
