@@ -24,6 +24,8 @@ export interface RetryFacts {
   agent: AgentConfig;
   /** `mailbox.watch`: with it the bridge makes due attempts on a timer, else on the next A2A call. */
   watch: boolean;
+  /** Whether a bridge runs on this store now (a `serve` holds its claim: src/store/serve-claim.ts `claimHeld`). */
+  bridgeRunning: boolean;
   now: number;
   /** The config file in use, for the command the refusal names (src/config/config-path.ts). */
   configFile: string;
@@ -47,7 +49,11 @@ function stillDelivering(f: RetryFacts): string {
   if (turn?.nextAttemptAt !== null && turn?.nextAttemptAt !== undefined && last?.outcome !== null) {
     const at = turn.nextAttemptAt;
     const when = at <= now ? `due now (since ${iso(at)})` : `at ${iso(at)} (in ${humanDuration(at - now)})`;
-    const by = f.watch ? 'the running bridge makes it' : 'the running bridge makes it on the first A2A call after that (mailbox.watch is off)';
+    const by = !f.bridgeRunning
+      ? `no bridge runs on this store now, so none makes it: start one (${commandLine(f.configFile, 'serve')}) and it does`
+      : f.watch
+        ? 'the running bridge makes it'
+        : 'the running bridge makes it on the first A2A call after that (mailbox.watch is off)';
     parts.push(`the next automatic attempt (${attempts.length + 1} of max_attempts ${hook.maxAttempts}) is ${when}; ${by}`);
   }
   if (turn) parts.push(`attempts stop after ${plural(hook.maxAttempts, 'attempt')} or at ${iso(turn.createdAt + hook.maxAgeMs)} (max_age_s ${hook.maxAgeMs / 1000}), and the task then FAILS by dispatch`);

@@ -1,6 +1,7 @@
 import { statusAndDetail } from './attempt-text.js';
 import { buildBridge } from '../app.js';
 import { loadConfig } from '../config/config.js';
+import { claimHeld } from '../store/store.js';
 import { commandLine } from '../config/config-path.js';
 import { attemptDispatch } from '../core/dispatch.js';
 import { BridgeError } from '../core/errors.js';
@@ -33,7 +34,8 @@ export async function runRetry(configFile: string, idOrPrefix: string): Promise<
     const agent = config.agents.find((a) => a.name === task.agent);
     if (!agent) throw new CliFailure(`task ${task.id} belongs to agent ${task.agent}, which is no longer in the config`);
     const turn = db.turns.get(task.id, task.turn);
-    const refusal = retryRefusal({ task, turn, attempts: turn ? db.attempts.of(turn.dispatchId) : [], agent, watch: config.mailbox.watch, now: Date.now(), configFile });
+    const bridgeRunning = claimHeld(config.store.path).held;
+    const refusal = retryRefusal({ task, turn, attempts: turn ? db.attempts.of(turn.dispatchId) : [], agent, watch: config.mailbox.watch, bridgeRunning, now: Date.now(), configFile });
     if (refusal !== null) throw new CliFailure(refusal);
     let dispatchId: string;
     try {
@@ -46,7 +48,9 @@ export async function runRetry(configFile: string, idOrPrefix: string): Promise<
     const after = db.tasks.get(task.id)!;
     const outcome = r ? `${r.outcome}${statusAndDetail(r.httpStatus, r.error)}` : 'not attempted';
     process.stdout.write(`task ${task.id} re-dispatched with webhook-id ${dispatchId}; first attempt ${outcome}; the task is ${after.state}\n`);
-    if (after.state === 'SUBMITTED') process.stdout.write('the running bridge makes the next attempt on its next step\n');
+    if (after.state === 'SUBMITTED') {
+      process.stdout.write(bridgeRunning ? 'the running bridge makes the next attempt on its next step\n' : `no bridge runs on this store now: the next attempt is made once one runs (${commandLine(configFile, 'serve')})\n`);
+    }
     return after.state === 'FAILED' ? 1 : 0;
   } finally {
     await built.close();

@@ -14,7 +14,7 @@ const turn = (o: Partial<TurnRow>): TurnRow => ({
   taskId: id, turn: 1, ask: 'job', replyToken: null, deadlineAt: NOW + 3_600_000, dispatchId: 'msg_1', envelope: Buffer.from('{}'), dispatchState: 'pending',
   nextAttemptAt: NOW + 30_000, acceptedAt: null, replyStatus: null, replyText: null, replyLedgerId: null, repliedAt: null, createdAt: NOW - 60_000, ...o,
 });
-const facts = (t: Partial<TaskRow>, u: Partial<TurnRow> = {}, o: Partial<RetryFacts> = {}): RetryFacts => ({ task: task(t), turn: turn(u), attempts: [], agent, watch: false, now: NOW, configFile: c.configPath, ...o });
+const facts = (t: Partial<TaskRow>, u: Partial<TurnRow> = {}, o: Partial<RetryFacts> = {}): RetryFacts => ({ task: task(t), turn: turn(u), attempts: [], agent, watch: false, bridgeRunning: true, now: NOW, configFile: c.configPath, ...o });
 
 describe('retry: the rule, said plainly', () => {
   it('a task FAILED by dispatch can be retried', () => {
@@ -31,6 +31,12 @@ describe('retry: the rule, said plainly', () => {
         `\`retry\` is for a task that FAILED by dispatch (its attempts exhausted, or refused by the webhook); see every attempt with: a2a-mailbridge --config ${c.configPath} show 5f92b50d`,
     );
     expect(text).not.toMatch(/never accepted/);
+  });
+
+  it('SUBMITTED with no bridge running on the store: says none makes the next attempt, and how to start one (trial 6)', () => {
+    const text = retryRefusal(facts({}, { nextAttemptAt: NOW - 5_000 }, { attempts: [{ id: 1, dispatchId: 'msg_1', taskId: id, turn: 1, attempt: 1, startedAt: NOW - 50_000, finishedAt: NOW - 49_000, outcome: 'retry' as const, httpStatus: 503, error: 'HTTP 503' }], watch: true, bridgeRunning: false }))!;
+    expect(text).toContain(`is due now (since 2026-06-01T11:59:55Z); no bridge runs on this store now, so none makes it: start one (a2a-mailbridge --config ${c.configPath} serve) and it does;`);
+    expect(text).not.toContain('the running bridge');
   });
 
   it('WORKING, INPUT_REQUIRED, FAILED by the agent or the deadline, and finished tasks each say why not', () => {
