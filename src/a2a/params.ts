@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { DEADLINE_RANGE_S } from '../config/agents.js';
 import type { SendInput } from '../core/submit.js';
 import { TASK_STATES, type TaskState } from '../core/task-view.js';
 import { A2AError } from './errors.js';
@@ -38,8 +39,8 @@ const LONE_SURROGATES = new RegExp(LONE_SURROGATE, 'g');
 const PART_KINDS = ['text', 'raw', 'url', 'data', 'file'] as const;
 /** An RFC 3339 `date-time` (§5.6): full date, `T`, full time with optional fraction, and `Z` or a numeric offset. */
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$/;
-/** Deadlines a caller may ask for, in seconds (metadata `deadline_s`): 10 s to 30 days, as the config's agents.deadline_s (README, "How callers see a long job"). */
-export const DEADLINE_RANGE_S = [10, 30 * 86400] as const;
+/** Deadlines a caller may ask for, in seconds (metadata `deadline_s`): the config's agents.deadline_s range (README, "How callers see a long job"). */
+export { DEADLINE_RANGE_S };
 
 /** snake_case names of the camelCase field names asked for (a fixed set: the names in this file). */
 const SNAKE = new Map<string, string>();

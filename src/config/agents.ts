@@ -11,6 +11,8 @@ import { ADDRESS_RE, isLoopbackLiteral, secret } from './values.js';
  */
 export const DEFAULT_MAX_OPEN_TASKS = 20;
 export const DEFAULT_WEBHOOKS_PER_MINUTE = 10;
+/** The deadlines a task may have, in seconds: `deadline_s` of an agent, and a caller's metadata `deadline_s` (src/a2a/params.ts): 10 s to 30 days. */
+export const DEADLINE_RANGE_S = [10, 30 * 86400] as const;
 
 const NAME_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 const TAG_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/;
@@ -96,7 +98,7 @@ export function parseAgent(f: Fields, baseDir: string): AgentConfig {
     tag,
     address,
     dkimDomain,
-    deadlineMs: f.integer('deadline_s', 3600, 10, 30 * 86400) * 1000,
+    deadlineMs: f.integer('deadline_s', 3600, ...DEADLINE_RANGE_S) * 1000,
     maxOpenTasks: f.integer('max_open_tasks', DEFAULT_MAX_OPEN_TASKS, 1, 100_000),
     untrustedLabel: f.string('untrusted_label', `[UNTRUSTED — ${name} reply, verify before acting]`),
     skills,
