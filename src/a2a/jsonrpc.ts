@@ -1,6 +1,6 @@
-import { isUtf8 } from 'node:buffer';
 import { JsonText } from './call.js';
 import { A2AError, toJsonRpcError, type JsonRpcErrorObject } from './errors.js';
+import { jsonBody } from './json-body.js';
 
 /**
  * The JSON-RPC 2.0 envelope (JSON-RPC 2.0 §4–5). Batches and notifications are refused with
@@ -26,15 +26,9 @@ export type JsonRpcResponse =
  *   valid UTF-8, -32600 bad envelope)
  */
 export function parseRequest(body: Buffer, dialect: '1.0' | '0.3', isMethod: (name: string) => boolean = () => true): JsonRpcRequest | JsonRpcResponse {
-  // JSON text exchanged between systems must be UTF-8 (RFC 8259 §8.1). Decoding other bytes would
-  // turn them into U+FFFD and store and dispatch text the caller never sent.
-  if (!isUtf8(body)) return errorResponse(null, new A2AError('parseError', 'Parse error: the body is not valid UTF-8 (RFC 8259 §8.1)'), dialect);
-  let doc: unknown;
-  try {
-    doc = JSON.parse(body.toString('utf8'));
-  } catch {
-    return errorResponse(null, new A2AError('parseError', 'Parse error: the body is not valid JSON'), dialect);
-  }
+  const parsed = jsonBody(body);
+  if ('error' in parsed) return errorResponse(null, new A2AError('parseError', `Parse error: ${parsed.error}`), dialect);
+  const doc = parsed.doc;
   if (Array.isArray(doc)) return errorResponse(null, new A2AError('invalidRequest', 'batch requests are not supported'), dialect);
   if (typeof doc !== 'object' || doc === null) {
     return errorResponse(null, new A2AError('invalidRequest', 'the request must be a JSON-RPC 2.0 object'), dialect);

@@ -11,6 +11,7 @@ import { A2AError, asA2AError } from './errors.js';
 import { a2aHandler, dialectOfHeader, supportedVersion, type A2AOutcome } from './handler.js';
 import { findMethod } from './methods.js';
 import { collectBody, readBody } from './request-body.js';
+import { jsonBody } from './json-body.js';
 import { agentRoutes, callerNames, hostLines, loopbackHostCheck } from './request-head.js';
 import { pathOf, targetAuthority, urlOf } from './request-target.js';
 import { restError, routeRest, type RestCall } from './rest.js';
@@ -316,12 +317,9 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       const body = await readBody(req, config.server.maxBodyBytes);
       if (body === null) return send(res, 413, restError(new A2AError('invalidRequest', `request body over ${config.server.maxBodyBytes} bytes (server.max_body_bytes)`), 413).body, { connection: 'close' });
       if (body.length > 0) {
-        let doc: unknown;
-        try {
-          doc = JSON.parse(body.toString('utf8'));
-        } catch {
-          return fail(new A2AError('parseError', 'the body is not valid JSON'));
-        }
+        const parsed = jsonBody(body);
+        if ('error' in parsed) return fail(new A2AError('parseError', parsed.error));
+        const doc = parsed.doc;
         if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return fail(new A2AError('invalidRequest', 'the body must be a JSON object'));
         params = { ...(doc as Record<string, unknown>), ...route.params };
       }

@@ -1,6 +1,7 @@
 import { type LedgerRow } from '../store/ledger.js';
 import { parseCount, parseTime, parseVerdict } from './args.js';
 import { CliFailure, UsageError } from './errors.js';
+import { inertText } from '../inert-text.js';
 import { clean, elideMiddle, isoJson, isoUtc, printJson, table, truncate } from './format.js';
 import { openReadOnly, storeCommand, type StoreLocation } from './open-store.js';
 import { resolveLedgerTask } from './task-id.js';
@@ -38,14 +39,15 @@ export const LEDGER_WIDTHS = { from: 36, subject: 48, reason: 160 } as const;
 
 /**
  * The human table of `ledger`, newest first: id (for `--raw`), time seen, verdict, task id (first
- * 8 characters), From, Subject and the reason. Header text from mail is made inert (`clean`).
+ * 8 characters), From, Subject and the reason. Header text from mail is made inert (`clean`; and `inertText`: a space
+ * other than U+0020 would pass for the table's own spacing).
  * From and Subject are cut at their end, the reason in its middle ({@link elideMiddle}): its start
  * names the gate and its end what the mail lacked. With `wide`, every cell is whole (and still
  * inert); `--json` has the same rows whole too.
  */
 export function formatLedger(rows: readonly LedgerRow[], o: { wide?: boolean } = {}): string {
   if (rows.length === 0) return 'no ledger rows match';
-  const cut = (text: string, max: number, how: (t: string, m: number) => string = truncate): string => (o.wide ? clean(text) : how(clean(text), max));
+  const cut = (text: string, max: number, how: (t: string, m: number) => string = truncate): string => (o.wide ? clean(inertText(text)) : how(clean(inertText(text)), max));
   return table(
     ['ID', 'SEEN (UTC)', 'VERDICT', 'TASK', 'FROM', 'SUBJECT', 'REASON'],
     rows.map((r) => [

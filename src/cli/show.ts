@@ -8,6 +8,7 @@ import type { TaskRow } from '../store/task-rows.js';
 import { isTerminal } from '../store/task-state.js';
 import type { TurnRow } from '../store/turns.js';
 import { CliFailure } from './errors.js';
+import { inertText } from '../inert-text.js';
 import { clean, cleanLines, gap, isoJson, isoUtc, printJson, table, truncate } from './format.js';
 import { ledgerJson } from './ledger.js';
 import { openReadOnly, storeCommand, type StoreLocation } from './open-store.js';
@@ -221,7 +222,7 @@ export function timeline(r: TaskRecord): TimelineEntry[] {
   for (const a of r.attempts) out.push({ at: a.startedAt, kind: 'attempt', text: attemptText(a, nextAttempt(a, r)) });
   for (const l of r.ledger) {
     const date = l.dateHeader ? `, Date ${dateCell(l.dateHeader)}` : '';
-    out.push({ at: l.seenAt, kind: 'mail', text: `mail #${l.id} ${l.verdict}: ${l.reason} (Message-ID ${l.messageId === null ? '-' : messageIdCell(l.messageId)}${date})` });
+    out.push({ at: l.seenAt, kind: 'mail', text: `mail #${l.id} ${l.verdict}: ${inertText(l.reason)} (Message-ID ${l.messageId === null ? '-' : messageIdCell(l.messageId)}${date})` });
   }
   for (const e of r.events) {
     if (e.fromState === null) out.push({ at: e.at, kind: 'created', text: `created ${e.toState}: ${e.cause}` });

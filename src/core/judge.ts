@@ -258,7 +258,7 @@ export function judgeStamp(msg: Pick<IncomingMessage, 'raw' | 'size'>, rules: Ju
   const early = (r: Refusal): EarlyRefusal => ({ kind: 'refuse', verdict: r.verdict, reason: r.reason, message, tag, evidence: tag ? 'head' : 'none', signature: null });
   const replayed = replayedSignature(message, (sigs, id) => store.authenticatedWith(sigs, id));
   if (replayed) return early(replayed);
-  const refused = stampRefusal(message.fields, rules.profile, rules.agents);
+  const refused = stampRefusal(message.fields, rules.profile, rules.agents, msg.raw);
   if (!refused) return null;
   // Gate 1 by the digest of the bytes read (a copy of mail refused on its stamp: its row holds the
   // digest of the same prefix), asked only of a prefix the stamp refuses anyway, so a digest of

@@ -10,6 +10,7 @@
  * without an authserv-id (Microsoft): see src/uplink/providers.ts and docs/providers.md.
  */
 import { maxOf } from '../extremes.js';
+import { inertReason } from '../inert-text.js';
 import { plural } from '../plural.js';
 import { parseAuthResults, parseIdlessAuthResults, type AuthResult, type ParsedAuthResults } from './auth-results.js';
 import { FASTMAIL_HOST_PATTERN, PRESETS, type ProviderName, type ResultsPlacement } from './providers.js';
@@ -266,10 +267,11 @@ export function stampFieldTrust(value: string, profile: ProviderProfile): { pars
  * that carry no authserv-id (read with the tolerant `parseIdlessAuthResults`). ARC-* and
  * `*-Original` fields are other fields and never read. A trusted-looking field that cannot be
  * parsed is reported as a conflict. A `dkim` result without `header.d` takes the domain of its
- * `header.i` (Gmail and Yahoo write only `header.i`). Never throws.
+ * `header.i` (Gmail and Yahoo write only `header.i`). The reason quotes Received words and
+ * authserv-ids as written, made inert (src/inert-text.ts). Never throws.
  */
 export function findTrustedResults(fields: readonly HeaderField[], profile: ProviderProfile): TrustOutcome {
-  return trustOf(fields, profile, false) as TrustOutcome;
+  return inertReason(trustOf(fields, profile, false)) as TrustOutcome;
 }
 
 /**
@@ -281,7 +283,7 @@ export function findTrustedResults(fields: readonly HeaderField[], profile: Prov
  * border, or the end of a `below` stamp, may lie in the fields not given. Never throws.
  */
 export function findTrustedResultsInPrefix(fields: readonly HeaderField[], profile: ProviderProfile): TrustOutcome | Undecided {
-  return trustOf(fields, profile, true);
+  return inertReason(trustOf(fields, profile, true));
 }
 
 /** The border rule of both: `more` says fields may follow those given. */

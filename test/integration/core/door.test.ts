@@ -19,7 +19,7 @@ function counts(): { tasks: number; messages: number; turns: number } {
 const send = (text: string) => suite.h.rpc(hermesBody(text, `ctx-${hex(8)}`));
 
 describe('the door', () => {
-  it('a body that is not valid UTF-8 gets -32700 and stores and dispatches nothing', async () => {
+  it('a body that is not valid UTF-8 gets -32700 over JSON-RPC and 400 over HTTP+JSON, and stores and dispatches nothing', async () => {
     const before = counts();
     const hooks = suite.h.receiver.requests.length;
     const json = JSON.stringify(hermesBody('caf\u0000', `ctx-${hex(8)}`));
@@ -36,6 +36,20 @@ describe('the door', () => {
     expect(body.id).toBeNull();
     expect(body.error.code).toBe(-32700);
     expect(body.error.message).toMatch(/not valid UTF-8/);
+    expect(counts()).toEqual(before);
+    expect(suite.h.receiver.requests.length).toBe(hooks);
+    // HTTP+JSON refuses the same bytes (the same check), in AIP-193 form: 400 INVALID_ARGUMENT
+    const params = JSON.stringify(hermesBody('caf\u0000', `ctx-${hex(8)}`).params);
+    const restBytes = Buffer.from(params.replace('\\u0000', '\u0001'), 'utf8');
+    restBytes[restBytes.indexOf(0x01)] = 0xe9;
+    const rest = await fetch(`${suite.h.endpoint}/message:send`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_BEARER}`, 'a2a-version': '1.0' },
+      body: restBytes,
+    });
+    const restBody = (await rest.json()) as { error: { code: number; status: string; message: string } };
+    expect([rest.status, restBody.error.code, restBody.error.status]).toEqual([400, 400, 'INVALID_ARGUMENT']);
+    expect(restBody.error.message).toMatch(/not valid UTF-8/);
     expect(counts()).toEqual(before);
     expect(suite.h.receiver.requests.length).toBe(hooks);
   });

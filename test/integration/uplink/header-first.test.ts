@@ -90,7 +90,7 @@ describe.each(KINDS)('header blocks first, on %s', (_name, makeRig) => {
     expect((await rig().bridge.checkNow()).fetched).toBe(0);
   });
 
-  it('forgeries of 200 KB header blocks are refused on the provider stamp with only their first 16 KiB read; one whose stamp runs past 16 KiB is read on and gets the verdict the whole judge gives; the reply behind them is applied on the first check', async () => {
+  it('forgeries of 200 KB header blocks are refused on the provider stamp with only their first 16 KiB read; one whose stamp runs past 16 KiB with a dkim result per added DKIM-Signature is refused there by gate 3, one whose stamp runs past 16 KiB otherwise is read on and gets the verdict the whole judge gives; the reply behind them is applied on the first check', async () => {
     const t = await rig().newTask('Job behind heavy forgeries');
     const padding = Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`X-Pad-${i}`, 'p'.repeat(90)]));
     const heavy = async (results: string): Promise<Buffer> => {
@@ -105,23 +105,31 @@ describe.each(KINDS)('header blocks first, on %s', (_name, makeRig) => {
     };
     const dmarcFail = `dkim=none; spf=fail smtp.mailfrom=${AGENT_DOMAIN}; dmarc=fail (p=reject) header.from=${AGENT_DOMAIN}`;
     const flood = await Promise.all(Array.from({ length: 30 }, () => heavy(dmarcFail)));
-    // The provider's own results run past 16 KiB (a result per DKIM-Signature the sender added): undecided on the prefix.
+    // The provider's own results run past 16 KiB, a result per DKIM-Signature the sender added: the border is not
+    // in the prefix, but the stamp already lists more signatures than gate 3 lets through (attack review 6, F4).
     const longStamp = await heavy(`${Array.from({ length: 400 }, (_, i) => `dkim=fail header.d=s${i}.example header.b=AAAAAAAA`).join('; ')}; ${dmarcFail}`);
-    expect(longStamp.indexOf('Received:')).toBeGreaterThan(STAMP_PREFIX_BYTES);
-    const uids = await rig().deliver([...flood, longStamp, await rig().reply(t.envelope, 'The genuine answer.')]);
+    // A stamp that runs past 16 KiB with other results: undecided on the prefix, read on.
+    const longOther = await heavy(`${Array.from({ length: 400 }, (_, i) => `x-note${i}=pass policy.n=${'n'.repeat(20)}`).join('; ')}; ${dmarcFail}`);
+    for (const long of [longStamp, longOther]) expect(long.indexOf('Received:')).toBeGreaterThan(STAMP_PREFIX_BYTES);
+    const uids = await rig().deliver([...flood, longStamp, longOther, await rig().reply(t.envelope, 'The genuine answer.')]);
 
     const first = await rig().bridge.checkNow();
-    expect(first).toMatchObject<Partial<CheckSummary>>({ ok: true, fetched: 32, onHeaders: 31, verdicts: { 'auth:dmarc-fail': 31, 'applied:done': 1 }, more: false });
+    expect(first).toMatchObject<Partial<CheckSummary>>({ ok: true, fetched: 33, onHeaders: 32, verdicts: { 'auth:dmarc-fail': 31, 'auth:duplicate-header': 1, 'applied:done': 1 }, more: false });
     expect(store().tasks.get(t.id)!.state).toBe('COMPLETED');
-    // Read: 31 prefixes, the long stamp's header block read on, the reply's header block and the reply.
+    // Read: 32 prefixes, the other long stamp's header block read on, the reply's header block and the reply.
     const blockOf = (raw: Buffer): number => raw.indexOf('\r\n\r\n') + 4;
-    // (A Maildir's narrowing reads the long stamp's block on too, 64 KiB of it: its From lies past 16 KiB.)
-    const readOn = (rig().kind === 'maildir' ? NARROWING_READ_BYTES : 0) + blockOf(longStamp);
-    expect(first.bytes).toBeGreaterThanOrEqual(31 * STAMP_PREFIX_BYTES + readOn);
-    expect(first.bytes).toBeLessThan(31 * STAMP_PREFIX_BYTES + readOn + 64 * 1024);
+    // (A Maildir's narrowing reads both long stamps' blocks on too, 64 KiB of each: their From lies past 16 KiB.)
+    const readOn = (rig().kind === 'maildir' ? 2 * NARROWING_READ_BYTES : 0) + blockOf(longOther);
+    expect(first.bytes).toBeGreaterThanOrEqual(32 * STAMP_PREFIX_BYTES + readOn);
+    expect(first.bytes).toBeLessThan(32 * STAMP_PREFIX_BYTES + readOn + 64 * 1024);
     const rows = store().ledger.ofTask(t.id);
     const onStamp = rows.filter((r) => r.reason.includes("read on the provider's stamp"));
     expect(onStamp).toHaveLength(30);
+    // (Its row names no task: the Subject lies past the 16 KiB the provider's results fill.)
+    const [signatures, ...others] = store().ledger.query({ verdict: 'auth:duplicate-header', limit: 10 }).filter((r) => r.reason.includes('cut short by the prefix'));
+    expect(others).toEqual([]);
+    expect(signatures!.reason).toMatch(/^gate 3: at least \d+ DKIM-Signature headers \(the provider's Authentication-Results #0, cut short by the prefix, lists \d+ dkim results, one per signature\); at most 8 are verified \(read on the provider's stamp: /);
+    expect(store().ledger.raw(signatures!.id)).toBeNull(); // no task named, no evidence kept (as for untagged mail)
     // Evidence: the prefix read, never more.
     expect(store().ledger.raw(onStamp[0]!.id)!.equals(flood[0]!.subarray(0, STAMP_PREFIX_BYTES))).toBe(true);
     const long = rows.find((r) => r.verdict === 'auth:dmarc-fail' && !r.reason.includes("read on the provider's stamp"))!;
@@ -129,9 +137,9 @@ describe.each(KINDS)('header blocks first, on %s', (_name, makeRig) => {
     if (rig().kind === 'imap') {
       const fetches = rig().imapCommands().filter((c) => /UID FETCH/.test(c));
       expect(fetches.some((c) => c.includes('BODY.PEEK[HEADER]<0.16384>'))).toBe(true);
-      // Read on (`<0.262144>`): the long stamp's header block alone; read whole: the reply alone.
-      expect(fetches.filter((c) => c.includes('BODY.PEEK[HEADER]<0.262144>')).map((c) => Number(c.split(' ')[3]))).toEqual([uids[30]]);
-      expect(rig().wholeFetched()!.filter((u) => uids.includes(u))).toEqual([uids[31]]);
+      // Read on (`<0.262144>`): the other long stamp's header block alone; read whole: the reply alone.
+      expect(fetches.filter((c) => c.includes('BODY.PEEK[HEADER]<0.262144>')).map((c) => Number(c.split(' ')[3]))).toEqual([uids[31]]);
+      expect(rig().wholeFetched()!.filter((u) => uids.includes(u))).toEqual([uids[32]]);
     }
   });
 

@@ -60,6 +60,15 @@ describe('tasks and ledger listings', () => {
     expect(formatLedger([hostile], { wide: true })).toContain('\\u{1b}[2J');
   });
 
+  it('ledger: a space other than U+0020 in From, Subject or the reason is escaped, so it cannot pass for the table spacing (attack review 6, F6)', () => {
+    const row = { ...db.ledger.query({ verdict: 'auth:', limit: 1 })[0]!, subject: `hi\u00a0\u00a0\u00a0auth:x`, reason: `gate 5: seen: Received #1 by mx from a\u2003\u2003applied:done\u205f` };
+    for (const text of [formatLedger([row]), formatLedger([row], { wide: true })]) {
+      expect(text).not.toMatch(/[\u00a0\u2003\u205f]/u);
+      expect(text).toContain('a\\u{2003}\\u{2003}applied:done\\u{205f}');
+      expect(text).toContain('hi\\u{a0}\\u{a0}\\u{a0}auth:x');
+    }
+  });
+
   it('ledger --wide: one forged Subject of 20,000 characters runs on in its own row and pads no other row to its width', () => {
     const [a, b] = db.ledger.query({ verdict: 'auth:', limit: 2 });
     const huge = { ...a!, subject: `[grok:${'x'.repeat(20_000)}]` };

@@ -13,6 +13,13 @@ describe('show: the timeline and the measured gaps', () => {
   const db = buildStore(':memory:', NOW);
   const record = readTaskRecord(db, IDS.oldCompleted)!;
 
+  it("a mail verdict's reason shows a space other than U+0020 escaped (attack review 6, F6)", () => {
+    const ledger = record.ledger.map((l) => ({ ...l, reason: `gate 5: seen: Received #1 by mx from a\u00a0\u00a0\u3000mail #9 applied:done` }));
+    const mail = timeline({ ...record, ledger }).find((e) => e.kind === 'mail')!.text;
+    expect(mail).not.toMatch(/[\u00a0\u3000]/u);
+    expect(mail).toContain('from a\\u{a0}\\u{a0}\\u{3000}mail #9 applied:done');
+  });
+
   it('orders turns, attempts, mail, state changes and the audit entry by time', () => {
     const kinds = timeline(record).map((e) => e.kind);
     expect(kinds).toEqual(['created', 'turn', 'attempt', 'attempt', 'state', 'mail', 'state', 'audit']);

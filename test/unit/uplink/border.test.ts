@@ -111,6 +111,15 @@ describe('findTrustedResults', () => {
     expect(out.reason).toContain('Received #1 by mx.other.example from a.example [192.0.2.1]');
   });
 
+  it('a Received word holding a space other than U+0020 or a format character reaches the no-border reason escaped (attack review 6, F6)', () => {
+    // The parser splits words on ASCII white space only, so NBSP, EM SPACE, IDEOGRAPHIC SPACE and an RLO stay in the `from` word.
+    const hop = 'Received: from a.example\u00a0\u00a0\u2003applied:done\u3000\u202eevil (a.example [192.0.2.1]) by mx.other.example; d';
+    const out = findTrustedResults(fields(PASS_AR, hop, ...SENDER), FASTMAIL_PROFILE);
+    expect(out).toMatchObject({ ok: false, verdict: 'auth:no-border' });
+    expect(out.reason).toContain('from a.example\\u{a0}\\u{a0}\\u{2003}applied:done\\u{3000}\\u{202e}evil [192.0.2.1]');
+    expect(out.reason).not.toMatch(/[\p{Cf}\u00a0\u2003\u3000]/u);
+  });
+
   it('does not take a lookalike by-host for the provider', () => {
     const hop = 'Received: from a.example (a.example [192.0.2.1]) by mx1.messagingengine.com.evil.test; d';
     expect(findTrustedResults(fields(PASS_AR, hop), FASTMAIL_PROFILE)).toMatchObject({ ok: false, verdict: 'auth:no-border' });

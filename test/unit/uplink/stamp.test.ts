@@ -93,4 +93,41 @@ describe('the stamp rule', () => {
     const cut = Buffer.from(`${ar('dkim=none; dmarc=fail')}${received}`);
     expect(judgeStamp({ raw: cut.subarray(0, cut.length - 3), size: 1_000_000 }, rules, empty)).toBeNull();
   });
+
+  describe('a prefix that does not reach the border but already shows more than 8 DKIM signatures is refused by gate 3 (attack review 6, F4)', () => {
+    /** One dkim result per DKIM-Signature, as the provider lists them: `n` of them, folded as a provider folds. */
+    const perSignature = (n: number): string => Array.from({ length: n }, (_, i) => `dkim=fail (signature verification failed) header.d=d${i}.evil.example header.i=@d${i}.evil.example header.b=AAAA${String(i).padStart(4, '0')} header.s=s${i}`).join(';\r\n    ');
+    const dmarcFail = 'dmarc=fail (p=reject) header.from=agent.example';
+
+    it("the provider's Authentication-Results cut short by the prefix, listing 200 signatures", () => {
+      const raw = forged(`${ar(`${perSignature(200)};\r\n    ${dmarcFail}`)}${received}`);
+      expect(raw.indexOf('Received:')).toBeGreaterThan(STAMP_PREFIX_BYTES);
+      const d = judge(raw)!;
+      expect(d.verdict).toBe('auth:duplicate-header');
+      expect(d.reason).toMatch(/^gate 3: at least (\d+) DKIM-Signature headers \(the provider's Authentication-Results #0, cut short by the prefix, lists \1 dkim results, one per signature\); at most 8 are verified \(read on the provider's stamp: 0 whole fields in the first 16384 bytes/);
+    });
+
+    it('its ARC-Authentication-Results (Fastmail, Gmail write them above the border too), under whole fields of the stamp', () => {
+      const arc = `ARC-Authentication-Results: i=1; mx1.messagingengine.com;\r\n    ${perSignature(200)};\r\n    ${dmarcFail}\r\n`;
+      const d = judge(forged(`Received: from mailmx.phl.internal (localhost [127.0.0.1])\r\n\tby mx1.messagingengine.com; d\r\nARC-Seal: i=1; cv=none\r\n${arc}${ar(dmarcFail)}${received}`))!;
+      expect(d.verdict).toBe('auth:duplicate-header');
+      expect(d.reason).toContain("the provider's ARC-Authentication-Results #2, cut short by the prefix, lists");
+    });
+
+    it('a whole field of the stamp listing 9 signatures; 9 DKIM-Signature fields among the whole fields', () => {
+      const nine = `${ar(`${perSignature(9)}; ${dmarcFail}`)}X-Big: ${'b'.repeat(STAMP_PREFIX_BYTES)}\r\n${received}`;
+      expect(judge(forged(nine))?.reason).toMatch(/^gate 3: at least 9 DKIM-Signature headers \(the provider's Authentication-Results #0 lists 9 dkim results/);
+      const sigs = Array.from({ length: 9 }, (_, i) => `DKIM-Signature: v=1; d=d${i}.example; s=s; h=from; bh=x; b=${i}\r\n`).join('');
+      expect(judge(forged(`${sigs}X-Big: ${'b'.repeat(STAMP_PREFIX_BYTES)}\r\n${received}`))?.reason).toMatch(/^gate 3: at least 9 DKIM-Signature headers; at most 8 are verified/);
+    });
+
+    it('never: 8 signatures, results of other methods, the same result listed twice, or an A-R of another authserv-id', () => {
+      const long = (results: string) => forged(`${ar(results)}X-Big: ${'b'.repeat(STAMP_PREFIX_BYTES)}\r\n${received}`);
+      expect(judge(long(`${perSignature(8)}; ${dmarcFail}`))).toBeNull();
+      expect(judge(long(`${Array.from({ length: 400 }, (_, i) => `x-note${i}=pass`).join('; ')}; ${dmarcFail}`))).toBeNull();
+      expect(judge(long(`${Array(20).fill(perSignature(1)).join('; ')}; ${dmarcFail}`))).toBeNull();
+      const other = `Authentication-Results: mx.other.example;\r\n    ${perSignature(200)}\r\n${received}`;
+      expect(judge(forged(other))).toBeNull();
+    });
+  });
 });
