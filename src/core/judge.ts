@@ -169,7 +169,16 @@ export type Decision =
       signature: string | null;
     }
   /** Look at the message again on a later check; nothing is recorded (the watermark stays before it). */
-  | { kind: 'defer'; reason: string; message: MessageFacts; /** `parser`: the MIME parser could not be loaded; else a DKIM key lookup failed temporarily. */ cause?: 'parser' }
+  | {
+      kind: 'defer';
+      reason: string;
+      message: MessageFacts;
+      /** `parser`: the MIME parser could not be loaded; else a DKIM key lookup failed temporarily. */
+      cause?: 'parser';
+      /** The tagged agent whose key lookup failed, and the task the mail is tagged for (not for `parser`). */
+      agent?: string;
+      taskId?: string;
+    }
   | { kind: 'apply'; verdict: `applied:${ReplyStatusWord}`; reason: string; status: ReplyStatusWord; message: MessageFacts; on: DecidedTask; reply: ParsedReply; evidence: 'whole'; signature: string }
   /** An authenticated reply to a task that failed by its deadline or dispatch: kept and shown, not applied. */
   | { kind: 'late'; verdict: 'late:recorded'; reason: string; message: MessageFacts; on: DecidedTask; reply: ParsedReply; evidence: 'whole'; signature: string };
@@ -331,7 +340,7 @@ export async function judgeMessage<R>(msg: IncomingMessage, facts: JudgeFacts<R>
     const dkim = await dkimVerifies(msg.raw, aligned.candidates, tag.agent, facts.resolver, msg.receivedAt);
     if (isRefusal(dkim) && dkim.temporary) {
       const since = msg.receivedAt ?? facts.now();
-      if (facts.now() - since < TEMPORARY_RETRY_MS) return facts.settle(() => ({ kind: 'defer', reason: dkim.reason, message }));
+      if (facts.now() - since < TEMPORARY_RETRY_MS) return facts.settle(() => ({ kind: 'defer', reason: dkim.reason, message, agent: tag.agent.name, taskId: tag.taskId }));
       const final: Refusal = { ...dkim, reason: `${dkim.reason}; still failing ${Math.round(TEMPORARY_RETRY_MS / 3600_000)} h after arrival` };
       return facts.settle(() => ({ kind: 'refuse', verdict: final.verdict, reason: final.reason, message, tag, evidence: 'head', signature: null }));
     }
