@@ -8,7 +8,7 @@
 import { mkdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type App } from '../../../src/app.js';
 import { loadConfig } from '../../../src/config/config.js';
 import type { CheckSummary } from '../../../src/core/mail-check.js';
@@ -19,6 +19,8 @@ import { createLogger } from '../../../src/log.js';
 import type { DnsResolver } from '../../../src/uplink/dkim.js';
 import { deliverToMaildir } from '../../../src/uplink/maildir-mailbox.js';
 import { makeConfigDir, type ConfigDir } from '../../helpers/config-dir.js';
+import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
+import { forged, imapRig, rigPerSuite } from '../../helpers/mailbox-rigs.js';
 
 const PROVIDER = { mxHost: 'mx1.messagingengine.com', authservId: 'mx1.messagingengine.com', fromHost: 'mail.x.example', fromIp: '192.0.2.25' };
 const AGENTS = {
@@ -158,5 +160,36 @@ describe('one agent\'s DKIM key lookup failing temporarily (gate 7 defers)', () 
     expect(last).toMatchObject<Partial<CheckSummary>>({ ok: true, fetched: 3, verdicts: { 'auth:dkim-unverified': 3 }, deferred: 0, held: 0 });
     expect(tasks.map((t) => store.ledger.ofTask(t.id).map((r) => r.verdict))).toEqual([['auth:dkim-unverified'], ['auth:dkim-unverified'], ['auth:dkim-unverified']]);
     expect(d.alphaAsked).toBe(5);
+  });
+});
+
+describe('a deferred reply on IMAP (Dovecot)', () => {
+  let dovecot: DovecotHandle;
+  beforeAll(async () => {
+    dovecot = await startDovecot();
+  });
+  afterAll(async () => {
+    await dovecot?.stop();
+  });
+  const rig = rigPerSuite(() => imapRig(dovecot, 'DNSDEFER'));
+
+  it('the watermark stays before it while the mail after it is recorded, and passes everything once it is applied', async () => {
+    const t = await rig().newTask('Job during a DNS outage');
+    const store = rig().bridge.ctx.store;
+    const folder = rig().bridge.ctx.mailbox.folder;
+    const working = rig().bridge.ctx.dkimResolver;
+    rig().bridge.ctx.dkimResolver = () => Promise.reject(Object.assign(new Error('queryTxt ETIMEOUT'), { code: 'ETIMEOUT' }));
+    const uids = await rig().deliver([await rig().reply(t.envelope, 'Done despite DNS.'), await forged(t.envelope, 1)]);
+
+    const first = await rig().bridge.checkNow();
+    expect(first).toMatchObject<Partial<CheckSummary>>({ ok: true, fetched: 1, onHeaders: 1, verdicts: { 'auth:dmarc-fail': 1 }, deferred: 1 });
+    expect(store.mailbox.state(folder)).toMatchObject({ lastUid: uids[0]! - 1, lastError: null });
+
+    rig().bridge.ctx.dkimResolver = working;
+    rig().advance!(DEFER_FIRST_WAIT_MS);
+    const second = await rig().bridge.checkNow();
+    expect(second).toMatchObject<Partial<CheckSummary>>({ ok: true, fetched: 1, verdicts: { 'applied:done': 1 }, deferred: 0 });
+    expect(store.tasks.get(t.id)!.state).toBe('COMPLETED');
+    expect(store.mailbox.state(folder).lastUid).toBe(uids[1]);
   });
 });
