@@ -183,7 +183,10 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
     const clock = ctx.monotonic ?? (() => performance.now());
     const screenSome = (batch: readonly HeaderedMessage[], stop?: () => boolean): { survivors: HeaderedMessage[]; rest: HeaderedMessage[] } => {
       const { survivors, recorded, rest } = intakeHeaderBlocks(intakeCtx, batch, uidValidity, { maxMessageBytes: config.mailbox.maxMessageBytes, passTo: (s) => mark.recorded(s), ...(stop ? { stop } : {}) });
-      for (const r of recorded) count(r.out, r.message.receivedAt);
+      for (const r of recorded) {
+        count(r.out, r.message.receivedAt);
+        deferrals.done(r.message.source); // a deferred message refused on its header block now (its task gone)
+      }
       summary.onHeaders += recorded.length;
       return { survivors, rest };
     };
