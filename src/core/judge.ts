@@ -40,8 +40,9 @@ import { parseReply, ParserUnavailableError, type ParsedReply } from '../uplink/
 import { tokensEqual } from './token.js';
 
 /**
- * How long a message whose DKIM key lookup failed temporarily (DNS) is judged again on every
- * check before it is refused for good, in ms from its arrival in the mailbox.
+ * How long a message whose DKIM key lookup failed temporarily (DNS) is judged again on later
+ * checks (with a backoff: src/core/deferrals.ts) before it is refused for good, in ms from its
+ * arrival in the mailbox.
  */
 export const TEMPORARY_RETRY_MS = 24 * 3600_000;
 
