@@ -122,7 +122,7 @@ async function judgeRow(config: Config, store: Store, row: LedgerRow, raw: Buffe
   // local DKIM verification (which reads the body) cannot be asked.
   const partial = raw.length < row.size;
   const d: Decision | null = partial
-    ? judgeHeaderBlock(msg, rules, { ...noLedger, task: () => undefined })
+    ? judgeHeaderBlock(msg, rules, { ...noLedger, task: () => undefined }, { taskOnHeaders: false })
     : await judgeMessage<Decision>(msg, {
         rules,
         resolver: resolver ?? makeResolver(config.dnsServers),
@@ -135,6 +135,7 @@ async function judgeRow(config: Config, store: Store, row: LedgerRow, raw: Buffe
           },
         },
         settle: (decide) => decide(),
+        taskOnHeaders: false,
       });
   if (d === null) {
     return { status: 'ok', detail: `${what} passes gates 3–7 on its header block with provider ${config.mailbox.provider} (the ledger kept ${raw.length} of its ${row.size} bytes, too few for local DKIM verification)` };

@@ -40,8 +40,9 @@ import { parseReply, ParserUnavailableError, type ParsedReply } from '../uplink/
 import { tokensEqual } from './token.js';
 
 /**
- * How long a message whose DKIM key lookup failed temporarily (DNS) is judged again on every
- * check before it is refused for good, in ms from its arrival in the mailbox.
+ * How long a message whose DKIM key lookup failed temporarily (DNS) is judged again on later
+ * checks (with a backoff: src/core/deferrals.ts) before it is refused for good, in ms from its
+ * arrival in the mailbox.
  */
 export const TEMPORARY_RETRY_MS = 24 * 3600_000;
 
@@ -132,6 +133,12 @@ export interface JudgeFacts<R> {
    * bounded steps, what a decision to keep it would store (src/store/large-values.ts). Optional.
    */
   stage?(reply: ParsedReply): Promise<void>;
+  /**
+   * Gate 8's task rule is also asked on the header block, before local verification (default
+   * true). `doctor`, which judges a ledger row again for gates 3–7, sets false: it wants the
+   * signature verified whatever became of the task.
+   */
+  taskOnHeaders?: boolean;
 }
 
 /**
@@ -163,7 +170,16 @@ export type Decision =
       signature: string | null;
     }
   /** Look at the message again on a later check; nothing is recorded (the watermark stays before it). */
-  | { kind: 'defer'; reason: string; message: MessageFacts; /** `parser`: the MIME parser could not be loaded; else a DKIM key lookup failed temporarily. */ cause?: 'parser' }
+  | {
+      kind: 'defer';
+      reason: string;
+      message: MessageFacts;
+      /** `parser`: the MIME parser could not be loaded; else a DKIM key lookup failed temporarily. */
+      cause?: 'parser';
+      /** The tagged agent whose key lookup failed, and the task the mail is tagged for (not for `parser`). */
+      agent?: string;
+      taskId?: string;
+    }
   | { kind: 'apply'; verdict: `applied:${ReplyStatusWord}`; reason: string; status: ReplyStatusWord; message: MessageFacts; on: DecidedTask; reply: ParsedReply; evidence: 'whole'; signature: string }
   /** An authenticated reply to a task that failed by its deadline or dispatch: kept and shown, not applied. */
   | { kind: 'late'; verdict: 'late:recorded'; reason: string; message: MessageFacts; on: DecidedTask; reply: ParsedReply; evidence: 'whole'; signature: string };
@@ -185,7 +201,7 @@ interface Screened {
  * what the rest of the judge needs. `msg.raw` may be the whole message or its header block only
  * (a too-large message; the header stage of a check): gate 1's digest is then the header block's.
  */
-function screen(msg: IncomingMessage, rules: JudgeRules, store: JudgeStore, sha256?: string): EarlyRefusal | Screened {
+function screen(msg: IncomingMessage, rules: JudgeRules, store: JudgeStore, sha256?: string, taskOnHeaders = true): EarlyRefusal | Screened {
   const unreadableHeader = headerBlockReadable(msg.raw, msg.size);
   // A header block that cannot be read as one is read for its task tag on its first 16 KiB alone
   // (uplink/message-facts.ts `routingFacts`): a refusal of mail tagged for a task shows on it.
@@ -219,7 +235,18 @@ function screen(msg: IncomingMessage, rules: JudgeRules, store: JudgeStore, sha2
   const aligned = alignedSignatures(message, trusted, tag.agent);
   if (isRefusal(aligned)) return early(aligned);
   if (!rules.verifyDkim && !aligned.pinned) return early(UNPINNED_WITHOUT_VERIFICATION);
+  // Gate 8's task rule on the header block alone, before the whole message is read, verified and
+  // parsed: mail tagged for a task that is not the agent's awaiting one cannot be applied, so it must
+  // not spend a check's whole-read budget (`max_fetch_per_check`) ahead of a genuine reply (attack
+  // review 6, F2). Asked again inside `settle`: the task may change between.
+  if (taskOnHeaders && !taskOfAgent(store, tag)) return early(unknownTask(tag));
   return { message, tag, aligned };
+}
+
+/** Gate 8's first rule: the tagged task exists, is the agent's, and has a current turn; undefined when not. */
+function taskOfAgent(store: JudgeStore, tag: TaskTag): { task: TaskRow; turn: TurnRow } | undefined {
+  const found = store.task(tag.taskId);
+  return found && found.task.agent === tag.agent.name && found.turn ? { task: found.task, turn: found.turn } : undefined;
 }
 
 /**
@@ -227,11 +254,12 @@ function screen(msg: IncomingMessage, rules: JudgeRules, store: JudgeStore, sha2
  * src/core/mail-check.ts): the refusal {@link judgeMessage} would give the whole message, when one
  * of the gates that read only the header block refuses it; null when the whole message must be
  * judged. Gate 1's digest is the header block's (`msg.raw`), so only a copy of mail refused on its
- * header block is recognised by it here. Synchronous: the caller runs it inside the transaction
+ * header block is recognised by it here. `o.taskOnHeaders: false` leaves out gate 8's task rule
+ * (see {@link JudgeFacts.taskOnHeaders}). Synchronous: the caller runs it inside the transaction
  * that records the refusal.
  */
-export function judgeHeaderBlock(msg: IncomingMessage, rules: JudgeRules, store: JudgeStore): EarlyRefusal | null {
-  const s = screen(msg, rules, store);
+export function judgeHeaderBlock(msg: IncomingMessage, rules: JudgeRules, store: JudgeStore, o: { taskOnHeaders?: boolean } = {}): EarlyRefusal | null {
+  const s = screen(msg, rules, store, undefined, o.taskOnHeaders);
   return 'kind' in s ? s : null;
 }
 
@@ -284,14 +312,16 @@ export function judgeStamp(msg: Pick<IncomingMessage, 'raw' | 'size'>, rules: Ju
  * 2. larger than `mailbox.max_message_bytes` ⇒ `too-large` (refused whole, body never read);
  * 3. gate 2: exactly one subject tag of a configured agent, else `no-task-id`;
  * 4. gates 3–7: header shape, From, trusted Authentication-Results above the border, DMARC, an
- *    aligned DKIM signature — steps 0–4 read the header block alone ({@link judgeHeaderBlock});
+ *    aligned DKIM signature; then gate 8's task rule (the tagged task exists, is the agent's and
+ *    has a turn, else `unknown-task`), so mail that cannot be applied is refused before it is read
+ *    whole — steps 0–4 read the header block alone ({@link judgeHeaderBlock});
  * 5. gate 7 again: the aligned signature verifies locally (`mailbox.verify_dkim`); a DKIM key
  *    lookup that failed temporarily ⇒ `defer` for {@link TEMPORARY_RETRY_MS} after arrival, then
  *    the refusal; the MIME parser could not be loaded (uplink/reply-format.ts
  *    `ParserUnavailableError`) ⇒ `defer` until it can;
  * 6. inside `settle`: gate 1 again (a concurrent process may have recorded the bytes, or the
  *    signature, while this one authenticated), then gates 8–11 on the task as the store holds it:
- *    the task exists, the Date window, gate 8a (Message-ID replay), the live token, the task awaits
+ *    the task exists (again: it may have changed since step 4), the Date window, gate 8a (Message-ID replay), the live token, the task awaits
  *    the agent (or failed by deadline/dispatch ⇒ `late`), the status line.
  *
  * Never throws on hostile bytes; a defect of ours (or a store failure) propagates, and the
@@ -302,7 +332,7 @@ export function judgeStamp(msg: Pick<IncomingMessage, 'raw' | 'size'>, rules: Ju
 export async function judgeMessage<R>(msg: IncomingMessage, facts: JudgeFacts<R>): Promise<R> {
   const { rules, store } = facts;
   // The digest of a large message is taken in slices, the event loop answering between them.
-  const screened = screen(msg, rules, store, await sha256Sliced(msg.raw));
+  const screened = screen(msg, rules, store, await sha256Sliced(msg.raw), facts.taskOnHeaders);
   if ('kind' in screened) return facts.settle(() => screened);
   const { message, tag, aligned } = screened;
 
@@ -311,7 +341,7 @@ export async function judgeMessage<R>(msg: IncomingMessage, facts: JudgeFacts<R>
     const dkim = await dkimVerifies(msg.raw, aligned.candidates, tag.agent, facts.resolver, msg.receivedAt);
     if (isRefusal(dkim) && dkim.temporary) {
       const since = msg.receivedAt ?? facts.now();
-      if (facts.now() - since < TEMPORARY_RETRY_MS) return facts.settle(() => ({ kind: 'defer', reason: dkim.reason, message }));
+      if (facts.now() - since < TEMPORARY_RETRY_MS) return facts.settle(() => ({ kind: 'defer', reason: dkim.reason, message, agent: tag.agent.name, taskId: tag.taskId }));
       const final: Refusal = { ...dkim, reason: `${dkim.reason}; still failing ${Math.round(TEMPORARY_RETRY_MS / 3600_000)} h after arrival` };
       return facts.settle(() => ({ kind: 'refuse', verdict: final.verdict, reason: final.reason, message, tag, evidence: 'head', signature: null }));
     }
@@ -338,8 +368,8 @@ export async function judgeMessage<R>(msg: IncomingMessage, facts: JudgeFacts<R>
     if (store.seenDigest(message.rawSha256)) return refused(DUPLICATE_BYTES);
     const replayed = replayedSignature(message, (sigs, id) => store.authenticatedWith(sigs, id));
     if (replayed) return refused(replayed);
-    const found = store.task(tag.taskId);
-    if (!found || found.task.agent !== tag.agent.name || !found.turn) return refused(unknownTask(tag));
+    const found = taskOfAgent(store, tag);
+    if (!found) return refused(unknownTask(tag));
     const { task, turn } = found;
     const date = dateInWindow(message.date, { dispatchedAt: turn.createdAt, now: facts.now(), skewMs: rules.dateSkewMs });
     if (date) return refused(date);

@@ -1,8 +1,9 @@
 import { plural } from '../plural.js';
-import { MAX_HEADER_LINES } from '../uplink/gates.js';
+import { isRefusal, MAX_HEADER_LINES, messageFacts, taskTag } from '../uplink/gates.js';
 import { MailboxError, type CheckRequest, type HeaderedMessage, type MailboxPass, type Watermark } from '../uplink/mailbox.js';
 import type { Verdict } from '../uplink/verdicts.js';
 import type { BridgeContext } from './context.js';
+import { deferralsOf } from './deferrals.js';
 import { intake, intakeHeaderBlocks, type Intake, type IntakeContext } from './intake.js';
 import { judgeRulesOf } from './judge.js';
 
@@ -17,8 +18,15 @@ export interface CheckSummary {
   onHeaders: number;
   /** Count per verdict recorded by this check. */
   verdicts: Partial<Record<Verdict, number>>;
-  /** Candidates wait beyond this check's header or body budget (or behind a deferred reply). */
+  /** Candidates wait beyond this check's header or body budget. */
   more: boolean;
+  /**
+   * Messages whose DKIM key lookup failed temporarily in this check (gate 7): no verdict yet, tried
+   * again on a later check (src/core/deferrals.ts); the check goes on with the mail after them.
+   */
+  deferred: number;
+  /** Survivors left unread for a later check: deferred before and not due yet, or of an agent one of whose messages was deferred in this check. */
+  held: number;
   /** Maildir files this check found not ours (no agent's From, no tag): no ledger row, kept so they are not opened again. */
   notOurs: number;
   /** Message bytes the mailbox read for this check (`MailboxPass.bytesFetched`): header prefixes, header blocks, whole messages. */
@@ -129,7 +137,7 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
   const { store, config, mailbox } = ctx;
   const started = ctx.now();
   const state = store.mailbox.state(mailbox.folder);
-  const summary: CheckSummary = { ok: true, fetched: 0, onHeaders: 0, verdicts: {}, more: false, notOurs: 0, bytes: 0, durationMs: 0 };
+  const summary: CheckSummary = { ok: true, fetched: 0, onHeaders: 0, verdicts: {}, more: false, deferred: 0, held: 0, notOurs: 0, bytes: 0, durationMs: 0 };
   const intakeCtx: IntakeContext = { store, rules: judgeRulesOf(config), resolver: ctx.dkimResolver, now: ctx.now, log: ctx.log, folder: mailbox.folder, configFile: config.file };
   const count = (out: Extract<Intake, { kind: 'recorded' }>, receivedAt: number | null): void => {
     const { verdict } = out;
@@ -154,11 +162,31 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
     const mark = new PassWatermark(floor);
     /** Survivors of the header stage not judged yet, in arrival order. */
     const waiting: HeaderedMessage[] = [];
+    const deferrals = deferralsOf(store);
+    /** Agents one of whose messages was deferred in this check: their other mail waits for a later check. */
+    const heldAgents = new Set<string>();
+    /** Survivors left for a later check: deferred before and waiting out their backoff, or of a held agent. */
+    let held = 0;
+    /** The agent a survivor is tagged for (gate 2, on its header block). */
+    const agentOf = (h: HeaderedMessage): string | null => {
+      const tag = taskTag(messageFacts(h.head, h.size), intakeCtx.rules.agents);
+      return isRefusal(tag) ? null : tag.agent.name;
+    };
+    /** Whether a survivor is left for a later check (not read whole now): see `held`. */
+    const leftForLater = (h: HeaderedMessage): boolean => {
+      if (deferrals.waits(h.source, ctx.now())) return true;
+      if (heldAgents.size === 0) return false;
+      const agent = agentOf(h);
+      return agent !== null && heldAgents.has(agent);
+    };
     let budget = Math.max(0, config.mailbox.maxFetchPerCheck);
     const clock = ctx.monotonic ?? (() => performance.now());
     const screenSome = (batch: readonly HeaderedMessage[], stop?: () => boolean): { survivors: HeaderedMessage[]; rest: HeaderedMessage[] } => {
       const { survivors, recorded, rest } = intakeHeaderBlocks(intakeCtx, batch, uidValidity, { maxMessageBytes: config.mailbox.maxMessageBytes, passTo: (s) => mark.recorded(s), ...(stop ? { stop } : {}) });
-      for (const r of recorded) count(r.out, r.message.receivedAt);
+      for (const r of recorded) {
+        count(r.out, r.message.receivedAt);
+        deferrals.done(r.message.source); // a deferred message refused on its header block now (its task gone)
+      }
       summary.onHeaders += recorded.length;
       return { survivors, rest };
     };
@@ -189,31 +217,47 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
       }
       while (waiting.length > 0 && budget > 0) {
         // Screened again first: a replay of a survivor judged a moment ago is now known by its signature.
-        const group = screen(waiting.splice(0, Math.min(WHOLE_GROUP, budget)));
+        const screened = screen(waiting.splice(0, Math.min(WHOLE_GROUP, budget)));
+        const group = screened.filter((h) => !leftForLater(h));
+        held += screened.length - group.length;
         budget -= group.length;
         const whole = await pass.whole(group);
+        const heads = new Map(group.map((h) => [h.source, h]));
         for (const msg of whole) {
+          // Read in this group before an earlier one of its agent was deferred: left for later too.
+          const head = heads.get(msg.source);
+          if (heldAgents.size > 0 && head && leftForLater(head)) {
+            held++;
+            continue;
+          }
           const outcome = await intake(intakeCtx, msg, uidValidity, mark.peek(msg.source));
           if (outcome.kind === 'deferred') {
-            // Stop here, in order: the watermark stays before this message, so the next check
-            // judges it (and every survivor after it) again.
-            summary.more = true;
-            // The callers' status text shows this error: the bridge's words only. The reason names
-            // the signature's selector, which the agent chose (docs/agent-text.md); it goes to the log.
-            ctx.log.info({ folder: mailbox.folder, uid: msg.uid, reason: outcome.reason }, 'reply deferred');
-            throw new MailboxError(
-              outcome.cause === 'parser'
-                ? 'a reply could not be read yet (the MIME parser could not be loaded: see the log); it will be judged again on the next check'
-                : 'a reply could not be authenticated yet (gate 7: local DKIM verification hit a temperror: the key lookup failed); it will be judged again on the next check',
-              'io',
-            );
+            // The reason names the signature's selector, which the agent chose (docs/agent-text.md); it goes to the log.
+            ctx.log.info({ folder: mailbox.folder, uid: msg.uid, agent: outcome.agent, reason: outcome.reason }, 'reply deferred');
+            if (outcome.cause === 'parser') {
+              // Ours, and every reply's: stop here, in order; the next check judges it (and every survivor after it) again.
+              summary.more = true;
+              // The callers' status text shows this error: the bridge's words only.
+              throw new MailboxError('a reply could not be read yet (the MIME parser could not be loaded: see the log); it will be judged again on the next check', 'io');
+            }
+            // One agent's DNS: the check goes on with the mail after it (attack review 6, F3). The
+            // message has no verdict, so the watermark stays before it and it is a candidate of
+            // the next checks, tried again after its backoff; its agent's other mail waits too.
+            summary.deferred += 1;
+            deferrals.deferred(msg.source, ctx.now(), outcome.taskId);
+            if (outcome.agent) heldAgents.add(outcome.agent);
+            continue;
           }
+          deferrals.done(msg.source);
           mark.recorded(msg.source);
           if (outcome.kind === 'recorded') count(outcome, msg.receivedAt);
         }
       }
     }
+    // Deferred mail, and mail left for later behind it, waits for time (its backoff, its agent's
+    // DNS), not for budget: it does not make the next check come sooner (`Bridge.checkDue`).
     summary.more = pass.more || waiting.length > 0;
+    summary.held = held;
     summary.notOurs = pass.notOurs ?? 0;
     let applied = 0;
     let refused = 0;
@@ -222,7 +266,7 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
       else refused += c ?? 0;
     }
     const onHeaders = summary.onHeaders ? ` (${summary.onHeaders} on the header block)` : '';
-    const line = `ok, ${plural(summary.fetched, 'new message')}, ${applied} applied${refused ? `, ${refused} refused${onHeaders}` : ''}${summary.notOurs ? `, ${plural(summary.notOurs, 'file')} not ours` : ''}${summary.more ? ', more waiting' : ''}`;
+    const line = `ok, ${plural(summary.fetched, 'new message')}, ${applied} applied${refused ? `, ${refused} refused${onHeaders}` : ''}${summary.deferred + summary.held ? `, ${summary.deferred + summary.held} waiting for an agent's DKIM key (its lookup failed; tried again later)` : ''}${summary.notOurs ? `, ${plural(summary.notOurs, 'file')} not ours` : ''}${summary.more ? ', more waiting' : ''}`;
     store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: true, result: line }));
   } catch (err) {
     const message = err instanceof MailboxError ? err.message : `unexpected error: ${(err as Error).message}`;

@@ -35,6 +35,11 @@ export interface StatusFacts {
   lateReplyArtifact?: string;
   /** A poll word to suggest (the first non-empty one configured), so a caller's check is never taken for new work. */
   pollWord?: string;
+  /**
+   * Since when mail tagged for this task waits for its agent's DKIM key, whose lookup failed
+   * temporarily (src/core/deferrals.ts); absent when none does.
+   */
+  deferredSince?: number;
   /** Mail tagged with this task that the gates refused during the current turn, if any. */
   refused?: RefusedReplies;
   /** `mailbox.check_interval_s` in ms: a poll inside it answers from the store without a check. */
@@ -58,6 +63,15 @@ function refusedLine(r: RefusedReplies, taskId: string, stillWaiting: boolean, c
   const last = r.count === 1 ? `verdict ${r.lastVerdict}, seen ${iso(r.lastSeenAt)}` : `the last: verdict ${r.lastVerdict}, seen ${iso(r.lastSeenAt)}`;
   const waits = stillWaiting ? ' and the task still waits for the agent' : '';
   return `${what} refused by the bridge's gates (${last}); ${r.count === 1 ? 'it was' : 'they were'} not applied${waits}. The bridge's operator can see why with: ${commandLine(configFile, `ledger --task ${taskId}`)} (run on the bridge's machine).`;
+}
+
+/**
+ * What the caller is told about a reply deferred at gate 7 (docs/architecture.md, "The gates"):
+ * the bridge's words only; the reason names the signature's selector, which the agent chose
+ * (docs/agent-text.md), so it goes to the log, not here.
+ */
+function deferredLine(since: number): string {
+  return `A reply for this task could not be authenticated yet (gate 7: local DKIM verification hit a temperror: the agent's DKIM key lookup failed, first at ${iso(since)}); it will be judged again on a later check, for up to 24 hours after it arrived.`;
 }
 
 /**
@@ -126,6 +140,7 @@ export function statusText(f: StatusFacts): string | null {
       const lines = [
         `The job is with the cloud agent ${agent.name} since ${iso(since)} (${humanDuration(now - since)}); the webhook was accepted and its reply will come by email.`,
         mailboxLine(f.mailbox, now, f.checkIntervalMs, f.watch === true),
+        f.deferredSince !== undefined ? deferredLine(f.deferredSince) : '',
         f.refused ? refusedLine(f.refused, task.id, true, f.configFile) : '',
         deadline,
         callAgain,

@@ -6,6 +6,8 @@ import type { TaskRow } from '../store/task-rows.js';
 import type { TaskState } from '../store/task-state.js';
 import type { TurnStatus } from '../store/turns.js';
 import type { BridgeContext } from './context.js';
+import { deferralsOf } from './deferrals.js';
+import type { Store } from '../store/store.js';
 import { fenceMemo } from './fence-memo.js';
 import { agentTextPart, attachmentParts, attachmentsArtifactId, bridgePart, callerPart, replyNotes, type AttachmentContent, type FenceFn, type PartView } from './parts.js';
 import { statusText } from './status-text.js';
@@ -187,6 +189,13 @@ function head(s: string, max: number): string {
 }
 
 /** The status message: the bridge's text, then the agent's question or progress note in its own part, and the bridge's notes on that reply. */
+/** A reply for a waiting task deferred at gate 7 (src/core/deferrals.ts): since when. */
+function deferredFacts(store: Store, task: TaskRow): { deferredSince?: number } {
+  if (task.state !== 'WORKING') return {};
+  const since = deferralsOf(store).taskWaitsSince(task.id);
+  return since === null ? {} : { deferredSince: since };
+}
+
 function statusParts(ctx: ViewContext, agent: AgentConfig, task: TaskRow, turn: TurnStatus | undefined, r: Replies, artifacts: readonly Dated[]): PartView[] {
   const { store } = ctx;
   const current = turn?.replyLedgerId != null && turn.replyText !== null ? (r.byLedger.get(turn.replyLedgerId) ?? legacyReply(turn.replyLedgerId, task.id, turn.replyText, turn.repliedAt ?? task.updatedAt)) : undefined;
@@ -217,6 +226,7 @@ function statusParts(ctx: ViewContext, agent: AgentConfig, task: TaskRow, turn: 
     ...(late ? { lateReplyArtifact: late.artifactId } : {}),
     pollWord: ctx.config.server.pollWords.find((w) => w !== ''),
     ...(refused ? { refused } : {}),
+    ...deferredFacts(store, task),
     checkIntervalMs: ctx.config.mailbox.checkIntervalMs,
     watch: ctx.config.mailbox.watch,
     configFile: ctx.config.file,

@@ -46,6 +46,8 @@ export interface Rig {
   wholeFetched(): number[] | null;
   /** The IMAP commands sent so far; a Maildir: none. */
   imapCommands(): string[];
+  /** Moves the bridge's clock forward by `ms` (IMAP; a Maildir rig runs on the real clock: undefined). */
+  advance?(ms: number): void;
   close(): Promise<void>;
 }
 
@@ -89,6 +91,7 @@ export async function imapRig(dovecot: DovecotHandle, folder: string, mailboxTom
     },
     restart: () => h.restart(),
     imapCommands: () => h.imapCommands,
+    advance: (ms) => h.advance(ms),
     wholeFetched: () =>
       h.imapCommands
         .filter((c) => /UID FETCH \S+ \(?[^)]*BODY\.PEEK\[\]/.test(c))

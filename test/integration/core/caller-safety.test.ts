@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { DEFER_FIRST_WAIT_MS } from '../../../src/core/deferrals.js';
 import { makeResolver } from '../../../src/uplink/dkim.js';
 import { expectFenced } from '../../helpers/agent-text.js';
 import { hermesBody, hex, useHarness } from '../../helpers/bridge-harness.js';
@@ -19,14 +20,17 @@ describe('nothing the agent sent is lost or hidden', () => {
     await suite.dovecot.append(await suite.h.reply(envelopeOf(task!.id), { answer: 'Done despite DNS.' }));
     const during = await send('status', ctx);
     expect(during!.status.state).toBe('TASK_STATE_WORKING');
-    expect(during!.status.message!.parts[0]!.text).toMatch(/a reply could not be authenticated yet \(gate 7: local DKIM verification .* temperror/);
+    expect(during!.status.message!.parts[0]!.text).toMatch(/A reply for this task could not be authenticated yet \(gate 7: local DKIM verification hit a temperror/);
+    // One agent's DNS is not the mailbox's: the check went on, and no caller is told it is unreachable (attack review 6, F3).
+    expect(during!.status.message!.parts[0]!.text).not.toContain('unreachable');
     // The selector is the agent's choice: the status names no part of the signature (docs/agent-text.md).
     expect(during!.status.message!.parts[0]!.text).not.toContain('s=test2026');
     expect(suite.h.app.bridge.ctx.store.ledger.query({ taskId: task!.id, limit: 5 })).toEqual([]);
     const health = (await (await fetch(`${new URL(suite.h.endpoint).origin}/health`)).json()) as { mailbox: { lastError: string } };
-    expect(health.mailbox.lastError).toMatch(/judged again on the next check/);
+    expect(health.mailbox.lastError).toBeNull();
 
     suite.h.app.bridge.ctx.dkimResolver = working;
+    suite.h.advance(DEFER_FIRST_WAIT_MS); // it is tried again once its backoff ran out (src/core/deferrals.ts)
     const after = await send('status', ctx);
     expect(after!.status.state).toBe('TASK_STATE_COMPLETED');
     expect(after!.artifacts![0]!.parts[0]!.text).toContain('Done despite DNS.');

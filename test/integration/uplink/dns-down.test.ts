@@ -12,13 +12,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { judgeMessage, type Decision, type JudgeRules, type JudgeStore } from '../../../src/core/judge.js';
 import { buildReplyMail, generateDkimKey, signatureB } from '../../../src/demo/reply-mail.js';
 import { makeResolver } from '../../../src/uplink/dkim.js';
+import type { TaskRow } from '../../../src/store/task-rows.js';
+import type { TurnRow } from '../../../src/store/turns.js';
 import { OFFLOAD_MIN_BYTES } from '../../../src/uplink/offload.js';
 import { corpusAgent, loadManifest, profileOf } from '../../helpers/corpus.js';
 
 const manifest = loadManifest();
 const agent = corpusAgent(manifest);
 const rules: JudgeRules = { agents: [agent], profile: profileOf(manifest), verifyDkim: true, dateSkewMs: manifest.dateSkewMs, maxMessageBytes: 10 * 1024 * 1024 };
-const store: JudgeStore = { seenDigest: () => false, authenticatedWith: () => undefined, task: () => undefined, messageIdApplied: () => false };
+// The tagged task is the agent's, with a turn: gate 8's task rule, asked on the header block before
+// gate 7's verification, lets the reply through to it (only the agent and the turn's presence are read there).
+const store: JudgeStore = { seenDigest: () => false, authenticatedWith: () => undefined, task: () => ({ task: { agent: agent.name } as TaskRow, turn: {} as TurnRow }), messageIdApplied: () => false };
 
 /** A reply of `answerBytes` signed by the agent, then by a relay (esp.example), under the provider's stamp passing both. */
 async function twoSignatureReply(answerBytes: number): Promise<Buffer> {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CheckSummary } from '../../../src/core/mail-check.js';
 import { buildReplyMail } from '../../../src/demo/reply-mail.js';
@@ -56,6 +57,25 @@ describe.each(KINDS)('header blocks first, on %s', (_name, makeRig) => {
       expect(rig().wholeFetched()).toEqual([uids.at(-1)]); // only the reply crossed the wire whole
       expect(store().mailbox.state(rig().bridge.ctx.mailbox.folder).lastUid).toBe(uids.at(-1));
     }
+  });
+
+  it('agent-signed mail tagged for tasks that do not exist, queued before a genuine reply: refused unknown-task on its header block, never read whole, and the reply is applied on the first check (attack review 6, F2)', async () => {
+    const t = await rig().newTask('Job behind signed junk');
+    // The agent's own auto-replies: signed with its key, stamped dkim=pass, tagged for tasks never issued.
+    const junk = await Promise.all(
+      Array.from({ length: 5 }, () => {
+        const id = randomUUID();
+        return rig().reply({ ...t.envelope, task_id: id, subject_tag: t.envelope.subject_tag.replace(t.id, id) }, 'I am away; this is an automatic reply.');
+      }),
+    );
+    const wholeBefore = rig().wholeFetched()?.length ?? 0;
+    const uids = await rig().deliver([...junk, await rig().reply(t.envelope, 'The genuine answer.')]);
+
+    // max_fetch_per_check is 2: were the junk read whole, the reply would wait for the third check.
+    const first = await rig().bridge.checkNow();
+    expect(first).toMatchObject<Partial<CheckSummary>>({ ok: true, fetched: 6, onHeaders: 5, verdicts: { 'unknown-task': 5, 'applied:done': 1 }, more: false });
+    expect(store().tasks.get(t.id)!.state).toBe('COMPLETED');
+    if (rig().kind === 'imap') expect(rig().wholeFetched()!.slice(wholeBefore)).toEqual([uids.at(-1)]);
   });
 
   it('replies beyond max_fetch_per_check wait for the next check ahead of newer mail, across a restart; the watermark passes none before its verdict', async () => {

@@ -106,9 +106,9 @@ describe('gate 7: DKIM-Signature fields that cannot stand for an agent', () => {
         if (typeof out === 'string') throw new Error(out);
         verdicts.push(out.kind === 'recorded' ? out.verdict : out.kind);
       }
-      // The first copy passes gate 7 (the agent's signature verifies) and is refused at gate 8; its
-      // signature is in the ledger, so gate 1 refuses the other copies without verifying them.
-      expect(verdicts).toEqual(['unknown-task', 'duplicate', 'duplicate', 'applied:done']);
+      // Each copy passes gates 3–7 on its header block and is refused by gate 8's task rule there,
+      // before local verification (attack review 6, F2): no copy is verified, no forger's key asked.
+      expect(verdicts).toEqual(['unknown-task', 'unknown-task', 'unknown-task', 'applied:done']);
       expect(dns.asked.filter((n) => FORGER.test(n))).toEqual([]);
       expect(dns.asked.every((n) => n === 'grok2025._domainkey.agent.example')).toBe(true);
     } finally {
