@@ -39,9 +39,12 @@ describe('an attempt line states the HTTP status once', () => {
       refusedRepliesForOpenTasks: [],
     } as unknown as StatusReport;
     const text = formatStatus(report, NOW);
-    expect(text).toContain('task 11111111 (grok) attempt 2 failed (HTTP 503); next 2026-06-01T12:00:10Z: ');
+    // No serve holds the store's claim: the next attempt waits for one (fresh-user trial 6).
+    expect(text).toContain('task 11111111 (grok) attempt 2 failed (HTTP 503); next 2026-06-01T12:00:10Z (once a bridge runs): ');
     expect(text).toContain('task 22222222 (grok) attempt 1 failed: network error: ECONNREFUSED: ');
     expect(text).not.toMatch(/HTTP 503\): HTTP 503/);
+    const running = formatStatus({ ...report, bridge: { ...report.bridge, claimed: true } }, NOW);
+    expect(running).toContain('task 11111111 (grok) attempt 2 failed (HTTP 503); next 2026-06-01T12:00:10Z: ');
   });
 
   it('tasks: the WHY of a SUBMITTED task whose last attempt got HTTP 503', () => {
