@@ -204,12 +204,12 @@ export class Bridge {
 
   /** A view from the cache, else built, kept and returned. A view handed out is shared: never changed. */
   private cached(key: string, build: () => { value: TaskView | ListPage; timed: boolean }): TaskView | ListPage {
-    const [generation, now] = [this.ctx.store.generation(), this.ctx.now()];
-    const hit = this.views.get(key, generation, now);
+    const [generation, untimed, now] = [this.ctx.store.generation(), this.ctx.store.untimedViewGeneration(), this.ctx.now()];
+    const hit = this.views.get(key, generation, now, untimed);
     if (hit) return hit;
     const { value, timed } = build();
     this.ctx.metrics?.viewRenders.inc({ stage: 'view' });
-    this.views.set(key, generation, value, timed ? now : null);
+    this.views.set(key, generation, value, timed ? now : null, untimed);
     return value;
   }
 

@@ -82,7 +82,7 @@ export type Intake =
 export async function intake(c: IntakeContext, msg: FetchedMessage, uidValidity: string, passTo: number = msg.uid): Promise<Intake> {
   const { store } = c;
   if (store.ledger.isSourceRecorded(msg.source)) {
-    store.tx((tx) => tx.mailbox.advance(c.folder, uidValidity, passTo));
+    store.tx((tx) => tx.mailbox.advance(c.folder, uidValidity, passTo), { timedViewsOnly: true }); // no view shows the watermark
     return { kind: 'seen' };
   }
   const reads = judgeReads(store);

@@ -128,7 +128,7 @@ export function checkRequest(ctx: Pick<BridgeContext, 'store' | 'config' | 'mail
     isRecorded: (source) => store.ledger.isSourceRecorded(source),
     notOurs: {
       load: (key) => store.mailbox.notOurs(mailbox.folder, key),
-      save: (key, add, drop) => store.tx((tx) => tx.mailbox.saveNotOurs(mailbox.folder, key, add, drop)),
+      save: (key, add, drop) => store.tx((tx) => tx.mailbox.saveNotOurs(mailbox.folder, key, add, drop), { timedViewsOnly: true }),
     },
   };
 }
@@ -154,10 +154,10 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
     const { uidValidity, floor } = pass;
     if (pass.uidValidityChanged) {
       ctx.log.warn({ folder: mailbox.folder, was: state.uidValidity, now: uidValidity }, 'UIDVALIDITY changed; rescanning');
-      store.tx((tx) => tx.mailbox.reset(mailbox.folder, uidValidity));
+      store.tx((tx) => tx.mailbox.reset(mailbox.folder, uidValidity), { timedViewsOnly: true });
     }
     if (pass.uidValidityChanged || state.uidValidity !== uidValidity || floor > state.lastUid) {
-      store.tx((tx) => tx.mailbox.advance(mailbox.folder, uidValidity, floor));
+      store.tx((tx) => tx.mailbox.advance(mailbox.folder, uidValidity, floor), { timedViewsOnly: true });
     }
     const mark = new PassWatermark(floor);
     /** Survivors of the header stage not judged yet, in arrival order. */
@@ -267,13 +267,15 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
     }
     const onHeaders = summary.onHeaders ? ` (${summary.onHeaders} on the header block)` : '';
     const line = `ok, ${plural(summary.fetched, 'new message')}, ${applied} applied${refused ? `, ${refused} refused${onHeaders}` : ''}${summary.deferred + summary.held ? `, ${summary.deferred + summary.held} waiting for an agent's DKIM key (its lookup failed; tried again later)` : ''}${summary.notOurs ? `, ${plural(summary.notOurs, 'file')} not ours` : ''}${summary.more ? ', more waiting' : ''}`;
-    store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: true, result: line }));
+    // Only a timed view (a WORKING task's "Mailbox last checked …") shows it; no view shows the
+    // watermark, the files not ours or UIDVALIDITY (the commits above): src/core/view-cache.ts.
+    store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: true, result: line }), { timedViewsOnly: true });
   } catch (err) {
     const message = err instanceof MailboxError ? err.message : `unexpected error: ${(err as Error).message}`;
     summary.ok = false;
     summary.error = message;
     ctx.log.warn({ err: message, folder: mailbox.folder }, 'mailbox check failed');
-    store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: false, result: 'failed', error: message }));
+    store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: false, result: 'failed', error: message }), { timedViewsOnly: true });
   } finally {
     await pass?.close();
     summary.bytes = pass?.bytesFetched ?? 0;

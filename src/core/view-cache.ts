@@ -8,7 +8,11 @@
  *   commit), but also the commits that change a view without changing its task: a poll's message
  *   in the history, a refused mail counted in the status, a mailbox check's time — and, within
  *   1 ms, with another process's commit (the CLI's `retry`, `prune`). Any new generation empties
- *   the cache: one integer compare per call, never a stale view;
+ *   the cache of views whose text counts time: one integer compare per call, never a stale view;
+ * - the rest, views whose text does not count time (a COMPLETED task's, with its reply), are
+ *   emptied by a new Store.untimedViewGeneration: every commit but a mailbox check's record, which
+ *   only a timed view shows ("Mailbox last checked …"). A reply of 4 MB was serialised again after
+ *   every check (every `check_interval_s`: 0.3–0.7 s of CPU each time, attack review 5);
  * - the bridge clock, for a view whose text counts time (a SUBMITTED or WORKING task: "since …
  *   (5 min)", "Deadline … (in 2 h)", "next check due at …"): kept at most {@link
  *   TIMED_VIEW_MAX_AGE_MS}, the resolution of those durations (src/core/time.ts humanDuration),
@@ -61,6 +65,8 @@ export class ViewCache<V> {
   /** The heavy slots: values over a quarter of maxWeight, not counted in #weight. */
   readonly #heavy = new Map<string, Entry<V>>();
   #generation = -1;
+  /** The Store.untimedViewGeneration the entries were read at. */
+  #untimedGeneration = -1;
   /** The weight of the entries kept. */
   #weight = 0;
   /** The key most recently got or set: already last in the order, so a hit on it moves nothing. */
@@ -82,16 +88,14 @@ export class ViewCache<V> {
   ) {}
 
   /**
-   * The value kept under `key`, if still valid at this store generation and bridge time.
+   * The value kept under `key`, if still valid at these store generations and bridge time.
    * @param generation Store.generation() now
    * @param now the bridge clock, ms
+   * @param untimedGeneration Store.untimedViewGeneration() now (default: `generation`, which
+   *   empties every entry at each new generation)
    */
-  get(key: string, generation: number, now: number): V | undefined {
-    if (generation !== this.#generation) {
-      this.clear();
-      this.#generation = generation;
-      return undefined;
-    }
+  get(key: string, generation: number, now: number, untimedGeneration = generation): V | undefined {
+    if (!this.#at(generation, untimedGeneration)) return undefined;
     const heavy = this.#heavy.get(key);
     if (heavy) {
       if (!fresh(heavy, now)) {
@@ -122,11 +126,8 @@ export class ViewCache<V> {
    * between the two then only makes the entry miss).
    * @param timedAt the bridge clock when built, for a value whose text counts time; null otherwise
    */
-  set(key: string, generation: number, value: V, timedAt: number | null): void {
-    if (generation !== this.#generation) {
-      this.clear();
-      this.#generation = generation;
-    }
+  set(key: string, generation: number, value: V, timedAt: number | null, untimedGeneration = generation): void {
+    this.#at(generation, untimedGeneration);
     const old = this.#entries.get(key);
     if (old) this.#drop(key, old);
     this.#heavy.delete(key);
@@ -144,6 +145,24 @@ export class ViewCache<V> {
       const [oldest, e] = this.#entries.entries().next().value!;
       this.#drop(oldest, e);
     }
+  }
+
+  /**
+   * Moves the cache to these generations: a new untimed one empties it, a new generation only
+   * drops the timed entries. False when anything was dropped or emptied (nothing to look up).
+   */
+  #at(generation: number, untimedGeneration: number): boolean {
+    if (untimedGeneration !== this.#untimedGeneration) {
+      this.clear();
+      this.#generation = generation;
+      this.#untimedGeneration = untimedGeneration;
+      return false;
+    }
+    if (generation === this.#generation) return true;
+    this.#generation = generation;
+    for (const [key, e] of this.#entries) if (e.timedAt !== null) this.#drop(key, e);
+    for (const [key, e] of this.#heavy) if (e.timedAt !== null) this.#heavy.delete(key);
+    return true;
   }
 
   #drop(key: string, e: Entry<V>): void {

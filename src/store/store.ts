@@ -119,6 +119,8 @@ export class Store {
   #pending: TaskChange[] = [];
   /** Bumped by every commit here and every commit another connection made (PRAGMA data_version). */
   #generation = 0;
+  /** Bumped as #generation is, but by a commit marked `timedViewsOnly` (see {@link untimedViewGeneration}). */
+  #untimedViewGeneration = 0;
   #dataVersion: number | null = null;
   #dataVersionAt = Number.NEGATIVE_INFINITY;
   readonly #listeners = new Set<(c: TaskChange) => void>();
@@ -175,11 +177,6 @@ export class Store {
   }
 
   /**
-   * Runs `fn` in one `BEGIN IMMEDIATE` transaction and commits (rolls back if it throws). A
-   * `tx` inside another joins it. `fn` must be synchronous. The task changes it made go to the
-   * listeners after the commit, never inside the transaction.
-   */
-  /**
    * The store could not be written since `since` (ms since the epoch, the process clock): the
    * first SQLite error of the disk's kind (SQLITE_FULL, SQLITE_IOERR…, SQLITE_READONLY…) of a
    * transaction that rolled back, with no commit after it; null once a transaction commits.
@@ -189,7 +186,15 @@ export class Store {
     return this.#writeFailure;
   }
 
-  tx<T>(fn: (tx: StoreTx) => T): T {
+  /**
+   * Runs `fn` in one `BEGIN IMMEDIATE` transaction and commits (rolls back if it throws). A
+   * `tx` inside another joins it (and its `o`). `fn` must be synchronous. The task changes it made
+   * go to the listeners after the commit, never inside the transaction.
+   * @param o.timedViewsOnly the transaction changes only what a view whose text counts time shows
+   *   (a mailbox check's record: its time, result, error): it advances {@link generation} but not
+   *   {@link untimedViewGeneration}
+   */
+  tx<T>(fn: (tx: StoreTx) => T, o: { timedViewsOnly?: boolean } = {}): T {
     if (this.#depth > 0) return fn(this.#tx);
     this.#pending = [];
     let result: T;
@@ -206,6 +211,7 @@ export class Store {
     }
     this.#writeFailure = null;
     this.#generation++;
+    if (!o.timedViewsOnly) this.#untimedViewGeneration++;
     this.#checkpointer?.nudge();
     const committed = this.#pending;
     this.#pending = [];
@@ -227,10 +233,24 @@ export class Store {
     this.#dataVersionAt = t;
     const v = (stmt(this.#db, 'PRAGMA data_version').get() as { data_version: number }).data_version;
     if (v !== this.#dataVersion) {
-      if (this.#dataVersion !== null) this.#generation++;
+      if (this.#dataVersion !== null) {
+        this.#generation++;
+        this.#untimedViewGeneration++;
+      }
       this.#dataVersion = v;
     }
     return this.#generation;
+  }
+
+  /**
+   * {@link generation} without the commits that change only what a view whose text counts time
+   * shows (`tx(fn, { timedViewsOnly: true })`: a mailbox check's record, every check_interval_s):
+   * a view of a task in any other state (COMPLETED, FAILED, INPUT_REQUIRED…) read at one value
+   * stays valid while it holds (src/core/view-cache.ts). Another process's commit advances both.
+   * Read it after {@link generation}, which looks at the other processes' commits.
+   */
+  untimedViewGeneration(): number {
+    return this.#untimedViewGeneration;
   }
 
   /**

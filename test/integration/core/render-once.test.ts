@@ -63,10 +63,27 @@ describe('a large reply read again and again', () => {
     expect(await renders()).toEqual(before);
     expect(h.app.bridge.views.heavy).toBe(1);
 
-    // A commit empties the view cache: the next view is built again, its text still not fenced again.
+    // A mailbox check that finds nothing new commits only its record, which no COMPLETED view shows:
+    // the view is kept (it was serialised again after every check, every check_interval_s).
+    const working = (await h.rpc(hermesBody('Another job, still out', `ctx-${hex(8)}`))).json.result!.task!;
+    const workingText = async (): Promise<string> => (await getTask(working.id)).status.message!.parts[0]!.text!;
+    const beforeCheck = await workingText();
+    await getTask(task.id); // built again: the new task's commit emptied the cache
+    const atCheck = await renders();
+    h.advance(5_000);
+    expect((await h.app.bridge.checkNow()).fetched).toBe(0);
+    await getTask(task.id);
+    expect((await renders()).view).toBe(atCheck.view);
+    expect(h.app.bridge.views.heavy).toBe(1);
+    // A WORKING task's view shows the check ("Mailbox last checked …"): built again.
+    expect(await workingText()).not.toBe(beforeCheck);
+    expect((await renders()).view).toBe(atCheck.view + 1);
+
+    // Any other commit empties the view cache: the next view is built again, its text still not fenced again.
     h.app.bridge.views.clear();
     await getTask(task.id);
-    expect(await renders()).toEqual({ ...before, view: before.view + 1 });
+    expect((await renders()).view).toBe(atCheck.view + 2);
+    expect((await renders()).fence).toBe(before.fence);
   });
 });
 

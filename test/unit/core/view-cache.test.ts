@@ -20,6 +20,19 @@ describe('ViewCache', () => {
     expect(c.size).toBe(0);
   });
 
+  it('a new generation at the same untimed generation drops the timed values only; a new untimed generation drops every value', () => {
+    const c = new ViewCache<string>();
+    c.set('done', 7, 'completed view', null, 3);
+    c.set('w', 7, 'working view', 5000, 3);
+    // A mailbox check's record: generation 8, untimed generation still 3.
+    expect(c.get('done', 8, 5000, 3)).toBe('completed view');
+    expect(c.get('w', 8, 5000, 3)).toBeUndefined();
+    expect(c.size).toBe(1);
+    // Any other commit.
+    expect(c.get('done', 9, 5000, 4)).toBeUndefined();
+    expect(c.size).toBe(0);
+  });
+
   it('drops a value read at an older generation than the last seen (a commit between read and keep)', () => {
     const c = new ViewCache<string>();
     expect(c.get('a', 3, 0)).toBeUndefined();
