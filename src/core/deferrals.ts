@@ -1,4 +1,5 @@
 import type { Store } from '../store/store.js';
+import { TEMPORARY_RETRY_MS } from './judge.js';
 
 /**
  * Messages a mailbox check deferred because a DKIM key lookup failed temporarily (gate 7,
@@ -13,9 +14,11 @@ import type { Store } from '../store/store.js';
  * it for good on the first try past those 24 h after arrival (every input leaves a trace).
  *
  * At most {@link DEFER_MAX_KEPT} messages are remembered; past that the one that may be tried
- * soonest is forgotten (it is tried at the next check, one try more). The check itself tries at
- * most one deferrable message of each agent (src/core/mail-check.ts), so a flood of them costs at
- * most one whole read and one key lookup timeout per agent and check.
+ * soonest is forgotten (it is tried at the next check, one try more). Once a key lookup failed in
+ * a check, the rest of that check leaves unread the agent's mail signed only under the failing
+ * selectors (src/core/mail-check.ts), so a flood of such mail costs at most one whole read and one
+ * lookup timeout per failing selector and check, and the agent's mail under a working selector is
+ * still judged.
  */
 
 /** First wait before a deferred message is tried again, in ms. */
@@ -24,6 +27,11 @@ export const DEFER_FIRST_WAIT_MS = 60_000;
 export const DEFER_MAX_WAIT_MS = 3600_000;
 /** Deferred messages whose waits are remembered, at most. */
 export const DEFER_MAX_KEPT = 1000;
+/**
+ * The longest a message can wait for its verdict after its first deferral, ms: a deferral lasts 24 h
+ * from arrival (judge.ts `TEMPORARY_RETRY_MS`), and the last wait may run past that by one backoff.
+ */
+const MAX_AGE_MS = TEMPORARY_RETRY_MS + DEFER_MAX_WAIT_MS;
 
 interface Waiting {
   tries: number;
@@ -64,6 +72,19 @@ export class Deferrals {
   /** `source` has a verdict (or was never deferred). */
   done(source: string): void {
     this.#waiting.delete(source);
+  }
+
+  /**
+   * Forgets what no longer waits for a verdict (attack review 7, F3: a deferred message deleted
+   * from the mailbox stayed here, and its task's status said a reply was waiting, until a
+   * restart): every message first deferred longer ago than a deferral lasts ({@link MAX_AGE_MS}),
+   * and, when `listed` is given (a check that listed every candidate of the mailbox), every message
+   * not among them.
+   * @param now ms since the epoch
+   * @param listed the sources of every candidate the check saw, when it saw them all
+   */
+  forgetGone(now: number, listed?: ReadonlySet<string>): void {
+    for (const [source, w] of this.#waiting) if (now - w.since > MAX_AGE_MS || (listed !== undefined && !listed.has(source))) this.#waiting.delete(source);
   }
 
   /** Messages remembered. */

@@ -70,7 +70,7 @@ export interface IntakeContext {
 export type Intake =
   | { kind: 'recorded'; verdict: Verdict; reason: string; ledgerId: number; decision: Exclude<Decision, { kind: 'defer' }> }
   | { kind: 'seen' }
-  | { kind: 'deferred'; reason: string; cause?: 'parser'; /** The tagged agent whose DKIM key lookup failed, and the task tagged. */ agent?: string; taskId?: string };
+  | { kind: 'deferred'; reason: string; cause?: 'parser'; /** The tagged agent whose DKIM key lookup failed, the task tagged, the selectors that failed. */ agent?: string; taskId?: string; selectors?: string[] };
 
 /**
  * One fetched message through the judge (src/core/judge.ts) and into the store: the judge's
@@ -116,7 +116,7 @@ export async function intake(c: IntakeContext, msg: FetchedMessage, uidValidity:
       settle: (decide) =>
         store.tx((tx): Intake => {
           const d = decide();
-          return d.kind === 'defer' ? { kind: 'deferred', reason: d.reason, ...(d.cause ? { cause: d.cause } : {}), ...(d.agent ? { agent: d.agent } : {}), ...(d.taskId ? { taskId: d.taskId } : {}) } : commit(tx, d);
+          return d.kind === 'defer' ? { kind: 'deferred', reason: d.reason, ...(d.cause ? { cause: d.cause } : {}), ...(d.agent ? { agent: d.agent } : {}), ...(d.taskId ? { taskId: d.taskId } : {}), ...(d.selectors ? { selectors: d.selectors } : {}) } : commit(tx, d);
         }),
       // An authenticated reply may be applied: a large raw message or answer is written now, in
       // bounded steps, so the decision's transaction only refers to it (src/store/large-values.ts).

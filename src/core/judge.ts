@@ -179,6 +179,8 @@ export type Decision =
       /** The tagged agent whose key lookup failed, and the task the mail is tagged for (not for `parser`). */
       agent?: string;
       taskId?: string;
+      /** The selectors (`s=`, of the agent's DKIM domain) whose keys could not be looked up: the message's aligned candidates (not for `parser`). */
+      selectors?: string[];
     }
   | { kind: 'apply'; verdict: `applied:${ReplyStatusWord}`; reason: string; status: ReplyStatusWord; message: MessageFacts; on: DecidedTask; reply: ParsedReply; evidence: 'whole'; signature: string }
   /** An authenticated reply to a task that failed by its deadline or dispatch: kept and shown, not applied. */
@@ -341,7 +343,7 @@ export async function judgeMessage<R>(msg: IncomingMessage, facts: JudgeFacts<R>
     const dkim = await dkimVerifies(msg.raw, aligned.candidates, tag.agent, facts.resolver, msg.receivedAt);
     if (isRefusal(dkim) && dkim.temporary) {
       const since = msg.receivedAt ?? facts.now();
-      if (facts.now() - since < TEMPORARY_RETRY_MS) return facts.settle(() => ({ kind: 'defer', reason: dkim.reason, message, agent: tag.agent.name, taskId: tag.taskId }));
+      if (facts.now() - since < TEMPORARY_RETRY_MS) return facts.settle(() => ({ kind: 'defer', reason: dkim.reason, message, agent: tag.agent.name, taskId: tag.taskId, selectors: aligned.candidates.map((c) => c.s) }));
       const final: Refusal = { ...dkim, reason: `${dkim.reason}; still failing ${Math.round(TEMPORARY_RETRY_MS / 3600_000)} h after arrival` };
       return facts.settle(() => ({ kind: 'refuse', verdict: final.verdict, reason: final.reason, message, tag, evidence: 'head', signature: null }));
     }

@@ -1,5 +1,6 @@
 import { plural } from '../plural.js';
 import { isRefusal, MAX_HEADER_LINES, messageFacts, taskTag } from '../uplink/gates.js';
+import { parseDkimSignatures } from '../uplink/dkim.js';
 import { MailboxError, type CheckRequest, type HeaderedMessage, type MailboxPass, type Watermark } from '../uplink/mailbox.js';
 import type { Verdict } from '../uplink/verdicts.js';
 import type { BridgeContext } from './context.js';
@@ -25,7 +26,7 @@ export interface CheckSummary {
    * again on a later check (src/core/deferrals.ts); the check goes on with the mail after them.
    */
   deferred: number;
-  /** Survivors left unread for a later check: deferred before and not due yet, or of an agent one of whose messages was deferred in this check. */
+  /** Survivors left unread for a later check: deferred before and not due yet, or signed by their agent only under selectors whose key lookup failed in this check. */
   held: number;
   /** Maildir files this check found not ours (no agent's From, no tag): no ledger row, kept so they are not opened again. */
   notOurs: number;
@@ -163,21 +164,33 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
     /** Survivors of the header stage not judged yet, in arrival order. */
     const waiting: HeaderedMessage[] = [];
     const deferrals = deferralsOf(store);
-    /** Agents one of whose messages was deferred in this check: their other mail waits for a later check. */
-    const heldAgents = new Set<string>();
-    /** Survivors left for a later check: deferred before and waiting out their backoff, or of a held agent. */
+    deferrals.forgetGone(ctx.now());
+    /** Every survivor of the header stage this check saw: with a whole listing, the deferred messages not among them are gone. */
+    const listed = new Set<string>();
+    /**
+     * By agent, the selectors (of its DKIM domain) whose key lookups failed in this check: a later
+     * message of that agent signed with none but those waits for a later check (one lookup timeout
+     * per failing key and check), while its mail signed with a working selector is judged. Held by
+     * agent, a queue of its mails under a broken selector held its genuine replies for 24 h
+     * (attack review 7, F1).
+     */
+    const failedSelectors = new Map<string, Set<string>>();
+    /** Survivors left for a later check: deferred before and waiting out their backoff, or signed only under a selector that failed in this check. */
     let held = 0;
-    /** The agent a survivor is tagged for (gate 2, on its header block). */
-    const agentOf = (h: HeaderedMessage): string | null => {
-      const tag = taskTag(messageFacts(h.head, h.size), intakeCtx.rules.agents);
-      return isRefusal(tag) ? null : tag.agent.name;
+    /** Whether a survivor's agent's DKIM-Signatures all name selectors that failed in this check (gate 2's agent, on its header block). */
+    const onlyFailedKeys = (h: HeaderedMessage): boolean => {
+      const facts = messageFacts(h.head, h.size);
+      const tag = taskTag(facts, intakeCtx.rules.agents);
+      if (isRefusal(tag)) return false;
+      const failed = failedSelectors.get(tag.agent.name);
+      if (!failed) return false;
+      const selectors = parseDkimSignatures(facts.fields).filter((sig) => sig.d === tag.agent.dkimDomain).map((sig) => sig.s);
+      return selectors.length > 0 && selectors.every((sel) => failed.has(sel));
     };
     /** Whether a survivor is left for a later check (not read whole now): see `held`. */
     const leftForLater = (h: HeaderedMessage): boolean => {
       if (deferrals.waits(h.source, ctx.now())) return true;
-      if (heldAgents.size === 0) return false;
-      const agent = agentOf(h);
-      return agent !== null && heldAgents.has(agent);
+      return failedSelectors.size > 0 && onlyFailedKeys(h);
     };
     let budget = Math.max(0, config.mailbox.maxFetchPerCheck);
     const clock = ctx.monotonic ?? (() => performance.now());
@@ -188,6 +201,7 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
         deferrals.done(r.message.source); // a deferred message refused on its header block now (its task gone)
       }
       summary.onHeaders += recorded.length;
+      for (const h of survivors) listed.add(h.source);
       return { survivors, rest };
     };
     const screen = (batch: readonly HeaderedMessage[]): HeaderedMessage[] => screenSome(batch).survivors;
@@ -226,7 +240,7 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
         for (const msg of whole) {
           // Read in this group before an earlier one of its agent was deferred: left for later too.
           const head = heads.get(msg.source);
-          if (heldAgents.size > 0 && head && leftForLater(head)) {
+          if (failedSelectors.size > 0 && head && leftForLater(head)) {
             held++;
             continue;
           }
@@ -242,10 +256,15 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
             }
             // One agent's DNS: the check goes on with the mail after it (attack review 6, F3). The
             // message has no verdict, so the watermark stays before it and it is a candidate of
-            // the next checks, tried again after its backoff; its agent's other mail waits too.
+            // the next checks, tried again after its backoff; the agent's other mail signed under
+            // the same failing selectors waits too.
             summary.deferred += 1;
             deferrals.deferred(msg.source, ctx.now(), outcome.taskId);
-            if (outcome.agent) heldAgents.add(outcome.agent);
+            if (outcome.agent) {
+              const failed = failedSelectors.get(outcome.agent) ?? new Set<string>();
+              for (const sel of outcome.selectors ?? []) failed.add(sel);
+              failedSelectors.set(outcome.agent, failed);
+            }
             continue;
           }
           deferrals.done(msg.source);
@@ -257,6 +276,8 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
     // Deferred mail, and mail left for later behind it, waits for time (its backoff, its agent's
     // DNS), not for budget: it does not make the next check come sooner (`Bridge.checkDue`).
     summary.more = pass.more || waiting.length > 0;
+    // Every candidate was listed and read: a deferred message not among them was deleted (or got its verdict).
+    if (!summary.more) deferrals.forgetGone(ctx.now(), listed);
     summary.held = held;
     summary.notOurs = pass.notOurs ?? 0;
     let applied = 0;

@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type App } from '../../../src/app.js';
 import { loadConfig } from '../../../src/config/config.js';
 import type { CheckSummary } from '../../../src/core/mail-check.js';
-import { DEFER_FIRST_WAIT_MS } from '../../../src/core/deferrals.js';
+import { DEFER_FIRST_WAIT_MS, deferralsOf } from '../../../src/core/deferrals.js';
 import { TEMPORARY_RETRY_MS } from '../../../src/core/judge.js';
 import { buildReplyMail, dkimTxtName, generateDkimKey } from '../../../src/demo/reply-mail.js';
 import { createLogger } from '../../../src/log.js';
@@ -134,7 +134,7 @@ describe('one agent\'s DKIM key lookup failing temporarily (gate 7 defers)', () 
     expect(state()).toBe('COMPLETED');
   });
 
-  it('tries one deferrable message of an agent a check, and refuses each for good on its first try 24 h after arrival', async () => {
+  it('tries one deferrable message of an agent (one failing selector) a check, and refuses each for good on its first try 24 h after arrival', async () => {
     const d = dns();
     let now = Date.now();
     const { app: a, folder } = await bridge(d.resolver, () => now);
@@ -160,6 +160,53 @@ describe('one agent\'s DKIM key lookup failing temporarily (gate 7 defers)', () 
     expect(last).toMatchObject<Partial<CheckSummary>>({ ok: true, fetched: 3, verdicts: { 'auth:dkim-unverified': 3 }, deferred: 0, held: 0 });
     expect(tasks.map((t) => store.ledger.ofTask(t.id).map((r) => r.verdict))).toEqual([['auth:dkim-unverified'], ['auth:dkim-unverified'], ['auth:dkim-unverified']]);
     expect(d.alphaAsked).toBe(5);
+  });
+});
+
+describe('a deferred reply deleted from the mailbox', () => {
+  it('is forgotten by the next check that lists the mailbox whole: its task no longer says a reply waits', async () => {
+    const d = dns();
+    let now = Date.now();
+    const { app: a, folder } = await bridge(d.resolver, () => now);
+    const alpha = workingTask(a, AGENTS.alpha, now - 60_000);
+    await deliver(folder, [await reply(AGENTS.alpha, alpha)], now - 30_000);
+    expect(await a.bridge.checkNow()).toMatchObject<Partial<CheckSummary>>({ ok: true, deferred: 1 });
+    expect(deferralsOf(a.bridge.ctx.store).taskWaitsSince(alpha.id)).not.toBeNull();
+    for (const sub of ['new', 'cur']) rmSync(join(folder, sub), { recursive: true, force: true });
+    for (const sub of ['new', 'cur']) mkdirSync(join(folder, sub));
+    now += 1000;
+    // Was: remembered until a restart (attack review 7, F3), the task's status saying a reply could not be authenticated yet.
+    expect(await a.bridge.checkNow()).toMatchObject<Partial<CheckSummary>>({ ok: true, deferred: 0, held: 0, more: false });
+    expect(deferralsOf(a.bridge.ctx.store).taskWaitsSince(alpha.id)).toBeNull();
+    expect(deferralsOf(a.bridge.ctx.store).size).toBe(0);
+  });
+});
+
+describe('an agent signing under a selector whose key lookup fails, and under one that works', () => {
+  it('leaves unread only its mail under the failing selector: its reply under the working one is applied on the first check', async () => {
+    let asked = 0;
+    const resolver = ((qname: string, rrtype: string) => {
+      const q = qname.toLowerCase().replace(/\.$/, '');
+      if (rrtype === 'TXT' && q === dkimTxtName('s0', AGENTS.alpha.domain)) {
+        asked++;
+        return Promise.reject(Object.assign(new Error('queryTxt ETIMEOUT'), { code: 'ETIMEOUT' }));
+      }
+      if (rrtype === 'TXT' && q === dkimTxtName('s1', AGENTS.alpha.domain)) return Promise.resolve([AGENTS.alpha.key.publicKeyTxt.match(/.{1,255}/g)!]);
+      return Promise.reject(Object.assign(new Error('queryTxt ENOTFOUND'), { code: 'ENOTFOUND' }));
+    }) as DnsResolver;
+    const now = Date.now();
+    const { app: a, folder } = await bridge(resolver, () => now);
+    const queued = workingTask(a, AGENTS.alpha, now - 60_000);
+    const genuine = workingTask(a, AGENTS.alpha, now - 60_000);
+    const underS0 = (): Promise<Buffer> =>
+      buildReplyMail({ from: `Agent <${AGENTS.alpha.address}>`, to: 'me@bridge.test', subject: `Re: [${AGENTS.alpha.tag}:${queued.id}]`, token: queued.token, status: 'done', answer: 'x', dkim: { domain: AGENTS.alpha.domain, selector: 's0', privateKeyPem: AGENTS.alpha.key.privateKeyPem }, provider: PROVIDER });
+    await deliver(folder, [await underS0(), await underS0(), await underS0(), await reply(AGENTS.alpha, genuine)], now - 30_000);
+
+    const first = await a.bridge.checkNow();
+    // Held by agent, the reply waited behind the queue under s0 until that mail was 24 h old (attack review 7, F1).
+    expect(first).toMatchObject<Partial<CheckSummary>>({ ok: true, verdicts: { 'applied:done': 1 }, deferred: 1, held: 2 });
+    expect(a.bridge.ctx.store.tasks.get(genuine.id)!.state).toBe('COMPLETED');
+    expect(asked).toBe(1);
   });
 });
 
