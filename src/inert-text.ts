@@ -7,9 +7,11 @@
  * Received parser splits words on ASCII white space alone, RFC 5322 §3.2.2), and in a reason they
  * would pass for the bridge's own spacing: the makings of a fake column or row in `show` (attack
  * review 6, F6). The result holds neither; the bridge's own words hold none, so applying this to a
- * whole reason changes only what came from mail. Linear; idempotent.
+ * whole reason changes only what came from mail. So is U+2800 BRAILLE PATTERN BLANK, which no
+ * category above holds and most fonts draw as a space, and the box-drawing block (U+2500–257F),
+ * whose lines draw as a table's (attack review 7, F5). Linear; idempotent.
  */
-const INERT = /[\p{Cf}\p{Zs}]/gu;
+const INERT = /[\p{Cf}\p{Zs}\u2800\u2500-\u257f]/gu;
 
 export function inertText(text: string): string {
   return text.replace(INERT, (c) => (c === ' ' ? c : `\\u{${c.codePointAt(0)!.toString(16)}}`));
