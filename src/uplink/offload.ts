@@ -45,6 +45,8 @@ export function setWorkerHeapLimit(mb: number): void {
   const w = worker;
   worker = null;
   if (w) void w.terminate();
+  // Jobs the stopped worker held go to a fresh one, as when a job runs over its budget.
+  if (pending.size) repost('the worker heap limit changed');
 }
 
 /** A job ran over its time budget; the message says which budget. */
