@@ -25,3 +25,11 @@ export function statusAndDetail(httpStatus: number | null, error: string | null)
   const detail = attemptDetail(httpStatus, error);
   return `${httpStatus !== null ? ` (HTTP ${httpStatus})` : ''}${detail !== null ? `: ${detail}` : ''}`;
 }
+
+/**
+ * An attempt that has an outcome, as the CLI's lines say it: `attempt 2 failed (HTTP 503)`,
+ * `attempt 1 refused (HTTP 404): <detail>` (a `retry` outcome reads "failed"; {@link statusAndDetail}).
+ */
+export function attemptOutcome(a: { attempt: number; outcome: string; httpStatus: number | null; error: string | null }): string {
+  return `attempt ${a.attempt} ${a.outcome === 'retry' ? 'failed' : a.outcome}${statusAndDetail(a.httpStatus, a.error)}`;
+}

@@ -6,7 +6,7 @@
  * re-dispatched; any other task is either still being delivered by the bridge on its own, or
  * the agent has had the job.
  */
-import { statusAndDetail } from './attempt-text.js';
+import { attemptOutcome } from './attempt-text.js';
 import type { AgentConfig } from '../config/config.js';
 import { commandLine } from '../config/config-path.js';
 import { humanDuration, iso } from '../core/time.js';
@@ -35,7 +35,7 @@ const RULE = '`retry` is for a task that FAILED by dispatch (its attempts exhaus
 
 function lastAttemptText(a: AttemptRow): string {
   if (a.outcome === null) return `attempt ${a.attempt} is under way since ${iso(a.startedAt)}`;
-  return `attempt ${a.attempt} ${a.outcome === 'retry' ? 'failed' : a.outcome}${statusAndDetail(a.httpStatus, a.error)}`;
+  return attemptOutcome({ ...a, outcome: a.outcome });
 }
 
 /** The SUBMITTED case: the bridge is still delivering the webhook on its own. */

@@ -1,4 +1,4 @@
-import { statusAndDetail } from './attempt-text.js';
+import { attemptOutcome } from './attempt-text.js';
 import { existsSync } from 'node:fs';
 import { loadConfig, type Config } from '../config/config.js';
 import { commandLine } from '../config/config-path.js';
@@ -200,7 +200,7 @@ export function formatStatus(r: StatusReport, now: number): string {
   else {
     lines.push(`webhooks  ${plural(r.failingWebhooks.length, 'dispatch', 'dispatches')} not accepted yet${r.failingWebhooks.length === LIST_LIMIT ? ' (the first 10)' : ''}:`);
     for (const f of r.failingWebhooks) {
-      const last = f.outcome === null ? `attempt ${f.attempt} under way` : `attempt ${f.attempt} ${f.outcome === 'retry' ? 'failed' : f.outcome}${statusAndDetail(f.httpStatus, f.error)}`;
+      const last = f.outcome === null ? `attempt ${f.attempt} under way` : attemptOutcome({ ...f, outcome: f.outcome });
       // No serve holds the store's claim: nothing makes that attempt until one runs (fresh-user trial 6).
       const next = f.nextAttemptAt !== null ? `; next ${iso(Date.parse(f.nextAttemptAt))}${r.bridge.claimed ? '' : ' (once a bridge runs)'}` : '';
       lines.push(`            task ${f.taskId.slice(0, 8)} (${f.agent}) ${last}${next}: ${cmd(`show ${f.taskId.slice(0, 8)}`)}`);

@@ -1,4 +1,4 @@
-import { statusAndDetail } from './attempt-text.js';
+import { attemptOutcome } from './attempt-text.js';
 import { plural } from '../plural.js';
 import { claimHeld, type StoreReads } from '../store/store.js';
 import { isTerminal } from '../store/task-state.js';
@@ -70,7 +70,7 @@ export function whyText(db: StoreReads, t: TaskRow, stalled?: { now: number }): 
     else if (a.outcome === null) parts.push(`webhook attempt ${a.attempt} under way since ${isoUtc(a.startedAt)}`);
     else {
       const next = turn.nextAttemptAt !== null ? `; next attempt ${isoUtc(turn.nextAttemptAt)}` : '';
-      parts.push(`webhook attempt ${a.attempt} ${a.outcome === 'retry' ? 'failed' : a.outcome}${statusAndDetail(a.httpStatus, a.error)}${next}`);
+      parts.push(`webhook ${attemptOutcome({ ...a, outcome: a.outcome })}${next}`);
     }
   } else parts.push(t.stateReason ?? '');
   return parts.filter(Boolean).join('; ');

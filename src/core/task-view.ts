@@ -188,7 +188,6 @@ function head(s: string, max: number): string {
   return s.slice(0, c >= 0xd800 && c <= 0xdbff ? max - 1 : max);
 }
 
-/** The status message: the bridge's text, then the agent's question or progress note in its own part, and the bridge's notes on that reply. */
 /** A reply for a waiting task deferred at gate 7 (src/core/deferrals.ts): since when. */
 function deferredFacts(store: Store, task: TaskRow): { deferredSince?: number } {
   if (task.state !== 'WORKING') return {};
@@ -196,6 +195,7 @@ function deferredFacts(store: Store, task: TaskRow): { deferredSince?: number } 
   return since === null ? {} : { deferredSince: since };
 }
 
+/** The status message: the bridge's text, then the agent's question or progress note in its own part, and the bridge's notes on that reply. */
 function statusParts(ctx: ViewContext, agent: AgentConfig, task: TaskRow, turn: TurnStatus | undefined, r: Replies, artifacts: readonly Dated[]): PartView[] {
   const { store } = ctx;
   const current = turn?.replyLedgerId != null && turn.replyText !== null ? (r.byLedger.get(turn.replyLedgerId) ?? legacyReply(turn.replyLedgerId, task.id, turn.replyText, turn.repliedAt ?? task.updatedAt)) : undefined;
