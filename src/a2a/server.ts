@@ -22,7 +22,7 @@ import { JsonText } from './call.js';
 import { eventText, writeSse } from './sse.js';
 import { StreamLimiter } from './stream-limit.js';
 import { limitedLog } from '../log.js';
-import { bearerPresented, capConnections } from './connection-cap.js';
+import { bearerPresented, bearerShownBefore, capConnections } from './connection-cap.js';
 import { DoorResponse } from './door-response.js';
 import { stopController, stopServer, type ServerStopped } from './shutdown.js';
 
@@ -83,6 +83,11 @@ const streamsWhenCalled = (method: string): AbortController | undefined => (find
 /** The `Allow` of a 405 on a GET route: it answers HEAD too (RFC 9110 §10.2.1, §9.3.2). */
 const GET_ONLY = { allow: 'GET, HEAD' } as const;
 
+/** What `presentsBearer` finds, shared: a call allocates none. */
+const PRESENTED = { m: true, ok: true } as const;
+const WRONG_CREDENTIAL = { m: true, ok: false } as const;
+const NO_CREDENTIAL = { m: false, ok: false } as const;
+
 /** The headers of every JSON answer. */
 const JSON_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store' } as const;
 
@@ -134,12 +139,20 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     res.end(text);
   };
 
-  /** Whether the request presents the bearer: hashed once, compared in constant time, never as a string. */
+  /**
+   * Whether the request presents the bearer (`m`: whether it has a Bearer credential at all):
+   * hashed once, compared in constant time, never as a string — except that the Authorization value
+   * with which the same connection presented the bearer before is recognised as a string
+   * (connection-cap.ts, `bearerShownBefore`, says why that leaks nothing).
+   */
   const presentsBearer = (req: IncomingMessage): { m: boolean; ok: boolean } => {
-    const m = /^Bearer[ ]+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+    const header = req.headers.authorization;
+    if (header === undefined) return NO_CREDENTIAL;
+    if (bearerShownBefore(req.socket, header)) return PRESENTED;
+    const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
     const ok = m !== null && timingSafeEqual(digest(m[1]!), bearer);
-    if (ok) bearerPresented(req.socket);
-    return { m: m !== null, ok };
+    if (ok) bearerPresented(req.socket, header);
+    return ok ? PRESENTED : m === null ? NO_CREDENTIAL : WRONG_CREDENTIAL;
   };
   /** The caller's key (a hash of its bearer) when the request presents the bearer; else answers 401 and returns null. */
   const authorized = (req: IncomingMessage, res: ServerResponse, agent: AgentConfig): string | null => {
