@@ -17,7 +17,8 @@ import { TEMPORARY_RETRY_MS } from './judge.js';
  * check, the agent's later mail signed only under the failing selectors is left unread (it could
  * cost a lookup timeout each) until the deferred message is tried again (src/core/mail-check.ts),
  * so a flood of such mail costs one whole read and one lookup timeout per failing selector and
- * backoff, and the agent's mail under a working selector is still judged (attack review 7, F1).
+ * backoff (a check, once more are waiting than are kept), and the agent's mail under a working
+ * selector is still judged (attack review 7, F1).
  * Every message remembered and not due yet is handed out by the mailbox unread, costing a lookup
  * here and none of the check's prefix budget (attack review 7, F2: read again by every check,
  * such mail took the whole budget and the mail behind it was never read).
