@@ -238,6 +238,16 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     return errorResponse(id, known ?? new A2AError('internalError', 'Internal error; see the bridge log'), dialect);
   };
 
+  /**
+   * The 404 of the server root (a client given the bare address), or under /agents/ of a name that
+   * is no agent: it names the agent endpoints (public in their cards anyway), never the path asked
+   * for (the caller's text).
+   */
+  const known = (res: ServerResponse): void => {
+    const list = [...agents.values()];
+    send(res, 404, { error: `no agent at this path; the agents are: ${list.map((a) => `${a.name} (${endpoint(a)})`).join(', ')}`, agents: list.map((a) => a.name) });
+  };
+
   /** Routes one request; a promise only for the answers that wait (a handler's, the metrics, a stream). */
   const handle = (req: IncomingMessage, res: ServerResponse): void | Promise<void> => {
     const path = pathOf(req.url);
@@ -285,17 +295,11 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       const only = [...agents.values()][0]!;
       return sendCard(req, res, cardFor(req, urlOf(req.url), only, endpointFor(req, only), path.endsWith('/agent.json')).body, servingSince);
     }
-    // The server root (a client given the bare address), or under /agents/ a name that is no
-    // agent: the 404 names the agent endpoints (public in their cards anyway), never the path asked for (the caller's text).
-    const known = (): void => {
-      const list = [...agents.values()];
-      send(res, 404, { error: `no agent at this path; the agents are: ${list.map((a) => `${a.name} (${endpoint(a)})`).join(', ')}`, agents: list.map((a) => a.name) });
-    };
-    if (path === '/') return known();
+    if (path === '/') return known(res);
     const route = agentRoute(path);
     if (!route) return send(res, 404, { error: 'not found' });
     const { agent, rest } = route;
-    if (!agent) return known();
+    if (!agent) return known(res);
     if (CARD_PATHS.has(rest)) {
       if (!get) return send(res, 405, { error: 'use GET' }, GET_ONLY);
       return sendCard(req, res, cardFor(req, urlOf(req.url), agent, endpointFor(req, agent), rest.endsWith('/agent.json')).body, servingSince);

@@ -204,7 +204,10 @@ export class Bridge {
 
   /** A view from the cache, else built, kept and returned. A view handed out is shared: never changed. */
   private cached(key: string, build: () => { value: TaskView | ListPage; timed: boolean }): TaskView | ListPage {
-    const [generation, untimed, now] = [this.ctx.store.generation(), this.ctx.store.untimedViewGeneration(), this.ctx.now()];
+    // Read in this order (Store.untimedViewGeneration); not a destructured array, an iterator per call.
+    const generation = this.ctx.store.generation();
+    const untimed = this.ctx.store.untimedViewGeneration();
+    const now = this.ctx.now();
     const hit = this.views.get(key, generation, now, untimed);
     if (hit) return hit;
     const { value, timed } = build();
@@ -365,10 +368,7 @@ export class Bridge {
     return p;
   }
 
-  /**
-   * The store's upkeep (src/core/store-upkeep.ts), run by every refresh and by `serve`'s timer.
-   * Never waits and never fails the call it runs in.
-   */
+  /** The store's upkeep (src/core/store-upkeep.ts), run by every refresh and by `serve`'s timer; never waits or fails the call. */
   maintainStore(): Promise<void> {
     return this.upkeep.run();
   }
