@@ -154,6 +154,12 @@ program
   .action(async (task: string) => run(await (await import('./retry.js')).runRetry(config(), task)));
 
 program
+  .command('cancel')
+  .description('cancel open tasks as A2A CancelTask does (tokens revoked, a pending webhook stopped); sends the cancel notice when notify_cancel is on, and says what came of it; exit 1 if any task was refused')
+  .argument('<task...>', 'task ids, or unique prefixes of at least 4 characters')
+  .action(async (tasks: string[]) => run(await (await import('./cancel.js')).runCancel(config(), tasks)));
+
+program
   .command('backup')
   .description('online copy of the store into a new file (mode 0600, one file: no -wal/-shm), checked with quick_check')
   .argument('<file>', 'the new file; never overwritten')
