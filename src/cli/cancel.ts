@@ -12,6 +12,14 @@ import { CliFailure, UsageError } from './errors.js';
 import { clean } from './format.js';
 import { resolveTaskId } from './task-id.js';
 
+/** Options of `a2a-mailbridge cancel`. */
+export interface CancelOptions {
+  /** Every open task (SUBMITTED, WORKING, INPUT_REQUIRED) of `agent`, instead of ids. */
+  allOpen?: boolean;
+  /** The agent whose open tasks `--all-open` cancels; required with it. */
+  agent?: string;
+}
+
 /** The cause `cancel` records: the CANCELED status text callers read is `Canceled: <cause>.`. */
 export const OPERATOR_CAUSE = 'canceled by the operator (a2a-mailbridge cancel)';
 
@@ -54,7 +62,17 @@ async function cancelOne(ctx: BridgeContext, configFile: string, idOrPrefix: str
 }
 
 /**
- * `a2a-mailbridge cancel <task>…`: cancels each task (its id, or a unique prefix of at least 4
+ * The ids of `agent`'s open tasks (SUBMITTED, WORKING, INPUT_REQUIRED) now, newest status first.
+ * @throws CliFailure when no agent of the config has that name
+ */
+function openTaskIds(ctx: BridgeContext, configFile: string, agent: string): string[] {
+  if (!agentByName(ctx.config, agent)) throw new CliFailure(`no agent ${agent} in the config (${ctx.config.agents.map((a) => a.name).join(', ')}); see ${commandLine(configFile, 'config')}`);
+  const { count } = ctx.store.limits.openTasksOf(agent);
+  return count === 0 ? [] : ctx.store.tasks.rows({ agent, states: ['SUBMITTED', 'WORKING', 'INPUT_REQUIRED'], limit: count }).map((t) => t.id);
+}
+
+/**
+ * `a2a-mailbridge cancel <task>…` (or `--all-open --agent <name>`): cancels each task (its id, or a unique prefix of at least 4
  * characters) as A2A CancelTask does, with the cause {@link OPERATOR_CAUSE}. Safe while `serve`
  * runs: the change is one transaction, and the running bridge's views follow the store's
  * generation, so its GetTask answers CANCELED at once; push notifications the change queued are
@@ -62,20 +80,28 @@ async function cancelOne(ctx: BridgeContext, configFile: string, idOrPrefix: str
  * this command itself, whether a bridge runs or not, and its outcome printed; it is recorded as an
  * attempt (`show <task>`), and never retried (as the bridge's own).
  *
- * Every task is tried: each is reported, a refusal on stderr.
+ * Every task is tried: each is reported, a refusal on stderr. `--all-open --agent <name>` takes the
+ * agent's open tasks at the start (a task created meanwhile is not canceled).
  *
- * @returns 0 when every task was canceled; 1 when any was refused (unknown, finished, another agent's)
- * @throws UsageError with no task; ConfigError, StoreError
+ * @returns 0 when every task was canceled (or `--all-open` found none); 1 when any was refused
+ *   (unknown, finished, of an agent no longer in the config)
+ * @throws UsageError with no task, or ids and `--all-open` together, or `--all-open` without
+ *   `--agent` (or `--agent` alone); CliFailure for an agent not in the config; ConfigError, StoreError
  */
-export async function runCancel(configFile: string, idsOrPrefixes: readonly string[]): Promise<number> {
-  if (idsOrPrefixes.length === 0) throw new UsageError('give one or more task ids (or unique prefixes of at least 4 characters)');
+export async function runCancel(configFile: string, idsOrPrefixes: readonly string[], o: CancelOptions = {}): Promise<number> {
+  if (o.allOpen && idsOrPrefixes.length > 0) throw new UsageError('give task ids or --all-open --agent <name>, not both');
+  if (o.allOpen && o.agent === undefined) throw new UsageError('--all-open needs --agent <name>: whose open tasks to cancel');
+  if (!o.allOpen && o.agent !== undefined) throw new UsageError('--agent goes with --all-open; to cancel some of its tasks, give their ids');
+  if (!o.allOpen && idsOrPrefixes.length === 0) throw new UsageError('give one or more task ids (or unique prefixes of at least 4 characters), or --all-open --agent <name>');
   const config = loadConfig(configFile);
   const built = buildBridge(config, { log: createLogger('silent') });
   const { ctx } = built.bridge;
   let failed = 0;
   const done = new Set<string>();
   try {
-    for (const given of idsOrPrefixes) {
+    const ids = o.allOpen ? openTaskIds(ctx, configFile, o.agent!) : idsOrPrefixes;
+    if (o.allOpen && ids.length === 0) process.stdout.write(`${o.agent} has no open task; nothing to cancel\n`);
+    for (const given of ids) {
       try {
         const lines = await cancelOne(ctx, configFile, given, done);
         if (lines.length > 0) process.stdout.write(`${lines.join('\n')}\n`);

@@ -4,6 +4,7 @@ import { commandLine, configPath } from '../config/config-path.js';
 import { endQuietlyOnClosedPipes } from './closed-pipe.js';
 import { CliFailure } from './errors.js';
 import { exitAfterWrite } from './exit-after-write.js';
+import type { CancelOptions } from './cancel.js';
 import type { LedgerOptions } from './ledger.js';
 import type { StoreLocation } from './open-store.js';
 import type { PruneOptions } from './prune.js';
@@ -156,8 +157,10 @@ program
 program
   .command('cancel')
   .description('cancel open tasks as A2A CancelTask does (tokens revoked, a pending webhook stopped); sends the cancel notice when notify_cancel is on, and says what came of it; exit 1 if any task was refused')
-  .argument('<task...>', 'task ids, or unique prefixes of at least 4 characters')
-  .action(async (tasks: string[]) => run(await (await import('./cancel.js')).runCancel(config(), tasks)));
+  .argument('[task...]', 'task ids, or unique prefixes of at least 4 characters')
+  .option('--all-open', "every open task (submitted, working, input-required) of the agent --agent names")
+  .option('--agent <name>', 'with --all-open: whose open tasks')
+  .action(async (tasks: string[], o: CancelOptions) => run(await (await import('./cancel.js')).runCancel(config(), tasks, o)));
 
 program
   .command('backup')

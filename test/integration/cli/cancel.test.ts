@@ -136,21 +136,34 @@ describe('a2a-mailbridge cancel', () => {
     expect(receiver.requests.at(-1)!.envelope).toMatchObject({ task_id: task.id, cancel: true });
   });
 
-  it('with notify_cancel off: says the agent is not told', async () => {
+  it('with notify_cancel off: says the agent is not told; --all-open --agent cancels every open task of the agent', async () => {
     const c = configDir('127.0.0.1:0', '');
     const config = loadConfig(c.configPath);
     const app = await startApp(config, { log: createLogger('silent') });
-    const res = await fetch(app.server.endpoint(config.agents[0]!), {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_BEARER}` },
-      body: JSON.stringify(hermesBody('A job', `ctx-${hex(8)}`)),
-    });
-    const task = ((await res.json()) as Answer).result!.task!;
+    const send = async (text: string): Promise<Task> =>
+      ((await (
+        await fetch(app.server.endpoint(config.agents[0]!), {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_BEARER}` },
+          body: JSON.stringify(hermesBody(text, `ctx-${hex(8)}`)),
+        })
+      ).json()) as Answer).result!.task!;
+    const [task, other, third] = [await send('A job'), await send('Another job'), await send('A third job')];
     await app.close();
     const hooks = receiver.requests.length;
     const run = await runCli(['--config', c.configPath, 'cancel', task.id]);
     expect(run.status, run.stderr).toBe(0);
     expect(run.stdout.split('\n').slice(0, 2)).toEqual([TASK_LINE(task.id, 'WORKING'), `  no cancel notice: agents.webhook.notify_cancel is off for grok, so the agent is not told; ${REVOKED}`]);
     expect(receiver.requests).toHaveLength(hooks);
+
+    expect((await runCli(['--config', c.configPath, 'cancel', '--all-open'])).stderr).toBe('a2a-mailbridge: --all-open needs --agent <name>: whose open tasks to cancel\n');
+    const nobody = await runCli(['--config', c.configPath, 'cancel', '--all-open', '--agent', 'nobody']);
+    expect([nobody.status, nobody.stderr]).toEqual([1, `a2a-mailbridge: no agent nobody in the config (grok); see a2a-mailbridge --config ${c.configPath} config\n`]);
+    const all = await runCli(['--config', c.configPath, 'cancel', '--all-open', '--agent', 'grok']);
+    expect(all.status, all.stderr).toBe(0);
+    expect(all.stdout.split('\n').filter((l) => l.startsWith('task ')).sort()).toEqual([TASK_LINE(other.id, 'WORKING'), TASK_LINE(third.id, 'WORKING')].sort());
+    expect(readStore(config.store.path, (db) => [task.id, other.id, third.id].map((id) => db.tasks.get(id)?.state))).toEqual(['CANCELED', 'CANCELED', 'CANCELED']);
+    const none = await runCli(['--config', c.configPath, 'cancel', '--all-open', '--agent', 'grok']);
+    expect([none.status, none.stdout]).toEqual([0, 'grok has no open task; nothing to cancel\n']);
   });
 });
