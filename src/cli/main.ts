@@ -4,6 +4,7 @@ import { commandLine, configPath } from '../config/config-path.js';
 import { endQuietlyOnClosedPipes } from './closed-pipe.js';
 import { CliFailure } from './errors.js';
 import { exitAfterWrite } from './exit-after-write.js';
+import type { CancelOptions } from './cancel.js';
 import type { LedgerOptions } from './ledger.js';
 import type { StoreLocation } from './open-store.js';
 import type { PruneOptions } from './prune.js';
@@ -152,6 +153,14 @@ program
   .description('re-dispatch a task that FAILED by dispatch (attempts exhausted, or refused by the webhook): same job, fresh token and webhook-id')
   .argument('<task>', 'task id, or a unique prefix of at least 4 characters')
   .action(async (task: string) => run(await (await import('./retry.js')).runRetry(config(), task)));
+
+program
+  .command('cancel')
+  .description('cancel open tasks as A2A CancelTask does (tokens revoked, a pending webhook stopped); sends the cancel notice when notify_cancel is on, and says what came of it; exit 1 if any task was refused')
+  .argument('[task...]', 'task ids, or unique prefixes of at least 4 characters')
+  .option('--all-open', "every open task (submitted, working, input-required) of the agent --agent names")
+  .option('--agent <name>', 'with --all-open: whose open tasks')
+  .action(async (tasks: string[], o: CancelOptions) => run(await (await import('./cancel.js')).runCancel(config(), tasks, o)));
 
 program
   .command('backup')

@@ -3,7 +3,7 @@ import type { AgentConfig } from '../config/config.js';
 import type { TaskRow } from '../store/task-rows.js';
 import { isTerminal, type TaskState } from '../store/task-state.js';
 import { healthFacts, type HealthFacts } from './health-facts.js';
-import { cancelTask, sendCancelNotice } from './cancel.js';
+import { cancelAndNotify } from './cancel.js';
 import type { BridgeContext } from './context.js';
 import { BridgeEvents } from './events.js';
 import { attemptDispatch } from './dispatch.js';
@@ -222,12 +222,11 @@ export class Bridge {
     return page;
   }
 
-  /** CancelTask; the optional cancel notice goes out in the background. @throws BridgeError task-not-found, task-not-cancelable */
+  /** CancelTask (src/core/cancel.ts cancelAndNotify); the optional cancel notice goes out in the background. @throws BridgeError task-not-found, task-not-cancelable */
   cancel(agent: AgentConfig, taskId: string, historyLength?: number): Promise<TaskView> {
-    const { task, changed } = cancelTask(this.ctx, agent, taskId);
-    if (changed) this.ctx.log.info({ task: task.id, agent: agent.name }, 'task canceled');
+    const { task, notice } = cancelAndNotify(this.ctx, agent, taskId);
     this.shown(task);
-    if (changed && agent.webhook.notifyCancel) this.track(sendCancelNotice(this.ctx, agent, task));
+    if (notice) this.track(notice);
     return Promise.resolve(viewTask(this.ctx, agent, task, historyLength));
   }
 
