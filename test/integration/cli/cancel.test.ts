@@ -136,6 +136,34 @@ describe('a2a-mailbridge cancel', () => {
     expect(receiver.requests.at(-1)!.envelope).toMatchObject({ task_id: task.id, cancel: true });
   });
 
+  it('a SubscribeToTask stream open on a running bridge hears a cancel from the CLI (another process: src/core/other-commits.ts) and ends with TASK_STATE_CANCELED', async () => {
+    const c = configDir('127.0.0.1:0', '');
+    const config = loadConfig(c.configPath);
+    const app = await startApp(config, { log: createLogger('silent') });
+    try {
+      const endpoint = app.server.endpoint(config.agents[0]!);
+      const headers = { 'content-type': 'application/json', authorization: `Bearer ${TEST_BEARER}`, 'a2a-version': '1.0' };
+      const sent = await fetch(endpoint, { method: 'POST', headers, body: JSON.stringify(hermesBody('A job to cancel', `ctx-${hex(8)}`)) });
+      const task = ((await sent.json()) as Answer).result!.task!;
+      const stream = await fetch(endpoint, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 'sub', method: 'SubscribeToTask', params: { id: task.id } }) });
+      const reader = stream.body!.pipeThrough(new TextDecoderStream()).getReader();
+      let text = '';
+      // The first event (the task, WORKING) is there before the CLI runs.
+      while (!text.includes('TASK_STATE_WORKING')) text += (await reader.read()).value ?? '';
+      const run = await runCli(['--config', c.configPath, 'cancel', task.id]);
+      expect(run.status, run.stderr).toBe(0);
+      // Read to the stream's end: the bridge ends it after the final (CANCELED) event.
+      for (let r = await reader.read(); !r.done; r = await reader.read()) text += r.value;
+      const events = text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)) as { result: { status?: { state: string; message?: { parts: { text?: string }[] } }; statusUpdate?: { status: { state: string; message?: { parts: { text?: string }[] } } } } });
+      const last = events.at(-1)!.result;
+      const status = last.statusUpdate?.status ?? last.status!;
+      expect(status.state).toBe('TASK_STATE_CANCELED');
+      expect(status.message!.parts[0]!.text).toBe('Canceled: canceled by the operator (a2a-mailbridge cancel).');
+    } finally {
+      await app.close();
+    }
+  });
+
   it('with notify_cancel off: says the agent is not told; --all-open --agent cancels every open task of the agent', async () => {
     const c = configDir('127.0.0.1:0', '');
     const config = loadConfig(c.configPath);
