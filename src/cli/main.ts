@@ -141,7 +141,7 @@ program
 program
   .command('prune')
   .description('delete finished tasks and old ledger rows; open tasks are never touched')
-  .option('--older-than <days>', 'tasks finished, and mail seen, more than this many days ago')
+  .option('--older-than <age>', 'tasks finished, and mail seen, longer ago than this: days (30, 0.5) or an age (12h, 7d, 2w)')
   .option('--dry-run', 'count only; delete nothing')
   .option('--db <file>', 'delete from this store file instead of store.path of the config (with --dry-run: count in it)')
   .option('--json', 'counts as JSON')
