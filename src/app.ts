@@ -94,6 +94,7 @@ export function buildBridge(config: Config, o: BuildOptions): BuiltBridge {
     mailbox: o.mailbox ?? openMailbox(config, o.now),
     log: o.log,
     now: o.now ?? Date.now,
+    startedAt: (o.now ?? Date.now)(),
     random: Math.random,
     get dispatcher(): Dispatcher {
       return o.dispatcher ?? (ours ??= webhookDispatcher(maxTimeout));
