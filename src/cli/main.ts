@@ -1,6 +1,6 @@
 import { Argument, Command, type CommanderError } from 'commander';
 import { VERSION } from '../a2a/agent-card.js';
-import { commandLine, configPath } from '../config/config-path.js';
+import { configPath } from '../config/config-path.js';
 import { endQuietlyOnClosedPipes } from './closed-pipe.js';
 import { CliFailure } from './errors.js';
 import { exitAfterWrite } from './exit-after-write.js';
@@ -142,7 +142,7 @@ program
 program
   .command('prune')
   .description('delete finished tasks and old ledger rows; open tasks are never touched')
-  .option('--older-than <days>', 'tasks finished, and mail seen, more than this many days ago')
+  .option('--older-than <age>', 'tasks finished, and mail seen, longer ago than this: days (30, 0.5) or an age (12h, 7d, 2w)')
   .option('--dry-run', 'count only; delete nothing')
   .option('--db <file>', 'delete from this store file instead of store.path of the config (with --dry-run: count in it)')
   .option('--json', 'counts as JSON')
@@ -223,10 +223,9 @@ program
 program.parseAsync().catch(async (err: unknown) => {
   if ((err as NodeJS.ErrnoException)?.code === 'EADDRINUSE') {
     const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
-    return exitAfterWrite(
-      `a2a-mailbridge: ${e.address ?? 'the address'}:${e.port ?? '?'} is already in use, by another program or another bridge (${commandLine(config(), 'status')} tells which; ${commandLine(config(), 'stop')} stops this config's): stop it or change server.listen\n`,
-      2,
-    );
+    // By what, when it can tell (as doctor's listen check and status do): this config's bridge, or another.
+    const { listenTakenLine } = await import('./listen-taken.js');
+    return exitAfterWrite(await listenTakenLine(config(), `${e.address ?? 'the address'}:${e.port ?? '?'}`), 2);
   }
   // A message may quote what a file held (a config line with a terminal's escape sequence):
   // every control or invisible character but the line breaks is shown escaped (format.ts).

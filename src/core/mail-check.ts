@@ -327,7 +327,7 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
     summary.ok = false;
     summary.error = message;
     ctx.log.warn({ err: message, folder: mailbox.folder }, 'mailbox check failed');
-    store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: false, result: 'failed', error: message }), { timedViewsOnly: true });
+    store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: false, result: 'failed', error: message, ...(ctx.startedAt !== undefined ? { runSince: ctx.startedAt } : {}) }), { timedViewsOnly: true });
   } finally {
     await pass?.close();
     summary.bytes = pass?.bytesFetched ?? 0;

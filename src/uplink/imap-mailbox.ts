@@ -26,6 +26,7 @@ import type { ImapFlow, ImapFlowError, Logger, SearchObject } from 'imapflow';
 import type { ImapConfig } from '../config/config.js';
 import { MAX_HEADER_BLOCK_BYTES } from './gates.js';
 import { imapClient } from './imap-client.js';
+import { listedFolders } from './imap-folders.js';
 import { ImapPass } from './imap-pass.js';
 import { Session, type Phase } from './imap-session.js';
 import { MailboxError, readOldest, type CheckRequest, type CheckResult, type Mailbox, type MailboxPass } from './mailbox.js';
@@ -204,7 +205,15 @@ export class ImapMailbox implements Mailbox {
   /** `EXAMINE <folder>` (never SELECT): hands its UIDVALIDITY to `set`. @returns the message count */
   async #examine(session: Session, set: (uidValidity: string) => void): Promise<number> {
     session.phase = 'examine';
-    const box = await session.client.mailboxOpen(this.folder, { readOnly: true });
+    let box: Awaited<ReturnType<ImapFlow['mailboxOpen']>>;
+    try {
+      box = await session.client.mailboxOpen(this.folder, { readOnly: true });
+    } catch (err) {
+      // A missing folder: the error lists the folders there, so the fix can be spelled as the server does.
+      if (!(err as ImapFlowError)?.mailboxMissing) throw err;
+      const { host, port } = this.#config;
+      throw new MailboxError(this.#redact(`IMAP folder ${this.folder} does not exist on ${host}:${port}${await listedFolders(session.client)}`), 'protocol', { cause: err });
+    }
     set(box.uidValidity.toString(10));
     return box.exists;
   }

@@ -7,6 +7,7 @@ import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } fr
 import { join } from 'node:path';
 import type { ImapConfig } from '../config/config.js';
 import { maxOf } from '../extremes.js';
+import { listedFolders } from './imap-folders.js';
 import { imapClient } from './imap-client.js';
 import { kindOfCode } from './imap-codes.js';
 import { MailboxError } from './mailbox.js';
@@ -32,7 +33,12 @@ export async function newestImapMessageFrom(cfg: ImapConfig & { folder: string }
   client.on('error', () => undefined); // imapflow #302; the failing command reports it
   try {
     await client.connect();
-    await client.mailboxOpen(cfg.folder, { readOnly: true });
+    try {
+      await client.mailboxOpen(cfg.folder, { readOnly: true });
+    } catch (err) {
+      if (!(err as { mailboxMissing?: boolean })?.mailboxMissing) throw err;
+      throw new MailboxError(`IMAP folder ${cfg.folder} does not exist on ${cfg.host}:${cfg.port}${await listedFolders(client)}`, 'protocol', { cause: err });
+    }
     const uids = await client.search({ from: address }, { uid: true });
     if (!Array.isArray(uids) || uids.length === 0) return null;
     const newest = maxOf(uids, 0);

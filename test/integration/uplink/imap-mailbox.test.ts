@@ -220,9 +220,15 @@ describe('ImapMailbox against Dovecot', () => {
     expect(JSON.stringify(log.entries)).not.toContain(Buffer.from(secret).toString('base64').slice(0, 12));
   });
 
-  it('a missing folder is MailboxError protocol naming the folder', async () => {
+  it('a missing folder is MailboxError protocol naming the folder and listing the folders there, their names escaped', async () => {
+    // A folder name is server text: a bidi override in one must not reorder the line it is shown in.
+    await dovecot.createFolder('Agents\u202eevil');
     const err = await new ImapMailbox(config('NoSuchFolder')).check(req()).catch((e: unknown) => e);
     expect(err).toMatchObject({ name: 'MailboxError', kind: 'protocol' });
-    expect((err as Error).message).toContain('NoSuchFolder');
+    const message = (err as Error).message;
+    expect(message).toMatch(/^IMAP folder NoSuchFolder does not exist on [^;]+; the folders there: "/);
+    expect(message).toContain('"INBOX"');
+    expect(message).toContain('"Agents\\u{202e}evil"');
+    expect(message).not.toContain('\u202e');
   });
 });
