@@ -215,9 +215,11 @@ program
   .command('demo')
   .description('a full round trip on loopback: bridge, simulated cloud agent, signed mail; exits 0 on success')
   .option('--verbose', 'print the bridge log')
-  .action(async (o: { verbose?: boolean }) => {
+  .option('--reply-delay <ms>', 'how long the simulated cloud agent waits before it mails its reply (0 to 600000; default 300)')
+  .action(async (o: { verbose?: boolean; replyDelay?: string }) => {
+    const delay = o.replyDelay === undefined ? undefined : (await import('./args.js')).parseCount(o.replyDelay, '--reply-delay', 0, 600_000);
     const { demo } = await import('../demo/round-trip.js');
-    process.exitCode = (await demo({ verbose: o.verbose === true })) ? 0 : 1;
+    process.exitCode = (await demo({ verbose: o.verbose === true, ...(delay === undefined ? {} : { replyDelayMs: delay }) })) ? 0 : 1;
   });
 
 program.parseAsync().catch(async (err: unknown) => {

@@ -9,7 +9,12 @@ export interface DemoOptions {
   verbose?: boolean;
   /** Where to write the transcript; stdout by default. */
   out?: (line: string) => void;
+  /** How long the simulated cloud agent waits before it mails its reply, in ms (default {@link DEMO_REPLY_DELAY_MS}). */
+  replyDelayMs?: number;
 }
+
+/** The simulated cloud agent's default wait before it mails its reply, in ms: long enough to show WORKING first. */
+export const DEMO_REPLY_DELAY_MS = 300;
 
 function hex(bytes: number): string {
   return randomBytes(bytes).toString('hex');
@@ -82,7 +87,7 @@ export async function demo(o: DemoOptions = {}): Promise<boolean> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
-    world = await startDemoWorld({ name: 'a2a-mailbridge-demo', log: createLogger(o.verbose ? 'info' : 'silent'), replyDelayMs: 300 });
+    world = await startDemoWorld({ name: 'a2a-mailbridge-demo', log: createLogger(o.verbose ? 'info' : 'silent'), replyDelayMs: o.replyDelayMs ?? DEMO_REPLY_DELAY_MS });
   } catch (err) {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

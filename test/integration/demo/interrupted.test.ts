@@ -10,7 +10,8 @@ import { REPO } from '../faults/bridge-process.js';
  */
 function interruptedDemo(signal: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null; folder: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'demo'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+    // The agent's reply held for 10 minutes: the signal always comes while the demo waits for it, however loaded the machine.
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'demo', '--reply-delay', '600000'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let stderr = '';
     let folder = '';
