@@ -13,7 +13,7 @@
  * a dump). A major collection (mark-compact) that falls in the counted calls adds to them; its
  * share is printed beside the total.
  *
- * Run: npx tsx bench/instructions.ts (needs `valgrind` on PATH; about 4 minutes)
+ * Run: npx tsx bench/instructions.ts (needs `valgrind` on PATH, else it says so and skips; about 4 minutes)
  * Knobs: BENCH_WARM (uncounted calls, default 60000), BENCH_CALLS (counted calls, default 10000),
  *        BENCH_OTHER=<cli/main.js of another build> counts that build too.
  */
@@ -39,8 +39,9 @@ const CONCURRENCY = 16;
 try {
   execFileSync('valgrind', ['--version'], { stdio: 'ignore' });
 } catch {
-  console.error('bench/instructions.ts needs valgrind on PATH (Debian: apt-get install valgrind)');
-  process.exit(2);
+  // Not a failure of `npm run bench` on a machine without it: said, and skipped.
+  console.log('bench/instructions.ts: skipped, valgrind is not on PATH (Debian: apt-get install valgrind)');
+  process.exit(0);
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'mb-bench-instr-'));
@@ -153,7 +154,7 @@ writeSection(
   'instructions',
   'Instructions per GetTask beside bare node:http (callgrind)',
   [
-    `User-space instructions per GetTask of one WORKING task (answer ${bytes(answerBytes)}, the same bytes from both servers), all threads of the server process, counted by Valgrind's callgrind over ${num(CALLS)} calls (${CONCURRENCY} in flight on kept-alive connections) after ${num(WARM)} uncounted ones. The bridge: \`a2a-mailbridge serve\` with the service templates' flags (\`${serviceNodeFlags().join(' ')}\`); the reference: the bare \`node:http\` server of machine-limit on plain \`node\`. The load of the machine does not change these counts (it changes how many timer-driven reads fall in the counted calls: under Valgrind a call takes about a millisecond, so the store's \`PRAGMA data_version\`, read at most once a millisecond, is read on most calls; a loaded server at 28,000 calls a second reads it on one in 28). ${describeLoad(load)}`,
+    `User-space instructions per GetTask of one WORKING task (answer ${bytes(answerBytes)}, the same bytes from both servers), all threads of the server process, counted by Valgrind's callgrind over ${num(CALLS)} calls (${CONCURRENCY} in flight on kept-alive connections) after ${num(WARM)} uncounted ones. The bridge: \`a2a-mailbridge serve\` with the service templates' flags (\`${serviceNodeFlags().join(' ')}\`); the reference: the bare \`node:http\` server of machine-limit on plain \`node\`. The load of the machine does not change these counts (it changes how many timer-driven reads fall in the counted calls: under Valgrind a call takes about a millisecond, so the store's \`PRAGMA data_version\`, read at most once a millisecond, is read on most calls; a loaded server at 28,000 calls a second reads it on one in 28). ${describeLoad(load, { timed: false })}`,
     '',
     table(
       ['server', 'instructions per GetTask', 'of which major collection', 'ratio to bare'],
