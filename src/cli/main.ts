@@ -58,7 +58,7 @@ program
 program
   .command('init')
   .description('write a commented config and the secret files (mode 0600) into a private folder; never overwrites')
-  .option('--dir <dir>', 'the folder (default: that of the config file as every command finds it: --config, $A2A_MAILBRIDGE_CONFIG, $XDG_CONFIG_HOME/a2a-mailbridge, ~/.config/a2a-mailbridge)')
+  .option('--dir <dir>', 'the folder (default: that of the config file as every command finds it: --config, $A2A_MAILBRIDGE_CONFIG, $XDG_CONFIG_HOME/a2a-mailbridge, ~/.config/a2a-mailbridge); the config is <dir>/config.toml, and a --config naming another file is refused')
   .option('--maildir <path>', 'read replies from this Maildir (a folder your mail sync fills) instead of IMAP: no IMAP keys, no IMAP password file')
   .action(async (o: { dir?: string; maildir?: string }) => {
     const flag = program.opts<{ config?: string }>().config;

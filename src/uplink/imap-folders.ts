@@ -26,3 +26,17 @@ export async function listedFolders(client: Pick<ImapFlow, 'list'>): Promise<str
   const more = paths.length - shown.length;
   return `; the folders there: ${shown.join(', ')}${more > 0 ? ` (and ${more} more)` : ''}`;
 }
+
+/**
+ * The message for a folder the server says does not exist (imapflow's `mailboxMissing`: EXAMINE
+ * answered NO and LIST does not find the name): `IMAP folder <folder> does not exist on
+ * <host>:<port>` and {@link listedFolders}. The one text for every place that opens the folder —
+ * a check's first connection, its connection after the server hung up, provider detect — so the
+ * fix reads the same wherever it was found.
+ *
+ * @param client the connection that was refused, still logged in (asked for LIST)
+ * @returns the message (server text in it made inert); never throws
+ */
+export async function missingFolderMessage(client: Pick<ImapFlow, 'list'>, folder: string, server: { host: string; port: number }): Promise<string> {
+  return `IMAP folder ${folder} does not exist on ${server.host}:${server.port}${await listedFolders(client)}`;
+}

@@ -231,4 +231,23 @@ describe('ImapMailbox against Dovecot', () => {
     expect(message).toContain('"Agents\\u{202e}evil"');
     expect(message).not.toContain('\u202e');
   });
+
+  it('a folder deleted mid-check: the server hangs up, and the reconnect says what the first connect says, folders listed', async () => {
+    const folder = await freshFolder();
+    await dovecot.append(mail(), { folder });
+    const log = recorder();
+    const box = new ImapMailbox(config(folder), log.logger);
+    const pass = await box.open(req()); // EXAMINEd and SEARCHed on the first connection
+    // Deleted under the selected session: Dovecot hangs up on its next command (BYE), and the
+    // FETCH goes on, UID by UID, on a fresh connection, whose EXAMINE finds no folder.
+    await dovecot.deleteFolder(folder);
+    const err = await pass.headers().catch((e: unknown) => e);
+    await pass.close();
+    expect(err).toMatchObject({ name: 'MailboxError', kind: 'protocol' });
+    expect(log.serverLines()).toContain('* BYE FETCH failed: Mailbox was deleted under us');
+    expect(log.commands().map(verb).filter((v) => v === 'EXAMINE')).toHaveLength(2); // the reconnect's EXAMINE
+    const firstConnect = await new ImapMailbox(config(folder)).check(req()).catch((e: unknown) => e);
+    expect((firstConnect as Error).message).toMatch(new RegExp(`^IMAP folder ${folder} does not exist on [^;]+; the folders there: .*"INBOX"`));
+    expect((err as Error).message).toBe((firstConnect as Error).message);
+  });
 });
