@@ -146,9 +146,9 @@ export function runSecretNew(configFile: string, name: string, o: SecretNewOptio
   const ref = pick(secretRefs(doc, dirname(file), file), doc, name, o.agent, file);
   const kind = secretKind(ref.key)!;
   if (!isGenerated(kind)) {
-    throw new CliFailure(
-      `${ref.key} holds ${ref.what}, which is issued elsewhere, not generated here; write it with mode 0600: umask 077 && printf '%s' '<secret>' > ${shellWord(ref.path)}`,
-    );
+    // A file a command of ours writes (the OAuth2 refresh token: `auth login`) is set with that command, not by hand.
+    const how = ref.writtenBy !== undefined ? `set it with: ${commandLine(file, ref.writtenBy)}` : `write it with mode 0600: umask 077 && printf '%s' '<secret>' > ${shellWord(ref.path)}`;
+    throw new CliFailure(`${ref.key} holds ${ref.what}, which is issued elsewhere, not generated here; ${how}`);
   }
   let exists = true;
   try {

@@ -36,5 +36,9 @@ describe('secret new and a name it does not take', () => {
     expect(() => runSecretNew(c.configPath, 'foo', {})).toThrow(
       `set by you, not generated: mailbox.imap.oauth2_refresh_token_file (set it with: a2a-mailbridge --config ${c.configPath} auth login google), agents[0].webhook.bearer_file`,
     );
+    // Asked for by its key: refused, with the command that writes it rather than a hand-written file.
+    expect(() => runSecretNew(c.configPath, 'mailbox.imap.oauth2_refresh_token_file', {})).toThrow(
+      new RegExp(`not generated here; set it with: a2a-mailbridge --config ${c.configPath.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} auth login google$`),
+    );
   });
 });
