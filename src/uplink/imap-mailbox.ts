@@ -134,13 +134,24 @@ export class ImapMailbox implements Mailbox {
     const epoch = this.#epoch;
     const connectedAt = kept?.connectedAt ?? this.#now();
     let uidValidity = '';
-    /** Opens a fresh connection after the server hung up on a FETCH; the folder must be the same. */
+    /**
+     * Opens a fresh connection after the server hung up on a FETCH; the folder must be the same.
+     * Whatever stops it fails the check as a MailboxError, never as the server's refusal of the
+     * message being fetched (imap-session.ts `refusal`): a NO to the EXAMINE was taken for one, the
+     * FETCH retried on a connection with no folder open, and the check ended "NoMailboxSelected".
+     */
     const reopen = async (): Promise<void> => {
-      auth ??= await imapAuth(this.#config);
-      session.replace(this.#client(literalCap, auth));
-      await session.client.connect();
-      const box = await this.#openFolder(session.client);
-      if (box.uidValidity.toString(10) !== uidValidity) throw new MailboxError(`IMAP UIDVALIDITY of ${this.folder} changed during the check`, 'protocol');
+      try {
+        auth ??= await imapAuth(this.#config);
+        session.replace(this.#client(literalCap, auth));
+        await session.client.connect();
+        session.phase = 'examine';
+        const box = await this.#openFolder(session.client);
+        if (box.uidValidity.toString(10) !== uidValidity) throw new MailboxError(`IMAP UIDVALIDITY of ${this.folder} changed during the check`, 'protocol');
+        session.phase = 'fetch';
+      } catch (err) {
+        throw fail(err);
+      }
     };
     const fail = (err: unknown): MailboxError =>
       err instanceof MailboxError ? err : this.#toMailboxError(err as ImapFlowError, session.eventError, session.phase, this.#aborted.has(session.client));

@@ -75,6 +75,19 @@ describe('ImapMailbox failures without Dovecot', () => {
     expect(elapsed).toBeLessThan(2500);
   });
 
+  it('a server that hangs up on a FETCH and answers the reconnect\'s EXAMINE with NO: the check fails naming the EXAMINE (the NO was taken for a refusal of the message, the FETCH retried with no folder open: "NoMailboxSelected")', async () => {
+    let connections = 0;
+    // The first connection hangs up on the body's FETCH; the one the check opens after it is refused its EXAMINE.
+    const port = await listen((s) => fakeImap(s, { stallBody: false, byeOnBody: connections === 0, examineNo: connections++ > 0 }));
+    const r = await box(port, 2000)
+      .check(req())
+      .catch((e: unknown) => e);
+    expect(r).toBeInstanceOf(MailboxError);
+    expect((r as Error).message).toBe('IMAP examine failed: internal error');
+    // One reconnect, not two per message (each taken as a refusal of that message).
+    expect(connections).toBe(2);
+  });
+
   it('close() aborts a running check and is idempotent', async () => {
     const port = await listen(() => {}); // silent: the check waits for the greeting
     const b = box(port, 10_000);
@@ -94,7 +107,7 @@ describe('ImapMailbox failures without Dovecot', () => {
  * that matches, its header block served; with `stallBody` it sends 20 bytes of the 100-byte
  * literal of the whole message and then nothing.
  */
-function fakeImap(s: Socket, o: { stallBody: boolean }): void {
+function fakeImap(s: Socket, o: { stallBody: boolean; byeOnBody?: boolean; examineNo?: boolean }): void {
   const body = Buffer.from(`From: ${AGENT}\r\nSubject: x\r\n\r\n`.padEnd(100, 'b'));
   s.write('* OK [CAPABILITY IMAP4rev1] fake ready\r\n');
   let buf = '';
@@ -115,6 +128,7 @@ function fakeImap(s: Socket, o: { stallBody: boolean }): void {
       else if (cmd.startsWith('NAMESPACE')) reply('* NAMESPACE (("" ".")) NIL NIL\r\n');
       else if (cmd.startsWith('LIST')) reply('* LIST () "." INBOX\r\n');
       else if (cmd.startsWith('LSUB')) ok();
+      else if (cmd.startsWith('EXAMINE') && o.examineNo) s.write(`${tag} NO [SERVERBUG] internal error\r\n`);
       else if (cmd.startsWith('EXAMINE')) {
         s.write('* 1 EXISTS\r\n* OK [UIDVALIDITY 7] ok\r\n* OK [UIDNEXT 2] ok\r\n');
         ok('[READ-ONLY] examined');
@@ -124,7 +138,8 @@ function fakeImap(s: Socket, o: { stallBody: boolean }): void {
         reply(Buffer.concat([Buffer.from(`* 1 FETCH (UID 1 RFC822.SIZE ${body.length} BODY[HEADER]<0> {${head.length}}\r\n`), head, Buffer.from(')\r\n')]));
       } else if (cmd.startsWith('UID FETCH') && cmd.includes('RFC822.SIZE')) reply(`* 1 FETCH (UID 1 RFC822.SIZE ${body.length})\r\n`);
       else if (cmd.startsWith('UID FETCH') && cmd.includes('BODY.PEEK[]')) {
-        if (o.stallBody) s.write(Buffer.concat([Buffer.from(`* 1 FETCH (UID 1 BODY[] {${body.length}}\r\n`), body.subarray(0, 20)]));
+        if (o.byeOnBody) s.end('* BYE going away\r\n');
+        else if (o.stallBody) s.write(Buffer.concat([Buffer.from(`* 1 FETCH (UID 1 BODY[] {${body.length}}\r\n`), body.subarray(0, 20)]));
         else reply(Buffer.concat([Buffer.from(`* 1 FETCH (UID 1 BODY[] {${body.length}}\r\n`), body, Buffer.from(')\r\n')]));
       } else if (cmd.startsWith('LOGOUT')) {
         if (s.write('* BYE bye\r\n') && ok()) s.end();
