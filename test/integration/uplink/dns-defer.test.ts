@@ -183,18 +183,24 @@ describe('a deferred reply deleted from the mailbox', () => {
   });
 });
 
+/** A resolver in which alpha's selector s0 times out (counted: `asked()`) and s1 serves its key; every other name is unknown. */
+function s0TimesOut(): { resolver: DnsResolver; asked: () => number } {
+  let asked = 0;
+  const resolver = ((qname: string, rrtype: string) => {
+    const q = qname.toLowerCase().replace(/\.$/, '');
+    if (rrtype === 'TXT' && q === dkimTxtName('s0', AGENTS.alpha.domain)) {
+      asked++;
+      return Promise.reject(Object.assign(new Error('queryTxt ETIMEOUT'), { code: 'ETIMEOUT' }));
+    }
+    if (rrtype === 'TXT' && q === dkimTxtName('s1', AGENTS.alpha.domain)) return Promise.resolve([AGENTS.alpha.key.publicKeyTxt.match(/.{1,255}/g)!]);
+    return Promise.reject(Object.assign(new Error('queryTxt ENOTFOUND'), { code: 'ENOTFOUND' }));
+  }) as DnsResolver;
+  return { resolver, asked: () => asked };
+}
+
 describe('an agent signing under a selector whose key lookup fails, and under one that works', () => {
   it('leaves unread only its mail under the failing selector: its reply under the working one is applied on the first check', async () => {
-    let asked = 0;
-    const resolver = ((qname: string, rrtype: string) => {
-      const q = qname.toLowerCase().replace(/\.$/, '');
-      if (rrtype === 'TXT' && q === dkimTxtName('s0', AGENTS.alpha.domain)) {
-        asked++;
-        return Promise.reject(Object.assign(new Error('queryTxt ETIMEOUT'), { code: 'ETIMEOUT' }));
-      }
-      if (rrtype === 'TXT' && q === dkimTxtName('s1', AGENTS.alpha.domain)) return Promise.resolve([AGENTS.alpha.key.publicKeyTxt.match(/.{1,255}/g)!]);
-      return Promise.reject(Object.assign(new Error('queryTxt ENOTFOUND'), { code: 'ENOTFOUND' }));
-    }) as DnsResolver;
+    const { resolver, asked } = s0TimesOut();
     const now = Date.now();
     const { app: a, folder } = await bridge(resolver, () => now);
     const queued = workingTask(a, AGENTS.alpha, now - 60_000);
@@ -207,20 +213,11 @@ describe('an agent signing under a selector whose key lookup fails, and under on
     // Held by agent, the reply waited behind the queue under s0 until that mail was 24 h old (attack review 7, F1).
     expect(first).toMatchObject<Partial<CheckSummary>>({ ok: true, verdicts: { 'applied:done': 1 }, deferred: 1, held: 2 });
     expect(a.bridge.ctx.store.tasks.get(genuine.id)!.state).toBe('COMPLETED');
-    expect(asked).toBe(1);
+    expect(asked()).toBe(1);
   });
 
   it('reads a reply behind more held mail than the prefix budget on the first check; the next check hands the held mail out unread (attack review 7, F2)', async () => {
-    let asked = 0;
-    const resolver = ((qname: string, rrtype: string) => {
-      const q = qname.toLowerCase().replace(/\.$/, '');
-      if (rrtype === 'TXT' && q === dkimTxtName('s0', AGENTS.alpha.domain)) {
-        asked++;
-        return Promise.reject(Object.assign(new Error('queryTxt ETIMEOUT'), { code: 'ETIMEOUT' }));
-      }
-      if (rrtype === 'TXT' && q === dkimTxtName('s1', AGENTS.alpha.domain)) return Promise.resolve([AGENTS.alpha.key.publicKeyTxt.match(/.{1,255}/g)!]);
-      return Promise.reject(Object.assign(new Error('queryTxt ENOTFOUND'), { code: 'ENOTFOUND' }));
-    }) as DnsResolver;
+    const { resolver, asked } = s0TimesOut();
     const now = Date.now();
     const budget = 100; // the least max_prefixes_per_check allows
     const { app: a, folder } = await bridge(resolver, () => now, `max_prefixes_per_check = ${budget}\n`);
@@ -236,12 +233,12 @@ describe('an agent signing under a selector whose key lookup fails, and under on
     // again, and the reply was never read.
     expect(first).toMatchObject<Partial<CheckSummary>>({ ok: true, verdicts: { 'applied:done': 1 }, deferred: 1, held: flood - 1, more: false });
     expect(a.bridge.ctx.store.tasks.get(genuine.id)!.state).toBe('COMPLETED');
-    expect(asked).toBe(1);
+    expect(asked()).toBe(1);
 
     // Within the backoff the whole queue is handed out unread: no byte read, no lookup; it is all still waiting.
     const second = await a.bridge.checkNow();
     expect(second).toMatchObject<Partial<CheckSummary>>({ ok: true, fetched: 0, deferred: 0, held: flood, bytes: 0, more: false });
-    expect(asked).toBe(1);
+    expect(asked()).toBe(1);
     expect(a.bridge.ctx.store.ledger.ofTask(queued.id)).toEqual([]);
     expect(deferralsOf(a.bridge.ctx.store).size).toBe(flood);
   });
