@@ -12,6 +12,12 @@ export interface Listing {
   uidValidity: string;
   uidValidityChanged: boolean;
   after: number;
+  /**
+   * The highest UID the SEARCH looked at (UIDNEXT − 1 as EXAMINE gave it; `after` when it did not
+   * run): every message up to it that is not in `fresh` is not a candidate, so the watermark may
+   * pass it.
+   */
+  through: number;
   /** Every matching UID above the watermark, ascending. */
   fresh: number[];
   /** Those not recorded yet: the candidates, ascending. */
@@ -56,9 +62,9 @@ export class ImapPass implements MailboxPass {
   ) {
     this.uidValidity = listing.uidValidity;
     this.uidValidityChanged = listing.uidValidityChanged;
-    const { pending, fresh, after } = listing;
+    const { pending } = listing;
     // Everything up to the first candidate not recorded has a verdict already.
-    this.floor = pending.length ? pending[0]! - 1 : (fresh.at(-1) ?? after);
+    this.floor = pending.length ? pending[0]! - 1 : this.#last();
     this.#limit = Math.min(pending.length, Math.max(0, req.maxPrefixes ?? DEFAULT_MAX_PREFIXES));
   }
 
@@ -74,8 +80,14 @@ export class ImapPass implements MailboxPass {
 
   /** Where the watermark may move once the candidate at `i` (and all before it) has a verdict. */
   #passes(i: number): number {
-    const { pending, fresh, after } = this.listing;
-    return i + 1 < pending.length ? pending[i + 1]! - 1 : (fresh.at(-1) ?? after);
+    const { pending } = this.listing;
+    return i + 1 < pending.length ? pending[i + 1]! - 1 : this.#last();
+  }
+
+  /** Where the watermark may move once every candidate has a verdict: past the last match, and past the other mail the SEARCH looked at. */
+  #last(): number {
+    const { fresh, after, through } = this.listing;
+    return Math.max(fresh.at(-1) ?? after, through);
   }
 
   async headers(): Promise<HeaderedMessage[]> {
