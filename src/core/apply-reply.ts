@@ -1,6 +1,7 @@
 import type { StoreTx } from '../store/store.js';
 import { failpoint } from './failpoints.js';
 import { REFUSED_RAW_KEEP_BYTES, UNREADABLE_RAW_KEEP_BYTES, type Decision } from './judge.js';
+import { replyMessageId } from './reply-message-id.js';
 import { newFenceNonce } from './untrusted-text.js';
 
 /** Where a judged message was read, and when (src/uplink/mailbox.ts `FetchedMessage`). */
@@ -91,7 +92,7 @@ export function recordDecision(tx: StoreTx, d: Exclude<Decision, { kind: 'defer'
   );
   tx.messages.insert({
     agent: agent.name,
-    messageId: `reply-${ledgerId}`,
+    messageId: replyMessageId(ledgerId),
     taskId: task.id,
     contextId: task.contextId,
     role: 'agent',
