@@ -99,6 +99,8 @@ export class ImapMailbox implements Mailbox {
   readonly #keep: boolean;
   readonly #now: () => number;
   #kept: Kept | null = null;
+  /** The folder's UIDVALIDITY and UIDNEXT − 1 at the last check that SEARCHed it (in memory: a restart SEARCHes twice first). */
+  #searched: { uidValidity: string; below: number } | null = null;
   /** Advanced by close(): a pass opened before it does not keep its session. */
   #epoch = 0;
 
@@ -188,9 +190,14 @@ export class ImapMailbox implements Mailbox {
         if (!Array.isArray(found)) throw new MailboxError(`IMAP SEARCH in ${this.folder} was refused by the server`, 'protocol');
         // `UID n:*` matches the highest UID even when it is below n (RFC 3501 §6.4.8; ushahidi #1509).
         listing.fresh = [...new Set(found)].filter((u) => Number.isInteger(u) && u > after).sort((a, b) => a - b);
-        // The SEARCH saw every message EXAMINE counted: the watermark may pass the person's other
-        // mail up to there, or every check would EXAMINE and SEARCH it again (attack review 8).
-        listing.through = Math.max(after, examined?.below ?? 0);
+        // The person's other mail is passed by the watermark once two SEARCHes, this check's and
+        // the last one's, looked at it (every UID up to what the last EXAMINE counted): else every
+        // check EXAMINEd and SEARCHed all of it again (attack review 8). Not on one SEARCH alone: a
+        // server whose search index lags could miss a message that just arrived.
+        const below = examined?.below ?? 0;
+        const before = this.#searched?.uidValidity === uidValidity ? this.#searched.below : 0;
+        listing.through = Math.max(after, Math.min(below, before));
+        this.#searched = { uidValidity, below };
         // A UID recorded while an older one waited (its body beyond the last check's budget) is not read again.
         let n = 0;
         for (const u of listing.fresh) {

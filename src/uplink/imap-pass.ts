@@ -13,9 +13,9 @@ export interface Listing {
   uidValidityChanged: boolean;
   after: number;
   /**
-   * The highest UID the SEARCH looked at (UIDNEXT − 1 as EXAMINE gave it; `after` when it did not
-   * run): every message up to it that is not in `fresh` is not a candidate, so the watermark may
-   * pass it.
+   * Up to where the person's other mail may be passed (src/uplink/imap-mailbox.ts: what this check's
+   * SEARCH and the last one's both looked at; `after` when this check ran none): every message up
+   * to it that is not in `fresh` is not a candidate.
    */
   through: number;
   /** Every matching UID above the watermark, ascending. */
