@@ -34,6 +34,7 @@ import { cpuMsOf, rssOf, startChild } from './lib/child.js';
 import type { LoadJob, LoadResult } from './lib/load.js';
 import { describeLoad, startLoadMeter } from './lib/machine.js';
 import { newestProfile, summariseProfile } from './lib/profile.js';
+import { BARE_SERVER } from './lib/bare-server.js';
 import { writeSection } from './lib/results.js';
 import { bytes, median, ms, num, ratio, table, verdict } from './lib/stats.js';
 import { freePort } from '../test/helpers/free-port.js';
@@ -45,25 +46,6 @@ const PROFILE = process.env.BENCH_PROFILE === '1';
 const ONLY_START = process.env.BENCH_ONLY === 'start';
 const OTHER = process.env.BENCH_OTHER;
 const MiB = 1024 * 1024;
-
-/**
- * The reference: a bare node:http server, in its cheapest form (CommonJS `require`: on Node 26 an
- * ES module `import` of node:http alone adds about 40 ms of CPU and 12 MiB, see src/a2a/server.ts).
- * It reads the request body (as any JSON-RPC server must) and answers with fixed bytes: the
- * bridge's GetTask answer on every path but `/health`.
- */
-const BARE_SERVER = `
-const { createServer } = require('node:http');
-const body = process.env.BARE_BODY;
-const health = '{"status":"ok"}';
-createServer((req, res) => {
-  req.on('data', () => {});
-  req.on('end', () => {
-    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
-    res.end(req.url === '/health' ? health : body);
-  });
-}).listen({ host: '127.0.0.1', port: Number(process.env.BARE_PORT) });
-`;
 
 interface Started {
   proc: ChildProcess;

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { RESULTS_PATH } from './lib/results.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const SCRIPTS = ['machine-limit', 'million', 'a2a-overhead', 'mailbox-check', 'maildir-check', 'maildir-junk', 'flood', 'gates', 'reply-parse', 'replay-store', 'arrival-latency', 'stream-latency', 'store-bounds', 'memory'];
+const SCRIPTS = ['machine-limit', 'instructions', 'million', 'a2a-overhead', 'mailbox-check', 'maildir-check', 'maildir-junk', 'flood', 'gates', 'reply-parse', 'replay-store', 'arrival-latency', 'stream-latency', 'store-bounds', 'memory'];
 
 const failed: string[] = [];
 for (const name of SCRIPTS) {

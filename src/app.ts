@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { renderPush } from './a2a/push-wire.js';
 import { startServer, type RunningServer } from './a2a/server.js';
-import type { ServerStopped } from './a2a/shutdown.js';
+import { STOP_GRACE_MS, type ServerStopped } from './a2a/shutdown.js';
 import type { Config } from './config/config.js';
 import { maxOf } from './extremes.js';
 import { Bridge } from './core/bridge.js';
@@ -94,6 +94,7 @@ export function buildBridge(config: Config, o: BuildOptions): BuiltBridge {
     mailbox: o.mailbox ?? openMailbox(config, o.now),
     log: o.log,
     now: o.now ?? Date.now,
+    startedAt: (o.now ?? Date.now)(),
     random: Math.random,
     get dispatcher(): Dispatcher {
       return o.dispatcher ?? (ours ??= webhookDispatcher(maxTimeout));
@@ -111,6 +112,15 @@ export function buildBridge(config: Config, o: BuildOptions): BuiltBridge {
   };
 }
 
+/** Resolves when `work` settles; after `ms` without, calls `cut` and waits for it and the work. */
+async function cutAfter(work: Promise<unknown>, ms: number, cut: () => Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), ms)));
+  const first = await Promise.race([work.then(() => 'done' as const, () => 'done' as const), late]);
+  clearTimeout(timer);
+  if (first === 'late') await Promise.allSettled([cut(), work]);
+}
+
 /** How often `serve` runs the store's upkeep without a call (Bridge.maintainStore), in ms. */
 const UPKEEP_EVERY_MS = 60_000;
 
@@ -120,7 +130,8 @@ export interface App {
   /**
    * Stops the server first (no new call; open streams end; answers under way get
    * STOP_GRACE_MS, src/a2a/shutdown.ts), then the watcher, then waits for the bridge's work under
-   * way and closes the store and releases the claim.
+   * way (a mailbox check still running after another STOP_GRACE_MS is cut) and closes the store
+   * and releases the claim.
    * @returns what stopping the server came to
    */
   close(): Promise<ServerStopped>;
@@ -238,6 +249,10 @@ export async function startApp(config: Config, o: AppOptions): Promise<App> {
       const stopped = await server.close();
       await watcher?.stop();
       await demand?.stop();
+      // A mailbox check that hangs (a server that accepts and never answers waits out timeout_s,
+      // up to 300 s) is cut after the grace the answers had (it then fails as "aborted"), so a stop
+      // ends within `a2a-mailbridge stop`'s wait (STOP_WAIT_MS, src/cli/stop.ts).
+      await cutAfter(bridge.idle(), STOP_GRACE_MS, () => bridge.ctx.mailbox.close());
       await built.close();
       claim.release();
       return stopped;

@@ -159,8 +159,11 @@ function readdirSafe(dir: string): string[] {
   }
 }
 
-/** One sentence on how busy the machine was with other work during the run. */
-export function describeLoad(r: LoadReading): string {
-  const busy = r.othersCores >= 0.1 ? '; figures on a quiet machine would be better' : '';
+/**
+ * One sentence on how busy the machine was with other work during the run; `timed: false` for a
+ * bench whose figures the load does not move (instruction counts), which then has no advice to add.
+ */
+export function describeLoad(r: LoadReading, o: { timed?: boolean } = {}): string {
+  const busy = r.othersCores >= 0.1 && o.timed !== false ? '; figures on a quiet machine would be better' : '';
   return `Other processes on the machine used ${r.othersCores.toFixed(2)} of ${cpus().length} cores on average during this run (load average ${r.loadBefore.toFixed(2)} → ${r.loadAfter.toFixed(2)})${busy}.`;
 }

@@ -33,7 +33,7 @@ export class MemoryMailbox implements Mailbox {
 
   open(req: CheckRequest): Promise<MailboxPass> {
     const fresh = this.#messages.filter((m) => m.uid > req.watermark.lastUid && !req.isRecorded?.(m.source));
-    const limit = Math.min(fresh.length, req.maxPrefixes ?? DEFAULT_MAX_PREFIXES);
+    let limit = Math.min(fresh.length, req.maxPrefixes ?? DEFAULT_MAX_PREFIXES);
     let blocks = Math.max(0, req.maxHeaders ?? DEFAULT_MAX_HEADERS);
     let left = false;
     const byUid = new Map(this.#messages.map((m) => [m.uid, m]));
@@ -49,6 +49,9 @@ export class MemoryMailbox implements Mailbox {
       },
       get bytesFetched() {
         return bytes;
+      },
+      giveBack: (count: number) => {
+        limit = Math.min(fresh.length, limit + count);
       },
       headers: () => {
         const batch = fresh.slice(next, Math.min(limit, next + HEADER_BATCH));

@@ -51,6 +51,7 @@ export class MeteredMailbox implements Mailbox {
           cost.messages += b.length;
           return b;
         }),
+      giveBack: (count) => pass.giveBack(count),
       headerBlocks: (m) => timed(() => pass.headerBlocks(m)),
       whole: (m) => timed(() => pass.whole(m)),
       close: () =>

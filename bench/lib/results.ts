@@ -12,7 +12,7 @@ import { describeMachine, machineLine } from './machine.js';
 export const RESULTS_PATH = join(dirname(fileURLToPath(import.meta.url)), '..', 'RESULTS.md');
 
 /** The order sections appear in, whatever order the scripts ran in. */
-const ORDER = ['machine-limit', 'million', 'a2a-overhead', 'mailbox-check', 'maildir-check', 'maildir-junk', 'flood', 'gates', 'reply-parse', 'replay-store', 'arrival-latency', 'store-bounds', 'memory'];
+const ORDER = ['machine-limit', 'instructions', 'million', 'a2a-overhead', 'mailbox-check', 'maildir-check', 'maildir-junk', 'flood', 'gates', 'reply-parse', 'replay-store', 'arrival-latency', 'store-bounds', 'memory'];
 
 const HEADER = `# a2a-mailbridge benchmarks
 

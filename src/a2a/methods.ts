@@ -22,6 +22,11 @@ const memo = (m: WeakMap<TaskView, JsonText>, view: TaskView, render: (v: TaskVi
   return w;
 };
 
+/** GetTask's v1.0 answer of a view (one function for every call: a call makes no closure). */
+const v1Answer = (view: TaskView): JsonText => memo(v1Of, view, v1Task);
+/** GetTask's v0.3 answer of a view. */
+const v03Answer = (view: TaskView): JsonText => memo(v03Of, view, v03Task);
+
 /** `f` of a value that may still be coming (Bridge.get answers at once when nothing is due). */
 const then = <T, R>(x: T | Promise<T>, f: (v: T) => R): R | Promise<R> => (x instanceof Promise ? x.then(f) : f(x));
 
@@ -35,7 +40,7 @@ export const V1_METHODS: Readonly<Record<string, Handler>> = {
   },
   GetTask: (bridge, params, c) => {
     const p = parseTaskIdParams(params);
-    return then(bridge.get(c.agent, p.id, p.historyLength), (view) => memo(v1Of, view, (v) => v1Task(v)));
+    return then(bridge.get(c.agent, p.id, p.historyLength), v1Answer);
   },
   ListTasks: async (bridge, params, c) => {
     const p = parseListParams(params);
@@ -76,7 +81,7 @@ export const V03_METHODS: Readonly<Record<string, Handler>> = {
   },
   'tasks/get': (bridge, params, c) => {
     const p = parseTaskIdParams(params);
-    return then(bridge.get(c.agent, p.id, p.historyLength), (view) => memo(v03Of, view, (v) => v03Task(v)));
+    return then(bridge.get(c.agent, p.id, p.historyLength), v03Answer);
   },
   'tasks/cancel': async (bridge, params, c) => v03Task(await bridge.cancel(c.agent, parseTaskIdParams(params).id)),
   ...V03_STREAM_METHODS,

@@ -31,10 +31,6 @@ const MAX_TEXT_BYTES = MAX_DATA_TEXT_BYTES * 2;
  * Checked before any part is looked at.
  */
 export const MAX_MESSAGE_PARTS = 1000;
-/** A UTF-16 surrogate without its pair: such a string cannot round-trip through UTF-8. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-/** {@link LONE_SURROGATE}, global: for `replace` (which starts it at 0 each time), made once rather than per part. */
-const LONE_SURROGATES = new RegExp(LONE_SURROGATE, 'g');
 /** The members that say a part's kind (v1.0); exactly one of them is present. */
 const PART_KINDS = ['text', 'raw', 'url', 'data', 'file'] as const;
 /** An RFC 3339 `date-time` (§5.6): full date, `T`, full time with optional fraction, and `Z` or a numeric offset. */
@@ -64,7 +60,7 @@ export function asObject(v: unknown, what: string): Obj {
 function optionalId(o: Obj, name: string, what: string): string | undefined {
   const v = field(o, name);
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'string' || v.length === 0 || v.length > MAX_ID_LENGTH || LONE_SURROGATE.test(v)) {
+  if (typeof v !== 'string' || v.length === 0 || v.length > MAX_ID_LENGTH || !v.isWellFormed()) {
     throw new A2AError('invalidParams', `${what}.${name} must be a non-empty, well-formed string of at most ${MAX_ID_LENGTH} characters`);
   }
   return v;
@@ -129,7 +125,9 @@ function partText(p: Obj, i: number, room: number): string {
     if (mediaType !== undefined && mediaType !== '' && !mediaType.startsWith('text/')) {
       throw new A2AError('contentTypeNotSupported', `message.parts[${i}]: a text part with mediaType ${givenMediaType} cannot be carried; send text/plain`);
     }
-    return LONE_SURROGATE.test(p.text) ? p.text.replace(LONE_SURROGATES, '\uFFFD') : p.text;
+    // A UTF-16 surrogate without its pair cannot round-trip through UTF-8: each becomes U+FFFD
+    // (`toWellFormed`, ES2024; one-byte text, the common case, is known well formed at once).
+    return p.text.isWellFormed() ? p.text : p.text.toWellFormed();
   }
   if (kind === 'data' && p.data !== undefined) {
     if (mediaType !== undefined && mediaType !== '' && !/^application\/([\w.+-]+\+)?json$/.test(mediaType)) {

@@ -22,7 +22,7 @@ import { JsonText } from './call.js';
 import { eventText, writeSse } from './sse.js';
 import { StreamLimiter } from './stream-limit.js';
 import { limitedLog } from '../log.js';
-import { bearerPresented, capConnections } from './connection-cap.js';
+import { bearerPresented, bearerShownBefore, capConnections } from './connection-cap.js';
 import { DoorResponse } from './door-response.js';
 import { stopController, stopServer, type ServerStopped } from './shutdown.js';
 
@@ -83,6 +83,11 @@ const streamsWhenCalled = (method: string): AbortController | undefined => (find
 /** The `Allow` of a 405 on a GET route: it answers HEAD too (RFC 9110 §10.2.1, §9.3.2). */
 const GET_ONLY = { allow: 'GET, HEAD' } as const;
 
+/** What `presentsBearer` finds, shared: a call allocates none. */
+const PRESENTED = { m: true, ok: true } as const;
+const WRONG_CREDENTIAL = { m: true, ok: false } as const;
+const NO_CREDENTIAL = { m: false, ok: false } as const;
+
 /** The headers of every JSON answer. */
 const JSON_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store' } as const;
 
@@ -134,12 +139,20 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     res.end(text);
   };
 
-  /** Whether the request presents the bearer: hashed once, compared in constant time, never as a string. */
+  /**
+   * Whether the request presents the bearer (`m`: whether it has a Bearer credential at all):
+   * hashed once, compared in constant time, never as a string — except that the Authorization value
+   * with which the same connection presented the bearer before is recognised as a string
+   * (connection-cap.ts, `bearerShownBefore`, says why that leaks nothing).
+   */
   const presentsBearer = (req: IncomingMessage): { m: boolean; ok: boolean } => {
-    const m = /^Bearer[ ]+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+    const header = req.headers.authorization;
+    if (header === undefined) return NO_CREDENTIAL;
+    if (bearerShownBefore(req.socket, header)) return PRESENTED;
+    const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
     const ok = m !== null && timingSafeEqual(digest(m[1]!), bearer);
-    if (ok) bearerPresented(req.socket);
-    return { m: m !== null, ok };
+    if (ok) bearerPresented(req.socket, header);
+    return ok ? PRESENTED : m === null ? NO_CREDENTIAL : WRONG_CREDENTIAL;
   };
   /** The caller's key (a hash of its bearer) when the request presents the bearer; else answers 401 and returns null. */
   const authorized = (req: IncomingMessage, res: ServerResponse, agent: AgentConfig): string | null => {
@@ -225,6 +238,16 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     return errorResponse(id, known ?? new A2AError('internalError', 'Internal error; see the bridge log'), dialect);
   };
 
+  /**
+   * The 404 of the server root (a client given the bare address), or under /agents/ of a name that
+   * is no agent: it names the agent endpoints (public in their cards anyway), never the path asked
+   * for (the caller's text).
+   */
+  const known = (res: ServerResponse): void => {
+    const list = [...agents.values()];
+    send(res, 404, { error: `no agent at this path; the agents are: ${list.map((a) => `${a.name} (${endpoint(a)})`).join(', ')}`, agents: list.map((a) => a.name) });
+  };
+
   /** Routes one request; a promise only for the answers that wait (a handler's, the metrics, a stream). */
   const handle = (req: IncomingMessage, res: ServerResponse): void | Promise<void> => {
     const path = pathOf(req.url);
@@ -272,17 +295,11 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       const only = [...agents.values()][0]!;
       return sendCard(req, res, cardFor(req, urlOf(req.url), only, endpointFor(req, only), path.endsWith('/agent.json')).body, servingSince);
     }
-    // The server root (a client given the bare address), or under /agents/ a name that is no
-    // agent: the 404 names the agent endpoints (public in their cards anyway), never the path asked for (the caller's text).
-    const known = (): void => {
-      const list = [...agents.values()];
-      send(res, 404, { error: `no agent at this path; the agents are: ${list.map((a) => `${a.name} (${endpoint(a)})`).join(', ')}`, agents: list.map((a) => a.name) });
-    };
-    if (path === '/') return known();
+    if (path === '/') return known(res);
     const route = agentRoute(path);
     if (!route) return send(res, 404, { error: 'not found' });
     const { agent, rest } = route;
-    if (!agent) return known();
+    if (!agent) return known(res);
     if (CARD_PATHS.has(rest)) {
       if (!get) return send(res, 405, { error: 'use GET' }, GET_ONLY);
       return sendCard(req, res, cardFor(req, urlOf(req.url), agent, endpointFor(req, agent), rest.endsWith('/agent.json')).body, servingSince);

@@ -4,6 +4,7 @@
  */
 import { TASK_STATES, TERMINAL_STATES, type TaskState } from '../store/task-state.js';
 import { VERDICTS } from '../uplink/verdicts.js';
+import { nearestKey } from '../config/fields.js';
 import { UsageError } from './errors.js';
 
 const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 7 * 86_400_000 };
@@ -33,13 +34,34 @@ export function parseCount(text: string, option: string, min = 1, max = 1_000_00
   return n;
 }
 
-/** A number of days, ≥ 0, fractions allowed (`30`, `0.5`). @returns ms @throws UsageError */
+/**
+ * An age, ≥ 0, fractions allowed: a bare number of days (`30`, `0.5`), or a number with a unit as
+ * `--since` takes one ({@link parseTime}: `90s`, `30m`, `12h`, `7d`, `2w`); at most 100,000 days.
+ * @returns ms @throws UsageError
+ */
 export function parseDays(text: string, option: string): number {
-  const t = text.trim();
-  const n = /^\d+(?:\.\d+)?$/.test(t) ? Number(t) : Number.NaN;
-  if (!Number.isFinite(n) || n > 100_000) throw new UsageError(`${option} ${JSON.stringify(text)}: give a number of days, e.g. 30`);
-  return Math.round(n * UNIT_MS.d!);
+  const m = /^(\d+(?:\.\d+)?)\s*([smhdw]?)$/i.exec(text.trim());
+  const ms = m ? Number(m[1]) * UNIT_MS[(m[2] || 'd').toLowerCase()]! : Number.NaN;
+  if (!Number.isFinite(ms) || ms > 100_000 * UNIT_MS.d!) throw new UsageError(`${option} ${JSON.stringify(text)}: give a number of days (30, 0.5) or an age (12h, 7d, 2w)`);
+  return Math.round(ms);
 }
+
+/**
+ * Words a person types for a task state that are not its name (nor within a typo of it, which
+ * nearestKey finds): the state to suggest.
+ */
+const STATE_WORDS = new Map<string, string>([
+  ['done', 'completed'],
+  ['complete', 'completed'],
+  ['success', 'completed'],
+  ['succeeded', 'completed'],
+  ['error', 'failed'],
+  ['errored', 'failed'],
+  ['pending', 'submitted'],
+  ['queued', 'submitted'],
+  ['running', 'working'],
+  ['waiting', 'input-required'],
+]);
 
 /**
  * Task states, comma-separated, in any spelling callers see (`working`, `WORKING`,
@@ -57,8 +79,11 @@ export function parseStates(text: string, option: string): TaskState[] {
     } else if ((TASK_STATES as readonly string[]).includes(word)) {
       out.add(word as TaskState);
     } else {
-      const valid = [...TASK_STATES.map((s) => s.toLowerCase().replaceAll('_', '-')), 'open', 'finished'].join(', ');
-      throw new UsageError(`${option} ${JSON.stringify(raw.trim())} is not a task state; use one of ${valid} (comma-separated for several)`);
+      const valid = [...TASK_STATES.map((s) => s.toLowerCase().replaceAll('_', '-')), 'open', 'finished'];
+      // The nearest valid word, as a config error suggests one (config/fields.ts nearestKey), or the state a common word means.
+      const typed = raw.trim().toLowerCase();
+      const near = STATE_WORDS.get(typed) ?? nearestKey(typed, valid);
+      throw new UsageError(`${option} ${JSON.stringify(raw.trim())} is not a task state; use one of ${valid.join(', ')} (comma-separated for several)${near === undefined ? '' : `; did you mean "${near}"?`}`);
     }
   }
   return [...out];

@@ -2,6 +2,7 @@ import { probeListen } from '../a2a/listen-probe.js';
 import type { Config } from '../config/config.js';
 import type { Check } from './doctor.js';
 import { probeHealth } from './health-probe.js';
+import { listenTaker } from './listen-taken.js';
 import { restartCommands } from './status.js';
 
 /**
@@ -34,11 +35,7 @@ export async function checkListen(config: Config): Promise<Check> {
       if (probe.sameStore === null) return { name, status: 'warn', detail: `${own}; this config's server.bearer cannot be read now (${probe.why})`, fix: `put the bearer file back; the bridge keeps the bearer it read at its start until you restart it: ${restart}` };
       return { name, status: 'warn', detail: `${own}, running with an outdated server.bearer: the bearer was replaced since it started`, fix: `restart it so it reads the new bearer: ${restart}` };
     }
-    const taker = !probe.up
-      ? 'another program (no a2a-mailbridge answers /health there)'
-      : probe.sameStore === false
-        ? "a bridge of another config (its /health names another store, or none to this config's server.bearer)"
-        : `an a2a-mailbridge that may not be this config's (${probe.why ?? 'it does not say which store it serves'})`;
+    const taker = listenTaker(probe).text;
     return { name, status: 'fail', detail: `${at} is already in use by ${taker}: serve would fail to start`, fix: `stop what listens there, or set ${key} to a free port` };
   }
 }

@@ -96,7 +96,7 @@ function forgeableTrust(config: Config, agent: AgentConfig | undefined): { words
   const detect = commandLine(config.file, `provider detect --from ${agent ? shellWord(agent.address) : '<agent address>'}`);
   return {
     words: `the config trusts a stamp a hand-made or forged mail can carry (provider ${config.mailbox.provider}), so this mail cannot show the trust settings are right`,
-    fix: `check that [mailbox] provider, authserv_id and border_host trust only what your provider writes where its MX takes mail in from outside: run ${detect} on a genuine reply and set what it prints; if you wrote this mail into the folder yourself with a copied stamp, npm run demo is the real test`,
+    fix: `check that [mailbox] provider, authserv_id and border_host trust only what your provider writes where its MX takes mail in from outside: run ${detect} on a genuine reply and set what it prints; if you wrote this mail into the folder yourself with a copied stamp, a2a-mailbridge demo is the real test`,
   };
 }
 
@@ -105,7 +105,7 @@ type Basis = 'not-the-config' | 'forgeable-trust';
 
 /** The fix of such a mail: nothing to change here, and what a real test is. */
 const NOT_THE_CONFIG =
-  'nothing in the config needs changing: no setting makes such a mail pass; for a real test run npm run demo (the whole round trip), or wait for a genuine reply from the agent';
+  'nothing in the config needs changing: no setting makes such a mail pass; for a real test run a2a-mailbridge demo (the whole round trip), or wait for a genuine reply from the agent';
 
 /**
  * One ledger row's mail judged again with `config` (gates 3–7; never committed): whether it passes,

@@ -134,10 +134,13 @@ function isMaildir(dir: string): boolean {
  * With `maildir` the config reads that Maildir instead of IMAP (its path made absolute against the
  * working folder; no IMAP password file); a path without `cur/` and `new/` yet gets a note with the
  * `mkdir` that makes them. Nothing is written when any of the files exists.
+ * A `--config` beside `--dir` must name the file `--dir` writes (`<dir>/config.toml`): each says
+ * where the config goes, so two different places are refused rather than one silently dropped.
  *
  * @returns the exit code (0)
  * @throws CliFailure naming the first file that exists
- * @throws UsageError for a Maildir path starting with `~` (the config does not expand it)
+ * @throws UsageError for a Maildir path starting with `~` (the config does not expand it), or for
+ *   `--config` and `--dir` naming different places
  */
 export function runInit(o: { dir?: string; configFlag?: string; maildir?: string }, now = Date.now()): number {
   if (o.maildir !== undefined && (o.maildir === '' || o.maildir.startsWith('~'))) {
@@ -145,6 +148,14 @@ export function runInit(o: { dir?: string; configFlag?: string; maildir?: string
   }
   const maildir = o.maildir === undefined ? undefined : resolve(o.maildir);
   const configFile = o.dir !== undefined ? join(resolve(o.dir), 'config.toml') : resolve(configPath(o.configFlag));
+  if (o.dir !== undefined && o.configFlag !== undefined && resolve(o.configFlag) !== configFile) {
+    const rest = o.maildir !== undefined ? ['--maildir', o.maildir] : [];
+    throw new UsageError(
+      `--config ${shellWord(o.configFlag)} and --dir ${shellWord(o.dir)} name different places (--dir writes ${shellWord(configFile)}); give one: ` +
+        `${shellLine('a2a-mailbridge', '--config', o.configFlag, 'init', ...rest)} writes that file and its secrets/, state/ and logs/ beside it, ` +
+        `${shellLine('a2a-mailbridge', 'init', '--dir', o.dir, ...rest)} writes config.toml in that folder`,
+    );
+  }
   const dir = dirname(configFile);
   const example = readFileSync(packageFile('mailbridge.example.toml'), 'utf8');
   const files = initFiles(example, now, configFile, maildir).map((f) => ({ ...f, abs: f.path === 'config.toml' ? configFile : join(dir, f.path) }));

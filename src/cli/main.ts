@@ -1,9 +1,10 @@
 import { Argument, Command, type CommanderError } from 'commander';
 import { VERSION } from '../a2a/agent-card.js';
-import { commandLine, configPath } from '../config/config-path.js';
+import { configPath } from '../config/config-path.js';
 import { endQuietlyOnClosedPipes } from './closed-pipe.js';
 import { CliFailure } from './errors.js';
 import { exitAfterWrite } from './exit-after-write.js';
+import type { CancelOptions } from './cancel.js';
 import type { LedgerOptions } from './ledger.js';
 import type { StoreLocation } from './open-store.js';
 import type { PruneOptions } from './prune.js';
@@ -57,7 +58,7 @@ program
 program
   .command('init')
   .description('write a commented config and the secret files (mode 0600) into a private folder; never overwrites')
-  .option('--dir <dir>', 'the folder (default: that of the config file as every command finds it: --config, $A2A_MAILBRIDGE_CONFIG, $XDG_CONFIG_HOME/a2a-mailbridge, ~/.config/a2a-mailbridge)')
+  .option('--dir <dir>', 'the folder (default: that of the config file as every command finds it: --config, $A2A_MAILBRIDGE_CONFIG, $XDG_CONFIG_HOME/a2a-mailbridge, ~/.config/a2a-mailbridge); the config is <dir>/config.toml, and a --config naming another file is refused')
   .option('--maildir <path>', 'read replies from this Maildir (a folder your mail sync fills) instead of IMAP: no IMAP keys, no IMAP password file')
   .action(async (o: { dir?: string; maildir?: string }) => {
     const flag = program.opts<{ config?: string }>().config;
@@ -141,7 +142,7 @@ program
 program
   .command('prune')
   .description('delete finished tasks and old ledger rows; open tasks are never touched')
-  .option('--older-than <days>', 'tasks finished, and mail seen, more than this many days ago')
+  .option('--older-than <age>', 'tasks finished, and mail seen, longer ago than this: days (30, 0.5) or an age (12h, 7d, 2w)')
   .option('--dry-run', 'count only; delete nothing')
   .option('--db <file>', 'delete from this store file instead of store.path of the config (with --dry-run: count in it)')
   .option('--json', 'counts as JSON')
@@ -152,6 +153,14 @@ program
   .description('re-dispatch a task that FAILED by dispatch (attempts exhausted, or refused by the webhook): same job, fresh token and webhook-id')
   .argument('<task>', 'task id, or a unique prefix of at least 4 characters')
   .action(async (task: string) => run(await (await import('./retry.js')).runRetry(config(), task)));
+
+program
+  .command('cancel')
+  .description('cancel open tasks as A2A CancelTask does (tokens revoked, a pending webhook stopped); sends the cancel notice when notify_cancel is on, and says what came of it; exit 1 if any task was refused')
+  .argument('[task...]', 'task ids, or unique prefixes of at least 4 characters')
+  .option('--all-open', "every open task (submitted, working, input-required) of the agent --agent names")
+  .option('--agent <name>', 'with --all-open: whose open tasks')
+  .action(async (tasks: string[], o: CancelOptions) => run(await (await import('./cancel.js')).runCancel(config(), tasks, o)));
 
 program
   .command('backup')
@@ -206,18 +215,19 @@ program
   .command('demo')
   .description('a full round trip on loopback: bridge, simulated cloud agent, signed mail; exits 0 on success')
   .option('--verbose', 'print the bridge log')
-  .action(async (o: { verbose?: boolean }) => {
+  .option('--reply-delay <ms>', 'how long the simulated cloud agent waits before it mails its reply (0 to 600000; default 300)')
+  .action(async (o: { verbose?: boolean; replyDelay?: string }) => {
+    const delay = o.replyDelay === undefined ? undefined : (await import('./args.js')).parseCount(o.replyDelay, '--reply-delay', 0, 600_000);
     const { demo } = await import('../demo/round-trip.js');
-    process.exitCode = (await demo({ verbose: o.verbose === true })) ? 0 : 1;
+    process.exitCode = (await demo({ verbose: o.verbose === true, ...(delay === undefined ? {} : { replyDelayMs: delay }) })) ? 0 : 1;
   });
 
 program.parseAsync().catch(async (err: unknown) => {
   if ((err as NodeJS.ErrnoException)?.code === 'EADDRINUSE') {
     const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
-    return exitAfterWrite(
-      `a2a-mailbridge: ${e.address ?? 'the address'}:${e.port ?? '?'} is already in use, by another program or another bridge (${commandLine(config(), 'status')} tells which; ${commandLine(config(), 'stop')} stops this config's): stop it or change server.listen\n`,
-      2,
-    );
+    // By what, when it can tell (as doctor's listen check and status do): this config's bridge, or another.
+    const { listenTakenLine } = await import('./listen-taken.js');
+    return exitAfterWrite(await listenTakenLine(config(), `${e.address ?? 'the address'}:${e.port ?? '?'}`), 2);
   }
   // A message may quote what a file held (a config line with a terminal's escape sequence):
   // every control or invisible character but the line breaks is shown escaped (format.ts).

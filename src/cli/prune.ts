@@ -35,7 +35,7 @@ export function formatPrune(counts: PruneCounts, cut: number, dryRun: boolean): 
 }
 
 /**
- * `a2a-mailbridge prune --older-than <days>`: deletes tasks finished before the cut with no event
+ * `a2a-mailbridge prune --older-than <age>` (days, or an age as `--since` takes: src/cli/args.ts parseDays): deletes tasks finished before the cut with no event
  * since (terminal states only, never an open task), with their turns, attempts, messages,
  * artifacts, replies, attachments and events, and the ledger rows
  * seen before the cut that belong to no task that stays (see src/store/prune.ts). A batch of
@@ -45,7 +45,7 @@ export function formatPrune(counts: PruneCounts, cut: number, dryRun: boolean): 
  * @throws UsageError without `--older-than`; ConfigError/StoreError when the store cannot be opened
  */
 export function runPrune(where: StoreLocation, o: PruneOptions, now = Date.now()): number {
-  if (o.olderThan === undefined) throw new UsageError('prune needs --older-than <days>, e.g. --older-than 30');
+  if (o.olderThan === undefined) throw new UsageError('prune needs --older-than <age>: days (30) or an age (12h, 7d, 2w), e.g. --older-than 30');
   const cut = now - parseDays(o.olderThan, '--older-than');
   let counts: PruneCounts;
   if (o.dryRun) {

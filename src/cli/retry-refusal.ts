@@ -75,7 +75,7 @@ export function retryRefusal(f: RetryFacts): string | null {
       return stillDelivering(f);
     case 'WORKING': {
       const accepted = turn?.acceptedAt !== null && turn?.acceptedAt !== undefined ? ` at ${iso(turn.acceptedAt)}` : '';
-      return `task ${task.id} is WORKING: its webhook was accepted${accepted} and the agent has the job; its reply comes by email. ${RULE}. To start over, cancel it (CancelTask) and send the job again`;
+      return `task ${task.id} is WORKING: its webhook was accepted${accepted} and the agent has the job; its reply comes by email. ${RULE}. To start over, cancel it (${commandLine(f.configFile, `cancel ${task.id.slice(0, 8)}`)}, or the caller's CancelTask) and send the job again`;
     }
     case 'INPUT_REQUIRED':
       return `task ${task.id} is INPUT_REQUIRED: the agent asked the caller a question; answer it on context_id ${task.contextId}. ${RULE}`;

@@ -34,17 +34,32 @@ const HOW_TO_ADD: Record<SecretKind, string> = {
   'webhook-bearer': 'in the agent\'s [agents.webhook], set auth = "bearer" (or "both") and bearer_file = "secrets/webhook-bearer"',
 };
 
-/** The names valid for this config: each alias that finds a file in it, then each key. */
-function validNames(refs: readonly SecretRef[]): string {
+/**
+ * The choices an unknown or absent name is answered with: the names `secret new` generates for
+ * this config (each alias of a generated kind that finds a file in it, then each such key), and
+ * apart from them the secret files set by the user, each with how (the IMAP password and a
+ * webhook trigger token are issued elsewhere: written into their file; an OAuth2 refresh token by
+ * the command that writes it). Listing the latter as choices would offer names `secret new` refuses.
+ */
+function secretChoices(refs: readonly SecretRef[], configFile: string): string {
+  const generated = refs.filter((r) => isGenerated(secretKind(r.key)));
   const aliases = Object.entries(ALIASES)
-    .filter(([, kind]) => refs.some((r) => secretKind(r.key) === kind))
+    .filter(([, kind]) => isGenerated(kind) && generated.some((r) => secretKind(r.key) === kind))
     .map(([alias]) => alias);
-  return [...aliases, ...refs.map((r) => r.key)].join(', ');
+  const names = [...aliases, ...generated.map((r) => r.key)];
+  const parts = [names.length > 0 ? `\`secret new\` generates: ${names.join(', ')}` : `\`secret new\` generates none of this config's secret files`];
+  const byUser = refs.filter((r) => !isGenerated(secretKind(r.key)));
+  if (byUser.length > 0) {
+    const how = (r: SecretRef): string =>
+      r.writtenBy !== undefined ? `${r.key} (set it with: ${commandLine(configFile, r.writtenBy)})` : `${r.key} (${r.what}: write it into ${r.path}, mode 0600)`;
+    parts.push(`set by you, not generated: ${byUser.map(how).join(', ')}`);
+  }
+  return parts.join('; ');
 }
 
 /** Which secret file `name` means: a `*_file` key as doctor prints it, or an alias (`bearer`, `webhook-secret` [--agent]). */
-function pick(refs: readonly SecretRef[], doc: Doc, name: string, agent: string | undefined): SecretRef {
-  const usage = `this config's are: ${validNames(refs)}`;
+function pick(refs: readonly SecretRef[], doc: Doc, name: string, agent: string | undefined, configFile: string): SecretRef {
+  const usage = secretChoices(refs, configFile);
   const exact = refs.find((r) => r.key === name);
   if (exact) return exact;
   const kind = ALIASES[name];
@@ -128,7 +143,7 @@ export function runSecretNew(configFile: string, name: string, o: SecretNewOptio
   } catch (err) {
     throw new ConfigError('(syntax)', tomlSyntaxMessage(file, text, err), { cause: err });
   }
-  const ref = pick(secretRefs(doc, dirname(file), file), doc, name, o.agent);
+  const ref = pick(secretRefs(doc, dirname(file), file), doc, name, o.agent, file);
   const kind = secretKind(ref.key)!;
   if (!isGenerated(kind)) {
     throw new CliFailure(

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Logger } from 'pino';
-import { claimForServe, probeServeListen, refuseHeldStore, startApp } from '../app.js';
+import { claimForServe, probeServeListen, refuseHeldStore, startApp, type App } from '../app.js';
 import { loadConfig } from '../config/config.js';
 import { prepareDataPlaces, storeFiles, tightenDataFiles } from '../config/data-place.js';
 import type { CheckSummary } from '../core/mail-check.js';
@@ -14,7 +14,10 @@ import { monotonicMs } from '../monotonic.js';
 /**
  * `a2a-mailbridge serve`: runs the bridge until SIGINT/SIGTERM, then closes the socket, ends the
  * open streams, waits a bounded time for answers under way (src/a2a/shutdown.ts) and for work
- * under way (a mailbox check, webhook attempts), closes the store and logs "stopped". Once it
+ * under way (a mailbox check, webhook attempts), closes the store, logs "stopped" and exits 0.
+ * The signals are handled from the moment its log is made, before the store is opened: one that
+ * comes while the app starts stops it as soon as it has started, one while the first mailbox check
+ * is awaited stops at once (no summary); a second signal while stopping is ignored. Once it
  * listens, it waits up to `mailbox.check_wait_ms` for the first mailbox check and prints the
  * start-up summary and its warnings on stderr (see serve-summary.ts). It refuses to start, before
  * it writes anything, when `server.listen` is taken or another serve holds the store (app.ts
@@ -46,19 +49,60 @@ export async function serve(configFile: string, o: { logLevel?: string }): Promi
     throw err;
   }
   if (tightened.length > 0) log.info({ files: tightened }, 'store files made readable by this user only (mode 0600); they were readable by others');
-  const app = await startApp(config, { log, claim });
+  // docs/streaming.md, "When the bridge stops": the socket, the open streams, the answers under way, then the store.
+  // The app once startApp has returned: what a signal's handler closes.
+  const running: { app?: App } = {};
+  let signalled: string | undefined;
+  let began = 0;
+  let askedToStop!: () => void;
+  const stopAsked = new Promise<null>((resolve) => (askedToStop = () => resolve(null)));
+  const closeAndExit = (a: App): void => {
+    a.close().then(
+      (stopped) => {
+        log.info({ ...stopped, tookMs: Math.round(monotonicMs() - began) }, 'stopped');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        log.error({ err: (err as Error).message }, 'error while stopping');
+        process.exit(1);
+      },
+    );
+  };
+  const stop = (signal: string): void => {
+    // A second signal (Ctrl-C pressed again, a service manager's SIGTERM after it) while stopping: the stop under way goes on.
+    if (signalled !== undefined) return;
+    signalled = signal;
+    began = monotonicMs();
+    log.info({ signal }, 'stopping');
+    askedToStop();
+    // While the app starts, it is closed as soon as startApp has returned (below).
+    if (running.app) closeAndExit(running.app);
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  // A safety net: every state change is one transaction, so an unexpected rejection leaves the
+  // store consistent; log it and keep serving rather than dropping every caller.
+  process.on('unhandledRejection', (reason) => {
+    log.error({ err: reason instanceof Error ? reason.message : String(reason), stack: reason instanceof Error ? reason.stack : undefined }, 'unhandled rejection');
+  });
+  const started = await startApp(config, { log, claim });
+  running.app = started;
+  if (signalled !== undefined) return closeAndExit(started);
   const waitedMs = config.mailbox.checkWaitMs;
   const firstCheck = await Promise.race<CheckSummary | null>([
-    app.bridge.checkNow(),
+    started.bridge.checkNow(),
     new Promise((resolve) => setTimeout(() => resolve(null), waitedMs).unref()),
+    stopAsked,
   ]);
+  // Stopping already (the signal's handler closes the app): no summary, no code cache.
+  if (signalled !== undefined) return;
   const logTo = underSystemd()
     ? `the journal (journalctl --user -u a2a-mailbridge), level ${level}`
     : config.log.file
       ? // The file pino-roll writes to: the highest-numbered one (a run goes on with the last run's file).
         `${rolledLogFiles(config.log.file).at(-1)?.[0] ?? config.log.file} (numbered as it rotates), level ${level}`
       : `stderr${terminal ? ' as readable lines' : ' as JSON lines'}, level ${level}`;
-  const summary = startupSummary({ config, endpoints: config.agents.map((a) => app.server.endpoint(a)), firstCheck, waitedMs, logTo });
+  const summary = startupSummary({ config, endpoints: config.agents.map((a) => started.server.endpoint(a)), firstCheck, waitedMs, logTo });
   process.stderr.write(`${[...summary.lines, ...summary.warnings.map((w) => `warning: ${w}`)].join('\n')}\n`);
   // What the configuration made it load (docs/architecture.md, "Start-up and memory").
   log.debug({ packages: loadedPackages() }, 'libraries loaded at start');
@@ -73,33 +117,11 @@ export async function serve(configFile: string, o: { logLevel?: string }): Promi
   release('start-up memory released');
   let served = 0;
   // A monitor polling /health does not keep the bridge from counting as quiet.
-  app.server.server.on('request', (req: { url?: string }) => {
+  started.server.server.on('request', (req: { url?: string }) => {
     if (req.url !== '/health') served++;
   });
   const idle = new IdleRelease(() => release('memory released after calls'));
   setInterval(() => idle.tick(served), IDLE_CHECK_EVERY_MS).unref();
-  // docs/streaming.md, "When the bridge stops": the socket, the open streams, the answers under way, then the store.
-  const stop = (signal: string): void => {
-    log.info({ signal }, 'stopping');
-    const began = monotonicMs();
-    app.close().then(
-      (stopped) => {
-        log.info({ ...stopped, tookMs: Math.round(monotonicMs() - began) }, 'stopped');
-        process.exit(0);
-      },
-      (err: unknown) => {
-        log.error({ err: (err as Error).message }, 'error while stopping');
-        process.exit(1);
-      },
-    );
-  };
-  // A safety net: every state change is one transaction, so an unexpected rejection leaves the
-  // store consistent; log it and keep serving rather than dropping every caller.
-  process.on('unhandledRejection', (reason) => {
-    log.error({ err: reason instanceof Error ? reason.message : String(reason), stack: reason instanceof Error ? reason.stack : undefined }, 'unhandled rejection');
-  });
-  process.once('SIGINT', () => stop('SIGINT'));
-  process.once('SIGTERM', () => stop('SIGTERM'));
 }
 
 /**

@@ -73,6 +73,30 @@ function parseWebhook(f: Fields, baseDir: string): WebhookConfig {
   return out;
 }
 
+/**
+ * Two `[[agents]]` tables with the same `name`, or the same `tag` (compared lower-case; a tag left
+ * out is the name upper-cased, as {@link parseAgent} makes it): an error for each later one,
+ * naming the first. Read from the tables as written, not from the agents read, so a duplicate is
+ * reported in the same run as the other errors of those tables (fresh-user trial: it came only
+ * once they were fixed).
+ */
+export function duplicateAgents(tables: readonly Fields[]): ConfigError[] {
+  const seen = new Map<string, string>();
+  const found: ConfigError[] = [];
+  for (const t of tables) {
+    const name = t.peekString('name');
+    const tag = t.peekString('tag') ?? name?.toUpperCase();
+    for (const [what, value] of [['name', name], ['tag', tag?.toLowerCase()]] as const) {
+      if (value === undefined) continue;
+      const k = `${what}:${value}`;
+      const first = seen.get(k);
+      if (first !== undefined) found.push(new ConfigError(t.key(what), `${JSON.stringify(value)} is already used by ${first}`));
+      else seen.set(k, t.prefix);
+    }
+  }
+  return found;
+}
+
 export function parseAgent(f: Fields, baseDir: string): AgentConfig {
   const name = f.string('name');
   if (!NAME_RE.test(name)) throw new ConfigError(f.key('name'), 'must be lower-case letters, digits, "-" or "_" (it is a URL path segment)');

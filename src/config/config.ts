@@ -3,7 +3,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { maxOf } from '../extremes.js';
 import type { LogConfig } from '../log.js';
-import { parseAgent } from './agents.js';
+import { duplicateAgents, parseAgent } from './agents.js';
 import type { ProviderProfile } from '../uplink/border.js';
 import type { ProviderName } from '../uplink/providers.js';
 import { readCheckedConfig, type ConfigReadHooks } from './config-file.js';
@@ -298,21 +298,16 @@ function parseTables(root: Fields, baseDir: string, file: string, o: LoadOptions
   // Each agent on its own: a bad value in one still lets the next ones be read.
   const agentTables = root.collect(() => root.tableArray('agents'));
   const read = (agentTables ?? []).map((a) => root.collect(() => a.readWhole((t) => parseAgent(t, baseDir))));
+  // Across the tables as written: reported with the agents' other errors, not once they are fixed.
+  const duplicates = duplicateAgents(agentTables ?? []);
+  root.problems.push(...duplicates);
   root.rejectUnknown();
   const agents = read.filter((a) => a !== undefined);
-  if (serverConfig === undefined || storePath === undefined || mailbox === undefined || log === undefined || dnsServers === undefined || agentTables === undefined || agents.length < read.length) {
+  if (serverConfig === undefined || storePath === undefined || mailbox === undefined || log === undefined || dnsServers === undefined || agentTables === undefined || agents.length < read.length || duplicates.length > 0) {
     // Each of these recorded its error in root.problems.
     throw oneError(root.problems)!;
   }
   if (agents.length === 0) throw new ConfigError('agents', 'at least one [[agents]] table is required');
-  const seen = new Map<string, string>();
-  for (const [i, a] of agents.entries()) {
-    for (const [what, value] of [['name', a.name], ['tag', a.tag.toLowerCase()]] as const) {
-      const k = `${what}:${value}`;
-      if (seen.has(k)) throw new ConfigError(`agents[${i}].${what}`, `${JSON.stringify(value)} is already used by ${seen.get(k)}`);
-      seen.set(k, `agents[${i}]`);
-    }
-  }
   // Every answer must come well inside the caller's timeout (docs/architecture.md, "The data path"):
   // the worst case is one webhook attempt, then the blocking wait, then one mailbox check wait.
   const slowestHook = maxOf(agents.map((a) => a.webhook.timeoutMs), Number.NEGATIVE_INFINITY);

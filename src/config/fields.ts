@@ -251,6 +251,12 @@ export class Fields {
     return this.setEffective(name, resolve(baseDir, v));
   }
 
+  /** The value of key `name` when it is a string, without reading it (no default, no error): for checks across tables. */
+  peekString(name: string): string | undefined {
+    const v = this.table[name];
+    return typeof v === 'string' ? v : undefined;
+  }
+
   optionalString(name: string): string | undefined {
     return this.has(name) ? this.string(name) : (this.raw(name), undefined);
   }

@@ -3,7 +3,7 @@ import type { AgentConfig } from '../config/config.js';
 import type { TaskRow } from '../store/task-rows.js';
 import { isTerminal, type TaskState } from '../store/task-state.js';
 import { healthFacts, type HealthFacts } from './health-facts.js';
-import { cancelTask, sendCancelNotice } from './cancel.js';
+import { cancelAndNotify } from './cancel.js';
 import type { BridgeContext } from './context.js';
 import { BridgeEvents } from './events.js';
 import { attemptDispatch } from './dispatch.js';
@@ -204,7 +204,10 @@ export class Bridge {
 
   /** A view from the cache, else built, kept and returned. A view handed out is shared: never changed. */
   private cached(key: string, build: () => { value: TaskView | ListPage; timed: boolean }): TaskView | ListPage {
-    const [generation, untimed, now] = [this.ctx.store.generation(), this.ctx.store.untimedViewGeneration(), this.ctx.now()];
+    // Read in this order (Store.untimedViewGeneration); not a destructured array, an iterator per call.
+    const generation = this.ctx.store.generation();
+    const untimed = this.ctx.store.untimedViewGeneration();
+    const now = this.ctx.now();
     const hit = this.views.get(key, generation, now, untimed);
     if (hit) return hit;
     const { value, timed } = build();
@@ -219,12 +222,11 @@ export class Bridge {
     return page;
   }
 
-  /** CancelTask; the optional cancel notice goes out in the background. @throws BridgeError task-not-found, task-not-cancelable */
+  /** CancelTask (src/core/cancel.ts cancelAndNotify); the optional cancel notice goes out in the background. @throws BridgeError task-not-found, task-not-cancelable */
   cancel(agent: AgentConfig, taskId: string, historyLength?: number): Promise<TaskView> {
-    const { task, changed } = cancelTask(this.ctx, agent, taskId);
-    if (changed) this.ctx.log.info({ task: task.id, agent: agent.name }, 'task canceled');
+    const { task, notice } = cancelAndNotify(this.ctx, agent, taskId);
     this.shown(task);
-    if (changed && agent.webhook.notifyCancel) this.track(sendCancelNotice(this.ctx, agent, task));
+    if (notice) this.track(notice);
     return Promise.resolve(viewTask(this.ctx, agent, task, historyLength));
   }
 
@@ -365,10 +367,7 @@ export class Bridge {
     return p;
   }
 
-  /**
-   * The store's upkeep (src/core/store-upkeep.ts), run by every refresh and by `serve`'s timer.
-   * Never waits and never fails the call it runs in.
-   */
+  /** The store's upkeep (src/core/store-upkeep.ts), run by every refresh and by `serve`'s timer; never waits or fails the call. */
   maintainStore(): Promise<void> {
     return this.upkeep.run();
   }

@@ -1,6 +1,6 @@
 import { BridgeError } from './errors.js';
 import type { AgentConfig } from '../config/config.js';
-import { postWebhook } from '../downlink/deliver.js';
+import { postWebhook, type DeliveryResult } from '../downlink/deliver.js';
 import { encodeEnvelope, type Envelope } from '../downlink/envelope.js';
 import { webhookHeaders } from '../downlink/sign.js';
 import { isTerminal } from '../store/task-state.js';
@@ -52,26 +52,61 @@ export function notCancelable(task: Pick<TaskRow, 'id' | 'state'>): string {
   }
 }
 
+/** What {@link cancelAndNotify} did: the task as the commit left it, and the cancel notice under way. */
+export interface Canceled {
+  task: TaskRow;
+  /**
+   * The cancel notice's POST, under way (settles with its result, or null when the task has no
+   * turn to base it on; rejects on a store error); null when `notify_cancel` is off for the agent.
+   */
+  notice: Promise<DeliveryResult | null> | null;
+}
+
+/**
+ * The whole cancel, as A2A CancelTask (Bridge.cancel) and the operator's `a2a-mailbridge cancel`
+ * both do it: {@link cancelTask} in one transaction, the `task canceled` log line, then the cancel
+ * notice started when the agent's `notify_cancel` is on. The caller decides whether to wait for
+ * the notice (the CLI does, to say what came of it) or leave it in the background (the bridge).
+ *
+ * @param cause the cause recorded, shown as the CANCELED status text (`Canceled: <cause>.`)
+ * @throws BridgeError task-not-found, task-not-cancelable (see {@link cancelTask})
+ */
+export function cancelAndNotify(ctx: BridgeContext, agent: AgentConfig, taskId: string, cause?: string): Canceled {
+  const { task } = cancelTask(ctx, agent, taskId, cause);
+  ctx.log.info({ task: task.id, agent: agent.name }, 'task canceled');
+  return { task, notice: agent.webhook.notifyCancel ? sendCancelNotice(ctx, agent, task) : null };
+}
+
 /**
  * The optional cancel notice (`agents.webhook.notify_cancel`): one best-effort POST of
  * the current turn's envelope with `cancel: true`, signed like a dispatch under its own
- * `webhook-id` and recorded as an attempt. It is not retried: the task is canceled whatever the
- * agent answers, and a reply it still sends resolves to `bad-token` (the token was revoked).
+ * `webhook-id` (`cancel_<task id without dashes>`) and recorded as an attempt. It is not retried:
+ * the task is canceled whatever the agent answers, and a reply it still sends resolves to
+ * `bad-token` (the token was revoked).
+ *
+ * @returns what the POST came to; null when the task has no turn (nothing is sent)
+ * @throws StoreError when the attempt cannot be recorded
  */
-export async function sendCancelNotice(ctx: BridgeContext, agent: AgentConfig, task: TaskRow): Promise<void> {
+export async function sendCancelNotice(ctx: BridgeContext, agent: AgentConfig, task: TaskRow): Promise<DeliveryResult | null> {
   const turn = ctx.store.turns.ofTask(task.id).at(-1);
-  if (!turn) return;
+  if (!turn) return null;
   const envelope: Envelope = {
     ...(JSON.parse(turn.envelope.toString('utf8')) as Envelope),
     cancel: true,
-    constraints: `Task ${task.id} was canceled by the caller (${task.stateReason ?? 'canceled'}). Stop work on it; no reply is expected.`,
+    constraints: `Task ${task.id} was canceled (${task.stateReason ?? 'canceled'}). Stop work on it; no reply is expected.`,
   };
   const body = encodeEnvelope(envelope);
-  const dispatchId = `cancel_${task.id.replaceAll('-', '')}`;
+  const dispatchId = cancelNoticeId(task.id);
   const attempt = ctx.store.tx((tx) => tx.attempts.start({ dispatchId, taskId: task.id, turn: turn.turn, at: ctx.now() }));
   const headers = webhookHeaders(agent.webhook, dispatchId, body, new Date(ctx.now()));
   const r = await postWebhook(agent.webhook.url, headers, body, agent.webhook.timeoutMs, ctx.dispatcher, ctx.now);
   ctx.metrics?.attempts.inc({ outcome: r.outcome, kind: 'cancel' });
   ctx.store.tx((tx) => tx.attempts.finish(attempt.id, { at: ctx.now(), outcome: r.outcome, httpStatus: r.httpStatus, error: r.error }));
   ctx.log.info({ task: task.id, dispatchId, outcome: r.outcome, status: r.httpStatus }, 'cancel notice');
+  return r;
+}
+
+/** The `webhook-id` of a task's cancel notice (one per task: a task is canceled once). */
+export function cancelNoticeId(taskId: string): string {
+  return `cancel_${taskId.replaceAll('-', '')}`;
 }

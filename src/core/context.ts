@@ -24,6 +24,12 @@ export interface BridgeContext {
   dkimResolver: DnsResolver;
   /** Prometheus instruments; absent in unit tests. */
   metrics?: BridgeMetrics;
+  /**
+   * When this bridge was built (ms, on `now`): a run of mailbox failures the store shows from
+   * before it is a previous run's, and this run's first failure starts a new one (src/store/mailbox-state.ts
+   * `recordCheck`). Absent: failures carry on from whatever the store shows.
+   */
+  startedAt?: number;
 }
 
 export function agentByName(config: Config, name: string): AgentConfig | undefined {

@@ -13,19 +13,27 @@ import { TEMPORARY_RETRY_MS } from './judge.js';
  * times (a restart forgets the waits: the message is tried on its first check). The judge refuses
  * it for good on the first try past those 24 h after arrival (every input leaves a trace).
  *
- * At most {@link DEFER_MAX_KEPT} messages are remembered; past that the one that may be tried
- * soonest is forgotten (it is tried at the next check, one try more). Once a key lookup failed in
- * a check, the rest of that check leaves unread the agent's mail signed only under the failing
- * selectors (src/core/mail-check.ts), so a flood of such mail costs at most one whole read and one
- * lookup timeout per failing selector and check, and the agent's mail under a working selector is
- * still judged.
+ * A message held is remembered here too ({@link Deferrals.held}): once a key lookup failed in a
+ * check, the agent's later mail signed only under the failing selectors is left unread (it could
+ * cost a lookup timeout each) until the deferred message is tried again (src/core/mail-check.ts),
+ * so a flood of such mail costs one whole read and one lookup timeout per failing selector and
+ * backoff (a check, once more are waiting than are kept), and the agent's mail under a working
+ * selector is still judged (attack review 7, F1).
+ * Every message remembered and not due yet is handed out by the mailbox unread, costing a lookup
+ * here and none of the check's prefix budget (attack review 7, F2: read again by every check,
+ * such mail took the whole budget and the mail behind it was never read).
+ *
+ * At most {@link DEFER_MAX_KEPT} messages are remembered; past that a held one (never tried: no
+ * backoff is lost), else the one that may be tried soonest, is forgotten (it is read, and tried
+ * or held again, at the next check). A task's view asks {@link Deferrals.taskWaitsSince} through
+ * an index by task, kept with every change.
  */
 
 /** First wait before a deferred message is tried again, in ms. */
 export const DEFER_FIRST_WAIT_MS = 60_000;
 /** Longest wait between two tries of a deferred message, in ms. */
 export const DEFER_MAX_WAIT_MS = 3600_000;
-/** Deferred messages whose waits are remembered, at most. */
+/** Deferred and held messages whose waits are remembered, at most (so too the held mail a check gives its prefix back: src/core/mail-check.ts). */
 export const DEFER_MAX_KEPT = 1000;
 /**
  * The longest a message can wait for its verdict after its first deferral, ms: a deferral lasts 24 h
@@ -34,19 +42,31 @@ export const DEFER_MAX_KEPT = 1000;
 const MAX_AGE_MS = TEMPORARY_RETRY_MS + DEFER_MAX_WAIT_MS;
 
 interface Waiting {
+  /** Key lookups tried and deferred so far (a hold is not a try). */
   tries: number;
   nextAt: number;
-  /** When it was first deferred (by this process), ms since the epoch. */
+  /** When it was first deferred or held (by this process), ms since the epoch. */
   since: number;
-  /** The task it is tagged for. */
+  /** The task it is tagged for (only a message tried and deferred names one). */
   taskId: string | undefined;
 }
 
-/** The deferred messages of one store (one bridge), by their ledger source key. */
+/** The remembered messages tagged for one task: their first-deferral times, and the earliest (null: to be found again). */
+interface TaskWaits {
+  since: Map<string, number>;
+  min: number | null;
+}
+
+/**
+ * The deferred (and held) messages of one store (one bridge), by their ledger source key, with an
+ * index by task so a task's view asks {@link Deferrals.taskWaitsSince} without a scan of them all.
+ */
 export class Deferrals {
   readonly #waiting = new Map<string, Waiting>();
+  /** By task id, the sources tagged for it: every change to `#waiting` goes through `#put` and `#drop`, which keep it. */
+  readonly #byTask = new Map<string, TaskWaits>();
 
-  /** True when `source` was deferred and its wait has not run out at `now` (ms since the epoch). */
+  /** True when `source` was deferred or held and its wait has not run out at `now` (ms since the epoch). */
   waits(source: string, now: number): boolean {
     const w = this.#waiting.get(source);
     return w !== undefined && w.nextAt > now;
@@ -56,22 +76,40 @@ export class Deferrals {
   deferred(source: string, now: number, taskId?: string): number {
     const was = this.#waiting.get(source);
     const tries = (was?.tries ?? 0) + 1;
-    this.#waiting.delete(source);
-    if (this.#waiting.size >= DEFER_MAX_KEPT) this.#forgetSoonest();
-    this.#waiting.set(source, { tries, nextAt: now + Math.min(DEFER_MAX_WAIT_MS, DEFER_FIRST_WAIT_MS * 2 ** (tries - 1)), since: was?.since ?? now, taskId });
+    this.#put(source, { tries, nextAt: now + Math.min(DEFER_MAX_WAIT_MS, DEFER_FIRST_WAIT_MS * 2 ** (tries - 1)), since: was?.since ?? now, taskId: taskId ?? was?.taskId });
     return tries;
   }
 
-  /** When a message tagged for `taskId` was first deferred, of those still waiting; null when none. */
+  /**
+   * `source` was left unread at `now` (held: signed only under selectors whose key lookup failed in
+   * this check) until `until`, when the message deferred under those selectors is tried again
+   * ({@link dueAt}); until then a check skips it unread (src/core/mail-check.ts). Not a try: its
+   * backoff and the task it was tagged for, if it was deferred before, are kept.
+   */
+  held(source: string, now: number, until: number): void {
+    const was = this.#waiting.get(source);
+    this.#put(source, { tries: was?.tries ?? 0, nextAt: Math.max(until, was?.nextAt ?? until), since: was?.since ?? now, taskId: was?.taskId });
+  }
+
+  /** When `source` may be tried again (ms since the epoch); null when it is not remembered. */
+  dueAt(source: string): number | null {
+    return this.#waiting.get(source)?.nextAt ?? null;
+  }
+
+  /**
+   * When a message tagged for `taskId` was first deferred, of those still remembered; null when
+   * none. From the index by task: O(1), or O(the task's own messages) once after one of them went.
+   */
   taskWaitsSince(taskId: string): number | null {
-    let since: number | null = null;
-    for (const w of this.#waiting.values()) if (w.taskId === taskId && (since === null || w.since < since)) since = w.since;
-    return since;
+    const t = this.#byTask.get(taskId);
+    if (!t) return null;
+    if (t.min === null) for (const since of t.since.values()) if (t.min === null || since < t.min) t.min = since;
+    return t.min;
   }
 
   /** `source` has a verdict (or was never deferred). */
   done(source: string): void {
-    this.#waiting.delete(source);
+    this.#drop(source);
   }
 
   /**
@@ -84,7 +122,7 @@ export class Deferrals {
    * @param listed the sources of every candidate the check saw, when it saw them all
    */
   forgetGone(now: number, listed?: ReadonlySet<string>): void {
-    for (const [source, w] of this.#waiting) if (now - w.since > MAX_AGE_MS || (listed !== undefined && !listed.has(source))) this.#waiting.delete(source);
+    for (const [source, w] of this.#waiting) if (now - w.since > MAX_AGE_MS || (listed !== undefined && !listed.has(source))) this.#drop(source);
   }
 
   /** Messages remembered. */
@@ -92,10 +130,43 @@ export class Deferrals {
     return this.#waiting.size;
   }
 
+  /** Tasks with a message remembered (the index's size: a test's check that it holds no task for nothing). */
+  get tasks(): number {
+    return this.#byTask.size;
+  }
+
+  /** Remembers `w` for `source` (replacing what was), forgetting one (`#forgetSoonest`) when {@link DEFER_MAX_KEPT} are kept. */
+  #put(source: string, w: Waiting): void {
+    this.#drop(source);
+    if (this.#waiting.size >= DEFER_MAX_KEPT) this.#forgetSoonest();
+    this.#waiting.set(source, w);
+    if (w.taskId === undefined) return;
+    let t = this.#byTask.get(w.taskId);
+    if (!t) this.#byTask.set(w.taskId, (t = { since: new Map(), min: null }));
+    t.since.set(source, w.since);
+    if (t.min !== null && w.since < t.min) t.min = w.since;
+  }
+
+  #drop(source: string): void {
+    const w = this.#waiting.get(source);
+    if (!w) return;
+    this.#waiting.delete(source);
+    if (w.taskId === undefined) return;
+    const t = this.#byTask.get(w.taskId);
+    if (!t) return;
+    t.since.delete(source);
+    if (t.since.size === 0) this.#byTask.delete(w.taskId);
+    else if (t.min === w.since) t.min = null;
+  }
+
+  /** Forgets a held message (never tried: no backoff is lost) due soonest, else the deferred one due soonest. O(kept). */
   #forgetSoonest(): void {
-    let soonest: [string, number] | null = null;
-    for (const [source, w] of this.#waiting) if (!soonest || w.nextAt < soonest[1]) soonest = [source, w.nextAt];
-    if (soonest) this.#waiting.delete(soonest[0]);
+    let soonest: [string, Waiting] | null = null;
+    for (const [source, w] of this.#waiting) {
+      const s = soonest?.[1];
+      if (!s || (w.tries === 0 && s.tries > 0) || ((w.tries === 0) === (s.tries === 0) && w.nextAt < s.nextAt)) soonest = [source, w];
+    }
+    if (soonest) this.#drop(soonest[0]);
   }
 }
 

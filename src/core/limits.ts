@@ -1,4 +1,5 @@
 import type { AgentConfig } from '../config/config.js';
+import { commandLine } from '../config/config-path.js';
 import type { StoreTx } from '../store/store.js';
 import { BridgeError } from './errors.js';
 import { iso } from './time.js';
@@ -19,10 +20,12 @@ export const DISPATCH_WINDOW_MS = 60_000;
  *
  * @param newTask true when the call would create a task (an answer adds a turn to an open one)
  * @param now the clock, ms since the epoch
+ * @param configFile the config in use, for the operator's commands the open-tasks message names
+ *   (`tasks`, `cancel`; src/config/config-path.ts commandLine)
  * @throws BridgeError `limit-reached` naming the config key, its value and when to retry
  *   (`retryAfterSeconds`; for open tasks only when one of them has a deadline)
  */
-export function enforceAgentCaps(tx: StoreTx, agent: AgentConfig, now: number, newTask: boolean): void {
+export function enforceAgentCaps(tx: StoreTx, agent: AgentConfig, now: number, newTask: boolean, configFile: string): void {
   if (newTask) {
     const open = tx.limits.openTasksOf(agent.name);
     if (open.count >= agent.maxOpenTasks) {
@@ -35,7 +38,7 @@ export function enforceAgentCaps(tx: StoreTx, agent: AgentConfig, now: number, n
           : `retry when one finishes: the earliest deadline is ${iso(at)}, in ${wait} s`;
       throw new BridgeError(
         'limit-reached',
-        `${agent.name} already has ${open.count} open tasks, the limit (${limit}); no new task was created. Cancel tasks you no longer need, or ${when}.`,
+        `${agent.name} already has ${open.count} open tasks, the limit (${limit}); no new task was created. Cancel tasks you no longer need (CancelTask; on the bridge's machine ${commandLine(configFile, `tasks --agent ${agent.name} --state open`)} lists them and ${commandLine(configFile, 'cancel <id>')} cancels one), or ${when}.`,
         { metadata: { limit: 'agents.max_open_tasks', value: String(agent.maxOpenTasks), ...(at === null ? {} : { retryAt: iso(at) }) }, ...(wait === undefined ? {} : { retryAfterSeconds: wait }) },
       );
     }

@@ -4,7 +4,7 @@ import { parseDkimSignatures } from '../uplink/dkim.js';
 import { MailboxError, type CheckRequest, type HeaderedMessage, type MailboxPass, type Watermark } from '../uplink/mailbox.js';
 import type { Verdict } from '../uplink/verdicts.js';
 import type { BridgeContext } from './context.js';
-import { deferralsOf } from './deferrals.js';
+import { DEFER_MAX_KEPT, deferralsOf } from './deferrals.js';
 import { intake, intakeHeaderBlocks, type Intake, type IntakeContext } from './intake.js';
 import { judgeRulesOf } from './judge.js';
 
@@ -26,7 +26,11 @@ export interface CheckSummary {
    * again on a later check (src/core/deferrals.ts); the check goes on with the mail after them.
    */
   deferred: number;
-  /** Survivors left unread for a later check: deferred before and not due yet, or signed by their agent only under selectors whose key lookup failed in this check. */
+  /**
+   * Candidates left unread for a later check: deferred before (or held before) and not due yet —
+   * handed out by the mailbox without a read — or survivors signed by their agent only under
+   * selectors whose key lookup failed in this check.
+   */
   held: number;
   /** Maildir files this check found not ours (no agent's From, no tag): no ledger row, kept so they are not opened again. */
   notOurs: number;
@@ -114,10 +118,12 @@ export function screenSlices<M extends { head: Buffer }>(batch: readonly M[], ma
 /**
  * What a check asks of the mailbox (src/uplink/mailbox.ts `CheckRequest`): from the mailbox's
  * watermark `state`, the narrowing by the agents' addresses and tags, the budgets of
- * `[mailbox]`, and the store's records of the sources judged and of the files kept as not ours.
+ * `[mailbox]`, the store's records of the sources judged and of the files kept as not ours, and
+ * the deferred (or held) sources not due yet (src/core/deferrals.ts), handed out unread.
  */
-export function checkRequest(ctx: Pick<BridgeContext, 'store' | 'config' | 'mailbox'>, state: Watermark): CheckRequest {
+export function checkRequest(ctx: Pick<BridgeContext, 'store' | 'config' | 'mailbox' | 'now'>, state: Watermark): CheckRequest {
   const { store, config, mailbox } = ctx;
+  const deferrals = deferralsOf(store);
   return {
     watermark: { uidValidity: state.uidValidity, lastUid: state.lastUid },
     fromAddresses: config.agents.map((a) => a.address),
@@ -127,6 +133,7 @@ export function checkRequest(ctx: Pick<BridgeContext, 'store' | 'config' | 'mail
     maxHeaders: config.mailbox.maxHeadersPerCheck,
     maxMessageBytes: config.mailbox.maxMessageBytes,
     isRecorded: (source) => store.ledger.isSourceRecorded(source),
+    waits: (source) => deferrals.waits(source, ctx.now()),
     notOurs: {
       load: (key) => store.mailbox.notOurs(mailbox.folder, key),
       save: (key, add, drop) => store.tx((tx) => tx.mailbox.saveNotOurs(mailbox.folder, key, add, drop), { timedViewsOnly: true }),
@@ -168,29 +175,52 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
     /** Every survivor of the header stage this check saw: with a whole listing, the deferred messages not among them are gone. */
     const listed = new Set<string>();
     /**
-     * By agent, the selectors (of its DKIM domain) whose key lookups failed in this check: a later
-     * message of that agent signed with none but those waits for a later check (one lookup timeout
-     * per failing key and check), while its mail signed with a working selector is judged. Held by
-     * agent, a queue of its mails under a broken selector held its genuine replies for 24 h
-     * (attack review 7, F1).
+     * By agent, the selectors (of its DKIM domain) whose key lookups failed in this check, each with
+     * when the message deferred under it is tried again: a later message of that agent signed with
+     * none but those is held until then (one lookup timeout per failing key and backoff), while its
+     * mail signed with a working selector is judged. Held by agent, a queue of its mails under a
+     * broken selector held its genuine replies for 24 h (attack review 7, F1).
      */
-    const failedSelectors = new Map<string, Set<string>>();
-    /** Survivors left for a later check: deferred before and waiting out their backoff, or signed only under a selector that failed in this check. */
+    const failedSelectors = new Map<string, Map<string, number>>();
+    /** Candidates left for a later check: handed out unread (not due yet), or held. */
     let held = 0;
-    /** Whether a survivor's agent's DKIM-Signatures all name selectors that failed in this check (gate 2's agent, on its header block). */
-    const onlyFailedKeys = (h: HeaderedMessage): boolean => {
+    /**
+     * Survivors left for later that were remembered as held and whose prefix was given back to the
+     * pass (`MailboxPass.giveBack`), at most {@link DEFER_MAX_KEPT} a check — as many as the
+     * deferrals remember — so the next checks hand them out unread until they are due (attack
+     * review 7, F2: read again by every check, such mail took the whole prefix budget and the mail
+     * after it was never read). Past that a held survivor costs its prefix, as before.
+     */
+    let givenBack = 0;
+    /**
+     * When a survivor's agent's DKIM-Signatures, all naming selectors that failed in this check
+     * (gate 2's agent, on its header block), may be tried again; null when it is not so signed.
+     */
+    const heldUntil = (h: HeaderedMessage): number | null => {
       const facts = messageFacts(h.head, h.size);
       const tag = taskTag(facts, intakeCtx.rules.agents);
-      if (isRefusal(tag)) return false;
+      if (isRefusal(tag)) return null;
       const failed = failedSelectors.get(tag.agent.name);
-      if (!failed) return false;
-      const selectors = parseDkimSignatures(facts.fields).filter((sig) => sig.d === tag.agent.dkimDomain).map((sig) => sig.s);
-      return selectors.length > 0 && selectors.every((sel) => failed.has(sel));
+      if (!failed) return null;
+      const due = parseDkimSignatures(facts.fields).filter((sig) => sig.d === tag.agent.dkimDomain).map((sig) => failed.get(sig.s));
+      return due.length > 0 && due.every((t) => t !== undefined) ? Math.min(...due) : null;
     };
-    /** Whether a survivor is left for a later check (not read whole now): see `held`. */
+    /**
+     * Leaves a survivor read by its prefix for a later check when it is not due yet or is held
+     * (remembered until its selectors' deferral is due, and its prefix given back: see `givenBack`).
+     * @returns whether it was left
+     */
     const leftForLater = (h: HeaderedMessage): boolean => {
-      if (deferrals.waits(h.source, ctx.now())) return true;
-      return failedSelectors.size > 0 && onlyFailedKeys(h);
+      const now = ctx.now();
+      const until = deferrals.waits(h.source, now) ? deferrals.dueAt(h.source) : failedSelectors.size > 0 ? heldUntil(h) : null;
+      if (until === null) return false;
+      held++;
+      if (givenBack < DEFER_MAX_KEPT) {
+        givenBack++;
+        deferrals.held(h.source, now, until);
+        pass!.giveBack(1);
+      }
+      return true;
     };
     let budget = Math.max(0, config.mailbox.maxFetchPerCheck);
     const clock = ctx.monotonic ?? (() => performance.now());
@@ -219,31 +249,31 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
       return left;
     };
     for (let batch = await pass.headers(); batch.length > 0; batch = await pass.headers()) {
+      // In order, unread ones too: the watermark stays before each (they have no verdict yet).
       mark.add(batch);
-      const left = await screenAll(batch);
+      const unread = batch.filter((h) => h.unread);
+      held += unread.length;
+      for (const h of unread) listed.add(h.source);
+      const left = await screenAll(unread.length ? batch.filter((h) => !h.unread) : batch);
       // Header blocks that run on past their prefix and whose stamp could not refuse them: read on
       // (at most `max_headers_per_check` a check; the rest wait) and screened on the whole block.
       const cut = left.filter((h) => h.prefixOnly);
       const blocks = cut.length ? new Map((await screenAll(await pass.headerBlocks(cut))).map((h) => [h.source, h])) : null;
       for (const h of left) {
         const now = h.prefixOnly ? blocks?.get(h.source) : h;
-        if (now) waiting.push(now);
+        if (now && !leftForLater(now)) waiting.push(now);
       }
       while (waiting.length > 0 && budget > 0) {
         // Screened again first: a replay of a survivor judged a moment ago is now known by its signature.
         const screened = screen(waiting.splice(0, Math.min(WHOLE_GROUP, budget)));
         const group = screened.filter((h) => !leftForLater(h));
-        held += screened.length - group.length;
         budget -= group.length;
         const whole = await pass.whole(group);
         const heads = new Map(group.map((h) => [h.source, h]));
         for (const msg of whole) {
           // Read in this group before an earlier one of its agent was deferred: left for later too.
           const head = heads.get(msg.source);
-          if (failedSelectors.size > 0 && head && leftForLater(head)) {
-            held++;
-            continue;
-          }
+          if (failedSelectors.size > 0 && head && leftForLater(head)) continue;
           const outcome = await intake(intakeCtx, msg, uidValidity, mark.peek(msg.source));
           if (outcome.kind === 'deferred') {
             // The reason names the signature's selector, which the agent chose (docs/agent-text.md); it goes to the log.
@@ -261,8 +291,9 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
             summary.deferred += 1;
             deferrals.deferred(msg.source, ctx.now(), outcome.taskId);
             if (outcome.agent) {
-              const failed = failedSelectors.get(outcome.agent) ?? new Set<string>();
-              for (const sel of outcome.selectors ?? []) failed.add(sel);
+              const failed = failedSelectors.get(outcome.agent) ?? new Map<string, number>();
+              const due = deferrals.dueAt(msg.source) ?? ctx.now();
+              for (const sel of outcome.selectors ?? []) if (!failed.has(sel)) failed.set(sel, due);
               failedSelectors.set(outcome.agent, failed);
             }
             continue;
@@ -296,7 +327,7 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
     summary.ok = false;
     summary.error = message;
     ctx.log.warn({ err: message, folder: mailbox.folder }, 'mailbox check failed');
-    store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: false, result: 'failed', error: message }), { timedViewsOnly: true });
+    store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: false, result: 'failed', error: message, ...(ctx.startedAt !== undefined ? { runSince: ctx.startedAt } : {}) }), { timedViewsOnly: true });
   } finally {
     await pass?.close();
     summary.bytes = pass?.bytesFetched ?? 0;

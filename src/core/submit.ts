@@ -199,7 +199,7 @@ function decide(ctx: BridgeContext, tx: StoreTx, agent: AgentConfig, input: Send
     return { kind: 'poll', task: target, ignoredText: 'unseen-outcome' };
   }
   if (target?.state === 'INPUT_REQUIRED') {
-    enforceAgentCaps(tx, agent, now, false);
+    enforceAgentCaps(tx, agent, now, false, ctx.config.file);
     const turn = target.turn + 1;
     const deadlineAt = now + (input.deadlineMs ?? agent.deadlineMs);
     const dispatchId = openTurn(ctx, tx, agent, target, turn, input.text, deadlineAt, now);
@@ -219,7 +219,7 @@ function decide(ctx: BridgeContext, tx: StoreTx, agent: AgentConfig, input: Send
     return { kind: 'no-task', contextId };
   }
 
-  enforceAgentCaps(tx, agent, now, true);
+  enforceAgentCaps(tx, agent, now, true, ctx.config.file);
   const deadlineAt = now + (input.deadlineMs ?? agent.deadlineMs);
   const task: TaskRow = {
     id: randomUUID(),

@@ -2,6 +2,7 @@ import type { AgentConfig } from '../config/config.js';
 import { isTerminal, type TaskState } from '../store/task-state.js';
 import type { Bridge } from './bridge.js';
 import type { TaskChanged } from './events.js';
+import { otherCommitsOf } from './other-commits.js';
 import { viewTask, type ArtifactView, type TaskView } from './task-view.js';
 
 /**
@@ -92,7 +93,9 @@ export interface FollowOptions {
  * first update (the task) is each stream's own.
  *
  * Subscribes synchronously, before returning: a change committed after this call is never missed.
- * The caller's watch on the mailbox (the watcher on demand) is held while the stream is open.
+ * The caller's watch on the mailbox (the watcher on demand) is held while the stream is open. A
+ * change another process commits (the CLI's `cancel`, `retry`) is heard within
+ * OTHER_COMMIT_POLL_MS (src/core/other-commits.ts), as the task's row then reads.
  *
  * @throws BridgeError task-not-found when `first` is absent and the task is unknown or another agent's
  */
@@ -112,8 +115,11 @@ export function followTask(bridge: Bridge, agent: AgentConfig, taskId: string, o
     notify();
   };
 
+  /** The task's row as this stream last heard of it: what another process's commit is told by. */
+  let known = ended ? undefined : bridge.ctx.store.tasks.get(taskId);
   const onChange = (e: TaskChanged): void => {
     if (ended || e.task.id !== taskId) return;
+    known = e.task;
     const { artifacts, status } = updatesOf(bridge, agent, e);
     for (const [id, update] of artifacts) {
       if (sent.has(id)) continue;
@@ -131,6 +137,20 @@ export function followTask(bridge: Bridge, agent: AgentConfig, taskId: string, o
   };
   const off = ended ? () => undefined : bridge.events.on(onChange);
   const release = ended ? () => undefined : bridge.watchWhile();
+  /** Another process committed (src/core/other-commits.ts): the task's row, if it moved, is a change to follow. */
+  const onOtherCommit = (shared: Map<string, TaskChanged>): void => {
+    if (ended) return;
+    const row = bridge.ctx.store.tasks.get(taskId);
+    if (!row || (known && row.state === known.state && row.updatedAt === known.updatedAt && row.stateReason === known.stateReason)) return;
+    let e = shared.get(taskId);
+    if (!e || e.task.updatedAt !== row.updatedAt || e.task.state !== row.state) {
+      e = { task: row, previous: known?.state ?? null, cause: row.stateReason ?? 'changed by another process', at: row.updatedAt };
+      shared.set(taskId, e);
+    }
+    known = row;
+    onChange(e);
+  };
+  const offOther = ended ? () => undefined : otherCommitsOf(bridge.ctx.store).on(onOtherCommit);
 
   let timer: NodeJS.Timeout | undefined;
   if (!ended && o.hold) {
@@ -146,6 +166,7 @@ export function followTask(bridge: Bridge, agent: AgentConfig, taskId: string, o
   const cleanup = (): void => {
     ended = true;
     off();
+    offOther();
     release();
     clearTimeout(timer);
     o.signal?.removeEventListener('abort', onAbort);

@@ -1,14 +1,20 @@
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { randomBytes } from 'node:crypto';
+import { constants } from 'node:os';
 import { createLogger } from '../log.js';
-import { DEMO_AGENT_DOMAIN, startDemoWorld } from './world.js';
+import { DEMO_AGENT_DOMAIN, startDemoWorld, type DemoWorld } from './world.js';
 
 export interface DemoOptions {
   /** Print the bridge's JSON log lines to stderr. */
   verbose?: boolean;
   /** Where to write the transcript; stdout by default. */
   out?: (line: string) => void;
+  /** How long the simulated cloud agent waits before it mails its reply, in ms (default {@link DEMO_REPLY_DELAY_MS}). */
+  replyDelayMs?: number;
 }
+
+/** The simulated cloud agent's default wait before it mails its reply, in ms: long enough to show WORKING first. */
+export const DEMO_REPLY_DELAY_MS = 300;
 
 function hex(bytes: number): string {
   return randomBytes(bytes).toString('hex');
@@ -58,13 +64,40 @@ const STATE_NAMES = ['UNSPECIFIED', 'SUBMITTED', 'WORKING', 'COMPLETED', 'FAILED
  * 0600 secret files into a temporary folder, starts a DNS zone serving the agent's DKIM key, a
  * simulated cloud agent (a webhook receiver that verifies the Standard Webhooks signature and the
  * bearer, then writes a DKIM-signed, provider-stamped reply into a Maildir), and the bridge; then
- * drives the bridge with the official A2A client the way Hermes does. Everything is removed after.
+ * drives the bridge with the official A2A client the way Hermes does. Everything is removed after,
+ * also when SIGINT (Ctrl-C) or SIGTERM stops it: the folder holds the bearer, the webhook secret,
+ * the config and the store. The process then exits 128 + the signal's number (130, 143), as a shell
+ * reports a command a signal ended.
  *
  * @returns true when the second call came back COMPLETED with the labelled reply
  */
 export async function demo(o: DemoOptions = {}): Promise<boolean> {
   const out = o.out ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const world = await startDemoWorld({ name: 'a2a-mailbridge-demo', log: createLogger(o.verbose ? 'info' : 'silent'), replyDelayMs: 300 });
+  let world: DemoWorld | undefined;
+  let signalled: NodeJS.Signals | undefined;
+  // Registered on the world's one stop before the demo's own wait on it (finally, below), so the
+  // exit comes first: the demo's failing call then prints nothing more.
+  const exitOnceStopped = (w: DemoWorld, s: NodeJS.Signals): void => void w.stop().finally(() => process.exit(128 + constants.signals[s]));
+  const onSignal = (s: NodeJS.Signals): void => {
+    if (signalled !== undefined) return;
+    signalled = s;
+    process.stderr.write(`demo: stopped by ${s}; removing its temporary folder\n`);
+    if (world) exitOnceStopped(world, s);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    world = await startDemoWorld({ name: 'a2a-mailbridge-demo', log: createLogger(o.verbose ? 'info' : 'silent'), replyDelayMs: o.replyDelayMs ?? DEMO_REPLY_DELAY_MS });
+  } catch (err) {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    throw err;
+  }
+  if (signalled !== undefined) {
+    exitOnceStopped(world, signalled);
+    await world.stop();
+    return false;
+  }
   try {
     const { app, agent, config, zone, maildir, endpoint } = world;
     const bridgeBearer = world.bearer;
@@ -124,5 +157,7 @@ export async function demo(o: DemoOptions = {}): Promise<boolean> {
     return ok;
   } finally {
     await world.stop();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   }
 }

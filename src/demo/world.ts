@@ -45,7 +45,7 @@ export interface DemoWorld {
   bearer: string;
   /** The agent's JSON-RPC URL, as its card names it. */
   endpoint: string;
-  /** Stops everything and removes the folder; idempotent. */
+  /** Stops everything and removes the folder; idempotent (every call resolves once the folder is gone). */
   stop(): Promise<void>;
 }
 
@@ -67,15 +67,15 @@ export async function startDemoWorld(o: DemoWorldOptions): Promise<DemoWorld> {
   let zone: DnsZone | undefined;
   let agent: CloudAgent | undefined;
   let app: App | undefined;
-  let stopped = false;
-  const stop = async (): Promise<void> => {
-    if (stopped) return;
-    stopped = true;
-    await app?.close().catch(() => undefined);
-    await agent?.close().catch(() => undefined);
-    await zone?.close().catch(() => undefined);
-    rmSync(dir, { recursive: true, force: true });
-  };
+  // One stop for every caller: a second call waits for the folder's removal too.
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      await app?.close().catch(() => undefined);
+      await agent?.close().catch(() => undefined);
+      await zone?.close().catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    })());
   try {
     const bearer = hex(24);
     const signingSecret = `whsec_${randomBytes(32).toString('base64')}`;

@@ -102,12 +102,19 @@ export function mailboxWrites(w: Writer) {
       for (const n of drop) del.run(folder, n);
     },
 
-    recordCheck(folder: string, r: { at: number; ok: boolean; result: string; error?: string }): void {
+    /**
+     * Records a check's outcome. A failure keeps `error_since` (the run of failures goes on), unless
+     * that began before `runSince` (ms): then it was a previous run of the bridge's, which stopped
+     * meanwhile, so nothing says the mailbox was unreachable since; this failure starts the run.
+     */
+    recordCheck(folder: string, r: { at: number; ok: boolean; result: string; error?: string; runSince?: number }): void {
       stmt(w.db, `INSERT INTO mailbox_state (folder) VALUES (?) ON CONFLICT(folder) DO NOTHING`).run(folder);
       if (r.ok) {
         stmt(w.db, `UPDATE mailbox_state SET last_check_at = ?, last_result = ?, last_error = NULL, error_since = NULL, last_success_at = ? WHERE folder = ?`).run(r.at, r.result, r.at, folder);
       } else {
-        stmt(w.db, `UPDATE mailbox_state SET last_check_at = ?, last_result = ?, last_error = ?, error_since = COALESCE(error_since, ?) WHERE folder = ?`).run(r.at, r.result, r.error ?? r.result, r.at, folder);
+        stmt(w.db, `UPDATE mailbox_state SET last_check_at = ?, last_result = ?, last_error = ?, error_since = CASE WHEN error_since IS NULL OR error_since < ? THEN ? ELSE error_since END WHERE folder = ?`).run(
+          r.at, r.result, r.error ?? r.result, r.runSince ?? Number.MIN_SAFE_INTEGER, r.at, folder,
+        );
       }
     },
   };

@@ -122,6 +122,8 @@ export class Store {
   /** Bumped as #generation is, but by a commit marked `timedViewsOnly` (see {@link untimedViewGeneration}). */
   #untimedViewGeneration = 0;
   #dataVersion: number | null = null;
+  /** Commits of other connections seen by {@link generation} (see {@link otherCommits}). */
+  #otherCommits = 0;
   #dataVersionAt = Number.NEGATIVE_INFINITY;
   readonly #listeners = new Set<(c: TaskChange) => void>();
 
@@ -236,10 +238,20 @@ export class Store {
       if (this.#dataVersion !== null) {
         this.#generation++;
         this.#untimedViewGeneration++;
+        this.#otherCommits++;
       }
       this.#dataVersion = v;
     }
     return this.#generation;
+  }
+
+  /**
+   * How many times {@link generation} found that another connection (the CLI's `cancel`, `retry`,
+   * `prune`: another process) committed since it last looked: changes no task event of this
+   * process announces. Read it after {@link generation}.
+   */
+  otherCommits(): number {
+    return this.#otherCommits;
   }
 
   /**

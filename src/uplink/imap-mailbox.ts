@@ -26,6 +26,7 @@ import type { ImapFlow, ImapFlowError, Logger, SearchObject } from 'imapflow';
 import type { ImapConfig } from '../config/config.js';
 import { MAX_HEADER_BLOCK_BYTES } from './gates.js';
 import { imapClient } from './imap-client.js';
+import { missingFolderMessage } from './imap-folders.js';
 import { ImapPass } from './imap-pass.js';
 import { Session, type Phase } from './imap-session.js';
 import { MailboxError, readOldest, type CheckRequest, type CheckResult, type Mailbox, type MailboxPass } from './mailbox.js';
@@ -140,7 +141,7 @@ export class ImapMailbox implements Mailbox {
       auth ??= await imapAuth(this.#config);
       session.replace(this.#client(literalCap, auth));
       await session.client.connect();
-      const box = await session.client.mailboxOpen(this.folder, { readOnly: true });
+      const box = await this.#openFolder(session.client);
       if (box.uidValidity.toString(10) !== uidValidity) throw new MailboxError(`IMAP UIDVALIDITY of ${this.folder} changed during the check`, 'protocol');
     };
     const fail = (err: unknown): MailboxError =>
@@ -219,10 +220,26 @@ export class ImapMailbox implements Mailbox {
    */
   async #examine(session: Session, set: (uidValidity: string) => void): Promise<{ exists: number; below: number }> {
     session.phase = 'examine';
-    const box = await session.client.mailboxOpen(this.folder, { readOnly: true });
+    const box = await this.#openFolder(session.client);
     set(box.uidValidity.toString(10));
     const next = Number(box.uidNext);
     return { exists: box.exists, below: Number.isInteger(next) && next > 1 ? Math.min(next - 1, MAX_UID) : 0 };
+  }
+
+  /**
+   * `EXAMINE <folder>` on `client`: a check's first connection and the one it opens after the
+   * server hung up. A missing folder is a MailboxError `protocol` listing the folders there, so the
+   * fix can be spelled as the server does (src/uplink/imap-folders.ts); a MailboxError is no FETCH
+   * refusal (imap-session.ts), so after a hang-up it fails the check as it is.
+   * @throws MailboxError for a missing folder; imapflow's error for anything else
+   */
+  async #openFolder(client: ImapFlow): Promise<Awaited<ReturnType<ImapFlow['mailboxOpen']>>> {
+    try {
+      return await client.mailboxOpen(this.folder, { readOnly: true });
+    } catch (err) {
+      if (!(err as ImapFlowError)?.mailboxMissing) throw err;
+      throw new MailboxError(this.#redact(await missingFolderMessage(client, this.folder, this.#config)), 'protocol', { cause: err });
+    }
   }
 
   /**
@@ -314,7 +331,6 @@ export class ImapMailbox implements Mailbox {
       const during = phase === 'connect' ? '' : ` during ${phase}`;
       return make(`IMAP connection to ${where} failed${during}: ${cause}`, 'connect');
     }
-    if (err?.mailboxMissing) return make(`IMAP folder ${this.folder} does not exist on ${where}`, 'protocol');
     const text = err?.responseText || err?.message || String(err);
     return make(`IMAP ${phase} failed: ${code ? `${code}: ` : ''}${text}`, 'protocol');
   }

@@ -40,8 +40,10 @@ export class ImapPass implements MailboxPass {
   bytesFetched = 0;
   /** Candidates handed out so far (an index into `pending`). */
   #next = 0;
-  /** Candidates this pass may hand out (`maxPrefixes`). */
+  /** Prefixes this pass may read (`maxPrefixes`). */
   readonly #limit: number;
+  /** Prefixes read so far, less those given back (`giveBack`); a candidate handed out unread costs none. */
+  #read = 0;
   /** Header blocks read beyond their prefix so far (`maxHeaders`). */
   #blocks = 0;
   /** Some were left out by `headerBlocks` (over `maxHeaders`). */
@@ -65,7 +67,7 @@ export class ImapPass implements MailboxPass {
     const { pending } = listing;
     // Everything up to the first candidate not recorded has a verdict already.
     this.floor = pending.length ? pending[0]! - 1 : this.#last();
-    this.#limit = Math.min(pending.length, Math.max(0, req.maxPrefixes ?? DEFAULT_MAX_PREFIXES));
+    this.#limit = Math.max(0, req.maxPrefixes ?? DEFAULT_MAX_PREFIXES);
   }
 
   /** The error to throw for `err`; the session is then not kept. */
@@ -90,16 +92,30 @@ export class ImapPass implements MailboxPass {
     return Math.max(fresh.at(-1) ?? after, through);
   }
 
+  giveBack(count: number): void {
+    this.#read = Math.max(0, this.#read - count);
+  }
+
   async headers(): Promise<HeaderedMessage[]> {
-    const from = this.#next;
-    const uids = this.listing.pending.slice(from, Math.min(this.#limit, from + HEADER_BATCH));
-    if (uids.length === 0) return [];
-    this.#next = from + uids.length;
-    const { answers, refused } = await this.#heads(uids, STAMP_PREFIX_BYTES);
-    return uids.map((uid, k): HeaderedMessage => {
+    const { pending } = this.listing;
+    /** The candidates of this batch by their index in `pending`, and whether each is read. */
+    const batch: { i: number; read: boolean }[] = [];
+    while (this.#next < pending.length && batch.length < HEADER_BATCH && this.#read < this.#limit) {
+      const i = this.#next++;
+      const read = !this.req.waits?.(this.source(pending[i]!));
+      if (read) this.#read++;
+      batch.push({ i, read });
+    }
+    if (batch.length === 0) return [];
+    const uids = batch.filter((b) => b.read).map((b) => pending[b.i]!);
+    const { answers, refused } = uids.length ? await this.#heads(uids, STAMP_PREFIX_BYTES) : { answers: new Map<number, Fetched>(), refused: new Map<number, string>() };
+    return batch.map(({ i, read }): HeaderedMessage => {
+      const uid = pending[i]!;
+      // Waits for a later pass (`CheckRequest.waits`): nothing read, no FETCH.
+      if (!read) return { uid, source: this.source(uid), passes: this.#passes(i), size: 0, receivedAt: null, head: Buffer.alloc(0), unread: true };
       const m = answers.get(uid);
       const at = m?.internalDate instanceof Date ? m.internalDate.getTime() : Number.NaN;
-      const base = { uid, source: this.source(uid), passes: this.#passes(from + k), size: m?.size ?? 0, receivedAt: Number.isNaN(at) ? null : at };
+      const base = { uid, source: this.source(uid), passes: this.#passes(i), size: m?.size ?? 0, receivedAt: Number.isNaN(at) ? null : at };
       const head = this.#head(uid, m, refused.get(uid), 'after SEARCH listed it');
       if (!Buffer.isBuffer(head)) return { ...base, head: Buffer.alloc(0), unreadable: head };
       // No empty line in the prefix read, and the server cut it: the header block runs on.
@@ -160,7 +176,7 @@ export class ImapPass implements MailboxPass {
     const out = new Map<string, FetchedMessage>();
     const asked: HeaderedMessage[] = [];
     for (const h of messages) {
-      if (h.prefixOnly) throw new Error(`${h.source}: whole() before headerBlocks() (a defect)`);
+      if (h.prefixOnly || h.unread) throw new Error(`${h.source}: whole() of a candidate ${h.unread ? 'handed out unread' : 'before headerBlocks()'} (a defect)`);
       if (h.unreadable) out.set(h.source, unreadableMessage(h, h.unreadable));
       else if (h.size > this.req.maxMessageBytes) out.set(h.source, this.#message(h, h.head, true));
       else asked.push(h);

@@ -40,6 +40,8 @@ export interface CheckRequest {
    * `STAMP_PREFIX_BYTES` (uplink/stamp.ts) (`mailbox.max_prefixes_per_check`; default
    * {@link DEFAULT_MAX_PREFIXES}): IMAP counts the candidates SEARCH listed, a Maildir every file
    * it opens (the narrowing is its own; a file found not ours on its first read counts a quarter). The rest wait for the next pass (`more`).
+   * A candidate handed out unread (`waits`) does not count, nor one whose prefix the caller gives
+   * back ({@link MailboxPass.giveBack}).
    */
   maxPrefixes?: number;
   /**
@@ -55,6 +57,14 @@ export interface CheckRequest {
    * after the watermark recorded while an older one waits; Maildir: every name, as it has no UIDs).
    */
   isRecorded?: (source: string) => boolean;
+  /**
+   * Whether a candidate not recorded waits for a later pass: it is handed out in its place with
+   * `unread` and nothing read of it — no prefix of `maxPrefixes` spent, no byte read — so the
+   * caller's watermark stays before it. Asked once per candidate a pass reaches, and must be O(1):
+   * the bridge answers from its deferrals (src/core/deferrals.ts, at most `DEFER_MAX_KEPT` sources
+   * answered true), which bounds the unread candidates of a pass.
+   */
+  waits?: (source: string) => boolean;
   /** Maildir: where the names found not ours are kept across restarts (see {@link NotOursRecord}). */
   notOurs?: NotOursRecord;
 }
@@ -136,6 +146,12 @@ export interface HeaderedMessage {
   passes: number;
   /** The mailbox lists it but could not read its header block (as in {@link FetchedMessage}). */
   unreadable?: { reason: UnreadableReason; detail: string };
+  /**
+   * Handed out without a read because the request says it waits (`CheckRequest.waits`): `head` is
+   * empty, `size` what the listing knows (IMAP: 0), and neither `headerBlocks` nor `whole` may be
+   * asked for it.
+   */
+  unread?: boolean;
 }
 
 /** One read-only pass over the folder (see the file comment): opened by {@link Mailbox.open}. */
@@ -147,10 +163,17 @@ export interface MailboxPass {
   readonly floor: number;
   /**
    * The header blocks of the next candidates not recorded yet, oldest first, at most
-   * {@link HEADER_BATCH}; an empty array once the pass's candidates within `maxHeaders` are read.
+   * {@link HEADER_BATCH} (those handed out `unread` among them); an empty array once the pass's
+   * candidates within `maxPrefixes` are handed out.
    * @throws MailboxError as {@link Mailbox.open}
    */
   headers(): Promise<HeaderedMessage[]>;
+  /**
+   * Gives back to this pass's `maxPrefixes` the prefixes of `count` candidates it handed out read
+   * that the caller leaves for a later pass without a verdict (a check's held mail: src/core/mail-check.ts):
+   * the pass may read as many more. The caller bounds how many it gives back.
+   */
+  giveBack(count: number): void;
   /**
    * The candidates handed out by {@link headers} as the first read of a header block left them
    * (`prefixOnly`), with the header block as far as the second read takes it (to
@@ -248,7 +271,7 @@ export async function readOldest(box: Pick<Mailbox, 'open'>, req: CheckRequest):
     }
     const first = heads.slice(0, Math.max(0, req.maxFetch));
     const blocks = new Map((await pass.headerBlocks(first.filter((h) => h.prefixOnly))).map((h) => [h.source, h]));
-    const chosen = first.flatMap((h) => (!h.prefixOnly ? [h] : (blocks.get(h.source) ?? [])));
+    const chosen = first.flatMap((h) => (h.unread ? [] : !h.prefixOnly ? [h] : (blocks.get(h.source) ?? [])));
     const read = await pass.whole(chosen.filter((h) => !h.unreadable));
     const bySource = new Map(read.map((m) => [m.source, m]));
     const messages: FetchedMessage[] = [];

@@ -4,34 +4,27 @@
  * to `cur/`, or changes a flag (flags live in the file name after `:2,`); files are only listed,
  * lstat'ed and read.
  *
- * Keyed on names, not times. A message is its *unique name*, the file name before the first `:`
- * (Maildir spec), so a message a MUA moves from `new/` to `cur/` or re-flags stays the same
- * message; its source key is `maildir:<folder path>:<unique name>` (different files sharing one
- * are keyed apart: maildir-files.ts `keyApart`). Each check lists both directories and hands out
- * every name the caller has not recorded (`req.isRecorded`), whatever the file's mtime. Only names
- * not seen before are opened: names recorded, names found not ours (no agent's From or tag, kept
- * in the store through `req.notOurs`, so a restart does not open them again) and entries that are
- * not regular files are not touched again. Per pass the cost is a stat of each directory (a
- * listing only when one changed, and at least once a minute), plus at most `req.maxPrefixes`
- * files opened (a file found not ours on its first read counts a quarter), each read to the end
- * of its header block within its first `STAMP_PREFIX_BYTES` (a block that runs on is handed out
- * on those bytes, `prefixOnly`, when they match the narrowing; read on to `NARROWING_READ_BYTES`
- * only when they do not hold its first From and Subject whole; both reads on the main thread in
- * slices, maildir-sync-reads.ts), plus at most `req.maxHeaders` header blocks read on and the
- * whole messages the caller asks for (on the thread pool). Every byte read counts in
- * `bytesFetched`. Files are taken oldest first (maildir-order.ts); a uid is the mtime in ms,
- * clamped to now, and the watermark built from it is for information only. The rules and
- * measurements: docs/architecture.md, "The header stage".
+ * Keyed on names, not times. A message is its *unique name*, the file name before the first `:` (Maildir spec), so a message a MUA
+ * moves from `new/` to `cur/` or re-flags stays the same message; its source key is `maildir:<folder path>:<unique name>` (different
+ * files sharing one are keyed apart: maildir-files.ts `keyApart`). Each check lists both directories and hands out every name the
+ * caller has not recorded (`req.isRecorded`), whatever the file's mtime. Only names not seen before are opened: names recorded, names
+ * found not ours (no agent's From or tag, kept in the store through `req.notOurs`, so a restart does not open them again) and entries
+ * that are not regular files are not touched again; a name the caller says waits (`req.waits`: a deferred reply not due yet) is
+ * handed out `unread`, nothing opened, nothing counted. Per pass the cost is a stat of each directory (a listing only when one
+ * changed, and at least once a minute), plus at most `req.maxPrefixes` files opened (a file found not ours on its first read counts a
+ * quarter), each read to the end of its header block within its first `STAMP_PREFIX_BYTES` (a block that runs on is handed out on
+ * those bytes, `prefixOnly`, when they match the narrowing; read on to `NARROWING_READ_BYTES` only when they do not hold its first
+ * From and Subject whole; both reads on the main thread in slices, maildir-sync-reads.ts), plus at most `req.maxHeaders` header
+ * blocks read on and the whole messages the caller asks for (on the thread pool). Every byte read counts in `bytesFetched`. Files are
+ * taken oldest first (maildir-order.ts); a uid is the mtime in ms, clamped to now, and the watermark built from it is for information
+ * only. The rules and measurements: docs/architecture.md, "The header stage".
  *
- * Every file that may be mail leaves a trace: one whose header block runs past
- * `NARROWING_READ_BYTES` is handed out whatever the narrowing (which does not read it).
- * One bad entry never stops the mailbox: a symlink, FIFO, socket or directory is not mail and is
- * skipped, and a file that cannot be opened (EACCES) or vanishes after its header block matched is
- * handed out with `unreadable` set, so the caller records it and goes on. Only a folder that cannot
- * be listed, or a process-wide shortage (EMFILE…), fails the pass.
- *
- * UIDVALIDITY: see `readUidValidity` in maildir-files.ts; when it changes, what this reader
- * remembers is dropped and the folder is read again (the ledger dedupes).
+ * Every file that may be mail leaves a trace: one whose header block runs past `NARROWING_READ_BYTES` is handed out whatever the
+ * narrowing (which does not read it). One bad entry never stops the mailbox: a symlink, FIFO, socket or directory is not mail and is
+ * skipped, and a file that cannot be opened (EACCES) or vanishes after its header block matched is handed out with `unreadable` set,
+ * so the caller records it and goes on. Only a folder that cannot be listed, or a process-wide shortage (EMFILE…), fails the pass.
+ * UIDVALIDITY: see `readUidValidity` in maildir-files.ts; when it changes, what this reader remembers is dropped and the folder is
+ * read again (the ledger dedupes).
  */
 import { MAX_HEADER_BLOCK_BYTES, STAMP_PREFIX_BYTES } from './gates.js';
 import { DEFAULT_MAX_HEADERS, DEFAULT_MAX_PREFIXES, HEADER_BATCH, readOldest, unreadableMessage, type CheckRequest, type CheckResult, type FetchedMessage, type HeaderedMessage, type Mailbox, type MailboxPass } from './mailbox.js';
@@ -182,6 +175,9 @@ export class MaildirMailbox implements Mailbox {
       get notOurs() {
         return work.notOurs;
       },
+      giveBack: (count) => {
+        spent = Math.max(0, spent - count * NOT_OURS_SHARE);
+      },
       headers: async () => {
         const out: HeaderedMessage[] = [];
         const moved: [string, Pending][] = [];
@@ -189,6 +185,10 @@ export class MaildirMailbox implements Mailbox {
         while (cursor < candidates.length && out.length < HEADER_BATCH && budget - spent >= NOT_OURS_SHARE) {
           const [unique, p] = candidates[cursor++]!;
           if (this.#pending.get(unique) !== p) continue; // settled since the pass opened
+          if (req.waits?.(this.#source(unique))) {
+            out.push({ ...headered({ unique, p, header: Buffer.alloc(0) }), unread: true }); // waits for a later pass: nothing opened, nothing spent
+            continue;
+          }
           reads++;
           const before = work.bytes;
           const s = this.#examine(unique, p, req, work);
@@ -266,7 +266,7 @@ export class MaildirMailbox implements Mailbox {
         for (const h of messages) {
           const c = handed.get(h.source);
           if (!c) throw new Error(`${h.source} was not handed out by this pass`);
-          if (c.prefixOnly) throw new Error(`${h.source}: whole() before headerBlocks() (a defect)`);
+          if (c.prefixOnly || h.unread) throw new Error(`${h.source}: whole() of a candidate ${h.unread ? 'handed out unread' : 'before headerBlocks()'} (a defect)`);
           if (h.unreadable) {
             out.set(h.source, unreadableMessage(h, h.unreadable));
             continue;

@@ -7,6 +7,7 @@ import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } fr
 import { join } from 'node:path';
 import type { ImapConfig } from '../config/config.js';
 import { maxOf } from '../extremes.js';
+import { missingFolderMessage } from './imap-folders.js';
 import { imapClient } from './imap-client.js';
 import { kindOfCode } from './imap-codes.js';
 import { MailboxError } from './mailbox.js';
@@ -32,7 +33,12 @@ export async function newestImapMessageFrom(cfg: ImapConfig & { folder: string }
   client.on('error', () => undefined); // imapflow #302; the failing command reports it
   try {
     await client.connect();
-    await client.mailboxOpen(cfg.folder, { readOnly: true });
+    try {
+      await client.mailboxOpen(cfg.folder, { readOnly: true });
+    } catch (err) {
+      if (!(err as { mailboxMissing?: boolean })?.mailboxMissing) throw err;
+      throw new MailboxError(await missingFolderMessage(client, cfg.folder, cfg), 'protocol', { cause: err });
+    }
     const uids = await client.search({ from: address }, { uid: true });
     if (!Array.isArray(uids) || uids.length === 0) return null;
     const newest = maxOf(uids, 0);
@@ -42,9 +48,8 @@ export async function newestImapMessageFrom(cfg: ImapConfig & { folder: string }
     return full && full.source ? full.source : null;
   } catch (err) {
     if (err instanceof MailboxError) throw err;
-    const e = err as { authenticationFailed?: boolean; tlsFailed?: boolean; mailboxMissing?: boolean; responseText?: string; message?: string; code?: string };
+    const e = err as { authenticationFailed?: boolean; tlsFailed?: boolean; responseText?: string; message?: string; code?: string };
     if (e.authenticationFailed) throw new MailboxError(`IMAP login failed for ${cfg.user}`, 'auth', { cause: err });
-    if (e.mailboxMissing) throw new MailboxError(`IMAP folder ${cfg.folder} does not exist on ${cfg.host}:${cfg.port}`, 'protocol', { cause: err });
     throw new MailboxError(`IMAP read of ${cfg.folder} on ${cfg.host}:${cfg.port} failed: ${e.code ?? e.responseText ?? e.message ?? String(err)}`, kindOfCode(e.code, e.tlsFailed), { cause: err });
   } finally {
     await client.logout().catch(() => client.close());

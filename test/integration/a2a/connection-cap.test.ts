@@ -289,6 +289,43 @@ describe('server.max_connections', () => {
     expect(busy.map((b) => b.serverSide.destroyed)).toEqual([true, ...Array<boolean>(CAP - 1).fill(false)]);
   });
 
+  it('a connection that presented the bearer is known by that Authorization value only: on it, a wrong bearer or the right one with a byte more is 401; the right one with the scheme in lower case is 200 (src/a2a/connection-cap.ts, bearerShownBefore)', async () => {
+    const r = rig();
+    await r.begin();
+    const taskId = await r.openTask();
+    /** The status of a GetTask sent on `held` with this Authorization value (its answer names the task, or the 401's error). */
+    const ask = async (held: Held, authorization: string): Promise<number> => {
+      const text = JSON.stringify(getTask(taskId));
+      let seen = '';
+      const answer = new Promise<number>((resolve) => {
+        const onData = (d: Buffer): void => {
+          seen += d.toString('utf8');
+          if (!seen.includes(taskId) && !seen.includes('wrong bearer')) return;
+          held.client.off('data', onData);
+          resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(seen)?.[1] ?? 0));
+        };
+        held.client.on('data', onData);
+      });
+      held.client.write(
+        `POST ${new URL(suite.h.endpoint).pathname} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\n` +
+          `A2A-Version: 1.0\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`,
+      );
+      return answer;
+    };
+    const right = `Bearer ${TEST_BEARER}`;
+    for (const wrong of ['Bearer not-the-bearer', `${right}x`, `${right} x`]) {
+      const held = await r.open();
+      expect(await ask(held, right)).toBe(200);
+      expect(await ask(held, right)).toBe(200);
+      expect(await ask(held, wrong)).toBe(401);
+    }
+    const held = await r.open();
+    expect(await ask(held, right)).toBe(200);
+    expect(await ask(held, `bearer ${TEST_BEARER}`)).toBe(200);
+    expect(await ask(held, right)).toBe(200);
+    expect(held.serverSide.destroyed).toBe(false);
+  });
+
   it('a caller\'s kept-alive socket (it presented the bearer) outlasts idle sockets that never did, though it waited longer', async () => {
     const r = rig();
     await r.begin();

@@ -50,6 +50,8 @@ describe('bash completion (compgen, in a bash subprocess)', () => {
     expect(bashComplete('a2a-mailbridge', '--config', '/x.toml', 'service', 'st')).toEqual(['status']);
     expect(bashComplete('a2a-mailbridge', 'status', '')).toEqual(['--json', '--help']);
     expect(bashComplete('a2a-mailbridge', 'ledger', '--t')).toEqual(['--task']);
+    expect(bashComplete('a2a-mailbridge', 'ca')).toEqual(['cancel']);
+    expect(bashComplete('a2a-mailbridge', 'cancel', '--')).toEqual(['--all-open', '--agent', '--help']);
   });
 
   it('completes option values and arguments from the tables the program checks', () => {

@@ -21,7 +21,9 @@ describe('init without --dir', () => {
     const top = (await runCli(['--help'])).stdout.replace(/\s+/g, ' ');
     expect(top).toContain('config file (default: $A2A_MAILBRIDGE_CONFIG, else $XDG_CONFIG_HOME/a2a-mailbridge/config.toml, ~/.config/… when XDG_CONFIG_HOME is unset)');
     const init = (await runCli(['init', '--help'])).stdout.replace(/\s+/g, ' ');
-    expect(init).toContain('--dir <dir> the folder (default: that of the config file as every command finds it: --config, $A2A_MAILBRIDGE_CONFIG, $XDG_CONFIG_HOME/a2a-mailbridge, ~/.config/a2a-mailbridge)');
+    expect(init).toContain(
+      '--dir <dir> the folder (default: that of the config file as every command finds it: --config, $A2A_MAILBRIDGE_CONFIG, $XDG_CONFIG_HOME/a2a-mailbridge, ~/.config/a2a-mailbridge); the config is <dir>/config.toml, and a --config naming another file is refused',
+    );
   });
 
   it('writes into each of those places, in that order', async () => {
@@ -56,5 +58,30 @@ describe('init without --dir', () => {
     paste('sh', fix!, root);
     expect(statSync(odd).mode & 0o777).toBe(0o700);
     expect(readdirSync(root).filter((n) => n.includes('PWNED') && !n.startsWith('odd'))).toEqual([]);
+  });
+});
+
+// Fresh user's report: `--config /tmp/newcfg/my.toml init --dir /tmp/other` wrote /tmp/other/config.toml, --config dropped unsaid.
+describe('init with both --config and --dir', () => {
+  it('refuses two different places (exit 2), naming both and the command for each, and writes nothing', async () => {
+    const named = join(root, 'newcfg/my.toml');
+    const other = join(root, 'other');
+    const r = await runCli(['--config', named, 'init', '--dir', other], { env: user(join(root, 'home5')) });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toBe(
+      `a2a-mailbridge: --config ${named} and --dir ${other} name different places (--dir writes ${join(other, 'config.toml')}); give one: ` +
+        `a2a-mailbridge --config ${named} init writes that file and its secrets/, state/ and logs/ beside it, a2a-mailbridge init --dir ${other} writes config.toml in that folder\n`,
+    );
+    expect(r.stdout).toBe('');
+    expect(existsSync(join(root, 'newcfg'))).toBe(false);
+    expect(existsSync(other)).toBe(false);
+  });
+
+  it('takes a --config that names the very file --dir writes', async () => {
+    const dir = join(root, 'same');
+    const r = await runCli(['--config', join(dir, 'config.toml'), 'init', '--dir', dir], { env: user(join(root, 'home6')) });
+    expect(r.status, r.stderr).toBe(0);
+    expect(existsSync(join(dir, 'config.toml'))).toBe(true);
+    expect(existsSync(join(dir, 'secrets/bearer'))).toBe(true);
   });
 });

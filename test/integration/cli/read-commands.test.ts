@@ -56,7 +56,7 @@ describe('exit codes and --version', () => {
     expect((await runCli(['tasks', '--no-such-option'])).status).toBe(2);
     const bad = await cli('tasks', '--state', 'done');
     expect(bad.status).toBe(2);
-    expect(bad.stderr).toMatch(/^a2a-mailbridge: --state "done" is not a task state; use one of submitted, working/);
+    expect(bad.stderr).toMatch(/^a2a-mailbridge: --state "done" is not a task state; use one of submitted, working.*; did you mean "completed"\?\n$/);
   });
 
   it('a missing store is a clear error, not a new empty file', async () => {
@@ -322,8 +322,11 @@ describe('backup and prune', () => {
     const dry = await cli('prune', '--older-than', '30', '--dry-run', '--json');
     expect(dry.status, dry.stderr).toBe(0);
     const planned: unknown = JSON.parse(dry.stdout);
-    expect(planned).toMatchObject({ dryRun: true, tasks: 2, turns: 2, attempts: 2, messages: 2, artifacts: 0, replies: 1, attachments: 1, events: 5, ledger: 2 });
+    const counts = { dryRun: true, tasks: 2, turns: 2, attempts: 2, messages: 2, artifacts: 0, replies: 1, attachments: 1, events: 5, ledger: 2 };
+    expect(planned).toMatchObject(counts);
     expect(sha(store)).toBe(digestBefore);
+    // The ages tasks --since and ledger --since take: 30d and 720h are the same cut as 30.
+    for (const age of ['30d', '720h']) expect(JSON.parse((await cli('prune', '--older-than', age, '--dry-run', '--json')).stdout)).toMatchObject(counts);
 
     const done = await cli('prune', '--older-than', '30');
     expect(done.status, done.stderr).toBe(0);

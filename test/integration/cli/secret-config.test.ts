@@ -76,8 +76,12 @@ describe('secret new', () => {
     expect(issued.stderr).toMatch(/agents\[0\]\.webhook\.bearer_file holds the token the agent's webhook expects, which is issued elsewhere, not generated here; write it with mode 0600: umask 077 && printf/);
     const unknown = await cli('secret', 'new', 'password');
     expect(unknown.status).toBe(2);
-    // Only the names this config has (a Maildir config reads no IMAP password).
-    expect(unknown.stderr).toBe("a2a-mailbridge: secret new \"password\": not a secret of this config; this config's are: bearer, webhook-secret, webhook-bearer, server.bearer_file, agents[0].webhook.bearer_file, agents[0].webhook.secret_file\n");
+    // Only the names this config has (a Maildir config reads no IMAP password), and only those
+    // `secret new` generates as its choices: the trigger token, issued elsewhere, apart.
+    expect(unknown.stderr).toBe(
+      'a2a-mailbridge: secret new "password": not a secret of this config; `secret new` generates: bearer, webhook-secret, server.bearer_file, agents[0].webhook.secret_file; ' +
+        `set by you, not generated: agents[0].webhook.bearer_file (the token the agent's webhook expects: write it into ${join(c.dir, 'webhook-bearer')}, mode 0600)\n`,
+    );
     const noAgent = await cli('secret', 'new', 'webhook-secret', '--agent', 'nobody');
     expect(noAgent.status).toBe(2);
     expect(noAgent.stderr).toBe('a2a-mailbridge: no agent named nobody has a webhook-secret file (agents[0].webhook.secret_file do); give one of their names with --agent\n');
@@ -88,10 +92,28 @@ describe('secret new', () => {
     const r = await runCli(['--config', sw.configPath, 'secret', 'new', 'webhook-bearer']);
     expect(r.status).toBe(2);
     expect(r.stderr).toBe(
-      "a2a-mailbridge: this config reads no webhook-bearer file; this config's are: bearer, webhook-secret, server.bearer_file, agents[0].webhook.secret_file; " +
+      'a2a-mailbridge: this config reads no webhook-bearer file; `secret new` generates: bearer, webhook-secret, server.bearer_file, agents[0].webhook.secret_file; ' +
         'to add one, in the agent\'s [agents.webhook], set auth = "bearer" (or "both") and bearer_file = "secrets/webhook-bearer"\n',
     );
     rmSync(sw.dir, { recursive: true, force: true });
+  });
+
+  it("an IMAP config's unknown name: the IMAP password is offered as the user's to write, never as a name to generate", async () => {
+    const imap = makeConfigDir(
+      minimalToml().replace('kind = "maildir"', 'kind = "imap"').replace('[mailbox.maildir]\npath = "Maildir"', '[mailbox.imap]\nhost = "127.0.0.1"\nuser = "u"\npassword_file = "imap-password"'),
+    );
+    const r = await runCli(['--config', imap.configPath, 'secret', 'new', 'foo']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toBe(
+      'a2a-mailbridge: secret new "foo": not a secret of this config; `secret new` generates: bearer, webhook-secret, server.bearer_file, agents[0].webhook.secret_file; ' +
+        `set by you, not generated: mailbox.imap.password_file (your IMAP app password: write it into ${join(imap.dir, 'imap-password')}, mode 0600), ` +
+        `agents[0].webhook.bearer_file (the token the agent's webhook expects: write it into ${join(imap.dir, 'webhook-bearer')}, mode 0600)\n`,
+    );
+    // The name it would have offered before is refused, as it should be.
+    const refused = await runCli(['--config', imap.configPath, 'secret', 'new', 'imap-password']);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toMatch(/mailbox\.imap\.password_file holds your IMAP app password, which is issued elsewhere, not generated here/);
+    rmSync(imap.dir, { recursive: true, force: true });
   });
 });
 

@@ -105,7 +105,8 @@ describe('serve that cannot listen', () => {
     const c = config(`127.0.0.1:${port}`);
     const r = await runCli(['--config', c.configPath, 'serve']);
     expect(r.status).toBe(2);
-    expect(r.stderr).toBe(`a2a-mailbridge: 127.0.0.1:${port} is already in use, by another program or another bridge (a2a-mailbridge --config ${c.configPath} status tells which; a2a-mailbridge --config ${c.configPath} stop stops this config's): stop it or change server.listen\n`);
+    // Another program (it accepts and never answers /health): no stop command, the file to edit named.
+    expect(r.stderr).toBe(`a2a-mailbridge: 127.0.0.1:${port} is already in use by another program (no a2a-mailbridge answers /health there): stop it, or change server.listen in ${c.configPath} to a free port\n`);
     expect(existsSync(join(c.dir, 'state'))).toBe(false);
     expect(readdirSync(c.dir).sort()).toEqual(['Maildir', 'bearer', 'imap-password', 'mailbridge.toml', 'webhook-bearer', 'webhook-secret']);
   });

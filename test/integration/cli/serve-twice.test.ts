@@ -44,4 +44,17 @@ describe('serve a second time', () => {
     expect(bridge.child.exitCode).toBeNull();
     await bridge.stop();
   });
+
+  it('with another config (its own store) on the same address: says a bridge of another config holds it and names the file whose server.listen to change, no stop command; exit 2', async () => {
+    const c = await configDir();
+    const bridge = await startBridgeProcess(c.configPath);
+    const other = await configDir(c.listen);
+    const r = await runCli(['--config', other.configPath, 'serve']);
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).toBe(
+      `a2a-mailbridge: ${c.listen} is already in use by a bridge of another config (its /health names another store, or none to this config's server.bearer): stop it, or change server.listen in ${other.configPath} to a free port\n`,
+    );
+    expect(bridge.child.exitCode).toBeNull();
+    await bridge.stop();
+  });
 });

@@ -217,7 +217,10 @@ describe('the door', () => {
       const error = r.json.error!;
       const data = error.data as unknown[];
       expect(error.code).toBe(-31001);
-      expect(error.message).toMatch(/^grok already has 3 open tasks, the limit \(agents\.max_open_tasks = 3\); no new task was created\. Cancel tasks you no longer need, or retry when one finishes: the earliest deadline is \S+Z, in \d+ s\.$/);
+      // The operator's commands, for this config (the harness's is not the default: --config).
+      const cli = `a2a-mailbridge --config ${suite.h.configDir.configPath}`;
+      expect(error.message).toContain(`Cancel tasks you no longer need (CancelTask; on the bridge's machine ${cli} tasks --agent grok --state open lists them and ${cli} cancel <id> cancels one), or retry when one finishes: `);
+      expect(error.message).toMatch(/^grok already has 3 open tasks, the limit \(agents\.max_open_tasks = 3\); no new task was created\. Cancel tasks .* or retry when one finishes: the earliest deadline is \S+Z, in \d+ s\.$/);
       expect(data[0]).toMatchObject({ reason: 'LIMIT_REACHED', domain: 'a2a-mailbridge', metadata: { limit: 'agents.max_open_tasks', value: '3' } });
       expect(data[1]).toEqual({ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: expect.stringMatching(/^\d+s$/) as unknown });
     }

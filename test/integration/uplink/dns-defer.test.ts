@@ -58,7 +58,7 @@ afterEach(async () => {
   app = dir = undefined;
 });
 
-async function bridge(resolver: DnsResolver, now: () => number): Promise<{ app: App; folder: string }> {
+async function bridge(resolver: DnsResolver, now: () => number, mailbox = ''): Promise<{ app: App; folder: string }> {
   dir = makeConfigDir('');
   const folder = join(dir.dir, 'Maildir');
   for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(folder, sub), { recursive: true });
@@ -66,7 +66,7 @@ async function bridge(resolver: DnsResolver, now: () => number): Promise<{ app: 
     `[[agents]]\nname = "${a.name}"\naddress = "${a.address}"\n[agents.webhook]\nurl = "http://127.0.0.1:9/hook"\nauth = "both"\nbearer_file = "webhook-bearer"\nsecret_file = "webhook-secret"\n`;
   writeFileSync(
     dir.configPath,
-    `[server]\nlisten = "127.0.0.1:0"\nbearer_file = "bearer"\n[store]\npath = "state/bridge.sqlite"\n[mailbox]\nkind = "maildir"\naddress = "me@bridge.test"\ncheck_interval_s = 3600\n[mailbox.maildir]\npath = "${folder}"\n` +
+    `[server]\nlisten = "127.0.0.1:0"\nbearer_file = "bearer"\n[store]\npath = "state/bridge.sqlite"\n[mailbox]\nkind = "maildir"\naddress = "me@bridge.test"\ncheck_interval_s = 3600\n${mailbox}[mailbox.maildir]\npath = "${folder}"\n` +
       agent(AGENTS.alpha) +
       agent(AGENTS.beta),
   );
@@ -134,7 +134,7 @@ describe('one agent\'s DKIM key lookup failing temporarily (gate 7 defers)', () 
     expect(state()).toBe('COMPLETED');
   });
 
-  it('tries one deferrable message of an agent (one failing selector) a check, and refuses each for good on its first try 24 h after arrival', async () => {
+  it('tries one deferrable message of an agent (one failing selector) a backoff, the rest held as long, and refuses each for good on its first try 24 h after arrival', async () => {
     const d = dns();
     let now = Date.now();
     const { app: a, folder } = await bridge(d.resolver, () => now);
@@ -149,9 +149,10 @@ describe('one agent\'s DKIM key lookup failing temporarily (gate 7 defers)', () 
     expect(d.alphaAsked).toBe(1);
 
     const second = await a.bridge.checkNow();
-    // The first waits out its backoff; the next one is tried (and deferred), the third waits.
-    expect(second).toMatchObject<Partial<CheckSummary>>({ ok: true, fetched: 0, deferred: 1, held: 2 });
-    expect(d.alphaAsked).toBe(2);
+    // The first waits out its backoff, and the two held wait as long: all three handed out unread.
+    // (Was: the next one tried, deferred, each check: one lookup timeout a check, not a backoff.)
+    expect(second).toMatchObject<Partial<CheckSummary>>({ ok: true, fetched: 0, deferred: 0, held: 3, bytes: 0 });
+    expect(d.alphaAsked).toBe(1);
 
     // 24 h after arrival each gets its verdict on its next try (a refusal holds nothing back):
     // every input leaves a trace.
@@ -159,7 +160,7 @@ describe('one agent\'s DKIM key lookup failing temporarily (gate 7 defers)', () 
     const last = await a.bridge.checkNow();
     expect(last).toMatchObject<Partial<CheckSummary>>({ ok: true, fetched: 3, verdicts: { 'auth:dkim-unverified': 3 }, deferred: 0, held: 0 });
     expect(tasks.map((t) => store.ledger.ofTask(t.id).map((r) => r.verdict))).toEqual([['auth:dkim-unverified'], ['auth:dkim-unverified'], ['auth:dkim-unverified']]);
-    expect(d.alphaAsked).toBe(5);
+    expect(d.alphaAsked).toBe(4);
   });
 });
 
@@ -208,6 +209,42 @@ describe('an agent signing under a selector whose key lookup fails, and under on
     expect(a.bridge.ctx.store.tasks.get(genuine.id)!.state).toBe('COMPLETED');
     expect(asked).toBe(1);
   });
+
+  it('reads a reply behind more held mail than the prefix budget on the first check; the next check hands the held mail out unread (attack review 7, F2)', async () => {
+    let asked = 0;
+    const resolver = ((qname: string, rrtype: string) => {
+      const q = qname.toLowerCase().replace(/\.$/, '');
+      if (rrtype === 'TXT' && q === dkimTxtName('s0', AGENTS.alpha.domain)) {
+        asked++;
+        return Promise.reject(Object.assign(new Error('queryTxt ETIMEOUT'), { code: 'ETIMEOUT' }));
+      }
+      if (rrtype === 'TXT' && q === dkimTxtName('s1', AGENTS.alpha.domain)) return Promise.resolve([AGENTS.alpha.key.publicKeyTxt.match(/.{1,255}/g)!]);
+      return Promise.reject(Object.assign(new Error('queryTxt ENOTFOUND'), { code: 'ENOTFOUND' }));
+    }) as DnsResolver;
+    const now = Date.now();
+    const budget = 100; // the least max_prefixes_per_check allows
+    const { app: a, folder } = await bridge(resolver, () => now, `max_prefixes_per_check = ${budget}\n`);
+    const queued = workingTask(a, AGENTS.alpha, now - 60_000);
+    const genuine = workingTask(a, AGENTS.alpha, now - 60_000);
+    const underS0 = (i: number): Promise<Buffer> =>
+      buildReplyMail({ from: `Agent <${AGENTS.alpha.address}>`, to: 'me@bridge.test', subject: `Re: [${AGENTS.alpha.tag}:${queued.id}]`, token: queued.token, status: 'done', answer: `x${i}`, dkim: { domain: AGENTS.alpha.domain, selector: 's0', privateKeyPem: AGENTS.alpha.key.privateKeyPem }, provider: PROVIDER });
+    const flood = budget + 50;
+    await deliver(folder, [...(await Promise.all(Array.from({ length: flood }, (_, i) => underS0(i)))), await reply(AGENTS.alpha, genuine)], now - 3_600_000);
+
+    const first = await a.bridge.checkNow();
+    // Was: the 100 prefixes went to the first 100 of the queue (one deferred, 99 held), each check
+    // again, and the reply was never read.
+    expect(first).toMatchObject<Partial<CheckSummary>>({ ok: true, verdicts: { 'applied:done': 1 }, deferred: 1, held: flood - 1, more: false });
+    expect(a.bridge.ctx.store.tasks.get(genuine.id)!.state).toBe('COMPLETED');
+    expect(asked).toBe(1);
+
+    // Within the backoff the whole queue is handed out unread: no byte read, no lookup; it is all still waiting.
+    const second = await a.bridge.checkNow();
+    expect(second).toMatchObject<Partial<CheckSummary>>({ ok: true, fetched: 0, deferred: 0, held: flood, bytes: 0, more: false });
+    expect(asked).toBe(1);
+    expect(a.bridge.ctx.store.ledger.ofTask(queued.id)).toEqual([]);
+    expect(deferralsOf(a.bridge.ctx.store).size).toBe(flood);
+  });
 });
 
 describe('a deferred reply on IMAP (Dovecot)', () => {
@@ -231,6 +268,11 @@ describe('a deferred reply on IMAP (Dovecot)', () => {
     const first = await rig().bridge.checkNow();
     expect(first).toMatchObject<Partial<CheckSummary>>({ ok: true, fetched: 1, onHeaders: 1, verdicts: { 'auth:dmarc-fail': 1 }, deferred: 1 });
     expect(store.mailbox.state(folder)).toMatchObject({ lastUid: uids[0]! - 1, lastError: null });
+
+    // Within its backoff it is handed out unread (no FETCH, no prefix of the budget), and the watermark stays before it.
+    const between = await rig().bridge.checkNow();
+    expect(between).toMatchObject<Partial<CheckSummary>>({ ok: true, fetched: 0, deferred: 0, held: 1, bytes: 0 });
+    expect(store.mailbox.state(folder).lastUid).toBe(uids[0]! - 1);
 
     rig().bridge.ctx.dkimResolver = working;
     rig().advance!(DEFER_FIRST_WAIT_MS);

@@ -220,9 +220,34 @@ describe('ImapMailbox against Dovecot', () => {
     expect(JSON.stringify(log.entries)).not.toContain(Buffer.from(secret).toString('base64').slice(0, 12));
   });
 
-  it('a missing folder is MailboxError protocol naming the folder', async () => {
+  it('a missing folder is MailboxError protocol naming the folder and listing the folders there, their names escaped', async () => {
+    // A folder name is server text: a bidi override in one must not reorder the line it is shown in.
+    await dovecot.createFolder('Agents\u202eevil');
     const err = await new ImapMailbox(config('NoSuchFolder')).check(req()).catch((e: unknown) => e);
     expect(err).toMatchObject({ name: 'MailboxError', kind: 'protocol' });
-    expect((err as Error).message).toContain('NoSuchFolder');
+    const message = (err as Error).message;
+    expect(message).toMatch(/^IMAP folder NoSuchFolder does not exist on [^;]+; the folders there: "/);
+    expect(message).toContain('"INBOX"');
+    expect(message).toContain('"Agents\\u{202e}evil"');
+    expect(message).not.toContain('\u202e');
+  });
+
+  it('a folder deleted mid-check: the server hangs up, and the reconnect says what the first connect says, folders listed', async () => {
+    const folder = await freshFolder();
+    await dovecot.append(mail(), { folder });
+    const log = recorder();
+    const box = new ImapMailbox(config(folder), log.logger);
+    const pass = await box.open(req()); // EXAMINEd and SEARCHed on the first connection
+    // Deleted under the selected session: Dovecot hangs up on its next command (BYE), and the
+    // FETCH goes on, UID by UID, on a fresh connection, whose EXAMINE finds no folder.
+    await dovecot.deleteFolder(folder);
+    const err = await pass.headers().catch((e: unknown) => e);
+    await pass.close();
+    expect(err).toMatchObject({ name: 'MailboxError', kind: 'protocol' });
+    expect(log.serverLines()).toContain('* BYE FETCH failed: Mailbox was deleted under us');
+    expect(log.commands().map(verb).filter((v) => v === 'EXAMINE')).toHaveLength(2); // the reconnect's EXAMINE
+    const firstConnect = await new ImapMailbox(config(folder)).check(req()).catch((e: unknown) => e);
+    expect((firstConnect as Error).message).toMatch(new RegExp(`^IMAP folder ${folder} does not exist on [^;]+; the folders there: .*"INBOX"`));
+    expect((err as Error).message).toBe((firstConnect as Error).message);
   });
 });

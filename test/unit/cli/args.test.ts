@@ -25,7 +25,12 @@ describe('CLI option values', () => {
     expect(parseDays('30', '--older-than')).toBe(30 * 86_400_000);
     expect(parseDays('0.5', '--older-than')).toBe(43_200_000);
     expect(parseDays('0', '--older-than')).toBe(0);
-    for (const bad of ['-3', '30d', 'x']) expect(() => parseDays(bad, '--older-than')).toThrow(UsageError);
+    // The ages --since takes, as tasks and ledger do; a bare number stays days.
+    expect(parseDays('3d', '--older-than')).toBe(3 * 86_400_000);
+    expect(parseDays('12h', '--older-than')).toBe(43_200_000);
+    expect(parseDays('2w', '--older-than')).toBe(14 * 86_400_000);
+    expect(parseDays('90m', '--older-than')).toBe(5_400_000);
+    for (const bad of ['-3', '3x', 'x', '', '3 days']) expect(() => parseDays(bad, '--older-than')).toThrow(/give a number of days \(30, 0\.5\) or an age \(12h, 7d, 2w\)/);
   });
 
   it('--state takes every spelling a caller sees, lists, and the groups open/finished', () => {
@@ -34,7 +39,11 @@ describe('CLI option values', () => {
     expect(parseStates('input-required,completed', '--state')).toEqual(['INPUT_REQUIRED', 'COMPLETED']);
     expect(parseStates('open', '--state')).toEqual(['SUBMITTED', 'WORKING', 'INPUT_REQUIRED']);
     expect(parseStates('finished', '--state').sort()).toEqual(['CANCELED', 'COMPLETED', 'FAILED', 'REJECTED']);
-    expect(() => parseStates('done', '--state')).toThrow(/"done" is not a task state; use one of submitted, working, input-required/);
+    expect(() => parseStates('done', '--state')).toThrow(/"done" is not a task state; use one of submitted, working, input-required.*; did you mean "completed"\?$/);
+    // A typo gets the nearest state, as a config value gets its nearest choice.
+    expect(() => parseStates('cancelled', '--state')).toThrow(/; did you mean "canceled"\?$/);
+    expect(() => parseStates('complted', '--state')).toThrow(/; did you mean "completed"\?$/);
+    expect(() => parseStates('constructor', '--state')).toThrow(/\(comma-separated for several\)$/);
   });
 
   it('--verdict: exact verdicts, or prefixes that some verdict starts with', () => {

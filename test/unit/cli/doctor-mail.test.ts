@@ -57,7 +57,8 @@ describe('doctor: latest agent mail', () => {
     const c = await checkLatestTaggedMail(configWith('provider = "gmail"', unstamped), resolver);
     expect(c.status).toBe('warn');
     expect(c.detail).toBe('ledger #1 (auth:no-border) would be refused: gate 5: no Received field: cannot tell where the provider accepted the message; it never passed a mail server: it has no Received field, which every server that takes mail in adds (a file written into the folder by hand or by a local program)');
-    expect(c.fix).toMatch(/^nothing in the config needs changing: .*npm run demo \(the whole round trip\), or wait for a genuine reply from the agent$/);
+    // The command that works wherever the CLI is installed (npm run demo works only inside the checkout).
+    expect(c.fix).toMatch(/^nothing in the config needs changing: .*run a2a-mailbridge demo \(the whole round trip\), or wait for a genuine reply from the agent$/);
     // Gmail's stamp copied in, under the default preset: not a stamp this config trusts, so the config is not what refuses it.
     expect(await checkLatestTaggedMail(configWith(null, handWritten), resolver)).toMatchObject({ status: 'warn', fix: c.fix });
     // Mail sent on this machine (a local MTA on the loopback): no hop came from outside.
@@ -76,6 +77,7 @@ describe('doctor: latest agent mail', () => {
       expect(c.detail).toMatch(/; yet it carries Authentication-Results #\d+ that the config would trust at a border: the config trusts a stamp a hand-made or forged mail can carry \(provider gmail\)/);
       expect(c.fix).toMatch(/^check that \[mailbox\] provider, authserv_id and border_host trust only .*provider detect --from agent@agent\.example on a genuine reply/);
       expect(c.fix).not.toMatch(/nothing in the config needs changing/);
+      expect(c.fix).toMatch(/; if you wrote this mail into the folder yourself with a copied stamp, a2a-mailbridge demo is the real test$/);
     }
   });
 

@@ -40,7 +40,9 @@ describe('retry: the rule, said plainly', () => {
   });
 
   it('WORKING, INPUT_REQUIRED, FAILED by the agent or the deadline, and finished tasks each say why not', () => {
-    expect(retryRefusal(facts({ state: 'WORKING' }, { dispatchState: 'accepted', acceptedAt: NOW - 1000 }))).toMatch(/is WORKING: its webhook was accepted at 2026-06-01T11:59:59Z and the agent has the job/);
+    const working = retryRefusal(facts({ state: 'WORKING' }, { dispatchState: 'accepted', acceptedAt: NOW - 1000 }));
+    expect(working).toMatch(/is WORKING: its webhook was accepted at 2026-06-01T11:59:59Z and the agent has the job/);
+    expect(working).toContain(`To start over, cancel it (a2a-mailbridge --config ${c.configPath} cancel 5f92b50d, or the caller's CancelTask) and send the job again`);
     expect(retryRefusal(facts({ state: 'INPUT_REQUIRED' }))).toMatch(/the agent asked the caller a question; answer it on context_id ctx-1/);
     expect(retryRefusal(facts({ state: 'FAILED', failedBy: 'deadline', stateReason: 'deadline passed' }, { dispatchState: 'accepted' }))).toMatch(/FAILED by deadline \(deadline passed\), after its webhook was accepted: the agent had the job/);
     expect(retryRefusal(facts({ state: 'COMPLETED', stateReason: 'completed by reply' }))).toMatch(/is COMPLETED \(completed by reply\): it is finished/);

@@ -24,3 +24,17 @@ describe('secret new and the config place', () => {
     expect(readFileSync(bearer, 'utf8')).toBe(before);
   });
 });
+
+describe('secret new and a name it does not take', () => {
+  it("an unknown name: an OAuth2 refresh token is named as the user's, with the command that writes it", () => {
+    const c = makeConfigDir(
+      minimalToml()
+        .replace('kind = "maildir"', 'kind = "imap"')
+        .replace('[mailbox.maildir]\npath = "Maildir"', '[mailbox.imap]\nhost = "127.0.0.1"\nuser = "u"\nauth = "oauth2"\noauth2_client_id = "cid"\noauth2_refresh_token_file = "refresh-token"'),
+    );
+    removeAfter(c.dir);
+    expect(() => runSecretNew(c.configPath, 'foo', {})).toThrow(
+      `set by you, not generated: mailbox.imap.oauth2_refresh_token_file (set it with: a2a-mailbridge --config ${c.configPath} auth login google), agents[0].webhook.bearer_file`,
+    );
+  });
+});

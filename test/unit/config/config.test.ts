@@ -153,6 +153,21 @@ bearer_file = "webhook-bearer"
     const c = makeConfigDir(minimalToml({ extraAgent: second }));
     expect(() => loadConfig(c.configPath)).toThrow(/config key agents\[1\]\.tag: "grok" is already used by agents\[0\]/);
   });
+
+  it('reports a duplicate name in the same run as the other errors of that agent (README: every bad value in one run)', () => {
+    const second = `
+[[agents]]
+name = "grok"
+address = "b@agent.example"
+deadline_s = "soon"
+[agents.webhook]
+url = "http://127.0.0.1:9/b"
+auth = "bearer"
+bearer_file = "webhook-bearer"
+`;
+    const c = makeConfigDir(minimalToml({ extraAgent: second }));
+    expect(() => loadConfig(c.configPath)).toThrow(/agents\[1\]\.deadline_s: must be[^]*agents\[1\]\.name: "grok" is already used by agents\[0\][^]*agents\[1\]\.tag: "grok" is already used/);
+  });
 });
 
 describe('provider patterns', () => {

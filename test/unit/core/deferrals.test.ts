@@ -31,4 +31,80 @@ describe('deferred messages (gate 7 temperror): their backoff and its bounds', (
     expect(d.waits('m0', DEFER_MAX_KEPT)).toBe(false); // forgotten: tried at the next check
     expect(d.waits(`m${DEFER_MAX_KEPT}`, DEFER_MAX_KEPT)).toBe(true);
   });
+
+  it('forgets a held message (never tried) before a deferred one when full', () => {
+    const d = new Deferrals();
+    for (let i = 0; i < DEFER_MAX_KEPT - 1; i++) d.deferred(`m${i}`, 0, `t${i}`);
+    d.held('h', 0, 10 * DEFER_MAX_WAIT_MS); // due last of all, yet forgotten first
+    d.deferred('new', 0, 'tn');
+    expect(d.size).toBe(DEFER_MAX_KEPT);
+    expect(d.dueAt('h')).toBeNull();
+    expect(d.dueAt('m0')).toBe(DEFER_FIRST_WAIT_MS);
+  });
+});
+
+describe('held messages (signed only under a selector whose lookup failed in the check)', () => {
+  it('wait until the deferral that held them is due, are no try, and name a task only when deferred before', () => {
+    const d = new Deferrals();
+    d.held('h', 0, 5 * DEFER_FIRST_WAIT_MS);
+    expect([d.waits('h', 5 * DEFER_FIRST_WAIT_MS - 1), d.waits('h', 5 * DEFER_FIRST_WAIT_MS)]).toEqual([true, false]);
+    expect(d.tasks).toBe(0);
+    expect(d.deferred('h', 5 * DEFER_FIRST_WAIT_MS, 'task-1')).toBe(1); // the first try: its backoff starts at 1 min
+    expect(d.dueAt('h')).toBe(6 * DEFER_FIRST_WAIT_MS);
+    expect(d.taskWaitsSince('task-1')).toBe(0); // since it was first held
+    d.held('h', 6 * DEFER_FIRST_WAIT_MS, 7 * DEFER_FIRST_WAIT_MS);
+    expect(d.taskWaitsSince('task-1')).toBe(0); // the task and the backoff kept
+    expect(d.deferred('h', 7 * DEFER_FIRST_WAIT_MS)).toBe(2);
+    expect(d.dueAt('h')).toBe(9 * DEFER_FIRST_WAIT_MS);
+    expect(d.taskWaitsSince('task-1')).toBe(0);
+  });
+});
+
+describe('the index by task (taskWaitsSince without a scan)', () => {
+  it('answers the earliest first deferral of a task\'s messages through deferrals, re-deferrals, done and forgetGone', () => {
+    const d = new Deferrals();
+    d.deferred('a1', 100, 'A');
+    d.deferred('a2', 50, 'A');
+    d.deferred('a3', 200, 'A');
+    d.deferred('b1', 300, 'B');
+    d.deferred('x', 10); // no task
+    expect([d.taskWaitsSince('A'), d.taskWaitsSince('B'), d.taskWaitsSince('C'), d.tasks]).toEqual([50, 300, null, 2]);
+    d.deferred('a2', 400, 'A'); // tried again: its first deferral stands
+    expect(d.taskWaitsSince('A')).toBe(50);
+    d.done('a2');
+    expect(d.taskWaitsSince('A')).toBe(100);
+    d.done('a1');
+    expect(d.taskWaitsSince('A')).toBe(200);
+    d.done('b1');
+    expect([d.taskWaitsSince('B'), d.tasks]).toEqual([null, 1]);
+    d.done('never-deferred');
+    d.deferred('a4', 20, 'A');
+    expect(d.taskWaitsSince('A')).toBe(20);
+    // A check that listed the whole mailbox and did not see a4: it is gone.
+    d.forgetGone(500, new Set(['a3', 'x']));
+    expect([d.taskWaitsSince('A'), d.size]).toEqual([200, 2]);
+    d.forgetGone(500, new Set(['x']));
+    expect([d.taskWaitsSince('A'), d.tasks, d.size]).toEqual([null, 0, 1]);
+  });
+
+  it('forgets a task\'s messages once older than a deferral lasts (24 h from arrival, and one backoff)', () => {
+    const d = new Deferrals();
+    d.deferred('old', 0, 'A');
+    d.deferred('young', DEFER_MAX_WAIT_MS, 'A');
+    const maxAge = TEMPORARY_RETRY_MS + DEFER_MAX_WAIT_MS;
+    d.forgetGone(maxAge);
+    expect(d.taskWaitsSince('A')).toBe(0);
+    d.forgetGone(maxAge + 1);
+    expect([d.taskWaitsSince('A'), d.size]).toEqual([DEFER_MAX_WAIT_MS, 1]);
+    d.forgetGone(maxAge + DEFER_MAX_WAIT_MS + 1);
+    expect([d.taskWaitsSince('A'), d.size, d.tasks]).toEqual([null, 0, 0]);
+  });
+
+  it(`drops a message forgotten past ${DEFER_MAX_KEPT} from its task`, () => {
+    const d = new Deferrals();
+    for (let i = 0; i < DEFER_MAX_KEPT; i++) d.deferred(`m${i}`, i, i === 0 ? 'first' : 'rest');
+    expect([d.taskWaitsSince('first'), d.taskWaitsSince('rest')]).toEqual([0, 1]);
+    d.deferred('more', DEFER_MAX_KEPT, 'rest'); // m0 is due soonest: forgotten
+    expect([d.taskWaitsSince('first'), d.taskWaitsSince('rest'), d.tasks]).toEqual([null, 1, 1]);
+  });
 });

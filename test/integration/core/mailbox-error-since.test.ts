@@ -1,0 +1,53 @@
+import { rmSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { buildBridge } from '../../../src/app.js';
+import { loadConfig } from '../../../src/config/config.js';
+import { createLogger } from '../../../src/log.js';
+import { makeConfigDir, minimalToml, type ConfigDir } from '../../helpers/config-dir.js';
+
+/**
+ * "UNREACHABLE since …" (status, /health, a caller's status text) after a restart: a run of
+ * mailbox failures the store shows from a previous run of the bridge is not carried over as this
+ * run's (fresh-user trial: a bridge started at 04:17:53 showed "since 04:17:47Z"); within a run,
+ * "since" stays at the run's first failure. The Maildir here does not exist, so every check fails.
+ */
+const dirs: ConfigDir[] = [];
+afterAll(() => {
+  for (const c of dirs) rmSync(c.dir, { recursive: true, force: true });
+});
+
+describe('mailbox errorSince across a restart', () => {
+  it("is this run's first failure, not the previous run's; later failures of the run keep it", async () => {
+    const c = makeConfigDir(minimalToml());
+    dirs.push(c);
+    const config = loadConfig(c.configPath);
+    let now = Date.parse('2026-12-03T04:17:47Z');
+    const run = async (): Promise<number | null> => {
+      const built = buildBridge(config, { log: createLogger('silent'), now: () => now });
+      try {
+        const summary = await built.bridge.checkNow();
+        expect(summary.ok).toBe(false);
+        return built.bridge.ctx.store.mailbox.state(built.bridge.ctx.mailbox.folder).errorSince;
+      } finally {
+        await built.close();
+      }
+    };
+    const first = now;
+    expect(await run()).toBe(first);
+    // Stopped, and started again 6 s later: its first failure starts the run.
+    now += 6_000;
+    const restarted = now;
+    const built = buildBridge(config, { log: createLogger('silent'), now: () => now });
+    try {
+      await built.bridge.checkNow();
+      const folder = built.bridge.ctx.mailbox.folder;
+      expect(built.bridge.ctx.store.mailbox.state(folder).errorSince).toBe(restarted);
+      // The same run fails again later: "since" stays at its first failure.
+      now += 60_000;
+      await built.bridge.checkNow();
+      expect(built.bridge.ctx.store.mailbox.state(folder)).toMatchObject({ errorSince: restarted, lastCheckAt: now });
+    } finally {
+      await built.close();
+    }
+  });
+});
