@@ -1,6 +1,7 @@
 import type { StoreTx } from '../store/store.js';
 import { failpoint } from './failpoints.js';
 import { REFUSED_RAW_KEEP_BYTES, UNREADABLE_RAW_KEEP_BYTES, type Decision } from './judge.js';
+import { replyMessageId } from './reply-message-id.js';
 import { newFenceNonce } from './untrusted-text.js';
 
 /** Where a judged message was read, and when (src/uplink/mailbox.ts `FetchedMessage`). */
@@ -19,6 +20,23 @@ export interface Provenance {
 }
 
 /**
+ * Characters of each header value (Message-ID, From, Subject, Date) the ledger row of mail refused
+ * before it authenticated keeps: RFC 5322 §2.1.1's line length. Anyone can send such mail, and a
+ * value stored whole is stored again in the index of a task's rows (the Message-ID): 3,000
+ * forgeries with 15 KB Message-IDs, 43 MiB of mail, made a 98.5 MiB store, 50 MiB of it that index
+ * (attack review 8). The rows gates 1 and 8a read (an authenticated signature, an applied reply)
+ * keep theirs whole; the raw bytes a refused row keeps (its first 64 KiB) hold the value.
+ */
+export const KEPT_FIELD_CHARS = 998;
+
+/** `v` cut at {@link KEPT_FIELD_CHARS}, never inside a surrogate pair. */
+function keptField(v: string | null): string | null {
+  if (v === null || v.length <= KEPT_FIELD_CHARS) return v;
+  const c = v.charCodeAt(KEPT_FIELD_CHARS - 1);
+  return v.slice(0, c >= 0xd800 && c <= 0xdbff ? KEPT_FIELD_CHARS - 1 : KEPT_FIELD_CHARS);
+}
+
+/**
  * The writes of a decision (src/core/judge.ts), inside the caller's transaction: the ledger row
  * with the raw bytes its evidence rule keeps, and for an applied or late reply its reply row (the
  * answer and the fence nonce) with its attachments, its history message, the state change and the
@@ -30,15 +48,17 @@ export interface Provenance {
  */
 export function recordDecision(tx: StoreTx, d: Exclude<Decision, { kind: 'defer' }>, p: Provenance): number | null {
   const tag = d.kind === 'refuse' ? d.tag : d.on.tag;
+  // Mail refused before it authenticated keeps its header values cut (the raw bytes kept hold them whole).
+  const field = d.signature === null ? keptField : (v: string | null): string | null => v;
   const rawValue = d.evidence === 'whole' ? (p.staged?.raw ?? null) : null;
   const raw = d.evidence === 'whole' ? (rawValue === null ? p.raw : null) : d.evidence === 'head' ? p.raw.subarray(0, REFUSED_RAW_KEEP_BYTES) : d.evidence === 'routing' ? p.raw.subarray(0, UNREADABLE_RAW_KEEP_BYTES) : null;
   const ledgerId = tx.ledger.record({
     source: p.source,
     seenAt: p.at,
-    messageId: d.message.messageId,
-    fromHeader: d.message.from,
-    subject: d.message.subject,
-    dateHeader: d.message.date,
+    messageId: field(d.message.messageId),
+    fromHeader: field(d.message.from),
+    subject: field(d.message.subject),
+    dateHeader: field(d.message.date),
     size: d.message.size,
     rawSha256: d.message.rawSha256,
     raw,
@@ -91,7 +111,7 @@ export function recordDecision(tx: StoreTx, d: Exclude<Decision, { kind: 'defer'
   );
   tx.messages.insert({
     agent: agent.name,
-    messageId: `reply-${ledgerId}`,
+    messageId: replyMessageId(ledgerId),
     taskId: task.id,
     contextId: task.contextId,
     role: 'agent',

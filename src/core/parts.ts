@@ -8,6 +8,7 @@ import { commandLine } from '../config/config-path.js';
 import { plural } from '../plural.js';
 import type { AttachmentInfo, ReplyRow } from '../store/replies.js';
 import { cleanAgentData, cleanFilename, fenceAgentText, type TextChanges } from './untrusted-text.js';
+import { replyMessageId } from './reply-message-id.js';
 
 /** Metadata of a part that carries agent content: what a client reads instead of matching strings. */
 export interface AgentMeta {
@@ -141,7 +142,7 @@ export function replyNotes(reply: ReplyRow, attachments: readonly AttachmentInfo
     const refused = attachments.length - files - data;
     const what = [files ? plural(files, 'file') : '', data ? plural(data, 'data part') : '', refused ? plural(refused, 'refused attachment') : ''].filter(Boolean).join(', ');
     const where =
-      at === 'artifact' ? `in the artifact ${attachmentsArtifactId(reply.ledgerId)}` : at === 'below' ? 'in the parts after this one' : `in the task history, message reply-${reply.ledgerId}`;
+      at === 'artifact' ? `in the artifact ${attachmentsArtifactId(reply.ledgerId)}` : at === 'below' ? 'in the parts after this one' : `in the task history, message ${replyMessageId(reply.ledgerId)}`;
     notes.push(bridgePart(`The bridge put this reply's attachments (${what}) ${where}.`, { ledgerId: reply.ledgerId }));
   }
   return notes;

@@ -9,6 +9,7 @@ import type { BridgeContext } from './context.js';
 import { envelopeThread } from './envelope-thread.js';
 import { enforceAgentCaps } from './limits.js';
 import { checkPushConfig, storePushConfig, type PushConfigInput } from './push.js';
+import { isReplyMessageId } from './reply-message-id.js';
 import { mintToken } from './token.js';
 import { iso } from './time.js';
 
@@ -126,7 +127,8 @@ function openTurn(ctx: BridgeContext, tx: StoreTx, agent: AgentConfig, task: Tas
  * create or dispatch. The caller's message is stored under its
  * `messageId`, durably, for dedupe across restarts.
  *
- * @throws BridgeError invalid-request (a reused `messageId` with other content, an empty new task,
+ * @throws BridgeError invalid-request (a reused `messageId` with other content, one of the form
+ *   `reply-<n>` the agent's replies take, an empty new task,
  *   a `taskId` of another context), task-not-found (an unknown `taskId`), task-closed (new
  *   work addressed by `taskId` to a terminal task), limit-reached (a per-agent cap: see limits.ts).
  */
@@ -142,6 +144,10 @@ export function submit(ctx: BridgeContext, agent: AgentConfig, input: SendInput)
 /** The context rules of {@link submit}, inside its transaction. */
 function decide(ctx: BridgeContext, tx: StoreTx, agent: AgentConfig, input: SendInput): SendOutcome {
   const now = ctx.now();
+  // The form of the agent's replies in the history: stored, it would take the id of a reply to come (src/core/reply-message-id.ts).
+  if (isReplyMessageId(input.messageId)) {
+    throw new BridgeError('invalid-request', `messageId ${input.messageId} has the form the bridge gives the agent's replies in the history (reply-<number>); use another messageId`);
+  }
   const seen = tx.messages.byId(agent.name, input.messageId);
   if (seen) {
     if (seen.contentSha256 !== input.contentSha256) {

@@ -101,8 +101,15 @@ interface Replies {
   fence: FenceFn;
 }
 
-function readReplies(ctx: ViewContext, taskId: string): Replies {
-  const byLedger = new Map(ctx.store.replies.ofTask(taskId).map((r) => [r.ledgerId, r]));
+/**
+ * The replies a view reads: all of the task's, or with `shownOnly` (a view without history) only
+ * those its artifacts and status message show, the current turn's reply being `shownOnly.ledgerId`
+ * (store/replies.ts `shownOfTask`): a task's progress notes are never read whole for a status
+ * update (attack review 8).
+ */
+function readReplies(ctx: ViewContext, taskId: string, shownOnly?: { ledgerId: number | null }): Replies {
+  const rows = shownOnly ? ctx.store.replies.shownOfTask(taskId, shownOnly.ledgerId) : ctx.store.replies.ofTask(taskId);
+  const byLedger = new Map(rows.map((r) => [r.ledgerId, r]));
   const attachments = new Map<number, AttachmentInfo[]>();
   for (const a of ctx.store.replies.attachmentsOf(taskId)) attachments.set(a.ledgerId, [...(attachments.get(a.ledgerId) ?? []), a]);
   const fence: FenceFn = (agent, reply, text) => fenceMemo.fence(agent.untrustedLabel, reply, text, () => ctx.metrics?.viewRenders.inc({ stage: 'fence' }));
@@ -252,7 +259,7 @@ function statusParts(ctx: ViewContext, agent: AgentConfig, task: TaskRow, turn: 
 export function viewTask(ctx: ViewContext, agent: AgentConfig, task: TaskRow, historyLength?: number, o: { artifacts?: boolean } = {}): TaskView {
   const { store } = ctx;
   const turn = store.turns.status(task.id, task.turn);
-  const r = readReplies(ctx, task.id);
+  const r = readReplies(ctx, task.id, historyLength === 0 ? { ledgerId: turn?.replyLedgerId ?? null } : undefined);
   // Sorted by arrival (a stable sort: a reply's attachments stay after it).
   const dated = [...store.artifacts.of(task.id).map((a) => legacyArtifact(agent, a)), ...replyArtifacts(agent, task, r, o.artifacts !== false, ctx.config.file)].sort((a, b) => a.at - b.at);
   return {

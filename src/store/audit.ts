@@ -1,5 +1,6 @@
 import { packText, unpackText } from './compact.js';
 import type { Db } from './db.js';
+import { ledgerReads } from './ledger.js';
 import { stmt } from './statements.js';
 import type { TaskRow } from './task-rows.js';
 import type { TaskState } from './task-state.js';
@@ -13,13 +14,30 @@ export interface AuditRow {
 }
 
 /**
+ * The ledger verdicts an audit entry lists at most: the newest, and the first the judge accepted,
+ * as `show` lists them (store/ledger.ts `shownOfTask`; each turn's reply too); the others are
+ * counted per verdict. Anyone who can mail the mailbox can tag mail with a task id, so every
+ * verdict of the task made the entry, and the transaction that ends the task, grow with a flood
+ * of forged mail (attack review 8: 2,000 forgeries with 15 KB Message-IDs, a 30 MB entry and a
+ * CancelTask of 745 ms).
+ */
+export const AUDIT_VERDICTS = { newest: 200, accepted: 200 } as const;
+
+/** Characters of a Message-ID an audit entry keeps (the sender's text; the ledger row it names by id holds it whole). */
+export const AUDIT_MESSAGE_ID_CHARS = 256;
+
+/**
  * The audit entry: written once per arrival of a task at a terminal state (a retried task can
  * arrive twice), by the task writes inside their transaction. It names who asked, the agent, the
- * turns, every ledger verdict for the task and the cause.
+ * turns, the ledger verdicts for the task (at most {@link AUDIT_VERDICTS}; when some are left out,
+ * `verdictsLeftOut` and `verdictCounts`, every verdict counted) and the cause.
  */
 export function writeAudit(db: Db, task: TaskRow, at: number): void {
   const turns = stmt(db, `SELECT turn, dispatch_id AS dispatchId, dispatch_state AS dispatchState, reply_status AS replyStatus FROM turns WHERE task_id = ? ORDER BY turn`).all(task.id);
-  const verdicts = stmt(db, `SELECT id, message_id AS messageId, verdict, seen_at AS seenAt FROM ledger WHERE task_id = ? ORDER BY id`).all(task.id);
+  const shown = ledgerReads(db).shownOfTask(task.id, AUDIT_VERDICTS.newest, AUDIT_VERDICTS.accepted);
+  const verdicts = shown.rows.map((r) => ({ id: r.id, messageId: r.messageId === null || r.messageId.length <= AUDIT_MESSAGE_ID_CHARS ? r.messageId : `${r.messageId.slice(0, AUDIT_MESSAGE_ID_CHARS)}…`, verdict: r.verdict, seenAt: r.seenAt }));
+  const total = shown.counts.reduce((n, c) => n + c.count, 0);
+  const leftOut = total > verdicts.length ? { verdictsLeftOut: total - verdicts.length, verdictCounts: Object.fromEntries(shown.counts.map((c) => [c.verdict, c.count])) } : {};
   const entry = {
     task: task.id,
     agent: task.agent,
@@ -32,6 +50,7 @@ export function writeAudit(db: Db, task: TaskRow, at: number): void {
     endedAt: new Date(at).toISOString(),
     turns,
     verdicts,
+    ...leftOut,
   };
   // Packed when that makes it smaller (src/store/compact.ts): `entry` is then ''.
   const json = JSON.stringify(entry);

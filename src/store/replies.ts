@@ -70,6 +70,16 @@ export function replyReads(db: Db) {
       return stmt(db, `SELECT ${REPLY_COLUMNS} FROM replies WHERE task_id = ? ORDER BY ledger_id`).all(taskId) as ReplyRow[];
     },
 
+    /**
+     * The replies a task's view without history shows, oldest first: those its artifacts hold
+     * (`done`, `failed`, `late`) and the reply of ledger row `ledgerId` (the current turn's, which
+     * its status message shows); not the progress notes and questions of earlier turns, whose text
+     * only the history shows (src/core/task-view.ts).
+     */
+    shownOfTask(taskId: string, ledgerId: number | null): ReplyRow[] {
+      return stmt(db, `SELECT ${REPLY_COLUMNS} FROM replies WHERE task_id = ? AND (kind IN ('done', 'failed', 'late') OR ledger_id IS ?) ORDER BY ledger_id`).all(taskId, ledgerId) as ReplyRow[];
+    },
+
     /** A task's attachments, by reply and position, without their content (a list of tasks reads no blob). */
     attachmentsOf(taskId: string): AttachmentInfo[] {
       return stmt(db, `SELECT ${ATTACHMENT_COLUMNS} FROM reply_attachments WHERE task_id = ? ORDER BY ledger_id, seq`).all(taskId) as AttachmentInfo[];

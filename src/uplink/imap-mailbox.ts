@@ -100,6 +100,8 @@ export class ImapMailbox implements Mailbox {
   readonly #keep: boolean;
   readonly #now: () => number;
   #kept: Kept | null = null;
+  /** The folder's UIDVALIDITY and UIDNEXT − 1 at the last check that SEARCHed it (in memory: a restart SEARCHes twice first). */
+  #searched: { uidValidity: string; below: number } | null = null;
   /** Advanced by close(): a pass opened before it does not keep its session. */
   #epoch = 0;
 
@@ -173,15 +175,16 @@ export class ImapMailbox implements Mailbox {
     };
     try {
       const wm = req.watermark;
-      let exists = 0;
+      let examined: { exists: number; below: number } | null = null;
       if (kept) {
         uidValidity = kept.uidValidity;
         const after = wm.uidValidity === uidValidity ? wm.lastUid : 0;
-        if (kept.uidNext - 1 > after) exists = await this.#examine(session, (v) => (uidValidity = v));
+        if (kept.uidNext - 1 > after) examined = await this.#examine(session, (v) => (uidValidity = v));
       } else {
         await session.client.connect();
-        exists = await this.#examine(session, (v) => (uidValidity = v));
+        examined = await this.#examine(session, (v) => (uidValidity = v));
       }
+      const exists = examined?.exists ?? 0;
       const uidValidityChanged = wm.uidValidity !== null && wm.uidValidity !== uidValidity;
       // Never checked, or the folder was recreated: everything is new (the ledger dedupes).
       const after = wm.uidValidity === uidValidity ? wm.lastUid : 0;
@@ -190,7 +193,7 @@ export class ImapMailbox implements Mailbox {
         ...req.subjectContains.map((subject) => ({ subject })),
       ];
       const source = (uid: number): string => `imap:${this.folder}:${uidValidity}:${uid}`;
-      const listing = { uidValidity, uidValidityChanged, after, fresh: [] as number[], pending: [] as number[] };
+      const listing = { uidValidity, uidValidityChanged, after, through: after, fresh: [] as number[], pending: [] as number[] };
       // Nothing to narrow on means nothing may be read (the person's other mail is never fetched).
       if (exists > 0 && terms.length > 0 && after < MAX_UID) {
         session.phase = 'search';
@@ -199,6 +202,14 @@ export class ImapMailbox implements Mailbox {
         if (!Array.isArray(found)) throw new MailboxError(`IMAP SEARCH in ${this.folder} was refused by the server`, 'protocol');
         // `UID n:*` matches the highest UID even when it is below n (RFC 3501 §6.4.8; ushahidi #1509).
         listing.fresh = [...new Set(found)].filter((u) => Number.isInteger(u) && u > after).sort((a, b) => a - b);
+        // The person's other mail is passed by the watermark once two SEARCHes, this check's and
+        // the last one's, looked at it (every UID up to what the last EXAMINE counted): else every
+        // check EXAMINEd and SEARCHed all of it again (attack review 8). Not on one SEARCH alone: a
+        // server whose search index lags could miss a message that just arrived.
+        const below = examined?.below ?? 0;
+        const before = this.#searched?.uidValidity === uidValidity ? this.#searched.below : 0;
+        listing.through = Math.max(after, Math.min(below, before));
+        this.#searched = { uidValidity, below };
         // A UID recorded while an older one waited (its body beyond the last check's budget) is not read again.
         let n = 0;
         for (const u of listing.fresh) {
@@ -213,12 +224,17 @@ export class ImapMailbox implements Mailbox {
     }
   }
 
-  /** `EXAMINE <folder>` (never SELECT): hands its UIDVALIDITY to `set`. @returns the message count */
-  async #examine(session: Session, set: (uidValidity: string) => void): Promise<number> {
+  /**
+   * `EXAMINE <folder>` (never SELECT): hands its UIDVALIDITY to `set`.
+   * @returns the message count, and the highest UID the folder can hold now (UIDNEXT − 1; 0 when
+   *   the server sends no UIDNEXT): every message a SEARCH after it may miss has a higher one
+   */
+  async #examine(session: Session, set: (uidValidity: string) => void): Promise<{ exists: number; below: number }> {
     session.phase = 'examine';
     const box = await this.#openFolder(session.client);
     set(box.uidValidity.toString(10));
-    return box.exists;
+    const next = Number(box.uidNext);
+    return { exists: box.exists, below: Number.isInteger(next) && next > 1 ? Math.min(next - 1, MAX_UID) : 0 };
   }
 
   /**

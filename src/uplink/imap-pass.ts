@@ -12,6 +12,12 @@ export interface Listing {
   uidValidity: string;
   uidValidityChanged: boolean;
   after: number;
+  /**
+   * Up to where the person's other mail may be passed (src/uplink/imap-mailbox.ts: what this check's
+   * SEARCH and the last one's both looked at; `after` when this check ran none): every message up
+   * to it that is not in `fresh` is not a candidate.
+   */
+  through: number;
   /** Every matching UID above the watermark, ascending. */
   fresh: number[];
   /** Those not recorded yet: the candidates, ascending. */
@@ -58,9 +64,9 @@ export class ImapPass implements MailboxPass {
   ) {
     this.uidValidity = listing.uidValidity;
     this.uidValidityChanged = listing.uidValidityChanged;
-    const { pending, fresh, after } = listing;
+    const { pending } = listing;
     // Everything up to the first candidate not recorded has a verdict already.
-    this.floor = pending.length ? pending[0]! - 1 : (fresh.at(-1) ?? after);
+    this.floor = pending.length ? pending[0]! - 1 : this.#last();
     this.#limit = Math.max(0, req.maxPrefixes ?? DEFAULT_MAX_PREFIXES);
   }
 
@@ -76,8 +82,14 @@ export class ImapPass implements MailboxPass {
 
   /** Where the watermark may move once the candidate at `i` (and all before it) has a verdict. */
   #passes(i: number): number {
-    const { pending, fresh, after } = this.listing;
-    return i + 1 < pending.length ? pending[i + 1]! - 1 : (fresh.at(-1) ?? after);
+    const { pending } = this.listing;
+    return i + 1 < pending.length ? pending[i + 1]! - 1 : this.#last();
+  }
+
+  /** Where the watermark may move once every candidate has a verdict: past the last match, and past the other mail the SEARCH looked at. */
+  #last(): number {
+    const { fresh, after, through } = this.listing;
+    return Math.max(fresh.at(-1) ?? after, through);
   }
 
   giveBack(count: number): void {

@@ -193,6 +193,35 @@ describe('ImapMailbox with keepSession (as serve opens it)', () => {
     expect(log.commands().at(-1)).toBe('LOGOUT');
   });
 
+  it("passes the person's other mail after the agent's once two SEARCHes saw it: then a check with nothing new is one STATUS (attack review 8)", async () => {
+    const folder = await freshFolder();
+    const agent = await dovecot.append(mail(), { folder });
+    let last = agent;
+    for (let i = 0; i < 3; i++) last = await dovecot.append(mail({ from: `person${i}@elsewhere.test`, subject: `other ${i}` }), { folder });
+    const log = recorder();
+    const box = new ImapMailbox(config(folder), log.logger, { keepSession: true });
+    try {
+      const uidValidity = (await dovecot.uidValidity(folder)).toString();
+      // The agent's mail has its verdict; what came after it is not the narrowing's. One SEARCH
+      // (a server's index may lag) leaves the watermark; the second passes the mail it saw too.
+      let watermark = { uidValidity, lastUid: agent };
+      for (const floor of [agent, last]) {
+        const pass = await box.open(req({ watermark, isRecorded: () => true }));
+        expect(await pass.headers()).toEqual([]);
+        await pass.close();
+        expect(pass.floor).toBe(floor);
+        watermark = { uidValidity, lastUid: pass.floor };
+      }
+      const mark = log.commands().length;
+      const next = await box.open(req({ watermark }));
+      expect(await next.headers()).toEqual([]);
+      await next.close();
+      expect(verbsSince(log, mark)).toEqual(['STATUS']);
+    } finally {
+      await box.close();
+    }
+  });
+
   it('finds a folder deleted and created again at the next check (STATUS answers for the folder as it is now)', async () => {
     const folder = await freshFolder();
     const uid = await dovecot.append(mail(), { folder });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { canMoveDispatch, DISPATCH_STATES, IllegalDispatchMoveError } from '../../../src/store/dispatch-state.js';
+import { AUDIT_MESSAGE_ID_CHARS, AUDIT_VERDICTS } from '../../../src/store/audit.js';
 import { StoreError, Store } from '../../../src/store/store.js';
 import { canTransition, IllegalTransitionError, TASK_STATES, TERMINAL_STATES } from '../../../src/store/task-state.js';
 import type { TaskRow } from '../../../src/store/task-rows.js';
@@ -36,6 +37,29 @@ describe('task state machine', () => {
     expect(db.audit.latest('t1')).toMatchObject({ task: 't1', state: 'FAILED', cause: 'deadline passed', failedBy: 'deadline' });
     expect(() => db.tx((tx) => tx.tasks.transition(t, 'COMPLETED', { at: 7000, cause: 'late' }))).toThrow(IllegalTransitionError);
     expect(db.stats.rowCounts().audit).toBe(1);
+  });
+
+  it('an audit entry lists the verdicts show lists, counts the rest and cuts long Message-IDs: forged mail tagged with the task cannot grow it (attack review 8)', () => {
+    const db = Store.open(':memory:');
+    db.tx((tx) => {
+      tx.tasks.insert(task());
+      tx.turns.insert(turn());
+    });
+    const row = (i: number, verdict: 'applied:working' | 'auth:no-border', messageId: string) =>
+      ({ source: `maildir:/m:f${i}`, seenAt: 2000 + i, messageId, fromHeader: 'agent@agent.example', subject: '[GROK:t1]', dateHeader: null, size: 16_000, rawSha256: String(i).padStart(64, '0'), raw: null, agent: 'grok', taskId: 't1', verdict, reason: 'r' }) as const;
+    const forged = 1000;
+    db.tx((tx) => {
+      tx.ledger.record(row(0, 'applied:working', '<note@agent.example>'));
+      for (let i = 1; i <= forged; i++) tx.ledger.record(row(i, 'auth:no-border', `<${i}${'a'.repeat(15_000)}@forger.test>`));
+    });
+    db.tx((tx) => tx.tasks.transition(db.tasks.get('t1')!, 'CANCELED', { at: 9000, cause: 'canceled by the caller' }));
+    const entry = db.audit.latest('t1')! as { verdicts: { id: number; messageId: string; verdict: string }[]; verdictsLeftOut: number; verdictCounts: Record<string, number> };
+    expect(entry.verdicts).toHaveLength(AUDIT_VERDICTS.newest + 1);
+    expect(entry.verdicts[0]).toMatchObject({ id: 1, messageId: '<note@agent.example>', verdict: 'applied:working' });
+    expect(entry.verdictsLeftOut).toBe(forged - AUDIT_VERDICTS.newest);
+    expect(entry.verdictCounts).toEqual({ 'applied:working': 1, 'auth:no-border': forged });
+    expect(Math.max(...entry.verdicts.map((v) => v.messageId.length))).toBe(AUDIT_MESSAGE_ID_CHARS + 1);
+    expect(JSON.stringify(entry).length).toBeLessThan(100_000);
   });
 
   it('REJECTED (A2A v1.0 §4.1.3: the agent declines) is reached from the states where the agent holds the turn, never from INPUT_REQUIRED; its arrival is audited once', () => {
