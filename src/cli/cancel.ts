@@ -10,7 +10,7 @@ import { claimHeld } from '../store/store.js';
 import { statusAndDetail } from './attempt-text.js';
 import { CliFailure, UsageError } from './errors.js';
 import { clean } from './format.js';
-import { resolveTaskId } from './task-id.js';
+import { MIN_PREFIX, resolveTaskId } from './task-id.js';
 
 /** Options of `a2a-mailbridge cancel`. */
 export interface CancelOptions {
@@ -44,7 +44,10 @@ export function noticeLine(agent: AgentConfig, taskId: string, r: DeliveryResult
  */
 async function cancelOne(ctx: BridgeContext, configFile: string, idOrPrefix: string, done: Set<string>): Promise<string[]> {
   const id = resolveTaskId(ctx.store, idOrPrefix);
-  if (id === undefined) throw new CliFailure(`no task ${idOrPrefix}; list the open tasks with: ${commandLine(configFile, 'tasks --state open')}`);
+  if (id === undefined) {
+    const hint = idOrPrefix.trim().length < MIN_PREFIX ? ` (a prefix needs at least ${MIN_PREFIX} characters)` : '';
+    throw new CliFailure(`no task ${idOrPrefix}${hint}; list the open tasks with: ${commandLine(configFile, 'tasks --state open')}`);
+  }
   if (done.has(id)) return []; // named twice (by id and by a prefix, say): canceled once
   const before = ctx.store.tasks.get(id)!;
   const agent = agentByName(ctx.config, before.agent);

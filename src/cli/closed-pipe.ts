@@ -9,15 +9,38 @@
  *   said there, and the command ends with its own status. Unhandled, it was an uncaught 'error'
  *   event: `service install --dry-run 2>&1 | head -1` exited 1 where the dry run meant 0.
  *
- * Any other error of either stream is thrown, as before.
+ * Any other error of either stream is thrown, as before. A command that holds something to undo
+ * (`demo`'s temporary folder of secrets) registers it with {@link whenStdoutCloses}: the exit then
+ * waits for it, and takes the status it returns.
  */
 export function endQuietlyOnClosedPipes(): void {
+  let closing = false;
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code === 'EPIPE') process.exit(0);
-    throw err;
+    if (err.code !== 'EPIPE') throw err;
+    // Every later write fails too: the first one decides.
+    if (closing) return;
+    closing = true;
+    if (undoers.size === 0) process.exit(0);
+    void Promise.allSettled([...undoers].map((u) => u())).then((done) => {
+      const codes = done.map((d) => (d.status === 'fulfilled' ? d.value : 1));
+      process.exit(Math.max(0, ...codes));
+    });
   });
   process.stderr.on('error', (err: NodeJS.ErrnoException) => {
     if (err.code === 'EPIPE' || err.code === 'ERR_STREAM_DESTROYED') return;
     throw err;
   });
+}
+
+/** What must be undone before the process exits on a closed stdout; each resolves with the exit status it asks for. */
+const undoers = new Set<() => Promise<number>>();
+
+/**
+ * Registers `undo` to run before the exit on a closed stdout (see {@link endQuietlyOnClosedPipes});
+ * the process then exits with the highest status the undoers give (1 for one that fails).
+ * @returns the function that unregisters it
+ */
+export function whenStdoutCloses(undo: () => Promise<number>): () => void {
+  undoers.add(undo);
+  return () => void undoers.delete(undo);
 }

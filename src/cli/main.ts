@@ -1,7 +1,7 @@
 import { Argument, Command, type CommanderError } from 'commander';
 import { VERSION } from '../a2a/agent-card.js';
 import { configPath } from '../config/config-path.js';
-import { endQuietlyOnClosedPipes } from './closed-pipe.js';
+import { endQuietlyOnClosedPipes, whenStdoutCloses } from './closed-pipe.js';
 import { CliFailure } from './errors.js';
 import { exitAfterWrite } from './exit-after-write.js';
 import type { CancelOptions } from './cancel.js';
@@ -219,7 +219,7 @@ program
   .action(async (o: { verbose?: boolean; replyDelay?: string }) => {
     const delay = o.replyDelay === undefined ? undefined : (await import('./args.js')).parseCount(o.replyDelay, '--reply-delay', 0, 600_000);
     const { demo } = await import('../demo/round-trip.js');
-    process.exitCode = (await demo({ verbose: o.verbose === true, ...(delay === undefined ? {} : { replyDelayMs: delay }) })) ? 0 : 1;
+    process.exitCode = (await demo({ verbose: o.verbose === true, whenOutputCloses: whenStdoutCloses, ...(delay === undefined ? {} : { replyDelayMs: delay }) })) ? 0 : 1;
   });
 
 program.parseAsync().catch(async (err: unknown) => {

@@ -11,7 +11,15 @@ export interface DemoOptions {
   out?: (line: string) => void;
   /** How long the simulated cloud agent waits before it mails its reply, in ms (default {@link DEMO_REPLY_DELAY_MS}). */
   replyDelayMs?: number;
+  /**
+   * Registers what to undo, and the exit status to take, when stdout is closed under the demo
+   * (`demo | head`: src/cli/closed-pipe.ts `whenStdoutCloses`); returns the unregistering function.
+   */
+  whenOutputCloses?: (undo: () => Promise<number>) => () => void;
 }
+
+/** The status of a demo whose output was cut (its reader closed the pipe): 128 + SIGPIPE's number, as a shell reports it. */
+const CUT_SHORT = 128 + constants.signals.SIGPIPE;
 
 /** The simulated cloud agent's default wait before it mails its reply, in ms: long enough to show WORKING first. */
 export const DEMO_REPLY_DELAY_MS = 300;
@@ -72,15 +80,21 @@ const STATE_NAMES = ['UNSPECIFIED', 'SUBMITTED', 'WORKING', 'COMPLETED', 'FAILED
  * @returns true when the second call came back COMPLETED with the labelled reply
  */
 export async function demo(o: DemoOptions = {}): Promise<boolean> {
-  const out = o.out ?? ((line: string) => process.stdout.write(`${line}\n`));
   let world: DemoWorld | undefined;
   let signalled: NodeJS.Signals | undefined;
+  /** Set once a signal or a closed stdout stops the demo: the steps still under way print nothing more. */
+  let stopping = false;
+  const write = o.out ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const out = (line: string): void => {
+    if (!stopping) write(line);
+  };
   // Registered on the world's one stop before the demo's own wait on it (finally, below), so the
   // exit comes first: the demo's failing call then prints nothing more.
   const exitOnceStopped = (w: DemoWorld, s: NodeJS.Signals): void => void w.stop().finally(() => process.exit(128 + constants.signals[s]));
   const onSignal = (s: NodeJS.Signals): void => {
     if (signalled !== undefined) return;
     signalled = s;
+    stopping = true;
     process.stderr.write(`demo: stopped by ${s}; removing its temporary folder\n`);
     if (world) exitOnceStopped(world, s);
   };
@@ -98,6 +112,13 @@ export async function demo(o: DemoOptions = {}): Promise<boolean> {
     await world.stop();
     return false;
   }
+  const started = world;
+  // Output cut short (`demo | head`): the folder of secrets is removed all the same before the exit.
+  const offClosed = o.whenOutputCloses?.(async () => {
+    stopping = true;
+    await started.stop();
+    return CUT_SHORT;
+  });
   try {
     const { app, agent, config, zone, maildir, endpoint } = world;
     const bridgeBearer = world.bearer;
@@ -157,6 +178,7 @@ export async function demo(o: DemoOptions = {}): Promise<boolean> {
     return ok;
   } finally {
     await world.stop();
+    offClosed?.();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }

@@ -109,6 +109,10 @@ describe('a2a-mailbridge cancel', () => {
     expect(mixed.stderr).toBe(`a2a-mailbridge: no task ffffffff; list the open tasks with: a2a-mailbridge --config ${c.configPath} tasks --state open\n`);
     expect(mixed.stdout).toMatch(new RegExp(`^${TASK_LINE(second.id, 'WORKING').replace(/[()]/g, '\\$&')}\\n  cancel notice sent to grok's webhook \\(webhook-id cancel_[0-9a-f]{32}\\): accepted \\(HTTP 202\\)\\n$`));
     expect((await getTask(second.id)).status.state).toBe('TASK_STATE_CANCELED');
+
+    // A prefix too short to be looked up is said to be so, not "no task".
+    const short = await runCli(['--config', c.configPath, 'cancel', second.id.slice(0, 3)]);
+    expect(short.stderr).toBe(`a2a-mailbridge: no task ${second.id.slice(0, 3)} (a prefix needs at least 4 characters); list the open tasks with: a2a-mailbridge --config ${c.configPath} tasks --state open\n`);
   });
 
   it('with no bridge running: cancels, says the notice was not accepted (503) and not tried again, and that no bridge runs', async () => {

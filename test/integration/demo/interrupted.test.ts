@@ -31,7 +31,34 @@ function interruptedDemo(signal: NodeJS.Signals): Promise<{ code: number | null;
   });
 }
 
+/** The demo run with its stdout's reader gone after the transcript named the folder (`demo | head -4`). */
+function cutShortDemo(): Promise<{ code: number | null; folder: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'demo', '--reply-delay', '600000'], { cwd: REPO, stdio: ['ignore', 'pipe', 'ignore'] });
+    let out = '';
+    let folder = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      out += d;
+      const m = /mailbox {6}Maildir (\S+)\/Maildir /.exec(out);
+      if (m && folder === '') {
+        folder = m[1]!;
+        // The reader closes the pipe: the demo's next line fails with EPIPE.
+        child.stdout.destroy();
+      }
+    });
+    child.on('error', reject);
+    child.on('exit', (code) => resolve({ code, folder }));
+  });
+}
+
 describe('a2a-mailbridge demo interrupted', () => {
+  it('its output cut short (demo | head): its temporary folder is gone and it exits 141, not 0', async () => {
+    const r = await cutShortDemo();
+    expect(r.folder).toMatch(/a2a-mailbridge-demo-/);
+    expect(r.code).toBe(141);
+    expect(existsSync(r.folder)).toBe(false);
+  });
+
   it('SIGINT (Ctrl-C) while the demo waits for the reply: its temporary folder is gone and it exits 130', async () => {
     const r = await interruptedDemo('SIGINT');
     expect(r.folder).toMatch(/a2a-mailbridge-demo-/);
