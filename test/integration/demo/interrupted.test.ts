@@ -8,7 +8,7 @@ import { REPO } from '../faults/bridge-process.js';
  * (the bridge's bearer, the webhook secret, the config, the store) is removed all the same, as the
  * README promises ("It removes everything"), and it exits non-zero: 128 + the signal's number.
  */
-function interruptedDemo(signal: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null; folder: string; stderr: string }> {
+function interruptedDemo(signal: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null; folder: string; stderr: string; out: string }> {
   return new Promise((resolve, reject) => {
     // The agent's reply held for 10 minutes: the signal always comes while the demo waits for it, however loaded the machine.
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'demo', '--reply-delay', '600000'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -27,7 +27,7 @@ function interruptedDemo(signal: NodeJS.Signals): Promise<{ code: number | null;
       }
     });
     child.on('error', reject);
-    child.on('exit', (code, sig) => resolve({ code, signal: sig, folder, stderr }));
+    child.on('exit', (code, sig) => resolve({ code, signal: sig, folder, stderr, out }));
   });
 }
 
@@ -65,6 +65,9 @@ describe('a2a-mailbridge demo interrupted', () => {
     expect({ code: r.code, signal: r.signal }).toEqual({ code: 130, signal: null });
     expect(existsSync(r.folder)).toBe(false);
     expect(r.stderr).toBe('demo: stopped by SIGINT; removing its temporary folder\n');
+    // No step that did not happen is printed after the signal (the reply was never mailed).
+    expect(r.out).not.toContain('cloud agent: webhook');
+    expect(r.out).not.toContain('2) SendMessage');
   });
 
   it('SIGTERM: the same, exit 143', async () => {
