@@ -21,6 +21,8 @@ export function endQuietlyOnClosedPipes(): void {
     if (closing) return;
     closing = true;
     if (undoers.size === 0) process.exit(0);
+    // Bounded: an undo still running after UNDO_WAIT_MS ends the process with status 1.
+    setTimeout(() => process.exit(1), UNDO_WAIT_MS).unref();
     void Promise.allSettled([...undoers].map((u) => u())).then((done) => {
       const codes = done.map((d) => (d.status === 'fulfilled' ? d.value : 1));
       process.exit(Math.max(0, ...codes));
@@ -31,6 +33,9 @@ export function endQuietlyOnClosedPipes(): void {
     throw err;
   });
 }
+
+/** How long the exit on a closed stdout waits for the undoers, in ms. */
+const UNDO_WAIT_MS = 10_000;
 
 /** What must be undone before the process exits on a closed stdout; each resolves with the exit status it asks for. */
 const undoers = new Set<() => Promise<number>>();
