@@ -52,7 +52,12 @@ export class OtherCommits {
 
   /** One look (the timer's; a test may call it): the listeners hear of other processes' commits since the last. */
   look(): void {
-    this.store.generation();
+    try {
+      this.store.generation();
+    } catch {
+      // The store busy past its timeout, or closed under a stream still ending: the next look tries again.
+      return;
+    }
     const n = this.store.otherCommits();
     if (n === this.#seen) return;
     const before = this.#seen;

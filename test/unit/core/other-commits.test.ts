@@ -60,4 +60,20 @@ describe('OtherCommits', () => {
     expect(heard).toHaveLength(0);
     off();
   });
+
+  it('a look whose store read throws (closed, or busy) calls no listener and does not throw; the next look hears the commit', () => {
+    const store = fakeStore();
+    let broken = false;
+    const w = new OtherCommits({ generation: () => (broken ? (() => { throw new Error('The database connection is not open'); })() : 0), otherCommits: () => store.commits }, 3_600_000);
+    const heard: unknown[] = [];
+    const off = w.on((m) => heard.push(m));
+    broken = true;
+    store.commits = 1;
+    expect(() => w.look()).not.toThrow();
+    expect(heard).toHaveLength(0);
+    broken = false;
+    w.look();
+    expect(heard).toHaveLength(1);
+    off();
+  });
 });
