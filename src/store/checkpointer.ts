@@ -27,7 +27,43 @@ import type { Worker } from 'node:worker_threads';
 export const CHECKPOINT_FROM_BYTES = 1024 * 1024;
 
 /** What the worker posts after each checkpoint: the WAL's frames and how many were copied, or the failure. */
-export type FromCheckpointer = { type: 'done'; log: number; checkpointed: number } | { type: 'failed'; message: string };
+export type CheckpointResult = { type: 'done'; log: number; checkpointed: number } | { type: 'failed'; message: string };
+
+/** What the worker posts: `ready` once, when its connection is open; then a result per checkpoint. */
+export type FromCheckpointer = { type: 'ready' } | CheckpointResult;
+
+/** What the worker is sent: a checkpoint to run, or `stop` (it closes its connection and ends). */
+export type ToCheckpointer = 'checkpoint' | 'stop';
+
+/**
+ * How long {@link Checkpointer.close} waits, in ms, for the worker to open its connection, and
+ * again for it to end itself, before it terminates the thread: 10 s, far past the tens of ms a start
+ * takes on a loaded machine.
+ */
+export const CHECKPOINTER_STOP_MS = 10_000;
+
+/** How a worker ended in {@link Checkpointer.close}: its thread's exit code, and whether it had to be terminated. */
+export interface CheckpointerEnd {
+  exitCode: number;
+  terminated: boolean;
+}
+
+/** A started worker's two moments: its connection open (or its exit first), and its exit code. */
+interface WorkerLife {
+  ready: Promise<void>;
+  exit: Promise<number>;
+}
+
+/** `p`'s value, or `undefined` once `ms` have passed without it. */
+async function within<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** The worker's entry: the compiled `.js` beside this file, or the `.ts` source run through tsx. */
 function workerUrl(): { url: URL; execArgv: string[] } {
@@ -37,12 +73,13 @@ function workerUrl(): { url: URL; execArgv: string[] } {
 
 export class Checkpointer {
   #worker: Worker | null = null;
+  #life: WorkerLife | null = null;
   #running = false;
   #again = false;
   #closed = false;
   #idle: (() => void)[] = [];
   /** The last checkpoint's result (tests, the bench). */
-  last: FromCheckpointer | null = null;
+  last: CheckpointResult | null = null;
 
   /**
    * @param path the store file (a connection of the worker's own opens it)
@@ -75,7 +112,7 @@ export class Checkpointer {
     this.#running = true;
     const w = this.#ensure();
     w.ref();
-    w.postMessage('checkpoint');
+    w.postMessage('checkpoint' satisfies ToCheckpointer);
   }
 
   /** Resolves when no checkpoint runs or is asked for. */
@@ -84,13 +121,29 @@ export class Checkpointer {
     return new Promise((resolve) => this.#idle.push(resolve));
   }
 
-  /** Stops the worker (a checkpoint under way finishes or is abandoned: SQLite stays consistent either way). */
-  async close(): Promise<void> {
+  /**
+   * Stops the worker and resolves once its thread is gone (null when none was started). A worker
+   * still starting is first let open its connection; then it is asked to stop, after the
+   * checkpoint under way if any, and ends itself. It is terminated only when either wait passes
+   * {@link CHECKPOINTER_STOP_MS}: a thread terminated while it loads the SQLite addon aborts the
+   * whole process (node-addon-api's fatal `Error::New` when the addon's registration is cut), and
+   * so would a process that exits while the worker loads — callers await this before they exit.
+   * Never rejects.
+   */
+  async close(): Promise<CheckpointerEnd | null> {
     this.#closed = true;
     const w = this.#worker;
+    const life = this.#life;
     this.#worker = null;
+    this.#life = null;
     this.#settle();
-    if (w) await w.terminate();
+    if (!w || !life) return null;
+    w.ref(); // the process stays up until the thread is gone
+    await within(life.ready, CHECKPOINTER_STOP_MS);
+    w.postMessage('stop' satisfies ToCheckpointer);
+    const exitCode = await within(life.exit, CHECKPOINTER_STOP_MS);
+    if (exitCode !== undefined) return { exitCode, terminated: false };
+    return { exitCode: await w.terminate(), terminated: true };
   }
 
   #ensure(): Worker {
@@ -99,12 +152,17 @@ export class Checkpointer {
     // node:worker_threads by the first worker, not at every start (docs/architecture.md, "Start-up and memory").
     const w = new (process.getBuiltinModule('node:worker_threads').Worker)(url, { execArgv, workerData: { path: this.path } });
     w.unref();
+    let ready!: () => void;
+    let exited!: (code: number) => void;
+    const life: WorkerLife = { ready: new Promise((resolve) => (ready = resolve)), exit: new Promise((resolve) => (exited = resolve)) };
     w.on('message', (m: FromCheckpointer) => {
+      if (m.type === 'ready') return ready();
       this.last = m;
+      if (this.#worker !== w) return; // closed: close() holds the thread until it ends
       if (m.type === 'failed') this.onFailure(m.message);
-      if (this.#again && !this.#closed) {
+      if (this.#again) {
         this.#again = false;
-        w.postMessage('checkpoint');
+        w.postMessage('checkpoint' satisfies ToCheckpointer);
         return;
       }
       w.unref();
@@ -113,12 +171,18 @@ export class Checkpointer {
     const lost = (why: string): void => {
       if (this.#worker !== w) return;
       this.#worker = null;
+      this.#life = null;
       this.onFailure(why);
       this.#settle();
     };
     w.on('error', (err) => lost(err.message));
-    w.on('exit', (code) => lost(`the checkpoint worker exited (${code})`));
+    w.on('exit', (code) => {
+      ready();
+      exited(code);
+      lost(`the checkpoint worker exited (${code})`);
+    });
     this.#worker = w;
+    this.#life = life;
     return w;
   }
 

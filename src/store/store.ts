@@ -1,7 +1,7 @@
 import { artifactReads, artifactWrites } from './artifacts.js';
 import { attemptReads, attemptWrites } from './attempts.js';
 import { auditReads } from './audit.js';
-import { Checkpointer } from './checkpointer.js';
+import { Checkpointer, type CheckpointResult } from './checkpointer.js';
 import { immediate, openDb, StoreError, type Db, type OpenOptions, type Writer } from './db.js';
 import { quickCheck, quickCheckInWorker, type IntegrityResult } from './integrity.js';
 import { dropLargeValue, largeValueReads, largeValueWrites, writeLargeValue } from './large-values.js';
@@ -295,7 +295,7 @@ export class Store {
   }
 
   /** The result of the worker's last checkpoint ({@link checkpointOffThread}): WAL frames and how many were copied, or its failure; null before the first. */
-  lastCheckpoint(): { type: 'done'; log: number; checkpointed: number } | { type: 'failed'; message: string } | null {
+  lastCheckpoint(): CheckpointResult | null {
     return this.#checkpointer?.last ?? null;
   }
 
@@ -384,9 +384,15 @@ export class Store {
     return this.#db.serialize();
   }
 
-  close(): void {
-    void this.#checkpointer?.close();
+  /**
+   * Closes the connection now; the promise resolves once the checkpoint worker's thread, if one
+   * was started, is gone (src/store/checkpointer.ts, `close`: a process that exits first may abort).
+   * Never rejects.
+   */
+  close(): Promise<void> {
+    const worker = this.#checkpointer?.close();
     this.#checkpointer = null;
     this.#db.close();
+    return worker ? worker.then(() => undefined) : Promise.resolve();
   }
 }

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CHECKPOINT_FROM_BYTES } from '../../../src/store/checkpointer.js';
+import { CHECKPOINT_FROM_BYTES, Checkpointer } from '../../../src/store/checkpointer.js';
 import { LARGE_VALUE_CHUNK } from '../../../src/store/large-values.js';
 import { Store, type StoreTx } from '../../../src/store/store.js';
 import { turnCounter } from '../../helpers/event-loop.js';
@@ -114,8 +114,24 @@ describe('checkpoints off the event loop', () => {
     expect(store.checkpointWorkerStarted()).toBe(true);
     await store.checkpoint();
     expect(store.lastCheckpoint()).toMatchObject({ type: 'done' });
-    store.close();
+    const closed = store.close();
     expect(store.checkpointWorkerStarted()).toBe(false);
+    await closed;
+  });
+
+  // A thread terminated while it loads the SQLite addon aborts the whole process (a test worker
+  // died so in CI): close() lets a starting worker open its connection, then asks it to stop.
+  it('a worker closed the moment it starts opens its connection, runs the checkpoint asked of it and ends itself: never terminated', async () => {
+    const path = join(tempDir(), 'c.sqlite');
+    Store.open(path).close();
+    const failures: string[] = [];
+    const c = new Checkpointer(path, () => CHECKPOINT_FROM_BYTES, (m) => failures.push(m));
+    c.nudge();
+    expect(c.started).toBe(true);
+    expect(await c.close()).toEqual({ exitCode: 0, terminated: false });
+    expect(c.started).toBe(false);
+    expect(failures).toEqual([]); // its own end is not reported as a lost worker
+    expect(await c.close()).toBeNull(); // a second close has nothing to stop
   });
 
   it('no commit of the bridge connection checkpoints; the worker copies the WAL into the file after commits', async () => {
