@@ -217,7 +217,7 @@ program
   .option('--verbose', 'print the bridge log')
   .option('--reply-delay <ms>', 'how long the simulated cloud agent waits before it mails its reply (0 to 600000; default 300)')
   .action(async (o: { verbose?: boolean; replyDelay?: string }) => {
-    const delay = o.replyDelay === undefined ? undefined : (await import('./args.js')).parseCount(o.replyDelay, '--reply-delay', 0, 600_000);
+    const delay = o.replyDelay === undefined ? undefined : (await import('./args.js')).parseCount(o.replyDelay, '--reply-delay', 0, 600_000, 'milliseconds');
     const { demo } = await import('../demo/round-trip.js');
     process.exitCode = (await demo({ verbose: o.verbose === true, whenOutputCloses: whenStdoutCloses, ...(delay === undefined ? {} : { replyDelayMs: delay }) })) ? 0 : 1;
   });

@@ -119,7 +119,7 @@ function noBridgeRuns(db: StoreReads, rows: readonly TaskRow[], where: StoreLoca
  */
 export function runTasks(where: StoreLocation, o: TasksOptions, now = Date.now()): number {
   const q = {
-    limit: o.limit === undefined ? 50 : parseCount(o.limit, '--limit'),
+    limit: o.limit === undefined ? 50 : parseCount(o.limit, '--limit', 1, 1_000_000, 'tasks'),
     ...(o.agent !== undefined ? { agent: o.agent } : {}),
     ...(o.state !== undefined ? { states: parseStates(o.state, '--state') } : {}),
     ...(o.context !== undefined ? { contextId: o.context } : {}),
