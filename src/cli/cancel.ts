@@ -29,7 +29,7 @@ export const OPERATOR_CAUSE = 'canceled by the operator (a2a-mailbridge cancel)'
  */
 export function noticeLine(agent: AgentConfig, taskId: string, r: DeliveryResult | null | Error | 'off' | 'never-received'): string {
   const revoked = 'a reply the agent still sends is recorded and never applied (its token is revoked)';
-  if (r === 'never-received') return `no cancel notice: ${agent.name} never received the job (its webhook accepted no attempt, and no reply came), so it has nothing to stop`;
+  if (r === 'never-received') return `no cancel notice: ${agent.name} never received the job (no webhook attempt reached it: each was turned away or could not connect; and no reply came), so it has nothing to stop`;
   if (r === 'off') return `no cancel notice: agents.webhook.notify_cancel is off for ${agent.name}, so the agent is not told; ${revoked}`;
   if (r === null) return `no cancel notice: the task has no turn to base it on; ${revoked}`;
   if (r instanceof Error) return `the cancel notice was not sent: ${r.message}; it is not tried again; ${revoked}`;

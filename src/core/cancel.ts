@@ -1,6 +1,6 @@
 import { BridgeError } from './errors.js';
 import type { AgentConfig } from '../config/config.js';
-import { postWebhook, type DeliveryResult } from '../downlink/deliver.js';
+import { mayHaveReachedAgent, postWebhook, type DeliveryResult } from '../downlink/deliver.js';
 import { encodeEnvelope, type Envelope } from '../downlink/envelope.js';
 import { webhookHeaders } from '../downlink/sign.js';
 import { isTerminal } from '../store/task-state.js';
@@ -38,13 +38,15 @@ export function cancelTask(
 
 /**
  * Whether the agent may have a task's job: a webhook of one of its turns was accepted (the
- * dispatch state `accepted`: a 2xx, or a reply came; src/store/dispatch-state.ts), or an attempt
- * is in flight (no outcome yet: its POST may be accepted after the cancel, or was when the process
- * died). False when every attempt was answered and none accepted (refused, or retried: a timeout
- * counts as not accepted, as the dispatch does), or none was made.
+ * dispatch state `accepted`: a 2xx, or a reply came; src/store/dispatch-state.ts), an attempt is
+ * in flight (no outcome yet: its POST may be accepted after the cancel, or was when the process
+ * died), or an attempt ended so that it cannot be told (a timeout: downlink/deliver.ts
+ * mayHaveReachedAgent). False when no attempt was made, or each was turned away by the webhook's
+ * answer (4xx, 5xx) or never connected (refused, no such host).
  */
 function agentMayHaveJob(db: Pick<StoreReads, 'turns' | 'attempts'>, taskId: string): boolean {
-  return db.turns.ofTask(taskId).some((t) => t.dispatchState === 'accepted') || db.attempts.ofTask(taskId).some((a) => a.outcome === null || a.outcome === 'accepted');
+  if (db.turns.ofTask(taskId).some((t) => t.dispatchState === 'accepted')) return true;
+  return db.attempts.ofTask(taskId).some((a) => a.outcome === null || mayHaveReachedAgent({ outcome: a.outcome, httpStatus: a.httpStatus, error: a.error }));
 }
 
 /**
@@ -71,8 +73,9 @@ export function notCancelable(task: Pick<TaskRow, 'id' | 'state'>): string {
 export interface Canceled {
   task: TaskRow;
   /**
-   * False when the agent never received the job (no webhook of the task was accepted, and no
-   * attempt is in flight): no cancel notice is sent, there is nothing for it to stop.
+   * False when the agent never received the job (no webhook of the task was accepted, and every
+   * attempt was turned away or never connected: {@link cancelTask}): no cancel notice is sent,
+   * there is nothing for it to stop.
    */
   received: boolean;
   /**

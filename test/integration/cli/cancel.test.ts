@@ -224,7 +224,7 @@ describe('a2a-mailbridge cancel', () => {
     expect(run.status).toBe(0);
     expect(run.stdout.split('\n').slice(0, 2)).toEqual([
       TASK_LINE(viaCli.id, 'SUBMITTED'),
-      "  no cancel notice: grok never received the job (its webhook accepted no attempt, and no reply came), so it has nothing to stop",
+      "  no cancel notice: grok never received the job (no webhook attempt reached it: each was turned away or could not connect; and no reply came), so it has nothing to stop",
     ]);
     expect(notices(viaCli.id)).toEqual([]);
     // Each task: its one refused dispatch attempt, and no cancel notice recorded.
