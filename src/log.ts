@@ -57,6 +57,15 @@ export function underSystemd(env: NodeJS.ProcessEnv = process.env): boolean {
 }
 
 /**
+ * Where `serve`'s log goes ({@link createServiceLogger}): the journal (stdout under systemd, which
+ * takes stderr into the journal too), `log.file`, or stderr.
+ */
+export function serviceLogTarget(c: Pick<LogConfig, 'file'>, env: NodeJS.ProcessEnv = process.env): 'journal' | 'file' | 'stderr' {
+  if (underSystemd(env)) return 'journal';
+  return c.file ? 'file' : 'stderr';
+}
+
+/**
  * The numbered files pino-roll writes for `file` (`logs/mailbridge.log` → `mailbridge.<n>.log`,
  * a file without an extension gets `.log`), as `[name, n]`, oldest (lowest n) first.
  */
@@ -114,8 +123,9 @@ export function prettyDestination(destination: number | NodeJS.WritableStream, c
  * whichever run wrote them.
  */
 export async function createServiceLogger(c: LogConfig, o: { terminal?: boolean } = {}): Promise<Logger> {
-  if (underSystemd()) return createLogger(c.level, pino.destination(1));
-  if (!c.file) return createLogger(c.level, o.terminal ? prettyDestination(2, true) : undefined);
+  const target = serviceLogTarget(c);
+  if (target === 'journal') return createLogger(c.level, pino.destination(1));
+  if (target === 'stderr' || !c.file) return createLogger(c.level, o.terminal ? prettyDestination(2, true) : undefined);
   // pino-roll goes on writing the highest-numbered file: keep it and max_files older ones.
   pruneLogFiles(c.file, c.maxFiles + 1);
   const { default: pinoRoll } = await import('pino-roll');

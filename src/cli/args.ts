@@ -27,10 +27,17 @@ export function parseTime(text: string, now: number, option: string): number {
   throw new UsageError(`${option} ${JSON.stringify(text)}: give an ISO date or time (2026-05-01, 2026-05-01T10:00:00Z) or an age (30m, 2h, 7d)`);
 }
 
-/** A whole number from `min` to `max`. @throws UsageError */
-export function parseCount(text: string, option: string, min = 1, max = 1_000_000): number {
+/**
+ * A whole number from `min` to `max`, digits only (no unit is read: `5s` is refused, not 5).
+ * @param unit what the number counts, plural (`milliseconds`, `tasks`), named by the error so a
+ *   value typed with another unit is told which one the option takes; none for an id
+ * @throws UsageError `--reply-delay takes a whole number of milliseconds, 0 to 600000; got "5s"`
+ */
+export function parseCount(text: string, option: string, min = 1, max = 1_000_000, unit?: string): number {
   const n = /^\d+$/.test(text.trim()) ? Number(text.trim()) : Number.NaN;
-  if (!Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`${option} ${JSON.stringify(text)}: give a whole number from ${min} to ${max}`);
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw new UsageError(`${option} takes a whole number${unit === undefined ? '' : ` of ${unit}`}, ${min} to ${max}; got ${JSON.stringify(text)}`);
+  }
   return n;
 }
 

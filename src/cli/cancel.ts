@@ -23,9 +23,13 @@ export interface CancelOptions {
 /** The cause `cancel` records: the CANCELED status text callers read is `Canceled: <cause>.`. */
 export const OPERATOR_CAUSE = 'canceled by the operator (a2a-mailbridge cancel)';
 
-/** What the cancel notice came to, in words for the operator (notify_cancel: src/core/cancel.ts). */
-export function noticeLine(agent: AgentConfig, taskId: string, r: DeliveryResult | null | Error | 'off'): string {
+/**
+ * What the cancel notice came to, in words for the operator (notify_cancel: src/core/cancel.ts);
+ * `never-received`: none was sent, as the agent never received the job.
+ */
+export function noticeLine(agent: AgentConfig, taskId: string, r: DeliveryResult | null | Error | 'off' | 'never-received'): string {
   const revoked = 'a reply the agent still sends is recorded and never applied (its token is revoked)';
+  if (r === 'never-received') return `no cancel notice: ${agent.name} never received the job (no webhook attempt reached it: each was turned away or could not connect; and no reply came), so it has nothing to stop`;
   if (r === 'off') return `no cancel notice: agents.webhook.notify_cancel is off for ${agent.name}, so the agent is not told; ${revoked}`;
   if (r === null) return `no cancel notice: the task has no turn to base it on; ${revoked}`;
   if (r instanceof Error) return `the cancel notice was not sent: ${r.message}; it is not tried again; ${revoked}`;
@@ -60,7 +64,7 @@ async function cancelOne(ctx: BridgeContext, configFile: string, idOrPrefix: str
     throw err;
   }
   done.add(id);
-  const notice = canceled.notice === null ? 'off' : await canceled.notice.catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
+  const notice = !canceled.received ? 'never-received' : canceled.notice === null ? 'off' : await canceled.notice.catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
   return [`task ${id} (${agent.name}) canceled: it was ${before.state}, it is CANCELED`, `  ${noticeLine(agent, id, notice)}`];
 }
 

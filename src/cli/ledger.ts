@@ -100,7 +100,7 @@ export function runLedger(where: StoreLocation, o: LedgerOptions, now = Date.now
     }
   }
   const q = {
-    limit: o.limit === undefined ? 50 : parseCount(o.limit, '--limit'),
+    limit: o.limit === undefined ? 50 : parseCount(o.limit, '--limit', 1, 1_000_000, 'rows'),
     ...(o.verdict !== undefined ? { verdict: parseVerdict(o.verdict, '--verdict') } : {}),
 
     ...(o.since !== undefined ? { since: parseTime(o.since, now, '--since') } : {}),

@@ -4,6 +4,7 @@ import { configPath } from '../config/config-path.js';
 import { endQuietlyOnClosedPipes, whenStdoutCloses } from './closed-pipe.js';
 import { CliFailure } from './errors.js';
 import { exitAfterWrite } from './exit-after-write.js';
+import { cleanLines } from './format.js';
 import type { CancelOptions } from './cancel.js';
 import type { LedgerOptions } from './ledger.js';
 import type { StoreLocation } from './open-store.js';
@@ -40,7 +41,11 @@ program
   .version(VERSION)
   .option('-c, --config <file>', 'config file (default: $A2A_MAILBRIDGE_CONFIG, else $XDG_CONFIG_HOME/a2a-mailbridge/config.toml, ~/.config/… when XDG_CONFIG_HOME is unset)')
   // Usage errors exit 2 (help and --version exit 0); set before the commands so they inherit it.
-  .exitOverride((err: CommanderError) => process.exit(err.exitCode === 0 ? 0 : 2));
+  .exitOverride((err: CommanderError) => process.exit(err.exitCode === 0 ? 0 : 2))
+  // Commander's own errors (missing argument, unknown option or command) read as the CLI's own:
+  // `a2a-mailbridge: <message>`, not `error: <message>`, what they quote of the command line shown
+  // escaped as every message is (format.ts cleanLines). Help is not affected (it is not an error).
+  .configureOutput({ outputError: (text, write) => write(cleanLines(text.replace(/^error: /, 'a2a-mailbridge: '))) });
 
 const config = (): string => configPath(program.opts<{ config?: string }>().config);
 const where = (o: { db?: string }): StoreLocation => ({ configFile: config(), ...(o.db !== undefined ? { db: o.db } : {}) });
@@ -217,7 +222,7 @@ program
   .option('--verbose', 'print the bridge log')
   .option('--reply-delay <ms>', 'how long the simulated cloud agent waits before it mails its reply (0 to 600000; default 300)')
   .action(async (o: { verbose?: boolean; replyDelay?: string }) => {
-    const delay = o.replyDelay === undefined ? undefined : (await import('./args.js')).parseCount(o.replyDelay, '--reply-delay', 0, 600_000);
+    const delay = o.replyDelay === undefined ? undefined : (await import('./args.js')).parseCount(o.replyDelay, '--reply-delay', 0, 600_000, 'milliseconds');
     const { demo } = await import('../demo/round-trip.js');
     process.exitCode = (await demo({ verbose: o.verbose === true, whenOutputCloses: whenStdoutCloses, ...(delay === undefined ? {} : { replyDelayMs: delay }) })) ? 0 : 1;
   });
@@ -231,10 +236,8 @@ program.parseAsync().catch(async (err: unknown) => {
   }
   // A message may quote what a file held (a config line with a terminal's escape sequence):
   // every control or invisible character but the line breaks is shown escaped (format.ts).
-  const { clean } = await import('./format.js');
-  const shown = (message: string): string => message.split('\n').map(clean).join('\n');
   if (isUserError(err)) {
-    return exitAfterWrite(`a2a-mailbridge: ${shown(err.message)}\n`, 2);
+    return exitAfterWrite(`a2a-mailbridge: ${cleanLines(err.message)}\n`, 2);
   }
   if ((err as Error)?.name === 'MailboxError') {
     // A command that did not turn it into a CliFailure itself: the same line with the fix by kind.
@@ -242,7 +245,7 @@ program.parseAsync().catch(async (err: unknown) => {
     err = asCliFailure(err);
   }
   if (err instanceof CliFailure) {
-    return exitAfterWrite(`a2a-mailbridge: ${shown(err.message)}\n`, 1);
+    return exitAfterWrite(`a2a-mailbridge: ${cleanLines(err.message)}\n`, 1);
   }
   return exitAfterWrite(`a2a-mailbridge: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`, 1);
 });

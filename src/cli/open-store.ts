@@ -22,6 +22,21 @@ export function storeFile(where: StoreLocation): string {
 }
 
 /**
+ * The names of the config's agents, in its order; with `--db`, those of the config if it loads
+ * (a backup read beside it), else undefined (no config is needed with `--db`).
+ * @throws ConfigError without `--db`, when the config does not load
+ */
+export function configuredAgents(where: StoreLocation): string[] | undefined {
+  const names = (): string[] => loadConfig(where.configFile, { skipSecrets: true }).agents.map((a) => a.name);
+  if (where.db === undefined) return names();
+  try {
+    return names();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Opens the store read-only (inspection never takes a write lock from a running bridge), after
  * the schema version check of `Store.open`; no whole-file check, so a read command costs the same
  * whatever the store's size (`doctor` and `backup` run quick_check).

@@ -6,6 +6,7 @@ import { readCheckedConfig } from '../config/config-file.js';
 import { ConfigError } from '../config/config.js';
 import { commandLine, missingConfigFix, shellWord } from '../config/config-path.js';
 import { tomlSyntaxMessage } from '../config/toml-syntax.js';
+import { nearestKey } from '../config/fields.js';
 import { isGenerated, secretKind, type SecretKind } from '../config/secret-kinds.js';
 import { secretRefs, type Doc, type SecretRef } from './doctor.js';
 import { CliFailure, UsageError } from './errors.js';
@@ -57,24 +58,42 @@ function secretChoices(refs: readonly SecretRef[], configFile: string): string {
   return parts.join('; ');
 }
 
-/** Which secret file `name` means: a `*_file` key as doctor prints it, or an alias (`bearer`, `webhook-secret` [--agent]). */
+/** The name of the agent a key such as `agents[0].webhook.secret_file` belongs to (its index when it has none); undefined for another key. */
+function agentOfKey(agents: readonly Doc[], key: string): string | undefined {
+  const i = /^agents\[(\d+)\]/.exec(key)?.[1];
+  if (i === undefined) return undefined;
+  const named = agents[Number(i)]?.name;
+  return typeof named === 'string' ? named : `agents[${i}]`;
+}
+
+/**
+ * Which secret file `name` means: a `*_file` key as doctor prints it, or an alias (`bearer`, `webhook-secret` [--agent]).
+ * @throws UsageError for a name of none (with the nearest valid one, as a config key's typo is
+ *   answered: config/fields.ts nearestKey), or an `--agent` no agent of the config is named
+ */
 function pick(refs: readonly SecretRef[], doc: Doc, name: string, agent: string | undefined, configFile: string): SecretRef {
   const usage = secretChoices(refs, configFile);
+  const agents = Array.isArray(doc.agents) ? (doc.agents as Doc[]) : [];
+  const names = agents.map((a) => a.name).filter((n): n is string => typeof n === 'string');
+  if (agent !== undefined && !names.includes(agent)) {
+    const near = nearestKey(agent, names);
+    throw new UsageError(`no agent ${agent} in the config (${names.join(', ') || 'it has none'})${near === undefined ? '' : `; did you mean "${near}"?`}; see ${commandLine(configFile, 'config')}`);
+  }
   const exact = refs.find((r) => r.key === name);
   if (exact) return exact;
   const kind = ALIASES[name];
-  if (!kind) throw new UsageError(`secret new ${JSON.stringify(name)}: not a secret of this config; ${usage}`);
-  const agents = Array.isArray(doc.agents) ? (doc.agents as Doc[]) : [];
+  if (!kind) {
+    // The names this config has: the aliases of a kind it has a file of, and the keys.
+    const valid = [...Object.keys(ALIASES).filter((a) => refs.some((r) => secretKind(r.key) === ALIASES[a])), ...refs.map((r) => r.key)];
+    const near = nearestKey(name, valid);
+    throw new UsageError(`secret new ${JSON.stringify(name)}: not a secret of this config${near === undefined ? '' : ` (did you mean "${near}"?)`}; ${usage}`);
+  }
   const ofKind = refs.filter((r) => secretKind(r.key) === kind);
-  const matching = ofKind.filter((r) => {
-    if (agent === undefined) return true;
-    const i = /^agents\[(\d+)\]/.exec(r.key)?.[1];
-    return i !== undefined && agents[Number(i)]?.name === agent;
-  });
+  const matching = ofKind.filter((r) => agent === undefined || agentOfKey(agents, r.key) === agent);
   if (matching.length === 1) return matching[0]!;
   if (matching.length === 0) {
     if (agent !== undefined && ofKind.length > 0) {
-      throw new UsageError(`no agent named ${agent} has a ${name} file (${ofKind.map((r) => r.key).join(', ')} do); give one of their names with --agent`);
+      throw new UsageError(`agent ${agent} has no ${name} file; the agents that have one: ${ofKind.map((r) => agentOfKey(agents, r.key)).join(', ')}; give one of them with --agent`);
     }
     throw new UsageError(`this config reads no ${name} file${agent !== undefined ? ` for agent ${agent}` : ''}; ${usage}; to add one, ${HOW_TO_ADD[kind]}`);
   }
@@ -162,10 +181,7 @@ export function runSecretNew(configFile: string, name: string, o: SecretNewOptio
   if (!existsSync(dirname(ref.path))) mkdirSync(dirname(ref.path), { recursive: true, mode: 0o700 });
   const secret = kind === 'bearer' ? generateBearer() : generateSigningSecret();
   writeSecretFile(ref.path, `${secret}\n`, exists);
-  const agents = Array.isArray(doc.agents) ? (doc.agents as Doc[]) : [];
-  const agentName = /^agents\[(\d+)\]/.exec(ref.key)?.[1];
-  const named = agentName === undefined ? undefined : agents[Number(agentName)]?.name;
-  const agentLabel = typeof named === 'string' ? named : agentName === undefined ? undefined : `agents[${agentName}]`;
+  const agentLabel = agentOfKey(Array.isArray(doc.agents) ? (doc.agents as Doc[]) : [], ref.key);
   const what = kind === 'bearer' ? "the facade's bearer (32 random bytes, hex)" : 'a Standard Webhooks signing secret (whsec_ + base64 of 32 random bytes)';
   process.stdout.write(`${exists ? 'replaced' : 'wrote'} ${ref.path} (${ref.key}, mode 0600): ${what}, not shown here\nnext: ${nextStep(kind, ref, agentLabel, file)}\n`);
   return 0;

@@ -4,7 +4,8 @@ import { claimForServe, probeServeListen, refuseHeldStore, startApp, type App } 
 import { loadConfig } from '../config/config.js';
 import { prepareDataPlaces, storeFiles, tightenDataFiles } from '../config/data-place.js';
 import type { CheckSummary } from '../core/mail-check.js';
-import { createServiceLogger, rolledLogFiles, underSystemd } from '../log.js';
+import { createServiceLogger, rolledLogFiles, serviceLogTarget } from '../log.js';
+import { cleanLines } from './format.js';
 import { claimFiles } from '../store/store.js';
 import { startupSummary } from './serve-summary.js';
 import { IDLE_CHECK_EVERY_MS, IdleRelease, releaseHeap } from './heap-release.js';
@@ -56,14 +57,21 @@ export async function serve(configFile: string, o: { logLevel?: string }): Promi
   let began = 0;
   let askedToStop!: () => void;
   const stopAsked = new Promise<null>((resolve) => (askedToStop = () => resolve(null)));
+  // With the log in a file, an operator who pressed Ctrl-C would see nothing of the stop: its
+  // lines also go to stderr, one short line each (with the log on stderr, or in the journal, which
+  // takes stderr too, they would be there twice).
+  const alsoOnStderr = serviceLogTarget(config.log) === 'file' ? (line: string) => process.stderr.write(`a2a-mailbridge ${line}\n`) : () => {};
   const closeAndExit = (a: App): void => {
     a.close().then(
       (stopped) => {
-        log.info({ ...stopped, tookMs: Math.round(monotonicMs() - began) }, 'stopped');
+        const tookMs = Math.round(monotonicMs() - began);
+        log.info({ ...stopped, tookMs }, 'stopped');
+        alsoOnStderr(`stopped (took ${tookMs} ms)`);
         process.exit(0);
       },
       (err: unknown) => {
         log.error({ err: (err as Error).message }, 'error while stopping');
+        alsoOnStderr(`could not stop cleanly: ${cleanLines((err as Error).message)}; see the log`);
         process.exit(1);
       },
     );
@@ -74,6 +82,7 @@ export async function serve(configFile: string, o: { logLevel?: string }): Promi
     signalled = signal;
     began = monotonicMs();
     log.info({ signal }, 'stopping');
+    alsoOnStderr(`is stopping (${signal})`);
     askedToStop();
     // While the app starts, it is closed as soon as startApp has returned (below).
     if (running.app) closeAndExit(running.app);
@@ -96,12 +105,14 @@ export async function serve(configFile: string, o: { logLevel?: string }): Promi
   ]);
   // Stopping already (the signal's handler closes the app): no summary, no code cache.
   if (signalled !== undefined) return;
-  const logTo = underSystemd()
-    ? `the journal (journalctl --user -u a2a-mailbridge), level ${level}`
-    : config.log.file
-      ? // The file pino-roll writes to: the highest-numbered one (a run goes on with the last run's file).
-        `${rolledLogFiles(config.log.file).at(-1)?.[0] ?? config.log.file} (numbered as it rotates), level ${level}`
-      : `stderr${terminal ? ' as readable lines' : ' as JSON lines'}, level ${level}`;
+  const target = serviceLogTarget(config.log);
+  const logTo =
+    target === 'journal'
+      ? `the journal (journalctl --user -u a2a-mailbridge), level ${level}`
+      : target === 'file' && config.log.file
+        ? // The file pino-roll writes to: the highest-numbered one (a run goes on with the last run's file).
+          `${rolledLogFiles(config.log.file).at(-1)?.[0] ?? config.log.file} (numbered as it rotates), level ${level}`
+        : `stderr${terminal ? ' as readable lines' : ' as JSON lines'}, level ${level}`;
   const summary = startupSummary({ config, endpoints: config.agents.map((a) => started.server.endpoint(a)), firstCheck, waitedMs, logTo });
   process.stderr.write(`${[...summary.lines, ...summary.warnings.map((w) => `warning: ${w}`)].join('\n')}\n`);
   // What the configuration made it load (docs/architecture.md, "Start-up and memory").

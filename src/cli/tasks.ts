@@ -5,7 +5,9 @@ import { isTerminal } from '../store/task-state.js';
 import type { TaskRow } from '../store/task-rows.js';
 import { parseCount, parseStates, parseTime } from './args.js';
 import { clean, isoJson, isoUtc, printJson, table, truncate } from './format.js';
-import { openReadOnly, storeFile, type StoreLocation } from './open-store.js';
+import { configuredAgents, openReadOnly, storeFile, type StoreLocation } from './open-store.js';
+import { nearestKey } from '../config/fields.js';
+import { CliFailure } from './errors.js';
 
 /** Options of `a2a-mailbridge tasks`, as commander hands them over (strings, unparsed). */
 export interface TasksOptions {
@@ -111,15 +113,32 @@ function noBridgeRuns(db: StoreReads, rows: readonly TaskRow[], where: StoreLoca
 }
 
 /**
+ * Refuses an `--agent` that matched no task when it is neither an agent of the config nor one a
+ * stored task names (an agent since removed from the config is still listed): a typo says so,
+ * with the known names and the nearest (config/fields.ts nearestKey), rather than "no tasks match".
+ * @throws CliFailure for such a name (exit 1, as `cancel --all-open --agent` refuses one)
+ */
+function checkAgentKnown(db: StoreReads, where: StoreLocation, agent: string): void {
+  const configured = configuredAgents(where);
+  const stored = db.stats.agentsWithTasks();
+  if (configured?.includes(agent) || stored.includes(agent)) return;
+  const known = [...new Set([...(configured ?? []), ...stored])];
+  const near = nearestKey(agent, known);
+  const whose = configured === undefined ? 'no task in this store names it' : 'not in the config, and no stored task names it';
+  throw new CliFailure(`no agent ${agent}: ${whose}; the known agents: ${known.join(', ') || 'none'}${near === undefined ? '' : `; did you mean "${near}"?`}`);
+}
+
+/**
  * `a2a-mailbridge tasks`: lists tasks of every agent from the store, opened read-only, newest
  * status first; `--limit` defaults to 50. The WHY of a task whose webhook attempt is due in the
  * past starts with "no bridge running" when this config's bridge is not running.
  * @returns the exit code (0)
- * @throws UsageError for a bad filter, ConfigError/StoreError when the store cannot be opened
+ * @throws UsageError for a bad filter, CliFailure for an `--agent` no one knows ({@link checkAgentKnown}),
+ *   ConfigError/StoreError when the store cannot be opened
  */
 export function runTasks(where: StoreLocation, o: TasksOptions, now = Date.now()): number {
   const q = {
-    limit: o.limit === undefined ? 50 : parseCount(o.limit, '--limit'),
+    limit: o.limit === undefined ? 50 : parseCount(o.limit, '--limit', 1, 1_000_000, 'tasks'),
     ...(o.agent !== undefined ? { agent: o.agent } : {}),
     ...(o.state !== undefined ? { states: parseStates(o.state, '--state') } : {}),
     ...(o.context !== undefined ? { contextId: o.context } : {}),
@@ -128,6 +147,7 @@ export function runTasks(where: StoreLocation, o: TasksOptions, now = Date.now()
   const db = openReadOnly(where);
   try {
     const rows = db.tasks.rows(q);
+    if (rows.length === 0 && o.agent !== undefined) checkAgentKnown(db, where, o.agent);
     const stalled = noBridgeRuns(db, rows, where, now) ? { now } : undefined;
     if (o.json) printJson(rows.map((t) => ({ ...taskJson(t), why: whyText(db, t, stalled) })));
     else process.stdout.write(`${formatTasks(rows, (t) => whyText(db, t, stalled))}\n`);

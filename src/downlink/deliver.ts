@@ -63,6 +63,20 @@ export function webhookDispatcher(connectTimeoutMs: number): Dispatcher {
   return new (undici().Agent)({ connect: { timeout: connectTimeoutMs }, keepAliveTimeout: 10_000, pipelining: 0 });
 }
 
+/** Network errors (as {@link postWebhook} words them) raised before a connection was made: nothing was sent. */
+const NOT_CONNECTED = /^network error: (?:ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH)$/;
+
+/**
+ * Whether the agent may have the job after an attempt that ended so: yes for a 2xx, and for a
+ * failure after which that cannot be told (a timeout, a connection reset: the request may have
+ * been written, see {@link postWebhook}); no when its webhook answered with another status (it
+ * did not take the job) or no connection was made (refused, no such host, unreachable).
+ */
+export function mayHaveReachedAgent(r: Pick<DeliveryResult, 'outcome' | 'httpStatus' | 'error'>): boolean {
+  if (r.outcome === 'accepted') return true;
+  return r.httpStatus === null && !NOT_CONNECTED.test(r.error ?? '');
+}
+
 /**
  * One POST of the exact `body` bytes with `headers`, never following redirects. Never throws:
  * network errors and timeouts come back as `retry` with the reason in `error`. A timeout after the

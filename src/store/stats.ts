@@ -17,6 +17,11 @@ export function statsReads(db: Db) {
       return out;
     },
 
+    /** The agents some task in the store names, sorted (from the trigger-kept counts: the same cost at any store size). */
+    agentsWithTasks(): string[] {
+      return (stmt(db, `SELECT agent FROM task_counts GROUP BY agent HAVING sum(n) > 0 ORDER BY agent`).all() as { agent: string }[]).map((r) => r.agent);
+    },
+
     /** Ledger rows per verdict; verdicts never recorded are absent. */
     ledgerByVerdict(): Record<string, number> {
       const rows = stmt(db, `SELECT verdict, n FROM verdict_counts WHERE n > 0`).all() as { verdict: string; n: number }[];

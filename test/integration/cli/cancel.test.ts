@@ -21,7 +21,8 @@ type Task = { id: string; status: { state: string; message?: { parts: { text?: s
 type Answer = { result?: { task?: Task } & Task; error?: { code: number; message: string } };
 
 // A job whose text says "refuse" gets 404 (the task FAILS by dispatch); a cancel notice for a task
-// whose job said "notice-503" gets 503; everything else verified gets 202.
+// whose job said "notice-503" gets 503; a job saying "never-accepted" gets 503 (retried in an
+// hour: the task stays SUBMITTED); everything else verified gets 202.
 const receiver = await startWebhookReceiver({
   secret: TEST_WEBHOOK_SECRET,
   bearer: TEST_WEBHOOK_BEARER,
@@ -29,6 +30,8 @@ const receiver = await startWebhookReceiver({
     if (!req.verified) return { status: 401 };
     if (req.envelope?.ask.includes('refuse')) return { status: 404 };
     if (req.envelope?.cancel && req.envelope.ask.includes('notice-503')) return { status: 503 };
+    // Never accepted: 503 with a Retry-After of an hour, so no second attempt comes while the test runs.
+    if (req.envelope?.ask.includes('never-accepted')) return { status: 503, headers: { 'retry-after': '3600' } };
     return { status: 202 };
   },
 });
@@ -197,5 +200,37 @@ describe('a2a-mailbridge cancel', () => {
     expect(readStore(config.store.path, (db) => [task.id, other.id, third.id].map((id) => db.tasks.get(id)?.state))).toEqual(['CANCELED', 'CANCELED', 'CANCELED']);
     const none = await runCli(['--config', c.configPath, 'cancel', '--all-open', '--agent', 'grok']);
     expect([none.status, none.stdout]).toEqual([0, 'grok has no open task; nothing to cancel\n']);
+  });
+
+  it('a task whose webhook was never accepted: no cancel notice, from the CLI or from A2A CancelTask; the CLI says the agent never received the job', async () => {
+    const c = configDir('127.0.0.1:0', 'notify_cancel = true');
+    const config = loadConfig(c.configPath);
+    const app = await startApp(config, { log: createLogger('silent') });
+    const endpoint = app.server.endpoint(config.agents[0]!);
+    const call = async (body: unknown): Promise<Answer> =>
+      (await (await fetch(endpoint, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_BEARER}` }, body: JSON.stringify(body) })).json()) as Answer;
+    const send = async (text: string): Promise<Task> => (await call(hermesBody(text, `ctx-${hex(8)}`))).result!.task!;
+    const viaCli = await send('A job for a never-accepted webhook');
+    const viaA2a = await send('Another job for a never-accepted webhook');
+    expect([viaCli.status.state, viaA2a.status.state]).toEqual(['TASK_STATE_SUBMITTED', 'TASK_STATE_SUBMITTED']);
+    // A2A CancelTask: canceled, and no notice goes out in the background (app.close waits for what it started).
+    expect((await call({ jsonrpc: '2.0', id: 1, method: 'CancelTask', params: { id: viaA2a.id } })).result!.status.state).toBe('TASK_STATE_CANCELED');
+    await app.close();
+    const notices = (id: string) => receiver.requests.filter((r) => r.envelope?.task_id === id && r.envelope.cancel === true);
+    expect(notices(viaA2a.id)).toEqual([]);
+
+    const run = await runCli(['--config', c.configPath, 'cancel', viaCli.id]);
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+    expect(run.stdout.split('\n').slice(0, 2)).toEqual([
+      TASK_LINE(viaCli.id, 'SUBMITTED'),
+      "  no cancel notice: grok never received the job (no webhook attempt reached it: each was turned away or could not connect; and no reply came), so it has nothing to stop",
+    ]);
+    expect(notices(viaCli.id)).toEqual([]);
+    // Each task: its one refused dispatch attempt, and no cancel notice recorded.
+    expect(readStore(config.store.path, (db) => [viaCli.id, viaA2a.id].map((id) => [db.tasks.get(id)?.state, db.attempts.ofTask(id).map((a) => [a.dispatchId.startsWith('cancel_'), a.outcome])]))).toEqual([
+      ['CANCELED', [[false, 'retry']]],
+      ['CANCELED', [[false, 'retry']]],
+    ]);
   });
 });

@@ -141,6 +141,6 @@ describe('completion usage', () => {
   it('an unknown shell is a usage error naming the choices', async () => {
     const r = await runCli(['completion', 'tcsh']);
     expect(r.status).toBe(2);
-    expect(r.stderr).toBe("error: command-argument value 'tcsh' is invalid for argument 'shell'. Allowed choices are bash, zsh, fish.\n");
+    expect(r.stderr).toBe("a2a-mailbridge: command-argument value 'tcsh' is invalid for argument 'shell'. Allowed choices are bash, zsh, fish.\n");
   });
 });

@@ -87,6 +87,6 @@ describe('show on a task with many ledger rows', () => {
     expect(r.status, r.stderr).toBe(0);
     expect((JSON.parse(r.stdout) as LedgerJson[]).map((l) => l.id)).toEqual([before - 1, before - 2, before - 3]);
     const bad = await runCli(['ledger', '--db', store, '--before', 'x']);
-    expect([bad.status, bad.stderr]).toEqual([2, 'a2a-mailbridge: --before "x": give a whole number from 1 to 9007199254740991\n']);
+    expect([bad.status, bad.stderr]).toEqual([2, 'a2a-mailbridge: --before takes a whole number, 1 to 9007199254740991; got "x"\n']);
   });
 });

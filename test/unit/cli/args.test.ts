@@ -22,6 +22,9 @@ describe('CLI option values', () => {
   it('--limit and --older-than', () => {
     expect(parseCount('25', '--limit')).toBe(25);
     for (const bad of ['0', '-1', '1.5', 'ten', '']) expect(() => parseCount(bad, '--limit')).toThrow(UsageError);
+    // The unit the option takes is named, so a value typed with another is told which.
+    expect(() => parseCount('5s', '--reply-delay', 0, 600_000, 'milliseconds')).toThrow(new UsageError('--reply-delay takes a whole number of milliseconds, 0 to 600000; got "5s"'));
+    expect(() => parseCount('x', '--before', 1, 9)).toThrow(new UsageError('--before takes a whole number, 1 to 9; got "x"'));
     expect(parseDays('30', '--older-than')).toBe(30 * 86_400_000);
     expect(parseDays('0.5', '--older-than')).toBe(43_200_000);
     expect(parseDays('0', '--older-than')).toBe(0);

@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MockAgent } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { backoffMs, classifyStatus, parseRetryAfter, postWebhook } from '../../../src/downlink/deliver.js';
+import { backoffMs, classifyStatus, mayHaveReachedAgent, parseRetryAfter, postWebhook } from '../../../src/downlink/deliver.js';
 
 describe('classifyStatus', () => {
   it.each([
@@ -90,5 +90,30 @@ describe('postWebhook (undici MockAgent)', () => {
     expect(r.outcome).toBe('retry');
     expect(r.httpStatus).toBeNull();
     expect(r.error).toMatch(/network error/);
+  });
+});
+
+describe('mayHaveReachedAgent (whether a cancel notice has a job to stop: src/core/cancel.ts)', () => {
+  it('no for a refused connection and a non-2xx answer; yes for a 2xx and a timeout after the request went out', async () => {
+    // A port nothing listens on: refused before anything was sent.
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise((r) => closed.close(r));
+    const refused = await postWebhook(new URL(`http://127.0.0.1:${port}/hook`), {}, Buffer.from('{}'), 2000);
+    expect([refused.error, mayHaveReachedAgent(refused)]).toEqual(['network error: ECONNREFUSED', false]);
+    // A server that reads the request and never answers: the job may be with the agent.
+    const mute = createServer(() => {});
+    await new Promise<void>((r) => mute.listen(0, '127.0.0.1', r));
+    try {
+      const hung = await postWebhook(new URL(`http://127.0.0.1:${(mute.address() as AddressInfo).port}/hook`), {}, Buffer.from('{}'), 200);
+      expect([hung.outcome, hung.error, mayHaveReachedAgent(hung)]).toEqual(['retry', 'timed out after 200 ms', true]);
+    } finally {
+      mute.closeAllConnections();
+      await new Promise((r) => mute.close(r));
+    }
+    expect(mayHaveReachedAgent({ outcome: 'retry', httpStatus: 503, error: 'HTTP 503' })).toBe(false);
+    expect(mayHaveReachedAgent({ outcome: 'failed', httpStatus: 404, error: 'HTTP 404' })).toBe(false);
+    expect(mayHaveReachedAgent({ outcome: 'accepted', httpStatus: 202, error: null })).toBe(true);
   });
 });
