@@ -65,6 +65,7 @@ export class Deferrals {
   readonly #waiting = new Map<string, Waiting>();
   /** By task id, the sources tagged for it: every change to `#waiting` goes through `#put` and `#drop`, which keep it. */
   readonly #byTask = new Map<string, TaskWaits>();
+  #steps = 0;
 
   /** True when `source` was deferred or held and its wait has not run out at `now` (ms since the epoch). */
   waits(source: string, now: number): boolean {
@@ -135,6 +136,14 @@ export class Deferrals {
     return this.#byTask.size;
   }
 
+  /**
+   * Comparisons of two remembered messages made so far to know which to forget when full: the work
+   * that bound costs, counted for a test (test/unit/core/deferrals.test.ts).
+   */
+  get steps(): number {
+    return this.#steps;
+  }
+
   /** Remembers `w` for `source` (replacing what was), forgetting one (`#forgetSoonest`) when {@link DEFER_MAX_KEPT} are kept. */
   #put(source: string, w: Waiting): void {
     this.#drop(source);
@@ -164,6 +173,7 @@ export class Deferrals {
     let soonest: [string, Waiting] | null = null;
     for (const [source, w] of this.#waiting) {
       const s = soonest?.[1];
+      this.#steps++;
       if (!s || (w.tries === 0 && s.tries > 0) || ((w.tries === 0) === (s.tries === 0) && w.nextAt < s.nextAt)) soonest = [source, w];
     }
     if (soonest) this.#drop(soonest[0]);
