@@ -56,15 +56,15 @@ function seeded(seed: number): () => number {
   };
 }
 
+/** Recorded from the scan over every remembered message that chose what to forget before the heap (seed 20261203, 30,000 steps). */
+const FORGOTTEN_COUNT = 6451;
+const FORGOTTEN_SHA256 = 'dc433a57b46a0038e027267a0dde9ab8f6eb9202c01ab97c7a764094ebfba9f6';
+
 /**
  * Runs a seeded mix of deferrals, holds, verdicts and forgetGone over 2,500 sources against one
  * {@link Deferrals} (times coarse, so many are due at the same ms), and returns the sources it
  * forgot past {@link DEFER_MAX_KEPT}, in order, and the comparisons it made choosing them.
  */
-/** Recorded from the scan over every remembered message that chose what to forget before the heap (seed 20261203, 30,000 steps). */
-const FORGOTTEN_COUNT = 6451;
-const FORGOTTEN_SHA256 = 'dc433a57b46a0038e027267a0dde9ab8f6eb9202c01ab97c7a764094ebfba9f6';
-
 function forgottenInOrder(seed: number, ops: number): { forgotten: string[]; steps: number } {
   const d = new Deferrals();
   const rnd = seeded(seed);
@@ -124,9 +124,29 @@ describe('forgetting past the bound: which message, and at what cost', () => {
   it('forgets the same messages, in the same order, as the scan it replaced (digest of that scan\'s choices)', () => {
     // The digest and count were recorded from the scan over every remembered message (the code
     // before the heap); a change in which message goes, or in the order of ties, changes them.
-    const { forgotten } = forgottenInOrder(20261203, 30_000);
+    const { forgotten, steps } = forgottenInOrder(20261203, 30_000);
     expect(forgotten.length).toBe(FORGOTTEN_COUNT);
     expect(createHash('sha256').update(forgotten.join(',')).digest('hex')).toBe(FORGOTTEN_SHA256);
+    // Each message is remembered once a step at most and forgotten once for each time remembered:
+    // at most one comparison a level in, two a level out (the scan: 1,000 each forgotten, 6,451,000).
+    expect(steps).toBeLessThanOrEqual(30_000 * 3 * Math.ceil(Math.log2(DEFER_MAX_KEPT + 1)));
+  });
+
+  it(`does O(log n) comparisons per message forgotten, not one per message kept (${DEFER_MAX_KEPT})`, () => {
+    const d = new Deferrals();
+    for (let i = 0; i < DEFER_MAX_KEPT; i++) d.deferred(`m${i}`, i % 7);
+    let most = 0;
+    for (let i = 0; i < DEFER_MAX_KEPT; i++) {
+      const before = d.steps;
+      if (i % 2) d.held(`h${i}`, i, i + DEFER_MAX_WAIT_MS);
+      else d.deferred(`n${i}`, i % 5);
+      most = Math.max(most, d.steps - before);
+      expect(d.size).toBe(DEFER_MAX_KEPT);
+    }
+    // A binary heap: at most 2 comparisons a level to take the soonest out and 1 a level to put
+    // the new one in, ~10 levels for 1,000; the scan compared every one kept (1,000 a message).
+    const levels = Math.ceil(Math.log2(DEFER_MAX_KEPT + 1));
+    expect(most).toBeLessThanOrEqual(4 * levels);
   });
 });
 
