@@ -29,7 +29,7 @@
 import { MAX_HEADER_BLOCK_BYTES, STAMP_PREFIX_BYTES } from './gates.js';
 import { DEFAULT_MAX_HEADERS, DEFAULT_MAX_PREFIXES, HEADER_BATCH, readOldest, unreadableMessage, type CheckRequest, type CheckResult, type FetchedMessage, type HeaderedMessage, type Mailbox, type MailboxPass } from './mailbox.js';
 import { dirTimes, listFolder, listingHolds, pathOf, placeOf, readFileStart, readHeaderStart, readUidValidity, shownPath, type HeadRead, type ListedEntry } from './maildir-files.js';
-import { refind } from './maildir-moved.js';
+import { goneDetail, refind } from './maildir-moved.js';
 import { matches, NARROWING_READ_BYTES, NOT_OURS_SHARE } from './maildir-narrowing.js';
 import { applyListing, oldestFirst, settleRecorded, type Pending } from './maildir-order.js';
 import { readHeadSync, Slice } from './maildir-sync-reads.js';
@@ -95,9 +95,8 @@ export class MaildirMailbox implements Mailbox {
 
   /**
    * @param dir the Maildir folder
-   * @param o.afterHeaderRead called with a file's path after its header block was read and before
-   *   it is read whole (a test uses it to delete a file mid-read)
-   * @param o.afterRelist called after each listing taken to re-find files moved since the last (a test renames one again)
+   * @param o.afterHeaderRead called with a file's path after its header block was read and before it is read whole, and
+   *   `afterRelist` after each listing taken to re-find files moved since the last (a test deletes or renames a file mid-read)
    */
   constructor(dir: string, o: { afterHeaderRead?: (file: string) => void | Promise<void>; afterRelist?: () => void | Promise<void> } = {}) {
     this.folder = dir;
@@ -236,9 +235,9 @@ export class MaildirMailbox implements Mailbox {
           const readBlock = async (at: Pending): Promise<Head> => this.#head(c.unique, at, await readHeaderStart(pathOf(this.folder, at), MAILDIR_HEADER_CAP_BYTES));
           let block = await readBlock(c.p);
           // Moved (new/ → cur/, a flag) since its prefix was read: read again from where it is now.
-          if (block === 'gone') await refind([c], (x) => x.unique, () => this.#relist(), async (x, now) => (block = await readBlock(Object.assign(x.p, placeOf(now)))) !== 'gone');
+          const { moving } = block !== 'gone' ? { moving: [] } : await refind([c], (x) => x.unique, () => this.#relist(), async (x, now) => (block = await readBlock(Object.assign(x.p, placeOf(now)))) !== 'gone');
           if (typeof block === 'string' || 'unreadable' in block) {
-            const why = typeof block === 'string' ? { reason: 'vanished' as const, detail: `${shownPath(pathOf(this.folder, c.p))} was deleted after its header block's first bytes were read` } : block.unreadable;
+            const why = typeof block === 'string' ? { reason: 'vanished' as const, detail: goneDetail(shownPath(pathOf(this.folder, c.p)), moving.length > 0, "after its header block's first bytes were read") } : block.unreadable;
             out.push({ ...rest, head: Buffer.alloc(0), unreadable: why });
           } else {
             Object.assign(c, { header: block.header, prefixOnly: false });
@@ -251,8 +250,8 @@ export class MaildirMailbox implements Mailbox {
       whole: async (messages) => {
         const out = new Map<string, FetchedMessage>();
         const lost: [HeaderedMessage, Chosen][] = [];
-        const vanished = (h: HeaderedMessage, c: Chosen): FetchedMessage =>
-          unreadableMessage(h, { reason: 'vanished', detail: `${shownPath(pathOf(this.folder, c.p))} was deleted after its header block was read` });
+        const vanished = (h: HeaderedMessage, c: Chosen, moving = false): FetchedMessage =>
+          unreadableMessage(h, { reason: 'vanished', detail: goneDetail(shownPath(pathOf(this.folder, c.p)), moving, 'after its header block was read') });
         const read = async (h: HeaderedMessage, c: Chosen): Promise<FetchedMessage | 'gone'> => {
           const m = await this.#whole(c, req.maxMessageBytes);
           if (m === 'skip') return vanished(h, c); // no longer a regular file
@@ -280,7 +279,8 @@ export class MaildirMailbox implements Mailbox {
           if (m !== 'gone') out.set(h.source, m);
           return m !== 'gone';
         });
-        for (const [h, c] of [...deleted, ...moving]) out.set(h.source, vanished(h, c));
+        for (const [h, c] of deleted) out.set(h.source, vanished(h, c));
+        for (const [h, c] of moving) out.set(h.source, vanished(h, c, true)); // renamed again after each listing
         return messages.map((h) => out.get(h.source)!);
       },
       close: () => Promise.resolve(),

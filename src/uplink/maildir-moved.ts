@@ -7,8 +7,22 @@
  */
 import type { ListedEntry } from './maildir-files.js';
 
-/** Fresh listings taken at most to re-find one lot of files gone from where the last listing put them. */
-export const MOVED_RELISTS = 1;
+/**
+ * Fresh listings taken at most to re-find one lot of files gone from where the last listing put
+ * them: a MUA renames a file twice in a row (shown: new/ → cur/; then a flag), so one listing
+ * could find it where it no longer was, and a message that had only moved was recorded
+ * `unreadable: vanished` (attack review). Each listing costs one readdir of new/ and cur/.
+ */
+export const MOVED_RELISTS = 3;
+
+/**
+ * Why a file is `unreadable: vanished`: deleted, or renamed again after each listing ({@link refind}'s `moving`).
+ * @param path where it was last seen
+ * @param when what had been read of it, e.g. `after its header block was read`
+ */
+export function goneDetail(path: string, moving: boolean, when: string): string {
+  return moving ? `${path} was renamed again after each of ${MOVED_RELISTS} listings, ${when}` : `${path} was deleted ${when}`;
+}
 
 /**
  * Takes a fresh listing (`relist`) and tries each item of `gone` again where its file is now
