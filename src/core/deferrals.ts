@@ -150,8 +150,9 @@ export class Deferrals {
   }
 
   /**
-   * Comparisons of two remembered messages made so far to know which to forget when full: the work
-   * that bound costs, counted for a test (test/unit/core/deferrals.test.ts).
+   * Comparisons of two remembered messages made so far to know which to forget when full (keeping
+   * them in that order as each is remembered or dropped): the work that bound costs, counted for a
+   * test (test/unit/core/deferrals.test.ts).
    */
   get steps(): number {
     return this.#order.compared;
