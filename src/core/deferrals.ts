@@ -1,4 +1,5 @@
 import type { Store } from '../store/store.js';
+import { IndexedHeap } from './indexed-heap.js';
 import { TEMPORARY_RETRY_MS } from './judge.js';
 
 /**
@@ -25,8 +26,12 @@ import { TEMPORARY_RETRY_MS } from './judge.js';
  *
  * At most {@link DEFER_MAX_KEPT} messages are remembered; past that a held one (never tried: no
  * backoff is lost), else the one that may be tried soonest, is forgotten (it is read, and tried
- * or held again, at the next check). A task's view asks {@link Deferrals.taskWaitsSince} through
- * an index by task, kept with every change.
+ * or held again, at the next check); of those due at the same ms, the one remembered (or changed)
+ * first. They are kept in that order in a binary heap (src/core/indexed-heap.ts), so remembering
+ * one and forgetting another costs O(log n) comparisons, at most 40 for 1,000: the scan of every
+ * one kept that it replaced cost 1,000 a message, ~1,000,000 for a check that held 1,000 (attack
+ * review). A task's view asks {@link Deferrals.taskWaitsSince} through an index by task, kept with
+ * every change.
  */
 
 /** First wait before a deferred message is tried again, in ms. */
@@ -51,6 +56,11 @@ interface Waiting {
   taskId: string | undefined;
 }
 
+/** A remembered {@link Waiting}, with when it was remembered or last changed (a count: ties of the forgetting order). */
+interface Kept extends Waiting {
+  order: number;
+}
+
 /** The remembered messages tagged for one task: their first-deferral times, and the earliest (null: to be found again). */
 interface TaskWaits {
   since: Map<string, number>;
@@ -62,9 +72,13 @@ interface TaskWaits {
  * index by task so a task's view asks {@link Deferrals.taskWaitsSince} without a scan of them all.
  */
 export class Deferrals {
-  readonly #waiting = new Map<string, Waiting>();
+  readonly #waiting = new Map<string, Kept>();
   /** By task id, the sources tagged for it: every change to `#waiting` goes through `#put` and `#drop`, which keep it. */
   readonly #byTask = new Map<string, TaskWaits>();
+  /** The sources of `#waiting`, the one to forget first on top (`#forgets`); kept by `#put` and `#drop`. */
+  readonly #order = new IndexedHeap<string>((a, b) => this.#forgets(this.#waiting.get(a)!, this.#waiting.get(b)!));
+  /** `Kept.order` of the last message remembered. */
+  #puts = 0;
 
   /** True when `source` was deferred or held and its wait has not run out at `now` (ms since the epoch). */
   waits(source: string, now: number): boolean {
@@ -135,11 +149,21 @@ export class Deferrals {
     return this.#byTask.size;
   }
 
-  /** Remembers `w` for `source` (replacing what was), forgetting one (`#forgetSoonest`) when {@link DEFER_MAX_KEPT} are kept. */
+  /**
+   * Comparisons of two remembered messages made so far to know which to forget when full (keeping
+   * them in that order as each is remembered or dropped): the work that bound costs, counted for a
+   * test (test/unit/core/deferrals.test.ts).
+   */
+  get steps(): number {
+    return this.#order.compared;
+  }
+
+  /** Remembers `w` for `source` (replacing what was), forgetting the first in `#order` when {@link DEFER_MAX_KEPT} are kept. */
   #put(source: string, w: Waiting): void {
     this.#drop(source);
-    if (this.#waiting.size >= DEFER_MAX_KEPT) this.#forgetSoonest();
-    this.#waiting.set(source, w);
+    if (this.#waiting.size >= DEFER_MAX_KEPT) this.#drop(this.#order.peek()!);
+    this.#waiting.set(source, { ...w, order: ++this.#puts });
+    this.#order.add(source);
     if (w.taskId === undefined) return;
     let t = this.#byTask.get(w.taskId);
     if (!t) this.#byTask.set(w.taskId, (t = { since: new Map(), min: null }));
@@ -150,6 +174,7 @@ export class Deferrals {
   #drop(source: string): void {
     const w = this.#waiting.get(source);
     if (!w) return;
+    this.#order.remove(source);
     this.#waiting.delete(source);
     if (w.taskId === undefined) return;
     const t = this.#byTask.get(w.taskId);
@@ -159,14 +184,13 @@ export class Deferrals {
     else if (t.min === w.since) t.min = null;
   }
 
-  /** Forgets a held message (never tried: no backoff is lost) due soonest, else the deferred one due soonest. O(kept). */
-  #forgetSoonest(): void {
-    let soonest: [string, Waiting] | null = null;
-    for (const [source, w] of this.#waiting) {
-      const s = soonest?.[1];
-      if (!s || (w.tries === 0 && s.tries > 0) || ((w.tries === 0) === (s.tries === 0) && w.nextAt < s.nextAt)) soonest = [source, w];
-    }
-    if (soonest) this.#drop(soonest[0]);
+  /**
+   * True when `a` is forgotten before `b`: a held message (never tried: no backoff is lost) before
+   * a deferred one, then the one due soonest, then the one remembered or changed first.
+   */
+  #forgets(a: Kept, b: Kept): boolean {
+    if ((a.tries === 0) !== (b.tries === 0)) return a.tries === 0;
+    return a.nextAt !== b.nextAt ? a.nextAt < b.nextAt : a.order < b.order;
   }
 }
 

@@ -5,7 +5,8 @@
  * Per check: a new ImapFlow (an instance cannot reconnect) with an `error` listener (imapflow #302:
  * an unhandled socket timeout kills the process) → connect and log in →
  * `EXAMINE <folder>` (never SELECT) → compare UIDVALIDITY with the watermark → one narrowed
- * `UID SEARCH UID <after+1>:* (OR FROM … SUBJECT …)` → the header blocks of the candidates, then
+ * `UID SEARCH UID <after+1>:* (OR FROM … SUBJECT …)` (in windows of UIDs in a folder of over a
+ * million messages, so no answer passes the line limit: src/uplink/imap-search.ts) → the header blocks of the candidates, then
  * `UID FETCH BODY.PEEK[]` of those the header stage let through (src/uplink/imap-pass.ts) →
  * LOGOUT; the socket is closed in `finally`. With `keepSession` (serve) the session stays open
  * instead (CLOSE: no folder selected), and the next check starts with `STATUS <folder>
@@ -28,6 +29,7 @@ import { MAX_HEADER_BLOCK_BYTES } from './gates.js';
 import { imapClient } from './imap-client.js';
 import { missingFolderMessage } from './imap-folders.js';
 import { ImapPass } from './imap-pass.js';
+import { MAX_UID, searchAbove } from './imap-search.js';
 import { Session, type Phase } from './imap-session.js';
 import { MailboxError, readOldest, type CheckRequest, type CheckResult, type Mailbox, type MailboxPass } from './mailbox.js';
 import { imapAuth } from './oauth2.js';
@@ -44,7 +46,6 @@ export interface ImapMailboxConfig extends ImapConfig {
 const LITERAL_MARGIN_BYTES = 64 * 1024;
 /** Longest response line accepted, in bytes; a SEARCH answer of many UIDs is one line. */
 const MAX_LINE_BYTES = 16 * 1024 * 1024;
-const MAX_UID = 4294967295; // RFC 3501 §2.3.1.1: UIDs are 32-bit unsigned
 
 
 /**
@@ -80,6 +81,8 @@ export interface ImapMailboxOptions {
   keepSession?: boolean;
   /** The clock of {@link RECONNECT_EVERY_MS}, ms (default {@link monotonicMs}). */
   now?: () => number;
+  /** UIDs one SEARCH answer may hold at most (default imap-search.ts `SEARCH_WINDOW_UIDS`; a test's seam). */
+  searchWindow?: number;
 }
 
 /**
@@ -99,6 +102,7 @@ export class ImapMailbox implements Mailbox {
   readonly #aborted = new WeakSet<ImapFlow>();
   readonly #keep: boolean;
   readonly #now: () => number;
+  readonly #searchWindow: number | undefined;
   #kept: Kept | null = null;
   /** The folder's UIDVALIDITY and UIDNEXT − 1 at the last check that SEARCHed it (in memory: a restart SEARCHes twice first). */
   #searched: { uidValidity: string; below: number } | null = null;
@@ -117,6 +121,7 @@ export class ImapMailbox implements Mailbox {
     this.#logger = logger ?? false;
     this.#keep = o.keepSession === true;
     this.#now = o.now ?? monotonicMs;
+    this.#searchWindow = o.searchWindow;
   }
 
   /**
@@ -197,16 +202,16 @@ export class ImapMailbox implements Mailbox {
       // Nothing to narrow on means nothing may be read (the person's other mail is never fetched).
       if (exists > 0 && terms.length > 0 && after < MAX_UID) {
         session.phase = 'search';
-        const found = await session.client.search({ uid: `${after + 1}:*`, or: terms }, { uid: true });
-        // imapflow answers false when the server refused the SEARCH (NO/BAD): not "nothing matched".
-        if (!Array.isArray(found)) throw new MailboxError(`IMAP SEARCH in ${this.folder} was refused by the server`, 'protocol');
+        // In windows when the folder is large, so no answer passes the line limit (imap-search.ts).
+        const { found, top } = await searchAbove(session.client, after, this.folder, { exists, below: examined?.below ?? 0, terms, window: this.#searchWindow });
         // `UID n:*` matches the highest UID even when it is below n (RFC 3501 §6.4.8; ushahidi #1509).
         listing.fresh = [...new Set(found)].filter((u) => Number.isInteger(u) && u > after).sort((a, b) => a - b);
         // The person's other mail is passed by the watermark once two SEARCHes, this check's and
         // the last one's, looked at it (every UID up to what the last EXAMINE counted): else every
         // check EXAMINEd and SEARCHed all of it again (attack review 8). Not on one SEARCH alone: a
         // server whose search index lags could miss a message that just arrived.
-        const below = examined?.below ?? 0;
+        // Nothing above `top` was searched yet: the next check's.
+        const below = Math.min(examined?.below ?? 0, top);
         const before = this.#searched?.uidValidity === uidValidity ? this.#searched.below : 0;
         listing.through = Math.max(after, Math.min(below, before));
         this.#searched = { uidValidity, below };

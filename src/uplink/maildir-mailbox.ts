@@ -28,7 +28,8 @@
  */
 import { MAX_HEADER_BLOCK_BYTES, STAMP_PREFIX_BYTES } from './gates.js';
 import { DEFAULT_MAX_HEADERS, DEFAULT_MAX_PREFIXES, HEADER_BATCH, readOldest, unreadableMessage, type CheckRequest, type CheckResult, type FetchedMessage, type HeaderedMessage, type Mailbox, type MailboxPass } from './mailbox.js';
-import { dirTimes, listFolder, listingHolds, pathOf, placeOf, readFileStart, readHeaderStart, readUidValidity, shownPath, type HeadRead } from './maildir-files.js';
+import { dirTimes, listFolder, listingHolds, pathOf, placeOf, readFileStart, readHeaderStart, readUidValidity, shownPath, type HeadRead, type ListedEntry } from './maildir-files.js';
+import { goneDetail, refind } from './maildir-moved.js';
 import { matches, NARROWING_READ_BYTES, NOT_OURS_SHARE } from './maildir-narrowing.js';
 import { applyListing, oldestFirst, settleRecorded, type Pending } from './maildir-order.js';
 import { readHeadSync, Slice } from './maildir-sync-reads.js';
@@ -90,15 +91,17 @@ export class MaildirMailbox implements Mailbox {
   #listed: { newM: bigint | null; curM: bigint | null; at: number } | null = null;
 
   readonly #afterHeaderRead: ((file: string) => void | Promise<void>) | undefined;
+  readonly #afterRelist: (() => void | Promise<void>) | undefined;
 
   /**
    * @param dir the Maildir folder
-   * @param o.afterHeaderRead called with a file's path after its header block was read and before
-   *   it is read whole (a test uses it to delete a file mid-read)
+   * @param o.afterHeaderRead called with a file's path after its header block was read and before it is read whole, and
+   *   `afterRelist` after each listing taken to re-find files moved since the last (a test deletes or renames a file mid-read)
    */
-  constructor(dir: string, o: { afterHeaderRead?: (file: string) => void | Promise<void> } = {}) {
+  constructor(dir: string, o: { afterHeaderRead?: (file: string) => void | Promise<void>; afterRelist?: () => void | Promise<void> } = {}) {
     this.folder = dir;
     this.#afterHeaderRead = o.afterHeaderRead;
+    this.#afterRelist = o.afterRelist;
   }
 
   /**
@@ -201,22 +204,15 @@ export class MaildirMailbox implements Mailbox {
           if (this.#missesAdded.length >= MISSES_PER_SAVE) this.#saveMisses(req);
           await slice.next();
         }
-        if (moved.length) {
-          // Moved (new/ → cur/, a flag) or deleted since the listing: one fresh listing says which.
-          const listing = await listFolder(this.folder);
-          for (const [unique, p] of moved) {
-            const now = listing.get(unique);
-            if (!now) {
-              this.#pending.delete(unique); // deleted before anything was read: it is not in the folder
-              continue;
-            }
-            Object.assign(p, placeOf(now));
-            const seen = this.#examine(unique, p, req, work);
-            if (seen === 'gone') waiting = true; // moved again: the next pass reads it
-            else if (seen === 'later') left = true;
-            else if (typeof seen !== 'string') out.push(headered(seen));
-          }
-        }
+        // Moved (new/ → cur/, a flag) or deleted since the listing: a fresh listing says which (maildir-moved.ts).
+        const { deleted, moving } = await refind(moved, ([unique]) => unique, () => this.#relist(), ([unique, p], now) => {
+          const seen = this.#examine(unique, Object.assign(p, placeOf(now)), req, work);
+          if (seen === 'later') left = true;
+          else if (typeof seen !== 'string') out.push(headered(seen));
+          return seen !== 'gone';
+        });
+        for (const [unique] of deleted) this.#pending.delete(unique); // deleted before anything was read: it is not in the folder
+        if (moving.length) waiting = true; // moved again: the next pass reads it
         this.#saveMisses(req);
         return out.sort((x, y) => x.uid - y.uid || (x.source < y.source ? -1 : x.source > y.source ? 1 : 0));
       },
@@ -238,11 +234,10 @@ export class MaildirMailbox implements Mailbox {
           work.blocks++;
           const readBlock = async (at: Pending): Promise<Head> => this.#head(c.unique, at, await readHeaderStart(pathOf(this.folder, at), MAILDIR_HEADER_CAP_BYTES));
           let block = await readBlock(c.p);
-          // Moved (new/ → cur/, a flag) since its prefix was read: read once more from where it is now.
-          const now = block === 'gone' ? (await listFolder(this.folder)).get(c.unique) : undefined;
-          if (now) block = await readBlock(Object.assign(c.p, placeOf(now)));
+          // Moved (new/ → cur/, a flag) since its prefix was read: read again from where it is now.
+          const { moving } = block !== 'gone' ? { moving: [] } : await refind([c], (x) => x.unique, () => this.#relist(), async (x, now) => (block = await readBlock(Object.assign(x.p, placeOf(now)))) !== 'gone');
           if (typeof block === 'string' || 'unreadable' in block) {
-            const why = typeof block === 'string' ? { reason: 'vanished' as const, detail: `${shownPath(pathOf(this.folder, c.p))} was deleted after its header block's first bytes were read` } : block.unreadable;
+            const why = typeof block === 'string' ? { reason: 'vanished' as const, detail: goneDetail(shownPath(pathOf(this.folder, c.p)), moving.length > 0, "after its header block's first bytes were read") } : block.unreadable;
             out.push({ ...rest, head: Buffer.alloc(0), unreadable: why });
           } else {
             Object.assign(c, { header: block.header, prefixOnly: false });
@@ -255,8 +250,8 @@ export class MaildirMailbox implements Mailbox {
       whole: async (messages) => {
         const out = new Map<string, FetchedMessage>();
         const lost: [HeaderedMessage, Chosen][] = [];
-        const vanished = (h: HeaderedMessage, c: Chosen): FetchedMessage =>
-          unreadableMessage(h, { reason: 'vanished', detail: `${shownPath(pathOf(this.folder, c.p))} was deleted after its header block was read` });
+        const vanished = (h: HeaderedMessage, c: Chosen, moving = false): FetchedMessage =>
+          unreadableMessage(h, { reason: 'vanished', detail: goneDetail(shownPath(pathOf(this.folder, c.p)), moving, 'after its header block was read') });
         const read = async (h: HeaderedMessage, c: Chosen): Promise<FetchedMessage | 'gone'> => {
           const m = await this.#whole(c, req.maxMessageBytes);
           if (m === 'skip') return vanished(h, c); // no longer a regular file
@@ -276,18 +271,16 @@ export class MaildirMailbox implements Mailbox {
           if (m === 'gone') lost.push([h, c]);
           else out.set(h.source, m);
         }
-        if (lost.length) {
-          // A MUA may have moved them from new/ to cur/ or re-flagged them since: one fresh listing
-          // finds them, and each is read once more from where it is now; one in neither directory
-          // any more was deleted.
-          const listing = await listFolder(this.folder);
-          for (const [h, c] of lost) {
-            const now = listing.get(c.unique);
-            if (now) Object.assign(c.p, placeOf(now));
-            const m = now ? await read(h, c) : 'gone';
-            out.set(h.source, m === 'gone' ? vanished(h, c) : m);
-          }
-        }
+        // A MUA may have moved them (new/ → cur/, a flag) since: a fresh listing finds them, each read
+        // again from where it is now (maildir-moved.ts); one in neither directory was deleted.
+        const { deleted, moving } = await refind(lost, ([, c]) => c.unique, () => this.#relist(), async ([h, c], now) => {
+          Object.assign(c.p, placeOf(now));
+          const m = await read(h, c);
+          if (m !== 'gone') out.set(h.source, m);
+          return m !== 'gone';
+        });
+        for (const [h, c] of deleted) out.set(h.source, vanished(h, c));
+        for (const [h, c] of moving) out.set(h.source, vanished(h, c, true)); // renamed again after each listing
         return messages.map((h) => out.get(h.source)!);
       },
       close: () => Promise.resolve(),
@@ -340,6 +333,13 @@ export class MaildirMailbox implements Mailbox {
     if ('skip' in head) this.#settle(unique, this.#skipped);
     else if ('header' in head) p.size = head.size;
     return 'skip' in head ? 'skip' : 'unreadable' in head ? { unreadable: { reason: head.unreadable, detail: head.detail } } : head;
+  }
+
+  /** A fresh listing, to re-find files moved since the last (then the `afterRelist` seam). */
+  async #relist(): Promise<Map<string, ListedEntry>> {
+    const listing = await listFolder(this.folder);
+    await this.#afterRelist?.();
+    return listing;
   }
 
   /** Hands the misses found and dropped since the last call to the store's record (`req.notOurs`). */

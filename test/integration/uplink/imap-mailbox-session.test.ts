@@ -2,12 +2,12 @@
  * ImapMailbox's connections: failures without Dovecot (refused, silent, a scripted server that
  * stalls mid-FETCH) and the session kept open between checks, as `serve` opens it, against Dovecot.
  */
-import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ImapMailbox, RECONNECT_EVERY_MS } from '../../../src/uplink/imap-mailbox.js';
 import { MailboxError } from '../../../src/uplink/mailbox.js';
 import { startDovecot, type DovecotHandle } from '../../helpers/dovecot.js';
-import { AGENT, mail, onDovecot, recorder, req, verb } from '../../helpers/imap-mailbox-kit.js';
+import { mail, onDovecot, recorder, req, verb } from '../../helpers/imap-mailbox-kit.js';
+import { scriptedImap as fakeImap, scriptedServers } from '../../helpers/scripted-imap.js';
 
 let dovecot: DovecotHandle;
 
@@ -21,25 +21,8 @@ afterAll(async () => {
 const { config, freshFolder } = onDovecot(() => dovecot);
 
 describe('ImapMailbox failures without Dovecot', () => {
-  const servers: Server[] = [];
-  const sockets = new Set<Socket>();
-  afterAll(async () => {
-    for (const s of sockets) s.destroy();
-    await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  });
-
-  /** A TCP server on 127.0.0.1 that runs `onConnection` for each client. */
-  async function listen(onConnection: (s: Socket) => void): Promise<number> {
-    const srv = createServer((s) => {
-      sockets.add(s);
-      s.on('close', () => sockets.delete(s));
-      s.on('error', () => {});
-      onConnection(s);
-    });
-    servers.push(srv);
-    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-    return (srv.address() as { port: number }).port;
-  }
+  const { servers, listen, stop } = scriptedServers();
+  afterAll(stop);
 
   function box(port: number, timeoutMs: number): ImapMailbox {
     return new ImapMailbox({ host: '127.0.0.1', port, tls: false, user: 'u', password: 'p4ssw0rd-x', folder: 'INBOX', timeoutMs });
@@ -101,52 +84,6 @@ describe('ImapMailbox failures without Dovecot', () => {
     expect(err).toMatchObject({ name: 'MailboxError', kind: 'connect' });
   });
 });
-
-/**
- * A scripted IMAP server just good enough for imapflow's check: one message (UID 1, 100 bytes)
- * that matches, its header block served; with `stallBody` it sends 20 bytes of the 100-byte
- * literal of the whole message and then nothing.
- */
-function fakeImap(s: Socket, o: { stallBody: boolean; byeOnBody?: boolean; examineNo?: boolean }): void {
-  const body = Buffer.from(`From: ${AGENT}\r\nSubject: x\r\n\r\n`.padEnd(100, 'b'));
-  s.write('* OK [CAPABILITY IMAP4rev1] fake ready\r\n');
-  let buf = '';
-  s.on('data', (d) => {
-    buf += d.toString('latin1');
-    for (let i = buf.indexOf('\r\n'); i >= 0; i = buf.indexOf('\r\n')) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 2);
-      const [tag, ...rest] = line.split(' ');
-      const cmd = rest.join(' ').toUpperCase();
-      const ok = (text = 'done'): boolean => s.write(`${tag} OK ${text}\r\n`);
-      // Untagged data, then the tagged OK (which, as in this fake from the start, is skipped if write() reports backpressure).
-      const reply = (data: string | Buffer): void => {
-        if (s.write(data)) ok();
-      };
-      if (cmd.startsWith('LOGIN')) ok('[CAPABILITY IMAP4rev1] logged in');
-      else if (cmd.startsWith('CAPABILITY')) reply('* CAPABILITY IMAP4rev1\r\n');
-      else if (cmd.startsWith('NAMESPACE')) reply('* NAMESPACE (("" ".")) NIL NIL\r\n');
-      else if (cmd.startsWith('LIST')) reply('* LIST () "." INBOX\r\n');
-      else if (cmd.startsWith('LSUB')) ok();
-      else if (cmd.startsWith('EXAMINE') && o.examineNo) s.write(`${tag} NO [SERVERBUG] internal error\r\n`);
-      else if (cmd.startsWith('EXAMINE')) {
-        s.write('* 1 EXISTS\r\n* OK [UIDVALIDITY 7] ok\r\n* OK [UIDNEXT 2] ok\r\n');
-        ok('[READ-ONLY] examined');
-      } else if (cmd.startsWith('UID SEARCH')) reply('* SEARCH 1\r\n');
-      else if (cmd.startsWith('UID FETCH') && cmd.includes('BODY.PEEK[HEADER]')) {
-        const head = body.subarray(0, body.indexOf('\r\n\r\n') + 4);
-        reply(Buffer.concat([Buffer.from(`* 1 FETCH (UID 1 RFC822.SIZE ${body.length} BODY[HEADER]<0> {${head.length}}\r\n`), head, Buffer.from(')\r\n')]));
-      } else if (cmd.startsWith('UID FETCH') && cmd.includes('RFC822.SIZE')) reply(`* 1 FETCH (UID 1 RFC822.SIZE ${body.length})\r\n`);
-      else if (cmd.startsWith('UID FETCH') && cmd.includes('BODY.PEEK[]')) {
-        if (o.byeOnBody) s.end('* BYE going away\r\n');
-        else if (o.stallBody) s.write(Buffer.concat([Buffer.from(`* 1 FETCH (UID 1 BODY[] {${body.length}}\r\n`), body.subarray(0, 20)]));
-        else reply(Buffer.concat([Buffer.from(`* 1 FETCH (UID 1 BODY[] {${body.length}}\r\n`), body, Buffer.from(')\r\n')]));
-      } else if (cmd.startsWith('LOGOUT')) {
-        if (s.write('* BYE bye\r\n') && ok()) s.end();
-      } else s.write(`${tag} BAD unknown\r\n`);
-    }
-  });
-}
 
 describe('ImapMailbox with keepSession (as serve opens it)', () => {
   /** The verbs sent since entry `from` of the recorder, in order. */
