@@ -107,7 +107,7 @@ export function buildBridge(config: Config, o: BuildOptions): BuiltBridge {
     async close() {
       await bridge.close();
       await ours?.close();
-      await store.close();
+      await store.closeAndJoin();
     },
   };
 }

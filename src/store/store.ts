@@ -384,15 +384,16 @@ export class Store {
     return this.#db.serialize();
   }
 
-  /**
-   * Closes the connection now; the promise resolves once the checkpoint worker's thread, if one
-   * was started, is gone (src/store/checkpointer.ts, `close`: a process that exits first may abort).
-   * Never rejects.
-   */
-  close(): Promise<void> {
+  /** {@link closeAndJoin}, unawaited (the checkpoint worker is only ever started by `serve`). */
+  close(): void {
+    void this.closeAndJoin();
+  }
+
+  /** Closes the connection, and resolves once the checkpoint worker's thread, if any, is gone (checkpointer.ts `close`). Never rejects. */
+  async closeAndJoin(): Promise<void> {
     const worker = this.#checkpointer?.close();
     this.#checkpointer = null;
     this.#db.close();
-    return worker ? worker.then(() => undefined) : Promise.resolve();
+    await worker;
   }
 }

@@ -114,7 +114,7 @@ describe('checkpoints off the event loop', () => {
     expect(store.checkpointWorkerStarted()).toBe(true);
     await store.checkpoint();
     expect(store.lastCheckpoint()).toMatchObject({ type: 'done' });
-    const closed = store.close();
+    const closed = store.closeAndJoin();
     expect(store.checkpointWorkerStarted()).toBe(false);
     await closed;
   });
