@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AgentConfig } from '../config/config.js';
 import { agentCard, legacyAgentCard } from './agent-card.js';
 import { supportedVersion } from './handler.js';
+import { requestFields } from './request-fields.js';
 
 /** How long a client may reuse a card without asking again, in seconds (A2A v1.0 §8.6.1). Cards change only when the bridge restarts with another config. */
 export const CARD_MAX_AGE_S = 600;
@@ -14,7 +15,7 @@ export const CARD_MAX_AGE_S = 600;
  * `agent.json` (A2A v0.2) always gets the v0.3 card.
  */
 export function cardFor(req: IncomingMessage, url: URL, agent: AgentConfig, endpoint: string, legacyPath: boolean): { body: string; v1: boolean } {
-  const asked = String(req.headers['a2a-version'] ?? url.searchParams.get('A2A-Version') ?? '').trim();
+  const asked = String(requestFields(req)['a2a-version'] ?? url.searchParams.get('A2A-Version') ?? '').trim();
   const v1 = !legacyPath && supportedVersion(asked) === '1.0';
   const card = v1 ? agentCard(agent, endpoint) : legacyAgentCard(agent, endpoint, { embedV1Interfaces: !legacyPath });
   return { body: JSON.stringify(card), v1 };

@@ -11,8 +11,11 @@
  * no body). Its presence is signalled by Content-Length or Transfer-Encoding (RFC 9110 §6.4.1); a
  * request with neither has none (RFC 9112 §6.3), and `Content-Length: 0` is empty content.
  */
-import type { IncomingHttpHeaders } from 'node:http';
 import { A2AError } from './errors.js';
+import type { RequestFields } from './request-fields.js';
+
+/** The fields that say whether there is content and how it is written. */
+type ContentFields = Pick<RequestFields, 'transfer-encoding' | 'content-length' | 'content-type' | 'content-encoding'>;
 
 /**
  * The headers of an answer given before the request's body was read (401, 415, a version refused
@@ -29,7 +32,7 @@ const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
 const IDENTITY_ONLY = /^[\s,]*(?:identity\s*(?:,[\s,]*|$))*$/i;
 
 /** Whether the request carries content, however short (module comment). */
-export function hasContent(headers: IncomingHttpHeaders): boolean {
+export function hasContent(headers: ContentFields): boolean {
   if (headers['transfer-encoding'] !== undefined) return true;
   const length = headers['content-length'];
   return length !== undefined && Number(length) !== 0;
@@ -40,7 +43,7 @@ export function hasContent(headers: IncomingHttpHeaders): boolean {
  * when it can, or when there is no content. The error for a coding comes with `accept-encoding:
  * identity` (RFC 9110 §12.5.3). The caller's texts are cut to 80 characters.
  */
-export function unsupportedContent(headers: IncomingHttpHeaders): { error: A2AError; headers: Record<string, string> } | null {
+export function unsupportedContent(headers: ContentFields): { error: A2AError; headers: Record<string, string> } | null {
   if (!hasContent(headers)) return null;
   const type = headers['content-type'];
   if (type !== undefined && !JSON_TYPE.test(type)) {

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { createRequire } from 'node:module';
 import { hasContent } from './content-headers.js';
+import { requestFields } from './request-fields.js';
 import { answerBegun, answerEnded, answerWritten } from './connection-cap.js';
 
 // node:http through require, not `import` (src/a2a/server.ts says why).
@@ -38,7 +39,7 @@ class DoorAnswer extends NodeResponse {
     return (super.end as (...more: unknown[]) => this)(...args);
   }
   override writeHead(statusCode: number, ...rest: unknown[]): this {
-    if (!this.req.complete && hasContent(this.req.headers)) this.shouldKeepAlive = false;
+    if (!this.req.complete && hasContent(requestFields(this.req))) this.shouldKeepAlive = false;
     return (super.writeHead as (status: number, ...more: unknown[]) => this)(statusCode, ...rest);
   }
 }

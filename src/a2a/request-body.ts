@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { requestFields } from './request-fields.js';
 
 /**
  * Reads the request body, at most `limit` bytes, and calls `done` once: with the body, or with
@@ -8,7 +9,7 @@ import type { IncomingMessage } from 'node:http';
  * its body arrived, with no promise or microtask on the way (bench/RESULTS.md, machine-limit).
  */
 export function collectBody(req: IncomingMessage, limit: number, done: (body: Buffer | null) => void, failed: (err: Error) => void): void {
-  const declared = Number(req.headers['content-length'] ?? 0);
+  const declared = Number(requestFields(req)['content-length'] ?? 0);
   if (declared > limit) return done(null);
   let first: Buffer | null = null;
   let more: Buffer[] | null = null;

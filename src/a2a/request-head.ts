@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
 import { isLoopbackLiteral, type AgentConfig } from '../config/config.js';
+import { requestFields } from './request-fields.js';
 
 /**
  * What the server reads off a request's head before it routes the call: whether the Host names a
@@ -41,7 +42,7 @@ export function callerNames(): (req: IncomingMessage) => string {
   let lastUserAgent: string | undefined;
   let last = 'a2a:unknown';
   return (req) => {
-    const ua = req.headers['user-agent'];
+    const ua = requestFields(req)['user-agent'];
     if (ua !== lastUserAgent) {
       lastUserAgent = ua;
       last = `a2a:${String(ua ?? 'unknown').slice(0, 120)}`;
@@ -84,9 +85,3 @@ export function agentRoutes(agents: ReadonlyMap<string, AgentConfig>): (path: st
   };
 }
 
-/** How many Host field lines a request has (`rawHeaders`: name, value, name, value…). */
-export function hostLines(raw: string[]): number {
-  let n = 0;
-  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === 4 && raw[i]!.toLowerCase() === 'host') n++;
-  return n;
-}

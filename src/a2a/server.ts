@@ -12,7 +12,8 @@ import { a2aHandler, dialectOfHeader, supportedVersion, type A2AOutcome } from '
 import { findMethod } from './methods.js';
 import { collectBody, readBody } from './request-body.js';
 import { jsonBody } from './json-body.js';
-import { agentRoutes, callerNames, hostLines, loopbackHostCheck } from './request-head.js';
+import { requestFields } from './request-fields.js';
+import { agentRoutes, callerNames, loopbackHostCheck } from './request-head.js';
 import { pathOf, targetAuthority, urlOf } from './request-target.js';
 import { restError, routeRest, type RestCall } from './rest.js';
 import { storeFingerprint } from '../core/store-fingerprint.js';
@@ -128,7 +129,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
 
   /** The agent's URL as the caller reached it: the Host it sent (a loopback name, checked above), else the listening address. */
   const endpointFor = (req: IncomingMessage, a: AgentConfig): string => {
-    const host = req.headers.host?.trim().toLowerCase();
+    const host = requestFields(req).host?.trim().toLowerCase();
     return host ? `http://${host}/agents/${a.name}` : endpoint(a);
   };
 
@@ -146,7 +147,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
    * (connection-cap.ts, `bearerShownBefore`, says why that leaks nothing).
    */
   const presentsBearer = (req: IncomingMessage): { m: boolean; ok: boolean } => {
-    const header = req.headers.authorization;
+    const header = requestFields(req).authorization;
     if (header === undefined) return NO_CREDENTIAL;
     if (bearerShownBefore(req.socket, header)) return PRESENTED;
     const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
@@ -169,8 +170,9 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
   const rpc = (req: IncomingMessage, res: ServerResponse, agent: AgentConfig): void => {
     const callerKey = authorized(req, res, agent);
     if (callerKey === null) return;
-    const version = String(req.headers['a2a-version'] ?? '').trim();
-    const unreadable = unsupportedContent(req.headers);
+    const fields = requestFields(req);
+    const version = String(fields['a2a-version'] ?? '').trim();
+    const unreadable = unsupportedContent(fields);
     // A JSON-RPC error body, so a JSON-RPC client can read it (A2A v1.0 §9.5: ContentTypeNotSupportedError).
     if (unreadable) return send(res, 415, errorResponse(null, unreadable.error, dialectOfHeader(version)), unreadable.headers);
     collectBody(
@@ -253,7 +255,8 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     const path = pathOf(req.url);
     // A target in absolute-form names the host instead of the Host header (RFC 9112 §3.2.2): both must be loopback.
     const authority = path === null ? null : targetAuthority(req.url);
-    const foreign = !hostAllowed(req.headers.host) ? String(req.headers.host ?? '') : authority !== null && !hostAllowed(authority) ? authority : null;
+    const fields = requestFields(req);
+    const foreign = !hostAllowed(fields.host) ? String(fields.host ?? '') : authority !== null && !hostAllowed(authority) ? authority : null;
     if (foreign !== null) {
       // The Host header is the caller's text: logged JSON-escaped and cut, for the operator to recognise.
       refused(403, { host: foreign.slice(0, 100) }, 'request refused: 403 (Host is not a loopback name)');
@@ -262,13 +265,13 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     }
     if (path === null) return send(res, 400, { error: 'the request target is not a valid URL (RFC 9112 §3.2)' });
     // RFC 9112 §3.2: more than one Host field line is a 400 (node:http keeps the first, silently).
-    if (hostLines(req.rawHeaders) > 1) return send(res, 400, { error: 'more than one Host header (RFC 9112 §3.2)' }, { connection: 'close' });
+    if (fields.hostLines > 1) return send(res, 400, { error: 'more than one Host header (RFC 9112 §3.2)' }, { connection: 'close' });
     const get = req.method === 'GET' || req.method === 'HEAD';
     if (path === '/health') {
       if (!get) return send(res, 405, { error: 'use GET' }, GET_ONLY);
       // The store's fingerprint and the pid only to whoever presents the bearer (status and stop do): keyed with
       // the bearer, the fingerprint must be no offline test of guessed bearers for any local process (core/store-fingerprint.ts).
-      const holder = req.headers.authorization !== undefined && presentsBearer(req).ok;
+      const holder = fields.authorization !== undefined && presentsBearer(req).ok;
       return send(res, 200, health(bridge, holder ? storeId : null, holder ? process.pid : null));
     }
     if (path === '/metrics' && bridge.ctx.metrics) {
@@ -323,13 +326,14 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
       send(res, e.status, e.body, headers);
     };
     // Only v1.0 is served over HTTP+JSON; no header is taken as the caller meaning this interface's version.
-    const version = String(req.headers['a2a-version'] ?? urlOf(req.url).searchParams.get('A2A-Version') ?? '').trim();
+    const fields = requestFields(req);
+    const version = String(fields['a2a-version'] ?? urlOf(req.url).searchParams.get('A2A-Version') ?? '').trim();
     if (version !== '' && supportedVersion(version) !== '1.0') {
       return fail(new A2AError('versionNotSupported', `A2A-Version ${version.slice(0, 20)} is not served over HTTP+JSON; use 1.0`), UNREAD);
     }
     let params: Record<string, unknown> = route.params;
     if (route.body) {
-      const unreadable = unsupportedContent(req.headers);
+      const unreadable = unsupportedContent(fields);
       if (unreadable) return fail(unreadable.error, unreadable.headers);
       const body = await readBody(req, config.server.maxBodyBytes);
       if (body === null) return send(res, 413, restError(new A2AError('invalidRequest', `request body over ${config.server.maxBodyBytes} bytes (server.max_body_bytes)`), 413).body, { connection: 'close' });

@@ -3,9 +3,9 @@ import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { collectBody, readBody } from '../../../src/a2a/request-body.js';
 
-/** A request stand-in: a stream of body chunks with the headers collectBody reads. */
+/** A request stand-in: a stream of body chunks with the field lines collectBody reads (`rawHeaders`, as node:http's parser gives them). */
 function request(headers: Record<string, string> = {}): PassThrough & IncomingMessage {
-  return Object.assign(new PassThrough(), { headers }) as unknown as PassThrough & IncomingMessage;
+  return Object.assign(new PassThrough(), { rawHeaders: Object.entries(headers).flat() }) as unknown as PassThrough & IncomingMessage;
 }
 
 /** Runs collectBody and records every call of its two callbacks, in order. */

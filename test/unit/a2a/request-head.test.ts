@@ -24,7 +24,7 @@ describe('request-head readers (each keeps its last answer, never for another in
 
   it('callerNames: a2a: and the User-Agent cut to 120 characters, following the header as it changes', () => {
     const callerOf = callerNames();
-    const req = (ua?: string) => ({ headers: ua === undefined ? {} : { 'user-agent': ua } }) as IncomingMessage;
+    const req = (ua?: string) => ({ rawHeaders: ua === undefined ? [] : ['User-Agent', ua] }) as unknown as IncomingMessage;
     expect(callerOf(req())).toBe('a2a:unknown');
     expect(callerOf(req('hermes/1'))).toBe('a2a:hermes/1');
     expect(callerOf(req('hermes/1'))).toBe('a2a:hermes/1');
