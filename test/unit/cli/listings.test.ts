@@ -80,7 +80,7 @@ describe('tasks and ledger listings', () => {
   });
 
   it('prune: one line of counts, saying what stays', () => {
-    expect(formatPrune({ tasks: 2, turns: 2, attempts: 2, messages: 2, artifacts: 1, replies: 2, attachments: 0, events: 5, ledger: 2 }, NOW, true)).toBe(
+    expect(formatPrune({ tasks: 2, turns: 2, attempts: 2, messages: 2, artifacts: 1, replies: 2, attachments: 0, events: 5, ledger: 2, ledgerThinned: 0 }, NOW, true)).toBe(
       'would delete 2 tasks, 2 turns, 2 dispatch attempts, 2 messages, 1 artifact, 2 replies, 0 attachments, 5 task events, 2 ledger rows (tasks finished and mail seen before 2026-06-01T12:00:00Z; open tasks and audit entries are kept)',
     );
   });

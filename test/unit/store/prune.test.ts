@@ -12,7 +12,7 @@ describe('prune: retention for finished tasks; never an open task', () => {
     const before = tableCounts(db);
     const cut = NOW - 30 * DAY;
     const planned = db.retention.countPrunable(cut);
-    expect(planned).toEqual({ tasks: 2, turns: 2, attempts: 2, messages: 2, artifacts: 0, replies: 1, attachments: 1, events: 5, ledger: 2 });
+    expect(planned).toEqual({ tasks: 2, turns: 2, attempts: 2, messages: 2, artifacts: 0, replies: 1, attachments: 1, events: 5, ledger: 2, ledgerThinned: 0 });
     expect(tableCounts(db)).toEqual(before); // counting deletes nothing
     expect(db.tx((tx) => tx.retention.prune(cut))).toEqual(planned);
     const after = tableCounts(db);
@@ -20,7 +20,7 @@ describe('prune: retention for finished tasks; never an open task', () => {
     expect(db.tasks.get(IDS.oldCompleted)).toBeUndefined();
     expect(db.tasks.get(IDS.oldCanceled)).toBeUndefined();
     expect(db.audit.latest(IDS.oldCompleted)).toMatchObject({ state: 'COMPLETED' }); // the audit entry stays
-    expect(db.retention.countPrunable(cut)).toEqual({ tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0 });
+    expect(db.retention.countPrunable(cut)).toEqual({ tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0, ledgerThinned: 0 });
   });
 
   it('in batches (the CLI): one transaction per task and per ledger window, the same deletions as one prune, and what stays is the same', () => {
@@ -69,7 +69,7 @@ describe('prune: retention for finished tasks; never an open task', () => {
 
   it('a cut before everything deletes nothing', () => {
     const db = buildStore(':memory:', NOW);
-    expect(db.tx((tx) => tx.retention.prune(NOW - 365 * DAY))).toEqual({ tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0 });
+    expect(db.tx((tx) => tx.retention.prune(NOW - 365 * DAY))).toEqual({ tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0, ledgerThinned: 0 });
   });
 });
 
@@ -117,6 +117,6 @@ describe('prune --dry-run counts by the smaller side: the tasks that go, or thos
     expect(db.tx((tx) => tx.retention.prune(cut))).toEqual(planned);
     expect(db.tasks.get('dddd0000-0000-4000-8000-000000000000')).toBeDefined();
     expect(db.ledger.isSourceRecorded('imap:INBOX:9:early')).toBe(true);
-    expect(db.retention.countPrunable(cut)).toEqual({ tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0 });
+    expect(db.retention.countPrunable(cut)).toEqual({ tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0, ledgerThinned: 0 });
   });
 });
