@@ -8,8 +8,9 @@
  * instead: it keeps its source (the key the reader dedups on), `seen_at`, `verdict`, `size` and
  * `received_at`; everything else goes (the raw bytes and their large value, the header fields, the
  * task, the digests, the judge's reason). Its `raw_sha256` is {@link THIN_DIGEST}, which no judged
- * row holds (a SHA-256 is 64 hex): so gate 1 never matches it, and a thin row is known by it (a
- * range of ledger_by_sha). A later prune deletes it once the file is gone.
+ * row holds and gate 1 never looks up (a SHA-256 is 64 hex digits): a thin row is known by it, and
+ * a copy of its mail (another file) is judged, as it was once the row was deleted. A later prune
+ * deletes the thin row once the file is gone.
  */
 import type { Writer } from './db.js';
 
