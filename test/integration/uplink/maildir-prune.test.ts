@@ -1,19 +1,18 @@
 import { mkdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type App } from '../../../src/app.js';
-import { runPrune } from '../../../src/cli/prune.js';
 import { loadConfig, type Config } from '../../../src/config/config.js';
 import { startDnsZone, type DnsZone } from '../../../src/demo/dns-zone.js';
 import { buildReplyMail, dkimTxtName, generateDkimKey } from '../../../src/demo/reply-mail.js';
 import type { Envelope } from '../../../src/downlink/envelope.js';
 import { createLogger } from '../../../src/log.js';
-import type { PruneCounts } from '../../../src/store/prune.js';
 import { THIN_REASON } from '../../../src/store/prune-thin.js';
 import { maildirSource } from '../../../src/uplink/maildir-files.js';
 import { deliverToMaildir, MaildirMailbox, uniqueName } from '../../../src/uplink/maildir-mailbox.js';
 import { AGENT_ADDRESS, AGENT_DOMAIN, hermesBody, hex, PROVIDER, SELECTOR } from '../../helpers/bridge-harness.js';
 import { makeConfigDir, minimalToml, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET, type ConfigDir } from '../../helpers/config-dir.js';
+import { pruneAll } from '../../helpers/run-prune.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
 
 /**
@@ -22,7 +21,6 @@ import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhoo
  * bridge does not judge it again, and a reply to a task that stays is never applied twice
  * (docs/architecture.md, "Retention and the Maildir").
  */
-const DAY = 86_400_000;
 let zone: DnsZone;
 let receiver: WebhookReceiver;
 let dir: ConfigDir;
@@ -87,19 +85,6 @@ function reply(env: Envelope, answer: string, o: { status?: string; from?: strin
   });
 }
 
-/** `a2a-mailbridge prune --older-than 1 --json [--dry-run]` run two days from now (every finished task goes), and its counts. */
-async function prune(dryRun: boolean): Promise<PruneCounts> {
-  const out: string[] = [];
-  const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => (out.push(String(chunk)), true));
-  try {
-    expect(await runPrune({ configFile: dir.configPath }, { olderThan: '1', dryRun, json: true }, Date.now() + 2 * DAY)).toBe(0);
-  } finally {
-    write.mockRestore();
-  }
-  const { dryRun: _, cut: __, ...counts } = JSON.parse(out.join('')) as PruneCounts & { dryRun: boolean; cut: string };
-  return counts;
-}
-
 describe('prune on a Maildir, then a restart', () => {
   it('judges no pruned file again, adds no ledger row, applies no reply twice; a thin row goes once its file is gone', async () => {
     const [a, b, c] = [await newTask('Job A'), await newTask('Job B'), await newTask('Job C')];
@@ -128,9 +113,9 @@ describe('prune on a Maildir, then a restart', () => {
     await app.close();
 
     // Dry run and prune, with the bridge stopped: A and C go; A's four files are still there.
-    const planned = await prune(true);
+    const planned = await pruneAll(dir.configPath, true);
     expect(planned).toMatchObject({ tasks: 2, ledger: 1, ledgerThinned: 4 });
-    expect(await prune(false)).toEqual(planned);
+    expect(await pruneAll(dir.configPath, false)).toEqual(planned);
 
     // A restart on the same store: its first check (awaited by start) judged nothing again, so
     // the rows are those judged before but C's — no new id.
@@ -155,8 +140,8 @@ describe('prune on a Maildir, then a restart', () => {
 
     // A's reply is deleted: the next prune deletes its thin row; the three others stay, not counted again.
     unlinkSync(fileA);
-    expect(await prune(true)).toMatchObject({ tasks: 0, ledger: 1, ledgerThinned: 0 });
-    expect(await prune(false)).toMatchObject({ tasks: 0, ledger: 1, ledgerThinned: 0 });
+    expect(await pruneAll(dir.configPath, true)).toMatchObject({ tasks: 0, ledger: 1, ledgerThinned: 0 });
+    expect(await pruneAll(dir.configPath, false)).toMatchObject({ tasks: 0, ledger: 1, ledgerThinned: 0 });
     app = await start();
     const rowA = rows.find((r) => r.source === maildirSource(maildir, uniqueName(basename(fileA))))!;
     expect(rowA.reason).toBe(THIN_REASON);
