@@ -35,8 +35,8 @@ const LABELS: [keyof PruneCounts, string, string?][] = [
  */
 export function formatPrune(counts: PruneCounts, cut: number, dryRun: boolean): string {
   const parts = LABELS.map(([k, noun, nouns]) => plural(counts[k], noun, nouns)).join(', ');
-  const thin = counts.ledgerThinned ? `; ${dryRun ? 'would keep' : 'kept'} ${plural(counts.ledgerThinned, 'ledger row')} thin (a verdict each: their Maildir files are still there)` : '';
-  return `${dryRun ? 'would delete' : 'deleted'} ${parts}${thin} (tasks finished and mail seen before ${isoUtc(cut)}; open tasks and audit entries are kept)`;
+  const thin = counts.ledgerThinned ? `; ${dryRun ? 'would keep' : 'kept'} ${plural(counts.ledgerThinned, 'ledger row')} thin: the verdict of each Maildir file still there` : '';
+  return `${dryRun ? 'would delete' : 'deleted'} ${parts} (tasks finished and mail seen before ${isoUtc(cut)}; open tasks and audit entries are kept)${thin}`;
 }
 
 /**
