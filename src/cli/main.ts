@@ -151,7 +151,7 @@ program
   .option('--dry-run', 'count only; delete nothing')
   .option('--db <file>', 'delete from this store file instead of store.path of the config (with --dry-run: count in it)')
   .option('--json', 'counts as JSON')
-  .action(async (o: PruneOptions & { db?: string }) => run((await import('./prune.js')).runPrune(where(o), o)));
+  .action(async (o: PruneOptions & { db?: string }) => run(await (await import('./prune.js')).runPrune(where(o), o)));
 
 program
   .command('retry')

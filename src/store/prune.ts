@@ -12,13 +12,15 @@
  *
  * A ledger row is prunable when it was seen before the cut and belongs to no task that stays
  * (no task, an unknown task, or a prunable one). So the rows behind gate 1 (same raw bytes) and
- * gate 8a (Message-ID already applied) are kept for every open task.
+ * gate 8a (Message-ID already applied) are kept for every open task. A row that goes whose Maildir
+ * file is still in its folder is kept thin instead (prune-thin.ts), so that file is not judged again.
  */
 import type { Db, Writer } from './db.js';
+import { deleteOrThin, THIN_DIGEST, type GoingRow, type HeldSources } from './prune-thin.js';
 import { stmt } from './statements.js';
 import { TASK_STATES, TERMINAL_STATES } from './task-state.js';
 
-/** Rows deleted (or, for a dry run, that would be) per table. */
+/** Rows deleted (or, for a dry run, that would be) per table; and ledger rows kept thin instead (prune-thin.ts). */
 export interface PruneCounts {
   tasks: number;
   turns: number;
@@ -29,6 +31,8 @@ export interface PruneCounts {
   attachments: number;
   events: number;
   ledger: number;
+  /** Ledger rows that go but whose Maildir file is still there: thinned, not deleted (one thin already is neither). */
+  ledgerThinned: number;
 }
 
 const TERMINAL = [...TERMINAL_STATES].map((s) => `'${s}'`).join(', ');
@@ -55,7 +59,7 @@ const TARGETS: readonly [keyof PruneCounts, string, string][] = [
 ];
 
 function empty(): PruneCounts {
-  return { tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0 };
+  return { tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0, ledgerThinned: 0 };
 }
 
 /**
@@ -63,7 +67,7 @@ function empty(): PruneCounts {
  * triggers keep. Migration 14 is written from this list: a table added here needs a migration of
  * its own (its column, its triggers, the index), never a change to that one.
  */
-const DEPENDENTS: readonly [Exclude<keyof PruneCounts, 'tasks' | 'ledger'>, string, string, string][] = [
+const DEPENDENTS: readonly [Exclude<keyof PruneCounts, 'tasks' | 'ledger' | 'ledgerThinned'>, string, string, string][] = [
   ['turns', 'turns', 'n_turns', `SELECT coalesce(sum(n), 0) AS n FROM dispatch_counts`],
   ['attempts', 'dispatch_attempts', 'n_attempts', `SELECT n FROM row_counts WHERE name = 'dispatch_attempts'`],
   ['messages', 'messages', 'n_messages', `SELECT n FROM row_counts WHERE name = 'messages'`],
@@ -115,7 +119,7 @@ const OPEN = TASK_STATES.filter((st) => !TERMINAL_STATES.has(st)).map((st) => `'
 const STAYING_SINCE_BEFORE = `SELECT id FROM tasks WHERE state IN (${OPEN}) AND created_at < @cut
   UNION ALL SELECT id FROM tasks WHERE state IN (${TERMINAL}) AND updated_at >= @cut AND created_at < @cut UNION ALL ${NOTED_SINCE}`;
 
-type Sums = Omit<PruneCounts, 'ledger'>;
+type Sums = Omit<PruneCounts, 'ledger' | 'ledgerThinned'>;
 
 export function pruneReads(db: Db) {
   const one = (sql: string, cut: number): number => (stmt(db, sql).get({ cut }) as { n: number } | undefined)?.n ?? 0;
@@ -137,6 +141,15 @@ export function pruneReads(db: Db) {
   };
   return {
     /**
+     * The Maildir folders (`mailbox_state.folder`, the path as configured) the ledger has rows of
+     * (`maildir:<folder>:…`, a range of the source index each): what prune lists to know which of
+     * their files are still there (prune-thin.ts).
+     */
+    maildirFolders(): string[] {
+      return stmt(db, `SELECT folder FROM mailbox_state m WHERE EXISTS (SELECT 1 FROM ledger WHERE source >= 'maildir:' || m.folder || ':' AND source < 'maildir:' || m.folder || ';')`).pluck().all() as string[];
+    },
+
+    /**
      * What `prune` would delete for this cut; reads only, so a read-only store will do. Each task
      * row holds its rows per table (migration 14), so the counts are sums over ranges of the index
      * of tasks by state and time, taken on the smaller side: the tasks that go (finished before the
@@ -144,9 +157,12 @@ export function pruneReads(db: Db) {
      * tasks that stay (open, finished since the cut, noted since). Every row of a table here
      * belongs to a task: the writes add them with their task, and prune deletes them with it.
      * Bench: bench/RESULTS.md, million.
+     * Of the ledger rows that go, those `held` are counted as thinned (`ledgerThinned`, one index
+     * read each), not deleted; one thin already is neither.
      * @param cut ms since the epoch: tasks finished before it and ledger rows seen before it
+     * @param held the sources of the Maildir files still in their folders (prune-thin.ts)
      */
-    countPrunable(cut: number): PruneCounts {
+    countPrunable(cut: number, held: HeldSources = new Set()): PruneCounts {
       const finishedAll = one(`SELECT coalesce(sum(n), 0) AS n FROM task_counts WHERE state IN (${TERMINAL})`, cut);
       const FINISHED_SINCE = `state IN (${TERMINAL}) AND updated_at >= @cut`;
       const fewGo = beforeIsSmaller(cut);
@@ -171,6 +187,13 @@ export function pruneReads(db: Db) {
         ? one(`SELECT count(*) AS n FROM ledger WHERE seen_at < @cut`, cut)
         : one(`SELECT coalesce(sum(n), 0) AS n FROM verdict_counts`, cut) - one(`SELECT count(*) AS n FROM ledger WHERE seen_at >= @cut`, cut);
       out.ledger = seenBefore - one(`SELECT count(*) AS n FROM ledger INDEXED BY ledger_by_task WHERE task_id IN (${STAYING_SINCE_BEFORE}) AND seen_at < @cut`, cut);
+      const goes = stmt(db, `SELECT raw_sha256 = '${THIN_DIGEST}' AS thin FROM ledger WHERE source = @source AND ${PRUNABLE_LEDGER}`);
+      for (const source of held) {
+        const r = goes.get({ source, cut }) as { thin: number } | undefined;
+        if (!r) continue;
+        out.ledger--;
+        if (r.thin !== 1) out.ledgerThinned++;
+      }
       return out;
     },
   };
@@ -182,8 +205,8 @@ export const PRUNE_BATCH_TASKS = 1000;
 export const PRUNE_BATCH_LEDGER = 5000;
 
 /** Each task's rows but the ledger's, by table, for a batch given as `@ids` (a JSON array). */
-const BATCH_TARGETS: readonly [Exclude<keyof PruneCounts, 'ledger'>, string, string][] = TARGETS.filter(([key]) => key !== 'ledger').map(
-  ([key, table]) => [key as Exclude<keyof PruneCounts, 'ledger'>, table, `${table === 'tasks' ? 'id' : 'task_id'} IN (SELECT value FROM json_each(@ids))`],
+const BATCH_TARGETS: readonly [Exclude<keyof PruneCounts, 'ledger' | 'ledgerThinned'>, string, string][] = TARGETS.filter(([key]) => key !== 'ledger').map(
+  ([key, table]) => [key as Exclude<keyof PruneCounts, 'ledger' | 'ledgerThinned'>, table, `${table === 'tasks' ? 'id' : 'task_id'} IN (SELECT value FROM json_each(@ids))`],
 );
 
 function add(into: PruneCounts, from: Partial<PruneCounts>): void {
@@ -192,24 +215,26 @@ function add(into: PruneCounts, from: Partial<PruneCounts>): void {
 
 /** The two steps of a batched prune, each run inside a transaction of its own ({@link pruneInBatches}). */
 interface PruneSteps {
-  pruneTasks(cut: number, limit: number): PruneCounts;
-  pruneLedger(cut: number, after: number, limit: number): { ledger: number; last: number | null };
+  pruneTasks(cut: number, limit: number, held?: HeldSources): PruneCounts;
+  pruneLedger(cut: number, after: number, limit: number, held?: HeldSources): { ledger: number; ledgerThinned: number; last: number | null };
 }
 
 export function pruneWrites(w: Writer) {
-  const writes: PruneSteps & { prune(cut: number): PruneCounts } = {
+  const writes: PruneSteps & { prune(cut: number, held?: HeldSources): PruneCounts } = {
     /**
      * Deletes up to `limit` tasks that go (the oldest first), with their rows and the ledger rows
-     * seen before the cut that name them; inside the caller's transaction.
+     * seen before the cut that name them (thinned instead when `held`: prune-thin.ts); inside the
+     * caller's transaction.
      * @param cut ms since the epoch
      * @returns the rows deleted per table (`tasks < limit`: none is left)
      */
-    pruneTasks(cut: number, limit: number): PruneCounts {
+    pruneTasks(cut: number, limit: number, held: HeldSources = new Set()): PruneCounts {
       const out = empty();
       const ids = (w.db.prepare(`${PRUNABLE_TASKS} ORDER BY t.updated_at LIMIT @limit`).pluck().all({ cut, limit }) as string[]);
       if (!ids.length) return out;
       const batch = { ids: JSON.stringify(ids), cut };
-      out.ledger = w.db.prepare(`DELETE FROM ledger WHERE task_id IN (SELECT value FROM json_each(@ids)) AND seen_at < @cut`).run(batch).changes;
+      const going = w.db.prepare(`SELECT id, source, raw_sha256 = '${THIN_DIGEST}' AS thin FROM ledger WHERE task_id IN (SELECT value FROM json_each(@ids)) AND seen_at < @cut`).all(batch) as GoingRow[];
+      Object.assign(out, deleteOrThin(w, going, held));
       // A pruned task's push configurations and deliveries go with it (uncounted: they hold no evidence).
       for (const table of ['push_deliveries', 'push_configs']) w.db.prepare(`DELETE FROM ${table} WHERE task_id IN (SELECT value FROM json_each(@ids))`).run(batch);
       for (const [key, table, where] of BATCH_TARGETS) out[key] = w.db.prepare(`DELETE FROM ${table} WHERE ${where}`).run(batch).changes;
@@ -218,14 +243,16 @@ export function pruneWrites(w: Writer) {
 
     /**
      * Deletes the ledger rows that go among the `limit` rows after id `after` (by id, so a whole
-     * pass reads the ledger once); inside the caller's transaction.
-     * @returns the rows deleted, and the last id looked at (null: the ledger ends before the window)
+     * pass reads the ledger once), but thins those `held` (prune-thin.ts); inside the caller's transaction.
+     * @returns the rows deleted and thinned, and the last id looked at (null: the ledger ends before the window)
      */
-    pruneLedger(cut: number, after: number, limit: number): { ledger: number; last: number | null } {
+    pruneLedger(cut: number, after: number, limit: number, held: HeldSources = new Set()): { ledger: number; ledgerThinned: number; last: number | null } {
       const last = w.db.prepare(`SELECT max(id) FROM (SELECT id FROM ledger WHERE id > @after ORDER BY id LIMIT @limit)`).pluck().get({ after, limit }) as number | null;
-      if (last === null) return { ledger: 0, last: null };
-      const ledger = w.db.prepare(`DELETE FROM ledger WHERE id > @after AND id <= @last AND ${PRUNABLE_LEDGER}`).run({ after, last, cut }).changes;
-      return { ledger, last };
+      if (last === null) return { ledger: 0, ledgerThinned: 0, last: null };
+      const window = `id > @after AND id <= @last AND ${PRUNABLE_LEDGER}`;
+      if (!held.size) return { ledger: w.db.prepare(`DELETE FROM ledger WHERE ${window}`).run({ after, last, cut }).changes, ledgerThinned: 0, last };
+      const going = w.db.prepare(`SELECT id, source, raw_sha256 = '${THIN_DIGEST}' AS thin FROM ledger WHERE ${window}`).all({ after, last, cut }) as GoingRow[];
+      return { ...deleteOrThin(w, going, held), last };
     },
 
     /**
@@ -233,11 +260,12 @@ export function pruneWrites(w: Writer) {
      * transaction, so a running bridge sees all of it or none (tests, a small store). The CLI
      * prunes in batches instead ({@link pruneInBatches}).
      * @param cut ms since the epoch: tasks finished before it and ledger rows seen before it
-     * @returns the number of rows deleted per table
+     * @param held the sources of the Maildir files still in their folders: thinned, not deleted
+     * @returns the number of rows deleted (and thinned) per table
      */
-    prune(cut: number): PruneCounts {
+    prune(cut: number, held?: HeldSources): PruneCounts {
       // The batches of the CLI, all inside the caller's one transaction.
-      return pruneInBatches((fn) => fn({ retention: writes }), cut);
+      return pruneInBatches((fn) => fn({ retention: writes }), cut, undefined, held);
     },
   };
   return writes;
@@ -252,23 +280,26 @@ export function pruneWrites(w: Writer) {
  *
  * @param tx runs one transaction (Store.tx)
  * @param sizes tasks and ledger rows per transaction (tests pass small ones)
- * @returns the rows deleted per table, as `countPrunable(cut)` counted them before
+ * @param held the sources of the Maildir files still in their folders: their rows are thinned, not deleted (prune-thin.ts)
+ * @returns the rows deleted (and thinned) per table, as `countPrunable(cut, held)` counted them before
  */
 export function pruneInBatches(
   tx: <T>(fn: (t: { retention: PruneSteps }) => T) => T,
   cut: number,
   sizes: { tasks: number; ledger: number } = { tasks: PRUNE_BATCH_TASKS, ledger: PRUNE_BATCH_LEDGER },
+  held: HeldSources = new Set(),
 ): PruneCounts {
   const out = empty();
   for (let done = false; !done; ) {
-    const c = tx((t) => t.retention.pruneTasks(cut, sizes.tasks));
+    const c = tx((t) => t.retention.pruneTasks(cut, sizes.tasks, held));
     add(out, c);
     done = c.tasks < sizes.tasks;
   }
   for (let after: number | null = 0; after !== null; ) {
     const from: number = after;
-    const c = tx((t) => t.retention.pruneLedger(cut, from, sizes.ledger));
+    const c = tx((t) => t.retention.pruneLedger(cut, from, sizes.ledger, held));
     out.ledger += c.ledger;
+    out.ledgerThinned += c.ledgerThinned;
     after = c.last;
   }
   return out;

@@ -173,9 +173,10 @@ export class Store {
    * transaction (src/store/prune.ts `pruneInBatches`).
    * @param cut ms since the epoch
    * @param sizes tasks and ledger rows per transaction (default 1,000 and 5,000)
+   * @param held the sources of the Maildir files still in their folders: their rows are thinned, not deleted (src/store/prune-thin.ts)
    */
-  pruneInBatches(cut: number, sizes?: { tasks: number; ledger: number }): PruneCounts {
-    return pruneInBatches((fn) => this.tx(fn), cut, sizes);
+  pruneInBatches(cut: number, sizes?: { tasks: number; ledger: number }, held?: ReadonlySet<string>): PruneCounts {
+    return pruneInBatches((fn) => this.tx(fn), cut, sizes, held);
   }
 
   /**

@@ -297,6 +297,14 @@ export function uniqueName(fileName: string): string {
   return i < 0 ? fileName : fileName.slice(0, i);
 }
 
+/**
+ * The ledger source of a Maildir message: `maildir:<folder>:<key>`, the key being its listing's
+ * ({@link listFolder}: the unique name, or `<unique name>/ino<inode>`, neither holding a `:`).
+ */
+export function maildirSource(folder: string, key: string): string {
+  return `maildir:${folder}:${key}`;
+}
+
 /** Where a listed file is now (its `bytes` cleared when its name is UTF-8 again). */
 export function placeOf(e: FileName): FileName {
   return { sub: e.sub, name: e.name, bytes: e.bytes };

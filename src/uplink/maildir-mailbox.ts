@@ -28,7 +28,7 @@
  */
 import { MAX_HEADER_BLOCK_BYTES, STAMP_PREFIX_BYTES } from './gates.js';
 import { DEFAULT_MAX_HEADERS, DEFAULT_MAX_PREFIXES, HEADER_BATCH, readOldest, unreadableMessage, type CheckRequest, type CheckResult, type FetchedMessage, type HeaderedMessage, type Mailbox, type MailboxPass } from './mailbox.js';
-import { dirTimes, listFolder, listingHolds, pathOf, placeOf, readFileStart, readHeaderStart, readUidValidity, shownPath, type HeadRead, type ListedEntry } from './maildir-files.js';
+import { dirTimes, listFolder, listingHolds, maildirSource, pathOf, placeOf, readFileStart, readHeaderStart, readUidValidity, shownPath, type HeadRead, type ListedEntry } from './maildir-files.js';
 import { goneDetail, refind } from './maildir-moved.js';
 import { matches, NARROWING_READ_BYTES, NOT_OURS_SHARE } from './maildir-narrowing.js';
 import { applyListing, oldestFirst, settleRecorded, type Pending } from './maildir-order.js';
@@ -354,7 +354,7 @@ export class MaildirMailbox implements Mailbox {
   async close(): Promise<void> {}
 
   #source(unique: string): string {
-    return `maildir:${this.folder}:${unique}`;
+    return maildirSource(this.folder, unique);
   }
 
   #forget(): void {

@@ -10,7 +10,7 @@ describe('plural ("1 tasks")', () => {
   });
 
   it('prune says "1 task", "1 ledger row", never "1 tasks"', () => {
-    const line = formatPrune({ tasks: 1, turns: 1, attempts: 1, messages: 1, artifacts: 0, replies: 1, attachments: 2, events: 1, ledger: 1 }, Date.UTC(2026, 5, 1), false);
+    const line = formatPrune({ tasks: 1, turns: 1, attempts: 1, messages: 1, artifacts: 0, replies: 1, attachments: 2, events: 1, ledger: 1, ledgerThinned: 0 }, Date.UTC(2026, 5, 1), false);
     expect(line).toMatch(/^deleted 1 task, 1 turn, 1 dispatch attempt, 1 message, 0 artifacts, 1 reply, 2 attachments, 1 task event, 1 ledger row \(/);
   });
 });

@@ -80,8 +80,12 @@ describe('tasks and ledger listings', () => {
   });
 
   it('prune: one line of counts, saying what stays', () => {
-    expect(formatPrune({ tasks: 2, turns: 2, attempts: 2, messages: 2, artifacts: 1, replies: 2, attachments: 0, events: 5, ledger: 2 }, NOW, true)).toBe(
+    expect(formatPrune({ tasks: 2, turns: 2, attempts: 2, messages: 2, artifacts: 1, replies: 2, attachments: 0, events: 5, ledger: 2, ledgerThinned: 0 }, NOW, true)).toBe(
       'would delete 2 tasks, 2 turns, 2 dispatch attempts, 2 messages, 1 artifact, 2 replies, 0 attachments, 5 task events, 2 ledger rows (tasks finished and mail seen before 2026-06-01T12:00:00Z; open tasks and audit entries are kept)',
+    );
+    // Rows of Maildir files still there are kept thin, and said apart.
+    expect(formatPrune({ tasks: 1, turns: 1, attempts: 1, messages: 1, artifacts: 0, replies: 1, attachments: 0, events: 2, ledger: 0, ledgerThinned: 1 }, NOW, false)).toBe(
+      'deleted 1 task, 1 turn, 1 dispatch attempt, 1 message, 0 artifacts, 1 reply, 0 attachments, 2 task events, 0 ledger rows (tasks finished and mail seen before 2026-06-01T12:00:00Z; open tasks and audit entries are kept); kept 1 ledger row thin: the verdict of each Maildir file still there',
     );
   });
 });

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { LARGE_VALUE_CHUNK } from '../../../src/store/large-values.js';
+import { THIN_DIGEST, THIN_REASON } from '../../../src/store/prune-thin.js';
 import { DAY, IDS, buildStore } from '../../helpers/store-fixture.js';
 
 const NOW = Date.parse('2026-06-01T12:00:00Z');
@@ -12,7 +14,7 @@ describe('prune: retention for finished tasks; never an open task', () => {
     const before = tableCounts(db);
     const cut = NOW - 30 * DAY;
     const planned = db.retention.countPrunable(cut);
-    expect(planned).toEqual({ tasks: 2, turns: 2, attempts: 2, messages: 2, artifacts: 0, replies: 1, attachments: 1, events: 5, ledger: 2 });
+    expect(planned).toEqual({ tasks: 2, turns: 2, attempts: 2, messages: 2, artifacts: 0, replies: 1, attachments: 1, events: 5, ledger: 2, ledgerThinned: 0 });
     expect(tableCounts(db)).toEqual(before); // counting deletes nothing
     expect(db.tx((tx) => tx.retention.prune(cut))).toEqual(planned);
     const after = tableCounts(db);
@@ -20,7 +22,7 @@ describe('prune: retention for finished tasks; never an open task', () => {
     expect(db.tasks.get(IDS.oldCompleted)).toBeUndefined();
     expect(db.tasks.get(IDS.oldCanceled)).toBeUndefined();
     expect(db.audit.latest(IDS.oldCompleted)).toMatchObject({ state: 'COMPLETED' }); // the audit entry stays
-    expect(db.retention.countPrunable(cut)).toEqual({ tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0 });
+    expect(db.retention.countPrunable(cut)).toEqual({ tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0, ledgerThinned: 0 });
   });
 
   it('in batches (the CLI): one transaction per task and per ledger window, the same deletions as one prune, and what stays is the same', () => {
@@ -69,7 +71,7 @@ describe('prune: retention for finished tasks; never an open task', () => {
 
   it('a cut before everything deletes nothing', () => {
     const db = buildStore(':memory:', NOW);
-    expect(db.tx((tx) => tx.retention.prune(NOW - 365 * DAY))).toEqual({ tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0 });
+    expect(db.tx((tx) => tx.retention.prune(NOW - 365 * DAY))).toEqual({ tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0, ledgerThinned: 0 });
   });
 });
 
@@ -117,6 +119,54 @@ describe('prune --dry-run counts by the smaller side: the tasks that go, or thos
     expect(db.tx((tx) => tx.retention.prune(cut))).toEqual(planned);
     expect(db.tasks.get('dddd0000-0000-4000-8000-000000000000')).toBeDefined();
     expect(db.ledger.isSourceRecorded('imap:INBOX:9:early')).toBe(true);
-    expect(db.retention.countPrunable(cut)).toEqual({ tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0 });
+    expect(db.retention.countPrunable(cut)).toEqual({ tasks: 0, turns: 0, attempts: 0, messages: 0, artifacts: 0, replies: 0, attachments: 0, events: 0, ledger: 0, ledgerThinned: 0 });
+  });
+});
+
+describe('prune keeps a thin row for mail still in its Maildir (src/store/prune-thin.ts)', () => {
+  const SOURCE = (n: number): string => `maildir:/home/me/Maildir:17000000${n}.M1P1.host`;
+
+  it('thins the held rows (their large value goes), deletes the rest, counts both as it then does, and never counts a thin row again', async () => {
+    const one = buildStore(':memory:', NOW);
+    const batched = buildStore(':memory:', NOW);
+    const cut = NOW + DAY; // every finished task and every old ledger row of no open task
+    const rawValues: number[] = [];
+    for (const db of [one, batched]) {
+      const value = await db.writeLargeValue(Buffer.alloc(LARGE_VALUE_CHUNK + 1, 7), NOW - 40 * DAY);
+      rawValues.push(value);
+      db.tx((tx) => {
+        // Mail of a task that goes (with its large value), of no task, and of the open task (which stays whole).
+        tx.ledger.record({ source: SOURCE(1), seenAt: NOW - 40 * DAY, messageId: '<1@a>', fromHeader: 'a', subject: 's', dateHeader: 'd', size: 9, rawSha256: 'f'.repeat(64), raw: null, rawValue: value, agent: 'grok', taskId: IDS.oldCompleted, verdict: 'applied:done', reason: 'applied', signature: 'sig' });
+        tx.ledger.record({ source: SOURCE(2), seenAt: NOW - 40 * DAY, messageId: null, fromHeader: 'x', subject: null, dateHeader: null, size: 3, rawSha256: 'e'.repeat(64), raw: Buffer.from('raw'), agent: null, taskId: null, verdict: 'no-task-id', reason: 'gate 2' });
+        tx.ledger.record({ source: SOURCE(3), seenAt: NOW - 40 * DAY, messageId: '<3@a>', fromHeader: 'a', subject: 's', dateHeader: 'd', size: 3, rawSha256: 'd'.repeat(64), raw: null, agent: 'grok', taskId: IDS.oldWorking, verdict: 'bad-token', reason: 'gate 9' });
+      });
+    }
+    const held = new Set([SOURCE(1), SOURCE(2), SOURCE(3), SOURCE(4)]); // 4: a file without a row
+    const planned = one.retention.countPrunable(cut, held);
+    expect(planned.ledgerThinned).toBe(2);
+    expect(planned.ledger).toBe(one.retention.countPrunable(cut).ledger - 2);
+    expect(one.tx((tx) => tx.retention.prune(cut, held))).toEqual(planned);
+    expect(batched.pruneInBatches(cut, { tasks: 1, ledger: 1 }, held)).toEqual(planned);
+    expect(tableCounts(batched)).toEqual(tableCounts(one));
+    for (const [i, db] of [one, batched].entries()) {
+      for (const n of [1, 2]) {
+        const r = db.ledger.query({ limit: 100 }).find((x) => x.source === SOURCE(n))!;
+        expect(r).toMatchObject({ seenAt: NOW - 40 * DAY, taskId: null, agent: null, messageId: null, fromHeader: null, subject: null, rawSha256: THIN_DIGEST, reason: THIN_REASON, verdict: n === 1 ? 'applied:done' : 'no-task-id' });
+        expect(db.ledger.raw(r.id)).toBeNull();
+      }
+      expect(db.largeValues.bytes(rawValues[i]!)).toBeNull(); // freed with the row's bytes
+      expect(db.largeValues.orphans(Infinity)).toEqual({ count: 0, size: 0 });
+      expect(db.ledger.ofTask(IDS.oldWorking).map((r) => r.source)).toContain(SOURCE(3)); // the open task's row stays whole
+    }
+    // Thin already: neither deleted nor thinned again while held; deleted once its file is gone.
+    expect(one.retention.countPrunable(cut, held)).toMatchObject({ ledger: 0, ledgerThinned: 0 });
+    expect(one.tx((tx) => tx.retention.prune(cut, held))).toMatchObject({ ledger: 0, ledgerThinned: 0 });
+    const gone = new Set([SOURCE(2)]);
+    expect(one.retention.countPrunable(cut, gone)).toMatchObject({ ledger: 1, ledgerThinned: 0 });
+    expect(one.tx((tx) => tx.retention.prune(cut, gone))).toMatchObject({ ledger: 1, ledgerThinned: 0 });
+    expect(one.ledger.isSourceRecorded(SOURCE(1))).toBe(false);
+    expect(one.ledger.isSourceRecorded(SOURCE(2))).toBe(true);
+    // A thin row's digest is gone: a copy of its mail (another file) is judged, as after a prune before.
+    expect(one.ledger.hasRawDigest('e'.repeat(64))).toBe(false);
   });
 });
