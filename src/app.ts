@@ -47,6 +47,8 @@ export interface BuildOptions {
   dispatcher?: Dispatcher;
   /** Prometheus instruments for `GET /metrics` (serve); a one-shot CLI command needs none. */
   metrics?: boolean;
+  /** Open only a store that exists, creating nothing (src/store/db.ts `mustExist`): a CLI command that changes tasks. */
+  storeMustExist?: boolean;
 }
 
 export interface AppOptions extends Omit<BuildOptions, 'metrics'> {
@@ -76,6 +78,7 @@ export interface BuiltBridge {
  */
 export function buildBridge(config: Config, o: BuildOptions): BuiltBridge {
   const store = Store.open(config.store.path, {
+    ...(o.storeMustExist ? { mustExist: true } : {}),
     // A new store's schema takes milliseconds; an upgrade may rebuild tables of a large store once.
     onMigrate: ({ from, to, tookMs }) => {
       if (from === 0) return;

@@ -1,5 +1,5 @@
 import { buildBridge } from '../app.js';
-import { loadConfig, type AgentConfig } from '../config/config.js';
+import { loadConfig, type AgentConfig, type Config } from '../config/config.js';
 import { commandLine } from '../config/config-path.js';
 import { cancelAndNotify, cancelNoticeId } from '../core/cancel.js';
 import { agentByName, type BridgeContext } from '../core/context.js';
@@ -10,6 +10,7 @@ import { claimHeld } from '../store/store.js';
 import { statusAndDetail } from './attempt-text.js';
 import { CliFailure, UsageError } from './errors.js';
 import { clean } from './format.js';
+import { requireStoreFile } from './open-store.js';
 import { MIN_PREFIX, resolveTaskId } from './task-id.js';
 
 /** Options of `a2a-mailbridge cancel`. */
@@ -69,11 +70,15 @@ async function cancelOne(ctx: BridgeContext, configFile: string, idOrPrefix: str
 }
 
 /**
- * The ids of `agent`'s open tasks (SUBMITTED, WORKING, INPUT_REQUIRED) now, newest status first.
- * @throws CliFailure when no agent of the config has that name
+ * Refuses an `--agent` the config does not name; from the config alone, before the store is opened.
+ * @throws CliFailure naming the config's agents
  */
-function openTaskIds(ctx: BridgeContext, configFile: string, agent: string): string[] {
-  if (!agentByName(ctx.config, agent)) throw new CliFailure(`no agent ${agent} in the config (${ctx.config.agents.map((a) => a.name).join(', ')}); see ${commandLine(configFile, 'config')}`);
+function requireAgent(config: Config, configFile: string, agent: string): void {
+  if (!agentByName(config, agent)) throw new CliFailure(`no agent ${agent} in the config (${config.agents.map((a) => a.name).join(', ')}); see ${commandLine(configFile, 'config')}`);
+}
+
+/** The ids of `agent`'s open tasks (SUBMITTED, WORKING, INPUT_REQUIRED) now, newest status first. */
+function openTaskIds(ctx: BridgeContext, agent: string): string[] {
   const { count } = ctx.store.limits.openTasksOf(agent);
   return count === 0 ? [] : ctx.store.tasks.rows({ agent, states: ['SUBMITTED', 'WORKING', 'INPUT_REQUIRED'], limit: count }).map((t) => t.id);
 }
@@ -93,7 +98,8 @@ function openTaskIds(ctx: BridgeContext, configFile: string, agent: string): str
  * @returns 0 when every task was canceled (or `--all-open` found none); 1 when any was refused
  *   (unknown, finished, of an agent no longer in the config)
  * @throws UsageError with no task, or ids and `--all-open` together, or `--all-open` without
- *   `--agent` (or `--agent` alone); CliFailure for an agent not in the config; ConfigError, StoreError
+ *   `--agent` (or `--agent` alone); CliFailure for an agent not in the config; ConfigError;
+ *   StoreError, for a store that does not exist yet among others (neither is created)
  */
 export async function runCancel(configFile: string, idsOrPrefixes: readonly string[], o: CancelOptions = {}): Promise<number> {
   if (o.allOpen && idsOrPrefixes.length > 0) throw new UsageError('give task ids or --all-open --agent <name>, not both');
@@ -101,12 +107,16 @@ export async function runCancel(configFile: string, idsOrPrefixes: readonly stri
   if (!o.allOpen && o.agent !== undefined) throw new UsageError('--agent goes with --all-open; to cancel some of its tasks, give their ids');
   if (!o.allOpen && idsOrPrefixes.length === 0) throw new UsageError('give one or more task ids (or unique prefixes of at least 4 characters), or --all-open --agent <name>');
   const config = loadConfig(configFile);
-  const built = buildBridge(config, { log: createLogger('silent') });
+  // Checked before anything opens the store: a mistyped agent, or a store `serve` has not created
+  // yet (so no task to cancel), is refused without creating one.
+  if (o.allOpen) requireAgent(config, configFile, o.agent!);
+  requireStoreFile(config.store.path, { configFile });
+  const built = buildBridge(config, { log: createLogger('silent'), storeMustExist: true });
   const { ctx } = built.bridge;
   let failed = 0;
   const done = new Set<string>();
   try {
-    const ids = o.allOpen ? openTaskIds(ctx, configFile, o.agent!) : idsOrPrefixes;
+    const ids = o.allOpen ? openTaskIds(ctx, o.agent!) : idsOrPrefixes;
     if (o.allOpen && ids.length === 0) process.stdout.write(`${o.agent} has no open task; nothing to cancel\n`);
     for (const given of ids) {
       try {

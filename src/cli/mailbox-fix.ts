@@ -13,6 +13,7 @@ const IMAP_FIX: Record<MailboxError['kind'], string> = {
   tls: 'check mailbox.imap.port and tls (port 993 with tls = true is implicit TLS)',
   timeout: 'check mailbox.imap.host, port and tls; the server did not answer in mailbox.imap.timeout_s',
   protocol: 'check mailbox.folder: it must name an existing folder, spelled as the server does',
+  'answer-too-large': 'change what the message names (the mail in mailbox.folder, or mailbox.imap.host and port): the connection itself is fine',
   io: 'check the mailbox settings',
 };
 

@@ -37,6 +37,17 @@ export function configuredAgents(where: StoreLocation): string[] | undefined {
 }
 
 /**
+ * Refuses a store file that does not exist (yet), before anything would create it.
+ * @param file the store file's absolute path ({@link storeFile})
+ * @throws StoreError naming the file, where its path comes from, and what creates it
+ */
+export function requireStoreFile(file: string, where: StoreLocation): void {
+  if (existsSync(file)) return;
+  if (where.db !== undefined) throw new StoreError(`no store at ${file} (--db); name a store file that exists (a backup, or store.path of a config)`);
+  throw new StoreError(`no store at ${file} (config key store.path); \`${commandLine(where.configFile, 'serve')}\` creates it on its first start`);
+}
+
+/**
  * Opens the store read-only (inspection never takes a write lock from a running bridge), after
  * the schema version check of `Store.open`; no whole-file check, so a read command costs the same
  * whatever the store's size (`doctor` and `backup` run quick_check).
@@ -44,10 +55,7 @@ export function configuredAgents(where: StoreLocation): string[] | undefined {
  */
 export function openReadOnly(where: StoreLocation): Store {
   const file = storeFile(where);
-  if (!existsSync(file)) {
-    if (where.db !== undefined) throw new StoreError(`no store at ${file} (--db); name a store file that exists (a backup, or store.path of a config)`);
-    throw new StoreError(`no store at ${file} (config key store.path); \`${commandLine(where.configFile, 'serve')}\` creates it on its first start`);
-  }
+  requireStoreFile(file, where);
   return Store.open(file, { readOnly: true, ...(where.db === undefined ? { configFile: where.configFile } : {}) });
 }
 

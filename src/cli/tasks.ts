@@ -61,7 +61,7 @@ export function taskJson(t: TaskRow): TaskJson {
 export function whyText(db: StoreReads, t: TaskRow, stalled?: { now: number }): string {
   const parts: string[] = [];
   const turn = isTerminal(t.state) ? undefined : db.turns.get(t.id, t.turn);
-  const refused = turn ? db.ledger.refusedRepliesOf(t.id, turn.createdAt) : undefined;
+  const refused = turn ? db.ledger.refusedRepliesOf(t.id, turn.turn) : undefined;
   if (refused) parts.push(`${plural(refused.count, 'reply', 'replies')} refused (last: ${refused.lastVerdict})`);
   if (t.state === 'SUBMITTED' && turn) {
     // A time already past while no bridge runs: nothing makes that attempt until one starts. Said

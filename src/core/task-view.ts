@@ -217,7 +217,7 @@ function statusParts(ctx: ViewContext, agent: AgentConfig, task: TaskRow, turn: 
   const late = artifacts.find((a) => a.late && a.name === 'late-reply');
   // Refused replies matter while the task waits for the agent, and when it failed waiting (deadline).
   const waiting = task.state === 'SUBMITTED' || task.state === 'WORKING' || (task.state === 'FAILED' && task.failedBy === 'deadline');
-  const refused = turn && waiting ? store.ledger.refusedRepliesOf(task.id, turn.createdAt) : undefined;
+  const refused = turn && waiting ? store.ledger.refusedRepliesOf(task.id, turn.turn) : undefined;
   const report = task.state === 'FAILED' && task.failedBy === 'agent' ? artifacts.find((a) => a.name === 'reply' && !a.late) : undefined;
   const text = statusText({
     task,

@@ -41,6 +41,11 @@ export interface OpenOptions {
   onMigrate?: (step: { from: number; to: number; tookMs?: number }) => void;
   /** The config whose `store.path` this is, for the command an error names (`serve` with its `--config`: src/config/config-path.ts). */
   configFile?: string;
+  /**
+   * Open only a store that exists (a command that changes tasks, as `cancel`, has none to change
+   * in a new one): neither its folder nor its file is created; a missing file is a StoreError.
+   */
+  mustExist?: boolean;
 }
 
 /**
@@ -52,10 +57,12 @@ export interface OpenOptions {
  * @param path file path, `:memory:`, or the image of a store (`db.serialize()`) to open in memory
  * @throws StoreError when the path is not a regular file, the file is not an SQLite database or
  *   is another program's (tables at schema version 0), its header or schema is damaged, or it was
- *   written by a newer schema; such a file is left unchanged.
+ *   written by a newer schema; such a file is left unchanged; with `readOnly` or `mustExist`, when
+ *   the file does not exist.
  */
 export function openDb(path: string | Buffer, options: OpenOptions = {}): Db {
-  if (typeof path === 'string' && path !== ':memory:' && !options.readOnly) {
+  const mustExist = options.readOnly === true || options.mustExist === true;
+  if (typeof path === 'string' && path !== ':memory:' && !mustExist) {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
     createPrivate(path);
   }
@@ -63,7 +70,7 @@ export function openDb(path: string | Buffer, options: OpenOptions = {}): Db {
   if (typeof path === 'string' && path !== ':memory:') refuseNonFile(path);
   let db: Db;
   try {
-    db = typeof path === 'string' ? new Database(path, { readonly: options.readOnly ?? false, fileMustExist: options.readOnly ?? false }) : new Database(path);
+    db = typeof path === 'string' ? new Database(path, { readonly: options.readOnly ?? false, fileMustExist: mustExist }) : new Database(path);
   } catch (err) {
     throw new StoreError(`cannot open the store ${name}: ${(err as Error).message}`, { cause: err });
   }

@@ -1,9 +1,10 @@
 import { UNREADABLE_REASONS } from '../uplink/mailbox.js';
-import { VERDICTS, type Verdict } from '../uplink/verdicts.js';
+import type { Verdict } from '../uplink/verdicts.js';
 import { signatureDigest, zlib } from './compact.js';
 import { StoreError, type Db, type Writer } from './db.js';
 import { largeValueReads } from './large-values.js';
 import { conditions, stmt } from './statements.js';
+import { REFUSED_VERDICTS } from './turn-ledger.js';
 
 /** One fetched message and the verdict the judge gave it (src/core/judge.ts). Recorded once per source. */
 export interface LedgerEntry {
@@ -74,21 +75,18 @@ const MAILBOX_UNREADABLE = UNREADABLE_REASONS.map((r) => `'unreadable:${r}'`).jo
 /** The count of `refusedRepliesOf` stops here, so a flood of forged mail costs a bounded read. */
 export const REFUSED_COUNT_CAP = 1000;
 
-/** The rows of one task and one verdict from row id `?3` on, seen at or after `?4`: a range of ledger_by_task_verdict. */
-const REFUSED_RANGE = `FROM ledger INDEXED BY ledger_by_task_verdict WHERE task_id = ? AND verdict = ? AND id >= ? AND seen_at >= ?`;
+/** The rows of one task and one verdict with a row id above `?3`: a range of ledger_by_task_verdict (the rowid ends each entry). */
+const REFUSED_RANGE = `FROM ledger INDEXED BY ledger_by_task_verdict WHERE task_id = ? AND verdict = ? AND id > ?`;
 
 /** The statements of `refusedRepliesOf`, each an index step or range (test/unit/store/refused-replies.test.ts reads their plans). */
 export const REFUSED_SQL = {
-  /** The first row seen at or after a time. */
-  first: `SELECT id FROM ledger INDEXED BY ledger_by_time WHERE seen_at >= ? ORDER BY seen_at, id LIMIT 1`,
+  /** Where a turn's mail begins in the ledger (src/store/turn-ledger.ts): one row by the primary key. */
+  after: `SELECT ledger_after AS after FROM turns WHERE task_id = ? AND turn = ?`,
   /** The newest row of a task and verdict in {@link REFUSED_RANGE}. */
   newest: `SELECT id, seen_at AS seenAt ${REFUSED_RANGE} ORDER BY id DESC LIMIT 1`,
   /** Its rows, counted up to {@link REFUSED_COUNT_CAP}. */
   count: `SELECT count(*) AS n FROM (SELECT 1 ${REFUSED_RANGE} LIMIT ${REFUSED_COUNT_CAP})`,
 } as const;
-
-/** The verdicts `refusedRepliesOf` counts: every one but `applied:*`, `late:recorded` and `duplicate`. */
-const REFUSED_VERDICTS = (Object.keys(VERDICTS) as Verdict[]).filter((v) => !v.startsWith('applied:') && v !== 'late:recorded' && v !== 'duplicate');
 
 export function ledgerReads(db: Db) {
   return {
@@ -168,25 +166,26 @@ export function ledgerReads(db: Db) {
     },
 
     /**
-     * Mail tagged with this task, seen at or after `since` (ms), that the gates refused: every
-     * verdict but `applied:*`, `late:recorded` and `duplicate` (a copy of mail judged before).
-     * Undefined when none. Read by ranges of ledger_by_task_verdict, one a refused verdict, each
-     * from the first row seen at or after `since` (rows are numbered as they are seen: one step of
-     * ledger_by_time), newest first: at most {@link REFUSED_COUNT_CAP} rows a verdict, whatever
-     * the number of rows naming the task. Anyone who can mail the mailbox can tag mail with a task
-     * id: one query over the task's rows, sorted, cost 320-530 ms a view with 1,000,000 forged rows
-     * naming the task (attack review 8).
+     * Mail tagged with this task recorded during turn `turn` (or a later one), that the gates
+     * refused: every verdict but `applied:*`, `late:recorded` and `duplicate` (a copy of mail
+     * judged before). Undefined when none, or no such turn. "During the turn" is by row id, from
+     * where the turn noted its mail begins (src/store/turn-ledger.ts), never by `seen_at`: the
+     * clock may step back. Read by ranges of ledger_by_task_verdict, one a refused verdict, newest
+     * first: at most {@link REFUSED_COUNT_CAP} rows a verdict, whatever the number of rows naming
+     * the task (O(log n + k)). Anyone who can mail the mailbox can tag mail with a task id: one
+     * query over the task's rows, sorted, cost 320-530 ms a view with 1,000,000 forged rows naming
+     * the task (attack review 8).
      */
-    refusedRepliesOf(taskId: string, since: number): RefusedReplies | undefined {
-      const first = stmt(db, REFUSED_SQL.first).get(since) as { id: number } | undefined;
-      if (!first) return undefined;
+    refusedRepliesOf(taskId: string, turn: number): RefusedReplies | undefined {
+      const from = stmt(db, REFUSED_SQL.after).get(taskId, turn) as { after: number } | undefined;
+      if (!from) return undefined;
       let last: { id: number; verdict: Verdict; seenAt: number } | undefined;
       let count = 0;
       for (const verdict of REFUSED_VERDICTS) {
-        const newest = stmt(db, REFUSED_SQL.newest).get(taskId, verdict, first.id, since) as { id: number; seenAt: number } | undefined;
+        const newest = stmt(db, REFUSED_SQL.newest).get(taskId, verdict, from.after) as { id: number; seenAt: number } | undefined;
         if (!newest) continue;
         if (!last || newest.id > last.id) last = { ...newest, verdict };
-        if (count < REFUSED_COUNT_CAP) count += (stmt(db, REFUSED_SQL.count).get(taskId, verdict, first.id, since) as { n: number }).n;
+        if (count < REFUSED_COUNT_CAP) count += (stmt(db, REFUSED_SQL.count).get(taskId, verdict, from.after) as { n: number }).n;
       }
       if (!last) return undefined;
       return { count: Math.min(count, REFUSED_COUNT_CAP), lastVerdict: last.verdict, lastSeenAt: last.seenAt, lastLedgerId: last.id };

@@ -4,6 +4,7 @@ import { NOT_OURS_MIGRATION } from './mailbox-state.js';
 import { POLL_BOUNDS_MIGRATION } from './messages.js';
 import { TASK_ROWS_MIGRATION } from './prune.js';
 import { REPLY_STATUS_MIGRATION } from './reply-status-schema.js';
+import { TURN_LEDGER_MIGRATION } from './turn-ledger.js';
 
 /**
  * Versioned schema migrations. Each entry runs once, in order, inside one transaction, and bumps `PRAGMA user_version` to its
@@ -311,13 +312,11 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX push_deliveries_due ON push_deliveries(state, next_attempt_at);
   CREATE INDEX push_deliveries_by_config ON push_deliveries(task_id, config_id, seq);
   `,
-  // 11: reads whose cost does not grow with the store (bench/RESULTS.md, million). Counts kept by
-  // triggers in the transaction of every write — tasks per agent and state (/health, /metrics,
-  // status, ListTasks totals), dispatches per state, ledger rows per verdict — instead of a scan of
-  // the table at every call, and the rows of the tables a task's rows live in (prune --dry-run);
-  // and the indexes of the reads that scanned: the CLI's `tasks` across agents and by state, newest
-  // first (tasks_by_time, tasks_by_state_time: also prune's finished tasks), `show`'s attempts of a
-  // task, start-up's attempts left unfinished, and prune's events and mail after its cut.
+  // 11: reads whose cost does not grow with the store (bench/RESULTS.md, million). Counts kept by triggers in the transaction of every
+  // write — tasks per agent and state (/health, /metrics, status, ListTasks totals), dispatches per state, ledger rows per verdict —
+  // instead of a scan of the table at every call, and the rows of the tables a task's rows live in (prune --dry-run); and the indexes of
+  // the reads that scanned: the CLI's `tasks` across agents and by state, newest first (tasks_by_time, tasks_by_state_time: also prune's
+  // finished tasks), `show`'s attempts of a task, start-up's attempts left unfinished, and prune's events and mail after its cut.
   `
   CREATE TABLE task_counts (agent TEXT NOT NULL, state TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (agent, state)) STRICT, WITHOUT ROWID;
   INSERT INTO task_counts (agent, state, n) SELECT agent, state, count(*) FROM tasks GROUP BY agent, state;
@@ -397,4 +396,5 @@ export const MIGRATIONS: readonly string[] = [
   POLL_BOUNDS_MIGRATION, // 16: a poll's text kept to its start, with its size; polls answered past a task's cap counted: src/store/messages.ts.
   NOT_OURS_MIGRATION, // 17: a Maildir's files found not ours, kept across restarts: src/store/mailbox-state.ts.
   'CREATE INDEX ledger_by_task_verdict ON ledger(task_id, verdict);', // 18: `show` reads a task's rows by ranges of it: src/store/ledger.ts shownOfTask.
+  TURN_LEDGER_MIGRATION, // 19: where each turn's mail begins in the ledger, by row id, not by time: src/store/turn-ledger.ts.
 ];

@@ -2,6 +2,7 @@ import type { Db, Writer } from './db.js';
 import { assertDispatchMove, type DispatchState } from './dispatch-state.js';
 import { replyTextSql } from './large-values.js';
 import { stmt } from './statements.js';
+import { LEDGER_AFTER_SQL } from './turn-ledger.js';
 
 export type { DispatchState } from './dispatch-state.js';
 
@@ -116,13 +117,16 @@ export function turnReads(db: Db) {
 
 export function turnWrites(w: Writer) {
   return {
-    /** Inserts a turn; its dispatch starts `pending` (or as given, for a store written by hand). */
+    /**
+     * Inserts a turn; its dispatch starts `pending` (or as given, for a store written by hand). It
+     * notes where its mail begins in the ledger (src/store/turn-ledger.ts), by row id, not by time.
+     */
     insert(t: TurnRow): void {
       stmt(w.db,
         `INSERT INTO turns (task_id, turn, ask, reply_token, deadline_at, dispatch_id, envelope, dispatch_state,
-           next_attempt_at, accepted_at, reply_status, reply_text, reply_ledger_id, replied_at, created_at)
+           next_attempt_at, accepted_at, reply_status, reply_text, reply_ledger_id, replied_at, created_at, ledger_after)
          VALUES (@taskId, @turn, @ask, @replyToken, @deadlineAt, @dispatchId, @envelope, @dispatchState,
-           @nextAttemptAt, @acceptedAt, @replyStatus, @replyText, @replyLedgerId, @repliedAt, @createdAt)`,
+           @nextAttemptAt, @acceptedAt, @replyStatus, @replyText, @replyLedgerId, @repliedAt, @createdAt, ${LEDGER_AFTER_SQL})`,
       ).run(t);
     },
 

@@ -3,6 +3,7 @@
  * every IMAP reader (imap-mailbox.ts, newest-from.ts) so each maps a failure to the same
  * {@link MailboxError} kind.
  */
+import { TOO_LARGE_CODES } from './imap-too-large.js';
 import type { MailboxError } from './mailbox.js';
 
 /** Node/socket error codes that mean the server could not be reached. */
@@ -19,6 +20,7 @@ export const TLS_CODE = /^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGN
 export function kindOfCode(code: string | undefined, tlsFailed = false): MailboxError['kind'] {
   if (code && TIMEOUT_CODES.has(code)) return 'timeout';
   if (tlsFailed || (code && TLS_CODE.test(code))) return 'tls';
+  if (code && TOO_LARGE_CODES.has(code)) return 'answer-too-large';
   if (code && CONNECT_CODES.has(code)) return 'connect';
   return 'protocol';
 }

@@ -34,6 +34,7 @@ import { Session, type Phase } from './imap-session.js';
 import { MailboxError, readOldest, type CheckRequest, type CheckResult, type Mailbox, type MailboxPass } from './mailbox.js';
 import { imapAuth } from './oauth2.js';
 import { CONNECT_CODES, TIMEOUT_CODES, TLS_CODE } from './imap-codes.js';
+import { tooLargeError, tooLargeMessage } from './imap-too-large.js';
 import { monotonicMs } from '../monotonic.js';
 
 /** `ImapConfig` plus the folder to read (`mailbox.folder` in the config file). */
@@ -130,7 +131,8 @@ export class ImapMailbox implements Mailbox {
    * know — oldest first. On a new connection: EXAMINE. On the kept one (`keepSession`): STATUS
    * first, and EXAMINE only when UIDNEXT says something came above the watermark. The connection
    * stays open until the pass is closed; then it is kept for the next check, or logged out.
-   * @throws MailboxError `connect`, `auth`, `tls`, `timeout` or `protocol`; the message never holds the password.
+   * @throws MailboxError `connect`, `auth`, `tls`, `timeout`, `protocol` or `answer-too-large` (an answer over
+   *   the client's size limits: src/uplink/imap-too-large.ts); the message never holds the password.
    */
   async open(req: CheckRequest): Promise<MailboxPass> {
     const literalCap = Math.max(req.maxMessageBytes, MAX_HEADER_BLOCK_BYTES) + LITERAL_MARGIN_BYTES;
@@ -342,6 +344,9 @@ export class ImapMailbox implements Mailbox {
       return make(`IMAP TLS with ${where} failed: ${tlsReason(err, eventError)}`, 'tls');
     }
     if (aborted) return make('IMAP check aborted: the mailbox was closed', 'connect');
+    // The command then rejects with NoConnection; the 'error' event has the cause (imapflow #302).
+    const large = tooLargeError(err, eventError);
+    if (large) return make(tooLargeMessage(large, phase, where, this.folder), 'answer-too-large');
     if (CONNECT_CODES.has(code) || (phase === 'connect' && CONNECT_CODES.has(eventCode))) {
       const cause = CONNECT_CODES.has(eventCode) && !CONNECT_CODES.has(code) ? eventCode : code;
       const during = phase === 'connect' ? '' : ` during ${phase}`;

@@ -247,8 +247,8 @@ export class MailboxError extends Error {
   override readonly name = 'MailboxError';
   constructor(
     message: string,
-    /** `connect`, `auth`, `tls`, `timeout`, `protocol` or `io`. */
-    readonly kind: 'connect' | 'auth' | 'tls' | 'timeout' | 'protocol' | 'io',
+    /** `connect`, `auth`, `tls`, `timeout`, `protocol`, `answer-too-large` (an IMAP answer over the client's size limits: imap-too-large.ts) or `io`. */
+    readonly kind: 'connect' | 'auth' | 'tls' | 'timeout' | 'protocol' | 'answer-too-large' | 'io',
     options?: { cause?: unknown },
   ) {
     super(message, options);

@@ -3,7 +3,7 @@
  * (src/uplink/imap-mailbox.ts) without Dovecot: a folder of `uids` (default one message, UID 1)
  * that all match the SEARCH, UID 1's header block and body served (100 bytes, From the agent).
  * Used by test/integration/uplink/imap-mailbox-session.test.ts (failures mid-FETCH) and
- * test/unit/uplink/imap-search.test.ts (the size of SEARCH answers).
+ * test/unit/uplink/imap-search.test.ts (the size of SEARCH answers, and one over the line limit).
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import { AGENT } from './imap-mailbox-kit.js';
@@ -17,6 +17,8 @@ export interface ScriptedImapOptions {
   examineNo?: boolean;
   /** The folder's UIDs, ascending (default `[1]`); EXAMINE says EXISTS their count and UIDNEXT the last + 1. */
   uids?: number[];
+  /** Answer every `UID SEARCH` with the whole folder, whatever UID range it asks (a server that ignores the range). */
+  ignoreSearchRange?: boolean;
   /** Told of every `UID SEARCH`: the UID range asked (`a:b`, `a:*`) and how many UIDs were answered. */
   onSearch?: (range: string, answered: number) => void;
 }
@@ -59,7 +61,7 @@ export function scriptedImap(s: Socket, o: ScriptedImapOptions = {}): void {
         ok('[READ-ONLY] examined');
       } else if (cmd.startsWith('UID SEARCH')) {
         const range = /^UID SEARCH UID (\S+)/.exec(cmd)?.[1] ?? '1:*';
-        const found = inRange(uids, range);
+        const found = o.ignoreSearchRange ? uids : inRange(uids, range);
         o.onSearch?.(range, found.length);
         // One write, so the tagged OK follows even when the answer is megabytes long.
         s.write(`* SEARCH${found.length ? ' ' : ''}${found.join(' ')}\r\n${tag} OK done\r\n`);

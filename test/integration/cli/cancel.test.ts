@@ -1,4 +1,4 @@
-import { mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startApp } from '../../../src/app.js';
@@ -200,6 +200,21 @@ describe('a2a-mailbridge cancel', () => {
     expect(readStore(config.store.path, (db) => [task.id, other.id, third.id].map((id) => db.tasks.get(id)?.state))).toEqual(['CANCELED', 'CANCELED', 'CANCELED']);
     const none = await runCli(['--config', c.configPath, 'cancel', '--all-open', '--agent', 'grok']);
     expect([none.status, none.stdout]).toEqual([0, 'grok has no open task; nothing to cancel\n']);
+  });
+
+  it('on a config whose store does not exist yet: a mistyped --agent and a missing store are refused before anything is opened, and no store is created (tasks still says serve creates it)', async () => {
+    const c = configDir('127.0.0.1:0', '');
+    const state = join(c.dir, 'state');
+    const noStore = `a2a-mailbridge: no store at ${join(state, 'bridge.sqlite')} (config key store.path); \`a2a-mailbridge --config ${c.configPath} serve\` creates it on its first start\n`;
+    const typo = await runCli(['--config', c.configPath, 'cancel', '--all-open', '--agent', 'grk']);
+    expect([typo.status, typo.stdout, typo.stderr]).toEqual([1, '', `a2a-mailbridge: no agent grk in the config (grok); see a2a-mailbridge --config ${c.configPath} config\n`]);
+    const all = await runCli(['--config', c.configPath, 'cancel', '--all-open', '--agent', 'grok']);
+    expect([all.status, all.stdout, all.stderr]).toEqual([2, '', noStore]);
+    const byId = await runCli(['--config', c.configPath, 'cancel', '00000000-0000-4000-8000-000000000000']);
+    expect([byId.status, byId.stdout, byId.stderr]).toEqual([2, '', noStore]);
+    expect(existsSync(state)).toBe(false);
+    const tasks = await runCli(['--config', c.configPath, 'tasks']);
+    expect([tasks.status, tasks.stderr]).toEqual([2, noStore]);
   });
 
   it('a task whose webhook was never accepted: no cancel notice, from the CLI or from A2A CancelTask; the CLI says the agent never received the job', async () => {

@@ -6,21 +6,24 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { ImapMailbox } from '../../../src/uplink/imap-mailbox.js';
-import { SEARCH_WINDOWS_PER_CHECK } from '../../../src/uplink/imap-search.js';
-import type { Watermark } from '../../../src/uplink/mailbox.js';
+import { SEARCH_WINDOW_UIDS, SEARCH_WINDOWS_PER_CHECK } from '../../../src/uplink/imap-search.js';
+import { MailboxError, type Watermark } from '../../../src/uplink/mailbox.js';
 import { req } from '../../helpers/imap-mailbox-kit.js';
-import { scriptedImap, scriptedServers } from '../../helpers/scripted-imap.js';
+import { scriptedImap, scriptedServers, type ScriptedImapOptions } from '../../helpers/scripted-imap.js';
 
 const { listen, stop } = scriptedServers();
 afterAll(stop);
 
 const range = (lo: number, hi: number): number[] => Array.from({ length: hi - lo + 1 }, (_, i) => lo + i);
 
-/** A mailbox on a scripted server holding `uids`, searching `window` UIDs at most, and the SEARCHes it was sent: range and UIDs answered. */
-async function rig(uids: number[], window: number) {
+/**
+ * A mailbox on a scripted server holding `uids`, searching `window` UIDs at most (undefined: the
+ * shipping window), and the SEARCHes it was sent: range and UIDs answered.
+ */
+async function rig(uids: number[], window: number | undefined, o: Pick<ScriptedImapOptions, 'ignoreSearchRange'> = {}) {
   const searches: { range: string; answered: number }[] = [];
-  const port = await listen((s) => scriptedImap(s, { uids, onSearch: (r, answered) => searches.push({ range: r, answered }) }));
-  const box = new ImapMailbox({ host: '127.0.0.1', port, tls: false, user: 'u', password: 'p4ssw0rd-x', folder: 'INBOX', timeoutMs: 5000 }, undefined, { searchWindow: window });
+  const port = await listen((s) => scriptedImap(s, { ...o, uids, onSearch: (r, answered) => searches.push({ range: r, answered }) }));
+  const box = new ImapMailbox({ host: '127.0.0.1', port, tls: false, user: 'u', password: 'p4ssw0rd-x', folder: 'INBOX', timeoutMs: 5000 }, undefined, window === undefined ? {} : { searchWindow: window });
   /**
    * One check from `watermark`: the candidates it lists (handed out unread, so nothing is fetched)
    * and where the watermark may move once they all have a verdict.
@@ -39,7 +42,7 @@ async function rig(uids: number[], window: number) {
       await pass.close();
     }
   };
-  return { searches, check };
+  return { port, searches, check };
 }
 
 describe('the SEARCH of an IMAP check, in windows of UIDs', () => {
@@ -82,5 +85,23 @@ describe('the SEARCH of an IMAP check, in windows of UIDs', () => {
     // Each stretch of 16 windows is passed by the second check that searched it (attack review 8's rule).
     expect(upTos).toEqual([11, 171, 171, 331, 331, 491, 500]);
     expect(Math.max(...searches.map((s) => s.answered))).toBeLessThanOrEqual(10);
+  });
+
+  it('an answer over the line limit (a server that ignores the UID range asked) is a MailboxError answer-too-large naming UID SEARCH, the limit and what to change, not a connect failure', async () => {
+    // 1.6 million 10-digit UIDs: an answer of 17.6 MB, over the 16 MiB line limit, to the first window of the shipping size.
+    const uids = Array.from({ length: 1_600_000 }, (_, i) => 1_000_000_000 + i);
+    const { port, searches, check } = await rig(uids, undefined, { ignoreSearchRange: true });
+    const err = await check({ uidValidity: null, lastUid: 0 }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(searches).toEqual([{ range: `1:${SEARCH_WINDOW_UIDS}`, answered: uids.length }]);
+    expect(err).toBeInstanceOf(MailboxError);
+    expect((err as MailboxError).kind).toBe('answer-too-large');
+    expect((err as MailboxError).message).toBe(
+      `IMAP server 127.0.0.1:${port} answered UID SEARCH in INBOX with a line longer than the 16,777,216 bytes this client accepts (not a network fault); nothing was read. ` +
+        'The search asks for at most 1,000,000 UIDs at a time, whose answer fits, so the server answered UIDs outside the range asked (or a flood of messages arrived during the check); ' +
+        "each check fails the same way until the folder answers less: move mail out of INBOX, or point mailbox.folder at a folder the agents' replies alone are filed into (a server-side filter)",
+    );
   });
 });
