@@ -61,7 +61,7 @@ export async function runPrune(where: StoreLocation, o: PruneOptions, now = Date
     try {
       counts = db.retention.countPrunable(cut, await heldMaildirSources(db.retention.maildirFolders()));
     } finally {
-      await db.close();
+      db.close();
     }
   } else {
     const file = storeFile(where);
@@ -70,7 +70,7 @@ export async function runPrune(where: StoreLocation, o: PruneOptions, now = Date
     try {
       counts = db.pruneInBatches(cut, undefined, await heldMaildirSources(db.retention.maildirFolders()));
     } finally {
-      await db.close();
+      db.close();
     }
   }
   if (o.json) printJson({ dryRun: o.dryRun === true, cut: isoJson(cut), ...counts });

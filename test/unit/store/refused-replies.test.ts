@@ -133,7 +133,7 @@ describe('refused mail of a turn', () => {
     expect(store.ledger.refusedRepliesOf(taskB, 2)).toEqual({ count: 1, lastVerdict: 'auth:dkim-unaligned', lastSeenAt: NOW + 2 * day, lastLedgerId: id });
   });
 
-  it('migration 19 gives a turn written before it the range it was read by before: from the first row seen at or after its start', async () => {
+  it('migration 19 gives a turn written before it the range it was read by before: from the first row seen at or after its start', () => {
     const old = new Database(':memory:');
     registerStoreFunctions(old);
     for (let v = 0; v < 18; v++) old.exec(MIGRATIONS[v]!);
@@ -147,10 +147,10 @@ describe('refused mail of a turn', () => {
     old.close();
     expect(store.ledger.refusedRepliesOf('t1', 1)).toEqual({ count: 2, lastVerdict: 'auth:no-border', lastSeenAt: 3000, lastLedgerId: 3 });
     expect(store.ledger.refusedRepliesOf('t2', 1)).toBeUndefined(); // nothing seen since it began: from past the last row
-    await store.close();
+    store.close();
   });
 
-  it('reads by index: each statement a step or a range of an index, never a scan of the task’s rows or a sort', async () => {
+  it('reads by index: each statement a step or a range of an index, never a scan of the task’s rows or a sort', () => {
     const store = Store.open(':memory:');
     const db = new Database(store.image());
     try {
@@ -165,7 +165,7 @@ describe('refused mail of a turn', () => {
       }
     } finally {
       db.close();
-      await store.close();
+      store.close();
     }
   });
 });
