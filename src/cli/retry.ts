@@ -9,6 +9,7 @@ import { retryDispatch } from '../core/retry.js';
 import { createLogger } from '../log.js';
 import { CliFailure, UsageError } from './errors.js';
 import { retryRefusal } from './retry-refusal.js';
+import { requireStoreFile } from './open-store.js';
 
 /**
  * `a2a-mailbridge retry <task>`: re-dispatches a task whose webhook was never accepted —
@@ -23,7 +24,9 @@ import { retryRefusal } from './retry-refusal.js';
 export async function runRetry(configFile: string, idOrPrefix: string): Promise<number> {
   if (idOrPrefix.length < 4) throw new UsageError('give the task id or a prefix of at least 4 characters');
   const config = loadConfig(configFile);
-  const built = buildBridge(config, { log: createLogger('silent') });
+  // A store `serve` has not created yet holds no task to retry: refused before one is created.
+  requireStoreFile(config.store.path, { configFile });
+  const built = buildBridge(config, { log: createLogger('silent'), storeMustExist: true });
   const { ctx } = built.bridge;
   const db = ctx.store;
   try {

@@ -202,7 +202,7 @@ describe('a2a-mailbridge cancel', () => {
     expect([none.status, none.stdout]).toEqual([0, 'grok has no open task; nothing to cancel\n']);
   });
 
-  it('on a config whose store does not exist yet: a mistyped --agent and a missing store are refused before anything is opened, and no store is created (tasks still says serve creates it)', async () => {
+  it('on a config whose store does not exist yet: a mistyped --agent and a missing store are refused by cancel and retry before anything is opened, and no store is created (tasks still says serve creates it)', async () => {
     const c = configDir('127.0.0.1:0', '');
     const state = join(c.dir, 'state');
     const noStore = `a2a-mailbridge: no store at ${join(state, 'bridge.sqlite')} (config key store.path); \`a2a-mailbridge --config ${c.configPath} serve\` creates it on its first start\n`;
@@ -212,6 +212,8 @@ describe('a2a-mailbridge cancel', () => {
     expect([all.status, all.stdout, all.stderr]).toEqual([2, '', noStore]);
     const byId = await runCli(['--config', c.configPath, 'cancel', '00000000-0000-4000-8000-000000000000']);
     expect([byId.status, byId.stdout, byId.stderr]).toEqual([2, '', noStore]);
+    const retry = await runCli(['--config', c.configPath, 'retry', '00000000-0000-4000-8000-000000000000']);
+    expect([retry.status, retry.stdout, retry.stderr]).toEqual([2, '', noStore]);
     expect(existsSync(state)).toBe(false);
     const tasks = await runCli(['--config', c.configPath, 'tasks']);
     expect([tasks.status, tasks.stderr]).toEqual([2, noStore]);
