@@ -188,7 +188,7 @@ export function shownPath(path: string | Buffer): string {
 /**
  * The modification times (ns) of new/ and cur/, read before any listing: a file added, removed
  * or renamed changes its directory's mtime.
- * @throws MailboxError io when neither exists (not a Maildir) or one cannot be stat'ed
+ * @throws MailboxError io when either is missing (not a Maildir, or not a whole one) or cannot be stat'ed
  */
 export async function dirTimes(folder: string): Promise<DirTimes> {
   const time = async (sub: Sub): Promise<bigint | null> => {
@@ -201,6 +201,10 @@ export async function dirTimes(folder: string): Promise<DirTimes> {
   };
   const [newM, curM] = await Promise.all([time('new'), time('cur')]);
   if (newM === null && curM === null) throw new MailboxError(`${folder} is not a Maildir: it has neither new/ nor cur/`, 'io');
+  // A delivery writes into tmp/ and moves the file to new/; a reader moves it on to cur/: without
+  // either, mail stops arriving or being kept, which `doctor` fails too (https://cr.yp.to/proto/maildir.html).
+  const missing = newM === null ? 'new' : curM === null ? 'cur' : null;
+  if (missing) throw new MailboxError(`${folder} is not a whole Maildir: it has no ${missing}/ (mail is delivered into new/ and moved to cur/); make it: mkdir -p ${join(folder, missing)}`, 'io');
   return { newM, curM };
 }
 

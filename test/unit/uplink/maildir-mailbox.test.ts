@@ -365,6 +365,7 @@ describe('MaildirMailbox', () => {
       rmSync(empty, { recursive: true, force: true });
     }
   });
+
 });
 
 describe('deliverToMaildir', () => {
