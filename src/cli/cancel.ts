@@ -12,6 +12,7 @@ import { CliFailure, UsageError } from './errors.js';
 import { clean } from './format.js';
 import { requireStoreFile } from './open-store.js';
 import { MIN_PREFIX, resolveTaskId } from './task-id.js';
+import { noAgentText } from './agent-name.js';
 
 /** Options of `a2a-mailbridge cancel`. */
 export interface CancelOptions {
@@ -74,7 +75,7 @@ async function cancelOne(ctx: BridgeContext, configFile: string, idOrPrefix: str
  * @throws CliFailure naming the config's agents
  */
 function requireAgent(config: Config, configFile: string, agent: string): void {
-  if (!agentByName(config, agent)) throw new CliFailure(`no agent ${agent} in the config (${config.agents.map((a) => a.name).join(', ')}); see ${commandLine(configFile, 'config')}`);
+  if (!agentByName(config, agent)) throw new CliFailure(noAgentText(agent, config.agents.map((a) => a.name), configFile));
 }
 
 /** The ids of `agent`'s open tasks (SUBMITTED, WORKING, INPUT_REQUIRED) now, newest status first. */

@@ -11,6 +11,7 @@ import { isGenerated, secretKind, type SecretKind } from '../config/secret-kinds
 import { secretRefs, type Doc, type SecretRef } from './doctor.js';
 import { CliFailure, UsageError } from './errors.js';
 import { generateBearer, generateSigningSecret } from './init.js';
+import { noAgentText } from './agent-name.js';
 
 /** Short names of the secret kinds, as `secret new` takes them beside the config keys. */
 const ALIASES: Record<string, SecretKind> = {
@@ -76,8 +77,7 @@ function pick(refs: readonly SecretRef[], doc: Doc, name: string, agent: string 
   const agents = Array.isArray(doc.agents) ? (doc.agents as Doc[]) : [];
   const names = agents.map((a) => a.name).filter((n): n is string => typeof n === 'string');
   if (agent !== undefined && !names.includes(agent)) {
-    const near = nearestKey(agent, names);
-    throw new UsageError(`no agent ${agent} in the config (${names.join(', ') || 'it has none'})${near === undefined ? '' : `; did you mean "${near}"?`}; see ${commandLine(configFile, 'config')}`);
+    throw new UsageError(noAgentText(agent, names, configFile));
   }
   const exact = refs.find((r) => r.key === name);
   if (exact) return exact;

@@ -193,7 +193,7 @@ describe('a2a-mailbridge cancel', () => {
 
     expect((await runCli(['--config', c.configPath, 'cancel', '--all-open'])).stderr).toBe('a2a-mailbridge: --all-open needs --agent <name>: whose open tasks to cancel\n');
     const nobody = await runCli(['--config', c.configPath, 'cancel', '--all-open', '--agent', 'nobody']);
-    expect([nobody.status, nobody.stderr]).toEqual([1, `a2a-mailbridge: no agent nobody in the config (grok); see a2a-mailbridge --config ${c.configPath} config\n`]);
+    expect([nobody.status, nobody.stderr]).toEqual([1, `a2a-mailbridge: no agent nobody in the config, which has grok; see a2a-mailbridge --config ${c.configPath} config\n`]);
     const all = await runCli(['--config', c.configPath, 'cancel', '--all-open', '--agent', 'grok']);
     expect(all.status, all.stderr).toBe(0);
     expect(all.stdout.split('\n').filter((l) => l.startsWith('task ')).sort()).toEqual([TASK_LINE(other.id, 'WORKING'), TASK_LINE(third.id, 'WORKING')].sort());
@@ -207,7 +207,7 @@ describe('a2a-mailbridge cancel', () => {
     const state = join(c.dir, 'state');
     const noStore = `a2a-mailbridge: no store at ${join(state, 'bridge.sqlite')} (config key store.path); \`a2a-mailbridge --config ${c.configPath} serve\` creates it on its first start\n`;
     const typo = await runCli(['--config', c.configPath, 'cancel', '--all-open', '--agent', 'grk']);
-    expect([typo.status, typo.stdout, typo.stderr]).toEqual([1, '', `a2a-mailbridge: no agent grk in the config (grok); see a2a-mailbridge --config ${c.configPath} config\n`]);
+    expect([typo.status, typo.stdout, typo.stderr]).toEqual([1, '', `a2a-mailbridge: no agent grk in the config, which has grok (did you mean "grok"?); see a2a-mailbridge --config ${c.configPath} config\n`]);
     const all = await runCli(['--config', c.configPath, 'cancel', '--all-open', '--agent', 'grok']);
     expect([all.status, all.stdout, all.stderr]).toEqual([2, '', noStore]);
     const byId = await runCli(['--config', c.configPath, 'cancel', '00000000-0000-4000-8000-000000000000']);

@@ -84,7 +84,7 @@ describe('secret new', () => {
     );
     const noAgent = await cli('secret', 'new', 'webhook-secret', '--agent', 'nobody');
     expect(noAgent.status).toBe(2);
-    expect(noAgent.stderr).toBe(`a2a-mailbridge: no agent nobody in the config (grok); see a2a-mailbridge --config ${c.configPath} config\n`);
+    expect(noAgent.stderr).toBe(`a2a-mailbridge: no agent nobody in the config, which has grok; see a2a-mailbridge --config ${c.configPath} config\n`);
   });
 
   it('a name this config has no file for: the names it has, never the refused one, and how to add the key', async () => {

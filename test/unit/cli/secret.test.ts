@@ -50,7 +50,7 @@ describe('secret new and a mistyped name', () => {
     removeAfter(c.dir);
     const before = readFileSync(join(c.dir, 'webhook-secret'), 'utf8');
     expect(() => runSecretNew(c.configPath, 'webhook-secret', { agent: 'grk', force: true })).toThrow(
-      new UsageError(`no agent grk in the config (grok, claude); did you mean "grok"?; see a2a-mailbridge --config ${c.configPath} config`),
+      new UsageError(`no agent grk in the config, which has grok, claude (did you mean "grok"?); see a2a-mailbridge --config ${c.configPath} config`),
     );
     expect(readFileSync(join(c.dir, 'webhook-secret'), 'utf8')).toBe(before);
     // An agent of the config without that file: named as an agent, with the agents that have one.
