@@ -53,6 +53,13 @@ export function fileHoldsPlaceholder(path: string): boolean {
   }
 }
 
+/** What a mode's group and other bits give away, for the refusal: `readable by others`, `readable by its group`, `writable by others`… */
+function openTo(mode: number): string {
+  const who = (mode & 0o007) !== 0 ? 'others' : 'its group';
+  const what = (mode & 0o044) !== 0 ? 'readable' : (mode & 0o022) !== 0 ? 'writable' : 'usable';
+  return `${what} by ${who}`;
+}
+
 /**
  * Reads a secret from a file the way ssh and libpq treat private files (docs/architecture.md,
  * "Operating"): opened with O_NOFOLLOW, checked on the open handle with fstat (so a swap between check and read
@@ -111,7 +118,7 @@ export function readSecretFile(path: string, key: string, configFile = ''): stri
     if ((st.mode & 0o077) !== 0) {
       const mode = (st.mode & 0o777).toString(8).padStart(4, '0');
       throw new SecretFileError(
-        `${key}: secret file ${path} has mode ${mode}, readable by others; run: ${shellLine('chmod', '600', path)}`,
+        `${key}: secret file ${path} has mode ${mode}, ${openTo(st.mode)}; run: ${shellLine('chmod', '600', path)}`,
         path,
       );
     }

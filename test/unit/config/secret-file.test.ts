@@ -27,8 +27,11 @@ describe('readSecretFile', () => {
     const p = file('e', 'secret', 0o644);
     expect(() => readSecretFile(p, 'server.bearer_file')).toThrow(SecretFileError);
     expect(() => readSecretFile(p, 'server.bearer_file')).toThrow(`run: chmod 600 ${p}`);
-    expect(() => readSecretFile(file('f', 'secret', 0o640), 'k')).toThrow(/mode 0640/);
-    expect(() => readSecretFile(file('g', 'secret', 0o604), 'k')).toThrow(/mode 0604/);
+    // Who the bits open it to, as a fresh user's trial found "readable by others" said of a 0640 file.
+    expect(() => readSecretFile(file('f', 'secret', 0o640), 'k')).toThrow(/mode 0640, readable by its group;/);
+    expect(() => readSecretFile(file('g', 'secret', 0o604), 'k')).toThrow(/mode 0604, readable by others;/);
+    expect(() => readSecretFile(file('h', 'secret', 0o620), 'k')).toThrow(/mode 0620, writable by its group;/);
+    expect(() => readSecretFile(file('i', 'secret', 0o601), 'k')).toThrow(/mode 0601, usable by others;/);
   });
 
   it('refuses a symlink even to a safe file, a directory, a missing file and an empty file', () => {
