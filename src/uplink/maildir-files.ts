@@ -101,7 +101,11 @@ export async function listFolder(folder: string): Promise<Map<string, ListedEntr
   const shared = new Map<string, ListedEntry[]>();
   for (const { unique, entry } of all) {
     const was = out.get(unique);
-    if (was) shared.set(unique, [...(shared.get(unique) ?? [was]), entry]);
+    if (was) {
+      const list = shared.get(unique);
+      if (list) list.push(entry); // never copied: a copy per file was quadratic in the files sharing a name
+      else shared.set(unique, [was, entry]);
+    }
     out.set(unique, entry);
   }
   for (const [unique, entries] of shared) await keyApart(folder, unique, entries, out);
