@@ -28,17 +28,17 @@ export const LEDGER_AFTER_SQL = `max(0, ${REFUSED_VERDICTS.map(
 ).join(', ')})`;
 
 /**
- * Migration 19: `turns.ledger_after`. A turn written before it gets the range it was read by
- * before — from the first row seen at or after its `created_at` (one step of ledger_by_time a
- * turn), or past the ledger's last row when none was — so its count stays as it was until the
- * clock misleads it; turns written since get {@link LEDGER_AFTER_SQL}. Written out here, never
- * from the verdict table, so the shipped migration stays as it is. Measured: 3.3 s on a store of a
- * million turns and a million ledger rows (load average 3-5).
+ * Migration 19: `turns.ledger_after`. A turn written before it gets the newest row naming its task
+ * seen before the turn's `created_at` (0: none): the rows of the task it counted before (seen at
+ * or after its start) are the ones above, and a row recorded later gets a higher id, as the task's
+ * rows stay while it does (module comment). Not the ledger's own newest row: a prune of the
+ * ledger's newest junk let later replies take ids below it, uncounted (attack review 9). Turns
+ * written since get {@link LEDGER_AFTER_SQL}. Written out here, never from the verdict table, so
+ * the shipped migration stays as it is.
  */
 export const TURN_LEDGER_MIGRATION = `
   ALTER TABLE turns ADD COLUMN ledger_after INTEGER NOT NULL DEFAULT 0;
   UPDATE turns SET ledger_after = coalesce(
-    (SELECT id FROM ledger INDEXED BY ledger_by_time WHERE seen_at >= turns.created_at ORDER BY seen_at, id LIMIT 1) - 1,
-    (SELECT max(id) FROM ledger),
+    (SELECT max(id) FROM ledger WHERE task_id = turns.task_id AND seen_at < turns.created_at),
     0);
 `;

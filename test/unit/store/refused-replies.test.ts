@@ -146,7 +146,30 @@ describe('refused mail of a turn', () => {
     const store = Store.open(old.serialize());
     old.close();
     expect(store.ledger.refusedRepliesOf('t1', 1)).toEqual({ count: 2, lastVerdict: 'auth:no-border', lastSeenAt: 3000, lastLedgerId: 3 });
-    expect(store.ledger.refusedRepliesOf('t2', 1)).toBeUndefined(); // nothing seen since it began: from past the last row
+    expect(store.ledger.refusedRepliesOf('t2', 1)).toBeUndefined(); // nothing naming it
+    store.close();
+  });
+
+  // Attack review 9: the range began past the ledger's last row; a prune of that junk let the
+  // turn's refused replies take lower ids, and they went uncounted.
+  it('migration 19 then a prune of the ledger’s newest junk: replies of a turn open across both are counted', () => {
+    const old = new Database(':memory:');
+    registerStoreFunctions(old);
+    for (let v = 0; v < 18; v++) old.exec(MIGRATIONS[v]!);
+    old.pragma('user_version = 18');
+    old.exec(`INSERT INTO tasks (id, agent, context_id, state, turn, created_at, updated_at) VALUES ('t2', 'grok', 'c', 'WORKING', 1, 9000, 9000);
+      INSERT INTO turns (task_id, turn, ask, deadline_at, dispatch_id, envelope, dispatch_state, created_at) VALUES ('t2', 1, 'job', 99999999999, 'msg_2', x'', 'accepted', 9000);
+      INSERT INTO ledger (id, source, seen_at, size, raw_sha256, task_id, verdict, reason) VALUES
+        (1, 's1', 1000, 1, 'a', NULL, 'no-task-id', 'r'), (2, 's2', 2000, 1, 'b', NULL, 'no-task-id', 'r'), (3, 's3', 3000, 1, 'c', NULL, 'no-task-id', 'r');`);
+    const store = Store.open(old.serialize());
+    old.close();
+    expect(store.tx((tx) => tx.retention.prune(5000)).ledger).toBe(3);
+    store.tx((tx) => {
+      for (const [i, v] of [[1, 'auth:dmarc-fail'], [2, 'bad-token']] as const) {
+        tx.ledger.record({ source: `new${i}`, seenAt: 20000 + i, messageId: null, fromHeader: null, subject: null, dateHeader: null, size: 1, rawSha256: `x${i}`, raw: null, agent: 'grok', taskId: 't2', verdict: v, reason: 'r' });
+      }
+    });
+    expect(store.ledger.refusedRepliesOf('t2', 1)).toMatchObject({ count: 2, lastVerdict: 'bad-token' });
     store.close();
   });
 
