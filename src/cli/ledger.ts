@@ -92,6 +92,7 @@ export function runLedger(where: StoreLocation, o: LedgerOptions, now = Date.now
       const row = db.ledger.row(id);
       if (!row) throw new CliFailure(`no ledger row #${id}; list them with: ${storeCommand(where, 'ledger')}`);
       const raw = row.hasRaw ? db.ledger.raw(id) : null;
+      if (!raw && row.thinned) throw new CliFailure(`ledger row #${id} (${row.verdict}) kept no raw bytes: prune removed them and kept only the verdict, while the file is in the Maildir (${row.source})`);
       if (!raw) throw new CliFailure(`ledger row #${id} (${row.verdict}) kept no raw bytes: only tagged mail is kept`);
       process.stdout.write(raw);
       return 0;

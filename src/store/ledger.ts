@@ -5,6 +5,7 @@ import { StoreError, type Db, type Writer } from './db.js';
 import { largeValueReads } from './large-values.js';
 import { conditions, stmt } from './statements.js';
 import { REFUSED_VERDICTS } from './turn-ledger.js';
+import { THIN_DIGEST } from './prune-thin.js';
 
 /** One fetched message and the verdict the judge gave it (src/core/judge.ts). Recorded once per source. */
 export interface LedgerEntry {
@@ -243,11 +244,11 @@ export function ledgerReads(db: Db) {
     latestAcceptedWithRaw(): LedgerRow | undefined {
       return stmt(db, `SELECT ${COLUMNS} FROM ledger WHERE (verdict LIKE 'applied:%' OR verdict = 'late:recorded') AND (raw IS NOT NULL OR raw_value IS NOT NULL) ORDER BY id DESC LIMIT 1`).get() as LedgerRow | undefined;
     },
-
+    /** One ledger row without its raw bytes, whether raw bytes were kept, and whether prune thinned it (store/prune-thin.ts); undefined when no row has this id. */
     /** One ledger row without its raw bytes, and whether raw bytes were kept; undefined when no row has this id. */
-    row(id: number): (LedgerRow & { hasRaw: boolean }) | undefined {
+    row(id: number): (LedgerRow & { hasRaw: boolean; thinned: boolean }) | undefined {
       const r = stmt(db, `SELECT ${COLUMNS}, (raw IS NOT NULL OR raw_value IS NOT NULL) AS hasRaw FROM ledger WHERE id = ?`).get(id) as (LedgerRow & { hasRaw: number }) | undefined;
-      return r && { ...r, hasRaw: r.hasRaw === 1 };
+      return r && { ...r, hasRaw: r.hasRaw === 1, thinned: r.rawSha256 === THIN_DIGEST };
     },
   };
 }

@@ -12,6 +12,7 @@ import { maildirSource } from '../../../src/uplink/maildir-files.js';
 import { deliverToMaildir, MaildirMailbox, uniqueName } from '../../../src/uplink/maildir-mailbox.js';
 import { AGENT_ADDRESS, AGENT_DOMAIN, hermesBody, hex, PROVIDER, SELECTOR } from '../../helpers/bridge-harness.js';
 import { makeConfigDir, minimalToml, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET, type ConfigDir } from '../../helpers/config-dir.js';
+import { runCli } from '../../helpers/cli.js';
 import { pruneAll } from '../../helpers/run-prune.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
 
@@ -128,6 +129,9 @@ describe('prune on a Maildir, then a restart', () => {
     for (const r of thin) expect(r).toMatchObject({ taskId: null, messageId: null, subject: null, fromHeader: null, rawSha256: '', verdict: verdictOf.get(r.source) });
     expect(thin.some((r) => r.source.includes('/ino'))).toBe(true);
     expect(thin.every((r) => store().ledger.raw(r.id) === null)).toBe(true);
+    // `ledger --raw` of a thin row says prune removed the bytes (attack review 9: it said only untagged mail has none).
+    const raw = await runCli(['--config', dir.configPath, 'ledger', '--raw', String(thin[0]!.id)]);
+    expect([raw.status, raw.stderr]).toEqual([1, `a2a-mailbridge: ledger row #${thin[0]!.id} (${thin[0]!.verdict}) kept no raw bytes: prune removed them and kept only the verdict, while the file is in the Maildir (${thin[0]!.source})\n`]);
     expect(store().ledger.ofTask(b.id)).toEqual(bRows); // the open task's row stays whole
 
     // Nor does a later check: no verdict, no row, and B's progress note is not applied again.
