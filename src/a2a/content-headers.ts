@@ -28,6 +28,9 @@ const ACCEPT_IDENTITY = { 'accept-encoding': 'identity', ...UNREAD } as const;
 /** `application/json` or a `+json` type such as `application/a2a+json`, with parameters. */
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
 
+/** A Transfer-Encoding that names no coding but `chunked` (case-insensitive, RFC 9112 §7). */
+const CHUNKED_ONLY = /^[\s,]*(?:chunked\s*(?:,[\s,]*|$))*$/i;
+
 /** A Content-Encoding that names no coding but `identity` (case-insensitive, RFC 9110 §8.4.1): the body is as sent. */
 const IDENTITY_ONLY = /^[\s,]*(?:identity\s*(?:,[\s,]*|$))*$/i;
 
@@ -39,19 +42,26 @@ export function hasContent(headers: ContentFields): boolean {
 }
 
 /**
- * Why the server cannot read the request's content, with the headers of the 415 that says so; null
- * when it can, or when there is no content. The error for a coding comes with `accept-encoding:
- * identity` (RFC 9110 §12.5.3). The caller's texts are cut to 80 characters.
+ * Why the server cannot read the request's content, with the status and headers of the answer
+ * that says so; null when it can, or when there is no content. A transfer coding other than
+ * `chunked` (`Transfer-Encoding: gzip, chunked`: node:http takes the chunks off, not the gzip) is
+ * 501 (RFC 9112 §6.1: a server that does not understand a transfer coding SHOULD answer 501); the
+ * rest is 415, and the error for a content coding comes with `accept-encoding: identity` (RFC 9110
+ * §12.5.3). The caller's texts are cut to 80 characters.
  */
-export function unsupportedContent(headers: ContentFields): { error: A2AError; headers: Record<string, string> } | null {
+export function unsupportedContent(headers: ContentFields): { status: 415 | 501; error: A2AError; headers: Record<string, string> } | null {
   if (!hasContent(headers)) return null;
+  const transfer = headers['transfer-encoding'];
+  if (transfer !== undefined && !CHUNKED_ONLY.test(transfer)) {
+    return { status: 501, error: new A2AError('invalidRequest', `Transfer-Encoding ${transfer.slice(0, 80)} is not implemented; send the body with chunked or a Content-Length`), headers: UNREAD };
+  }
   const type = headers['content-type'];
   if (type !== undefined && !JSON_TYPE.test(type)) {
-    return { error: new A2AError('contentTypeNotSupported', `Content-Type ${type.slice(0, 80)} is not supported; send application/json`), headers: UNREAD };
+    return { status: 415, error: new A2AError('contentTypeNotSupported', `Content-Type ${type.slice(0, 80)} is not supported; send application/json`), headers: UNREAD };
   }
   const coding = headers['content-encoding'];
   if (coding !== undefined && !IDENTITY_ONLY.test(coding)) {
-    return { error: new A2AError('contentTypeNotSupported', `Content-Encoding ${coding.slice(0, 80)} is not supported; send the body uncompressed`), headers: ACCEPT_IDENTITY };
+    return { status: 415, error: new A2AError('contentTypeNotSupported', `Content-Encoding ${coding.slice(0, 80)} is not supported; send the body uncompressed`), headers: ACCEPT_IDENTITY };
   }
   return null;
 }

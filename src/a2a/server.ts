@@ -174,7 +174,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     const version = String(fields['a2a-version'] ?? '').trim();
     const unreadable = unsupportedContent(fields);
     // A JSON-RPC error body, so a JSON-RPC client can read it (A2A v1.0 §9.5: ContentTypeNotSupportedError).
-    if (unreadable) return send(res, 415, errorResponse(null, unreadable.error, dialectOfHeader(version)), unreadable.headers);
+    if (unreadable) return send(res, unreadable.status, errorResponse(null, unreadable.error, dialectOfHeader(version)), unreadable.headers);
     collectBody(
       req,
       config.server.maxBodyBytes,
@@ -334,7 +334,7 @@ export async function startServer(config: Config, bridge: Bridge, log: Logger): 
     let params: Record<string, unknown> = route.params;
     if (route.body) {
       const unreadable = unsupportedContent(fields);
-      if (unreadable) return fail(unreadable.error, unreadable.headers);
+      if (unreadable) return send(res, unreadable.status, restError(unreadable.error, unreadable.status).body, unreadable.headers);
       const body = await readBody(req, config.server.maxBodyBytes);
       if (body === null) return send(res, 413, restError(new A2AError('invalidRequest', `request body over ${config.server.maxBodyBytes} bytes (server.max_body_bytes)`), 413).body, { connection: 'close' });
       if (body.length > 0) {

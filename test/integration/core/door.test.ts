@@ -204,6 +204,12 @@ describe('the door', () => {
     expect(chunked.head).toMatch(/^HTTP\/1\.1 415 /);
     expect(chunked.head).toMatch(/\r\nconnection: close/i);
     expect(chunked.head).toMatch(/\r\naccept-encoding: identity/i);
+    // A transfer coding other than chunked (node:http takes the chunks off, not the gzip) is 501, unread (RFC 9112 §6.1; attack review 9).
+    for (const path of [pathname, unknown]) {
+      const gzipped = await exchange(`POST ${path} HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\nContent-Type: application/json\r\n`, '10\r\n');
+      expect(gzipped.head).toMatch(/^HTTP\/1\.1 501 /);
+      expect(gzipped.head).toMatch(/\r\nconnection: close/i);
+    }
   });
 
   it('caps open tasks per agent atomically, names the limit and when to retry, and stores nothing beyond it', async () => {
