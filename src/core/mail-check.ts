@@ -321,7 +321,9 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
     const line = `ok, ${plural(summary.fetched, 'new message')}, ${applied} applied${refused ? `, ${refused} refused${onHeaders}` : ''}${summary.deferred + summary.held ? `, ${summary.deferred + summary.held} waiting for an agent's DKIM key (its lookup failed; tried again later)` : ''}${summary.notOurs ? `, ${plural(summary.notOurs, 'file')} not ours` : ''}${summary.more ? ', more waiting' : ''}`;
     // Only a timed view (a WORKING task's "Mailbox last checked …") shows it; no view shows the
     // watermark, the files not ours or UIDVALIDITY (the commits above): src/core/view-cache.ts.
-    store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: true, result: line }), { timedViewsOnly: true });
+    const ended = store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: true, result: line }), { timedViewsOnly: true });
+    // The failures were logged one by one; their end is too, so a log shows when the mailbox came back.
+    if (ended) ctx.log.info({ folder: mailbox.folder, failingSince: new Date(ended.failingSince).toISOString(), lastError: ended.lastError }, 'mailbox check ok again');
   } catch (err) {
     const message = err instanceof MailboxError ? err.message : `unexpected error: ${(err as Error).message}`;
     summary.ok = false;

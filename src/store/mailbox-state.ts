@@ -106,15 +106,20 @@ export function mailboxWrites(w: Writer) {
      * Records a check's outcome. A failure keeps `error_since` (the run of failures goes on), unless
      * that began before `runSince` (ms): then it was a previous run of the bridge's, which stopped
      * meanwhile, so nothing says the mailbox was unreachable since; this failure starts the run.
+     * @returns for a success that ends a run of failures, when the run began (ms) and its last
+     *   error; else null
      */
-    recordCheck(folder: string, r: { at: number; ok: boolean; result: string; error?: string; runSince?: number }): void {
+    recordCheck(folder: string, r: { at: number; ok: boolean; result: string; error?: string; runSince?: number }): { failingSince: number; lastError: string } | null {
       stmt(w.db, `INSERT INTO mailbox_state (folder) VALUES (?) ON CONFLICT(folder) DO NOTHING`).run(folder);
       if (r.ok) {
+        const was = stmt(w.db, `SELECT error_since AS failingSince, last_error AS lastError FROM mailbox_state WHERE folder = ? AND error_since IS NOT NULL`).get(folder) as { failingSince: number; lastError: string | null } | undefined;
         stmt(w.db, `UPDATE mailbox_state SET last_check_at = ?, last_result = ?, last_error = NULL, error_since = NULL, last_success_at = ? WHERE folder = ?`).run(r.at, r.result, r.at, folder);
+        return was ? { failingSince: was.failingSince, lastError: was.lastError ?? '' } : null;
       } else {
         stmt(w.db, `UPDATE mailbox_state SET last_check_at = ?, last_result = ?, last_error = ?, error_since = CASE WHEN error_since IS NULL OR error_since < ? THEN ? ELSE error_since END WHERE folder = ?`).run(
           r.at, r.result, r.error ?? r.result, r.runSince ?? Number.MIN_SAFE_INTEGER, r.at, folder,
         );
+        return null;
       }
     },
   };

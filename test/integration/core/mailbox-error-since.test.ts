@@ -1,4 +1,5 @@
-import { rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildBridge } from '../../../src/app.js';
 import { loadConfig } from '../../../src/config/config.js';
@@ -46,6 +47,32 @@ describe('mailbox errorSince across a restart', () => {
       now += 60_000;
       await built.bridge.checkNow();
       expect(built.bridge.ctx.store.mailbox.state(folder)).toMatchObject({ errorSince: restarted, lastCheckAt: now });
+    } finally {
+      await built.close();
+    }
+  });
+
+  // A fresh user's trial: the failures were logged, the mailbox coming back was not.
+  it('a check that succeeds after failures logs once that the mailbox is back, with when the failures began and the last error', async () => {
+    const c = makeConfigDir(minimalToml());
+    dirs.push(c);
+    const config = loadConfig(c.configPath);
+    let now = Date.parse('2026-12-03T08:00:00Z');
+    const lines: { msg: string; failingSince?: string; lastError?: string }[] = [];
+    const built = buildBridge(config, { log: createLogger('info', { write: (s: string) => void lines.push(JSON.parse(s) as (typeof lines)[number]) }), now: () => now });
+    try {
+      expect((await built.bridge.checkNow()).ok).toBe(false);
+      now += 60_000;
+      expect((await built.bridge.checkNow()).ok).toBe(false);
+      for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(config.mailbox.maildirPath!, sub), { recursive: true });
+      now += 60_000;
+      expect((await built.bridge.checkNow()).ok).toBe(true);
+      now += 60_000;
+      expect((await built.bridge.checkNow()).ok).toBe(true);
+      const back = lines.filter((l) => l.msg === 'mailbox check ok again');
+      expect(back).toHaveLength(1);
+      expect(back[0]).toMatchObject({ failingSince: '2026-12-03T08:00:00.000Z', lastError: expect.stringContaining(config.mailbox.maildirPath!) as string });
+      expect(lines.filter((l) => l.msg === 'mailbox check failed')).toHaveLength(2);
     } finally {
       await built.close();
     }
