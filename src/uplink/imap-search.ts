@@ -50,17 +50,22 @@ export interface Searched {
 }
 
 /**
- * The UID of message number `seq` (`FETCH <seq> (UID)`), or null when the server answers none or
+ * `FETCH <seq> (UID)`: the UID of message number `seq`, or null when the server answers none or
  * refuses (a number past the last message, after an expunge): the caller then keeps to bounds it
- * knows without it. A lost connection fails the next SEARCH, which reports it.
+ * knows without it. A lost connection fails the next SEARCH, which reports it. Answers are kept in
+ * `seen`, so a number the bisection read is not asked again.
  */
-async function uidAt(client: ImapFlow, seq: number): Promise<number | null> {
+async function uidAt(client: ImapFlow, seq: number, seen: Map<number, number | null>): Promise<number | null> {
+  if (seen.has(seq)) return seen.get(seq)!;
+  let uid: number | null = null;
   try {
     const m = await client.fetchOne(String(seq), { uid: true });
-    return m && Number.isInteger(m.uid) && m.uid > 0 ? m.uid : null;
+    if (m && Number.isInteger(m.uid) && m.uid > 0) uid = m.uid;
   } catch {
-    return null;
+    uid = null;
   }
+  seen.set(seq, uid);
+  return uid;
 }
 
 /**
@@ -68,7 +73,7 @@ async function uidAt(client: ImapFlow, seq: number): Promise<number | null> {
  * when there is none), by bisection with {@link uidAt}; stops once within `slack` numbers, or once
  * fewer than `window` messages lie at or above it (the first window is then open anyway).
  */
-async function firstAbove(client: ImapFlow, after: number, exists: number, window: number): Promise<number> {
+async function firstAbove(client: ImapFlow, after: number, exists: number, window: number, seen: Map<number, number | null>): Promise<number> {
   let a = 1; // every message numbered below a has a UID ≤ after
   let b = exists + 1; // message b (when b ≤ exists) has a UID > after
   if (after === 0) return a;
@@ -76,7 +81,7 @@ async function firstAbove(client: ImapFlow, after: number, exists: number, windo
   // The steady state of a large folder: fewer than a window's messages are new, one FETCH says so.
   let probe = Math.max(1, exists - window + 1);
   while (a < b && b - a > slack && a + window - 1 < exists) {
-    const u = await uidAt(client, probe);
+    const u = await uidAt(client, probe, seen);
     if (u === null) return a;
     if (u > after) b = probe;
     else a = probe + 1;
@@ -110,10 +115,11 @@ export async function searchAbove(
   if (o.exists <= window) return { found: await ask(`${after + 1}:*`), top: MAX_UID };
   const found: number[] = [];
   // first: a message number at or below the first message with a UID ≥ lo.
-  let first = await firstAbove(client, after, o.exists, window);
+  const seen = new Map<number, number | null>();
+  let first = await firstAbove(client, after, o.exists, window, seen);
   for (let lo = after + 1, windows = 1; ; windows++) {
     const last = first + window - 1; // the window holds messages first..last at most
-    const lastUid = last < o.exists ? await uidAt(client, last) : null;
+    const lastUid = last < o.exists ? await uidAt(client, last, seen) : null;
     // The window that reaches the last message, or what the folder held at EXAMINE, is left open, for what came since.
     const hi = last >= o.exists ? MAX_UID : Math.min(Math.max(lastUid ?? 0, lo + window - 1), MAX_UID);
     const open = (o.below > 0 && hi >= o.below) || hi === MAX_UID;
