@@ -2,7 +2,7 @@
  * ImapMailbox against a real Dovecot: which messages a check fetches and how (headers first, size
  * limits, paging), watermarks and UIDVALIDITY, unreadable messages, auth and folder errors.
  */
-import { chmodSync } from 'node:fs';
+import { chmodSync, unlinkSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ImapMailbox } from '../../../src/uplink/imap-mailbox.js';
 import { MailboxError } from '../../../src/uplink/mailbox.js';
@@ -197,6 +197,30 @@ describe('ImapMailbox against Dovecot', () => {
     const verbs = log.commands().map(verb);
     expect(verbs.filter((v) => v === 'EXAMINE').length).toBeGreaterThan(1); // the server hung up: a new connection
     for (const v of ['SELECT', 'STORE', 'UID STORE', 'COPY', 'UID COPY', 'MOVE', 'UID MOVE', 'EXPUNGE', 'UID EXPUNGE', 'APPEND']) expect(verbs).not.toContain(v);
+  });
+
+  it('a folder over the search window: windows placed by message number (FETCH <n> (UID)), across UID gaps, from UID 1 and from a watermark', async () => {
+    const folder = await freshFolder();
+    for (let i = 1; i <= 10; i++) await dovecot.append(mail({ from: 'friend@else.example', body: `friend-${String(i).padStart(2, '0')}\r\n` }), { folder });
+    const agent = [await dovecot.append(mail(), { folder }), await dovecot.append(mail(), { folder })];
+    expect(agent).toEqual([11, 12]);
+    // The person deletes friends 3 to 8: the folder holds UIDs 1, 2, 9, 10, 11, 12 (messages 1 to 6).
+    for (let i = 3; i <= 8; i++) unlinkSync(messageFile(folder, `friend-0${i}`));
+    const run = async (lastUid: number) => {
+      const log = recorder();
+      const uidValidity = lastUid ? (await dovecot.uidValidity(folder)).toString() : null;
+      const r = await new ImapMailbox(config(folder), log.logger, { searchWindow: 2 }).check(req({ watermark: { uidValidity, lastUid } }));
+      const cmds = log.commands();
+      return {
+        uids: r.messages.map((m) => m.uid),
+        searches: cmds.filter((c) => verb(c) === 'UID SEARCH').map((c) => c.split(' ')[3]),
+        byNumber: cmds.filter((c) => verb(c) === 'FETCH').map((c) => c.split(' ')[1]),
+      };
+    };
+    // Messages 1–2, 3–4 (UIDs 9 and 10: the window ends at 10, not at 4), then 5–6, open.
+    expect(await run(0)).toEqual({ uids: agent, searches: ['1:2', '3:10', '11:*'], byNumber: ['2', '4'] });
+    // Above UID 9: message 4 (UID 10) is found by bisection, then messages 4–5 and the rest, open.
+    expect(await run(9)).toEqual({ uids: agent, searches: ['10:11', '12:*'], byNumber: ['5', '3', '4'] });
   });
 
   it('reads nothing when there is nothing to narrow on', async () => {
