@@ -1,25 +1,23 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { symlinkSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type App } from '../../../src/app.js';
-import { loadConfig } from '../../../src/config/config.js';
-import { startDnsZone, type DnsZone } from '../../../src/demo/dns-zone.js';
-import { buildReplyMail, dkimTxtName, generateDkimKey } from '../../../src/demo/reply-mail.js';
+import { buildReplyMail, generateDkimKey } from '../../../src/demo/reply-mail.js';
 import type { Envelope } from '../../../src/downlink/envelope.js';
 import { createLogger } from '../../../src/log.js';
 import { deliverToMaildir, MaildirMailbox } from '../../../src/uplink/maildir-mailbox.js';
+import { newTaskVia, rpcResult } from '../../helpers/app-calls.js';
+import { startMaildirWorld, type MaildirWorld } from '../../helpers/maildir-world.js';
 import { AGENT_ADDRESS, AGENT_DOMAIN, hermesBody, hex, PROVIDER, SELECTOR } from '../../helpers/bridge-harness.js';
-import { makeConfigDir, minimalToml, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET, type ConfigDir } from '../../helpers/config-dir.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import type { WebhookReceiver } from '../../helpers/webhook-receiver.js';
 
 /**
  * The bridge on a Maildir, end to end: every file that lands is judged once whatever its mtime,
  * and entries that are not mail, or mail deleted mid-read, never stop a check.
  */
-let zone: DnsZone;
+let world: MaildirWorld;
 let receiver: WebhookReceiver;
-let dir: ConfigDir;
 let app: App;
 let maildir: string;
 let key: ReturnType<typeof generateDkimKey>;
@@ -27,22 +25,15 @@ let key: ReturnType<typeof generateDkimKey>;
 const deleteMidRead = new Set<string>();
 
 beforeAll(async () => {
-  key = generateDkimKey();
-  zone = await startDnsZone([{ name: dkimTxtName(SELECTOR, AGENT_DOMAIN), type: 'TXT', data: key.publicKeyTxt }]);
-  receiver = await startWebhookReceiver({ secret: TEST_WEBHOOK_SECRET, bearer: TEST_WEBHOOK_BEARER });
-  dir = makeConfigDir(`${minimalToml({ webhookUrl: receiver.url }).replace('[mailbox]', '[mailbox]\ncheck_interval_s = 0')}\n[dns]\nservers = ["${zone.address}"]\n`);
-  const config = loadConfig(dir.configPath);
-  maildir = config.mailbox.maildirPath!;
-  for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(maildir, sub), { recursive: true });
+  world = await startMaildirWorld();
+  ({ receiver, maildir, key } = world);
   const mailbox = new MaildirMailbox(maildir, { afterHeaderRead: (file) => void (deleteMidRead.has(file) && unlinkSync(file)) });
-  app = await startApp(config, { log: createLogger('silent'), mailbox });
+  app = await startApp(world.config, { log: createLogger('silent'), mailbox });
   await app.bridge.idle();
 });
 afterAll(async () => {
   await app?.close();
-  await receiver?.close();
-  await zone?.close();
-  rmSync(dir.dir, { recursive: true, force: true });
+  await world?.close();
 });
 
 /** The parts of a SendMessage result these tests read. */
@@ -53,21 +44,8 @@ interface TaskResult {
 /** The bridge's sentence of the task's status. */
 const statusOf = (task: TaskResult['task']): string => task.status.message?.parts[0]?.text ?? '';
 
-async function rpc(body: unknown): Promise<TaskResult> {
-  const res = await fetch(app.server.endpoint(app.bridge.ctx.config.agents[0]!), {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_BEARER}`, 'a2a-version': '1.0' },
-    body: JSON.stringify(body),
-  });
-  return ((await res.json()) as { result: TaskResult }).result;
-}
-
-async function newTask(text: string): Promise<{ id: string; ctx: string; envelope: Envelope }> {
-  const ctx = `ctx-${hex(8)}`;
-  const task = (await rpc(hermesBody(text, ctx))).task;
-  const envelope = receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === task.id)!;
-  return { id: task.id, ctx, envelope };
-}
+const rpc = (body: unknown): Promise<TaskResult> => rpcResult<TaskResult>(app, body);
+const newTask = (text: string): Promise<{ id: string; ctx: string; envelope: Envelope }> => newTaskVia(app, receiver, text);
 
 function reply(env: Envelope, answer: string, from = `Grok Agent <${AGENT_ADDRESS}>`): Promise<Buffer> {
   return buildReplyMail({

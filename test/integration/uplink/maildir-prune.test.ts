@@ -1,20 +1,21 @@
-import { mkdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { unlinkSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type App } from '../../../src/app.js';
-import { loadConfig, type Config } from '../../../src/config/config.js';
-import { startDnsZone, type DnsZone } from '../../../src/demo/dns-zone.js';
-import { buildReplyMail, dkimTxtName, generateDkimKey } from '../../../src/demo/reply-mail.js';
+import type { Config } from '../../../src/config/config.js';
+import { buildReplyMail, generateDkimKey } from '../../../src/demo/reply-mail.js';
 import type { Envelope } from '../../../src/downlink/envelope.js';
 import { createLogger } from '../../../src/log.js';
 import { THIN_REASON } from '../../../src/store/prune-thin.js';
 import { maildirSource } from '../../../src/uplink/maildir-files.js';
 import { deliverToMaildir, MaildirMailbox, uniqueName } from '../../../src/uplink/maildir-mailbox.js';
-import { AGENT_ADDRESS, AGENT_DOMAIN, hermesBody, hex, PROVIDER, SELECTOR } from '../../helpers/bridge-harness.js';
-import { makeConfigDir, minimalToml, TEST_BEARER, TEST_WEBHOOK_BEARER, TEST_WEBHOOK_SECRET, type ConfigDir } from '../../helpers/config-dir.js';
+import { newTaskVia, rpcResult } from '../../helpers/app-calls.js';
+import { startMaildirWorld, type MaildirWorld } from '../../helpers/maildir-world.js';
+import { AGENT_ADDRESS, AGENT_DOMAIN, hermesBody, PROVIDER, SELECTOR } from '../../helpers/bridge-harness.js';
+import type { ConfigDir } from '../../helpers/config-dir.js';
 import { runCli } from '../../helpers/cli.js';
 import { pruneAll } from '../../helpers/run-prune.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import type { WebhookReceiver } from '../../helpers/webhook-receiver.js';
 
 /**
  * `prune` on a store whose mailbox is a real Maildir, then a restart on the same store: a file
@@ -22,7 +23,7 @@ import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhoo
  * bridge does not judge it again, and a reply to a task that stays is never applied twice
  * (docs/architecture.md, "Retention and the Maildir").
  */
-let zone: DnsZone;
+let world: MaildirWorld;
 let receiver: WebhookReceiver;
 let dir: ConfigDir;
 let config: Config;
@@ -37,41 +38,21 @@ const start = async (): Promise<App> => {
 };
 
 beforeAll(async () => {
-  key = generateDkimKey();
-  zone = await startDnsZone([{ name: dkimTxtName(SELECTOR, AGENT_DOMAIN), type: 'TXT', data: key.publicKeyTxt }]);
-  receiver = await startWebhookReceiver({ secret: TEST_WEBHOOK_SECRET, bearer: TEST_WEBHOOK_BEARER });
-  dir = makeConfigDir(`${minimalToml({ webhookUrl: receiver.url }).replace('[mailbox]', '[mailbox]\ncheck_interval_s = 0')}\n[dns]\nservers = ["${zone.address}"]\n`);
-  config = loadConfig(dir.configPath);
-  maildir = config.mailbox.maildirPath!;
-  for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(maildir, sub), { recursive: true });
+  world = await startMaildirWorld();
+  ({ receiver, dir, config, maildir, key } = world);
   app = await start();
 });
 afterAll(async () => {
   await app?.close();
-  await receiver?.close();
-  await zone?.close();
-  rmSync(dir.dir, { recursive: true, force: true });
+  await world?.close();
 });
 
 interface TaskResult {
   task: { id: string; status: { state: string } };
 }
 
-async function rpc(body: unknown): Promise<TaskResult> {
-  const res = await fetch(app.server.endpoint(app.bridge.ctx.config.agents[0]!), {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_BEARER}`, 'a2a-version': '1.0' },
-    body: JSON.stringify(body),
-  });
-  return ((await res.json()) as { result: TaskResult }).result;
-}
-
-async function newTask(text: string): Promise<{ id: string; ctx: string; envelope: Envelope }> {
-  const ctx = `ctx-${hex(8)}`;
-  const task = (await rpc(hermesBody(text, ctx))).task;
-  const envelope = receiver.requests.map((r) => r.envelope!).find((e) => e.task_id === task.id)!;
-  return { id: task.id, ctx, envelope };
-}
+const rpc = (body: unknown): Promise<TaskResult> => rpcResult<TaskResult>(app, body);
+const newTask = (text: string): Promise<{ id: string; ctx: string; envelope: Envelope }> => newTaskVia(app, receiver, text);
 
 function reply(env: Envelope, answer: string, o: { status?: string; from?: string } = {}): Promise<Buffer> {
   return buildReplyMail({
