@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import type { IntegrityResult } from '../store/store.js';
 import type { BridgeContext } from './context.js';
 import { monotonicMs } from '../monotonic.js';
@@ -35,13 +36,18 @@ export class StoreUpkeep {
   private running = false;
   /** The last background integrity check; null before the first. */
   lastCheck: StoreCheck | null = null;
+  /** The store file's device and inode when the upkeep began; null when none could be read (a store in memory). */
+  private readonly file: string | null;
+  /** Whether the last look found another file, or none, at `store.path`. */
+  private fileAway = false;
 
   /** @param track keeps background work until the bridge closes */
   constructor(
-    private readonly ctx: Pick<BridgeContext, 'store' | 'log' | 'now'>,
+    private readonly ctx: Pick<BridgeContext, 'store' | 'log' | 'now' | 'config'>,
     private readonly track: (p: Promise<unknown>) => void,
   ) {
     this.checkDueAt = ctx.now() + STORE_CHECK_FIRST_MS;
+    this.file = fileIdentity(ctx.config.store.path);
   }
 
   /**
@@ -57,6 +63,7 @@ export class StoreUpkeep {
     if (now >= this.checkDueAt && !this.running) this.start(now);
     if (now - this.maintainedAt < STORE_MAINTENANCE_MS) return;
     this.maintainedAt = now;
+    this.lookAtFile(now);
     try {
       await this.ctx.store.checkpoint();
       const r = this.ctx.store.shrinkWal();
@@ -69,6 +76,31 @@ export class StoreUpkeep {
   /** When {@link run} next has work to start (bridge clock, ms): the integrity check or the WAL's look, whichever comes first. */
   dueAt(): number {
     return Math.min(this.checkDueAt, this.maintainedAt + STORE_MAINTENANCE_MS);
+  }
+
+  /**
+   * Whether `store.path` still names the file the bridge opened. A file moved or deleted under a
+   * running bridge takes everything it records with it (deleted: lost at the stop), and `status`
+   * and `stop` no longer find the bridge (trial 11): that is a store not ok in /health, logged once
+   * at error, until the file is back.
+   */
+  private lookAtFile(now: number): void {
+    if (this.file === null) return;
+    const path = this.ctx.config.store.path;
+    const seen = fileIdentity(path);
+    if (seen === this.file) {
+      if (!this.fileAway) return;
+      this.fileAway = false;
+      this.lastCheck = { ok: true, detail: `the store file is at ${path} again`, at: now, tookMs: 0 };
+      this.ctx.log.info({ path }, 'the store file is at store.path again');
+      return;
+    }
+    if (this.fileAway) return;
+    this.fileAway = true;
+    const what = seen === null ? 'was moved away or deleted' : 'was replaced by another file';
+    const detail = `the store file ${path} ${what} while the bridge runs: what it records goes to the file it opened, no longer at store.path, and status and stop no longer find it; put the file back, or stop the bridge (kill ${process.pid}) and restore a backup`;
+    this.lastCheck = { ok: false, detail, at: now, tookMs: 0 };
+    this.ctx.log.error({ path }, detail);
   }
 
   /** The background quick_check: its outcome is logged (a damaged store at error) and shown by /health. */
@@ -88,5 +120,15 @@ export class StoreUpkeep {
           this.running = false;
         }),
     );
+  }
+}
+
+/** A file's device and inode (`dev:ino`), null when it cannot be read (missing, or `:memory:`). */
+function fileIdentity(path: string): string | null {
+  try {
+    const st = statSync(path, { bigint: true });
+    return `${st.dev}:${st.ino}`;
+  } catch {
+    return null;
   }
 }
