@@ -2,12 +2,14 @@ import type { Schedule } from '../store/schedule.js';
 import type { BridgeContext } from './context.js';
 
 /**
- * The shortest wait between two checks of a failing mailbox, in ms: while checks fail, the next is
- * due as long after the last as the mailbox has been failing, at least this and at most
- * `mailbox.check_interval_s` — 1 s, 1 s, 2 s, 4 s, 8 s … after the first failure — so a folder or
- * a server back within seconds is seen within seconds, and one down for long is asked no more
- * often than a healthy one (fresh-user trial: a Maildir's `cur/` made again stayed "unreachable"
- * for 7 s, until new mail came).
+ * The shortest wait between two checks of a failing Maildir, in ms: while its checks fail, the next
+ * is due as long after the last as it has been failing, at least this and at most
+ * `mailbox.check_interval_s` — 1 s, 1 s, 2 s, 4 s, 8 s … after the first failure — so a folder
+ * back within seconds is seen within seconds, and one gone for long is looked at no more often
+ * than a healthy one (fresh-user trial: a Maildir's `cur/` made again stayed "unreachable" for
+ * 7 s, until new mail came). A failing IMAP mailbox keeps `check_interval_s`: a refused login
+ * tried again within seconds is what gets an account locked by its provider, and a server back
+ * from an outage is found by the IDLE feed's reconnect (`uplink/change-feed.ts`) with `mailbox.watch`.
  */
 export const FAILING_RECHECK_MIN_MS = 1000;
 
@@ -48,19 +50,19 @@ export class RefreshDue {
   }
 
   /**
-   * How long after the last check the next is due, in ms: `mailbox.check_interval_s`, or while
-   * checks fail, as long as they have failed, within [{@link FAILING_RECHECK_MIN_MS}, that interval].
+   * How long after the last check the next is due, in ms: `mailbox.check_interval_s`, or while a
+   * Maildir's checks fail, as long as they have failed, within [{@link FAILING_RECHECK_MIN_MS}, that interval].
    */
   private checkEveryMs(): number {
     const { lastCheckAt, errorSince } = this.schedule();
     const interval = this.ctx.config.mailbox.checkIntervalMs;
-    if (lastCheckAt === null || errorSince === null) return interval;
+    if (lastCheckAt === null || errorSince === null || this.ctx.mailbox.kind !== 'maildir') return interval;
     return Math.min(interval, Math.max(FAILING_RECHECK_MIN_MS, lastCheckAt - errorSince));
   }
 
   /**
-   * True when the last check is older than `mailbox.check_interval_s` (while checks fail, than the
-   * shorter wait of {@link FAILING_RECHECK_MIN_MS}), or there was none, or it is
+   * True when the last check is older than `mailbox.check_interval_s` (while a Maildir's checks
+   * fail, than the shorter wait of {@link FAILING_RECHECK_MIN_MS}), or there was none, or it is
    * later than now: the clock was stepped back (NTP, a laptop's wake), and waiting for it to pass
    * the last check's time again would stop the mailbox checks for as long as the step.
    */

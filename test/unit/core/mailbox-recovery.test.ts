@@ -52,7 +52,7 @@ describe('a failing mailbox is checked again on a short backoff', () => {
     const folder = '/maildir';
     let now = Date.parse('2026-12-03T09:00:00Z');
     const config = { mailbox: { checkIntervalMs: 15_000 } } as Config;
-    const due = new RefreshDue({ store, config, mailbox: { folder } as never, now: () => now }, []);
+    const due = new RefreshDue({ store, config, mailbox: { folder, kind: 'maildir' } as never, now: () => now }, []);
     const fail = (): void => void store.tx((tx) => tx.mailbox.recordCheck(folder, { at: now, ok: false, result: 'failed', error: 'missing cur/' }));
     const dueAfter = (ms: number): void => {
       const last = now;
@@ -76,6 +76,24 @@ describe('a failing mailbox is checked again on a short backoff', () => {
     dueAfter(15_000);
     store.tx((tx) => tx.mailbox.recordCheck(folder, { at: now, ok: true, result: 'ok' }));
     dueAfter(15_000);
+    store.close();
+  });
+
+  it('an IMAP mailbox that fails is checked again only after check_interval_s (a refused login tried within seconds can lock the account)', () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'mb-due-')), 'bridge.sqlite');
+    dirs.push(join(path, '..'));
+    const store = Store.open(path);
+    const folder = 'INBOX';
+    let now = Date.parse('2026-12-03T09:00:00Z');
+    const config = { mailbox: { checkIntervalMs: 15_000 } } as Config;
+    const due = new RefreshDue({ store, config, mailbox: { folder, kind: 'imap' } as never, now: () => now }, []);
+    for (let i = 0; i < 3; i++) {
+      store.tx((tx) => tx.mailbox.recordCheck(folder, { at: now, ok: false, result: 'failed', error: 'authentication failed' }));
+      now += 14_999;
+      expect(due.checkDue()).toBe(false);
+      now += 1;
+      expect(due.checkDue()).toBe(true);
+    }
     store.close();
   });
 });
