@@ -15,6 +15,7 @@ import { makeResolver, type DnsResolver } from '../uplink/dkim.js';
 import { findTrustedResults, type ProviderProfile } from '../uplink/border.js';
 import { fieldsNamed, type HeaderField } from '../uplink/raw-headers.js';
 import { stampsTrustedById, unbordered, type Unbordered } from '../uplink/unbordered.js';
+import { agentSign } from './doctor-agent-sign.js';
 import type { Check } from './doctor.js';
 
 /**
@@ -29,9 +30,19 @@ import type { Check } from './doctor.js';
  * `border_host` lets a sender's own Received and stamp stand for the provider's, and a trusted
  * `dkim=pass` naming a signature by `header.b` is gate 7's proof), so doctor fails and says to
  * check them against a genuine reply. The bridge refuses such a mail either way.
+ *
+ * Any other refused mail fails doctor only when it carries a sign of being the agent's that its
+ * sender cannot make (src/cli/doctor-agent-sign.ts: a `dkim=pass` for the agent's DKIM domain or a
+ * `dmarc=pass` for its From domain in the stamp the config trusts, or a DKIM-Signature of the
+ * agent's domain that verifies). Without one it is a warning: anyone who can send mail to the
+ * mailbox can make a forgery the latest tagged mail (an Authentication-Results written below the
+ * border, a copied signature), and it says nothing of the config (fresh-user trial). Its reason
+ * quotes the mail's headers: it is shown as a JSON string, so where it ends is the bridge's.
+ * docs/providers.md, "doctor and the latest agent mail", states the whole rule.
  * @param resolver DNS for the DKIM key lookups (default: `[dns] servers`, else the system's)
- * @returns `fail` when the latest tagged mail would be refused at gates 3–7 or carries a stamp the
- *   config trusts in mail no provider stamped (above); `warn` when it would be refused but the
+ * @returns `fail` when the latest tagged mail would be refused at gates 3–7 and carries a sign of
+ *   being the agent's, or carries a stamp the config trusts in mail no provider stamped (above);
+ *   `warn` when it would be refused and carries no such sign, when it would be refused but the
  *   latest reply the judge accepted still passes (the config is not the cause; never for such a
  *   stamp), when its From is not the agent's (a stranger's mail, or a wrong `agents[].address`:
  *   doctor cannot tell), or when no setting can make it pass and the config trusts nothing in it
@@ -48,12 +59,14 @@ export async function checkLatestTaggedMail(config: Config, resolver?: DnsResolv
     if (!row || !raw) return { name, status: 'ok', detail: 'no tagged mail from an agent in the ledger yet; once the agent has replied, doctor judges its latest mail here' };
     const { basis, ...judged } = await judgeRow(config, store, row, raw, resolver);
     // A stamp the config trusts in mail no provider stamped: no reply elsewhere clears the config.
-    if (basis === 'forgeable-trust' || (judged.status !== 'fail' && basis !== 'not-the-config')) return { name, ...judged };
+    // A warning that the config is not the cause stands only while the latest accepted reply passes.
+    const notTheConfig = basis === 'not-the-config' || basis === 'not-the-agents';
+    if (basis === 'forgeable-trust' || (judged.status !== 'fail' && !notTheConfig)) return { name, ...judged };
     const accepted = store.ledger.latestAcceptedWithRaw();
     const acceptedRaw = accepted && accepted.id !== row.id ? store.ledger.raw(accepted.id) : null;
     const earlier = accepted && acceptedRaw ? await judgeRow(config, store, accepted, acceptedRaw, resolver) : null;
     // "Nothing in the config needs changing" is not said while the agent's accepted reply fails now.
-    if (basis === 'not-the-config') {
+    if (notTheConfig) {
       return earlier?.status === 'fail' ? { name, status: 'fail', detail: `${judged.detail}; but the latest reply accepted, ${earlier.detail}`, ...(earlier.fix ? { fix: earlier.fix } : {}) } : { name, ...judged };
     }
     // Anyone can send mail that names the agent and a task: when the agent's latest accepted reply
@@ -93,15 +106,22 @@ function stampWithoutSignature(fields: readonly HeaderField[], profile: Provider
 
 /** The words and the fix of a stamp the config trusts in mail no provider stamped ({@link checkLatestTaggedMail}). */
 function forgeableTrust(config: Config, agent: AgentConfig | undefined): { words: string; fix: string } {
-  const detect = commandLine(config.file, `provider detect --from ${agent ? shellWord(agent.address) : '<agent address>'}`);
   return {
     words: `the config trusts a stamp a hand-made or forged mail can carry (provider ${config.mailbox.provider}), so this mail cannot show the trust settings are right`,
-    fix: `check that [mailbox] provider, authserv_id and border_host trust only what your provider writes where its MX takes mail in from outside: run ${detect} on a genuine reply and set what it prints; if you wrote this mail into the folder yourself with a copied stamp, a2a-mailbridge demo is the real test`,
+    fix: `check that [mailbox] provider, authserv_id and border_host trust only what your provider writes where its MX takes mail in from outside: run ${detect(config, agent)} on a genuine reply and set what it prints; if you wrote this mail into the folder yourself with a copied stamp, a2a-mailbridge demo is the real test`,
   };
 }
 
-/** Why judgeRow's outcome holds: the config trusts no stamp in a mail no setting can pass, or trusts one a mail no provider stamped carries. */
-type Basis = 'not-the-config' | 'forgeable-trust';
+/** The `provider detect` command line for the agent (its address, or a placeholder). */
+function detect(config: Config, agent: AgentConfig | undefined): string {
+  return commandLine(config.file, `provider detect --from ${agent ? shellWord(agent.address) : '<agent address>'}`);
+}
+
+/**
+ * Why judgeRow's outcome holds: the config trusts no stamp in a mail no setting can pass; or trusts
+ * one a mail no provider stamped carries; or the refused mail carries no sign of being the agent's.
+ */
+type Basis = 'not-the-config' | 'forgeable-trust' | 'not-the-agents';
 
 /** The fix of such a mail: nothing to change here, and what a real test is. */
 const NOT_THE_CONFIG =
@@ -173,14 +193,27 @@ async function judgeRow(config: Config, store: Store, row: LedgerRow, raw: Buffe
     const f = forgeableTrust(config, agent);
     return { status: 'fail', detail: `${what} would be refused: ${d.reason}; the config trusted its stamp (${unsigned}), which says a DKIM signature passed, but it holds no DKIM-Signature at all: no provider wrote that stamp on this mail, and ${f.words}`, fix: f.fix, basis: 'forgeable-trust' };
   }
+  // Mail that carries no sign of being the agent's (src/cli/doctor-agent-sign.ts): anyone who can
+  // send mail to the mailbox can make such a mail the latest, so it cannot show the config wrong.
+  const sign = agent ? await agentSign({ fields: d.message.fields, raw, partial, receivedAt: msg.receivedAt }, agent, rules.profile, resolver ?? makeResolver(config.dnsServers)) : null;
+  if (agent && sign && !sign.sign) {
+    return {
+      status: 'warn',
+      detail: `${what}: a mail tagged as agent ${agent.name}'s reply was refused, and it carries no sign that it is the agent's (${sign.text}); the refusal, quoting the mail's headers: ${JSON.stringify(d.reason)}`,
+      fix: sign.unverified
+        ? `nothing to change if it is not the agent's: anyone can send mail naming the agent and its task. If it is the agent's reply, the config may be what refuses it: ${detect(config, agent)} shows what your provider stamps on it`
+        : `nothing to change for this mail: anyone can send mail naming the agent and its task, and the gates refuse it as they should; doctor judges the agent's next reply once it is the latest. If the agent did send it, check its DKIM signing (${agentKey(config, agent, 'dkim_domain', agent.dkimDomain)})`,
+      basis: 'not-the-agents',
+    };
+  }
   const detected = detectProvider(raw);
   const lines = configLines(detected);
   const gate5 = /^gate 5/.test(d.reason);
   const fix =
     detected.preset && (detected.preset !== config.mailbox.provider || detected.preset === 'self-hosted') && gate5
-      ? `this mail is stamped like ${detected.preset}: set in [mailbox] ${lines.join(', ')} (${commandLine(config.file, `provider detect --from ${agent ? shellWord(agent.address) : '<agent address>'}`)} explains)`
+      ? `this mail is stamped like ${detected.preset}: set in [mailbox] ${lines.join(', ')} (${detect(config, agent)} explains)`
       : gate5
-        ? `run ${commandLine(config.file, `provider detect --from ${agent ? shellWord(agent.address) : '<agent address>'}`)} to see what your provider stamps`
+        ? `run ${detect(config, agent)} to see what your provider stamps`
         : mailFix(verdict, agent, config);
   return { status: 'fail', detail: `${what} would be refused: ${d.reason}`, fix };
 }

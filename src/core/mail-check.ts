@@ -322,14 +322,22 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
     // Only a timed view (a WORKING task's "Mailbox last checked …") shows it; no view shows the
     // watermark, the files not ours or UIDVALIDITY (the commits above): src/core/view-cache.ts.
     const ended = store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: true, result: line }), { timedViewsOnly: true });
-    // The failures were logged one by one; their end is too, so a log shows when the mailbox came back.
-    if (ended) ctx.log.info({ folder: mailbox.folder, failingSince: new Date(ended.failingSince).toISOString(), lastError: ended.lastError }, 'mailbox check ok again');
+    // A run of failures was logged as it began (and at each new error); its end is too, so a log shows when the mailbox came back.
+    if (ended && 'failingSince' in ended) ctx.log.info({ folder: mailbox.folder, failingSince: new Date(ended.failingSince).toISOString(), lastError: ended.lastError }, 'mailbox check ok again');
   } catch (err) {
     const message = err instanceof MailboxError ? err.message : `unexpected error: ${(err as Error).message}`;
     summary.ok = false;
     summary.error = message;
-    ctx.log.warn({ err: message, folder: mailbox.folder }, 'mailbox check failed');
-    store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: false, result: 'failed', error: message, ...(ctx.startedAt !== undefined ? { runSince: ctx.startedAt } : {}) }), { timedViewsOnly: true });
+    // Logged once per run of failures and per new error: a check that fails as the last one did (the
+    // watcher's follow-up check 2 ms later, the next tick) is at debug only; "ok again" ends the run.
+    let repeated = false;
+    try {
+      const r = store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: false, result: 'failed', error: message, ...(ctx.startedAt !== undefined ? { runSince: ctx.startedAt } : {}) }), { timedViewsOnly: true });
+      repeated = r !== null && 'repeated' in r && r.repeated;
+    } finally {
+      if (repeated) ctx.log.debug({ err: message, folder: mailbox.folder }, 'mailbox check failed again');
+      else ctx.log.warn({ err: message, folder: mailbox.folder }, 'mailbox check failed');
+    }
   } finally {
     await pass?.close();
     summary.bytes = pass?.bytesFetched ?? 0;

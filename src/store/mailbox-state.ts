@@ -107,20 +107,23 @@ export function mailboxWrites(w: Writer) {
      * that began before `runSince` (ms): then it was a previous run of the bridge's, which stopped
      * meanwhile, so nothing says the mailbox was unreachable since; this failure starts the run.
      * @returns for a success that ends a run of failures, when the run began (ms) and its last
-     *   error; else null
+     *   error; for a failure, whether it repeats the last check's (`repeated`): the run goes on
+     *   (it began at or after `runSince`) with the same error (src/core/mail-check.ts logs a run's
+     *   error once); for a success after a success, null
      */
-    recordCheck(folder: string, r: { at: number; ok: boolean; result: string; error?: string; runSince?: number }): { failingSince: number; lastError: string } | null {
+    recordCheck(folder: string, r: { at: number; ok: boolean; result: string; error?: string; runSince?: number }): { failingSince: number; lastError: string } | { repeated: boolean } | null {
       stmt(w.db, `INSERT INTO mailbox_state (folder) VALUES (?) ON CONFLICT(folder) DO NOTHING`).run(folder);
+      const was = stmt(w.db, `SELECT error_since AS failingSince, last_error AS lastError FROM mailbox_state WHERE folder = ? AND error_since IS NOT NULL`).get(folder) as { failingSince: number; lastError: string | null } | undefined;
       if (r.ok) {
-        const was = stmt(w.db, `SELECT error_since AS failingSince, last_error AS lastError FROM mailbox_state WHERE folder = ? AND error_since IS NOT NULL`).get(folder) as { failingSince: number; lastError: string | null } | undefined;
         stmt(w.db, `UPDATE mailbox_state SET last_check_at = ?, last_result = ?, last_error = NULL, error_since = NULL, last_success_at = ? WHERE folder = ?`).run(r.at, r.result, r.at, folder);
         return was ? { failingSince: was.failingSince, lastError: was.lastError ?? '' } : null;
-      } else {
-        stmt(w.db, `UPDATE mailbox_state SET last_check_at = ?, last_result = ?, last_error = ?, error_since = CASE WHEN error_since IS NULL OR error_since < ? THEN ? ELSE error_since END WHERE folder = ?`).run(
-          r.at, r.result, r.error ?? r.result, r.runSince ?? Number.MIN_SAFE_INTEGER, r.at, folder,
-        );
-        return null;
       }
+      const error = r.error ?? r.result;
+      const runSince = r.runSince ?? Number.MIN_SAFE_INTEGER;
+      stmt(w.db, `UPDATE mailbox_state SET last_check_at = ?, last_result = ?, last_error = ?, error_since = CASE WHEN error_since IS NULL OR error_since < ? THEN ? ELSE error_since END WHERE folder = ?`).run(
+        r.at, r.result, error, runSince, r.at, folder,
+      );
+      return { repeated: was !== undefined && was.failingSince >= runSince && was.lastError === error };
     },
   };
 }

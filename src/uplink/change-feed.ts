@@ -85,32 +85,57 @@ export function imapIdleFeed(cfg: ImapMailboxConfig, log: Logger): ChangeFeed {
   };
 }
 
-/** A Maildir folder watched with fs.watch on `new/` and `cur/`; a failed watch is retried with backoff. */
+/** How a round of the Maildir feed's watches ended. */
+type RoundEnd = 'failed' | 'rewatch' | 'aborted';
+
+/**
+ * A Maildir folder watched with fs.watch on `new/` and `cur/`, and on the folder itself. A watch
+ * on a directory follows that directory, not its name: once `cur/` is deleted its watch hears
+ * nothing more, and one made again under the name is not watched (Linux inotify; fresh-user
+ * trial: `cur/` made again went unseen until new mail came in `new/`). So the folder's own watch
+ * ends the round whenever an entry named `new` or `cur` is made, removed or renamed, and the next
+ * round, at once, watches them again and signals `connected` (the catch-up check: within
+ * milliseconds of the `mkdir`). A subfolder missing when a round starts is left to the folder's
+ * watch; a watch that fails (or the folder itself missing) is retried with backoff.
+ */
 export function maildirFeed(dir: string, log: Logger): ChangeFeed {
   return {
     async run(onChange, signal) {
       let failures = 0;
       while (!signal.aborted) {
         const watchers: FSWatcher[] = [];
+        let end: RoundEnd = 'failed';
         try {
-          const failed = new Promise<void>((resolve) => {
-            for (const sub of ['new', 'cur']) {
-              const w = watch(join(dir, sub), () => onChange('exists'));
-              w.on('error', (err) => (log.warn({ err: err.message }, 'Maildir watch failed'), resolve()));
-              watchers.push(w);
-            }
-            signal.addEventListener('abort', () => resolve(), { once: true });
+          let finish: (how: RoundEnd) => void = () => {};
+          const ended = new Promise<RoundEnd>((resolve) => (finish = resolve));
+          const failed = (err: Error): void => (log.warn({ err: err.message }, 'Maildir watch failed'), finish('failed'));
+          const top = watch(dir, (_event, name) => {
+            if (name === null || name === 'new' || name === 'cur') finish('rewatch');
           });
+          top.on('error', failed);
+          watchers.push(top);
+          for (const sub of ['new', 'cur']) {
+            let w: FSWatcher;
+            try {
+              w = watch(join(dir, sub), () => onChange('exists'));
+            } catch (err) {
+              if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue; // the folder's watch says when it is made
+              throw err;
+            }
+            w.on('error', failed);
+            watchers.push(w);
+          }
+          signal.addEventListener('abort', () => finish('aborted'), { once: true });
           onChange('connected');
           failures = 0;
-          await failed;
+          end = await ended;
         } catch (err) {
           log.warn({ err: (err as Error).message }, 'Maildir watch could not start');
         } finally {
           for (const w of watchers) w.close();
         }
         if (signal.aborted) break;
-        await sleep(reconnectDelayMs(++failures), signal);
+        if (end !== 'rewatch') await sleep(reconnectDelayMs(++failures), signal);
       }
     },
   };

@@ -4,7 +4,10 @@
  * a mail no config can make pass — no Received field (written into the folder by hand), or only
  * loopback senders — is a warning that says the config is not the cause, unless it carries a stamp
  * the config would trust, or the latest accepted reply fails now; a stamp the config trusts in a
- * mail that holds no DKIM-Signature the stamp says passed fails (attack review 6, F5).
+ * mail that holds no DKIM-Signature the stamp says passed fails (attack review 6, F5). Any other
+ * refused mail fails only when it carries a sign of being the agent's its sender cannot make (a
+ * trusted pass for the agent's domain, a DKIM signature of it that verifies): a forgery anyone can
+ * send to the mailbox is a warning (fresh-user trial).
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
@@ -13,7 +16,7 @@ import { loadConfig } from '../../../src/config/config.js';
 import { Store } from '../../../src/store/store.js';
 import type { Verdict } from '../../../src/uplink/verdicts.js';
 import { makeConfigDir, minimalToml } from '../../helpers/config-dir.js';
-import { loadZone, zoneResolver } from '../../helpers/corpus.js';
+import { loadZone, readMessage, zoneResolver } from '../../helpers/corpus.js';
 import { readProviderMessage } from '../../helpers/provider-corpus.js';
 
 const resolver = zoneResolver(loadZone().records);
@@ -125,8 +128,12 @@ describe('doctor: latest agent mail', () => {
     const head = gmail.subarray(0, gmail.indexOf('\r\n\r\n') + 4);
     const ok = await checkLatestTaggedMail(configWith('provider = "gmail"', head, gmail.length), resolver);
     expect(ok).toMatchObject({ status: 'ok', detail: expect.stringMatching(/^ledger #1 \(auth:no-border\) passes gates 3–7 on its header block with provider gmail \(the ledger kept \d+ of its \d+ bytes/) as unknown });
+    // Under the wrong preset the config trusts no stamp in it, and its DKIM signature cannot be
+    // verified from the header block: a forgery padded past what the ledger keeps looks the same,
+    // so it is a warning, whose fix names provider detect for the case it is the agent's.
     const wrong = await checkLatestTaggedMail(configWith(null, head, gmail.length), resolver);
-    expect(wrong).toMatchObject({ status: 'fail', fix: expect.stringMatching(/stamped like gmail/) as unknown });
+    expect(wrong).toMatchObject({ status: 'warn', detail: expect.stringMatching(/carries no sign that it is the agent's \(.*: the ledger kept too few of its bytes to verify its DKIM-Signature of agent\.example\)/) as unknown });
+    expect(wrong.fix).toMatch(/^nothing to change if it is not the agent's: .*If it is the agent's reply, the config may be what refuses it: .*provider detect --from agent@agent\.example shows what your provider stamps on it$/);
   });
 
   it('prints the self-hosted patterns when the mail comes from your own MTA', async () => {
@@ -173,4 +180,64 @@ describe('doctor: latest agent mail', () => {
     record(wrong.store.path, otherWay, 'auth:no-border');
     expect((await checkLatestTaggedMail(wrong, resolver)).status).toBe('fail');
   });
+
+  describe('a refused mail that carries no sign of being the agent\'s (fresh-user trial)', () => {
+    /** The corpus's provider (Fastmail: the default preset) and agent. */
+    const fastmail = (mail: Buffer) => configWith(null, mail);
+    const SIGNLESS = /^ledger #1 \(auth:no-border\): a mail tagged as agent grok's reply was refused, and it carries no sign that it is the agent's \(no dkim=pass for agent\.example or dmarc=pass for agent\.example in the Authentication-Results the config trusts, and no DKIM-Signature of agent\.example that verifies\); the refusal, quoting the mail's headers: "gate \d/;
+
+    it('warns, not fails, on forgeries anyone can send to the mailbox, and does not point at provider detect', async () => {
+      for (const [mail, gate] of [
+        // A real border, no stamp by the provider, and a perfect forged stamp below the border.
+        [readMessage('51-provider-wrote-no-ar-forged-one-below.eml'), 'gate 5: border is Received #0 by mx1.messagingengine.com from mx.evil.example [203.0.113.66]; no Authentication-Results above it'],
+        // The provider's stamp says fail; a forged pass below the border.
+        [readMessage('46-forged-ar-below-border-provider-says-fail.eml'), 'gate 6: trusted dmarc=fail'],
+        // Unsigned mail from the attacker's own server.
+        [readMessage('56-unsigned-from-attacker-mta.eml'), 'gate 6: trusted dmarc=fail'],
+      ] as const) {
+        const c = await checkLatestTaggedMail(fastmail(mail), resolver);
+        expect(c.status).toBe('warn');
+        expect(c.detail).toMatch(SIGNLESS);
+        expect(c.detail).toContain(JSON.stringify(gate).slice(0, -1));
+        expect(c.fix).toMatch(/^nothing to change for this mail: anyone can send mail naming the agent and its task, and the gates refuse it as they should; .* check its DKIM signing \(agents\[0\]\.dkim_domain \(agent\.example\)\)$/);
+        expect(c.fix).not.toMatch(/provider detect/);
+      }
+      // The same under the other presets: a pass stamp forged under the provider's own.
+      const gmailForged = await checkLatestTaggedMail(configWith('provider = "gmail"', readProviderMessage('gmail/03-forged-pass-stamp-under-the-provider.eml')), resolver);
+      expect(gmailForged.status).toBe('warn');
+    });
+
+    it("quotes the refusal, which holds the mail's own words, as one JSON string: the mail cannot end it and go on in the bridge's voice", async () => {
+      const hostile = Buffer.from(readMessage('51-provider-wrote-no-ar-forged-one-below.eml').toString('latin1').replace('from mx.evil.example (mx.evil.example', 'from evil"),fix:"nothing (mx.evil.example'), 'latin1');
+      const c = await checkLatestTaggedMail(fastmail(hostile), resolver);
+      expect(c.status).toBe('warn');
+      const quoted = c.detail.slice(c.detail.indexOf("quoting the mail's headers: ") + "quoting the mail's headers: ".length);
+      const reason = JSON.parse(quoted) as string;
+      expect(reason).toMatch(/^gate 5: border is Received #0 by mx1\.messagingengine\.com from evil"\),fix:"nothing \[203\.0\.113\.66\]; /);
+      expect(quoted).toContain('from evil\\"),fix:\\"nothing');
+    });
+
+    it('still fails on genuine agent mail whose stamp the config cannot trust: its DKIM signature verifies', async () => {
+      // The milter writes its results under its own Received: the self-hosted default (above) misses them.
+      const m = 'provider = "self-hosted"\nauthserv_id = \'mail\\.person\\.example\'\nborder_host = \'mail\\.person\\.example\'';
+      const c = await checkLatestTaggedMail(configWith(m, readProviderMessage('self-hosted/07-milter-writes-results-below-its-received.eml')), resolver);
+      expect(c.status).toBe('fail');
+      expect(c.detail).toMatch(/would be refused: gate 5: border is Received #\d+ by mail\.person\.example/);
+      expect(c.fix).toMatch(/provider detect --from agent@agent\.example/);
+      // A genuine Gmail reply under the default preset fails too (the first test here); the forged one does not.
+      expect(await checkLatestTaggedMail(fastmail(readProviderMessage('gmail/01-genuine-done.eml')), resolver)).toMatchObject({ status: 'fail' });
+      expect(await checkLatestTaggedMail(fastmail(readProviderMessage('gmail/03-forged-pass-stamp-under-the-provider.eml')), resolver)).toMatchObject({ status: 'warn' });
+    });
+
+    it('fails when the latest accepted reply would be refused now: the config, not the forgery, is then the suspect', async () => {
+      const config = configWith(null, null);
+      record(config.store.path, gmail, 'applied:done');
+      record(config.store.path, readMessage('51-provider-wrote-no-ar-forged-one-below.eml'), 'auth:no-trusted-results');
+      const c = await checkLatestTaggedMail(config, resolver);
+      expect(c.status).toBe('fail');
+      expect(c.detail).toMatch(/carries no sign that it is the agent's .*; but the latest reply accepted, ledger #1 \(applied:done\) would be refused: gate 5: /);
+      expect(c.fix).toMatch(/stamped like gmail/);
+    });
+  });
 });
+
