@@ -143,7 +143,8 @@ describe('the claim leaves no journal file', () => {
     const dir = folder(0o700);
     const store = join(dir, 'bridge.sqlite');
     const module = resolve('src/store/serve-claim.ts');
-    const code = `const { claimStore } = await import(${JSON.stringify(module)}); claimStore(${JSON.stringify(store)}, { listen: '127.0.0.1:1', config: '/a.toml' }); process.stdout.write('held\\n'); setInterval(() => {}, 1000);`;
+    // The claim kept referenced (as serve keeps it): a claim collected as garbage closes its connection, and the lock with it.
+    const code = `const { claimStore } = await import(${JSON.stringify(module)}); globalThis.claim = claimStore(${JSON.stringify(store)}, { listen: '127.0.0.1:1', config: '/a.toml' }); process.stdout.write('held\\n'); setInterval(() => {}, 1000);`;
     const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
     const [first] = (await once(child.stdout, 'data')) as [Buffer];
     expect(first.toString()).toBe('held\n');
