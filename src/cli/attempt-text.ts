@@ -26,10 +26,45 @@ export function statusAndDetail(httpStatus: number | null, error: string | null)
   return `${httpStatus !== null ? ` (HTTP ${httpStatus})` : ''}${detail !== null ? `: ${detail}` : ''}`;
 }
 
+/** An attempt's result as it reaches the CLI: src/downlink/deliver.ts's outcome kind, status and error. */
+export interface AttemptResult {
+  outcome: 'accepted' | 'retry' | 'failed' | 'gone';
+  httpStatus: number | null;
+  error: string | null;
+}
+
+/**
+ * What an attempt did, as the predicate of a sentence whose subject is the attempt (src/downlink/
+ * deliver.ts classifyStatus gives the kinds): `accepted` "was accepted", `retry` (a 408, 429, 5xx or
+ * network error, tried again while max_attempts and max_age_s allow) "failed", `failed` (any other
+ * 3xx/4xx, not tried again) "was refused", `gone` (HTTP 410) "found the webhook gone". The raw kind
+ * read wrong after "attempt": "first attempt retry (HTTP 500)" (fresh-user trial).
+ */
+export function attemptVerb(outcome: AttemptResult['outcome']): string {
+  switch (outcome) {
+    case 'accepted':
+      return 'was accepted';
+    case 'retry':
+      return 'failed';
+    case 'failed':
+      return 'was refused';
+    case 'gone':
+      return 'found the webhook gone';
+  }
+}
+
+/**
+ * An attempt's result as the rest of a sentence about it: `was accepted (HTTP 202)`, `failed (HTTP 503)`,
+ * `failed: network error: ECONNREFUSED`, `was refused (HTTP 404)` ({@link attemptVerb}, {@link statusAndDetail}).
+ */
+export function attemptResultText(r: AttemptResult): string {
+  return `${attemptVerb(r.outcome)}${statusAndDetail(r.httpStatus, r.error)}`;
+}
+
 /**
  * An attempt that has an outcome, as the CLI's lines say it: `attempt 2 failed (HTTP 503)`,
- * `attempt 1 refused (HTTP 404): <detail>` (a `retry` outcome reads "failed"; {@link statusAndDetail}).
+ * `attempt 1 was refused (HTTP 404): <detail>` ({@link attemptResultText}).
  */
-export function attemptOutcome(a: { attempt: number; outcome: string; httpStatus: number | null; error: string | null }): string {
-  return `attempt ${a.attempt} ${a.outcome === 'retry' ? 'failed' : a.outcome}${statusAndDetail(a.httpStatus, a.error)}`;
+export function attemptOutcome(a: AttemptResult & { attempt: number }): string {
+  return `attempt ${a.attempt} ${attemptResultText(a)}`;
 }

@@ -21,6 +21,8 @@
  * to work: every failure reading or writing the cache is ignored, as Node ignores its own
  * (docs/architecture.md, "Start-up and memory").
  */
+// First: a `serve` command line holds Ctrl-C and SIGTERM while the bundle is read and compiled (serve-signals-early.ts).
+import './serve-signals-early.js';
 import { closeSync, fstatSync, openSync, readFileSync, type BigIntStats } from 'node:fs';
 import { createRequire, getCompileCacheDir } from 'node:module';
 import { dirname, join } from 'node:path';

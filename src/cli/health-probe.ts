@@ -7,6 +7,7 @@ import { readSecretFile } from '../config/secret-file.js';
 import { storeFingerprint } from '../core/store-fingerprint.js';
 import { listenText } from '../app.js';
 import { claimHeld, notesConfig, type ClaimHolder } from '../store/store.js';
+import { claimAway, type ClaimAway } from './listen-owner.js';
 import { loopbackGet, MAX_PROBE_BODY_BYTES } from './loopback-get.js';
 
 /**
@@ -49,6 +50,13 @@ export type HealthProbe =
        */
       bearerSent: boolean;
       holderPid: number | null;
+      /**
+       * This config's serve found by its listening socket while no serve holds the claim at
+       * store.path: its store folder, with the claim, was moved away while it runs, and the claim
+       * where it is now names this pid, address and config file (src/cli/listen-owner.ts
+       * `claimAway`); the bearer went to it as to a claim holder at store.path. Null otherwise.
+       */
+      away: ClaimAway | null;
     } & ClaimView)
   | ({
       up: false;
@@ -113,11 +121,15 @@ export const HEALTH_PROBE_TIMEOUT_MS = 5_000;
 /**
  * GET `http://<server.listen>/health`, within `timeoutMs`. With port 0 in server.listen (a new
  * port at each start) the port asked is the one the serve holding this config's store noted in
- * its claim (src/store/serve-claim.ts), on this host; with no such note nothing is asked.
+ * its claim (src/store/serve-claim.ts), on this host; with no such note nothing is asked. With no
+ * claim at store.path, this config's serve whose store folder was moved while it runs is followed
+ * from its listening socket to its claim where the folder is now (src/cli/listen-owner.ts
+ * `claimAway`; Linux): it is sent the bearer as a claim holder at store.path is (`away`).
+ * @param procRoot `/proc` (a test seam, src/cli/listen-owner.ts)
  * @returns never throws: a refusal, a timeout, an HTTP error or an answer that is not a JSON object
  *   is `up: false` with the reason (never the JSON parser's message: {@link notHealthWhy})
  */
-export async function probeHealth(config: Config, timeoutMs = HEALTH_PROBE_TIMEOUT_MS): Promise<HealthProbe> {
+export async function probeHealth(config: Config, timeoutMs = HEALTH_PROBE_TIMEOUT_MS, procRoot = '/proc'): Promise<HealthProbe> {
   const { host } = config.server;
   // The bearer goes only to the serve that holds this config's store and notes this address:
   // anything else answering there (another config's bridge, or a process that took the address
@@ -131,10 +143,13 @@ export async function probeHealth(config: Config, timeoutMs = HEALTH_PROBE_TIMEO
   const ourServe = holder !== null && port !== 0 && holder.listen === listenText(host, port);
   const view: ClaimView = { claimed: claim.held, ownServe: ourServe && notesConfig(holder, config.file) ? holder : null };
   if (port === 0) return { up: false, url, ...portZeroWhy(config, claim), answered: false, ...view };
+  // No serve holds the claim at store.path: this config's serve whose store folder was moved away
+  // while it runs is followed from its listening socket to its claim where the folder is now.
+  const away = claim.held ? null : claimAway(config.file, listenText(host, port), host, port, procRoot);
   // The fingerprint is shown only to a request that presents the bearer (a2a/server.ts): read it first.
   let bearer: string | null = null;
   let unreadable = '';
-  if (ourServe) {
+  if (ourServe || away !== null) {
     try {
       bearer = serverBearer(config);
     } catch (err) {
@@ -157,8 +172,8 @@ export async function probeHealth(config: Config, timeoutMs = HEALTH_PROBE_TIMEO
     }
     const named = (health.store as { fingerprint?: unknown } | undefined)?.fingerprint;
     const answering = typeof named === 'string' ? named : null;
-    const sent = { bearerSent: bearer !== null, holderPid: holder?.pid ?? null, ...view };
-    if (!ourServe) {
+    const sent = { bearerSent: bearer !== null, holderPid: holder?.pid ?? away?.pid ?? null, away, ...view };
+    if (!ourServe && away === null) {
       const why = !claim.held
         ? `no serve holds this config's store (${config.store.path}), so what answers here is another config's bridge or another program; the bearer was not sent to it`
         : `the serve that holds this config's store ${holder ? `listens at ${holder.listen}` : 'has not noted its address yet'}, not here; the bearer was not sent to what answers here`;

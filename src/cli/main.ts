@@ -1,3 +1,5 @@
+// First: a `serve` command line holds Ctrl-C and SIGTERM while the rest loads (serve-signals-early.ts).
+import './serve-signals-early.js';
 import { Argument, Command, type CommanderError } from 'commander';
 import { VERSION } from '../a2a/agent-card.js';
 import { configPath } from '../config/config-path.js';
@@ -5,6 +7,7 @@ import { endQuietlyOnClosedPipes, whenStdoutCloses } from './closed-pipe.js';
 import { CliFailure } from './errors.js';
 import { exitAfterWrite } from './exit-after-write.js';
 import { cleanLines } from './format.js';
+import { holdStopSignals } from './serve-signals.js';
 import type { CancelOptions } from './cancel.js';
 import type { LedgerOptions } from './ledger.js';
 import type { StoreLocation } from './open-store.js';
@@ -58,7 +61,11 @@ program
   .command('serve')
   .description('run the bridge on loopback')
   .option('--log-level <level>', 'pino log level (default: log.level of the config, else info)')
-  .action(async (o: { logLevel?: string }) => (await import('./serve.js')).serve(config(), o));
+  .action(async (o: { logLevel?: string }) => {
+    // Held since main.ts began to load (serve-signals-early.ts); here for a command line namesServe missed.
+    const signals = holdStopSignals();
+    return (await import('./serve.js')).serve(config(), o, signals);
+  });
 
 program
   .command('init')

@@ -1,4 +1,4 @@
-import { statusAndDetail } from './attempt-text.js';
+import { attemptResultText } from './attempt-text.js';
 import { buildBridge } from '../app.js';
 import { loadConfig } from '../config/config.js';
 import { claimHeld } from '../store/store.js';
@@ -49,8 +49,9 @@ export async function runRetry(configFile: string, idOrPrefix: string): Promise<
     }
     const r = await attemptDispatch(ctx, dispatchId);
     const after = db.tasks.get(task.id)!;
-    const outcome = r ? `${r.outcome}${statusAndDetail(r.httpStatus, r.error)}` : 'not attempted';
-    process.stdout.write(`task ${task.id} re-dispatched with webhook-id ${dispatchId}; first attempt ${outcome}; the task is ${after.state}\n`);
+    // null: nothing was due when this process looked (a running bridge took the attempt first).
+    const first = r ? `its first attempt ${attemptResultText(r)}` : 'no attempt was made from here (a running bridge took it first)';
+    process.stdout.write(`task ${task.id} re-dispatched with webhook-id ${dispatchId}; ${first}; the task is ${after.state}\n`);
     if (after.state === 'SUBMITTED') {
       process.stdout.write(bridgeRunning ? 'the running bridge makes the next attempt on its next step\n' : `no bridge runs on this store now: the next attempt is made once one runs (${commandLine(configFile, 'serve')})\n`);
     }

@@ -1,7 +1,9 @@
 import { createRequire } from 'node:module';
 import type { Logger } from 'pino';
 import { claimForServe, probeServeListen, refuseHeldStore, startApp, type App } from '../app.js';
-import { loadConfig } from '../config/config.js';
+import { loadConfig, type Config } from '../config/config.js';
+import type { StoreClaim } from '../store/store.js';
+import { holdStopSignals, startPause, type StopSignals } from './serve-signals.js';
 import { prepareDataPlaces, storeFiles, tightenDataFiles } from '../config/data-place.js';
 import type { CheckSummary } from '../core/mail-check.js';
 import { createServiceLogger, rolledLogFiles, serviceLogTarget } from '../log.js';
@@ -16,7 +18,10 @@ import { monotonicMs } from '../monotonic.js';
  * `a2a-mailbridge serve`: runs the bridge until SIGINT/SIGTERM, then closes the socket, ends the
  * open streams, waits a bounded time for answers under way (src/a2a/shutdown.ts) and for work
  * under way (a mailbox check, webhook attempts), closes the store, logs "stopped" and exits 0.
- * The signals are handled from the moment its log is made, before the store is opened: one that
+ * The signals are handled from its very start (`signals`, held by src/cli/serve-signals-early.ts before this
+ * module loads): one that comes before the store is opened ends the start after the step under
+ * way, releases the claim if taken, logs "stopping" and "stopped" (on stderr, or the journal, when
+ * the log file is not open yet) and exits 0, the store and the log file left unopened; one that
  * comes while the app starts stops it as soon as it has started, one while the first mailbox check
  * is awaited stops at once (no summary); a second signal while stopping is ignored. Once it
  * listens, it waits up to `mailbox.check_wait_ms` for the first mailbox check and prints the
@@ -25,12 +30,18 @@ import { monotonicMs } from '../monotonic.js';
  * `claimForServe`); first, when this config's own bridge already runs at this address, saying so
  * (app.ts `refuseHeldStore`).
  */
-export async function serve(configFile: string, o: { logLevel?: string }): Promise<void> {
+export async function serve(configFile: string, o: { logLevel?: string }, signals: StopSignals = holdStopSignals()): Promise<void> {
   const config = loadConfig(configFile);
+  const level = o.logLevel ?? config.log.level;
+  const terminal = process.stderr.isTTY;
+  // A stop signal that came before the store is opened, asked after each step of the start.
+  let signal: string | undefined;
   // This config's bridge (or another on this store) already at this address: said so, rather than "in use".
   refuseHeldStore(config);
+  await startPause('config-read', signals);
   // Before anything is made or touched: server.listen can be bound (a bridge refused here writes nothing).
   await probeServeListen(config);
+  if ((signal = await signals.received()) !== undefined) return stopBeforeStore(config, { level, terminal }, signal, {});
   // A store or log another user can reach leaks task text and tokens, or takes answers: refused before either is opened.
   prepareDataPlaces(config.store.path, config.log.file);
   // A store an older version made 0644 (and its -wal, -shm, claim lock and note): this user's made
@@ -38,10 +49,10 @@ export async function serve(configFile: string, o: { logLevel?: string }): Promi
   // never through a symlink (src/config/data-place.ts).
   const { lock, note } = claimFiles(config.store.path);
   const tightened = tightenDataFiles([...storeFiles(config.store.path), lock, note]);
-  const level = o.logLevel ?? config.log.level;
-  const terminal = process.stderr.isTTY;
   // Before the log and the store are opened: no other serve holds this store (src/store/serve-claim.ts).
   const claim = await claimForServe(config, { probed: true });
+  await startPause('claimed', signals);
+  if ((signal = await signals.received()) !== undefined) return stopBeforeStore(config, { level, terminal }, signal, { claim });
   let log: Logger;
   try {
     log = await createServiceLogger({ ...config.log, level }, { terminal });
@@ -49,6 +60,7 @@ export async function serve(configFile: string, o: { logLevel?: string }): Promi
     claim.release();
     throw err;
   }
+  if ((signal = await signals.received()) !== undefined) return stopBeforeStore(config, { level, terminal }, signal, { claim, log });
   if (tightened.length > 0) log.info({ files: tightened }, 'store files made readable by this user only (mode 0600); they were readable by others');
   // docs/streaming.md, "When the bridge stops": the socket, the open streams, the answers under way, then the store.
   // The app once startApp has returned: what a signal's handler closes.
@@ -87,8 +99,7 @@ export async function serve(configFile: string, o: { logLevel?: string }): Promi
     // While the app starts, it is closed as soon as startApp has returned (below).
     if (running.app) closeAndExit(running.app);
   };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
+  signals.take(stop);
   // A safety net: every state change is one transaction, so an unexpected rejection leaves the
   // store consistent; log it and keep serving rather than dropping every caller.
   process.on('unhandledRejection', (reason) => {
@@ -133,6 +144,23 @@ export async function serve(configFile: string, o: { logLevel?: string }): Promi
   });
   const idle = new IdleRelease(() => release('memory released after calls'));
   setInterval(() => idle.tick(served), IDLE_CHECK_EVERY_MS).unref();
+}
+
+/**
+ * Ends a `serve` whose stop signal came before its store was opened: releases the claim when it
+ * was taken (its note goes; the lock file stays, as after any stop), logs "stopping" and "stopped"
+ * with `store: "not opened"`, and exits 0 as a signal stop does. Without `made.log` the lines go
+ * where the log goes except a log file (stderr, or the journal under systemd): the file is not
+ * opened for them.
+ */
+async function stopBeforeStore(config: Config, o: { level: string; terminal: boolean }, signal: string, made: { claim?: StoreClaim; log?: Logger }): Promise<void> {
+  const log = made.log ?? (await createServiceLogger({ ...config.log, file: undefined, level: o.level }, { terminal: o.terminal }));
+  const toFile = made.log !== undefined && serviceLogTarget(config.log) === 'file';
+  log.info({ signal }, 'stopping');
+  made.claim?.release();
+  log.info({ signal, store: 'not opened' }, 'stopped');
+  if (toFile) process.stderr.write(`a2a-mailbridge stopped (${signal}) before its store was opened\n`);
+  process.exit(0);
 }
 
 /**

@@ -36,6 +36,10 @@ export interface StatusReport {
    * With port 0 in server.listen, `url` is at the port the claim's holder noted (its bound one).
    * `cannotTell`: not answering, and whether it runs cannot be told (port 0, and the serve holding
    * the claim has noted no port yet, or its note cannot be read: src/cli/health-probe.ts).
+   * `storeAway`: this config's bridge, found from its listening socket while no serve holds the
+   * claim at store.path: its store folder, with the claim, was moved while it runs, and the claim
+   * where it is now names this config (src/cli/health-probe.ts `away`); its `pid` and the store's
+   * path now (`store`). Null otherwise. The bridge runs then (exit 0), and `claimed` is false.
    */
   bridge: {
     answering: boolean;
@@ -49,6 +53,7 @@ export interface StatusReport {
     claimed: boolean;
     taken: boolean;
     cannotTell: boolean;
+    storeAway?: { pid: number; store: string } | null;
   };
   store: { path: string; exists: boolean; bytes: number };
   tasks: { open: number; finished: number; byState: Partial<Record<TaskState, number>> } | null;
@@ -81,14 +86,16 @@ function storeWhy(probe: HealthProbe & { up: true }): string | null {
 export async function statusReport(config: Config, now: number): Promise<StatusReport> {
   const probe: HealthProbe = await probeHealth(config);
   const path = config.store.path;
-  const taken = !probe.claimed && config.server.port !== 0 && (probe.up || probe.why !== 'ECONNREFUSED');
+  // This config's bridge by its socket and fingerprint, though no claim is at store.path (src/cli/health-probe.ts `listener`).
+  const storeAway = probe.up && probe.away !== null && probe.sameStore === true ? { pid: probe.away.pid, store: probe.away.store } : null;
+  const taken = !probe.claimed && storeAway === null && config.server.port !== 0 && (probe.up || probe.why !== 'ECONNREFUSED');
   const older = probe.up && probe.ownServe !== null && probe.sameStore !== true ? { pid: probe.ownServe.pid, bearer: probe.sameStore === null ? ('unreadable' as const) : ('replaced' as const) } : null;
   const exists = existsSync(path);
   const report: StatusReport = {
     config: config.file,
     bridge: probe.up
-      ? { answering: true, url: probe.url, status: clean(String(probe.health.status).slice(0, 64)), version: clean(String(probe.health.version).slice(0, 64)), sameStore: probe.sameStore, why: storeWhy(probe), storeNamed: probe.sameStore === null || !probe.bearerSent ? null : probe.stores.answering !== null, olderBearer: older, claimed: probe.claimed, taken, cannotTell: false }
-      : { answering: false, url: probe.url, status: null, version: null, sameStore: null, why: probe.why, storeNamed: null, olderBearer: null, claimed: probe.claimed, taken, cannotTell: probe.cannotTell },
+      ? { answering: true, url: probe.url, status: clean(String(probe.health.status).slice(0, 64)), version: clean(String(probe.health.version).slice(0, 64)), sameStore: probe.sameStore, why: storeWhy(probe), storeNamed: probe.sameStore === null || !probe.bearerSent ? null : probe.stores.answering !== null, olderBearer: older, claimed: probe.claimed, taken, cannotTell: false, storeAway }
+      : { answering: false, url: probe.url, status: null, version: null, sameStore: null, why: probe.why, storeNamed: null, olderBearer: null, claimed: probe.claimed, taken, cannotTell: probe.cannotTell, storeAway: null },
     store: { path, exists, bytes: exists ? storeBytes(path) : 0 },
     tasks: null,
     mailbox: null,
@@ -172,16 +179,18 @@ export function formatStatus(r: StatusReport, now: number): string {
         ? `bridge    cannot tell whether it runs (${r.bridge.why})`
         : !r.bridge.answering
           ? `bridge    not answering at ${at} (${r.bridge.why}); start it: ${cmd('serve')}, or ${cmd('service status')}`
-          : r.bridge.olderBearer !== null
-            ? olderBearerLine(r, at)
-            : r.bridge.sameStore === false
-              ? otherBridgeLine(r, at)
-              : r.bridge.sameStore === null
-                ? `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status}), but whether it serves ${r.store.path} cannot be told: ${r.bridge.why}`
-                : `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status})`,
+          : r.bridge.storeAway
+            ? `bridge    running at ${at} (pid ${r.bridge.storeAway.pid}), but its store is no longer at ${r.store.path}: it was moved to ${r.bridge.storeAway.store} while the bridge runs; move it back (then the bridge goes on), or stop it (${cmd('stop')}) and move it back before the next start`
+            : r.bridge.olderBearer !== null
+              ? olderBearerLine(r, at)
+              : r.bridge.sameStore === false
+                ? otherBridgeLine(r, at)
+                : r.bridge.sameStore === null
+                  ? `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status}), but whether it serves ${r.store.path} cannot be told: ${r.bridge.why}`
+                  : `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status})`,
   );
   if (!r.store.exists) {
-    lines.push(`store     ${r.store.path} does not exist yet; serve creates it on its first start`);
+    lines.push(r.bridge.storeAway ? `store     ${r.store.path} is not there: the running bridge has it open at ${r.bridge.storeAway.store}` : `store     ${r.store.path} does not exist yet; serve creates it on its first start`);
     return lines.join('\n');
   }
   lines.push(`store     ${r.store.path}: ${bytes(r.store.bytes)} on disk (with its -wal/-shm)`);
@@ -249,7 +258,7 @@ export async function runStatus(configFile: string, o: { json?: boolean }, now =
   else process.stdout.write(`${formatStatus(report, now)}\n`);
   const b = report.bridge;
   // This config's bridge by its claim runs, whatever bearer it read at its start (the line says to restart it).
-  if (b.olderBearer !== null) return STATUS_EXIT.answering;
+  if (b.olderBearer !== null || b.storeAway) return STATUS_EXIT.answering;
   if (b.taken) return STATUS_EXIT.notAnswering;
   if (b.answering) return b.sameStore === true ? STATUS_EXIT.answering : b.sameStore === false ? STATUS_EXIT.notAnswering : STATUS_EXIT.unknown;
   return b.cannotTell ? STATUS_EXIT.unknown : STATUS_EXIT.notAnswering;

@@ -58,7 +58,7 @@ export interface StopOptions {
    * be driven.
    */
   kill?: (pid: number, signal: NodeJS.Signals) => void;
-  /** Test seam: where the process command lines are read ({@link runsServe}; default `/proc`). */
+  /** Test seam: where the process command lines, descriptors and socket tables are read ({@link runsServe}, src/cli/listen-owner.ts; default `/proc`). */
   procRoot?: string;
 }
 
@@ -76,7 +76,10 @@ export function notRunningLine(why: string): string {
  * store fingerprint must be this config's), learns its pid from that answer — or, when /health
  * names no store to the bearer read now (replaced since the bridge started, or unreadable), from
  * the claim of this config's store whose note names this config file and address
- * (src/cli/health-probe.ts `ClaimView`), checked by its command line ({@link runsServe}) — and unless the
+ * (src/cli/health-probe.ts `ClaimView`), checked by its command line ({@link runsServe}); or, when
+ * no serve holds the claim at store.path, from the claim where its store folder was moved while it
+ * runs, found from the socket listening at server.listen (src/cli/listen-owner.ts `claimAway`),
+ * /health naming this config's store and the same pid — and unless the
  * service manager runs it (then it names the manager's command), sends SIGTERM and waits up to
  * `waitMs` for the process to exit. Prints one line on stdout (stopped, or not running) or stderr.
  *
@@ -86,7 +89,7 @@ export function notRunningLine(why: string): string {
 export async function runStop(configFile: string, o: StopOptions = {}): Promise<number> {
   const config = loadConfig(configFile, { skipSecrets: true });
   // Longer than status's wait: "not running" must not be said of a bridge slow to answer.
-  const probe: HealthProbe = await probeHealth(config);
+  const probe: HealthProbe = await probeHealth(config, undefined, o.procRoot);
   const at = probe.url.replace(/\/health$/, '');
   const serve = commandLine(configFile, 'serve');
   const fail = (line: string, code: number): number => {
@@ -96,6 +99,18 @@ export async function runStop(configFile: string, o: StopOptions = {}): Promise<
   if (!probe.up && probe.why === 'ECONNREFUSED') {
     process.stdout.write(notRunningLine(`nothing answers at ${at}: ${probe.why}`));
     return STOP_EXIT.notRunning;
+  }
+  // No claim at store.path, but this config's serve listens there with its claim where its store
+  // folder was moved while it runs (src/cli/listen-owner.ts `claimAway`: the process holding the
+  // listening socket holds that claim, whose note names it, this address and this config file),
+  // and its /health names this config's store. Stopped by that pid when /health names the same.
+  if (probe.up && probe.away !== null && probe.sameStore === true) {
+    const { pid, store } = probe.away;
+    const away = `its store was at ${store}, moved away from ${config.store.path} while it ran: move it back before you start it again`;
+    if (probe.health.pid !== pid) {
+      return fail(`the bridge at ${at} names pid ${String(probe.health.pid)}, but the process listening there and holding this config's moved claim is pid ${pid}; not stopped (stop it where it runs: Ctrl-C, or kill -TERM <its pid>)`, STOP_EXIT.unknown);
+    }
+    return signalAndWait(pid, { at, serve, before: away, o, fail, claimed: true });
   }
   // No serve holds this config's store (src/store/serve-claim.ts): its bridge is not running,
   // whatever answers at the address (another program, or another config's bridge).

@@ -81,8 +81,9 @@ export class StoreUpkeep {
   /**
    * Whether `store.path` still names the file the bridge opened. A file moved or deleted under a
    * running bridge takes everything it records with it (deleted: lost at the stop), and `status`
-   * and `stop` no longer find the bridge (trial 11): that is a store not ok in /health, logged once
-   * at error, until the file is back.
+   * and `stop` found the bridge no more (trial 11; they now follow its claim where its folder was
+   * moved: src/cli/listen-owner.ts): that is a store not ok in /health, logged once at error,
+   * until the file is back.
    */
   private lookAtFile(now: number): void {
     if (this.file === null) return;
@@ -98,7 +99,7 @@ export class StoreUpkeep {
     if (this.fileAway) return;
     this.fileAway = true;
     const what = seen === null ? 'was moved away or deleted' : 'was replaced by another file';
-    const detail = `the store file ${path} ${what} while the bridge runs: what it records goes to the file it opened, no longer at store.path, and status and stop no longer find it; put the file back, or stop the bridge (kill ${process.pid}) and restore a backup`;
+    const detail = `the store file ${path} ${what} while the bridge runs: what it records goes to the file it opened, no longer at store.path; put the file back, or stop the bridge (a2a-mailbridge stop finds it by its claim, or where its store folder was moved on Linux; else kill ${process.pid}) and restore a backup`;
     this.lastCheck = { ok: false, detail, at: now, tookMs: 0 };
     this.ctx.log.error({ path }, detail);
   }

@@ -18,6 +18,9 @@
  *
  * Who holds it (pid, listen address, config) is written by the holder into `<store>-serve.json`
  * (mode 0600), read by the bridge that is refused, for its message. Read commands take no claim.
+ *
+ * The lock's connections keep their rollback journal in memory ({@link openLock}), so no
+ * `<store>-serve.lock-journal` lies beside it while serve runs (fresh-user trial).
  */
 import { commandLine, shellWord } from '../config/config-path.js';
 import Database from 'better-sqlite3';
@@ -111,6 +114,31 @@ function readHolder(note: string): ClaimHolder | null {
 }
 
 /**
+ * Opens the claim's lock file as SQLite (better-sqlite3 options as given) with `journal_mode =
+ * MEMORY`. The `BEGIN IMMEDIATE` on the empty lock database makes its page 1 in the page cache,
+ * which in the default DELETE mode opens `<lock>-journal` on disk for as long as the claim is held.
+ * Keeping that journal in memory is crash-safe here because the lock database never commits: the
+ * transaction is held for the process's life and ends by ROLLBACK or close, no page is ever
+ * written to the file (one page cannot spill from the cache), so a crash leaves nothing half-written
+ * to roll back — the file stays empty. What the claim relies on, the POSIX locks on the lock file
+ * that the kernel drops when the process ends, does not depend on the journal mode
+ * (https://sqlite.org/pragma.html#pragma_journal_mode, https://sqlite.org/lockingv3.html). A journal
+ * an older version left on disk is a hot journal of an empty database, rolled back and deleted at
+ * the first read.
+ * @throws the error of better-sqlite3's open
+ */
+function openLock(lock: string, options: Database.Options): Db {
+  const db = new Database(lock, options);
+  try {
+    db.pragma('journal_mode = MEMORY');
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  return db;
+}
+
+/**
  * One try of the claim's lock file `lock` (which must exist), at once (SQLite busy timeout 0, no
  * retry): the probe of {@link claimHeld}. `'busy'` when another connection holds it; null when the
  * file cannot be opened or the try fails otherwise; else the lock, held until `release()`.
@@ -118,7 +146,7 @@ function readHolder(note: string): ClaimHolder | null {
 export function probeLock(lock: string): 'busy' | { release(): void } | null {
   let db: Db;
   try {
-    db = new Database(lock, { timeout: 0, fileMustExist: true });
+    db = openLock(lock, { timeout: 0, fileMustExist: true });
   } catch {
     return null;
   }
@@ -235,7 +263,7 @@ export function claimStore(storePath: string, holder: { listen: string; config: 
   try {
     // Made here first so it is 0600 whatever the umask (SQLite would make it 0644 less the umask).
     if (!existsSync(lock)) closeSync(openSync(lock, 'a', 0o600));
-    db = new Database(lock, { timeout: 0 });
+    db = openLock(lock, { timeout: 0 });
   } catch (err) {
     throw new StoreError(`cannot open ${lock}, the lock of one serve per store: ${(err as Error).message}`, { cause: err });
   }

@@ -38,7 +38,7 @@ describe('a2a-mailbridge retry', () => {
     const run = await runCli(['--config', c.configPath, 'retry', task.id.slice(0, 8)]);
     expect(run.stderr).toBe('');
     expect(run.status).toBe(0);
-    expect(run.stdout).toMatch(new RegExp(`^task ${task.id} re-dispatched with webhook-id msg_[0-9a-f]{32}; first attempt accepted \\(HTTP 202\\); the task is WORKING\\n$`));
+    expect(run.stdout).toMatch(new RegExp(`^task ${task.id} re-dispatched with webhook-id msg_[0-9a-f]{32}; its first attempt was accepted \\(HTTP 202\\); the task is WORKING\\n$`));
     expect(app.bridge.ctx.store.tasks.get(task.id)?.state).toBe('WORKING');
     expect(receiver.requests).toHaveLength(2);
     expect(receiver.distinctIds()).toHaveLength(2);

@@ -1,4 +1,5 @@
-import { rmSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { makeConfigDir, minimalToml, type ConfigDir } from '../../helpers/config-dir.js';
@@ -68,5 +69,34 @@ describe('serve stopped by a signal during its start', () => {
     expect(logged(bridge, 'stopped')).toHaveLength(1);
     // Stopped before the first check ended: no start-up summary was written.
     expect(bridge.lines.some((l) => l.startsWith('  mailbox '))).toBe(false);
+  });
+
+  // Ctrl-C in the first ~0.3 s killed serve by the signal, with no log line (fresh-user trial): the
+  // handlers came only once its log was made. Held at a step of the start (the product's seam), a
+  // real signal now ends it cleanly, having opened nothing more.
+  it('SIGINT once the config is read, before anything is made: logs "stopping" and "stopped", exits 0, makes no state folder', async () => {
+    const c = makeConfigDir(minimalToml({ listen: `127.0.0.1:${await freePort()}` }));
+    dirs.push(c);
+    const bridge = spawnCli(['--config', c.configPath, 'serve'], undefined, 'config-read');
+    await bridge.line((l) => l === 'a2a-mailbridge start paused at config-read');
+    bridge.child.kill('SIGINT');
+    expect(await bridge.exited).toEqual({ code: 0, signal: null });
+    expect(logged(bridge, 'stopping')).toMatchObject([{ signal: 'SIGINT' }]);
+    expect(logged(bridge, 'stopped')).toMatchObject([{ signal: 'SIGINT', store: 'not opened' }]);
+    expect(existsSync(join(c.dir, 'state'))).toBe(false);
+  });
+
+  it('SIGTERM with the claim taken, before the log and the store are opened: the claim released, no store file, exits 0', async () => {
+    const c = makeConfigDir(minimalToml({ listen: `127.0.0.1:${await freePort()}` }));
+    dirs.push(c);
+    const bridge = spawnCli(['--config', c.configPath, 'serve'], undefined, 'claimed');
+    await bridge.line((l) => l === 'a2a-mailbridge start paused at claimed');
+    expect(readdirSync(join(c.dir, 'state')).sort()).toEqual(['bridge.sqlite-serve.json', 'bridge.sqlite-serve.lock']);
+    bridge.child.kill('SIGTERM');
+    expect(await bridge.exited).toEqual({ code: 0, signal: null });
+    expect(logged(bridge, 'stopping')).toMatchObject([{ signal: 'SIGTERM' }]);
+    expect(logged(bridge, 'stopped')).toMatchObject([{ signal: 'SIGTERM', store: 'not opened' }]);
+    // The note is gone with the claim; the empty lock file stays, as after any stop.
+    expect(readdirSync(join(c.dir, 'state'))).toEqual(['bridge.sqlite-serve.lock']);
   });
 });

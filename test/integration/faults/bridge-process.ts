@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { Store } from '../../../src/store/store.js';
 import type { FailpointName } from '../../../src/core/failpoints.js';
+import type { StartPoint } from '../../../src/cli/serve-signals.js';
 
 export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -33,10 +34,15 @@ export interface BridgeProcess {
 /** Every bridge process started and not yet seen to exit: killed by `killAll` (afterAll/afterEach). */
 const running = new Set<BridgeProcess>();
 
-/** Runs `serve` with `args` before it (e.g. `--config file`), with `failpoint` armed when given. */
-export function spawnCli(args: string[], failpoint?: FailpointName): BridgeProcess {
+/**
+ * Runs `serve` with `args` before it (e.g. `--config file`), with `failpoint` armed when given and
+ * `startPause` set as A2A_MAILBRIDGE_START_PAUSE (src/cli/serve-signals.ts) when given.
+ */
+export function spawnCli(args: string[], failpoint?: FailpointName, startPause?: StartPoint): BridgeProcess {
   const env: NodeJS.ProcessEnv = { ...process.env };
   delete env.A2A_MAILBRIDGE_FAILPOINT;
+  delete env.A2A_MAILBRIDGE_START_PAUSE;
+  if (startPause) env.A2A_MAILBRIDGE_START_PAUSE = startPause;
   delete env.JOURNAL_STREAM; // log to stderr, whatever runs the tests
   delete env.INVOCATION_ID;
   if (failpoint) env.A2A_MAILBRIDGE_FAILPOINT = failpoint;

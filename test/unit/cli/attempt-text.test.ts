@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { attemptDetail } from '../../../src/cli/attempt-text.js';
+import { attemptDetail, attemptOutcome, attemptResultText } from '../../../src/cli/attempt-text.js';
 import { formatStatus, type StatusReport } from '../../../src/cli/status.js';
 import { whyText } from '../../../src/cli/tasks.js';
 import type { AttemptRow } from '../../../src/store/attempts.js';
@@ -53,5 +53,22 @@ describe('an attempt line states the HTTP status once', () => {
     const last = { attempt: 2, outcome: 'retry', httpStatus: 503, error: 'HTTP 503', startedAt: NOW - 2000 } as AttemptRow;
     const reads = { turns: { get: () => turn }, ledger: { refusedRepliesOf: () => undefined }, attempts: { last: () => last } } as unknown as StoreReads;
     expect(whyText(reads, task)).toBe('webhook attempt 2 failed (HTTP 503); next attempt 2026-06-01T12:00:10Z');
+  });
+});
+
+/**
+ * `retry` printed "first attempt retry (HTTP 500)": the outcome kind was written as is (fresh-user
+ * trial). Every kind reads as the predicate of a sentence about the attempt.
+ */
+describe('an attempt result reads right for every outcome kind', () => {
+  it('accepted, retry, failed, gone', () => {
+    expect(attemptResultText({ outcome: 'accepted', httpStatus: 202, error: null })).toBe('was accepted (HTTP 202)');
+    expect(attemptResultText({ outcome: 'retry', httpStatus: 500, error: 'HTTP 500' })).toBe('failed (HTTP 500)');
+    expect(attemptResultText({ outcome: 'retry', httpStatus: null, error: 'timed out after 10000 ms' })).toBe('failed: timed out after 10000 ms');
+    expect(attemptResultText({ outcome: 'failed', httpStatus: 404, error: 'HTTP 404' })).toBe('was refused (HTTP 404)');
+    expect(attemptResultText({ outcome: 'gone', httpStatus: 410, error: 'HTTP 410' })).toBe('found the webhook gone (HTTP 410)');
+    expect(`first attempt ${attemptResultText({ outcome: 'retry', httpStatus: 500, error: 'HTTP 500' })}`).toBe('first attempt failed (HTTP 500)');
+    expect(attemptOutcome({ attempt: 3, outcome: 'failed', httpStatus: 403, error: 'HTTP 403' })).toBe('attempt 3 was refused (HTTP 403)');
+    expect(attemptOutcome({ attempt: 1, outcome: 'gone', httpStatus: 410, error: 'HTTP 410' })).toBe('attempt 1 found the webhook gone (HTTP 410)');
   });
 });

@@ -42,6 +42,18 @@ describe('init: what it writes', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it('names the listen address once, in `listen`: no comment keeps an old port once the user changes it (fresh-user trial)', () => {
+    for (const maildir of [undefined, '/m/Maildir']) {
+      const config = initFiles(example, AT, '', maildir)[0]!.content;
+      const listen = (parseToml(config) as { server: { listen: string } }).server.listen;
+      const [host, port] = [listen.slice(0, listen.lastIndexOf(':')), listen.slice(listen.lastIndexOf(':') + 1)];
+      const naming = config.split('\n').filter((l) => l.includes(host) || new RegExp(`\\b${port}\\b`).test(l));
+      expect(naming).toEqual([`listen = "${listen}"`]);
+      // What a new user needs stays: where each agent is served.
+      expect(config).toMatch(/^name = "grok" +# served at \/agents\/grok on the listen address/m);
+    }
+  });
+
   it('with a Maildir (init --maildir): kind "maildir", [mailbox.maildir] path, no IMAP keys or password file; loads as written', () => {
     const dir = mkdtempSync(join(tmpdir(), 'mb-init-maildir-'));
     const maildir = join(dir, 'Mail "agent" replies');

@@ -1,4 +1,7 @@
 import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { storeFingerprint } from '../../../src/core/store-fingerprint.js';
 
@@ -21,5 +24,22 @@ describe('the store fingerprint', () => {
     const guesses = [path, '/home/alice/.config/a2a-mailbridge/state/mailbridge.sqlite'];
     const dictionary = new Set(guesses.flatMap((g) => [createHash('sha256').update(`a2a-mailbridge store\n${g}`).digest('hex').slice(0, 16), createHash('sha256').update(g).digest('hex').slice(0, 16)]));
     expect(dictionary.has(storeFingerprint(path, 'a-secret-bearer'))).toBe(false);
+  });
+
+  it('names a store whose folder was moved away as the bridge named it, under a symlinked folder too', () => {
+    const root = mkdtempSync(join(tmpdir(), 'mb-fp-'));
+    try {
+      mkdirSync(join(root, 'real'));
+      symlinkSync(join(root, 'real'), join(root, 'link'));
+      const store = join(root, 'link', 'cfg', 'state', 'bridge.sqlite');
+      mkdirSync(join(root, 'real', 'cfg', 'state'), { recursive: true });
+      writeFileSync(store, '');
+      // What serve computes at its start, the file in place.
+      const atStart = storeFingerprint(store, 'b');
+      renameSync(join(root, 'real', 'cfg', 'state'), join(root, 'real', 'cfg', 'state.moved'));
+      expect(storeFingerprint(store, 'b')).toBe(atStart);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

@@ -1,6 +1,7 @@
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CLAIM_RETRY_MS, CLAIM_WAIT_MS, claimHeld, claimStore, probeLock, StoreInUseError } from '../../../src/store/store.js';
 import { tempFolders } from '../../helpers/temp-folders.js';
@@ -114,5 +115,47 @@ describe('claimStore', () => {
     expect(pauses.reduce((a, b) => a + b, 0)).toBe(CLAIM_WAIT_MS);
     expect(pauses.length).toBe(Math.ceil(CLAIM_WAIT_MS / CLAIM_RETRY_MS));
     first.release();
+  });
+});
+
+/**
+ * The lock left `<store>-serve.lock-journal` beside it while serve ran (fresh-user trial): its
+ * BEGIN IMMEDIATE on the empty lock database opened a rollback journal on disk. The lock keeps its
+ * journal in memory; it never commits, so a holder killed -9 leaves an empty lock file and a free
+ * claim.
+ */
+describe('the claim leaves no journal file', () => {
+  it('held, probed, released: only the lock file and the note', () => {
+    const dir = folder(0o700);
+    const store = join(dir, 'bridge.sqlite');
+    const claim = claimStore(store, { listen: '127.0.0.1:1', config: '/a.toml' });
+    expect(readdirSync(dir).sort()).toEqual(['bridge.sqlite-serve.json', 'bridge.sqlite-serve.lock']);
+    expect(claimHeld(store)).toMatchObject({ held: true });
+    claim.release();
+    const probe = probeLock(`${store}-serve.lock`);
+    if (probe === null || probe === 'busy') throw new Error(`the probe did not take the free lock: ${probe}`);
+    expect(readdirSync(dir)).toEqual(['bridge.sqlite-serve.lock']);
+    probe.release();
+    expect(statSync(`${store}-serve.lock`).size).toBe(0);
+  });
+
+  it('a holder killed -9 leaves an empty lock, no journal, and the claim free', async () => {
+    const dir = folder(0o700);
+    const store = join(dir, 'bridge.sqlite');
+    const module = resolve('src/store/serve-claim.ts');
+    // The claim kept referenced (as serve keeps it): a claim collected as garbage closes its connection, and the lock with it.
+    const code = `const { claimStore } = await import(${JSON.stringify(module)}); globalThis.claim = claimStore(${JSON.stringify(store)}, { listen: '127.0.0.1:1', config: '/a.toml' }); process.stdout.write('held\\n'); setInterval(() => {}, 1000);`;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const [first] = (await once(child.stdout, 'data')) as [Buffer];
+    expect(first.toString()).toBe('held\n');
+    expect(claimHeld(store)).toMatchObject({ held: true, holder: { pid: child.pid } });
+    expect(readdirSync(dir).sort()).toEqual(['bridge.sqlite-serve.json', 'bridge.sqlite-serve.lock']);
+    child.kill('SIGKILL');
+    await once(child, 'exit');
+    expect(claimHeld(store)).toEqual({ held: false });
+    expect(statSync(`${store}-serve.lock`).size).toBe(0);
+    const again = claimStore(store, { listen: '127.0.0.1:2', config: '/b.toml' });
+    expect(readdirSync(dir).sort()).toEqual(['bridge.sqlite-serve.json', 'bridge.sqlite-serve.lock']);
+    again.release();
   });
 });
