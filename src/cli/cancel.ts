@@ -7,7 +7,7 @@ import { BridgeError } from '../core/errors.js';
 import type { DeliveryResult } from '../downlink/deliver.js';
 import { createLogger } from '../log.js';
 import { claimHeld } from '../store/store.js';
-import { statusAndDetail } from './attempt-text.js';
+import { attemptResultText, statusAndDetail } from './attempt-text.js';
 import { CliFailure, UsageError } from './errors.js';
 import { clean } from './format.js';
 import { requireStoreFile } from './open-store.js';
@@ -37,8 +37,7 @@ export function noticeLine(agent: AgentConfig, taskId: string, r: DeliveryResult
   if (r instanceof Error) return `the cancel notice was not sent: ${r.message}; it is not tried again; ${revoked}`;
   const id = `webhook-id ${cancelNoticeId(taskId)}`;
   if (r.outcome === 'accepted') return `cancel notice sent to ${agent.name}'s webhook (${id}): accepted${statusAndDetail(r.httpStatus, r.error)}`;
-  const outcome = r.outcome === 'retry' ? 'failed' : r.outcome;
-  return `cancel notice to ${agent.name}'s webhook (${id}) NOT accepted: ${outcome}${statusAndDetail(r.httpStatus, r.error)}; it is not tried again, so the agent may still be working on the task; ${revoked}`;
+  return `cancel notice to ${agent.name}'s webhook (${id}) NOT accepted: it ${attemptResultText(r)}; it is not tried again, so the agent may still be working on the task; ${revoked}`;
 }
 
 /**

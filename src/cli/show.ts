@@ -1,4 +1,4 @@
-import { attemptDetail } from './attempt-text.js';
+import { attemptResultText, statusAndDetail } from './attempt-text.js';
 import type { AttemptRow } from '../store/attempts.js';
 import type { AuditRow } from '../store/audit.js';
 import type { LedgerRow } from '../store/ledger.js';
@@ -153,13 +153,11 @@ export function turnGaps(turns: readonly TurnRow[], ledger: readonly LedgerRow[]
  * attempt at", it read as another time than the one the caller was given (fresh-user trial).
  */
 function attemptText(a: AttemptRow, next: NextAttempt | null): string {
-  const outcome = a.outcome === null ? 'no outcome recorded (in flight, or the process stopped)' : a.outcome;
-  const http = a.httpStatus === null ? '' : `, HTTP ${a.httpStatus}`;
-  const detail = attemptDetail(a.httpStatus, a.error);
-  const error = detail !== null ? `: ${detail}` : '';
+  const what = `webhook attempt ${a.attempt} (turn ${a.turn})`;
+  if (a.outcome === null) return `${what}: no outcome recorded (in flight, or the process stopped)${statusAndDetail(a.httpStatus, a.error)}`;
   const took = a.finishedAt === null ? '' : `; took ${gap(a.finishedAt - a.startedAt)}`;
   const then = a.outcome !== 'retry' || next === null ? '' : next.started ? `; next attempt started ${isoUtc(next.at)}` : `; next attempt at ${isoUtc(next.at)}`;
-  return `webhook attempt ${a.attempt} (turn ${a.turn}): ${outcome}${http}${error}${took}${then}`;
+  return `${what} ${attemptResultText({ outcome: a.outcome, httpStatus: a.httpStatus, error: a.error })}${took}${then}`;
 }
 
 /** The attempt after another: when it started (`started`), or is scheduled (ms since the epoch). */

@@ -136,7 +136,7 @@ describe('a2a-mailbridge cancel', () => {
     expect(run.status).toBe(0);
     expect(run.stdout).toBe(
       `${TASK_LINE(task.id, 'WORKING')}\n` +
-        `  cancel notice to grok's webhook (webhook-id cancel_${task.id.replaceAll('-', '')}) NOT accepted: failed (HTTP 503); it is not tried again, so the agent may still be working on the task; ${REVOKED}\n` +
+        `  cancel notice to grok's webhook (webhook-id cancel_${task.id.replaceAll('-', '')}) NOT accepted: it failed (HTTP 503); it is not tried again, so the agent may still be working on the task; ${REVOKED}\n` +
         `no bridge runs on this store now: callers learn of the cancel at their next call once one runs, and it sends the push notifications then (a2a-mailbridge --config ${c.configPath} serve)\n`,
     );
     expect(readStore(config.store.path, (db) => db.tasks.get(task.id)?.state)).toBe('CANCELED');

@@ -132,8 +132,8 @@ describe('show', () => {
     const r = await cli('show', IDS.oldCompleted);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^task {6}11111111-0000-4000-8000-000000000001$/m);
-    expect(r.stdout).toMatch(/webhook attempt 1 \(turn 1\): retry, HTTP 503; took 200 ms; next attempt started \S+Z/);
-    expect(r.stdout).toMatch(/webhook attempt 2 \(turn 1\): accepted, HTTP 202; took 1\.0 s/);
+    expect(r.stdout).toMatch(/webhook attempt 1 \(turn 1\) failed \(HTTP 503\); took 200 ms; next attempt started \S+Z/);
+    expect(r.stdout).toMatch(/webhook attempt 2 \(turn 1\) was accepted \(HTTP 202\); took 1\.0 s/);
     expect(r.stdout).toMatch(/mail #\d+ applied:done: all gates passed/);
     expect(r.stdout).toMatch(/WORKING → COMPLETED: completed by reply/);
     expect(r.stdout).toMatch(/audit entry #1 written \(COMPLETED\)/);

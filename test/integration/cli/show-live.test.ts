@@ -56,7 +56,7 @@ describe('read commands on a live store', () => {
 
     const text = await runCli(['--config', h.configDir.configPath, 'show', taskId]);
     expect(text.status, text.stderr).toBe(0);
-    expect(text.stdout).toMatch(/webhook attempt 1 \(turn 1\): accepted, HTTP 202/);
+    expect(text.stdout).toMatch(/webhook attempt 1 \(turn 1\) was accepted \(HTTP 202\)/);
     expect(text.stdout).toMatch(/mail #\d+ applied:done/);
     expect(text.stdout).toMatch(/mail Date → mail seen\s+-?\d/);
   });

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { attemptDetail, attemptOutcome, attemptResultText } from '../../../src/cli/attempt-text.js';
+import { noticeLine } from '../../../src/cli/cancel.js';
+import type { AgentConfig } from '../../../src/config/config.js';
+import type { DeliveryResult } from '../../../src/downlink/deliver.js';
 import { formatStatus, type StatusReport } from '../../../src/cli/status.js';
 import { whyText } from '../../../src/cli/tasks.js';
 import type { AttemptRow } from '../../../src/store/attempts.js';
@@ -70,5 +73,19 @@ describe('an attempt result reads right for every outcome kind', () => {
     expect(`first attempt ${attemptResultText({ outcome: 'retry', httpStatus: 500, error: 'HTTP 500' })}`).toBe('first attempt failed (HTTP 500)');
     expect(attemptOutcome({ attempt: 3, outcome: 'failed', httpStatus: 403, error: 'HTTP 403' })).toBe('attempt 3 was refused (HTTP 403)');
     expect(attemptOutcome({ attempt: 1, outcome: 'gone', httpStatus: 410, error: 'HTTP 410' })).toBe('attempt 1 found the webhook gone (HTTP 410)');
+  });
+});
+
+/** `cancel`'s notice line names the attempt's outcome as a sentence too: it said "NOT accepted: gone (HTTP 410)" (the raw kind). */
+describe("cancel's notice line says what the attempt did", () => {
+  const agent = { name: 'grok' } as AgentConfig;
+  const taskId = '4c71c3d6-a1f9-484e-a69d-0966e402e2bb';
+  it('cancel: it failed / was refused / found the webhook gone, with the status once', () => {
+    const line = (outcome: DeliveryResult['outcome'], httpStatus: number | null, error: string | null): string => noticeLine(agent, taskId, { outcome, httpStatus, error, retryAfterMs: null });
+    expect(line('retry', 503, 'HTTP 503')).toContain('NOT accepted: it failed (HTTP 503); it is not tried again');
+    expect(line('failed', 404, 'HTTP 404')).toContain('NOT accepted: it was refused (HTTP 404); it is not tried again');
+    expect(line('gone', 410, 'HTTP 410')).toContain('NOT accepted: it found the webhook gone (HTTP 410); it is not tried again');
+    expect(line('retry', null, 'network error: ECONNREFUSED')).toContain('NOT accepted: it failed: network error: ECONNREFUSED; it is not tried again');
+    expect(line('accepted', 202, 'HTTP 202')).toContain('accepted (HTTP 202)');
   });
 });

@@ -5,6 +5,7 @@ import { CliFailure } from '../../../src/cli/errors.js';
 import type { AgentConfig } from '../../../src/config/config.js';
 import { statusText } from '../../../src/core/status-text.js';
 import type { MailboxState } from '../../../src/store/mailbox-state.js';
+import type { AttemptRow } from '../../../src/store/attempts.js';
 import { IDS, buildStore } from '../../helpers/store-fixture.js';
 
 const NOW = Date.parse('2026-06-01T12:00:00Z');
@@ -20,22 +21,32 @@ describe('show: the timeline and the measured gaps', () => {
     expect(mail).toContain('from a\\u{a0}\\u{a0}\\u{3000}mail #9 applied:done');
   });
 
+  it("an attempt's outcome reads as a predicate (was: the raw kind, 'retry, HTTP 503'); no outcome yet as such", () => {
+    const at = Date.parse('2026-06-01T12:00:00Z');
+    const taskId = record.task.id;
+    const row = (outcome: AttemptRow['outcome'], httpStatus: number | null): AttemptRow => ({ id: 1, dispatchId: 'd', taskId, turn: 1, attempt: 1, startedAt: at, finishedAt: outcome === null ? null : at + 200, outcome, httpStatus, error: httpStatus === null ? null : `HTTP ${httpStatus}` });
+    const text = (a: AttemptRow): string => timeline({ ...record, attempts: [a] }).find((e) => e.kind === 'attempt')!.text;
+    expect(text(row('gone', 410))).toBe('webhook attempt 1 (turn 1) found the webhook gone (HTTP 410); took 200 ms');
+    expect(text(row('failed', 404))).toBe('webhook attempt 1 (turn 1) was refused (HTTP 404); took 200 ms');
+    expect(text(row(null, null))).toBe('webhook attempt 1 (turn 1): no outcome recorded (in flight, or the process stopped)');
+  });
+
   it('orders turns, attempts, mail, state changes and the audit entry by time', () => {
     const kinds = timeline(record).map((e) => e.kind);
     expect(kinds).toEqual(['created', 'turn', 'attempt', 'attempt', 'state', 'mail', 'state', 'audit']);
     const texts = timeline(record).map((e) => e.text);
     // Each number says what it is: the attempt's own duration, and when the next attempt ran.
     const [a1, a2] = record.attempts;
-    expect(texts[2]).toBe(`webhook attempt 1 (turn 1): retry, HTTP 503; took 200 ms; next attempt started ${new Date(a2!.startedAt).toISOString().replace('.000Z', 'Z')}`);
+    expect(texts[2]).toBe(`webhook attempt 1 (turn 1) failed (HTTP 503); took 200 ms; next attempt started ${new Date(a2!.startedAt).toISOString().replace('.000Z', 'Z')}`);
     expect(a2!.startedAt - a1!.startedAt).toBe(1000);
-    expect(texts[3]).toBe('webhook attempt 2 (turn 1): accepted, HTTP 202; took 1.0 s');
+    expect(texts[3]).toBe('webhook attempt 2 (turn 1) was accepted (HTTP 202); took 1.0 s');
     // The last attempt retried and none since: the time its turn has the next one scheduled.
     const pending = {
       ...record,
       attempts: [a1!],
       turns: record.turns.map((t) => ({ ...t, dispatchState: 'pending' as const, nextAttemptAt: Date.parse('2026-06-01T12:00:10Z') })),
     };
-    expect(timeline(pending).find((e) => e.kind === 'attempt')!.text).toBe('webhook attempt 1 (turn 1): retry, HTTP 503; took 200 ms; next attempt at 2026-06-01T12:00:10Z');
+    expect(timeline(pending).find((e) => e.kind === 'attempt')!.text).toBe('webhook attempt 1 (turn 1) failed (HTTP 503); took 200 ms; next attempt at 2026-06-01T12:00:10Z');
     expect(texts[4]).toMatch(/^SUBMITTED → WORKING: webhook accepted/);
     expect(texts[5]).toMatch(/^mail #\d+ applied:done: all gates passed/);
   });
