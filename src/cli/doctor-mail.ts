@@ -12,6 +12,8 @@ import type { LedgerRow } from '../store/ledger.js';
 import { Store } from '../store/store.js';
 import { configLines, detectProvider } from '../uplink/detect.js';
 import { makeResolver, type DnsResolver } from '../uplink/dkim.js';
+import { messageBySource, type SourceMailbox } from '../uplink/message-by-source.js';
+import { imapAuth } from '../uplink/oauth2.js';
 import { findTrustedResults, type ProviderProfile } from '../uplink/border.js';
 import { fieldsNamed, type HeaderField } from '../uplink/raw-headers.js';
 import { stampsTrustedById, unbordered, type Unbordered } from '../uplink/unbordered.js';
@@ -58,6 +60,11 @@ export async function checkLatestTaggedMail(config: Config, resolver?: DnsResolv
     const raw = row ? store.ledger.raw(row.id) : null;
     if (!row || !raw) return { name, status: 'ok', detail: 'no tagged mail from an agent in the ledger yet; once the agent has replied, doctor judges its latest mail here' };
     const { basis, ...judged } = await judgeRow(config, store, row, raw, resolver);
+    // A forgery made the latest: the agent's own mail before it is what shows the config (attack review 10, F3).
+    if (basis === 'not-the-agents') {
+      const before = await agentsMailBefore(config, store, row, resolver);
+      if (before?.status === 'fail') return { name, status: 'fail', detail: `${judged.detail}; but the agent's mail before it, ${before.detail}`, ...(before.fix ? { fix: before.fix } : {}) };
+    }
     // A stamp the config trusts in mail no provider stamped: no reply elsewhere clears the config.
     // A warning that the config is not the cause stands only while the latest accepted reply passes.
     const notTheConfig = basis === 'not-the-config' || basis === 'not-the-agents';
@@ -83,6 +90,31 @@ export async function checkLatestTaggedMail(config: Config, resolver?: DnsResolv
   } finally {
     store.close();
   }
+}
+
+/**
+ * How many tagged mails before the latest doctor judges, newest first, to find the newest that
+ * carries a sign of being the agent's when the latest carries none: enough for a few forgeries
+ * sent after a genuine reply, few enough that a flood of them costs doctor at most this many
+ * judgements (each may read its mail again from the mailbox and look DKIM keys up).
+ */
+const LOOK_BACK = 10;
+
+/**
+ * The judgement of the newest tagged mail before `latest` that carries a sign of being the agent's
+ * (src/cli/doctor-agent-sign.ts), within {@link LOOK_BACK} rows; null when none does. Anyone who
+ * can mail the mailbox can make a forgery the latest tagged mail: judged alone, it hid a genuine
+ * reply before it that the config refuses (attack review 10, F3).
+ */
+async function agentsMailBefore(config: Config, store: Store, latest: LedgerRow, resolver: DnsResolver | undefined): Promise<(Omit<Check, 'name'> & { basis?: Basis }) | null> {
+  for (const row of store.ledger.taggedWithRaw(LOOK_BACK + 1)) {
+    if (row.id >= latest.id) continue;
+    const raw = store.ledger.raw(row.id);
+    if (!raw) continue;
+    const judged = await judgeRow(config, store, row, raw, resolver);
+    if (judged.basis !== 'not-the-agents') return judged;
+  }
+  return null;
 }
 
 /** What the mail's own Received fields prove of a mail no config can find a border in (src/uplink/unbordered.ts). */
@@ -131,8 +163,13 @@ const NOT_THE_CONFIG =
  * One ledger row's mail judged again with `config` (gates 3–7; never committed): whether it passes,
  * and when not, why and what to change.
  */
-async function judgeRow(config: Config, store: Store, row: LedgerRow, raw: Buffer, resolver: DnsResolver | undefined): Promise<Omit<Check, 'name'> & { basis?: Basis }> {
+async function judgeRow(config: Config, store: Store, row: LedgerRow, kept: Buffer, resolver: DnsResolver | undefined): Promise<Omit<Check, 'name'> & { basis?: Basis }> {
   const what = `ledger #${row.id} (${row.verdict})`;
+  // Mail refused before its body was read keeps only its header block in the ledger: read whole
+  // again from the mailbox (read-only), it is judged as the bridge judged it, DKIM verified; a
+  // genuine reply refused by a wrong provider setting then fails doctor (attack review 10, F2).
+  const whole = kept.length < row.size ? await readAgain(config, row, kept) : null;
+  const raw = whole ?? kept;
   const rules = judgeRulesOf(config);
   // The ledger holds these very bytes (and their signature): gate 1 is not asked. The decision
   // is made, never committed.
@@ -174,6 +211,11 @@ async function judgeRow(config: Config, store: Store, row: LedgerRow, raw: Buffe
   const agent = d.kind === 'refuse' ? d.tag?.agent : config.agents.find((a) => row.taskId !== null && row.agent === a.name);
   // Anyone can send mail naming a task: a From that is not the agent's is a stranger's mail as
   // often as a wrong agents[].address, and doctor cannot tell which, so it warns (fresh-user trial).
+  // Gate 3 (a field repeated, too many signatures) refuses such mail whoever sent it, under any
+  // setting: a mail changed on its way, or one built from the agent's own (attack review 10, F4).
+  if (verdict === 'auth:duplicate-header') {
+    return { status: 'warn', detail: `${what} would be refused: ${d.reason}`, fix: "no setting changes this verdict: gate 3 refuses a mail whose From, Subject, Date or Message-ID is missing, repeated or malformed, or that has more than 8 DKIM-Signature fields, whoever sent it; if the agent's replies come so, its mail software is what must change" };
+  }
   if (verdict === 'auth:from-mismatch') {
     const address = agentKey(config, agent, 'address', agent?.address);
     return { status: 'warn', detail: `${what} would be refused: ${d.reason}`, fix: `if that mail was the agent's reply, set ${address} to the From the agent sends with; if it was not, it is someone else's mail, refused as it should be, and nothing needs to change` };
@@ -216,6 +258,21 @@ async function judgeRow(config: Config, store: Store, row: LedgerRow, raw: Buffe
         ? `run ${detect(config, agent)} to see what your provider stamps`
         : mailFix(verdict, agent, config);
   return { status: 'fail', detail: `${what} would be refused: ${d.reason}`, fix };
+}
+
+/**
+ * `row`'s message read whole from the configured mailbox (src/uplink/message-by-source.ts), or
+ * null when it cannot be: no longer there, another message now, or the mailbox unreachable — the
+ * mail is then judged on the header block the ledger kept, as before.
+ */
+async function readAgain(config: Config, row: LedgerRow, kept: Buffer): Promise<Buffer | null> {
+  const m = config.mailbox;
+  const mailbox: SourceMailbox = m.kind === 'imap' ? { kind: 'imap', folder: m.folder!, imap: m.imap!, auth: () => imapAuth(m.imap!) } : { kind: 'maildir', folder: m.maildirPath! };
+  try {
+    return await messageBySource(mailbox, row.source, { size: row.size, kept }, m.maxMessageBytes);
+  } catch {
+    return null;
+  }
 }
 
 /**

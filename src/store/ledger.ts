@@ -234,7 +234,12 @@ export function ledgerReads(db: Db) {
 
     /** The newest row of tagged mail whose raw bytes were kept (`doctor` judges it again), without the bytes. */
     latestTaggedWithRaw(): LedgerRow | undefined {
-      return stmt(db, `SELECT ${COLUMNS} FROM ledger WHERE task_id IS NOT NULL AND (raw IS NOT NULL OR raw_value IS NOT NULL) ORDER BY id DESC LIMIT 1`).get() as LedgerRow | undefined;
+      return this.taggedWithRaw(1)[0];
+    },
+
+    /** The newest `limit` rows naming a task whose raw bytes are still there, newest first, without the bytes (for `doctor`). */
+    taggedWithRaw(limit: number): LedgerRow[] {
+      return stmt(db, `SELECT ${COLUMNS} FROM ledger WHERE task_id IS NOT NULL AND (raw IS NOT NULL OR raw_value IS NOT NULL) ORDER BY id DESC LIMIT ?`).all(limit) as LedgerRow[];
     },
 
     /**
@@ -245,7 +250,6 @@ export function ledgerReads(db: Db) {
       return stmt(db, `SELECT ${COLUMNS} FROM ledger WHERE (verdict LIKE 'applied:%' OR verdict = 'late:recorded') AND (raw IS NOT NULL OR raw_value IS NOT NULL) ORDER BY id DESC LIMIT 1`).get() as LedgerRow | undefined;
     },
     /** One ledger row without its raw bytes, whether raw bytes were kept, and whether prune thinned it (store/prune-thin.ts); undefined when no row has this id. */
-    /** One ledger row without its raw bytes, and whether raw bytes were kept; undefined when no row has this id. */
     row(id: number): (LedgerRow & { hasRaw: boolean; thinned: boolean }) | undefined {
       const r = stmt(db, `SELECT ${COLUMNS}, (raw IS NOT NULL OR raw_value IS NOT NULL) AS hasRaw FROM ledger WHERE id = ?`).get(id) as (LedgerRow & { hasRaw: number }) | undefined;
       return r && { ...r, hasRaw: r.hasRaw === 1, thinned: r.rawSha256 === THIN_DIGEST };

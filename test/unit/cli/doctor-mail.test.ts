@@ -235,7 +235,8 @@ describe('doctor: latest agent mail', () => {
       record(config.store.path, readMessage('51-provider-wrote-no-ar-forged-one-below.eml'), 'auth:no-trusted-results');
       const c = await checkLatestTaggedMail(config, resolver);
       expect(c.status).toBe('fail');
-      expect(c.detail).toMatch(/carries no sign that it is the agent's .*; but the latest reply accepted, ledger #1 \(applied:done\) would be refused: gate 5: /);
+      // The accepted reply is also the agent's mail just before the forgery (attack review 10, F3).
+      expect(c.detail).toMatch(/carries no sign that it is the agent's .*; but the agent's mail before it, ledger #1 \(applied:done\) would be refused: gate 5: /);
       expect(c.fix).toMatch(/stamped like gmail/);
     });
   });
