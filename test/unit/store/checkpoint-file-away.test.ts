@@ -3,6 +3,8 @@ import { copyFileSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { CHECKPOINT_FROM_BYTES, Checkpointer } from '../../../src/store/checkpointer.js';
+import { fileIdentity, NotTheStoreFileError, openIfSame } from '../../../src/store/file-identity.js';
 import { LARGE_VALUE_CHUNK } from '../../../src/store/large-values.js';
 import { Store } from '../../../src/store/store.js';
 
@@ -59,10 +61,10 @@ describe('the checkpoint worker and a store file that is not the bridge’s', ()
     await store.writeLargeValue(Buffer.alloc(6 * LARGE_VALUE_CHUNK, 7), AT); // the WAL passes 1 MiB
     commits(store, 10);
     await store.checkpoint(); // what the upkeep asks once a minute
+    expect(rowsAlone(path)).toEqual({ rows: 300, check: 'ok' });
     expect(store.checkpointWorkerStarts()).toBe(0);
     expect(refusals).toEqual([`the store file at ${path} is not the one the bridge opened (replaced by another file): no WAL checkpoint into it; none is started until the file is back`]);
     expect(failures).toEqual([]);
-    expect(rowsAlone(path)).toEqual({ rows: 300, check: 'ok' });
     await store.closeAndJoin();
     // SQLite leaves the -wal at the path when the file was moved; the bridge emptied it into its
     // own file first, so the next open of the path (the next serve) replays none of its pages.
@@ -111,5 +113,45 @@ describe('the checkpoint worker and a store file that is not the bridge’s', ()
     expect(store.lastCheckpoint()).toMatchObject({ type: 'done' });
     expect(refusals).toHaveLength(1);
     await store.closeAndJoin();
+  });
+});
+
+describe('the checkpoint worker’s own look at the file', () => {
+  // The file replaced between the parent's look and the worker's open: the worker, which takes
+  // tens of ms to start, opens it after the synchronous rename below.
+  it('a worker that finds another file at the path refuses it before any statement, reports it once and ends itself', async () => {
+    const d = tempDir();
+    const path = join(d, 'bridge.sqlite');
+    const other = join(d, 'other.sqlite');
+    const bridge = Store.open(path);
+    commits(bridge, 5); // in the bridge's WAL, which stays at the path
+    const o = Store.open(other);
+    commits(o, 3);
+    await o.closeAndJoin();
+    const failures: string[] = [];
+    const refusals: string[] = [];
+    const c = new Checkpointer(path, fileIdentity(path)!, () => CHECKPOINT_FROM_BYTES, (m) => failures.push(m), (m) => refusals.push(m));
+    c.nudge();
+    expect(c.started).toBe(true);
+    renameSync(path, `${path}.moved`);
+    renameSync(other, path);
+    await c.idle();
+    expect(refusals).toEqual([`the store file at ${path} is not the one the bridge opened (replaced by another file): no WAL checkpoint into it; none is started until the file is back`]);
+    expect(c.started).toBe(false);
+    c.nudge(); // the parent's own look now refuses: no second worker, no second report
+    expect(c.starts).toBe(1);
+    expect(await c.close()).toBeNull(); // after the refusing worker's thread is gone
+    expect(failures).toEqual([]);
+    expect(c.last).toBeNull();
+    expect(rowsAlone(path)).toEqual({ rows: 3, check: 'ok' });
+    await bridge.closeAndJoin();
+  });
+
+  it('openIfSame opens nothing but the file it was told', () => {
+    const path = join(tempDir(), 'a.sqlite');
+    Store.open(path).close();
+    expect(() => openIfSame(path, '0:0')).toThrow(NotTheStoreFileError);
+    expect(() => openIfSame(`${path}.none`, fileIdentity(path)!)).toThrow(/moved away or deleted/);
+    openIfSame(path, fileIdentity(path)!).close();
   });
 });
