@@ -87,7 +87,10 @@ export function buildBridge(config: Config, o: BuildOptions): BuiltBridge {
     },
   });
   // Checkpoints (copying the WAL into the file, and syncing) on a worker, not inside a commit.
-  store.checkpointOffThread((message) => o.log.warn({ err: message }, 'a WAL checkpoint failed; the next commit asks for another'));
+  store.checkpointOffThread(
+    (message) => o.log.warn({ err: message }, 'a WAL checkpoint failed; the next commit asks for another'),
+    (message) => o.log.warn({ err: message }, 'no WAL checkpoint while store.path does not name the store file the bridge opened'),
+  );
   const maxTimeout = maxOf(config.agents.map((a) => a.webhook.timeoutMs), Number.NEGATIVE_INFINITY);
   // Our webhook dispatcher (and undici with it) is made by the first webhook, not at start.
   let ours: Dispatcher | undefined;

@@ -7,7 +7,8 @@ export interface HealthJson {
   status: 'ok' | 'degraded';
   version: string;
   /**
-   * `ok` false when the store could not be read, its last integrity check found damage, or it
+   * `ok` false when the store could not be read, store.path no longer names the file the bridge
+   * opened (`lastCheck` says so, and what to do), its last integrity check found damage, or it
    * cannot be written: `writeError` (the SQLite code and message: a full disk, an I/O error) since
    * `writeErrorSince`, until a write commits again. `fingerprint` names the store file without its
    * path (src/core/store-fingerprint.ts), to a request that presents the bearer only (null to any

@@ -16,7 +16,7 @@ export interface HealthFacts {
   mailbox: MailboxState | null;
   /** The mail recorded last (Store.ledger.latest); null when none was, or the store could not be read. */
   lastRecorded: { seenAt: number; verdict: string } | null;
-  /** The last background integrity check of the store (quick_check); null before the first. */
+  /** The store's checks (StoreUpkeep.lastCheck): not ok while store.path is not the bridge's file, else the last integrity check (quick_check); null before either. */
   storeCheck: StoreCheck | null;
   /** The store could not be written since then (disk full, I/O error): Store.writeFailure; null when the last write committed. */
   storeWriteFailure: StoreWriteFailure | null;
@@ -25,7 +25,7 @@ export interface HealthFacts {
 /**
  * The facts `GET /health` shows, read from the store's counts (kept by triggers: the same cost at
  * any store size); never throws — a store that cannot be read gives `storeOk: false`.
- * @param storeCheck the last background integrity check (src/core/store-upkeep.ts), null before the first
+ * @param storeCheck the store's checks (src/core/store-upkeep.ts `lastCheck`), null before either
  */
 export function healthFacts(ctx: BridgeContext, storeCheck: StoreCheck | null): HealthFacts {
   const { store, mailbox } = ctx;

@@ -1,4 +1,3 @@
-import { statSync } from 'node:fs';
 import type { IntegrityResult } from '../store/store.js';
 import type { BridgeContext } from './context.js';
 import { monotonicMs } from '../monotonic.js';
@@ -34,12 +33,14 @@ export class StoreUpkeep {
   /** When the next background integrity check is due (bridge clock, ms). */
   private checkDueAt: number;
   private running = false;
-  /** The last background integrity check; null before the first. */
-  lastCheck: StoreCheck | null = null;
-  /** The store file's device and inode when the upkeep began; null when none could be read (a store in memory). */
-  private readonly file: string | null;
-  /** Whether the last look found another file, or none, at `store.path`. */
-  private fileAway = false;
+  /** The last background integrity check of the bridge's file; null before the first. */
+  private integrity: StoreCheck | null = null;
+  /**
+   * The file at `store.path` as last looked at, kept apart from {@link integrity}: not ok while it
+   * is not the file the bridge opened (moved away, deleted or replaced), ok once it is back; null
+   * while it never was away.
+   */
+  private file: StoreCheck | null = null;
 
   /** @param track keeps background work until the bridge closes */
   constructor(
@@ -47,7 +48,18 @@ export class StoreUpkeep {
     private readonly track: (p: Promise<unknown>) => void,
   ) {
     this.checkDueAt = ctx.now() + STORE_CHECK_FIRST_MS;
-    this.file = fileIdentity(ctx.config.store.path);
+  }
+
+  /**
+   * What /health shows of the store's checks: not ok while the file at `store.path` is not the
+   * bridge's (its own guidance: put it back, or stop the bridge), else not ok while the last
+   * integrity check failed; otherwise the later of the two, null before either.
+   */
+  get lastCheck(): StoreCheck | null {
+    const { file, integrity } = this;
+    if (file?.ok === false) return file;
+    if (integrity?.ok === false || file === null) return integrity;
+    return integrity === null || file.at > integrity.at ? file : integrity;
   }
 
   /**
@@ -56,11 +68,12 @@ export class StoreUpkeep {
    * truncate a WAL that grew while a reader held a snapshot (store/wal.ts), the log first
    * checkpointed on the checkpoint worker (store/checkpointer.ts: off the event loop; one already
    * under way there would make the truncation here find the log busy). Never waits for a reader
-   * and never fails the call it runs in.
+   * and never fails the call it runs in. The integrity check waits while the file at `store.path`
+   * is not the bridge's: it would check the other file, or none.
    */
   async run(): Promise<void> {
     const now = this.ctx.now();
-    if (now >= this.checkDueAt && !this.running) this.start(now);
+    if (now >= this.checkDueAt && !this.running && this.lookAtFile(now)) this.start(now);
     if (now - this.maintainedAt < STORE_MAINTENANCE_MS) return;
     this.maintainedAt = now;
     this.lookAtFile(now);
@@ -83,28 +96,31 @@ export class StoreUpkeep {
    * running bridge takes everything it records with it (deleted: lost at the stop), and `status`
    * and `stop` found the bridge no more (trial 11; they now follow its claim where its folder was
    * moved: src/cli/listen-owner.ts): that is a store not ok in /health, logged once at error,
-   * until the file is back.
+   * until the file is back (Store.fileAtPath: the identity the store's connection opened).
+   * @returns whether the file there is the bridge's (true in memory)
    */
-  private lookAtFile(now: number): void {
-    if (this.file === null) return;
+  private lookAtFile(now: number): boolean {
+    const seen = this.ctx.store.fileAtPath();
     const path = this.ctx.config.store.path;
-    const seen = fileIdentity(path);
-    if (seen === this.file) {
-      if (!this.fileAway) return;
-      this.fileAway = false;
-      this.lastCheck = { ok: true, detail: `the store file is at ${path} again`, at: now, tookMs: 0 };
+    if (seen === null || seen === 'ours') {
+      if (this.file?.ok !== false) return true;
+      this.file = { ok: true, detail: `the store file is at ${path} again`, at: now, tookMs: 0 };
       this.ctx.log.info({ path }, 'the store file is at store.path again');
-      return;
+      return true;
     }
-    if (this.fileAway) return;
-    this.fileAway = true;
-    const what = seen === null ? 'was moved away or deleted' : 'was replaced by another file';
+    if (this.file?.ok === false) return false;
+    const what = seen === 'away' ? 'was moved away or deleted' : 'was replaced by another file';
     const detail = `the store file ${path} ${what} while the bridge runs: what it records goes to the file it opened, no longer at store.path; put the file back, or stop the bridge (a2a-mailbridge stop finds it by its claim, or where its store folder was moved on Linux; else kill ${process.pid}) and restore a backup`;
-    this.lastCheck = { ok: false, detail, at: now, tookMs: 0 };
+    this.file = { ok: false, detail, at: now, tookMs: 0 };
     this.ctx.log.error({ path }, detail);
+    return false;
   }
 
-  /** The background quick_check: its outcome is logged (a damaged store at error) and shown by /health. */
+  /**
+   * The background quick_check: its outcome is logged (a damaged store at error) and shown by
+   * /health. One that found the path no longer naming the bridge's file did not run (`away`): the
+   * look at the file reports that, and the check is due again once the file is back.
+   */
   private start(now: number): void {
     this.running = true;
     this.checkDueAt = now + STORE_CHECK_EVERY_MS;
@@ -113,23 +129,18 @@ export class StoreUpkeep {
       this.ctx.store
         .quickCheckInBackground()
         .then((r) => {
-          this.lastCheck = { ...r, at: this.ctx.now(), tookMs: Math.round(monotonicMs() - started) };
-          if (r.ok) this.ctx.log.info({ tookMs: this.lastCheck.tookMs }, 'store integrity check: ok');
+          if (r.away) {
+            this.checkDueAt = now;
+            this.lookAtFile(this.ctx.now());
+            return;
+          }
+          this.integrity = { ...r, at: this.ctx.now(), tookMs: Math.round(monotonicMs() - started) };
+          if (r.ok) this.ctx.log.info({ tookMs: this.integrity.tookMs }, 'store integrity check: ok');
           else this.ctx.log.error({ detail: r.detail }, 'store integrity check failed: the store is damaged; restore it from a backup (a2a-mailbridge backup) or move it aside to start empty');
         })
         .finally(() => {
           this.running = false;
         }),
     );
-  }
-}
-
-/** A file's device and inode (`dev:ino`), null when it cannot be read (missing, or `:memory:`). */
-function fileIdentity(path: string): string | null {
-  try {
-    const st = statSync(path, { bigint: true });
-    return `${st.dev}:${st.ino}`;
-  } catch {
-    return null;
   }
 }

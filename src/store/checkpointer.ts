@@ -16,8 +16,16 @@
  * {@link CHECKPOINT_FROM_BYTES} or more, not at start: a bridge that writes a few rows a day never
  * needs it, and SQLite checkpoints the rest when the store closes. From then on every commit asks
  * for a checkpoint, as before.
+ *
+ * A worker is started only while the store's path names the file the bridge opened (its `dev:ino`,
+ * src/store/file-identity.ts), and the worker checks it again around its own open: a file moved
+ * away, deleted or replaced under the bridge (a backup restored with `mv`) is never checkpointed
+ * into, as that would copy the bridge's pages into the other file. Such a refusal is reported once;
+ * until the path names the bridge's file again, commits start no worker (one `stat` each). A
+ * worker already running keeps its connection to the bridge's file, wherever it now is, and goes on.
  */
 import type { Worker } from 'node:worker_threads';
+import { fileIdentity } from './file-identity.js';
 
 /**
  * The WAL size, in bytes, from which commits ask for checkpoints (and so start the worker): 1 MiB,
@@ -29,8 +37,11 @@ export const CHECKPOINT_FROM_BYTES = 1024 * 1024;
 /** What the worker posts after each checkpoint: the WAL's frames and how many were copied, or the failure. */
 export type CheckpointResult = { type: 'done'; log: number; checkpointed: number } | { type: 'failed'; message: string };
 
-/** What the worker posts: `ready` once, when its connection is open; then a result per checkpoint. */
-export type FromCheckpointer = { type: 'ready' } | CheckpointResult;
+/**
+ * What the worker posts: `ready` once, when its connection is open, then a result per checkpoint;
+ * or `refused` instead of `ready` (the path does not name the bridge's file), and it ends itself.
+ */
+export type FromCheckpointer = { type: 'ready' } | { type: 'refused'; message: string } | CheckpointResult;
 
 /** What the worker is sent: a checkpoint to run, or `stop` (it closes its connection and ends). */
 export type ToCheckpointer = 'checkpoint' | 'stop';
@@ -78,18 +89,29 @@ export class Checkpointer {
   #again = false;
   #closed = false;
   #idle: (() => void)[] = [];
+  /** Whether the last look found another file, or none, at {@link path} (reported once: {@link onRefused}). */
+  #away = false;
+  /** The exits of workers that refused the file and end themselves ({@link close} waits for them). */
+  #leaving: Promise<number>[] = [];
   /** The last checkpoint's result (tests, the bench). */
   last: CheckpointResult | null = null;
+  /** How many workers were started (tests). */
+  starts = 0;
 
   /**
    * @param path the store file (a connection of the worker's own opens it)
+   * @param identity the `dev:ino` of the file the bridge's connection opened (file-identity.ts)
    * @param walBytes the WAL's size now, in bytes (read before the worker is started)
    * @param onFailure called with the message when a checkpoint fails (the next commit asks again)
+   * @param onRefused called with the message when the path no longer names the bridge's file: once,
+   *   until it does again
    */
   constructor(
     readonly path: string,
+    private readonly identity: string,
     private readonly walBytes: () => number,
     private readonly onFailure: (message: string) => void = () => {},
+    private readonly onRefused: (message: string) => void = onFailure,
   ) {}
 
   /** True once the worker was started ({@link CHECKPOINT_FROM_BYTES}); false again after close. */
@@ -100,7 +122,7 @@ export class Checkpointer {
   /**
    * After a commit: a checkpoint now, or right after the one that runs — once the worker is
    * started, or the WAL has reached {@link CHECKPOINT_FROM_BYTES} (one `stat` of the -wal file until
-   * then). Never throws.
+   * then) and the path names the bridge's file (one `stat` more). Never throws.
    */
   nudge(): void {
     if (this.#closed) return;
@@ -108,7 +130,7 @@ export class Checkpointer {
       this.#again = true;
       return;
     }
-    if (!this.#worker && this.walBytes() < CHECKPOINT_FROM_BYTES) return;
+    if (!this.#worker && (this.walBytes() < CHECKPOINT_FROM_BYTES || !this.#fileIsOurs())) return;
     this.#running = true;
     const w = this.#ensure();
     w.ref();
@@ -137,6 +159,7 @@ export class Checkpointer {
     this.#worker = null;
     this.#life = null;
     this.#settle();
+    await within(Promise.all(this.#leaving), CHECKPOINTER_STOP_MS);
     if (!w || !life) return null;
     w.ref(); // the process stays up until the thread is gone
     await within(life.ready, CHECKPOINTER_STOP_MS);
@@ -146,17 +169,46 @@ export class Checkpointer {
     return { exitCode: await w.terminate(), terminated: true };
   }
 
+  /** Whether the path names the bridge's file; when not, reported once ({@link onRefused}) until it does again. */
+  #fileIsOurs(): boolean {
+    const seen = fileIdentity(this.path);
+    if (seen === this.identity) {
+      this.#away = false;
+      return true;
+    }
+    this.#refused(`the store file at ${this.path} is not the one the bridge opened (${seen === null ? 'moved away or deleted' : 'replaced by another file'})`);
+    return false;
+  }
+
+  #refused(message: string): void {
+    if (this.#away) return;
+    this.#away = true;
+    this.onRefused(`${message}: no WAL checkpoint into it; none is started until the file is back`);
+  }
+
   #ensure(): Worker {
     if (this.#worker) return this.#worker;
     const { url, execArgv } = workerUrl();
     // node:worker_threads by the first worker, not at every start (docs/architecture.md, "Start-up and memory").
-    const w = new (process.getBuiltinModule('node:worker_threads').Worker)(url, { execArgv, workerData: { path: this.path } });
+    const w = new (process.getBuiltinModule('node:worker_threads').Worker)(url, { execArgv, workerData: { path: this.path, identity: this.identity } });
+    this.starts++;
     w.unref();
     let ready!: () => void;
     let exited!: (code: number) => void;
     const life: WorkerLife = { ready: new Promise((resolve) => (ready = resolve)), exit: new Promise((resolve) => (exited = resolve)) };
     w.on('message', (m: FromCheckpointer) => {
       if (m.type === 'ready') return ready();
+      if (m.type === 'refused') {
+        ready();
+        if (this.#worker !== w) return;
+        // The worker ends itself: detached at once, so that the next commit starts none meanwhile.
+        this.#worker = null;
+        this.#life = null;
+        this.#leaving.push(life.exit);
+        void life.exit.then(() => this.#leaving.splice(this.#leaving.indexOf(life.exit), 1));
+        this.#refused(m.message);
+        return this.#settle();
+      }
       this.last = m;
       if (this.#worker !== w) return; // closed: close() holds the thread until it ends
       if (m.type === 'failed') this.onFailure(m.message);

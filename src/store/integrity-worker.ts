@@ -1,21 +1,21 @@
 /**
- * The worker thread of integrity.ts: opens the store file read-only, runs quick_check, posts the
- * result and exits.
+ * The worker thread of integrity.ts: opens the store file read-only, only while its path names the
+ * file the bridge opened (file-identity.ts), runs quick_check, posts the result and exits.
  */
-import Database from 'better-sqlite3';
 import { parentPort, workerData } from 'node:worker_threads';
+import { NotTheStoreFileError, openIfSame } from './file-identity.js';
 import { integrityResult, quickCheckReport, type IntegrityResult } from './integrity.js';
 
-const { path } = workerData as { path: string };
+const { path, identity } = workerData as { path: string; identity: string };
 let result: IntegrityResult;
 try {
-  const db = new Database(path, { readonly: true, fileMustExist: true });
+  const db = openIfSame(path, identity, { readonly: true });
   try {
     result = integrityResult(quickCheckReport(db));
   } finally {
     db.close();
   }
 } catch (err) {
-  result = { ok: false, detail: (err as Error).message };
+  result = err instanceof NotTheStoreFileError ? { ok: false, detail: err.message, away: true } : { ok: false, detail: (err as Error).message };
 }
 parentPort!.postMessage(result);

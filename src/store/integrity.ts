@@ -14,6 +14,11 @@ export interface IntegrityResult {
   ok: boolean;
   /** `ok`, or the problems (at most 300 characters). */
   detail: string;
+  /**
+   * The check did not run: the path did not name the file the bridge opened (moved away, deleted
+   * or replaced: src/store/file-identity.ts); `ok` is false and `detail` says which. Not damage.
+   */
+  away?: true;
 }
 
 /** quick_check's report (one problem per line) as one short line. */
@@ -73,10 +78,14 @@ function workerUrl(): { url: URL; execArgv: string[] } {
 
 /**
  * quick_check of the store file `path` on a worker thread with a read-only connection of its own,
- * so the event loop keeps serving while the file is read. Never rejects: an error opening or
- * reading the file is a result that is not ok.
+ * so the event loop keeps serving while the file is read. The worker opens the path only while it
+ * names the file `identity` (file-identity.ts `openIfSame`): a file put in the bridge's place is
+ * neither checked as the bridge's nor opened with the bridge's -wal and -shm. Never rejects: an
+ * error opening or reading the file is a result that is not ok, and another file there one with
+ * `away`.
+ * @param identity the `dev:ino` of the file the bridge's connection opened
  */
-export function quickCheckInWorker(path: string): Promise<IntegrityResult> {
+export function quickCheckInWorker(path: string, identity: string): Promise<IntegrityResult> {
   const { url, execArgv } = workerUrl();
   return new Promise((resolve) => {
     let settled = false;
@@ -85,7 +94,7 @@ export function quickCheckInWorker(path: string): Promise<IntegrityResult> {
       settled = true;
       resolve(r);
     };
-    const w = new (process.getBuiltinModule('node:worker_threads').Worker)(url, { execArgv, workerData: { path } });
+    const w = new (process.getBuiltinModule('node:worker_threads').Worker)(url, { execArgv, workerData: { path, identity } });
     w.once('message', (m: IntegrityResult) => done(m));
     w.once('error', (err) => done({ ok: false, detail: `the check could not run: ${err.message}` }));
     w.once('exit', (code) => done({ ok: false, detail: `the check stopped (worker exit ${code})` }));

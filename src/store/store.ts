@@ -1,79 +1,21 @@
-import { artifactReads, artifactWrites } from './artifacts.js';
-import { attemptReads, attemptWrites } from './attempts.js';
-import { auditReads } from './audit.js';
 import { Checkpointer, type CheckpointResult } from './checkpointer.js';
 import { immediate, openDb, StoreError, type Db, type OpenOptions, type Writer } from './db.js';
 import { quickCheck, quickCheckInWorker, type IntegrityResult } from './integrity.js';
-import { dropLargeValue, largeValueReads, largeValueWrites, writeLargeValue } from './large-values.js';
-import { ledgerReads, ledgerWrites } from './ledger.js';
-import { mailboxReads, mailboxWrites } from './mailbox-state.js';
-import { messageReads, messageWrites } from './messages.js';
-import { limitReads } from './limits.js';
-import { overviewReads } from './overview.js';
-import { pruneInBatches, pruneReads, pruneWrites, type PruneCounts } from './prune.js';
-import { pushReads, pushWrites } from './push.js';
-import { replyReads, replyWrites } from './replies.js';
-import { scheduleReads, scheduleWrites } from './schedule.js';
-import { statsReads } from './stats.js';
-import { taskEventReads } from './task-events.js';
-import { taskReads, taskWrites, type TaskChange } from './task-rows.js';
-import { dispatchWrites, turnReads, turnWrites } from './turns.js';
+import { reads, writes, type StoreTx } from './concepts.js';
+import { fileIdentity } from './file-identity.js';
+import { dropLargeValue, writeLargeValue } from './large-values.js';
+import { pruneInBatches, type PruneCounts } from './prune.js';
+import type { TaskChange } from './task-rows.js';
 import { stmt } from './statements.js';
-import { shrinkWal, walBytes } from './wal.js';
+import { emptyWal, shrinkWal, walBytes } from './wal.js';
 import { monotonicMs } from '../monotonic.js';
 
 export { StoreError } from './db.js';
+export type { StoreReads, StoreTx } from './concepts.js';
 export type { IntegrityResult } from './integrity.js';
 export { REFUSED_COUNT_CAP } from './ledger.js';
 export { LARGE_VALUE_MIN } from './large-values.js';
 export { CLAIM_RETRY_MS, CLAIM_WAIT_MS, claimFiles, claimHeld, claimStore, notesConfig, probeLock, StoreInUseError, storeInUse, type ClaimHolder, type ClaimHooks, type StoreClaim } from './serve-claim.js';
-
-function reads(db: Db) {
-  return {
-    tasks: taskReads(db),
-    events: taskEventReads(db),
-    audit: auditReads(db),
-    turns: turnReads(db),
-    attempts: attemptReads(db),
-    ledger: ledgerReads(db),
-    messages: messageReads(db),
-    artifacts: artifactReads(db),
-    replies: replyReads(db),
-    mailbox: mailboxReads(db),
-    stats: statsReads(db),
-    overview: overviewReads(db),
-    limits: limitReads(db),
-    retention: pruneReads(db),
-    push: pushReads(db),
-    schedule: scheduleReads(db),
-    largeValues: largeValueReads(db),
-  };
-}
-
-function writes(db: Db, w: Writer) {
-  const r = reads(db);
-  return {
-    ...r,
-    tasks: { ...r.tasks, ...taskWrites(w) },
-    turns: { ...r.turns, ...turnWrites(w) },
-    dispatch: dispatchWrites(w),
-    attempts: { ...r.attempts, ...attemptWrites(w) },
-    ledger: { ...r.ledger, ...ledgerWrites(w) },
-    messages: { ...r.messages, ...messageWrites(w) },
-    artifacts: { ...r.artifacts, ...artifactWrites(w) },
-    replies: { ...r.replies, ...replyWrites(w) },
-    mailbox: { ...r.mailbox, ...mailboxWrites(w) },
-    retention: { ...r.retention, ...pruneWrites(w) },
-    push: { ...r.push, ...pushWrites(w) },
-    largeValues: { ...r.largeValues, ...largeValueWrites(w) },
-    schedule: { ...r.schedule, ...scheduleWrites(w) },
-  };
-}
-
-/** What the store can read, by concept. */
-export type StoreReads = ReturnType<typeof reads>;
-/** What a transaction can read and write: the reads, plus each concept's writes. Exists only inside {@link Store.tx}. */
-export type StoreTx = ReturnType<typeof writes>;
 
 /** SQLite result codes of a write the disk refused (https://sqlite.org/rescode.html): full, I/O error, read-only. */
 const WRITE_FAILURES = /^SQLITE_(?:FULL|IOERR|READONLY)/;
@@ -112,6 +54,8 @@ export class Store {
   readonly schedule;
   readonly largeValues;
   readonly #db: Db;
+  /** The `dev:ino` of the file the connection opened (file-identity.ts); null in memory. */
+  readonly #identity: string | null;
   readonly #tx: StoreTx;
   #depth = 0;
   #writeFailure: StoreWriteFailure | null = null;
@@ -127,8 +71,9 @@ export class Store {
   #dataVersionAt = Number.NEGATIVE_INFINITY;
   readonly #listeners = new Set<(c: TaskChange) => void>();
 
-  private constructor(db: Db) {
+  private constructor(db: Db, identity: string | null) {
     this.#db = db;
+    this.#identity = identity;
     const r = reads(db);
     this.tasks = r.tasks;
     this.events = r.events;
@@ -162,10 +107,30 @@ export class Store {
    * Opens (creating when needed) the store: WAL journal, busy timeout, foreign keys, the schema
    * read, then the pending migrations (src/store/db.ts). No whole-file check: see {@link quickCheck}.
    * @param path file path, `:memory:`, or an image from {@link image} to open in memory
-   * @throws StoreError when the file cannot be used (damaged, newer schema, not SQLite…)
+   * @throws StoreError when the file cannot be used (damaged, newer schema, not SQLite…), or was
+   *   replaced while it was opened (its identity, looked at before and after, differs)
    */
   static open(path: string | Buffer, options: OpenOptions = {}): Store {
-    return new Store(openDb(path, options));
+    const file = typeof path === 'string' && path !== ':memory:' ? path : null;
+    const before = file === null ? null : fileIdentity(file);
+    const db = openDb(path, options);
+    const identity = file === null ? null : fileIdentity(file);
+    if (before !== null && before !== identity) {
+      db.close();
+      throw new StoreError(`the store ${file} was replaced or moved while it was opened; open it again`);
+    }
+    return new Store(db, identity);
+  }
+
+  /**
+   * Whether the store's path still names the file this connection opened (one `stat`): `ours`,
+   * `away` (moved away or deleted: nothing there), `replaced` (another file there); null in memory.
+   * What is committed goes to the file opened, wherever it is (src/core/store-upkeep.ts reports it).
+   */
+  fileAtPath(): 'ours' | 'away' | 'replaced' | null {
+    if (this.#identity === null) return null;
+    const seen = fileIdentity(this.#db.name);
+    return seen === this.#identity ? 'ours' : seen === null ? 'away' : 'replaced';
   }
 
   /**
@@ -286,13 +251,20 @@ export class Store {
    * Moves WAL checkpoints off the event loop (src/store/checkpointer.ts): no commit of this
    * connection runs one; a worker thread checkpoints after commits, started by the first commit
    * that finds the WAL at 1 MiB or more (CHECKPOINT_FROM_BYTES). For the long-running bridge;
-   * a store in memory has no WAL and is left as it is.
+   * a store in memory has no WAL and is left as it is. No worker checkpoints into a file that is
+   * not the one this connection opened ({@link fileAtPath}; checkpointer.ts).
    * @param onFailure called with the message of a checkpoint that failed
+   * @param onRefused called with the message, once, when the path no longer names the file (no worker starts until it does again)
    */
-  checkpointOffThread(onFailure?: (message: string) => void): void {
-    if (this.#db.memory || this.#checkpointer) return;
+  checkpointOffThread(onFailure?: (message: string) => void, onRefused?: (message: string) => void): void {
+    if (this.#db.memory || this.#checkpointer || this.#identity === null) return;
     this.#db.pragma('wal_autocheckpoint = 0');
-    this.#checkpointer = new Checkpointer(this.#db.name, () => walBytes(this.#db), onFailure);
+    this.#checkpointer = new Checkpointer(this.#db.name, this.#identity, () => walBytes(this.#db), onFailure, onRefused);
+  }
+
+  /** How many checkpoint workers were started (tests: one at a time, none while the file is away). */
+  checkpointWorkerStarts(): number {
+    return this.#checkpointer?.starts ?? 0;
   }
 
   /** The result of the worker's last checkpoint ({@link checkpointOffThread}): WAL frames and how many were copied, or its failure; null before the first. */
@@ -338,10 +310,11 @@ export class Store {
 
   /**
    * quick_check of the store file on a worker thread with its own read-only connection (`serve`'s
-   * background check): the event loop goes on meanwhile. In memory, it runs here.
+   * background check): the event loop goes on meanwhile; it checks only the file this connection
+   * opened (else `away`: integrity.ts). In memory, it runs here.
    */
   quickCheckInBackground(): Promise<IntegrityResult> {
-    return this.#db.memory ? Promise.resolve(quickCheck(this.#db)) : quickCheckInWorker(this.#db.name);
+    return this.#identity === null ? Promise.resolve(quickCheck(this.#db)) : quickCheckInWorker(this.#db.name, this.#identity);
   }
 
   /** An online copy into `file` (SQLite's backup API: consistent while others write). */
@@ -390,10 +363,22 @@ export class Store {
     void this.closeAndJoin();
   }
 
-  /** Closes the connection, and resolves once the checkpoint worker's thread, if any, is gone (checkpointer.ts `close`). Never rejects. */
+  /**
+   * Closes the connection, and resolves once the checkpoint worker's thread, if any, is gone
+   * (checkpointer.ts `close`). Never rejects. When the path no longer names the file opened
+   * ({@link fileAtPath}), SQLite's own checkpoint at close is skipped and the -wal is left at the
+   * path (https://sqlite.org/rescode.html#readonly_dbmoved), where the next open would replay the
+   * bridge's pages into the file put there: the log is first emptied into the file opened
+   * (wal.ts `emptyWal`), after the worker is gone.
+   */
   async closeAndJoin(): Promise<void> {
     const worker = this.#checkpointer?.close();
     this.#checkpointer = null;
+    const away = this.fileAtPath();
+    if (away === 'away' || away === 'replaced') {
+      await worker;
+      emptyWal(this.#db);
+    }
     this.#db.close();
     await worker;
   }

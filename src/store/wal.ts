@@ -44,3 +44,18 @@ export function shrinkWal(db: Db): { before: number; after: number; busy: boolea
   }
   return { before, after: walBytes(db), busy };
 }
+
+/**
+ * `PRAGMA wal_checkpoint(TRUNCATE)` whatever the WAL's size: every committed page copied into the
+ * file this connection opened, and the log cut to 0 bytes (before a close that leaves the -wal
+ * behind: store.ts `closeAndJoin`). Waits for readers up to the busy timeout.
+ * @returns whether it finished (false: a reader held it back, or it failed)
+ */
+export function emptyWal(db: Db): boolean {
+  try {
+    const [r] = db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
+    return (r?.busy ?? 1) === 0;
+  } catch {
+    return false;
+  }
+}

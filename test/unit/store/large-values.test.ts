@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CHECKPOINT_FROM_BYTES, Checkpointer } from '../../../src/store/checkpointer.js';
+import { fileIdentity } from '../../../src/store/file-identity.js';
 import { LARGE_VALUE_CHUNK } from '../../../src/store/large-values.js';
 import { Store, type StoreTx } from '../../../src/store/store.js';
 import { turnCounter } from '../../helpers/event-loop.js';
@@ -125,7 +126,7 @@ describe('checkpoints off the event loop', () => {
     const path = join(tempDir(), 'c.sqlite');
     Store.open(path).close();
     const failures: string[] = [];
-    const c = new Checkpointer(path, () => CHECKPOINT_FROM_BYTES, (m) => failures.push(m));
+    const c = new Checkpointer(path, fileIdentity(path)!, () => CHECKPOINT_FROM_BYTES, (m) => failures.push(m));
     c.nudge();
     expect(c.started).toBe(true);
     expect(await c.close()).toEqual({ exitCode: 0, terminated: false });
