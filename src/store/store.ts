@@ -26,7 +26,7 @@ export { StoreError } from './db.js';
 export type { IntegrityResult } from './integrity.js';
 export { REFUSED_COUNT_CAP } from './ledger.js';
 export { LARGE_VALUE_MIN } from './large-values.js';
-export { CLAIM_RETRY_MS, CLAIM_WAIT_MS, claimFiles, claimHeld, claimStore, notesConfig, probeLock, StoreInUseError, storeInUse, type ClaimHolder, type ClaimHooks, type StoreClaim } from './serve-claim.js';
+export { CLAIM_RETRY_MS, CLAIM_WAIT_MS, claimFiles, claimHeld, claimStore, notesConfig, probeLock, StoreInUseError, storeInUse, storeWasHere, type ClaimHolder, type ClaimHooks, type StoreClaim } from './serve-claim.js';
 
 function reads(db: Db) {
   return {
