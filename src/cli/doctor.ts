@@ -8,7 +8,8 @@ import { tomlSyntaxMessage } from '../config/toml-syntax.js';
 import { exampleIdentities, exampleIdentitiesText } from '../config/example-identities.js';
 import { readSecretFile, SecretFileError } from '../config/secret-file.js';
 import { missingSecretFix } from '../config/secret-kinds.js';
-import { Store, StoreError } from '../store/store.js';
+import { claimFiles, Store, StoreError, storeWasHere } from '../store/store.js';
+import { missingStoreText } from './open-store.js';
 import { TERMINAL_STATES, type TaskState } from '../store/task-state.js';
 import { openMailbox } from '../app.js';
 import { MailboxError } from '../uplink/mailbox.js';
@@ -171,7 +172,7 @@ function checkConfig(file: string): { checks: Check[]; config?: Config } {
   }
 }
 
-function checkStore(path: string): Check {
+function checkStore(path: string, configFile: string): Check {
   const name = 'store';
   // The rule serve applies before it opens the store (src/config/data-place.ts).
   const unsafe = dataPlaceProblem(path, 'store', 'store.path');
@@ -180,6 +181,8 @@ function checkStore(path: string): Check {
   try {
     st = statSync(path);
   } catch {
+    // A serve ran on it before: the store was moved or deleted, and the next serve would start an empty one.
+    if (storeWasHere(path)) return { name, status: 'fail', detail: missingStoreText(path, commandLine(configFile, 'serve')), fix: `put the store back at ${path}, restore a backup there, or, to start with an empty store on purpose, delete ${claimFiles(path).lock}` };
     return { name, status: 'ok', detail: `${path} does not exist yet; serve creates it on its first start` };
   }
   const dirMode = statSync(dirname(path)).mode & 0o777;
@@ -311,7 +314,7 @@ export async function doctor(configFile: string): Promise<DoctorReport> {
   if (!config) {
     checks.push({ name: 'store, mailbox, webhook', status: 'skip', detail: 'not checked without a valid config', fix: 'fix the config first' });
   } else {
-    checks.push(checkStore(config.store.path));
+    checks.push(checkStore(config.store.path, config.file));
     const storeMode = checkStoreMode(config.store.path);
     if (storeMode) checks.push(storeMode);
     const listen = await checkListenAndPort(config);

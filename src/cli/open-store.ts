@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { loadConfig } from '../config/config.js';
 import { commandLine, shellWord } from '../config/config-path.js';
-import { Store, StoreError } from '../store/store.js';
+import { Store, StoreError, storeWasHere } from '../store/store.js';
 
 /** Where a command finds the store: `--db`, else `store.path` of the config file. */
 export interface StoreLocation {
@@ -37,6 +37,20 @@ export function configuredAgents(where: StoreLocation): string[] | undefined {
 }
 
 /**
+ * What to say of a store file that is not there: a serve that has run on it before (its claim
+ * lock is there: src/store/serve-claim.ts `storeWasHere`) means the store was moved or deleted,
+ * and the next `serve` would start an empty one (fresh-user trial: after `mv` of the store file,
+ * `status` said "serve creates it on its first start", and the restart began an empty store, the
+ * tasks out of sight); else that `serve` makes it.
+ * @param file the store file's absolute path
+ * @param serve the `serve` command line of this config
+ */
+export function missingStoreText(file: string, serve: string): string {
+  if (storeWasHere(file)) return `no store at ${file}, though a serve has run on it (its claim lock is there): it was moved or deleted; put it back (or restore a backup: a2a-mailbridge backup made one) before \`${serve}\`, which would start an empty store`;
+  return `no store at ${file} yet; \`${serve}\` creates it on its first start`;
+}
+
+/**
  * Refuses a store file that does not exist (yet), before anything would create it.
  * @param file the store file's absolute path ({@link storeFile})
  * @throws StoreError naming the file, where its path comes from, and what creates it
@@ -44,7 +58,9 @@ export function configuredAgents(where: StoreLocation): string[] | undefined {
 export function requireStoreFile(file: string, where: StoreLocation): void {
   if (existsSync(file)) return;
   if (where.db !== undefined) throw new StoreError(`no store at ${file} (--db); name a store file that exists (a backup, or store.path of a config)`);
-  throw new StoreError(`no store at ${file} (config key store.path); \`${commandLine(where.configFile, 'serve')}\` creates it on its first start`);
+  const serve = commandLine(where.configFile, 'serve');
+  if (storeWasHere(file)) throw new StoreError(`${missingStoreText(file, serve)} (config key store.path)`);
+  throw new StoreError(`no store at ${file} (config key store.path); \`${serve}\` creates it on its first start`);
 }
 
 /**

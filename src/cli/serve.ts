@@ -8,7 +8,7 @@ import { prepareDataPlaces, storeFiles, tightenDataFiles } from '../config/data-
 import type { CheckSummary } from '../core/mail-check.js';
 import { createServiceLogger, rolledLogFiles, serviceLogTarget } from '../log.js';
 import { cleanLines } from './format.js';
-import { claimFiles } from '../store/store.js';
+import { claimFiles, storeWasHere } from '../store/store.js';
 import { startupSummary } from './serve-summary.js';
 import { IDLE_CHECK_EVERY_MS, IdleRelease, releaseHeap } from './heap-release.js';
 import { saveStartCodeCache } from './code-cache.js';
@@ -47,6 +47,8 @@ export async function serve(configFile: string, o: { logLevel?: string }, signal
   // A store an older version made 0644 (and its -wal, -shm, claim lock and note): this user's made
   // 0600 before the store and the claim's lock are opened (a close would drop their POSIX locks),
   // never through a symlink (src/config/data-place.ts).
+  // A serve ran on store.path before, and its store is gone (moved or deleted): said once the log is open (the claim makes a lock file).
+  const storeGone = storeWasHere(config.store.path);
   const { lock, note } = claimFiles(config.store.path);
   const tightened = tightenDataFiles([...storeFiles(config.store.path), lock, note]);
   // Before the log and the store are opened: no other serve holds this store (src/store/serve-claim.ts).
@@ -62,6 +64,9 @@ export async function serve(configFile: string, o: { logLevel?: string }, signal
   }
   if ((signal = await signals.received()) !== undefined) return stopBeforeStore(config, { level, terminal }, signal, { claim, log });
   if (tightened.length > 0) log.info({ files: tightened }, 'store files made readable by this user only (mode 0600); they were readable by others');
+  if (storeGone) {
+    log.warn({ store: config.store.path }, 'no store at store.path, though a serve has run on it (its claim lock is there): it was moved or deleted, and this bridge starts an empty store; to keep the tasks, stop it and put the store back (or restore a backup) before the next start');
+  }
   // docs/streaming.md, "When the bridge stops": the socket, the open streams, the answers under way, then the store.
   // The app once startApp has returned: what a signal's handler closes.
   const running: { app?: App } = {};

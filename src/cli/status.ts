@@ -4,12 +4,13 @@ import { loadConfig, type Config } from '../config/config.js';
 import { commandLine } from '../config/config-path.js';
 import { humanDuration, iso } from '../core/time.js';
 import { plural } from '../plural.js';
-import { Store } from '../store/store.js';
+import { claimHeld, notesConfig, Store, storeWasHere } from '../store/store.js';
 import { type MailboxState } from '../store/mailbox-state.js';
 import type { FailingDispatch, RefusedForOpenTask } from '../store/overview.js';
 import { TASK_STATES, TERMINAL_STATES, type TaskState } from '../store/task-state.js';
 import { clean, isoJson, printJson } from './format.js';
 import { probeHealth, type HealthProbe } from './health-probe.js';
+import { missingStoreText } from './open-store.js';
 import { storeBytes } from './serve-summary.js';
 import { defaultKind, LAUNCHD_LABEL, serviceTarget, SYSTEMD_UNIT } from './service.js';
 
@@ -54,6 +55,8 @@ export interface StatusReport {
     taken: boolean;
     cannotTell: boolean;
     storeAway?: { pid: number; store: string } | null;
+    /** This config's running bridge's /health `store.lastCheck` when its store is not ok (a store file moved away, damaged…), cut; null otherwise. */
+    storeProblem?: string | null;
   };
   store: { path: string; exists: boolean; bytes: number };
   tasks: { open: number; finished: number; byState: Partial<Record<TaskState, number>> } | null;
@@ -70,6 +73,27 @@ function folderKey(config: Config): string {
 
 function bytes(n: number): string {
   return n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+/**
+ * The `bridge` line when nothing answers at this config's address while a serve holds its store's
+ * claim: another config's bridge serves this store (fresh-user trial 12: `status` said "start it",
+ * and that `serve` is refused, the store being in use). Names the holder as its note does.
+ */
+function heldElsewhereLine(r: StatusReport, at: string): string {
+  const h = claimHeld(r.store.path);
+  if (h.held && h.holder && notesConfig(h.holder, r.config)) {
+    return `bridge    not answering at ${at} (${r.bridge.why}), though this config's serve (pid ${h.holder.pid}) holds its store: it may still be starting; if it stays so, ${commandLine(r.config, 'stop')}`;
+  }
+  const who = h.held && h.holder ? ` (pid ${h.holder.pid}, started with ${h.holder.config}, listening at ${h.holder.listen})` : '';
+  return `bridge    not answering at ${at} (${r.bridge.why}), but another a2a-mailbridge serve holds its store ${r.store.path}${who}: a serve of this config would be refused; use that bridge, or stop it (a2a-mailbridge --config <the file it was started with> stop) before you start this one`;
+}
+
+/** `/health`'s account of a store that is not ok (`store.lastCheck`), cut to 300 characters; null when it is ok or says nothing. */
+function storeProblemOf(health: Record<string, unknown>): string | null {
+  const store = health.store as { ok?: unknown; lastCheck?: unknown } | undefined;
+  if (!store || store.ok !== false || typeof store.lastCheck !== 'string') return null;
+  return clean(store.lastCheck.slice(0, 300));
 }
 
 /** Why the bridge answering is not known to be this config's, or null when it is. */
@@ -94,7 +118,7 @@ export async function statusReport(config: Config, now: number): Promise<StatusR
   const report: StatusReport = {
     config: config.file,
     bridge: probe.up
-      ? { answering: true, url: probe.url, status: clean(String(probe.health.status).slice(0, 64)), version: clean(String(probe.health.version).slice(0, 64)), sameStore: probe.sameStore, why: storeWhy(probe), storeNamed: probe.sameStore === null || !probe.bearerSent ? null : probe.stores.answering !== null, olderBearer: older, claimed: probe.claimed, taken, cannotTell: false, storeAway }
+      ? { answering: true, url: probe.url, status: clean(String(probe.health.status).slice(0, 64)), version: clean(String(probe.health.version).slice(0, 64)), sameStore: probe.sameStore, why: storeWhy(probe), storeNamed: probe.sameStore === null || !probe.bearerSent ? null : probe.stores.answering !== null, olderBearer: older, claimed: probe.claimed, taken, cannotTell: false, storeAway, storeProblem: probe.sameStore === true ? storeProblemOf(probe.health) : null }
       : { answering: false, url: probe.url, status: null, version: null, sameStore: null, why: probe.why, storeNamed: null, olderBearer: null, claimed: probe.claimed, taken, cannotTell: probe.cannotTell, storeAway: null },
     store: { path, exists, bytes: exists ? storeBytes(path) : 0 },
     tasks: null,
@@ -177,7 +201,9 @@ export function formatStatus(r: StatusReport, now: number): string {
       ? takenLine(r, at)
       : r.bridge.cannotTell
         ? `bridge    cannot tell whether it runs (${r.bridge.why})`
-        : !r.bridge.answering
+        : !r.bridge.answering && r.bridge.claimed
+          ? heldElsewhereLine(r, at)
+          : !r.bridge.answering
           ? `bridge    not answering at ${at} (${r.bridge.why}); start it: ${cmd('serve')}, or ${cmd('service status')}`
           : r.bridge.storeAway
             ? `bridge    running at ${at} (pid ${r.bridge.storeAway.pid}), but its store is no longer at ${r.store.path}: it was moved to ${r.bridge.storeAway.store} while the bridge runs; move it back (then the bridge goes on), or stop it (${cmd('stop')}) and move it back before the next start`
@@ -190,10 +216,12 @@ export function formatStatus(r: StatusReport, now: number): string {
                   : `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status})`,
   );
   if (!r.store.exists) {
-    lines.push(r.bridge.storeAway ? `store     ${r.store.path} is not there: the running bridge has it open at ${r.bridge.storeAway.store}` : `store     ${r.store.path} does not exist yet; serve creates it on its first start`);
+    lines.push(r.bridge.storeAway ? `store     ${r.store.path} is not there: the running bridge has it open at ${r.bridge.storeAway.store}` : storeWasHere(r.store.path) ? `store     ${missingStoreText(r.store.path, cmd('serve'))}` : `store     ${r.store.path} does not exist yet; serve creates it on its first start`);
+    if (r.bridge.storeProblem) lines.push(`          NOT OK in the running bridge's /health: ${r.bridge.storeProblem}`);
     return lines.join('\n');
   }
   lines.push(`store     ${r.store.path}: ${bytes(r.store.bytes)} on disk (with its -wal/-shm)`);
+  if (r.bridge.storeProblem) lines.push(`          NOT OK in the running bridge's /health: ${r.bridge.storeProblem}`);
   const t = r.tasks!;
   const byState = (open: boolean): string => TASK_STATES.filter((s) => TERMINAL_STATES.has(s) !== open).map((s) => `${t.byState[s] ?? 0} ${s}`).join(', ');
   lines.push(`tasks     ${t.open} open (${byState(true)}); ${t.finished} finished (${byState(false)})`);

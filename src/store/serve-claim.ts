@@ -96,6 +96,20 @@ export function claimFiles(storePath: string): { lock: string; note: string } {
   return { lock: `${real}-serve.lock`, note: `${real}-serve.json` };
 }
 
+/**
+ * Whether a serve has run on `storePath` though no store file is there now: its claim lock
+ * ({@link claimFiles}; it stays after every stop) is there. Then the store was moved or deleted
+ * while or after a bridge ran on it — or a serve stopped before it first opened its store (a
+ * signal early in its start). Never throws (false when the folder cannot be read).
+ */
+export function storeWasHere(storePath: string): boolean {
+  try {
+    return !existsSync(storePath) && existsSync(claimFiles(storePath).lock);
+  } catch {
+    return false;
+  }
+}
+
 /** The note of the holder, or null when it is missing, unreadable, or names a process that is gone (a note a crash left). */
 function readHolder(note: string): ClaimHolder | null {
   let h: Partial<ClaimHolder>;

@@ -15,7 +15,7 @@ export type { StoreReads, StoreTx } from './concepts.js';
 export type { IntegrityResult } from './integrity.js';
 export { REFUSED_COUNT_CAP } from './ledger.js';
 export { LARGE_VALUE_MIN } from './large-values.js';
-export { CLAIM_RETRY_MS, CLAIM_WAIT_MS, claimFiles, claimHeld, claimStore, notesConfig, probeLock, StoreInUseError, storeInUse, type ClaimHolder, type ClaimHooks, type StoreClaim } from './serve-claim.js';
+export { CLAIM_RETRY_MS, CLAIM_WAIT_MS, claimFiles, claimHeld, claimStore, notesConfig, probeLock, StoreInUseError, storeInUse, storeWasHere, type ClaimHolder, type ClaimHooks, type StoreClaim } from './serve-claim.js';
 
 /** SQLite result codes of a write the disk refused (https://sqlite.org/rescode.html): full, I/O error, read-only. */
 const WRITE_FAILURES = /^SQLITE_(?:FULL|IOERR|READONLY)/;
