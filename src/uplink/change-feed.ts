@@ -1,5 +1,5 @@
-import { watch, type FSWatcher } from 'node:fs';
-import { join } from 'node:path';
+import { statSync, watch, type FSWatcher } from 'node:fs';
+import { basename, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { ImapMailboxConfig } from './imap-mailbox.js';
 import { imapClient } from './imap-client.js';
@@ -21,10 +21,30 @@ export interface ChangeFeed {
 /** Why a feed signalled: a (re)connect's catch-up, or a new-mail notice. */
 export type ChangeCause = 'connected' | 'exists';
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+/** The timers a feed waits on (ms); a test passes ones that need no waiting. */
+export interface FeedClock {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+const realClock: FeedClock = {
+  now: () => performance.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+/** Waits `ms`, or less when `signal` aborts; leaves no listener on `signal` (it lives as long as the feed). */
+function sleep(ms: number, signal: AbortSignal, clock: FeedClock = realClock): Promise<void> {
   return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+    if (signal.aborted) return resolve();
+    const done = (): void => {
+      clock.clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const t = clock.setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
   });
 }
 
@@ -88,29 +108,74 @@ export function imapIdleFeed(cfg: ImapMailboxConfig, log: Logger): ChangeFeed {
 /** How a round of the Maildir feed's watches ended. */
 type RoundEnd = 'failed' | 'rewatch' | 'aborted';
 
+/** Least wait before the Maildir feed watches again after `new/`, `cur/` or the folder changed, in ms. */
+export const REWATCH_MIN_MS = 100;
+/** Most wait before it watches again, however often they change, in ms. */
+export const REWATCH_MAX_MS = 2000;
+/** A round of watches that lasted this long (ms) ends a streak of rewatches. */
+export const REWATCH_QUIET_MS = 1000;
+
+/**
+ * Wait before the next round of the Maildir feed's watches when the last `streak` rounds each
+ * ended within {@link REWATCH_QUIET_MS} of their start by a change of `new/`, `cur/` or the folder,
+ * in ms: 100 ms doubling to 2 s. A genuine repair (`cur/` deleted, then made again; `mv` and a new
+ * Maildir) is a streak of one or two: it is watched and checked again within 100–200 ms; a loop
+ * that deletes and makes `cur/` again gets one round (three inotify watches and a catch-up check)
+ * every 2 s.
+ */
+export function rewatchDelayMs(streak: number): number {
+  return Math.min(REWATCH_MAX_MS, REWATCH_MIN_MS * 2 ** Math.max(0, streak - 1));
+}
+
+/** The folder at `path` as `dev:ino`, or null when nothing is there. */
+function identity(path: string): string | null {
+  try {
+    const s = statSync(path, { bigint: true });
+    return `${s.dev}:${s.ino}`;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * A Maildir folder watched with fs.watch on `new/` and `cur/`, and on the folder itself. A watch
  * on a directory follows that directory, not its name: once `cur/` is deleted its watch hears
  * nothing more, and one made again under the name is not watched (Linux inotify; fresh-user
- * trial: `cur/` made again went unseen until new mail came in `new/`). So the folder's own watch
- * ends the round whenever an entry named `new` or `cur` is made, removed or renamed, and the next
- * round, at once, watches them again and signals `connected` (the catch-up check: within
- * milliseconds of the `mkdir`). A subfolder missing when a round starts is left to the folder's
- * watch; a watch that fails (or the folder itself missing) is retried with backoff.
+ * trial: `cur/` made again went unseen until new mail came in `new/`); a Maildir folder renamed
+ * (`mv Maildir Maildir.old`) is followed to its new name. So the folder's own watch ends the round
+ * when an entry named `new` or `cur` is made, removed or renamed (a 'rename' event: a `touch` or
+ * `chmod` of `cur/` is a 'change' and ends nothing), or when the folder itself was moved or
+ * deleted (its watch reports that under the folder's basename; the path then names another
+ * folder, `dev:ino`, or none). The next round watches them again and signals `connected` (the
+ * catch-up check, which also finds what changed while nothing watched), after
+ * {@link rewatchDelayMs}: 100 ms, longer while rounds keep ending at once, so whoever can write into
+ * the Maildir cannot make the feed re-add watches in a loop that starves the event loop (attack
+ * review: `/health` stalled 24.6 s under a `touch cur` loop). A subfolder missing when a round
+ * starts is left to the folder's watch; a watch that fails (or the folder itself missing) is
+ * retried with backoff ({@link reconnectDelayMs}).
+ *
+ * @param clock the timers of the waits between rounds (tests)
  */
-export function maildirFeed(dir: string, log: Logger): ChangeFeed {
+export function maildirFeed(dir: string, log: Logger, clock: FeedClock = realClock): ChangeFeed {
+  const self = basename(dir);
   return {
     async run(onChange, signal) {
       let failures = 0;
+      let streak = 0;
       while (!signal.aborted) {
         const watchers: FSWatcher[] = [];
         let end: RoundEnd = 'failed';
+        let finish: (how: RoundEnd) => void = () => {};
+        const ended = new Promise<RoundEnd>((resolve) => (finish = resolve));
+        const onAbort = (): void => finish('aborted');
+        signal.addEventListener('abort', onAbort, { once: true });
+        const started = clock.now();
         try {
-          let finish: (how: RoundEnd) => void = () => {};
-          const ended = new Promise<RoundEnd>((resolve) => (finish = resolve));
           const failed = (err: Error): void => (log.warn({ err: err.message }, 'Maildir watch failed'), finish('failed'));
-          const top = watch(dir, (_event, name) => {
-            if (name === null || name === 'new' || name === 'cur') finish('rewatch');
+          const was = identity(dir);
+          const top = watch(dir, (event, name) => {
+            if (event !== 'rename') return; // an attribute change: nothing was made, removed or renamed
+            if (name === null || name === 'new' || name === 'cur' || (name === self && identity(dir) !== was)) finish('rewatch');
           });
           top.on('error', failed);
           watchers.push(top);
@@ -125,7 +190,6 @@ export function maildirFeed(dir: string, log: Logger): ChangeFeed {
             w.on('error', failed);
             watchers.push(w);
           }
-          signal.addEventListener('abort', () => finish('aborted'), { once: true });
           onChange('connected');
           failures = 0;
           end = await ended;
@@ -133,9 +197,16 @@ export function maildirFeed(dir: string, log: Logger): ChangeFeed {
           log.warn({ err: (err as Error).message }, 'Maildir watch could not start');
         } finally {
           for (const w of watchers) w.close();
+          signal.removeEventListener('abort', onAbort);
         }
         if (signal.aborted) break;
-        if (end !== 'rewatch') await sleep(reconnectDelayMs(++failures), signal);
+        if (end === 'rewatch') {
+          streak = clock.now() - started < REWATCH_QUIET_MS ? streak + 1 : 1;
+          await sleep(rewatchDelayMs(streak), signal, clock);
+        } else {
+          streak = 0;
+          await sleep(reconnectDelayMs(++failures), signal, clock);
+        }
       }
     },
   };
