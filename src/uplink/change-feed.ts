@@ -1,6 +1,7 @@
 import { statSync, watch, type FSWatcher } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { Logger } from 'pino';
+import { limitedLog } from '../log.js';
 import type { ImapMailboxConfig } from './imap-mailbox.js';
 import { imapClient } from './imap-client.js';
 import { imapAuth } from './oauth2.js';
@@ -114,6 +115,17 @@ export const REWATCH_MIN_MS = 100;
 export const REWATCH_MAX_MS = 2000;
 /** A round of watches that lasted this long (ms) ends a streak of rewatches. */
 export const REWATCH_QUIET_MS = 1000;
+/**
+ * File events one round of watches takes in a second at most; more end the round like a rewatch.
+ * libuv reads the inotify queue until it is empty before the event loop goes on, and events that
+ * alternate between two names or two watches are not merged by the kernel, so a writer who makes
+ * them faster than they are handed to JavaScript (`touch cur` heard by the folder's watch and by
+ * cur/'s own: 10 s of it held the event loop 10 s) would hold it as long as they write. The
+ * catch-up check of the next round finds whatever came meanwhile; mail needs a few events each.
+ */
+export const FLOOD_EVENTS = 1000;
+/** How often the feed says at most that it paused for a flood of events, in ms. */
+const FLOOD_LOG_EVERY_MS = 60_000;
 
 /**
  * Wait before the next round of the Maildir feed's watches when the last `streak` rounds each
@@ -127,11 +139,18 @@ export function rewatchDelayMs(streak: number): number {
   return Math.min(REWATCH_MAX_MS, REWATCH_MIN_MS * 2 ** Math.max(0, streak - 1));
 }
 
-/** The folder at `path` as `dev:ino`, or null when nothing is there. */
-function identity(path: string): string | null {
+let unknownBirths = 0;
+
+/**
+ * What is at `path` (a symlink followed, as fs.watch follows it) as `dev:ino:birth`, or null when
+ * nothing is. A directory deleted and made again may get the same inode number (ext4 gives it back
+ * at once): its birth time (statx) tells the two apart. Where the file system keeps none (0), each
+ * call answers differently, so any change counts as a new folder.
+ */
+function folderAt(path: string): string | null {
   try {
     const s = statSync(path, { bigint: true });
-    return `${s.dev}:${s.ino}`;
+    return `${s.dev}:${s.ino}:${s.birthtimeNs || `?${++unknownBirths}`}`;
   } catch {
     return null;
   }
@@ -158,6 +177,7 @@ function identity(path: string): string | null {
  */
 export function maildirFeed(dir: string, log: Logger, clock: FeedClock = realClock): ChangeFeed {
   const self = basename(dir);
+  const limited = limitedLog(log, FLOOD_LOG_EVERY_MS);
   return {
     async run(onChange, signal) {
       let failures = 0;
@@ -172,23 +192,39 @@ export function maildirFeed(dir: string, log: Logger, clock: FeedClock = realClo
         const started = clock.now();
         try {
           const failed = (err: Error): void => (log.warn({ err: err.message }, 'Maildir watch failed'), finish('failed'));
-          const was = identity(dir);
-          const top = watch(dir, (event, name) => {
-            if (event !== 'rename') return; // an attribute change: nothing was made, removed or renamed
-            if (name === null || name === 'new' || name === 'cur' || (name === self && identity(dir) !== was)) finish('rewatch');
+          let heard = 0;
+          let since = started;
+          /** Counts an event; false once this second's are too many (the round then ends). */
+          const hear = (): boolean => {
+            const t = clock.now();
+            if (t - since >= 1000) [since, heard] = [t, 0];
+            if (++heard <= FLOOD_EVENTS) return true;
+            limited(t, 'warn', 'flood', { dir, events: heard }, 'Maildir watch paused: too many file events in a second; watching again shortly');
+            finish('rewatch');
+            return false;
+          };
+          // What each watch below is on; an event names one of them: is another there now?
+          const watched = new Map<string, { path: string; at: string | null }>([[self, { path: dir, at: folderAt(dir) }]]);
+          const top = watch(dir, (_event, name) => {
+            if (!hear()) return;
+            const w = name === null ? undefined : watched.get(name);
+            if (name === null || (w && folderAt(w.path) !== w.at)) finish('rewatch');
           });
           top.on('error', failed);
           watchers.push(top);
           for (const sub of ['new', 'cur']) {
-            let w: FSWatcher;
+            const path = join(dir, sub);
             try {
-              w = watch(join(dir, sub), () => onChange('exists'));
+              // An event named after the subfolder is about itself (its attributes; its deletion,
+              // which the folder's watch hears), not about mail in it.
+              const w = watch(path, (_event, name) => void (hear() && name !== sub && onChange('exists')));
+              w.on('error', failed);
+              watchers.push(w);
             } catch (err) {
-              if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue; // the folder's watch says when it is made
-              throw err;
+              if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+              // Missing: the folder's watch says when it is made.
             }
-            w.on('error', failed);
-            watchers.push(w);
+            watched.set(sub, { path, at: folderAt(path) });
           }
           onChange('connected');
           failures = 0;
