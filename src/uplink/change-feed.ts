@@ -131,7 +131,7 @@ const FLOOD_LOG_EVERY_MS = 60_000;
  * Wait before the next round of the Maildir feed's watches when the last `streak` rounds each
  * ended within {@link REWATCH_QUIET_MS} of their start by a change of `new/`, `cur/` or the folder,
  * in ms: 100 ms doubling to 2 s. A genuine repair (`cur/` deleted, then made again; `mv` and a new
- * Maildir) is a streak of one or two: it is watched and checked again within 100–200 ms; a loop
+ * Maildir made at once) is a streak of one or two: it is watched and checked again within 100–200 ms; a loop
  * that deletes and makes `cur/` again gets one round (three inotify watches and a catch-up check)
  * every 2 s.
  */
@@ -162,13 +162,14 @@ function folderAt(path: string): string | null {
  * nothing more, and one made again under the name is not watched (Linux inotify; fresh-user
  * trial: `cur/` made again went unseen until new mail came in `new/`); a Maildir folder renamed
  * (`mv Maildir Maildir.old`) is followed to its new name. So the folder's own watch ends the round
- * when an entry named `new` or `cur` is made, removed or renamed (a 'rename' event: a `touch` or
- * `chmod` of `cur/` is a 'change' and ends nothing), or when the folder itself was moved or
- * deleted (its watch reports that under the folder's basename; the path then names another
- * folder, `dev:ino`, or none). The next round watches them again and signals `connected` (the
- * catch-up check, which also finds what changed while nothing watched), after
- * {@link rewatchDelayMs}: 100 ms, longer while rounds keep ending at once, so whoever can write into
- * the Maildir cannot make the feed re-add watches in a loop that starves the event loop (attack
+ * when what is at `new`, `cur` or the folder's own path is no longer what the round watches
+ * ({@link folderAt}: made, deleted or renamed; Node reports a `touch` or `chmod` of a subdirectory
+ * as a 'rename' too, and that ends nothing; the folder's own move or deletion comes under its
+ * basename). The next round watches them again and signals `connected` (the catch-up check,
+ * which also finds what changed while nothing watched), after {@link rewatchDelayMs}: 100 ms,
+ * longer while rounds keep ending at once, and a round that hears more than
+ * {@link FLOOD_EVENTS} events in a second ends too, so whoever can write into the Maildir cannot
+ * make the feed re-add watches, or take events, in a loop that starves the event loop (attack
  * review: `/health` stalled 24.6 s under a `touch cur` loop). A subfolder missing when a round
  * starts is left to the folder's watch; a watch that fails (or the folder itself missing) is
  * retried with backoff ({@link reconnectDelayMs}).
