@@ -215,17 +215,19 @@ export function maildirFeed(dir: string, log: Logger, clock: FeedClock = realClo
           watchers.push(top);
           for (const sub of ['new', 'cur']) {
             const path = join(dir, sub);
+            // Taken before the watch: a folder swapped in between is taken for a change (one more round), never the reverse.
+            const at = folderAt(path);
             try {
               // An event named after the subfolder is about itself (its attributes; its deletion,
               // which the folder's watch hears), not about mail in it.
               const w = watch(path, (_event, name) => void (hear() && name !== sub && onChange('exists')));
               w.on('error', failed);
               watchers.push(w);
+              watched.set(sub, { path, at });
             } catch (err) {
               if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-              // Missing: the folder's watch says when it is made.
+              watched.set(sub, { path, at: null }); // missing: the folder's watch says when it is made
             }
-            watched.set(sub, { path, at: folderAt(path) });
           }
           onChange('connected');
           failures = 0;
