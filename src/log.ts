@@ -148,13 +148,14 @@ export async function createServiceLogger(c: LogConfig, o: { terminal?: boolean 
  * @param destination where lines go; stderr by default
  */
 /** A log line that stands for many: written at most once per key per period, the rest counted. */
-export type LimitedLog = (at: number, level: 'info' | 'warn', key: string, fields: Record<string, unknown>, msg: string) => void;
+export type LimitedLog = (at: number, level: 'info' | 'warn', key: string, fields: Record<string, unknown>, msg: string) => boolean;
 
 /**
  * A log whose lines a flood cannot multiply: per `key`, at most one line every `everyMs` (`at`:
  * the caller's clock, ms); a line written after others were left out carries `suppressedSinceLast`, their
  * count. Every call is also written at debug level, so nothing is lost to an operator who asks.
- * The keys are the caller's to bound (a verdict, an HTTP status: a fixed set).
+ * The keys are the caller's to bound (a verdict, an HTTP status: a fixed set). Returns whether the
+ * line was written at `level`.
  */
 export function limitedLog(log: Logger, everyMs: number): LimitedLog {
   const last = new Map<string, { at: number; suppressed: number }>();
@@ -163,10 +164,11 @@ export function limitedLog(log: Logger, everyMs: number): LimitedLog {
     if (seen && t - seen.at < everyMs) {
       seen.suppressed += 1;
       log.debug(fields, msg);
-      return;
+      return false;
     }
     log[level]({ ...fields, ...(seen?.suppressed ? { suppressedSinceLast: seen.suppressed } : {}) }, msg);
     last.set(key, { at: t, suppressed: 0 });
+    return true;
   };
 }
 

@@ -3,6 +3,7 @@ import { isRefusal, MAX_HEADER_LINES, messageFacts, taskTag } from '../uplink/ga
 import { parseDkimSignatures } from '../uplink/dkim.js';
 import { MailboxError, type CheckRequest, type HeaderedMessage, type MailboxPass, type Watermark } from '../uplink/mailbox.js';
 import type { Verdict } from '../uplink/verdicts.js';
+import { checkLogOf } from './check-log.js';
 import type { BridgeContext } from './context.js';
 import { DEFER_MAX_KEPT, deferralsOf } from './deferrals.js';
 import { intake, intakeHeaderBlocks, type Intake, type IntakeContext } from './intake.js';
@@ -323,20 +324,20 @@ export async function checkMailbox(ctx: BridgeContext): Promise<CheckSummary> {
     // watermark, the files not ours or UIDVALIDITY (the commits above): src/core/view-cache.ts.
     const ended = store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: true, result: line }), { timedViewsOnly: true });
     // A run of failures was logged as it began (and at each new error); its end is too, so a log shows when the mailbox came back.
-    if (ended && 'failingSince' in ended) ctx.log.info({ folder: mailbox.folder, failingSince: new Date(ended.failingSince).toISOString(), lastError: ended.lastError }, 'mailbox check ok again');
+    checkLogOf(ctx.log).ok(mailbox.folder, ended && 'failingSince' in ended ? ended : null);
   } catch (err) {
     const message = err instanceof MailboxError ? err.message : `unexpected error: ${(err as Error).message}`;
     summary.ok = false;
     summary.error = message;
     // Logged once per run of failures and per new error: a check that fails as the last one did (the
-    // watcher's follow-up check 2 ms later, the next tick) is at debug only; "ok again" ends the run.
+    // watcher's follow-up check 2 ms later, the next tick) is at debug only; "ok again" ends the run;
+    // a flapping mailbox, at most once a minute (src/core/check-log.ts).
     let repeated = false;
     try {
       const r = store.tx((tx) => tx.mailbox.recordCheck(mailbox.folder, { at: ctx.now(), ok: false, result: 'failed', error: message, ...(ctx.startedAt !== undefined ? { runSince: ctx.startedAt } : {}) }), { timedViewsOnly: true });
       repeated = r !== null && 'repeated' in r && r.repeated;
     } finally {
-      if (repeated) ctx.log.debug({ err: message, folder: mailbox.folder }, 'mailbox check failed again');
-      else ctx.log.warn({ err: message, folder: mailbox.folder }, 'mailbox check failed');
+      checkLogOf(ctx.log).failed(ctx.now(), mailbox.folder, message, repeated);
     }
   } finally {
     await pass?.close();

@@ -12,6 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { buildBridge } from '../../../src/app.js';
 import type { Config } from '../../../src/config/config.js';
 import { loadConfig } from '../../../src/config/config.js';
+import { CHECK_LOG_EVERY_MS } from '../../../src/core/check-log.js';
 import { FAILING_RECHECK_MIN_MS, RefreshDue } from '../../../src/core/refresh-due.js';
 import { startWatcher } from '../../../src/core/watcher.js';
 import { createLogger } from '../../../src/log.js';
@@ -30,9 +31,11 @@ function configDir(): ConfigDir {
   return c;
 }
 
+const LEVELS = { warn: 40, info: 30 } as const;
+
 /** A log whose lines a test reads, and waits on: `next(msg)` resolves at the next line with that message. */
 function logLines() {
-  const lines: { msg: string; level: number; err?: string }[] = [];
+  const lines: { msg: string; level: number; err?: string; suppressedSinceLast?: number }[] = [];
   const waiting: { msg: string; resolve: () => void }[] = [];
   const log = createLogger('debug', {
     write: (s: string) => {
@@ -41,7 +44,12 @@ function logLines() {
       for (const w of waiting.splice(0).filter((x) => (x.msg === line.msg ? (x.resolve(), false) : true))) waiting.push(w);
     },
   });
-  return { log, lines, next: (msg: string): Promise<void> => new Promise((resolve) => waiting.push({ msg, resolve })), count: (msg: string) => lines.filter((l) => l.msg === msg).length };
+  return {
+    log,
+    lines,
+    next: (msg: string): Promise<void> => new Promise((resolve) => waiting.push({ msg, resolve })),
+    count: (msg: string, level?: 'warn' | 'info') => lines.filter((l) => l.msg === msg && (level === undefined || l.level === LEVELS[level])).length,
+  };
 }
 
 describe('a failing mailbox is checked again on a short backoff', () => {
@@ -116,6 +124,7 @@ describe("a run of mailbox failures is logged once", () => {
       expect(count('mailbox check failed')).toBe(1);
       expect(count('mailbox check failed again')).toBe(1);
       mkdirSync(join(maildir, 'new'), { recursive: true });
+      now += CHECK_LOG_EVERY_MS; // (within a minute, a new error is held back: the next test)
       await check(false); // another error: "missing cur/"
       expect(lines.filter((l) => l.msg === 'mailbox check failed').map((l) => l.err)).toEqual([expect.stringContaining(maildir), expect.stringMatching(/cur\//)]);
       mkdirSync(join(maildir, 'cur'));
@@ -123,12 +132,107 @@ describe("a run of mailbox failures is logged once", () => {
       await check(true);
       expect(count('mailbox check ok again')).toBe(1);
       rmSync(join(maildir, 'cur'), { recursive: true });
+      now += CHECK_LOG_EVERY_MS;
       await check(false); // a new run: logged again
       expect(count('mailbox check failed')).toBe(3);
       expect(lines.filter((l) => l.msg === 'mailbox check failed').every((l) => l.level === 40)).toBe(true);
     } finally {
       await built.close();
     }
+  });
+});
+
+describe('a mailbox that flaps is logged at most once a minute', () => {
+  /** A bridge on a Maildir with new/ and tmp/, whose checks the test runs on its clock; cur/ comes and goes. */
+  async function flapping(body: (o: { check: (ok: boolean, after: number) => Promise<void>; cur: (there: boolean) => void; part: (sub: string, there: boolean) => void; l: ReturnType<typeof logLines> }) => Promise<void>): Promise<void> {
+    const config = loadConfig(configDir().configPath);
+    const maildir = config.mailbox.maildirPath!;
+    for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(maildir, sub), { recursive: true });
+    let now = Date.parse('2026-12-03T09:00:00Z');
+    const l = logLines();
+    const built = buildBridge(config, { log: l.log, now: () => now });
+    const part = (sub: string, there: boolean): void => {
+      if (there) mkdirSync(join(maildir, sub), { recursive: true });
+      else rmSync(join(maildir, sub), { recursive: true, force: true });
+    };
+    try {
+      await body({
+        check: async (ok, after) => {
+          now += after;
+          expect((await built.bridge.checkNow()).ok).toBe(ok);
+        },
+        cur: (there) => part('cur', there),
+        part,
+        l,
+      });
+    } finally {
+      await built.close();
+    }
+  }
+
+  it('a failure and a success in turn: one pair of lines a minute, the next failure saying how many were held back', async () => {
+    await flapping(async ({ check, cur, l }) => {
+      for (let i = 0; i < 100; i++) {
+        cur(false);
+        await check(false, 100);
+        cur(true);
+        await check(true, 100);
+      }
+      // 20 s of flapping: the first failure and its end, at once.
+      expect(l.count('mailbox check failed', 'warn')).toBe(1);
+      expect(l.count('mailbox check ok again', 'info')).toBe(1);
+      expect(l.lines.findIndex((x) => x.msg === 'mailbox check ok again')).toBeGreaterThan(l.lines.findIndex((x) => x.msg === 'mailbox check failed'));
+      cur(false);
+      await check(false, CHECK_LOG_EVERY_MS);
+      cur(true);
+      await check(true, 100);
+      expect(l.count('mailbox check failed', 'warn')).toBe(2);
+      expect(l.count('mailbox check ok again', 'info')).toBe(2);
+      expect(l.lines.filter((x) => x.msg === 'mailbox check failed' && x.level === 40).map((x) => x.suppressedSinceLast)).toEqual([undefined, 99]);
+    });
+  });
+
+  it('two errors in turn: the first at once, the rest held back for the minute', async () => {
+    await flapping(async ({ check, part, l }) => {
+      for (let i = 0; i < 50; i++) {
+        part('new', false);
+        part('cur', true);
+        await check(false, 100); // no new/
+        part('new', true);
+        part('cur', false);
+        await check(false, 100); // no cur/
+      }
+      expect(l.count('mailbox check failed', 'warn')).toBe(1);
+      await check(false, CHECK_LOG_EVERY_MS); // the same error as the last check: a repeat, at debug
+      expect(l.count('mailbox check failed', 'warn')).toBe(1);
+      part('new', false);
+      part('cur', true);
+      await check(false, 100); // the other one, a minute on: logged, with the count
+      expect(l.lines.filter((x) => x.msg === 'mailbox check failed' && x.level === 40).map((x) => x.suppressedSinceLast)).toEqual([undefined, 99]);
+      part('new', true);
+      await check(true, 100);
+      expect(l.count('mailbox check ok again', 'info')).toBe(1);
+    });
+  });
+
+  it('a run that began while lines were held back is logged once the minute is over, and then its end', async () => {
+    await flapping(async ({ check, cur, l }) => {
+      cur(false);
+      await check(false, 100);
+      cur(true);
+      await check(true, 100);
+      cur(false);
+      await check(false, 10_000); // a new run, 10 s later: held back
+      await check(false, 10_000);
+      expect(l.count('mailbox check failed', 'warn')).toBe(1);
+      await check(false, CHECK_LOG_EVERY_MS); // still failing a minute after the last line: logged now
+      expect(l.count('mailbox check failed', 'warn')).toBe(2);
+      await check(false, 1000);
+      expect(l.count('mailbox check failed', 'warn')).toBe(2);
+      cur(true);
+      await check(true, 1000);
+      expect(l.count('mailbox check ok again', 'info')).toBe(2);
+    });
   });
 });
 
