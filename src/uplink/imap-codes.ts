@@ -24,3 +24,23 @@ export function kindOfCode(code: string | undefined, tlsFailed = false): Mailbox
   if (code && CONNECT_CODES.has(code)) return 'connect';
   return 'protocol';
 }
+
+/**
+ * imapflow's own names for how a connection ended, which say nothing to an operator, in words
+ * (the code kept in parentheses, to search for). System codes (ECONNREFUSED…) are left as they are:
+ * they are the ones every tool prints. Fresh-user trial 12: doctor said only "failed:
+ * ClosedAfterConnectText" of a server that closed each connection before its greeting.
+ */
+const IMAPFLOW_CLOSES: Readonly<Record<string, string>> = {
+  ClosedAfterConnectText:
+    'the server closed the connection before its greeting, without TLS (it refused this client: its own log says why; or it expects TLS on this port: mailbox.imap.tls = true)',
+  ClosedAfterConnectTLS: 'the server closed the connection right after the TLS handshake, before its greeting (its own log says why)',
+  NoConnection: 'the connection was closed before the command could be sent',
+  EConnectionClosed: 'the server closed the connection',
+};
+
+/** How a connection failed, for a message: {@link IMAPFLOW_CLOSES}'s words for imapflow's codes, else the code itself. */
+export function connectCause(code: string): string {
+  const words = IMAPFLOW_CLOSES[code];
+  return words === undefined ? code : `${words} (${code})`;
+}

@@ -33,7 +33,7 @@ import { MAX_UID, searchAbove } from './imap-search.js';
 import { Session, type Phase } from './imap-session.js';
 import { MailboxError, readOldest, type CheckRequest, type CheckResult, type Mailbox, type MailboxPass } from './mailbox.js';
 import { imapAuth } from './oauth2.js';
-import { CONNECT_CODES, TIMEOUT_CODES, TLS_CODE } from './imap-codes.js';
+import { CONNECT_CODES, connectCause, TIMEOUT_CODES, TLS_CODE } from './imap-codes.js';
 import { tooLargeError, tooLargeMessage } from './imap-too-large.js';
 import { monotonicMs } from '../monotonic.js';
 
@@ -350,7 +350,7 @@ export class ImapMailbox implements Mailbox {
     if (CONNECT_CODES.has(code) || (phase === 'connect' && CONNECT_CODES.has(eventCode))) {
       const cause = CONNECT_CODES.has(eventCode) && !CONNECT_CODES.has(code) ? eventCode : code;
       const during = phase === 'connect' ? '' : ` during ${phase}`;
-      return make(`IMAP connection to ${where} failed${during}: ${cause}`, 'connect');
+      return make(`IMAP connection to ${where} failed${during}: ${connectCause(cause)}`, 'connect');
     }
     const text = err?.responseText || err?.message || String(err);
     return make(`IMAP ${phase} failed: ${code ? `${code}: ` : ''}${text}`, 'protocol');

@@ -9,7 +9,7 @@ import type { ImapConfig } from '../config/config.js';
 import { maxOf } from '../extremes.js';
 import { missingFolderMessage } from './imap-folders.js';
 import { imapClient } from './imap-client.js';
-import { kindOfCode } from './imap-codes.js';
+import { connectCause, kindOfCode } from './imap-codes.js';
 import { MailboxError } from './mailbox.js';
 import { fieldsNamed, parseHeaderBlock, parseSingleAddress, splitMessage } from './raw-headers.js';
 
@@ -50,7 +50,7 @@ export async function newestImapMessageFrom(cfg: ImapConfig & { folder: string }
     if (err instanceof MailboxError) throw err;
     const e = err as { authenticationFailed?: boolean; tlsFailed?: boolean; responseText?: string; message?: string; code?: string };
     if (e.authenticationFailed) throw new MailboxError(`IMAP login failed for ${cfg.user}`, 'auth', { cause: err });
-    throw new MailboxError(`IMAP read of ${cfg.folder} on ${cfg.host}:${cfg.port} failed: ${e.code ?? e.responseText ?? e.message ?? String(err)}`, kindOfCode(e.code, e.tlsFailed), { cause: err });
+    throw new MailboxError(`IMAP read of ${cfg.folder} on ${cfg.host}:${cfg.port} failed: ${e.code ? connectCause(e.code) : (e.responseText ?? e.message ?? String(err))}`, kindOfCode(e.code, e.tlsFailed), { cause: err });
   } finally {
     await client.logout().catch(() => client.close());
   }
