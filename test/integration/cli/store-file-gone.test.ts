@@ -21,11 +21,17 @@ afterAll(() => {
   for (const c of dirs) rmSync(c.dir, { recursive: true, force: true });
 });
 
+/** A config on a free loopback port with its Maildir made (cur/, new/, tmp/). */
+async function maildirConfig(): Promise<ConfigDir> {
+  const c = makeConfigDir(minimalToml({ listen: `127.0.0.1:${await freePort()}`, webhookUrl: 'http://127.0.0.1:1/hook' }));
+  dirs.push(c);
+  for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(c.dir, 'Maildir', sub), { recursive: true });
+  return c;
+}
+
 describe('a store file moved away after a bridge ran on it', () => {
   it('status, tasks and doctor say it was moved or deleted; the next serve warns that it starts an empty store', async () => {
-    const c = makeConfigDir(minimalToml({ listen: `127.0.0.1:${await freePort()}`, webhookUrl: 'http://127.0.0.1:1/hook' }));
-    dirs.push(c);
-    for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(c.dir, 'Maildir', sub), { recursive: true });
+    const c = await maildirConfig();
     const store = join(c.dir, 'state', 'bridge.sqlite');
     const first = await startBridgeProcess(c.configPath);
     expect((await runCli(['--config', c.configPath, 'stop'])).status).toBe(0);
@@ -46,9 +52,7 @@ describe('a store file moved away after a bridge ran on it', () => {
   });
 
   it('a first start says nothing of the kind', async () => {
-    const c = makeConfigDir(minimalToml({ listen: `127.0.0.1:${await freePort()}`, webhookUrl: 'http://127.0.0.1:1/hook' }));
-    dirs.push(c);
-    for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(c.dir, 'Maildir', sub), { recursive: true });
+    const c = await maildirConfig();
     const st = await runCli(['--config', c.configPath, 'status']);
     expect(st.stdout).toContain('does not exist yet; serve creates it on its first start');
     const bridge = await startBridgeProcess(c.configPath);
@@ -58,9 +62,7 @@ describe('a store file moved away after a bridge ran on it', () => {
 
 describe('status of a config whose store another config\'s serve holds', () => {
   it('says that serve holds it, names it, and that a serve of this config would be refused (was: "start it")', async () => {
-    const a = makeConfigDir(minimalToml({ listen: `127.0.0.1:${await freePort()}`, webhookUrl: 'http://127.0.0.1:1/hook' }));
-    dirs.push(a);
-    for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(a.dir, 'Maildir', sub), { recursive: true });
+    const a = await maildirConfig();
     const store = join(a.dir, 'state', 'bridge.sqlite');
     const port = await freePort();
     const b = makeConfigDir(minimalToml({ listen: `127.0.0.1:${port}`, webhookUrl: 'http://127.0.0.1:1/hook' }).replace('path = "state/bridge.sqlite"', `path = "${store}"`));

@@ -19,28 +19,33 @@ afterAll(() => {
   for (const c of dirs) rmSync(c.dir, { recursive: true, force: true });
 });
 
+/** A bridge on a fresh config, its clock in the test's hands (`clock.now`, ms) and its log lines kept. */
+function world() {
+  const c = makeConfigDir(minimalToml());
+  dirs.push(c);
+  const config = loadConfig(c.configPath);
+  const clock = { now: Date.parse('2026-12-03T09:00:00Z') };
+  const lines: { level: number; msg: string }[] = [];
+  const built = buildBridge(config, { log: createLogger('info', { write: (s: string) => void lines.push(JSON.parse(s) as (typeof lines)[number]) }), now: () => clock.now });
+  return { c, config, clock, lines, built, bridge: built.bridge };
+}
+
 describe('the store file moved away under a running bridge', () => {
   it('makes the store not ok, logged once at error, until the file is back', async () => {
-    const c = makeConfigDir(minimalToml());
-    dirs.push(c);
-    const config = loadConfig(c.configPath);
-    let now = Date.parse('2026-12-03T09:00:00Z');
-    const lines: { level: number; msg: string }[] = [];
-    const built = buildBridge(config, { log: createLogger('info', { write: (s: string) => void lines.push(JSON.parse(s) as (typeof lines)[number]) }), now: () => now });
-    const { bridge } = built;
+    const { config, clock, lines, built, bridge } = world();
     try {
       await bridge.maintainStore();
       expect(bridge.health().storeCheck).toBeNull();
       const path = config.store.path;
       renameSync(path, `${path}.moved`);
-      now += 60_000;
+      clock.now += 60_000;
       await bridge.maintainStore();
       expect(bridge.health().storeCheck).toMatchObject({ ok: false, detail: expect.stringContaining(`the store file ${path} was moved away or deleted while the bridge runs`) as string });
-      now += 60_000;
+      clock.now += 60_000;
       await bridge.maintainStore();
       expect(lines.filter((l) => l.level === 50 && l.msg.startsWith('the store file'))).toHaveLength(1);
       renameSync(`${path}.moved`, path);
-      now += 60_000;
+      clock.now += 60_000;
       await bridge.maintainStore();
       expect(bridge.health().storeCheck).toMatchObject({ ok: true, detail: `the store file is at ${path} again` });
     } finally {
@@ -52,32 +57,26 @@ describe('the store file moved away under a running bridge', () => {
   // quick_check (opening store.path by name) checked the replacement and made the store ok again,
   // or, with nothing there, replaced the "put the file back" guidance with "the store is damaged".
   it('keeps the store not ok, with its guidance, through the integrity check while another file is at store.path, and checks the bridge’s file once it is back', async () => {
-    const c = makeConfigDir(minimalToml());
-    dirs.push(c);
-    const config = loadConfig(c.configPath);
+    const { c, config, clock, lines, built, bridge } = world();
     const other = join(c.dir, 'other.sqlite');
     Store.open(other).close(); // another valid store (a backup restored with mv)
-    let now = Date.parse('2026-12-03T09:00:00Z');
-    const lines: { level: number; msg: string }[] = [];
-    const built = buildBridge(config, { log: createLogger('info', { write: (s: string) => void lines.push(JSON.parse(s) as (typeof lines)[number]) }), now: () => now });
-    const { bridge } = built;
     const path = config.store.path;
     try {
       await bridge.maintainStore();
       renameSync(path, `${path}.moved`);
       copyFileSync(other, path);
-      now += 60_000;
+      clock.now += 60_000;
       await bridge.maintainStore();
       const replaced = expect.stringContaining(`the store file ${path} was replaced by another file while the bridge runs`) as string;
       expect(bridge.health().storeCheck).toMatchObject({ ok: false, detail: replaced });
-      now += STORE_CHECK_FIRST_MS;
+      clock.now += STORE_CHECK_FIRST_MS;
       await bridge.maintainStore();
       await bridge.idle();
       expect(bridge.health().storeCheck).toMatchObject({ ok: false, detail: replaced });
       expect(health(bridge, null).store.ok).toBe(false);
       expect(lines.filter((l) => l.msg.startsWith('store integrity check'))).toEqual([]); // the other file is not checked as the bridge's
       renameSync(`${path}.moved`, path);
-      now += 60_000;
+      clock.now += 60_000;
       await bridge.maintainStore();
       await bridge.idle();
       expect(bridge.health().storeCheck).toMatchObject({ ok: true, detail: 'ok' }); // the check, due, ran on the bridge's file
@@ -89,23 +88,17 @@ describe('the store file moved away under a running bridge', () => {
   });
 
   it('keeps the "put the file back" guidance through the integrity check while nothing is at store.path: not "damaged"', async () => {
-    const c = makeConfigDir(minimalToml());
-    dirs.push(c);
-    const config = loadConfig(c.configPath);
-    let now = Date.parse('2026-12-03T09:00:00Z');
-    const lines: { level: number; msg: string }[] = [];
-    const built = buildBridge(config, { log: createLogger('info', { write: (s: string) => void lines.push(JSON.parse(s) as (typeof lines)[number]) }), now: () => now });
-    const { bridge } = built;
+    const { config, clock, lines, built, bridge } = world();
     const path = config.store.path;
     try {
       await bridge.maintainStore();
       renameSync(path, `${path}.moved`);
-      now += STORE_CHECK_FIRST_MS;
+      clock.now += STORE_CHECK_FIRST_MS;
       await bridge.maintainStore();
       await bridge.idle();
       expect(bridge.health().storeCheck).toMatchObject({ ok: false, detail: expect.stringMatching(new RegExp(`^the store file ${path} was moved away or deleted while the bridge runs: .*; put the file back, or stop the bridge`)) as string });
       expect(lines.filter((l) => l.msg.includes('damaged'))).toEqual([]);
-      now += 60_000;
+      clock.now += 60_000;
       await bridge.maintainStore();
       await bridge.idle();
       expect(bridge.health().storeCheck?.detail).toContain('put the file back');
