@@ -12,7 +12,7 @@ import type { LedgerRow } from '../store/ledger.js';
 import { Store } from '../store/store.js';
 import { configLines, detectProvider } from '../uplink/detect.js';
 import { makeResolver, type DnsResolver } from '../uplink/dkim.js';
-import { messageBySource, type SourceMailbox } from '../uplink/message-by-source.js';
+import { sourceReader, type SourceMailbox } from '../uplink/message-by-source.js';
 import { imapAuth } from '../uplink/oauth2.js';
 import { findTrustedResults, type ProviderProfile } from '../uplink/border.js';
 import { fieldsNamed, type HeaderField } from '../uplink/raw-headers.js';
@@ -59,10 +59,11 @@ export async function checkLatestTaggedMail(config: Config, resolver?: DnsResolv
     const row: LedgerRow | undefined = store.ledger.latestTaggedWithRaw();
     const raw = row ? store.ledger.raw(row.id) : null;
     if (!row || !raw) return { name, status: 'ok', detail: 'no tagged mail from an agent in the ledger yet; once the agent has replied, doctor judges its latest mail here' };
-    const { basis, ...judged } = await judgeRow(config, store, row, raw, resolver);
+    const again = readAgain(config);
+    const { basis, ...judged } = await judgeRow(config, store, row, raw, resolver, again);
     // A forgery made the latest: the agent's own mail before it is what shows the config (attack review 10, F3).
     if (basis === 'not-the-agents') {
-      const before = await agentsMailBefore(config, store, row, resolver);
+      const before = await agentsMailBefore(config, store, row, resolver, again);
       if (before?.status === 'fail') return { name, status: 'fail', detail: `${judged.detail}; but the agent's mail before it, ${before.detail}`, ...(before.fix ? { fix: before.fix } : {}) };
     }
     // A stamp the config trusts in mail no provider stamped: no reply elsewhere clears the config.
@@ -71,7 +72,7 @@ export async function checkLatestTaggedMail(config: Config, resolver?: DnsResolv
     if (basis === 'forgeable-trust' || (judged.status !== 'fail' && !notTheConfig)) return { name, ...judged };
     const accepted = store.ledger.latestAcceptedWithRaw();
     const acceptedRaw = accepted && accepted.id !== row.id ? store.ledger.raw(accepted.id) : null;
-    const earlier = accepted && acceptedRaw ? await judgeRow(config, store, accepted, acceptedRaw, resolver) : null;
+    const earlier = accepted && acceptedRaw ? await judgeRow(config, store, accepted, acceptedRaw, resolver, again) : null;
     // "Nothing in the config needs changing" is not said while the agent's accepted reply fails now.
     if (notTheConfig) {
       return earlier?.status === 'fail' ? { name, status: 'fail', detail: `${judged.detail}; but the latest reply accepted, ${earlier.detail}`, ...(earlier.fix ? { fix: earlier.fix } : {}) } : { name, ...judged };
@@ -106,12 +107,12 @@ const LOOK_BACK = 10;
  * can mail the mailbox can make a forgery the latest tagged mail: judged alone, it hid a genuine
  * reply before it that the config refuses (attack review 10, F3).
  */
-async function agentsMailBefore(config: Config, store: Store, latest: LedgerRow, resolver: DnsResolver | undefined): Promise<(Omit<Check, 'name'> & { basis?: Basis }) | null> {
+async function agentsMailBefore(config: Config, store: Store, latest: LedgerRow, resolver: DnsResolver | undefined, again: ReadAgain): Promise<(Omit<Check, 'name'> & { basis?: Basis }) | null> {
   for (const row of store.ledger.taggedWithRaw(LOOK_BACK + 1)) {
     if (row.id >= latest.id) continue;
     const raw = store.ledger.raw(row.id);
     if (!raw) continue;
-    const judged = await judgeRow(config, store, row, raw, resolver);
+    const judged = await judgeRow(config, store, row, raw, resolver, again);
     if (judged.basis !== 'not-the-agents') return judged;
   }
   return null;
@@ -163,12 +164,12 @@ const NOT_THE_CONFIG =
  * One ledger row's mail judged again with `config` (gates 3–7; never committed): whether it passes,
  * and when not, why and what to change.
  */
-async function judgeRow(config: Config, store: Store, row: LedgerRow, kept: Buffer, resolver: DnsResolver | undefined): Promise<Omit<Check, 'name'> & { basis?: Basis }> {
+async function judgeRow(config: Config, store: Store, row: LedgerRow, kept: Buffer, resolver: DnsResolver | undefined, again: ReadAgain): Promise<Omit<Check, 'name'> & { basis?: Basis }> {
   const what = `ledger #${row.id} (${row.verdict})`;
   // Mail refused before its body was read keeps only its header block in the ledger: read whole
   // again from the mailbox (read-only), it is judged as the bridge judged it, DKIM verified; a
   // genuine reply refused by a wrong provider setting then fails doctor (attack review 10, F2).
-  const whole = kept.length < row.size ? await readAgain(config, row, kept) : null;
+  const whole = kept.length < row.size ? await again(row, kept) : null;
   const raw = whole ?? kept;
   const rules = judgeRulesOf(config);
   // The ledger holds these very bytes (and their signature): gate 1 is not asked. The decision
@@ -260,19 +261,26 @@ async function judgeRow(config: Config, store: Store, row: LedgerRow, kept: Buff
   return { status: 'fail', detail: `${what} would be refused: ${d.reason}`, fix };
 }
 
+/** Reads a ledger row's message whole again from the configured mailbox ({@link readAgain}). */
+type ReadAgain = (row: LedgerRow, kept: Buffer) => Promise<Buffer | null>;
+
 /**
- * `row`'s message read whole from the configured mailbox (src/uplink/message-by-source.ts), or
- * null when it cannot be: no longer there, another message now, or the mailbox unreachable — the
- * mail is then judged on the header block the ledger kept, as before.
+ * How doctor reads a row's message whole from the configured mailbox (src/uplink/message-by-source.ts;
+ * a Maildir listed once for the whole run): its bytes, or null when they cannot be had — no longer
+ * there, another message now, or the mailbox unreachable — the mail is then judged on the header
+ * block the ledger kept, as before.
  */
-async function readAgain(config: Config, row: LedgerRow, kept: Buffer): Promise<Buffer | null> {
+function readAgain(config: Config): ReadAgain {
   const m = config.mailbox;
   const mailbox: SourceMailbox = m.kind === 'imap' ? { kind: 'imap', folder: m.folder!, imap: m.imap!, auth: () => imapAuth(m.imap!) } : { kind: 'maildir', folder: m.maildirPath! };
-  try {
-    return await messageBySource(mailbox, row.source, { size: row.size, kept }, m.maxMessageBytes);
-  } catch {
-    return null;
-  }
+  const read = sourceReader(mailbox, m.maxMessageBytes);
+  return async (row, kept) => {
+    try {
+      return await read(row.source, { size: row.size, kept });
+    } catch {
+      return null;
+    }
+  };
 }
 
 /**

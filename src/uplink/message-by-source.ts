@@ -11,7 +11,7 @@
  */
 import type { ImapConfig } from '../config/config.js';
 import { imapClient } from './imap-client.js';
-import { listFolder, maildirSource, pathOf, readFileStart } from './maildir-files.js';
+import { listFolder, maildirSource, pathOf, readFileStart, type ListedEntry } from './maildir-files.js';
 
 /** The mailbox a source is read from: the configured one. */
 export type SourceMailbox =
@@ -29,16 +29,34 @@ export type SourceMailbox =
  * @throws what connecting to or reading the mailbox throws (a MailboxError, an imapflow error):
  *   the caller says the mail could not be read again
  */
-export async function messageBySource(mailbox: SourceMailbox, source: string, want: { size: number; kept: Buffer }, maxBytes: number): Promise<Buffer | null> {
-  if (want.size > maxBytes) return null;
-  const raw = mailbox.kind === 'maildir' ? await fromMaildir(mailbox.folder, source, want.size) : await fromImap(mailbox, source, want.size);
-  return raw !== null && raw.length === want.size && raw.subarray(0, want.kept.length).equals(want.kept) ? raw : null;
+export function messageBySource(mailbox: SourceMailbox, source: string, want: Wanted, maxBytes: number): Promise<Buffer | null> {
+  return sourceReader(mailbox, maxBytes)(source, want);
 }
 
-async function fromMaildir(folder: string, source: string, size: number): Promise<Buffer | null> {
+/** What {@link messageBySource} takes a message by: its size and the bytes its ledger row kept. */
+export interface Wanted {
+  size: number;
+  kept: Buffer;
+}
+
+/**
+ * {@link messageBySource} for several sources of one mailbox: a Maildir is listed once, at the
+ * first read, not once a message (a listing is linear in the folder: doctor reads up to 11 mails
+ * again). Its listing is of that moment; a message moved since reads as gone.
+ */
+export function sourceReader(mailbox: SourceMailbox, maxBytes: number): (source: string, want: Wanted) => Promise<Buffer | null> {
+  let listing: Promise<Map<string, ListedEntry>> | null = null;
+  return async (source, want) => {
+    if (want.size > maxBytes) return null;
+    const raw = mailbox.kind === 'maildir' ? await fromMaildir(mailbox.folder, source, want.size, () => (listing ??= listFolder(mailbox.folder))) : await fromImap(mailbox, source, want.size);
+    return raw !== null && raw.length === want.size && raw.subarray(0, want.kept.length).equals(want.kept) ? raw : null;
+  };
+}
+
+async function fromMaildir(folder: string, source: string, size: number, listed: () => Promise<Map<string, ListedEntry>>): Promise<Buffer | null> {
   const prefix = maildirSource(folder, '');
   if (!source.startsWith(prefix)) return null;
-  const entry = (await listFolder(folder)).get(source.slice(prefix.length));
+  const entry = (await listed()).get(source.slice(prefix.length));
   if (!entry) return null;
   const read = await readFileStart(pathOf(folder, entry), size, false);
   return 'ok' in read && read.size === size ? read.ok : null;
