@@ -9,7 +9,7 @@ import { exampleIdentities, exampleIdentitiesText } from '../config/example-iden
 import { readSecretFile, SecretFileError } from '../config/secret-file.js';
 import { missingSecretFix } from '../config/secret-kinds.js';
 import { claimFiles, Store, StoreError, storeWasHere } from '../store/store.js';
-import { missingStoreText } from './open-store.js';
+import { goneStoreText } from './open-store.js';
 import { TERMINAL_STATES, type TaskState } from '../store/task-state.js';
 import { openMailbox } from '../app.js';
 import { MailboxError } from '../uplink/mailbox.js';
@@ -182,7 +182,7 @@ function checkStore(path: string, configFile: string): Check {
     st = statSync(path);
   } catch {
     // A serve ran on it before: the store was moved or deleted, and the next serve would start an empty one.
-    if (storeWasHere(path)) return { name, status: 'fail', detail: missingStoreText(path, commandLine(configFile, 'serve')), fix: `put the store back at ${path}, restore a backup there, or, to start with an empty store on purpose, delete ${claimFiles(path).lock}` };
+    if (storeWasHere(path)) return { name, status: 'fail', detail: goneStoreText(path, commandLine(configFile, 'serve')), fix: `put the store back at ${path}, restore a backup there, or, to start with an empty store on purpose, delete ${claimFiles(path).lock}` };
     return { name, status: 'ok', detail: `${path} does not exist yet; serve creates it on its first start` };
   }
   const dirMode = statSync(dirname(path)).mode & 0o777;

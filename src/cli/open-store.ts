@@ -37,17 +37,16 @@ export function configuredAgents(where: StoreLocation): string[] | undefined {
 }
 
 /**
- * What to say of a store file that is not there: a serve that has run on it before (its claim
- * lock is there: src/store/serve-claim.ts `storeWasHere`) means the store was moved or deleted,
+ * What to say of a store file that is not there though a serve has run on it (its claim lock is
+ * there: src/store/serve-claim.ts `storeWasHere`, which the caller asks): it was moved or deleted,
  * and the next `serve` would start an empty one (fresh-user trial: after `mv` of the store file,
  * `status` said "serve creates it on its first start", and the restart began an empty store, the
- * tasks out of sight); else that `serve` makes it.
+ * tasks out of sight).
  * @param file the store file's absolute path
  * @param serve the `serve` command line of this config
  */
-export function missingStoreText(file: string, serve: string): string {
-  if (storeWasHere(file)) return `no store at ${file}, though a serve has run on it (its claim lock is there): it was moved or deleted; put it back (or restore a backup: a2a-mailbridge backup made one) before \`${serve}\`, which would start an empty store`;
-  return `no store at ${file} yet; \`${serve}\` creates it on its first start`;
+export function goneStoreText(file: string, serve: string): string {
+  return `no store at ${file}, though a serve has run on it (its claim lock is there): it was moved or deleted; put it back (or restore a backup: a2a-mailbridge backup made one) before \`${serve}\`, which would start an empty store`;
 }
 
 /**
@@ -59,7 +58,7 @@ export function requireStoreFile(file: string, where: StoreLocation): void {
   if (existsSync(file)) return;
   if (where.db !== undefined) throw new StoreError(`no store at ${file} (--db); name a store file that exists (a backup, or store.path of a config)`);
   const serve = commandLine(where.configFile, 'serve');
-  if (storeWasHere(file)) throw new StoreError(`${missingStoreText(file, serve)} (config key store.path)`);
+  if (storeWasHere(file)) throw new StoreError(`${goneStoreText(file, serve)} (config key store.path)`);
   throw new StoreError(`no store at ${file} (config key store.path); \`${serve}\` creates it on its first start`);
 }
 

@@ -4,13 +4,13 @@ import { loadConfig, type Config } from '../config/config.js';
 import { commandLine } from '../config/config-path.js';
 import { humanDuration, iso } from '../core/time.js';
 import { plural } from '../plural.js';
-import { claimHeld, notesConfig, Store, storeWasHere } from '../store/store.js';
+import { claimHeld, notesConfig, Store, storeWasHere, type ClaimHolder } from '../store/store.js';
 import { type MailboxState } from '../store/mailbox-state.js';
 import type { FailingDispatch, RefusedForOpenTask } from '../store/overview.js';
 import { TASK_STATES, TERMINAL_STATES, type TaskState } from '../store/task-state.js';
 import { clean, isoJson, printJson } from './format.js';
 import { probeHealth, type HealthProbe } from './health-probe.js';
-import { missingStoreText } from './open-store.js';
+import { goneStoreText } from './open-store.js';
 import { storeBytes } from './serve-summary.js';
 import { defaultKind, LAUNCHD_LABEL, serviceTarget, SYSTEMD_UNIT } from './service.js';
 
@@ -55,10 +55,13 @@ export interface StatusReport {
     taken: boolean;
     cannotTell: boolean;
     storeAway?: { pid: number; store: string } | null;
+    /** Nothing answers, and a serve holds this config's store's claim: its note (null when unreadable). */
+    heldBy?: ClaimHolder | null;
     /** This config's running bridge's /health `store.lastCheck` when its store is not ok (a store file moved away, damaged…), cut; null otherwise. */
     storeProblem?: string | null;
   };
-  store: { path: string; exists: boolean; bytes: number };
+  /** `wasHere`: the file is not there though a serve has run on it (its claim lock is: src/store/serve-claim.ts `storeWasHere`). */
+  store: { path: string; exists: boolean; bytes: number; wasHere?: boolean };
   tasks: { open: number; finished: number; byState: Partial<Record<TaskState, number>> } | null;
   mailbox: { kind: string; lastCheckAt: string | null; lastResult: string | null; lastError: string | null; errorSince: string | null; lastRecordedAt: string | null; lastVerdict: string | null; notOurs: number } | null;
   failingWebhooks: (Omit<FailingDispatch, 'nextAttemptAt'> & { nextAttemptAt: string | null })[];
@@ -81,12 +84,18 @@ function bytes(n: number): string {
  * and that `serve` is refused, the store being in use). Names the holder as its note does.
  */
 function heldElsewhereLine(r: StatusReport, at: string): string {
-  const h = claimHeld(r.store.path);
-  if (h.held && h.holder && notesConfig(h.holder, r.config)) {
-    return `bridge    not answering at ${at} (${r.bridge.why}), though this config's serve (pid ${h.holder.pid}) holds its store: it may still be starting; if it stays so, ${commandLine(r.config, 'stop')}`;
+  const h = r.bridge.heldBy ?? null;
+  if (h && notesConfig(h, r.config)) {
+    return `bridge    not answering at ${at} (${r.bridge.why}), though this config's serve (pid ${h.pid}) holds its store: it may still be starting; if it stays so, ${commandLine(r.config, 'stop')}`;
   }
-  const who = h.held && h.holder ? ` (pid ${h.holder.pid}, started with ${h.holder.config}, listening at ${h.holder.listen})` : '';
+  const who = h ? ` (pid ${h.pid}, started with ${h.config}, listening at ${h.listen})` : '';
   return `bridge    not answering at ${at} (${r.bridge.why}), but another a2a-mailbridge serve holds its store ${r.store.path}${who}: a serve of this config would be refused; use that bridge, or stop it (a2a-mailbridge --config <the file it was started with> stop) before you start this one`;
+}
+
+/** The note of the serve holding the claim of the store at `path`, or null (not held, or unreadable). */
+function heldBy(path: string): ClaimHolder | null {
+  const h = claimHeld(path);
+  return h.held ? h.holder : null;
 }
 
 /** `/health`'s account of a store that is not ok (`store.lastCheck`), cut to 300 characters; null when it is ok or says nothing. */
@@ -119,8 +128,8 @@ export async function statusReport(config: Config, now: number): Promise<StatusR
     config: config.file,
     bridge: probe.up
       ? { answering: true, url: probe.url, status: clean(String(probe.health.status).slice(0, 64)), version: clean(String(probe.health.version).slice(0, 64)), sameStore: probe.sameStore, why: storeWhy(probe), storeNamed: probe.sameStore === null || !probe.bearerSent ? null : probe.stores.answering !== null, olderBearer: older, claimed: probe.claimed, taken, cannotTell: false, storeAway, storeProblem: probe.sameStore === true ? storeProblemOf(probe.health) : null }
-      : { answering: false, url: probe.url, status: null, version: null, sameStore: null, why: probe.why, storeNamed: null, olderBearer: null, claimed: probe.claimed, taken, cannotTell: probe.cannotTell, storeAway: null },
-    store: { path, exists, bytes: exists ? storeBytes(path) : 0 },
+      : { answering: false, url: probe.url, status: null, version: null, sameStore: null, why: probe.why, storeNamed: null, olderBearer: null, claimed: probe.claimed, taken, cannotTell: probe.cannotTell, storeAway: null, heldBy: probe.claimed ? heldBy(path) : null },
+    store: { path, exists, bytes: exists ? storeBytes(path) : 0, wasHere: !exists && storeWasHere(path) },
     tasks: null,
     mailbox: null,
     failingWebhooks: [],
@@ -216,7 +225,7 @@ export function formatStatus(r: StatusReport, now: number): string {
                   : `bridge    answering at ${at} (version ${r.bridge.version}, /health status ${r.bridge.status})`,
   );
   if (!r.store.exists) {
-    lines.push(r.bridge.storeAway ? `store     ${r.store.path} is not there: the running bridge has it open at ${r.bridge.storeAway.store}` : storeWasHere(r.store.path) ? `store     ${missingStoreText(r.store.path, cmd('serve'))}` : `store     ${r.store.path} does not exist yet; serve creates it on its first start`);
+    lines.push(r.bridge.storeAway ? `store     ${r.store.path} is not there: the running bridge has it open at ${r.bridge.storeAway.store}` : r.store.wasHere ? `store     ${goneStoreText(r.store.path, cmd('serve'))}` : `store     ${r.store.path} does not exist yet; serve creates it on its first start`);
     if (r.bridge.storeProblem) lines.push(`          NOT OK in the running bridge's /health: ${r.bridge.storeProblem}`);
     return lines.join('\n');
   }
